@@ -1,0 +1,9 @@
+/* bench_gemm.c — not yet written. */
+#include <stdio.h>
+#include "cli.h"
+int bench_gemm_main(int argc, char **argv)
+{
+    (void)argc;
+    fprintf(stderr, "attnlab: %s: not implemented yet\n", argv[0]);
+    return 2;
+}

@@ -1,0 +1,9 @@
+/* bench_train.c — not yet written. */
+#include <stdio.h>
+#include "cli.h"
+int bench_train_main(int argc, char **argv)
+{
+    (void)argc;
+    fprintf(stderr, "attnlab: %s: not implemented yet\n", argv[0]);
+    return 2;
+}

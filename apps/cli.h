@@ -1,0 +1,19 @@
+/* cli.h — subcommands of bin/attnlab. Each returns the process exit status (0 ok, 1 runtime error,
+ * 2 usage error). Only apps/ print and exit. */
+#ifndef ATTNLAB_CLI_H
+#define ATTNLAB_CLI_H
+int cmd_train(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
+int cmd_sweep(int argc, char **argv);
+int cmd_summarize(int argc, char **argv);
+int cmd_plot(int argc, char **argv);
+int cmd_attnmap(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+/* Task- and benchmark-specific entry points, one file each (argv[0] is the subcommand name). */
+int train_image_main(int argc, char **argv);   /* apps/train_image.c */
+int train_graph_main(int argc, char **argv);   /* apps/train_graph.c */
+int bench_gemm_main(int argc, char **argv);    /* apps/bench_gemm.c */
+int bench_attention_main(int argc, char **argv); /* apps/bench_attention.c */
+int bench_train_main(int argc, char **argv);   /* apps/bench_train.c */
+int bench_graph_main(int argc, char **argv);   /* apps/bench_graph.c */
+#endif

@@ -1,0 +1,21 @@
+/* cmd_train.c — attnlab train: dispatch on --task (image is the default). */
+#include <stdio.h>
+#include <string.h>
+#include "cli.h"
+
+int cmd_train(int argc, char **argv)
+{
+    const char *task = "image";
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--task") && i + 1 < argc) task = argv[i + 1];
+        else if (!strncmp(argv[i], "--task=", 7)) task = argv[i] + 7;
+        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            if (!strcmp(task, "graph")) return train_graph_main(argc, argv);
+            return train_image_main(argc, argv);
+        }
+    }
+    if (!strcmp(task, "image")) return train_image_main(argc, argv);
+    if (!strcmp(task, "graph")) return train_graph_main(argc, argv);
+    fprintf(stderr, "attnlab train: unknown task '%s' (expected image or graph)\n", task);
+    return 2;
+}

@@ -1,0 +1,31 @@
+/* main.c — bin/attnlab: dispatch to a subcommand. */
+#include <stdio.h>
+#include <string.h>
+#include "cli.h"
+
+static const struct { const char *name; int (*fn)(int, char **); const char *help; } cmds[] = {
+    {"train", cmd_train, "train a model (image or graph task), write CSV and a checkpoint"},
+    {"eval", cmd_eval, "evaluate a saved checkpoint on a test set"},
+    {"sweep", cmd_sweep, "run models x data sizes x seeds, resumable, one CSV"},
+    {"summarize", cmd_summarize, "table of final test accuracy (mean +- std) per model and size"},
+    {"plot", cmd_plot, "plot a results CSV with gnuplot"},
+    {"attnmap", cmd_attnmap, "draw attention maps of a saved model as a PNG"},
+    {"bench", cmd_bench, "benchmarks: gemm, attention, train, graph"},
+};
+#define NCMDS (int)(sizeof cmds / sizeof cmds[0])
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: attnlab COMMAND [OPTIONS]   (attnlab COMMAND --help for its options)\n\ncommands:\n");
+    for (int i = 0; i < NCMDS; i++) fprintf(f, "  %-10s %s\n", cmds[i].name, cmds[i].help);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) { usage(stderr); return 2; }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) { usage(stdout); return 0; }
+    for (int i = 0; i < NCMDS; i++)
+        if (!strcmp(argv[1], cmds[i].name)) return cmds[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "attnlab: unknown command '%s' (see attnlab --help)\n", argv[1]);
+    return 2;
+}

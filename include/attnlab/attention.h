@@ -1,0 +1,67 @@
+/* attnlab/attention.h — one multi-head attention operator, parameterised by who may attend to whom.
+ *
+ *   pattern   full      every token attends to every token            O(N² D), O(N D) memory (streamed)
+ *             window2d  the win_h×win_w window around the query on a grid_h×grid_w grid;
+ *                       keys outside the grid are absent (not zero)   O(N K² D)
+ *             window1d  keys j with |i − j| ≤ radius in a sequence    O(N (2r+1) D)
+ *             graph     keys = row i of a CSR adjacency               O(E D)
+ *   score     dot       q·k · scale (scale 0 → 1/√D)
+ *             additive  LeakyReLU(a_q[h]·q_i + a_k[h]·k_j, slope)     (GAT)
+ *   norm      softmax over the allowed keys, or relu (unnormalised)
+ *   extras    rel_bias: one learned scalar per head and window offset (window patterns);
+ *             bias: an additive score bias per head in the pattern's layout; attention dropout.
+ *
+ *   al_attn_desc d = { .pattern = al_pattern_window2d(14, 14, 5, 5), .score = AL_SCORE_DOT };
+ *   al_tensor *o = al_attention(c, &d, q, k, v, NULL, NULL, rel, NULL);   // (B,H,N,Dv)
+ */
+#ifndef ATTNLAB_ATTENTION_H
+#define ATTNLAB_ATTENTION_H
+#include "tensor.h"
+
+typedef enum { AL_PAT_FULL, AL_PAT_WINDOW2D, AL_PAT_WINDOW1D, AL_PAT_GRAPH } al_pattern_kind;
+typedef enum { AL_SCORE_DOT, AL_SCORE_ADDITIVE } al_score_kind;
+typedef enum { AL_NORM_SOFTMAX, AL_NORM_RELU } al_norm_kind;
+
+typedef struct al_pattern {
+    al_pattern_kind kind;
+    int grid_h, grid_w;    /* window2d: tokens are the grid, row-major; N = grid_h·grid_w */
+    int win_h, win_w;      /* window2d: odd sizes, centred on the query */
+    int radius;            /* window1d */
+    const al_csr *adj;     /* graph: (N, N); row i = the keys query i attends to (add self-loops yourself) */
+} al_pattern;
+
+static inline al_pattern al_pattern_full(void) { al_pattern p = {0}; p.kind = AL_PAT_FULL; return p; }
+static inline al_pattern al_pattern_window2d(int gh, int gw, int wh, int ww)
+{ al_pattern p = {0}; p.kind = AL_PAT_WINDOW2D; p.grid_h = gh; p.grid_w = gw; p.win_h = wh; p.win_w = ww; return p; }
+static inline al_pattern al_pattern_window1d(int radius) { al_pattern p = {0}; p.kind = AL_PAT_WINDOW1D; p.radius = radius; return p; }
+static inline al_pattern al_pattern_graph(const al_csr *adj) { al_pattern p = {0}; p.kind = AL_PAT_GRAPH; p.adj = adj; return p; }
+
+typedef struct al_attn_desc {
+    al_pattern pattern;
+    al_score_kind score;
+    al_norm_kind norm;
+    float scale;           /* dot: 0 → 1/√D */
+    float slope;           /* additive: LeakyReLU negative slope (GAT: 0.2) */
+    float dropout;         /* on the normalised weights, active when c->training */
+    al_tensor **weights;   /* if non-NULL, receives the weights in the pattern's layout (see below) */
+} al_attn_desc;
+
+/* Number of score slots per (batch, head) in the pattern's layout:
+ * full N·N; window2d N·win_h·win_w (absent keys hold 0); window1d N·(2r+1); graph nnz. */
+int64_t al_pattern_slots(const al_pattern *p, int n);
+/* Number of window offsets (win_h·win_w or 2r+1); 0 for full and graph. */
+int al_pattern_offsets(const al_pattern *p);
+
+/* q (B,H,N,D), k (B,H,N,D), v (B,H,N,Dv) → (B,H,N,Dv).
+ * a_q, a_k (H,D): additive score vectors (required for additive, NULL for dot).
+ * rel_bias (H, offsets) or NULL: window patterns only; offset index (dy+rh)·win_w + (dx+rw), or j−i+r.
+ * bias (H, slots) or NULL: added to every score, shared over the batch.
+ * Gradients flow into every tensor argument that requires them. */
+al_tensor *al_attention(al_ctx *c, const al_attn_desc *d, al_tensor *q, al_tensor *k, al_tensor *v,
+                        al_tensor *a_q, al_tensor *a_k, al_tensor *rel_bias, al_tensor *bias);
+
+/* The dense masked reference: materialises the (N, N) scores with the pattern as a mask.
+ * Same arguments and results as al_attention; for tests only. */
+al_tensor *al_attention_ref(al_ctx *c, const al_attn_desc *d, al_tensor *q, al_tensor *k, al_tensor *v,
+                            al_tensor *a_q, al_tensor *a_k, al_tensor *rel_bias, al_tensor *bias);
+#endif

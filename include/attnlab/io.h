@@ -1,0 +1,44 @@
+/* attnlab/io.h — results CSV, run ids, safetensors checkpoints, PNG output, atomic files.
+ *
+ * Every file attnlab writes goes to PATH.tmp.PID and is renamed over PATH, so an interrupted run
+ * never leaves a half-written file. The results CSV is append-only: one write(2) per row, and
+ * al_csv_open_append() first cuts a torn last line left by a killed process.
+ */
+#ifndef ATTNLAB_IO_H
+#define ATTNLAB_IO_H
+#include <stdint.h>
+#include <stddef.h>
+#include "tensor.h"
+
+#define AL_CSV_HEADER "run_id,task,dataset,model,train_size,seed,epoch,train_loss,train_acc,val_acc,test_acc,epoch_seconds,samples_per_second,params"
+
+/* One CSV row; a NaN double (or NULL string) is written as an empty field. */
+typedef struct al_csv_row {
+    const char *run_id, *task, *dataset, *model;
+    long train_size, seed;
+    int epoch;
+    double train_loss, train_acc, val_acc, test_acc, epoch_seconds, samples_per_second;
+    long params;
+} al_csv_row;
+/* Append one row (writing the header first if the file is new or empty); repairs a torn last line. */
+al_status al_csv_append(const char *path, const al_csv_row *r, al_error *err);
+/* Format the row (no newline) into buf; returns length. */
+int al_csv_format(char *buf, size_t n, const al_csv_row *r);
+
+/* 16 hex digits of a 64-bit FNV-1a hash of a canonical description of a run. */
+void al_run_id(char out[17], const char *canonical);
+
+/* Write bytes to path atomically (tmp file + fsync + rename). */
+al_status al_write_atomic(const char *path, const void *data, size_t n, al_error *err);
+
+/* safetensors: all parameters as F32 under their names; metadata as string pairs kv[0..2·nkv). */
+al_status al_safetensors_save(const char *path, const al_params *p, const char *const *kv, int nkv, al_error *err);
+/* Load into already-registered parameters (names and shapes must match exactly).
+ * If meta is non-NULL it receives a malloc'd copy of the __metadata__ JSON object text. */
+al_status al_safetensors_load(const char *path, al_params *p, char **meta, al_error *err);
+/* Read one metadata value (a string) from the JSON text returned above; NULL if absent. Caller frees. */
+char *al_meta_get(const char *meta_json, const char *key);
+
+/* 8-bit PNG, channels 1 (grey), 3 (RGB) or 4 (RGBA), rows top to bottom, via libpng, atomic. */
+al_status al_png_write(const char *path, const uint8_t *pix, int w, int h, int channels, al_error *err);
+#endif

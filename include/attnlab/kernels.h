@@ -1,0 +1,42 @@
+/* attnlab/kernels.h — the raw, non-differentiable compute kernels under the ops.
+ *
+ * Every fast kernel has a naive reference (suffix _ref) that the tests compare it against.
+ * Pointers are row-major float32; shape comments give the logical sizes.
+ */
+#ifndef ATTNLAB_KERNELS_H
+#define ATTNLAB_KERNELS_H
+#include <stdint.h>
+
+/* C (M,N) = alpha · op(A) · op(B) + beta · C, op = transpose when ta/tb.
+ * A is (M,K) row-major with leading dimension lda (or (K,M) when ta), likewise B.
+ * Parallel over OpenMP threads when called outside a parallel region; serial inside one. */
+void al_gemm(int ta, int tb, int M, int N, int K, float alpha,
+             const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc);
+void al_gemm_ref(int ta, int tb, int M, int N, int K, float alpha,
+                 const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc);
+/* Same as al_gemm but never spawns threads (for use inside a parallel loop). */
+void al_gemm_serial(int ta, int tb, int M, int N, int K, float alpha,
+                    const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc);
+const char *al_gemm_backend(void);   /* "openblas" or "attnlab" */
+
+/* Softmax over rows: y (rows, n) = softmax(x (rows, n)). */
+void al_softmax_rows(const float *x, float *y, int64_t rows, int n);
+void al_softmax_rows_ref(const float *x, float *y, int64_t rows, int n);
+
+/* LayerNorm over rows: y = (x - mean) * rstd * gamma + beta; mean/rstd (rows) are saved. */
+void al_layernorm_rows(const float *x, const float *gamma, const float *beta, float *y,
+                       float *mean, float *rstd, int64_t rows, int n, float eps);
+void al_layernorm_rows_ref(const float *x, const float *gamma, const float *beta, float *y,
+                           float *mean, float *rstd, int64_t rows, int n, float eps);
+
+/* conv2d forward: x (B,C,H,W), w (O,C,KH,KW), b (O) or NULL → y (B,O,Ho,Wo). */
+void al_conv2d_fwd(const float *x, const float *w, const float *b, float *y,
+                   int B, int C, int H, int W, int O, int KH, int KW, int stride, int pad);
+void al_conv2d_fwd_ref(const float *x, const float *w, const float *b, float *y,
+                       int B, int C, int H, int W, int O, int KH, int KW, int stride, int pad);
+/* conv2d backward: accumulates dx (may be NULL), dw, db (may be NULL) from dy. */
+void al_conv2d_bwd(const float *x, const float *w, const float *dy, float *dx, float *dw, float *db,
+                   int B, int C, int H, int W, int O, int KH, int KW, int stride, int pad);
+void al_conv2d_bwd_ref(const float *x, const float *w, const float *dy, float *dx, float *dw, float *db,
+                       int B, int C, int H, int W, int O, int KH, int KW, int stride, int pad);
+#endif

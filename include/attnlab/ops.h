@@ -1,0 +1,69 @@
+/* attnlab/ops.h — differentiable ops on the tape.
+ *
+ * Each op allocates its output from the context's arena, computes the forward pass and,
+ * when any input requires a gradient and c->grad_enabled, records its backward on the tape.
+ * Backward passes accumulate (+=) into the inputs' gradients. An op given a NULL input, or
+ * called on a context already in error, returns NULL; a shape mismatch records an error
+ * naming the op and the shapes and returns NULL (never an out-of-bounds access).
+ *
+ *   al_tensor *h = al_relu(c, al_linear(c, x, W1, b1));     // (B, 128)
+ *   al_tensor *loss = al_cross_entropy(c, al_linear(c, h, W2, b2), labels, NULL);
+ *   if (!loss) { fprintf(stderr, "%s\n", al_ctx_error(c)); ... }
+ *   al_backward(c, loss);
+ */
+#ifndef ATTNLAB_OPS_H
+#define ATTNLAB_OPS_H
+#include "tensor.h"
+
+/* ---- linear algebra ---- */
+/* A (M,K) or (Bt,M,K) [transposed: (K,M)/(Bt,K,M)]; B (K,N) or (Bt,K,N) [transposed: (N,K)/(Bt,N,K)].
+ * 3-D A with 2-D B folds A's batch into M. Result (M,N) or (Bt,M,N). */
+al_tensor *al_matmul(al_ctx *c, al_tensor *a, al_tensor *b, int trans_a, int trans_b);
+/* x (..., in) · W(out, in)ᵀ + b(out) → (..., out); b may be NULL. PyTorch's nn.Linear. */
+al_tensor *al_linear(al_ctx *c, al_tensor *x, al_tensor *w, al_tensor *b);
+/* S (rows, cols) CSR, constant · X (cols, F) → (rows, F). Gradient flows into X only. */
+al_tensor *al_spmm(al_ctx *c, const al_csr *s, al_tensor *x);
+
+/* ---- elementwise and broadcast ---- */
+al_tensor *al_add(al_ctx *c, al_tensor *a, al_tensor *b);        /* same shape */
+al_tensor *al_mul(al_ctx *c, al_tensor *a, al_tensor *b);        /* same shape */
+al_tensor *al_scale(al_ctx *c, al_tensor *x, float s);
+/* x (..., T) + y (T) where y's shape equals x's trailing dims: bias add, positional add. */
+al_tensor *al_add_bcast(al_ctx *c, al_tensor *x, al_tensor *y);
+
+/* ---- activations ---- */
+al_tensor *al_relu(al_ctx *c, al_tensor *x);
+al_tensor *al_leaky_relu(al_ctx *c, al_tensor *x, float slope);
+al_tensor *al_elu(al_ctx *c, al_tensor *x, float alpha);
+al_tensor *al_gelu(al_ctx *c, al_tensor *x);                     /* exact (erf) GELU, as nn.GELU() */
+al_tensor *al_dropout(al_ctx *c, al_tensor *x, float p);         /* inverted; identity unless c->training */
+
+/* ---- normalisation, softmax, loss (all over the last dimension) ---- */
+al_tensor *al_layernorm(al_ctx *c, al_tensor *x, al_tensor *gamma, al_tensor *beta, float eps);
+al_tensor *al_softmax(al_ctx *c, al_tensor *x);
+al_tensor *al_log_softmax(al_ctx *c, al_tensor *x);
+/* logits (B, C), labels[B] in [0, C); mask[B] (1 = row counts) or NULL.
+ * Returns the scalar mean negative log-likelihood over counted rows (shape (1)). */
+al_tensor *al_cross_entropy(al_ctx *c, al_tensor *logits, const int *labels, const uint8_t *mask);
+
+/* ---- convolution and pooling (NCHW) ---- */
+/* x (B,C,H,W), w (O,C,KH,KW), b (O) or NULL, zero padding → (B,O,Ho,Wo). */
+al_tensor *al_conv2d(al_ctx *c, al_tensor *x, al_tensor *w, al_tensor *b, int stride, int pad);
+al_tensor *al_maxpool2d(al_ctx *c, al_tensor *x, int k, int stride);   /* (B,C,H,W) → (B,C,Ho,Wo) */
+
+/* ---- shape ---- */
+al_tensor *al_reshape(al_ctx *c, al_tensor *x, int ndim, const int *shape); /* same numel */
+al_tensor *al_permute(al_ctx *c, al_tensor *x, const int *perm);          /* out.shape[i] = x.shape[perm[i]] */
+al_tensor *al_mean_tokens(al_ctx *c, al_tensor *x);                       /* (B,N,C) → (B,C) */
+al_tensor *al_split_heads(al_ctx *c, al_tensor *x, int heads);            /* (B,N,H·D) → (B,H,N,D) */
+al_tensor *al_merge_heads(al_ctx *c, al_tensor *x);                       /* (B,H,N,D) → (B,N,H·D) */
+/* Concatenate n tensors along the last dimension (all other dims equal). */
+al_tensor *al_concat_last(al_ctx *c, int n, al_tensor **xs);
+/* Slice [start, start+len) of the last dimension. */
+al_tensor *al_slice_last(al_ctx *c, al_tensor *x, int start, int len);
+/* table (V, C), ids[n] in [0, V) → (n, C). */
+al_tensor *al_embedding(al_ctx *c, al_tensor *table, const int *ids, int n);
+/* (B,C,H,W) → (B, (H/p)(W/p), C·p·p): non-overlapping p×p patches, row-major over the grid,
+ * each patch flattened as (c, dy, dx). H and W must be multiples of p. */
+al_tensor *al_patchify(al_ctx *c, al_tensor *x, int p);
+#endif

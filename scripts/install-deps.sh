@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs the Debian packages attnlab needs to build, test and plot.
+#   scripts/install-deps.sh           install whatever is missing (apt-get, through sudo when not root)
+#   scripts/install-deps.sh --check   exit 0 if everything is present, 1 otherwise (lists what is missing)
+set -u
+PKGS="gcc make libc6-dev libpng-dev libstb-dev libcmocka-dev zlib1g-dev libopenblas-dev dataset-fashion-mnist gnuplot-nox"
+have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
+missing=()
+for p in $PKGS; do have_pkg "$p" || missing+=("$p"); done
+if [ "${1:-}" = "--check" ]; then
+  [ ${#missing[@]} -eq 0 ] && exit 0
+  echo "missing packages: ${missing[*]}"; exit 1
+fi
+[ ${#missing[@]} -eq 0 ] && { echo "install-deps: all packages present"; exit 0; }
+echo "install-deps: installing ${missing[*]}" >&2
+if [ "$(id -u)" -eq 0 ]; then SUDO=""
+elif command -v sudo >/dev/null 2>&1; then SUDO="sudo"
+else
+  echo "install-deps: not root and no sudo; please install: ${missing[*]}" >&2; exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+if ! $SUDO apt-get install -y --no-install-recommends "${missing[@]}" >&2; then
+  $SUDO apt-get update >&2 && $SUDO apt-get install -y --no-install-recommends "${missing[@]}" >&2 || {
+    echo "install-deps: apt-get could not install: ${missing[*]} (is this Debian 12 with network access to its mirrors?)" >&2; exit 1; }
+fi
+echo "install-deps: done" >&2

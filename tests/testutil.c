@@ -1,0 +1,109 @@
+/* testutil.c — see testutil.h. */
+#include "testutil.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void tu_fill(float *x, int64_t n, uint64_t seed, float lo, float hi)
+{
+    al_rng r; al_rng_seed(&r, seed, 99);
+    for (int64_t i = 0; i < n; i++) x[i] = lo + (hi - lo) * al_rng_uniform(&r);
+}
+float *tu_alloc_rand(int64_t n, uint64_t seed, float lo, float hi)
+{
+    float *x = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
+    assert_non_null(x);
+    tu_fill(x, n, seed, lo, hi);
+    return x;
+}
+double tu_max_rel_err(const float *a, const float *b, int64_t n)
+{
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - (double)b[i]);
+        if (d > num || isnan(d)) num = isnan(d) ? INFINITY : d;
+        if (fabs((double)b[i]) > den) den = fabs((double)b[i]);
+    }
+    return num / (den + 1e-12);
+}
+double tu_max_abs_err(const float *a, const float *b, int64_t n)
+{
+    double m = 0;
+    for (int64_t i = 0; i < n; i++) { double d = fabs((double)a[i] - (double)b[i]); if (d > m || isnan(d)) m = isnan(d) ? INFINITY : d; }
+    return m;
+}
+
+static double eval_loss(al_ctx *c, tu_fn fn, void *ud, tu_input *in, int n, al_tensor **t,
+                        const al_rng *rng0, double **r, int64_t *rn, al_tensor **out_t)
+{
+    al_ctx_reset(c);
+    c->dropout_rng = *rng0;
+    for (int i = 0; i < n; i++) {
+        t[i] = al_wrap(c, in[i].data, in[i].ndim, in[i].shape);
+        assert_non_null(t[i]);
+        t[i]->requires_grad = in[i].check;
+    }
+    al_tensor *o = fn(c, t, ud);
+    if (!o) fail_msg("gradcheck: forward failed: %s", al_ctx_error(c));
+    if (!*r) {
+        *rn = o->numel;
+        *r = malloc((size_t)o->numel * sizeof(double));
+        al_rng g; al_rng_seed(&g, 1234, 7);
+        for (int64_t i = 0; i < o->numel; i++) (*r)[i] = 2.0 * al_rng_uniform(&g) - 1.0;
+    }
+    assert_int_equal(*rn, o->numel);
+    double L = 0;
+    for (int64_t i = 0; i < o->numel; i++) L += (*r)[i] * (double)o->data[i];
+    if (out_t) *out_t = o;
+    return L;
+}
+
+double tu_gradcheck(tu_fn fn, void *ud, tu_input *in, int n, double eps)
+{
+    al_ctx *c = al_ctx_new(42);
+    al_tensor *t[16];
+    assert_true(n <= 16);
+    al_rng rng0 = c->dropout_rng;
+    double *r = NULL; int64_t rn = 0;
+    /* analytic */
+    al_tensor *o;
+    eval_loss(c, fn, ud, in, n, t, &rng0, &r, &rn, &o);
+    float *og = al_grad(c, o);
+    for (int64_t i = 0; i < rn; i++) og[i] = (float)r[i];
+    if (al_backward_run(c) != AL_OK) fail_msg("gradcheck: backward failed: %s", al_ctx_error(c));
+    float *ana[16] = {0};
+    for (int i = 0; i < n; i++) {
+        if (!in[i].check) continue;
+        ana[i] = calloc((size_t)t[i]->numel, sizeof(float));
+        if (t[i]->grad) memcpy(ana[i], t[i]->grad, (size_t)t[i]->numel * sizeof(float));
+    }
+    c->grad_enabled = 0;
+    double worst = 0;
+    for (int i = 0; i < n; i++) {
+        if (!in[i].check) continue;
+        int64_t m = al_shape_numel(in[i].ndim, in[i].shape);
+        float *num = calloc((size_t)m, sizeof(float));
+        for (int64_t j = 0; j < m; j++) {
+            float x0 = in[i].data[j];
+            in[i].data[j] = (float)(x0 + eps);
+            double lp = eval_loss(c, fn, ud, in, n, t, &rng0, &r, &rn, NULL);
+            in[i].data[j] = (float)(x0 - eps);
+            double lm = eval_loss(c, fn, ud, in, n, t, &rng0, &r, &rn, NULL);
+            in[i].data[j] = x0;
+            num[j] = (float)((lp - lm) / (2 * eps));
+        }
+        double e = tu_max_rel_err(ana[i], num, m);
+        if (e > worst || isnan(e)) worst = isnan(e) ? INFINITY : e;
+        if (e > 1e-3) {
+            int64_t k = 0; double kd = -1;
+            for (int64_t j = 0; j < m; j++) { double d = fabs((double)ana[i][j] - num[j]); if (d > kd) { kd = d; k = j; } }
+            print_message("  input %d: rel err %.3g, worst at %lld: analytic %.6g numeric %.6g\n",
+                          i, e, (long long)k, (double)ana[i][k], (double)num[k]);
+        }
+        free(num); free(ana[i]);
+    }
+    free(r);
+    al_ctx_free(c);
+    return worst;
+}

@@ -1,0 +1,34 @@
+/* testutil.h — shared helpers for the cmocka tests: random data, comparisons, gradient checks. */
+#ifndef ATTNLAB_TESTUTIL_H
+#define ATTNLAB_TESTUTIL_H
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include "attnlab/tensor.h"
+
+/* Fill x[n] with uniform values in [lo, hi) from a seeded stream. */
+void   tu_fill(float *x, int64_t n, uint64_t seed, float lo, float hi);
+float *tu_alloc_rand(int64_t n, uint64_t seed, float lo, float hi);   /* caller frees */
+/* max_i |a_i - b_i| / (max_i |b_i| + 1e-12): scale-aware maximum error. */
+double tu_max_rel_err(const float *a, const float *b, int64_t n);
+double tu_max_abs_err(const float *a, const float *b, int64_t n);
+
+/* An input of a gradient check: data is owned by the caller; check = compare its gradient. */
+typedef struct tu_input { int ndim; int shape[AL_MAXDIM]; float *data; int check; } tu_input;
+/* The function under test: builds its output from the wrapped inputs t[0..n). */
+typedef al_tensor *(*tu_fn)(al_ctx *c, al_tensor **t, void *ud);
+/* Central-difference gradient check of L = Σ r ⊙ fn(inputs) for a fixed random r (loss in double).
+ * The dropout RNG is restored before every evaluation, so dropout masks are identical.
+ * Returns the worst tu_max_rel_err over checked inputs (analytic vs numeric); prints details on failure. */
+double tu_gradcheck(tu_fn fn, void *ud, tu_input *in, int n, double eps);
+/* Assert tu_gradcheck(...) <= tol, with a message naming what. */
+#define TU_GRADCHECK(what, fn, ud, in, n, eps, tol) do { \
+        double e_ = tu_gradcheck(fn, ud, in, n, eps); \
+        if (!(e_ <= (tol))) fail_msg("%s: gradient check error %.3g > %.3g", what, e_, (double)(tol)); \
+    } while (0)
+/* Build a 1-4 dim shape initializer. */
+static inline tu_input tu_in(float *data, int check, int ndim, int d0, int d1, int d2, int d3)
+{ tu_input i = {ndim, {d0, d1, d2, d3}, data, check}; return i; }
+#endif
