@@ -22,6 +22,9 @@ const char *al_gemm_backend(void);   /* "openblas" or "attnlab" */
 /* Softmax over rows: y (rows, n) = softmax(x (rows, n)). */
 void al_softmax_rows(const float *x, float *y, int64_t rows, int n);
 void al_softmax_rows_ref(const float *x, float *y, int64_t rows, int n);
+/* Log-softmax over rows: y (rows, n) = x − logΣexp(x) per row (stable). */
+void al_log_softmax_rows(const float *x, float *y, int64_t rows, int n);
+void al_log_softmax_rows_ref(const float *x, float *y, int64_t rows, int n);
 
 /* LayerNorm over rows: y = (x - mean) * rstd * gamma + beta; mean/rstd (rows) are saved. */
 void al_layernorm_rows(const float *x, const float *gamma, const float *beta, float *y,

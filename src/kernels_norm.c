@@ -1,0 +1,188 @@
+/* kernels_norm.c — row-wise softmax, log-softmax and layernorm kernels, each with a naive
+ * double-precision reference (suffix _ref) that the tests compare against.
+ *
+ * Rows are independent: OpenMP splits them statically, so each thread owns its output rows
+ * and the result does not depend on the thread count. Inner loops are written over 16 fixed
+ * lanes (plain C, no intrinsics) so that gcc vectorises them without -ffast-math: the lane
+ * structure fixes the order of the float additions, so a vector build and a scalar build
+ * (PORTABLE=1) give the same bits. exp is a Cephes-style polynomial (≈1 ulp on the range
+ * softmax uses) that vectorises; libm's expf does not without -ffast-math.
+ */
+#include "attnlab/kernels.h"
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#define LANES 16
+/* Parallelise only when a call has enough work to pay for the fork/join (~20k floats). */
+#define PAR_MIN 20000
+
+/* exp(x) for finite x; 0 below -87 (true value < 1.7e-38), clamped above 88.
+ * Range reduction x = n·ln2 + r with a two-constant (Cody–Waite) ln2, then a degree-5
+ * polynomial for (e^r − 1 − r)/r² on |r| ≤ ln2/2. n is taken from the bits of
+ * t + 1.5·2²³ so there is no float→int conversion (no UB for NaN, and it vectorises). */
+static inline float al__expf(float x)
+{
+    float xc = x < -87.0f ? -87.0f : x;
+    xc = xc > 88.0f ? 88.0f : xc;
+    float t = xc * 1.44269504088896341f + 12582912.0f;    /* round(x/ln2) in the low bits */
+    float n = t - 12582912.0f;
+    uint32_t tb; memcpy(&tb, &t, 4);
+    float r = xc - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    float e = p * (r * r) + r + 1.0f;
+    uint32_t sb = (tb - 0x4B400000u + 127u) << 23;       /* 2^n */
+    float s; memcpy(&s, &sb, 4);
+    return x < -87.0f ? 0.0f : e * s;
+}
+
+static inline float row_max(const float *x, int n)
+{
+    float acc[LANES];
+    for (int j = 0; j < LANES; j++) acc[j] = -INFINITY;
+    int i = 0;
+    for (; i + LANES <= n; i += LANES)
+        for (int j = 0; j < LANES; j++) acc[j] = x[i + j] > acc[j] ? x[i + j] : acc[j];
+    for (int j = 0; i < n; i++, j++) acc[j] = x[i] > acc[j] ? x[i] : acc[j];
+    for (int w = LANES / 2; w > 0; w /= 2)
+        for (int j = 0; j < w; j++) acc[j] = acc[j + w] > acc[j] ? acc[j + w] : acc[j];
+    return acc[0];
+}
+
+static inline float row_sum(const float *x, int n)
+{
+    float acc[LANES] = {0};
+    int i = 0;
+    for (; i + LANES <= n; i += LANES)
+        for (int j = 0; j < LANES; j++) acc[j] += x[i + j];
+    for (int j = 0; i < n; i++, j++) acc[j] += x[i];
+    for (int w = LANES / 2; w > 0; w /= 2)
+        for (int j = 0; j < w; j++) acc[j] += acc[j + w];
+    return acc[0];
+}
+
+/* Σ (x_i − m)² */
+static inline float row_sqdev(const float *x, float m, int n)
+{
+    float acc[LANES] = {0};
+    int i = 0;
+    for (; i + LANES <= n; i += LANES)
+        for (int j = 0; j < LANES; j++) { float d = x[i + j] - m; acc[j] += d * d; }
+    for (int j = 0; i < n; i++, j++) { float d = x[i] - m; acc[j] += d * d; }
+    for (int w = LANES / 2; w > 0; w /= 2)
+        for (int j = 0; j < w; j++) acc[j] += acc[j + w];
+    return acc[0];
+}
+
+/* y = exp(x − m), returns Σ y. y may alias x. */
+static inline float row_exp_sum(const float *x, float *y, float m, int n)
+{
+    for (int i = 0; i < n; i++) y[i] = al__expf(x[i] - m);
+    return row_sum(y, n);
+}
+
+/* ---------------- softmax ---------------- */
+void al_softmax_rows(const float *x /* (rows, n) */, float *y /* (rows, n) */, int64_t rows, int n)
+{
+    #pragma omp parallel for schedule(static) if (rows * n >= PAR_MIN && rows > 1)
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * n;
+        float *yr = y + r * n;
+        float m = row_max(xr, n);
+        float s = row_exp_sum(xr, yr, m, n);
+        float inv = 1.0f / s;
+        for (int i = 0; i < n; i++) yr[i] *= inv;
+    }
+}
+
+void al_softmax_rows_ref(const float *x, float *y, int64_t rows, int n)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * n;
+        double m = -INFINITY, s = 0;
+        for (int i = 0; i < n; i++) if (xr[i] > m) m = xr[i];
+        for (int i = 0; i < n; i++) s += exp((double)xr[i] - m);
+        for (int i = 0; i < n; i++) y[r * n + i] = (float)(exp((double)xr[i] - m) / s);
+    }
+}
+
+/* ---------------- log-softmax ---------------- */
+void al_log_softmax_rows(const float *x /* (rows, n) */, float *y /* (rows, n) */, int64_t rows, int n)
+{
+    #pragma omp parallel for schedule(static) if (rows * n >= PAR_MIN && rows > 1)
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * n;
+        float *yr = y + r * n;
+        float m = row_max(xr, n);
+        float s = row_exp_sum(xr, yr, m, n);            /* y holds exp temporarily */
+        float lse = m + logf(s);
+        for (int i = 0; i < n; i++) yr[i] = xr[i] - lse;
+    }
+}
+
+void al_log_softmax_rows_ref(const float *x, float *y, int64_t rows, int n)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * n;
+        double m = -INFINITY, s = 0;
+        for (int i = 0; i < n; i++) if (xr[i] > m) m = xr[i];
+        for (int i = 0; i < n; i++) s += exp((double)xr[i] - m);
+        double lse = m + log(s);
+        for (int i = 0; i < n; i++) y[r * n + i] = (float)((double)xr[i] - lse);
+    }
+}
+
+/* ---------------- layernorm ---------------- */
+void al_layernorm_rows(const float *x /* (rows, n) */, const float *gamma /* (n) or NULL */,
+                       const float *beta /* (n) or NULL */, float *y /* (rows, n) */,
+                       float *mean /* (rows) or NULL */, float *rstd /* (rows) or NULL */,
+                       int64_t rows, int n, float eps)
+{
+    const float inv_n = 1.0f / (float)n;
+    #pragma omp parallel for schedule(static) if (rows * n >= PAR_MIN && rows > 1)
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * n;
+        float *yr = y + r * n;
+        float m = row_sum(xr, n) * inv_n;
+        float rs = 1.0f / sqrtf(row_sqdev(xr, m, n) * inv_n + eps);   /* two-pass variance */
+        if (mean) mean[r] = m;
+        if (rstd) rstd[r] = rs;
+        if (gamma && beta)
+            for (int i = 0; i < n; i++) yr[i] = (xr[i] - m) * rs * gamma[i] + beta[i];
+        else
+            for (int i = 0; i < n; i++) {
+                float v = (xr[i] - m) * rs;
+                if (gamma) v *= gamma[i];
+                if (beta) v += beta[i];
+                yr[i] = v;
+            }
+    }
+}
+
+void al_layernorm_rows_ref(const float *x, const float *gamma, const float *beta, float *y,
+                           float *mean, float *rstd, int64_t rows, int n, float eps)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * n;
+        double m = 0, v = 0;
+        for (int i = 0; i < n; i++) m += xr[i];
+        m /= n;
+        for (int i = 0; i < n; i++) v += ((double)xr[i] - m) * ((double)xr[i] - m);
+        v /= n;
+        double rs = 1.0 / sqrt(v + (double)eps);
+        if (mean) mean[r] = (float)m;
+        if (rstd) rstd[r] = (float)rs;
+        for (int i = 0; i < n; i++) {
+            double o = ((double)xr[i] - m) * rs;
+            if (gamma) o *= gamma[i];
+            if (beta) o += beta[i];
+            y[r * n + i] = (float)o;
+        }
+    }
+}
