@@ -1,0 +1,134 @@
+/* attnlab/models.h — image classifiers built by name, and the image training / evaluation loop.
+ *
+ * Models take (B, C, H, W) float images and return (B, classes) logits. Their default
+ * architectures are exactly those of the PyTorch peer (/work/shared/peers/torch_bench.py),
+ * including initialisation and parameter order (names follow PyTorch's state_dict):
+ *
+ *   cnn        conv3x3(C→32,p1)·ReLU·maxpool2 → conv3x3(32→64,p1)·ReLU·maxpool2 → linear   50 186 params
+ *   sa         2×2 patch embedding + learned absolute positions; `depth` pre-LN blocks of
+ *              full multi-head self-attention and a GELU MLP; final LN, mean over tokens, linear
+ *                                                                                          80 586 params
+ *   local      sa with attention restricted to a window×window window on the token grid, a learned
+ *              relative bias per block and head, no absolute positions                      68 242 params
+ *   conv-attn  the cnn with each conv computed by attention (see attention.h), if available
+ *   (counts for 1×28×28 inputs and 10 classes)
+ *
+ *   al_model_config cfg; al_model_config_default(&cfg, "local", 1, 28, 28, 10);
+ *   al_model m; if (al_model_init(&m, &cfg, seed, &err) != AL_OK) ...;
+ *   al_tensor *logits = al_model_forward(c, &m, x);          // (B, 10), on c's tape
+ *   ... al_model_free(&m);
+ *
+ * Training (al_train_image) runs AdamW over shuffled mini-batches, evaluates the whole test set
+ * after each epoch and reports each epoch through a callback; it never prints.
+ */
+#ifndef ATTNLAB_MODELS_H
+#define ATTNLAB_MODELS_H
+#include <stdint.h>
+#include "tensor.h"
+#include "attention.h"
+#include "optim.h"
+
+#define AL_MODEL_MAXDEPTH 16
+
+typedef enum { AL_POS_NONE, AL_POS_LEARNED, AL_POS_SINUSOIDAL, AL_POS_RELATIVE } al_pos_kind;
+
+typedef struct al_model_config {
+    char name[16];                  /* "cnn", "sa", "local", "conv-attn" */
+    int channels, height, width;    /* input (C, H, W) */
+    int classes;
+    /* attention models (sa, local) */
+    int dim, depth, heads, hidden;  /* width, blocks, heads, MLP hidden (default 64, 2, 4, 128) */
+    int patch;                      /* patch side (default 2; 1 = one token per pixel) */
+    int window;                     /* local: odd window side on the token grid (default 5) */
+    al_pos_kind pos;                /* sa: learned, local: relative (relative bias per block and head) */
+    al_score_kind score;            /* dot (default) or additive */
+    al_norm_kind norm;              /* softmax (default) or relu */
+} al_model_config;
+
+/* Parameters of one transformer block (NULL where the configuration has none). */
+typedef struct al_block_params {
+    al_tensor *ln1_w, *ln1_b, *qkv_w, *qkv_b, *proj_w, *proj_b, *rel, *a_q, *a_k;
+    al_tensor *ln2_w, *ln2_b, *fc1_w, *fc1_b, *fc2_w, *fc2_b;
+} al_block_params;
+
+typedef struct al_model {
+    al_model_config cfg;
+    al_params params;               /* all parameters, flat; every tensor has decay = 1 (as PyTorch's AdamW) */
+    /* cnn / conv-attn */
+    al_tensor *c1_w, *c1_b, *c2_w, *c2_b, *fc_w, *fc_b;
+    /* sa / local */
+    al_tensor *embed_w, *embed_b, *pos, *ln_w, *ln_b, *head_w, *head_b;
+    al_block_params blocks[AL_MODEL_MAXDEPTH];
+    float *sincos;                  /* (N, dim) fixed sinusoidal positions, or NULL; owned */
+    int grid_h, grid_w;             /* token grid */
+    /* If capture_attn is set, the forward pass stores each block's attention weights (B,H,slots)
+     * in attn_weights[block] (arena memory of the context, valid until al_ctx_reset). */
+    int capture_attn;
+    al_tensor *attn_weights[AL_MODEL_MAXDEPTH];
+} al_model;
+
+/* Fill cfg with the defaults of model `name` for (C, H, W) inputs and `classes` classes.
+ * Returns AL_ERR (with a message) for an unknown name. */
+al_status al_model_config_default(al_model_config *cfg, const char *name, int channels, int height,
+                                  int width, int classes, al_error *err);
+/* Check a configuration (sizes, divisibility, odd window, ...). */
+al_status al_model_config_check(const al_model_config *cfg, al_error *err);
+/* Register and initialise the parameters (AL_RNG_INIT stream of seed). Caller frees with al_model_free. */
+al_status al_model_init(al_model *m, const al_model_config *cfg, uint64_t seed, al_error *err);
+void      al_model_free(al_model *m);
+/* x (B, C, H, W) → logits (B, classes). Honours c->grad_enabled. */
+al_tensor *al_model_forward(al_ctx *c, al_model *m, al_tensor *x);
+
+/* Model configuration as metadata strings: writes up to max pairs (key, value) into kv[0..2·n),
+ * values in buf (bufsize bytes). Returns n, or -1 if the space is too small. */
+int       al_model_config_to_kv(const al_model_config *cfg, const char **kv, int max, char *buf, size_t bufsize);
+/* Rebuild a configuration from a checkpoint's __metadata__ JSON (see al_safetensors_load). */
+al_status al_model_config_from_meta(al_model_config *cfg, const char *meta_json, al_error *err);
+/* Read the __metadata__ object of a safetensors file without loading tensors; *meta is malloc'd. */
+al_status al_safetensors_read_meta(const char *path, char **meta, al_error *err);
+const char *al_pos_name(al_pos_kind k);
+int         al_pos_parse(const char *s, al_pos_kind *k);   /* 0 ok, -1 unknown */
+
+/* ---------------- training and evaluation ---------------- */
+
+/* Images in memory: uint8 pixels (n, C, H, W) and labels in [0, classes). Borrowed. */
+typedef struct al_image_view {
+    const uint8_t *pix;
+    const int *labels;
+    int n, channels, height, width, classes;
+} al_image_view;
+
+typedef struct al_train_config {
+    int epochs, batch, eval_batch;  /* eval_batch default 256 */
+    float lr, weight_decay;
+    uint64_t seed;                  /* shuffling uses the AL_RNG_SHUFFLE stream of seed */
+    float mean[4], std[4];          /* per-channel normalisation: x = (pix/255 − mean)/std */
+    int max_steps;                  /* 0 = whole epochs; > 0 stops after this many steps (tests) */
+} al_train_config;
+
+/* What the progress callback receives: after every step (kind 0) and at the end of an epoch (kind 1). */
+typedef struct al_train_progress {
+    int kind;                       /* 0 step, 1 epoch end */
+    int epoch, epochs;              /* 1-based */
+    int step, steps_per_epoch;      /* 1-based within the epoch */
+    double loss;                    /* step: this batch; epoch: mean over the epoch */
+    double train_acc, test_acc;     /* epoch end only (train_acc: running, over the epoch's batches) */
+    double epoch_seconds;           /* wall time of the epoch's training steps (not evaluation) */
+    double img_per_s;               /* training images per second so far this epoch */
+    double elapsed;                 /* seconds since training started */
+} al_train_progress;
+/* Return nonzero to stop training (the call then returns AL_ERR with "stopped"). */
+typedef int (*al_train_cb)(void *ud, const al_train_progress *p);
+
+/* Mean and std per channel of pix/255 over the view (population std; std 0 → 1). */
+void al_image_stats(const al_image_view *d, float mean[4], float std[4]);
+/* Train m on train, evaluating on test after every epoch. cb may be NULL. */
+al_status al_train_image(al_model *m, const al_image_view *train, const al_image_view *test,
+                         const al_train_config *tc, al_train_cb cb, void *ud, al_error *err);
+/* Accuracy of m on d (grad and training off, batches of `batch`). pred (d->n) may be NULL. */
+al_status al_eval_image(al_model *m, const al_image_view *d, const float mean[4], const float std[4],
+                        int batch, double *acc, int *pred, al_error *err);
+/* Fill x (B, C, H, W) with images idx[0..B) of d, normalised. */
+void al_image_batch(const al_image_view *d, const int *idx, int B, const float mean[4], const float std[4],
+                    float *x, int *labels);
+#endif

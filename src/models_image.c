@@ -1,0 +1,350 @@
+/* models_image.c — image classifiers (cnn, sa, local, conv-attn) built by name; see models.h.
+ *
+ * Layer by layer the defaults are the PyTorch peer's models (peers/torch_bench.py): the same
+ * parameter shapes, order, names (PyTorch state_dict keys) and initialisation (Kaiming-uniform
+ * bound 1/sqrt(fan_in) for weights and biases, LayerNorm ones/zeros, positions N(0, 0.02),
+ * relative bias zeros).
+ */
+#include "attnlab/models.h"
+#include "attnlab/ops.h"
+#include "attnlab/io.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const model_names[] = {"cnn", "sa", "local", "conv-attn"};
+
+const char *al_pos_name(al_pos_kind k)
+{
+    switch (k) {
+    case AL_POS_NONE: return "none";
+    case AL_POS_LEARNED: return "learned";
+    case AL_POS_SINUSOIDAL: return "sinusoidal";
+    case AL_POS_RELATIVE: return "relative";
+    }
+    return "?";
+}
+int al_pos_parse(const char *s, al_pos_kind *k)
+{
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(s, al_pos_name((al_pos_kind)i))) { *k = (al_pos_kind)i; return 0; }
+    return -1;
+}
+static int is_attn_model(const al_model_config *g) { return !strcmp(g->name, "sa") || !strcmp(g->name, "local"); }
+static int is_cnn_model(const al_model_config *g) { return !strcmp(g->name, "cnn") || !strcmp(g->name, "conv-attn"); }
+
+al_status al_model_config_default(al_model_config *cfg, const char *name, int channels, int height,
+                                  int width, int classes, al_error *err)
+{
+    memset(cfg, 0, sizeof *cfg);
+    int known = 0;
+    for (size_t i = 0; i < sizeof model_names / sizeof *model_names; i++) known |= !strcmp(name, model_names[i]);
+    if (!known) return al_seterr(err, "unknown model '%s' (expected cnn, sa, local or conv-attn)", name);
+    snprintf(cfg->name, sizeof cfg->name, "%s", name);
+    cfg->channels = channels; cfg->height = height; cfg->width = width; cfg->classes = classes;
+    cfg->dim = 64; cfg->depth = 2; cfg->heads = 4; cfg->hidden = 128; cfg->patch = 2; cfg->window = 5;
+    cfg->pos = !strcmp(name, "local") ? AL_POS_RELATIVE : AL_POS_LEARNED;
+    cfg->score = AL_SCORE_DOT; cfg->norm = AL_NORM_SOFTMAX;
+    return AL_OK;
+}
+
+al_status al_model_config_check(const al_model_config *g, al_error *err)
+{
+    if (!is_attn_model(g) && !is_cnn_model(g)) return al_seterr(err, "unknown model '%s'", g->name);
+    if (g->channels < 1 || g->channels > 4) return al_seterr(err, "%s: channels must be 1..4, got %d", g->name, g->channels);
+    if (g->height < 1 || g->width < 1) return al_seterr(err, "%s: bad image size %dx%d", g->name, g->height, g->width);
+    if (g->classes < 2) return al_seterr(err, "%s: need at least 2 classes, got %d", g->name, g->classes);
+    if (is_cnn_model(g)) {
+        if (g->height < 4 || g->width < 4) return al_seterr(err, "%s: images must be at least 4x4, got %dx%d", g->name, g->height, g->width);
+        return AL_OK;
+    }
+    if (g->dim < 1 || g->heads < 1 || g->dim % g->heads)
+        return al_seterr(err, "%s: --dim %d must be a positive multiple of --heads %d", g->name, g->dim, g->heads);
+    if (g->depth < 1 || g->depth > AL_MODEL_MAXDEPTH) return al_seterr(err, "%s: --depth must be 1..%d, got %d", g->name, AL_MODEL_MAXDEPTH, g->depth);
+    if (g->hidden < 1) return al_seterr(err, "%s: MLP hidden size must be positive", g->name);
+    if (g->patch < 1 || g->height % g->patch || g->width % g->patch)
+        return al_seterr(err, "%s: --patch %d must divide the image size %dx%d", g->name, g->patch, g->height, g->width);
+    if (!strcmp(g->name, "local") && (g->window < 1 || g->window % 2 == 0))
+        return al_seterr(err, "local: --window must be odd and positive, got %d", g->window);
+    if (g->pos == AL_POS_SINUSOIDAL && g->dim % 4)
+        return al_seterr(err, "%s: sinusoidal positions need --dim divisible by 4, got %d", g->name, g->dim);
+    if ((int)g->score < 0 || g->score > AL_SCORE_ADDITIVE || (int)g->norm < 0 || g->norm > AL_NORM_RELU || (int)g->pos < 0 || g->pos > AL_POS_RELATIVE)
+        return al_seterr(err, "%s: bad score/norm/pos setting", g->name);
+    return AL_OK;
+}
+
+/* 2-D sinusoidal positions: the first dim/2 channels encode the row, the rest the column,
+ * each as sin/cos pairs with frequencies 10000^(-2i/(dim/2)). */
+static void fill_sincos(float *pe /* (gh·gw, D) */, int gh, int gw, int D)
+{
+    int half = D / 2;
+    for (int y = 0; y < gh; y++)
+        for (int x = 0; x < gw; x++) {
+            float *r = pe + ((size_t)y * gw + x) * D;
+            for (int i = 0; i < half / 2; i++) {
+                double f = pow(10000.0, -2.0 * i / half);
+                r[2 * i] = (float)sin(y * f); r[2 * i + 1] = (float)cos(y * f);
+                r[half + 2 * i] = (float)sin(x * f); r[half + 2 * i + 1] = (float)cos(x * f);
+            }
+        }
+}
+
+al_status al_model_init(al_model *m, const al_model_config *cfg, uint64_t seed, al_error *err)
+{
+    memset(m, 0, sizeof *m);
+    if (al_model_config_check(cfg, err) != AL_OK) return AL_ERR;
+    m->cfg = *cfg;
+    const al_model_config *g = &m->cfg;
+    al_params *P = &m->params;
+    al_params_init(P);
+    al_init zeros = {AL_INIT_ZEROS, 0}, ones = {AL_INIT_ONES, 0};
+    char nm[64];
+#define ADD(dst, name, nd, shp, ini) do { if (!((dst) = al_params_add(P, (name), (nd), (int[])shp, (ini)))) goto oom; } while (0)
+#define S1(a) {a}
+#define S2(a, b) {a, b}
+#define S4(a, b, c2, d) {a, b, c2, d}
+    if (is_cnn_model(g)) {
+        int C = g->channels, h2 = g->height / 2 / 2, w2 = g->width / 2 / 2, F = 64 * h2 * w2;
+        ADD(m->c1_w, "c1.weight", 4, S4(32, C, 3, 3), al_init_kaiming(C * 9));
+        ADD(m->c1_b, "c1.bias", 1, S1(32), al_init_kaiming(C * 9));
+        ADD(m->c2_w, "c2.weight", 4, S4(64, 32, 3, 3), al_init_kaiming(32 * 9));
+        ADD(m->c2_b, "c2.bias", 1, S1(64), al_init_kaiming(32 * 9));
+        ADD(m->fc_w, "fc.weight", 2, S2(g->classes, F), al_init_kaiming(F));
+        ADD(m->fc_b, "fc.bias", 1, S1(g->classes), al_init_kaiming(F));
+    } else {
+        int D = g->dim, Hh = g->heads, Dh = D / Hh, pin = g->channels * g->patch * g->patch;
+        m->grid_h = g->height / g->patch; m->grid_w = g->width / g->patch;
+        int N = m->grid_h * m->grid_w;
+        int offs = 0;
+        if (g->pos == AL_POS_RELATIVE) {
+            int wh = !strcmp(g->name, "local") ? g->window : 2 * m->grid_h - 1;
+            int ww = !strcmp(g->name, "local") ? g->window : 2 * m->grid_w - 1;
+            offs = wh * ww;
+        }
+        ADD(m->embed_w, "embed.weight", 2, S2(D, pin), al_init_kaiming(pin));
+        ADD(m->embed_b, "embed.bias", 1, S1(D), al_init_kaiming(pin));
+        if (g->pos == AL_POS_LEARNED) ADD(m->pos, "pos", 2, S2(N, D), ((al_init){AL_INIT_NORMAL, 0.02f}));
+        for (int b = 0; b < g->depth; b++) {
+            al_block_params *p = &m->blocks[b];
+#define NAME(s) (snprintf(nm, sizeof nm, "blocks.%d.%s", b, s), nm)
+            ADD(p->ln1_w, NAME("ln1.weight"), 1, S1(D), ones);
+            ADD(p->ln1_b, NAME("ln1.bias"), 1, S1(D), zeros);
+            ADD(p->qkv_w, NAME("attn.qkv.weight"), 2, S2(3 * D, D), al_init_kaiming(D));
+            ADD(p->qkv_b, NAME("attn.qkv.bias"), 1, S1(3 * D), al_init_kaiming(D));
+            ADD(p->proj_w, NAME("attn.proj.weight"), 2, S2(D, D), al_init_kaiming(D));
+            ADD(p->proj_b, NAME("attn.proj.bias"), 1, S1(D), al_init_kaiming(D));
+            if (offs) ADD(p->rel, NAME("attn.rel"), 2, S2(Hh, offs), zeros);
+            if (g->score == AL_SCORE_ADDITIVE) {
+                ADD(p->a_q, NAME("attn.a_q"), 2, S2(Hh, Dh), al_init_kaiming(Dh));
+                ADD(p->a_k, NAME("attn.a_k"), 2, S2(Hh, Dh), al_init_kaiming(Dh));
+            }
+            ADD(p->ln2_w, NAME("ln2.weight"), 1, S1(D), ones);
+            ADD(p->ln2_b, NAME("ln2.bias"), 1, S1(D), zeros);
+            ADD(p->fc1_w, NAME("fc1.weight"), 2, S2(g->hidden, D), al_init_kaiming(D));
+            ADD(p->fc1_b, NAME("fc1.bias"), 1, S1(g->hidden), al_init_kaiming(D));
+            ADD(p->fc2_w, NAME("fc2.weight"), 2, S2(D, g->hidden), al_init_kaiming(g->hidden));
+            ADD(p->fc2_b, NAME("fc2.bias"), 1, S1(D), al_init_kaiming(g->hidden));
+#undef NAME
+        }
+        ADD(m->ln_w, "ln.weight", 1, S1(D), ones);
+        ADD(m->ln_b, "ln.bias", 1, S1(D), zeros);
+        ADD(m->head_w, "head.weight", 2, S2(g->classes, D), al_init_kaiming(D));
+        ADD(m->head_b, "head.bias", 1, S1(g->classes), al_init_kaiming(D));
+        if (g->pos == AL_POS_SINUSOIDAL) {
+            m->sincos = malloc((size_t)N * D * sizeof(float));
+            if (!m->sincos) goto oom;
+            fill_sincos(m->sincos, m->grid_h, m->grid_w, D);
+        }
+    }
+#undef ADD
+    al_rng rng; al_rng_seed(&rng, seed, AL_RNG_INIT);
+    if (al_params_finalize(P, &rng, err) != AL_OK) { al_model_free(m); return AL_ERR; }
+    for (int i = 0; i < P->n; i++) P->decay[i] = 1;   /* torch.optim.AdamW(model.parameters()) */
+    return AL_OK;
+oom:
+    al_model_free(m);
+    return al_seterr(err, "%s: out of memory registering parameters", cfg->name);
+}
+
+void al_model_free(al_model *m)
+{
+    al_params_free(&m->params);
+    free(m->sincos);
+    m->sincos = NULL;
+}
+
+/* ---------------- forward ---------------- */
+
+static al_tensor *cnn_forward(al_ctx *c, al_model *m, al_tensor *x /* (B,C,H,W) */)
+{
+    al_tensor *h = al_maxpool2d(c, al_relu(c, al_conv2d(c, x, m->c1_w, m->c1_b, 1, 1)), 2, 2);  /* (B,32,H/2,W/2) */
+    h = al_maxpool2d(c, al_relu(c, al_conv2d(c, h, m->c2_w, m->c2_b, 1, 1)), 2, 2);            /* (B,64,H/4,W/4) */
+    if (!h) return NULL;
+    h = al_reshape(c, h, 2, (int[]){h->shape[0], h->shape[1] * h->shape[2] * h->shape[3]});
+    return al_linear(c, h, m->fc_w, m->fc_b);                                                    /* (B,classes) */
+}
+
+static al_pattern model_pattern(const al_model *m)
+{
+    const al_model_config *g = &m->cfg;
+    if (!strcmp(g->name, "local")) return al_pattern_window2d(m->grid_h, m->grid_w, g->window, g->window);
+    if (g->pos == AL_POS_RELATIVE) /* full attention written as a window that covers the whole grid */
+        return al_pattern_window2d(m->grid_h, m->grid_w, 2 * m->grid_h - 1, 2 * m->grid_w - 1);
+    return al_pattern_full();
+}
+
+static al_tensor *block_forward(al_ctx *c, al_model *m, int bi, al_tensor *x /* (B,N,D) */)
+{
+    const al_model_config *g = &m->cfg;
+    al_block_params *p = &m->blocks[bi];
+    int D = g->dim;
+    al_tensor *h = al_layernorm(c, x, p->ln1_w, p->ln1_b, 1e-5f);
+    al_tensor *qkv = al_linear(c, h, p->qkv_w, p->qkv_b);                       /* (B,N,3D) */
+    al_tensor *q = al_split_heads(c, al_slice_last(c, qkv, 0, D), g->heads);     /* (B,H,N,Dh) */
+    al_tensor *k = al_split_heads(c, al_slice_last(c, qkv, D, D), g->heads);
+    al_tensor *v = al_split_heads(c, al_slice_last(c, qkv, 2 * D, D), g->heads);
+    al_attn_desc d;
+    memset(&d, 0, sizeof d);
+    d.pattern = model_pattern(m);
+    d.score = g->score; d.norm = g->norm; d.slope = 0.2f;
+    m->attn_weights[bi] = NULL;
+    d.weights = m->capture_attn ? &m->attn_weights[bi] : NULL;
+    al_tensor *o = al_attention(c, &d, q, k, v, p->a_q, p->a_k, p->rel, NULL);  /* (B,H,N,Dh) */
+    o = al_linear(c, al_merge_heads(c, o), p->proj_w, p->proj_b);               /* (B,N,D) */
+    x = al_add(c, x, o);
+    h = al_gelu(c, al_linear(c, al_layernorm(c, x, p->ln2_w, p->ln2_b, 1e-5f), p->fc1_w, p->fc1_b)); /* (B,N,hidden) */
+    return al_add(c, x, al_linear(c, h, p->fc2_w, p->fc2_b));                  /* (B,N,D) */
+}
+
+static al_tensor *attn_forward(al_ctx *c, al_model *m, al_tensor *x /* (B,C,H,W) */)
+{
+    const al_model_config *g = &m->cfg;
+    al_tensor *h = al_linear(c, al_patchify(c, x, g->patch), m->embed_w, m->embed_b);  /* (B,N,D) */
+    if (m->pos) h = al_add_bcast(c, h, m->pos);
+    if (m->sincos && h) {
+        al_tensor *pe = al_wrap(c, m->sincos, 2, (int[]){m->grid_h * m->grid_w, g->dim});
+        h = al_add_bcast(c, h, pe);
+    }
+    for (int b = 0; b < g->depth; b++) h = block_forward(c, m, b, h);
+    h = al_mean_tokens(c, al_layernorm(c, h, m->ln_w, m->ln_b, 1e-5f));   /* (B,D) */
+    return al_linear(c, h, m->head_w, m->head_b);                         /* (B,classes) */
+}
+
+al_tensor *al_model_forward(al_ctx *c, al_model *m, al_tensor *x)
+{
+    if (!x || !al_ok(c)) return NULL;
+    const al_model_config *g = &m->cfg;
+    if (x->ndim != 4 || x->shape[1] != g->channels || x->shape[2] != g->height || x->shape[3] != g->width) {
+        char b[64];
+        return al_fail(c, "%s: input %s does not match the model's (B, %d, %d, %d)", g->name,
+                       al_shape_str(x, b, sizeof b), g->channels, g->height, g->width);
+    }
+    if (!strcmp(g->name, "cnn")) return cnn_forward(c, m, x);
+    if (!strcmp(g->name, "conv-attn")) return al_fail(c, "conv-attn: the conv-as-attention construction is not available in this build");
+    return attn_forward(c, m, x);
+}
+
+/* ---------------- metadata ---------------- */
+
+int al_model_config_to_kv(const al_model_config *g, const char **kv, int max, char *buf, size_t bufsize)
+{
+    int n = 0; size_t off = 0;
+#define KV(key, ...) do { \
+        if (n >= max) return -1; \
+        int w_ = snprintf(buf + off, bufsize - off, __VA_ARGS__); \
+        if (w_ < 0 || (size_t)w_ >= bufsize - off) return -1; \
+        kv[2 * n] = key; kv[2 * n + 1] = buf + off; off += (size_t)w_ + 1; n++; \
+    } while (0)
+    KV("model", "%s", g->name);
+    KV("channels", "%d", g->channels); KV("height", "%d", g->height); KV("width", "%d", g->width);
+    KV("classes", "%d", g->classes);
+    KV("dim", "%d", g->dim); KV("depth", "%d", g->depth); KV("heads", "%d", g->heads); KV("hidden", "%d", g->hidden);
+    KV("patch", "%d", g->patch); KV("window", "%d", g->window);
+    KV("pos", "%s", al_pos_name(g->pos));
+    KV("score", "%s", g->score == AL_SCORE_ADDITIVE ? "additive" : "dot");
+    KV("norm", "%s", g->norm == AL_NORM_RELU ? "relu" : "softmax");
+#undef KV
+    return n;
+}
+
+
+
+al_status al_model_config_from_meta(al_model_config *cfg, const char *meta, al_error *err)
+{
+    char *name = al_meta_get(meta, "model");
+    if (!name) return al_seterr(err, "checkpoint metadata has no 'model' entry (not an attnlab image checkpoint?)");
+    al_status st = al_model_config_default(cfg, name, 1, 1, 1, 2, err);
+    free(name);
+    if (st != AL_OK) return st;
+    static const char *const ikeys[] = {"channels", "height", "width", "classes", "dim", "depth", "heads", "hidden", "patch", "window"};
+    int *ivals[] = {&cfg->channels, &cfg->height, &cfg->width, &cfg->classes, &cfg->dim, &cfg->depth,
+                    &cfg->heads, &cfg->hidden, &cfg->patch, &cfg->window};
+    for (int i = 0; i < 10; i++) {
+        char *v = al_meta_get(meta, ikeys[i]);
+        if (!v) return al_seterr(err, "checkpoint metadata lacks '%s'", ikeys[i]);
+        char *end; long x = strtol(v, &end, 10);
+        int bad = end == v || *end || x < 0 || x > 1 << 20;
+        free(v);
+        if (bad) return al_seterr(err, "checkpoint metadata: bad value for '%s'", ikeys[i]);
+        *ivals[i] = (int)x;
+    }
+    char *v = al_meta_get(meta, "pos");
+    if (!v || al_pos_parse(v, &cfg->pos)) { free(v); return al_seterr(err, "checkpoint metadata: bad or missing 'pos'"); }
+    free(v);
+    v = al_meta_get(meta, "score");
+    if (!v || (strcmp(v, "dot") && strcmp(v, "additive"))) { free(v); return al_seterr(err, "checkpoint metadata: bad or missing 'score'"); }
+    cfg->score = !strcmp(v, "additive") ? AL_SCORE_ADDITIVE : AL_SCORE_DOT;
+    free(v);
+    v = al_meta_get(meta, "norm");
+    if (!v || (strcmp(v, "softmax") && strcmp(v, "relu"))) { free(v); return al_seterr(err, "checkpoint metadata: bad or missing 'norm'"); }
+    cfg->norm = !strcmp(v, "relu") ? AL_NORM_RELU : AL_NORM_SOFTMAX;
+    free(v);
+    return al_model_config_check(cfg, err);
+}
+
+al_status al_safetensors_read_meta(const char *path, char **meta, al_error *err)
+{
+    *meta = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) return al_seterr(err, "%s: cannot open", path);
+    unsigned char lb[8];
+    if (fread(lb, 1, 8, f) != 8) { fclose(f); return al_seterr(err, "%s: too short for a safetensors file", path); }
+    uint64_t n = 0;
+    for (int i = 7; i >= 0; i--) n = n << 8 | lb[i];
+    if (n < 2 || n > (100u << 20)) { fclose(f); return al_seterr(err, "%s: implausible safetensors header length %llu", path, (unsigned long long)n); }
+    char *h = malloc(n + 1);
+    if (!h) { fclose(f); return al_seterr(err, "%s: out of memory", path); }
+    size_t got = fread(h, 1, n, f);
+    fclose(f);
+    if (got != n) { free(h); return al_seterr(err, "%s: truncated safetensors header (offset %zu of %llu)", path, 8 + got, (unsigned long long)(8 + n)); }
+    h[n] = 0;
+    /* find the top-level key "__metadata__", skipping string contents */
+    const char *s = NULL;
+    int depth = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (h[i] == '"') {
+            size_t j = i + 1;
+            while (j < n && h[j] != '"') j += h[j] == '\\' ? 2 : 1;
+            if (depth == 1 && j - i - 1 == 12 && !memcmp(h + i + 1, "__metadata__", 12)) { s = h + j + 1; break; }
+            i = j;
+        } else if (h[i] == '{' || h[i] == '[') depth++;
+        else if (h[i] == '}' || h[i] == ']') depth--;
+    }
+    if (!s) { free(h); return al_seterr(err, "%s: no __metadata__ in the safetensors header", path); }
+    while (*s == ' ' || *s == ':' || *s == '\n' || *s == '\t' || *s == '\r') s++;
+    if (*s != '{') { free(h); return al_seterr(err, "%s: __metadata__ is not an object", path); }
+    const char *e = s; depth = 0;
+    for (; *e; e++) {
+        if (*e == '"') { e++; while (*e && *e != '"') e += (*e == '\\' && e[1]) ? 2 : 1; if (!*e) break; }
+        else if (*e == '{') depth++;
+        else if (*e == '}' && --depth == 0) break;
+    }
+    if (*e != '}') { free(h); return al_seterr(err, "%s: unterminated __metadata__ object", path); }
+    size_t len = (size_t)(e - s + 1);
+    *meta = malloc(len + 1);
+    if (!*meta) { free(h); return al_seterr(err, "%s: out of memory", path); }
+    memcpy(*meta, s, len); (*meta)[len] = 0;
+    free(h);
+    return AL_OK;
+}

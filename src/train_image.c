@@ -1,0 +1,193 @@
+/* train_image.c — the image training and evaluation loop (library: no printing; see models.h).
+ *
+ * One step: arena reset → normalised batch → forward → cross-entropy → backward → AdamW.
+ * The activation arena keeps its peak block after the first step, so steady-state steps do
+ * no malloc. Data order comes only from the AL_RNG_SHUFFLE stream of the seed, and every
+ * kernel is deterministic for a fixed thread count, so runs repeat bit for bit.
+ */
+#include "attnlab/models.h"
+#include "attnlab/ops.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void al_image_stats(const al_image_view *d, float mean[4], float std[4])
+{
+    int C = d->channels;
+    int64_t hw = (int64_t)d->height * d->width;
+    for (int ch = 0; ch < 4; ch++) { mean[ch] = 0.f; std[ch] = 1.f; }
+    for (int ch = 0; ch < C && ch < 4; ch++) {
+        /* exact integer sums of pixel values, so the result does not depend on summation order */
+        uint64_t s = 0, s2 = 0;
+        for (int i = 0; i < d->n; i++) {
+            const uint8_t *p = d->pix + ((int64_t)i * C + ch) * hw;
+            for (int64_t j = 0; j < hw; j++) { s += p[j]; s2 += (uint64_t)p[j] * p[j]; }
+        }
+        double cnt = (double)d->n * (double)hw;
+        if (cnt <= 0) continue;
+        double m = (double)s / cnt, v = (double)s2 / cnt - m * m;
+        mean[ch] = (float)(m / 255.0);
+        std[ch] = v > 1e-12 ? (float)(sqrt(v) / 255.0) : 1.f;
+    }
+}
+
+void al_image_batch(const al_image_view *d, const int *idx, int B, const float mean[4], const float std[4],
+                    float *x /* (B,C,H,W) */, int *labels /* (B) */)
+{
+    int C = d->channels;
+    int64_t hw = (int64_t)d->height * d->width;
+    /* a lookup table per channel: (v/255 − mean)/std for every byte value */
+    float lut[4][256];
+    for (int ch = 0; ch < C && ch < 4; ch++)
+        for (int v = 0; v < 256; v++) lut[ch][v] = ((float)v / 255.0f - mean[ch]) / std[ch];
+    #pragma omp parallel for schedule(static)
+    for (int b = 0; b < B; b++) {
+        const uint8_t *src = d->pix + (int64_t)idx[b] * C * hw;
+        float *dst = x + (int64_t)b * C * hw;
+        for (int ch = 0; ch < C; ch++)
+            for (int64_t j = 0; j < hw; j++) dst[ch * hw + j] = lut[ch][src[ch * hw + j]];
+    }
+    if (labels) for (int b = 0; b < B; b++) labels[b] = d->labels[idx[b]];
+}
+
+static int argmax_row(const float *r, int n)
+{
+    int k = 0;
+    for (int j = 1; j < n; j++) if (r[j] > r[k]) k = j;
+    return k;
+}
+
+/* Evaluate with a caller-supplied context (reused across epochs). idx (batch) and lab (batch) are scratch. */
+static al_status eval_with(al_ctx *c, al_model *m, const al_image_view *d, const float mean[4], const float std[4],
+                           int batch, double *acc, int *pred, int *idx, int *lab, al_error *err)
+{
+    int g0 = c->grad_enabled, t0 = c->training;
+    c->grad_enabled = 0; c->training = 0;
+    int64_t correct = 0;
+    al_status st = AL_OK;
+    for (int s = 0; s < d->n; s += batch) {
+        int B = d->n - s < batch ? d->n - s : batch;
+        for (int b = 0; b < B; b++) idx[b] = s + b;
+        al_ctx_reset(c);
+        al_tensor *x = al_new(c, 4, (int[]){B, d->channels, d->height, d->width});
+        if (x) al_image_batch(d, idx, B, mean, std, x->data, lab);
+        al_tensor *logits = al_model_forward(c, m, x);   /* (B, classes) */
+        if (!logits) { st = al_seterr(err, "evaluation: %s", al_ctx_error(c)); break; }
+        int K = logits->shape[1];
+        for (int b = 0; b < B; b++) {
+            int k = argmax_row(logits->data + (int64_t)b * K, K);
+            correct += k == lab[b];
+            if (pred) pred[s + b] = k;
+        }
+    }
+    al_ctx_reset(c);
+    c->grad_enabled = g0; c->training = t0;
+    if (st == AL_OK) *acc = d->n > 0 ? (double)correct / d->n : 0.0;
+    return st;
+}
+
+al_status al_eval_image(al_model *m, const al_image_view *d, const float mean[4], const float std[4],
+                        int batch, double *acc, int *pred, al_error *err)
+{
+    if (batch < 1) batch = 256;
+    if (d->channels != m->cfg.channels || d->height != m->cfg.height || d->width != m->cfg.width)
+        return al_seterr(err, "evaluation: images are %dx%dx%d but the %s model expects %dx%dx%d", d->channels,
+                         d->height, d->width, m->cfg.name, m->cfg.channels, m->cfg.height, m->cfg.width);
+    al_ctx *c = al_ctx_new(0);
+    int *idx = malloc((size_t)batch * sizeof(int)), *lab = malloc((size_t)batch * sizeof(int));
+    al_status st;
+    if (!c || !idx || !lab) st = al_seterr(err, "evaluation: out of memory");
+    else st = eval_with(c, m, d, mean, std, batch, acc, pred, idx, lab, err);
+    free(idx); free(lab); al_ctx_free(c);
+    return st;
+}
+
+al_status al_train_image(al_model *m, const al_image_view *train, const al_image_view *test,
+                         const al_train_config *tc, al_train_cb cb, void *ud, al_error *err)
+{
+    const al_model_config *g = &m->cfg;
+    if (tc->epochs < 1 || tc->batch < 1) return al_seterr(err, "training: epochs and batch must be positive");
+    if (train->n < 1) return al_seterr(err, "training: the training set is empty");
+    if (!(tc->lr > 0) || !(tc->weight_decay >= 0)) return al_seterr(err, "training: need lr > 0 and weight decay >= 0");
+    const al_image_view *sets[2] = {train, test};
+    for (int i = 0; i < 2; i++)
+        if (sets[i]->channels != g->channels || sets[i]->height != g->height || sets[i]->width != g->width)
+            return al_seterr(err, "training: %s images are %dx%dx%d but the %s model expects %dx%dx%d",
+                             i ? "test" : "training", sets[i]->channels, sets[i]->height, sets[i]->width,
+                             g->name, g->channels, g->height, g->width);
+    for (int i = 0; i < train->n; i++)
+        if (train->labels[i] < 0 || train->labels[i] >= g->classes)
+            return al_seterr(err, "training: label %d of image %d is outside [0, %d)", train->labels[i], i, g->classes);
+
+    int batch = tc->batch, eval_batch = tc->eval_batch > 0 ? tc->eval_batch : 256;
+    int scratch = batch > eval_batch ? batch : eval_batch;
+    int *perm = malloc((size_t)train->n * sizeof(int));
+    int *idx = malloc((size_t)scratch * sizeof(int)), *lab = malloc((size_t)scratch * sizeof(int));
+    al_ctx *c = al_ctx_new(tc->seed);
+    al_optim opt;
+    memset(&opt, 0, sizeof opt);
+    al_status st = AL_OK;
+    if (!perm || !idx || !lab || !c) { st = al_seterr(err, "training: out of memory"); goto done; }
+    if (al_optim_init(&opt, AL_ADAMW, m->params.total, tc->lr, err) != AL_OK) { st = AL_ERR; goto done; }
+    opt.weight_decay = tc->weight_decay;
+
+    al_rng shuf;
+    al_rng_seed(&shuf, tc->seed, AL_RNG_SHUFFLE);
+    for (int i = 0; i < train->n; i++) perm[i] = i;
+    int steps_per_epoch = (train->n + batch - 1) / batch;   /* the last batch may be short (drop_last=False) */
+    int64_t total_steps = 0;
+    double t_start = al_time();
+    for (int ep = 1; ep <= tc->epochs && st == AL_OK; ep++) {
+        al_rng_shuffle(&shuf, perm, train->n);
+        double loss_sum = 0, t0 = al_time();
+        int64_t correct = 0, seen = 0;
+        int step;
+        for (step = 1; step <= steps_per_epoch; step++) {
+            int s = (step - 1) * batch, B = train->n - s < batch ? train->n - s : batch;
+            al_ctx_reset(c);
+            al_tensor *x = al_new(c, 4, (int[]){B, g->channels, g->height, g->width});
+            if (x) al_image_batch(train, perm + s, B, tc->mean, tc->std, x->data, lab);
+            al_tensor *logits = al_model_forward(c, m, x);                 /* (B, classes) */
+            al_tensor *loss = al_cross_entropy(c, logits, lab, NULL);      /* (1) */
+            if (!loss) { st = al_seterr(err, "training step %d of epoch %d: %s", step, ep, al_ctx_error(c)); break; }
+            double lv = loss->data[0];
+            if (!isfinite(lv)) {
+                st = al_seterr(err, "training diverged: loss is %s at epoch %d step %d (try a lower --lr)",
+                               isnan(lv) ? "NaN" : "infinite", ep, step);
+                break;
+            }
+            al_params_zero_grad(&m->params);
+            if (al_backward(c, loss) != AL_OK) { st = al_seterr(err, "backward, epoch %d step %d: %s", ep, step, al_ctx_error(c)); break; }
+            al_optim_step(&opt, &m->params);
+            int K = logits->shape[1];
+            for (int b = 0; b < B; b++) correct += argmax_row(logits->data + (int64_t)b * K, K) == lab[b];
+            loss_sum += lv * B; seen += B; total_steps++;
+            if (cb) {
+                double now = al_time();
+                al_train_progress p = {0};
+                p.kind = 0; p.epoch = ep; p.epochs = tc->epochs; p.step = step; p.steps_per_epoch = steps_per_epoch;
+                p.loss = lv; p.train_acc = (double)correct / seen; p.test_acc = NAN;
+                p.epoch_seconds = now - t0; p.img_per_s = seen / (now - t0 > 1e-9 ? now - t0 : 1e-9); p.elapsed = now - t_start;
+                if (cb(ud, &p)) { st = al_seterr(err, "stopped"); break; }
+            }
+            if (tc->max_steps > 0 && total_steps >= tc->max_steps) break;
+        }
+        if (st != AL_OK) break;
+        double secs = al_time() - t0, acc = NAN;
+        if (test && test->n > 0 && eval_with(c, m, test, tc->mean, tc->std, eval_batch, &acc, NULL, idx, lab, err) != AL_OK) { st = AL_ERR; break; }
+        if (cb) {
+            al_train_progress p = {0};
+            p.kind = 1; p.epoch = ep; p.epochs = tc->epochs; p.step = step > steps_per_epoch ? steps_per_epoch : step;
+            p.steps_per_epoch = steps_per_epoch;
+            p.loss = seen ? loss_sum / seen : NAN; p.train_acc = seen ? (double)correct / seen : NAN; p.test_acc = acc;
+            p.epoch_seconds = secs; p.img_per_s = seen / (secs > 1e-9 ? secs : 1e-9); p.elapsed = al_time() - t_start;
+            if (cb(ud, &p)) { st = al_seterr(err, "stopped"); break; }
+        }
+        if (tc->max_steps > 0 && total_steps >= tc->max_steps) break;
+    }
+done:
+    al_optim_free(&opt);
+    al_ctx_free(c);
+    free(perm); free(idx); free(lab);
+    return st;
+}
