@@ -1,0 +1,68 @@
+/* attnlab/results.h — read a results CSV (AL_CSV_HEADER columns), group its rows into runs,
+ * and reduce runs to mean ± std of the final test accuracy per (task, dataset, model, size).
+ *
+ *   al_results r; al_error e = {{0}};
+ *   if (al_results_read("results/demo.csv", &r, &e) != AL_OK) { puts(e.msg); ... }  // "FILE:LINE: ..."
+ *   al_summary s; al_results_summarize(&r, &s, &e);
+ *   for (int i = 0; i < s.n; i++) printf("%s %ld %.3f\n", s.g[i].model, s.g[i].train_size, s.g[i].mean);
+ *   al_summary_free(&s); al_results_free(&r);
+ *
+ * A run is the set of rows sharing a run_id (one row per epoch, in file order); its last row in
+ * file order is its result. Rows are read strictly: exactly 14 fields, numbers fully parsed,
+ * empty numeric fields read as NaN. Nothing here prints or exits.
+ */
+#ifndef ATTNLAB_RESULTS_H
+#define ATTNLAB_RESULTS_H
+#include <stddef.h>
+#include "tensor.h"
+
+/* One parsed row. Strings are NUL-terminated copies; `line` is its 1-based line in the file. */
+typedef struct al_result_row {
+    char run_id[40], task[16], dataset[64], model[32];
+    long train_size, seed;
+    int epoch;
+    double train_loss, train_acc, val_acc, test_acc, epoch_seconds, samples_per_second;
+    long params;
+    int line;
+} al_result_row;
+
+/* One run: rows row[first], …, in file order; row[last] is the final (result) row. */
+typedef struct al_run { int first, last, nrows; } al_run;
+
+typedef struct al_results {
+    al_result_row *row; int n;     /* rows in file order */
+    al_run *run; int nrun;         /* runs in order of first appearance */
+    int *next;                     /* (n) index of the next row of the same run, -1 at its end */
+} al_results;
+
+/* Parse CSV text (header line AL_CSV_HEADER, then rows; an empty text is an empty result set).
+ * `name` is used in error messages ("name:LINE: ..."). On error *r is left empty. */
+al_status al_results_parse(const char *text, size_t len, const char *name, al_results *r, al_error *err);
+/* Read and parse a file; a file that does not exist is an error. */
+al_status al_results_read(const char *path, al_results *r, al_error *err);
+void      al_results_free(al_results *r);
+/* Index of the run with this run_id, or -1. */
+int       al_results_find_run(const al_results *r, const char *run_id);
+
+/* Reduction of runs to one line per (task, dataset, model, train_size). */
+typedef struct al_summary_group {
+    char task[16], dataset[64], model[32];
+    long train_size;
+    int nruns;
+    double mean, std;          /* final test accuracy over runs; std is the sample std (0 for one run) */
+    double mean_epochs;        /* mean final epoch number */
+    double mean_seconds;       /* mean total training seconds per run (sum of epoch_seconds) */
+    long params;               /* parameter count of the last run seen */
+} al_summary_group;
+typedef struct al_summary { al_summary_group *g; int n; } al_summary;
+
+/* Groups sorted by task, dataset, model, then train_size. Caller frees with al_summary_free. */
+al_status al_results_summarize(const al_results *r, al_summary *s, al_error *err);
+void      al_summary_free(al_summary *s);
+
+/* Mean and sample standard deviation of x[0..n) (std 0 when n < 2). */
+void al_mean_std(const double *x, int n, double *mean, double *std);
+
+/* Read a whole file into a malloc'd NUL-terminated buffer (*len bytes). Caller frees. */
+al_status al_read_file(const char *path, char **data, size_t *len, al_error *err);
+#endif

@@ -1,0 +1,278 @@
+/* results.c — parse a results CSV, group rows into runs, summarise final test accuracy. */
+#include "attnlab/results.h"
+#include "attnlab/io.h"
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NFIELDS 14
+
+void al_results_free(al_results *r)
+{
+    free(r->row); free(r->run); free(r->next);
+    memset(r, 0, sizeof *r);
+}
+
+void al_summary_free(al_summary *s) { free(s->g); s->g = NULL; s->n = 0; }
+
+al_status al_read_file(const char *path, char **data, size_t *len, al_error *err)
+{
+    *data = NULL; *len = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return al_seterr(err, "%s: %s", path, strerror(errno));
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap + 1);
+    while (buf) {
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (n < cap) break;
+        char *nb = realloc(buf, 2 * cap + 1);
+        if (!nb) { free(buf); buf = NULL; break; }
+        buf = nb; cap *= 2;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (!buf) return al_seterr(err, "%s: out of memory", path);
+    if (bad) { free(buf); return al_seterr(err, "%s: read error", path); }
+    buf[n] = 0;
+    *data = buf; *len = n;
+    return AL_OK;
+}
+
+/* ---------------- field parsing ---------------- */
+static int copy_field(char *dst, size_t cap, const char *s, size_t n)
+{
+    if (n >= cap) return -1;
+    memcpy(dst, s, n); dst[n] = 0;
+    return 0;
+}
+
+static int parse_long(const char *s, size_t n, long *out)
+{
+    char buf[32];
+    if (n == 0 || n >= sizeof buf) return -1;
+    memcpy(buf, s, n); buf[n] = 0;
+    char *end; errno = 0;
+    long v = strtol(buf, &end, 10);
+    if (errno || *end) return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_double(const char *s, size_t n, double *out)
+{
+    char buf[64];
+    if (n == 0) { *out = NAN; return 0; }
+    if (n >= sizeof buf) return -1;
+    memcpy(buf, s, n); buf[n] = 0;
+    char *end; errno = 0;
+    double v = strtod(buf, &end);
+    if (*end || (errno == ERANGE && fabs(v) > 1.0)) return -1;
+    *out = v;
+    return 0;
+}
+
+static const char *field_name[NFIELDS] = {
+    "run_id", "task", "dataset", "model", "train_size", "seed", "epoch", "train_loss", "train_acc",
+    "val_acc", "test_acc", "epoch_seconds", "samples_per_second", "params"};
+
+/* Parse one data line s[0..n) into *w; returns the index of the bad field, NFIELDS for a wrong
+ * field count, or -1 when all is well. */
+static int parse_row(const char *s, size_t n, al_result_row *w)
+{
+    const char *f[NFIELDS]; size_t fl[NFIELDS];
+    int k = 0;
+    const char *p = s, *e = s + n;
+    for (;;) {
+        const char *c = memchr(p, ',', (size_t)(e - p));
+        const char *end = c ? c : e;
+        if (k == NFIELDS) return NFIELDS;
+        f[k] = p; fl[k] = (size_t)(end - p); k++;
+        if (!c) break;
+        p = c + 1;
+    }
+    if (k != NFIELDS) return NFIELDS;
+    long epoch = 0;
+    if (fl[0] == 0 || copy_field(w->run_id, sizeof w->run_id, f[0], fl[0])) return 0;
+    if (fl[1] == 0 || copy_field(w->task, sizeof w->task, f[1], fl[1])) return 1;
+    if (copy_field(w->dataset, sizeof w->dataset, f[2], fl[2])) return 2;
+    if (fl[3] == 0 || copy_field(w->model, sizeof w->model, f[3], fl[3])) return 3;
+    if (parse_long(f[4], fl[4], &w->train_size)) return 4;
+    if (parse_long(f[5], fl[5], &w->seed)) return 5;
+    if (parse_long(f[6], fl[6], &epoch) || epoch < 0 || epoch > 1000000000L) return 6;
+    w->epoch = (int)epoch;
+    double *d[6] = {&w->train_loss, &w->train_acc, &w->val_acc, &w->test_acc, &w->epoch_seconds, &w->samples_per_second};
+    for (int i = 0; i < 6; i++)
+        if (parse_double(f[7 + i], fl[7 + i], d[i])) return 7 + i;
+    if (fl[13] == 0) w->params = 0;
+    else if (parse_long(f[13], fl[13], &w->params)) return 13;
+    return -1;
+}
+
+/* ---------------- run index: open addressing on run_id ---------------- */
+static uint64_t hash_str(const char *s)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (; *s; s++) { h ^= (unsigned char)*s; h *= 0x100000001b3ULL; }
+    return h;
+}
+
+static al_status build_runs(al_results *r, al_error *err)
+{
+    r->run = malloc((size_t)(r->n > 0 ? r->n : 1) * sizeof *r->run);
+    r->next = malloc((size_t)(r->n > 0 ? r->n : 1) * sizeof *r->next);
+    size_t cap = 16;
+    while (cap < 2 * (size_t)r->n) cap *= 2;
+    int *slot = malloc(cap * sizeof *slot);   /* run index or -1 */
+    if (!r->run || !r->next || !slot) { free(slot); return al_seterr(err, "results: out of memory"); }
+    for (size_t i = 0; i < cap; i++) slot[i] = -1;
+    r->nrun = 0;
+    for (int i = 0; i < r->n; i++) {
+        r->next[i] = -1;
+        size_t h = (size_t)hash_str(r->row[i].run_id) & (cap - 1);
+        while (slot[h] >= 0 && strcmp(r->row[r->run[slot[h]].first].run_id, r->row[i].run_id))
+            h = (h + 1) & (cap - 1);
+        if (slot[h] < 0) {
+            slot[h] = r->nrun;
+            r->run[r->nrun++] = (al_run){i, i, 1};
+        } else {
+            al_run *u = &r->run[slot[h]];
+            r->next[u->last] = i;
+            u->last = i; u->nrows++;
+        }
+    }
+    free(slot);
+    return AL_OK;
+}
+
+int al_results_find_run(const al_results *r, const char *run_id)
+{
+    for (int k = 0; k < r->nrun; k++)
+        if (!strcmp(r->row[r->run[k].first].run_id, run_id)) return k;
+    return -1;
+}
+
+al_status al_results_parse(const char *text, size_t len, const char *name, al_results *r, al_error *err)
+{
+    memset(r, 0, sizeof *r);
+    if (len == 0) return build_runs(r, err);
+    int cap = 0, line = 0;
+    const char *p = text, *end = text + len;
+    while (p < end) {
+        line++;
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        if (!nl) {
+            al_results_free(r);
+            return al_seterr(err, "%s:%d: incomplete last line (no newline; a torn write?)", name, line);
+        }
+        size_t n = (size_t)(nl - p);
+        if (n > 0 && p[n - 1] == '\r') n--;
+        if (line == 1) {
+            if (n != strlen(AL_CSV_HEADER) || memcmp(p, AL_CSV_HEADER, n)) {
+                al_results_free(r);
+                return al_seterr(err, "%s:1: header is not the attnlab results header \"%s\"", name, AL_CSV_HEADER);
+            }
+        } else {
+            if (r->n == cap) {
+                cap = cap ? 2 * cap : 256;
+                al_result_row *nr = realloc(r->row, (size_t)cap * sizeof *nr);
+                if (!nr) { al_results_free(r); return al_seterr(err, "%s: out of memory", name); }
+                r->row = nr;
+            }
+            al_result_row *w = &r->row[r->n];
+            memset(w, 0, sizeof *w);
+            int bad = n == 0 ? NFIELDS : parse_row(p, n, w);
+            if (bad >= 0) {
+                al_results_free(r);
+                if (bad == NFIELDS)
+                    return al_seterr(err, "%s:%d: expected %d comma-separated fields", name, line, NFIELDS);
+                return al_seterr(err, "%s:%d: bad value in column %d (%s)", name, line, bad + 1, field_name[bad]);
+            }
+            w->line = line;
+            r->n++;
+        }
+        p = nl + 1;
+    }
+    if (build_runs(r, err) != AL_OK) { al_results_free(r); return AL_ERR; }
+    return AL_OK;
+}
+
+al_status al_results_read(const char *path, al_results *r, al_error *err)
+{
+    char *text; size_t len;
+    memset(r, 0, sizeof *r);
+    if (al_read_file(path, &text, &len, err) != AL_OK) return AL_ERR;
+    al_status st = al_results_parse(text, len, path, r, err);
+    free(text);
+    return st;
+}
+
+/* ---------------- summary ---------------- */
+void al_mean_std(const double *x, int n, double *mean, double *std)
+{
+    double m = 0, v = 0;
+    for (int i = 0; i < n; i++) m += x[i];
+    m = n > 0 ? m / n : NAN;
+    for (int i = 0; i < n; i++) v += (x[i] - m) * (x[i] - m);
+    *mean = m;
+    *std = n > 1 ? sqrt(v / (n - 1)) : 0.0;
+}
+
+static int cmp_group(const al_result_row *a, const al_result_row *b)
+{
+    int c;
+    if ((c = strcmp(a->task, b->task))) return c;
+    if ((c = strcmp(a->dataset, b->dataset))) return c;
+    if ((c = strcmp(a->model, b->model))) return c;
+    return (a->train_size > b->train_size) - (a->train_size < b->train_size);
+}
+
+typedef struct final_ref { const al_result_row *fin; int run; } final_ref;
+static int cmp_final(const void *x, const void *y)
+{
+    const final_ref *a = x, *b = y;
+    int c = cmp_group(a->fin, b->fin);
+    return c ? c : (a->run > b->run) - (a->run < b->run);   /* ties in file order */
+}
+
+al_status al_results_summarize(const al_results *r, al_summary *s, al_error *err)
+{
+    s->g = NULL; s->n = 0;
+    if (r->nrun == 0) return AL_OK;
+    final_ref *ord = malloc((size_t)r->nrun * sizeof *ord);
+    double *acc = malloc((size_t)r->nrun * sizeof *acc);
+    s->g = calloc((size_t)r->nrun, sizeof *s->g);
+    if (!ord || !acc || !s->g) { free(ord); free(acc); al_summary_free(s); return al_seterr(err, "summarize: out of memory"); }
+    for (int k = 0; k < r->nrun; k++) ord[k] = (final_ref){&r->row[r->run[k].last], k};
+    qsort(ord, (size_t)r->nrun, sizeof *ord, cmp_final);
+    for (int a = 0; a < r->nrun;) {
+        const al_result_row *key = ord[a].fin;
+        int b = a;
+        al_summary_group *g = &s->g[s->n++];
+        memcpy(g->task, key->task, sizeof g->task);
+        memcpy(g->dataset, key->dataset, sizeof g->dataset);
+        memcpy(g->model, key->model, sizeof g->model);
+        g->train_size = key->train_size;
+        double ep = 0, sec = 0;
+        for (; b < r->nrun && !cmp_group(ord[b].fin, key); b++) {
+            const al_run *u = &r->run[ord[b].run];
+            const al_result_row *fin = ord[b].fin;
+            acc[b - a] = fin->test_acc;
+            ep += fin->epoch;
+            double t = 0;
+            for (int i = u->first; i >= 0; i = r->next[i])
+                if (!isnan(r->row[i].epoch_seconds)) t += r->row[i].epoch_seconds;
+            sec += t;
+            g->params = fin->params;
+        }
+        g->nruns = b - a;
+        al_mean_std(acc, g->nruns, &g->mean, &g->std);
+        g->mean_epochs = ep / g->nruns;
+        g->mean_seconds = sec / g->nruns;
+        a = b;
+    }
+    free(ord); free(acc);
+    return AL_OK;
+}
