@@ -1,9 +1,72 @@
-/* cmd_summarize.c — attnlab summarize (not yet written). */
+/* cmd_summarize.c — attnlab summarize: final test accuracy (mean ± std over seeds) per task,
+ * dataset, model and training-set size, as an aligned table or as CSV. */
+#include <getopt.h>
 #include <stdio.h>
+#include <string.h>
+#include "attnlab/results.h"
 #include "cli.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: attnlab summarize FILE.csv [--csv]\n"
+        "  Reads a results CSV (one row per epoch, the last row of a run is its result) and prints, per\n"
+        "  task, dataset, model and training-set size, the final test accuracy as mean +- sample std over\n"
+        "  runs (seeds), the number of runs, mean final epoch, parameters and mean training seconds per run.\n"
+        "  Sorted by model, then size.\n"
+        "  --csv     print CSV instead of the aligned table\n"
+        "  -h, --help\n");
+}
+
+static int width(const char *s, int w) { int n = (int)strlen(s); return n > w ? n : w; }
+
 int cmd_summarize(int argc, char **argv)
 {
-    (void)argc; (void)argv;
-    fprintf(stderr, "attnlab summarize: not implemented yet\n");
-    return 2;
+    static const struct option opts[] = {{"csv", no_argument, 0, 'c'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    int as_csv = 0, ch;
+    optind = 0;
+    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        if (ch == 'c') as_csv = 1;
+        else if (ch == 'h') { usage(stdout); return 0; }
+        else { usage(stderr); return 2; }
+    }
+    if (optind != argc - 1) {
+        fprintf(stderr, "attnlab summarize: expected exactly one CSV file (see --help)\n");
+        return 2;
+    }
+    const char *path = argv[optind];
+    al_results r; al_summary s; al_error e = {{0}};
+    if (al_results_read(path, &r, &e) != AL_OK) { fprintf(stderr, "attnlab summarize: %s\n", e.msg); return 1; }
+    if (al_results_summarize(&r, &s, &e) != AL_OK) {
+        al_results_free(&r);
+        fprintf(stderr, "attnlab summarize: %s\n", e.msg);
+        return 1;
+    }
+    if (as_csv) {
+        printf("task,dataset,model,train_size,runs,test_acc_mean,test_acc_std,epochs_mean,params,seconds_per_run\n");
+        for (int i = 0; i < s.n; i++) {
+            const al_summary_group *g = &s.g[i];
+            printf("%s,%s,%s,%ld,%d,%.6f,%.6f,%.2f,%ld,%.3f\n", g->task, g->dataset, g->model, g->train_size,
+                   g->nruns, g->mean, g->std, g->mean_epochs, g->params, g->mean_seconds);
+        }
+    } else if (s.n == 0) {
+        printf("%s: no runs\n", path);
+    } else {
+        int wt = 4, wd = 7, wm = 5;
+        for (int i = 0; i < s.n; i++) {
+            wt = width(s.g[i].task, wt); wd = width(s.g[i].dataset, wd); wm = width(s.g[i].model, wm);
+        }
+        printf("%-*s  %-*s  %-*s  %8s  %4s  %-17s  %6s  %9s  %9s\n", wt, "task", wd, "dataset", wm, "model",
+               "size", "runs", "test_acc (+- std)", "epochs", "params", "s/run");
+        for (int i = 0; i < s.n; i++) {
+            const al_summary_group *g = &s.g[i];
+            char acc[32];
+            snprintf(acc, sizeof acc, "%.4f +- %.4f", g->mean, g->std);
+            printf("%-*s  %-*s  %-*s  %8ld  %4d  %-17s  %6.1f  %9ld  %9.1f\n", wt, g->task, wd, g->dataset, wm,
+                   g->model, g->train_size, g->nruns, acc, g->mean_epochs, g->params, g->mean_seconds);
+        }
+    }
+    al_summary_free(&s);
+    al_results_free(&r);
+    return 0;
 }
