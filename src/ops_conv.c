@@ -1,0 +1,146 @@
+/* ops_conv.c — differentiable conv2d and max-pooling (NCHW) on the tape.
+ * The compute lives in kernels_conv.c; this file checks shapes and records the backward. */
+#include "attnlab/ops.h"
+#include "attnlab/kernels.h"
+#include <stdlib.h>
+
+static int any_grad(al_ctx *c, const al_tensor *a, const al_tensor *b, const al_tensor *d)
+{
+    return c->grad_enabled && ((a && a->requires_grad) || (b && b->requires_grad) || (d && d->requires_grad));
+}
+
+/* ---------------- conv2d ---------------- */
+typedef struct conv_node {
+    al_tensor *x;      /* (B, C, H, W) */
+    al_tensor *w;      /* (O, C, KH, KW) */
+    al_tensor *b;      /* (O) or NULL */
+    al_tensor *out;    /* (B, O, Ho, Wo) */
+    int stride, pad;
+} conv_node;
+
+static void conv2d_backward(al_ctx *c, void *p)
+{
+    conv_node *n = p;
+    if (!n->out->grad) return;   /* nothing downstream used the output */
+    al_tensor *x = n->x, *w = n->w, *b = n->b;
+    float *dx = x->requires_grad ? al_grad(c, x) : NULL;             /* (B, C, H, W) */
+    float *dw = w->requires_grad ? al_grad(c, w) : NULL;             /* (O, C, KH, KW) */
+    float *db = b && b->requires_grad ? al_grad(c, b) : NULL;        /* (O) */
+    if (!al_ok(c)) return;
+    al_conv2d_bwd(x->data, w->data, n->out->grad, dx, dw, db,
+                  x->shape[0], x->shape[1], x->shape[2], x->shape[3],
+                  w->shape[0], w->shape[2], w->shape[3], n->stride, n->pad);
+}
+
+al_tensor *al_conv2d(al_ctx *c, al_tensor *x, al_tensor *w, al_tensor *b, int stride, int pad)
+{
+    if (!x || !w || !al_ok(c)) return NULL;
+    char s1[64], s2[64], s3[64];
+    if (x->ndim != 4 || w->ndim != 4)
+        return al_fail(c, "conv2d: x %s must be (B, C, H, W) and w %s (O, C, KH, KW)",
+                       al_shape_str(x, s1, sizeof s1), al_shape_str(w, s2, sizeof s2));
+    if (x->shape[1] != w->shape[1])
+        return al_fail(c, "conv2d: x %s has %d channels but w %s expects %d",
+                       al_shape_str(x, s1, sizeof s1), x->shape[1], al_shape_str(w, s2, sizeof s2), w->shape[1]);
+    if (stride < 1 || pad < 0)
+        return al_fail(c, "conv2d: stride %d must be >= 1 and pad %d >= 0", stride, pad);
+    const int B = x->shape[0], C = x->shape[1], H = x->shape[2], W = x->shape[3];
+    const int O = w->shape[0], KH = w->shape[2], KW = w->shape[3];
+    if ((int64_t)H + 2 * (int64_t)pad < KH || (int64_t)W + 2 * (int64_t)pad < KW)
+        return al_fail(c, "conv2d: kernel %dx%d of w %s does not fit input %s with padding %d",
+                       KH, KW, al_shape_str(w, s2, sizeof s2), al_shape_str(x, s1, sizeof s1), pad);
+    if (b && (b->ndim != 1 || b->shape[0] != O))
+        return al_fail(c, "conv2d: bias %s must be (%d) for w %s",
+                       al_shape_str(b, s3, sizeof s3), O, al_shape_str(w, s2, sizeof s2));
+    const int Ho = (H + 2 * pad - KH) / stride + 1, Wo = (W + 2 * pad - KW) / stride + 1;
+    /* the kernels index with int sizes: keep the im2col matrix dimensions within int */
+    if ((int64_t)C * KH * KW > (1 << 30) || (int64_t)Ho * Wo > (1 << 30) || (int64_t)B * Ho * Wo > (1 << 30))
+        return al_fail(c, "conv2d: x %s with w %s is too large", al_shape_str(x, s1, sizeof s1), al_shape_str(w, s2, sizeof s2));
+
+    al_tensor *out = al_new(c, 4, (int[]){B, O, Ho, Wo});            /* (B, O, Ho, Wo) */
+    if (!out) return NULL;
+    al_conv2d_fwd(x->data, w->data, b ? b->data : NULL, out->data, B, C, H, W, O, KH, KW, stride, pad);
+    if (any_grad(c, x, w, b)) {
+        conv_node *n = al_arena_alloc(&c->arena, sizeof *n);
+        if (!n) return al_fail(c, "conv2d: out of memory (arena)");
+        n->x = x; n->w = w; n->b = b; n->out = out; n->stride = stride; n->pad = pad;
+        out->requires_grad = 1;
+        al_tape_push(c, conv2d_backward, n);
+    }
+    return out;
+}
+
+/* ---------------- max pooling ---------------- */
+typedef struct pool_node {
+    al_tensor *x;      /* (B, C, H, W) */
+    al_tensor *out;    /* (B, C, Ho, Wo) */
+    int32_t *arg;      /* (B, C, Ho, Wo) index of the max within its (H, W) plane */
+} pool_node;
+
+static void maxpool2d_backward(al_ctx *c, void *p)
+{
+    pool_node *n = p;
+    if (!n->out->grad || !n->x->requires_grad) return;
+    float *dx = al_grad(c, n->x);                                    /* (B, C, H, W) */
+    if (!dx) return;
+    const float *dy = n->out->grad;                                  /* (B, C, Ho, Wo) */
+    const int64_t planes = (int64_t)n->x->shape[0] * n->x->shape[1];
+    const int64_t HW = (int64_t)n->x->shape[2] * n->x->shape[3];
+    const int64_t P = (int64_t)n->out->shape[2] * n->out->shape[3];
+    /* each plane is owned by one iteration; overlapping windows add in output order */
+    #pragma omp parallel for schedule(static) if (planes * P >= 65536)
+    for (int64_t t = 0; t < planes; t++) {
+        float *d = dx + t * HW;
+        const float *g = dy + t * P;
+        const int32_t *a = n->arg + t * P;
+        for (int64_t i = 0; i < P; i++) d[a[i]] += g[i];
+    }
+}
+
+al_tensor *al_maxpool2d(al_ctx *c, al_tensor *x, int k, int stride)
+{
+    if (!x || !al_ok(c)) return NULL;
+    char s1[64];
+    if (x->ndim != 4) return al_fail(c, "maxpool2d: x %s must be (B, C, H, W)", al_shape_str(x, s1, sizeof s1));
+    if (k < 1 || stride < 1) return al_fail(c, "maxpool2d: window %d and stride %d must be >= 1", k, stride);
+    const int B = x->shape[0], C = x->shape[1], H = x->shape[2], W = x->shape[3];
+    if (H < k || W < k)
+        return al_fail(c, "maxpool2d: window %dx%d larger than input %s", k, k, al_shape_str(x, s1, sizeof s1));
+    if ((int64_t)H * W > INT32_MAX)
+        return al_fail(c, "maxpool2d: plane of x %s too large for 32-bit indices", al_shape_str(x, s1, sizeof s1));
+    const int Ho = (H - k) / stride + 1, Wo = (W - k) / stride + 1;
+    al_tensor *out = al_new(c, 4, (int[]){B, C, Ho, Wo});            /* (B, C, Ho, Wo) */
+    if (!out) return NULL;
+    const int need = any_grad(c, x, NULL, NULL);
+    int32_t *arg = need ? al_arena_alloc(&c->arena, (size_t)out->numel * sizeof(int32_t)) : NULL;
+    if (need && !arg) return al_fail(c, "maxpool2d: out of memory (arena)");
+    const int64_t planes = (int64_t)B * C, P = (int64_t)Ho * Wo;
+    #pragma omp parallel for schedule(static) if (out->numel * k * k >= 65536)
+    for (int64_t t = 0; t < planes; t++) {
+        const float *xp = x->data + t * H * W;                       /* (H, W) */
+        float *yp = out->data + t * P;                               /* (Ho, Wo) */
+        int32_t *ap = arg ? arg + t * P : NULL;
+        for (int oh = 0; oh < Ho; oh++)
+            for (int ow = 0; ow < Wo; ow++) {
+                int h0 = oh * stride, w0 = ow * stride, bi = h0 * W + w0;
+                float best = xp[bi];
+                for (int dh = 0; dh < k; dh++)
+                    for (int dw = 0; dw < k; dw++) {
+                        int i = (h0 + dh) * W + w0 + dw;
+                        float v = xp[i];
+                        /* strictly greater keeps the first max on ties; a NaN wins once (propagates) */
+                        if (v > best || (v != v && best == best)) { best = v; bi = i; }
+                    }
+                yp[oh * Wo + ow] = best;
+                if (ap) ap[oh * Wo + ow] = bi;
+            }
+    }
+    if (need) {
+        pool_node *n = al_arena_alloc(&c->arena, sizeof *n);
+        if (!n) return al_fail(c, "maxpool2d: out of memory (arena)");
+        n->x = x; n->out = out; n->arg = arg;
+        out->requires_grad = 1;
+        al_tape_push(c, maxpool2d_backward, n);
+    }
+    return out;
+}
