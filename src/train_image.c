@@ -11,45 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void al_image_stats(const al_image_view *d, float mean[4], float std[4])
-{
-    int C = d->channels;
-    int64_t hw = (int64_t)d->height * d->width;
-    for (int ch = 0; ch < 4; ch++) { mean[ch] = 0.f; std[ch] = 1.f; }
-    for (int ch = 0; ch < C && ch < 4; ch++) {
-        /* exact integer sums of pixel values, so the result does not depend on summation order */
-        uint64_t s = 0, s2 = 0;
-        for (int i = 0; i < d->n; i++) {
-            const uint8_t *p = d->pix + ((int64_t)i * C + ch) * hw;
-            for (int64_t j = 0; j < hw; j++) { s += p[j]; s2 += (uint64_t)p[j] * p[j]; }
-        }
-        double cnt = (double)d->n * (double)hw;
-        if (cnt <= 0) continue;
-        double m = (double)s / cnt, v = (double)s2 / cnt - m * m;
-        mean[ch] = (float)(m / 255.0);
-        std[ch] = v > 1e-12 ? (float)(sqrt(v) / 255.0) : 1.f;
-    }
-}
-
-void al_image_batch(const al_image_view *d, const int *idx, int B, const float mean[4], const float std[4],
-                    float *x /* (B,C,H,W) */, int *labels /* (B) */)
-{
-    int C = d->channels;
-    int64_t hw = (int64_t)d->height * d->width;
-    /* a lookup table per channel: (v/255 − mean)/std for every byte value */
-    float lut[4][256];
-    for (int ch = 0; ch < C && ch < 4; ch++)
-        for (int v = 0; v < 256; v++) lut[ch][v] = ((float)v / 255.0f - mean[ch]) / std[ch];
-    #pragma omp parallel for schedule(static)
-    for (int b = 0; b < B; b++) {
-        const uint8_t *src = d->pix + (int64_t)idx[b] * C * hw;
-        float *dst = x + (int64_t)b * C * hw;
-        for (int ch = 0; ch < C; ch++)
-            for (int64_t j = 0; j < hw; j++) dst[ch * hw + j] = lut[ch][src[ch * hw + j]];
-    }
-    if (labels) for (int b = 0; b < B; b++) labels[b] = d->labels[idx[b]];
-}
-
 static int argmax_row(const float *r, int n)
 {
     int k = 0;
@@ -58,7 +19,7 @@ static int argmax_row(const float *r, int n)
 }
 
 /* Evaluate with a caller-supplied context (reused across epochs). idx (batch) and lab (batch) are scratch. */
-static al_status eval_with(al_ctx *c, al_model *m, const al_image_view *d, const float mean[4], const float std[4],
+static al_status eval_with(al_ctx *c, al_model *m, const al_images *d, const float mean[4], const float std[4],
                            int batch, double *acc, int *pred, int *idx, int *lab, al_error *err)
 {
     int g0 = c->grad_enabled, t0 = c->training;
@@ -69,8 +30,8 @@ static al_status eval_with(al_ctx *c, al_model *m, const al_image_view *d, const
         int B = d->n - s < batch ? d->n - s : batch;
         for (int b = 0; b < B; b++) idx[b] = s + b;
         al_ctx_reset(c);
-        al_tensor *x = al_new(c, 4, (int[]){B, d->channels, d->height, d->width});
-        if (x) al_image_batch(d, idx, B, mean, std, x->data, lab);
+        al_tensor *x = al_new(c, 4, (int[]){B, d->c, d->h, d->w});
+        if (x && al_images_batch(d, idx, B, mean, std, x->data, lab, err) != AL_OK) { st = AL_ERR; break; }
         al_tensor *logits = al_model_forward(c, m, x);   /* (B, classes) */
         if (!logits) { st = al_seterr(err, "evaluation: %s", al_ctx_error(c)); break; }
         int K = logits->shape[1];
@@ -86,13 +47,13 @@ static al_status eval_with(al_ctx *c, al_model *m, const al_image_view *d, const
     return st;
 }
 
-al_status al_eval_image(al_model *m, const al_image_view *d, const float mean[4], const float std[4],
+al_status al_eval_image(al_model *m, const al_images *d, const float mean[4], const float std[4],
                         int batch, double *acc, int *pred, al_error *err)
 {
     if (batch < 1) batch = 256;
-    if (d->channels != m->cfg.channels || d->height != m->cfg.height || d->width != m->cfg.width)
-        return al_seterr(err, "evaluation: images are %dx%dx%d but the %s model expects %dx%dx%d", d->channels,
-                         d->height, d->width, m->cfg.name, m->cfg.channels, m->cfg.height, m->cfg.width);
+    if (d->c != m->cfg.channels || d->h != m->cfg.height || d->w != m->cfg.width)
+        return al_seterr(err, "evaluation: images are %dx%dx%d but the %s model expects %dx%dx%d", d->c,
+                         d->h, d->w, m->cfg.name, m->cfg.channels, m->cfg.height, m->cfg.width);
     al_ctx *c = al_ctx_new(0);
     int *idx = malloc((size_t)batch * sizeof(int)), *lab = malloc((size_t)batch * sizeof(int));
     al_status st;
@@ -102,18 +63,18 @@ al_status al_eval_image(al_model *m, const al_image_view *d, const float mean[4]
     return st;
 }
 
-al_status al_train_image(al_model *m, const al_image_view *train, const al_image_view *test,
+al_status al_train_image(al_model *m, const al_images *train, const al_images *test,
                          const al_train_config *tc, al_train_cb cb, void *ud, al_error *err)
 {
     const al_model_config *g = &m->cfg;
     if (tc->epochs < 1 || tc->batch < 1) return al_seterr(err, "training: epochs and batch must be positive");
     if (train->n < 1) return al_seterr(err, "training: the training set is empty");
     if (!(tc->lr > 0) || !(tc->weight_decay >= 0)) return al_seterr(err, "training: need lr > 0 and weight decay >= 0");
-    const al_image_view *sets[2] = {train, test};
+    const al_images *sets[2] = {train, test};
     for (int i = 0; i < 2; i++)
-        if (sets[i]->channels != g->channels || sets[i]->height != g->height || sets[i]->width != g->width)
+        if (sets[i] && (sets[i]->c != g->channels || sets[i]->h != g->height || sets[i]->w != g->width))
             return al_seterr(err, "training: %s images are %dx%dx%d but the %s model expects %dx%dx%d",
-                             i ? "test" : "training", sets[i]->channels, sets[i]->height, sets[i]->width,
+                             i ? "test" : "training", sets[i]->c, sets[i]->h, sets[i]->w,
                              g->name, g->channels, g->height, g->width);
     for (int i = 0; i < train->n; i++)
         if (train->labels[i] < 0 || train->labels[i] >= g->classes)
@@ -146,7 +107,7 @@ al_status al_train_image(al_model *m, const al_image_view *train, const al_image
             int s = (step - 1) * batch, B = train->n - s < batch ? train->n - s : batch;
             al_ctx_reset(c);
             al_tensor *x = al_new(c, 4, (int[]){B, g->channels, g->height, g->width});
-            if (x) al_image_batch(train, perm + s, B, tc->mean, tc->std, x->data, lab);
+            if (x && al_images_batch(train, perm + s, B, tc->mean, tc->std, x->data, lab, err) != AL_OK) { st = AL_ERR; break; }
             al_tensor *logits = al_model_forward(c, m, x);                 /* (B, classes) */
             al_tensor *loss = al_cross_entropy(c, logits, lab, NULL);      /* (1) */
             if (!loss) { st = al_seterr(err, "training step %d of epoch %d: %s", step, ep, al_ctx_error(c)); break; }

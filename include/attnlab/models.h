@@ -27,6 +27,7 @@
 #include "tensor.h"
 #include "attention.h"
 #include "optim.h"
+#include "data.h"
 
 #define AL_MODEL_MAXDEPTH 16
 
@@ -91,18 +92,11 @@ int         al_pos_parse(const char *s, al_pos_kind *k);   /* 0 ok, -1 unknown *
 
 /* ---------------- training and evaluation ---------------- */
 
-/* Images in memory: uint8 pixels (n, C, H, W) and labels in [0, classes). Borrowed. */
-typedef struct al_image_view {
-    const uint8_t *pix;
-    const int *labels;
-    int n, channels, height, width, classes;
-} al_image_view;
-
 typedef struct al_train_config {
     int epochs, batch, eval_batch;  /* eval_batch default 256 */
     float lr, weight_decay;
     uint64_t seed;                  /* shuffling uses the AL_RNG_SHUFFLE stream of seed */
-    float mean[4], std[4];          /* per-channel normalisation: x = (pix/255 − mean)/std */
+    float mean[4], std[4];          /* per-channel normalisation: x = (pix/255 − mean)/std (al_images_stats) */
     int max_steps;                  /* 0 = whole epochs; > 0 stops after this many steps (tests) */
 } al_train_config;
 
@@ -120,15 +114,25 @@ typedef struct al_train_progress {
 /* Return nonzero to stop training (the call then returns AL_ERR with "stopped"). */
 typedef int (*al_train_cb)(void *ud, const al_train_progress *p);
 
-/* Mean and std per channel of pix/255 over the view (population std; std 0 → 1). */
-void al_image_stats(const al_image_view *d, float mean[4], float std[4]);
 /* Train m on train, evaluating on test after every epoch. cb may be NULL. */
-al_status al_train_image(al_model *m, const al_image_view *train, const al_image_view *test,
+al_status al_train_image(al_model *m, const al_images *train, const al_images *test,
                          const al_train_config *tc, al_train_cb cb, void *ud, al_error *err);
 /* Accuracy of m on d (grad and training off, batches of `batch`). pred (d->n) may be NULL. */
-al_status al_eval_image(al_model *m, const al_image_view *d, const float mean[4], const float std[4],
+al_status al_eval_image(al_model *m, const al_images *d, const float mean[4], const float std[4],
                         int batch, double *acc, int *pred, al_error *err);
-/* Fill x (B, C, H, W) with images idx[0..B) of d, normalised. */
-void al_image_batch(const al_image_view *d, const int *idx, int B, const float mean[4], const float std[4],
-                    float *x, int *labels);
+/* ---------------- checkpoints and run ids ---------------- */
+
+/* Save m as safetensors; __metadata__ holds format "attnlab-image", the configuration
+ * (al_model_config_to_kv), the normalisation ("mean", "std": comma lists per channel) and the
+ * extra (key, value) pairs kv[0..2·nkv). */
+al_status al_model_save(const char *path, const al_model *m, const float mean[4], const float std[4],
+                        const char *const *kv, int nkv, al_error *err);
+/* Rebuild a model from a checkpoint written by al_model_save: configuration from the metadata,
+ * then the tensors (names and shapes must match). mean/std receive the normalisation; *meta (if
+ * meta is non-NULL) a malloc'd copy of the metadata JSON. On error m is left freed. */
+al_status al_model_load(const char *path, al_model *m, float mean[4], float std[4], char **meta, al_error *err);
+/* Canonical description of an image run (task, data, model and its whole configuration, split,
+ * hyperparameters, seed), the input of al_run_id. Returns the length written. */
+int al_image_run_canonical(char *buf, size_t n, const al_model_config *cfg, const char *dataset, long train_size,
+                           int epochs, float lr, float wd, int batch, long seed);
 #endif
