@@ -1,9 +1,238 @@
-/* bench_gemm.c — not yet written. */
+/* bench_gemm.c — attnlab bench gemm: SGEMM time and GFLOP/s of attnlab's own kernel and OpenBLAS
+ * on a big square and on the models' shapes, per thread count. Each result is first checked against
+ * al_gemm_ref on a sample of entries (a mismatch is an error exit), then timed; the median is reported. */
+#include <getopt.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "attnlab/kernels.h"
+#include "attnlab/tensor.h"
 #include "cli.h"
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#ifdef AL_USE_CBLAS
+#include <cblas.h>
+#endif
+
+typedef struct shape { const char *what; int ta, tb, M, N, K, batch; } shape;
+static const shape shapes[] = {
+    {"square", 0, 0, 1024, 1024, 1024, 1},
+    {"linear fwd C=64", 0, 0, 12544, 64, 64, 1},
+    {"linear fwd qkv", 0, 0, 12544, 192, 64, 1},
+    {"linear fwd C=128", 0, 0, 12544, 128, 64, 1},
+    {"linear fwd x·Wt", 0, 1, 12544, 64, 64, 1},
+    {"linear bwd dW", 1, 0, 64, 64, 12544, 1},
+    {"attn Q·Kt /head", 0, 1, 196, 196, 16, 64},
+    {"attn P·V /head", 0, 0, 196, 16, 196, 64},
+};
+#define NSHAPES (int)(sizeof shapes / sizeof shapes[0])
+
+enum { BK_ATTNLAB = 1, BK_OPENBLAS = 2 };
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: attnlab bench gemm [--threads LIST] [--reps N] [--backend attnlab|openblas|both]\n\n"
+            "SGEMM median time and GFLOP/s on a 1024^3 square and the models' shapes (tall-skinny linear\n"
+            "layers of 12544 tokens, their weight gradient, per-head attention products batched 64x).\n"
+            "Every result is checked against al_gemm_ref on sampled entries before it is timed.\n\n"
+            "  --threads LIST   comma-separated thread counts (default 1,2)\n"
+            "  --reps N         timed repetitions, the median is reported (default 5)\n"
+            "  --backend B      attnlab, openblas or both (default: both when built with OpenBLAS,\n"
+            "                   else attnlab)\n"
+            "  -h, --help       this text\n");
+}
+
+static void set_threads(int t)
+{
+    al_set_threads(t);
+#ifdef AL_USE_CBLAS
+    openblas_set_num_threads(t);
+#endif
+}
+
+/* One run of shape s on backend bk; batched shapes run one serial GEMM per item, items in parallel. */
+static void run(const shape *s, int bk, int threads, const float *A, const float *B, float *C)
+{
+    int lda = s->ta ? s->M : s->K, ldb = s->tb ? s->K : s->N, ldc = s->N;
+    size_t sa = (size_t)s->M * s->K, sb = (size_t)s->K * s->N, sc = (size_t)s->M * s->N;
+    if (s->batch == 1) {
+        if (bk == BK_ATTNLAB) {
+            al_gemm_attnlab(s->ta, s->tb, s->M, s->N, s->K, 1.f, A, lda, B, ldb, 0.f, C, ldc);
+        } else {
+#ifdef AL_USE_CBLAS
+            openblas_set_num_threads(threads);
+            cblas_sgemm(CblasRowMajor, s->ta ? CblasTrans : CblasNoTrans, s->tb ? CblasTrans : CblasNoTrans,
+                        s->M, s->N, s->K, 1.f, A, lda, B, ldb, 0.f, C, ldc);
+#endif
+        }
+        return;
+    }
+#ifdef AL_USE_CBLAS
+    if (bk == BK_OPENBLAS) openblas_set_num_threads(1);   /* one BLAS thread per OpenMP thread */
+#endif
+    (void)threads;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+    for (int b = 0; b < s->batch; b++) {
+        const float *a = A + (size_t)b * sa, *bb = B + (size_t)b * sb;
+        float *c = C + (size_t)b * sc;
+        if (bk == BK_ATTNLAB) {
+            al_gemm_serial(s->ta, s->tb, s->M, s->N, s->K, 1.f, a, lda, bb, ldb, 0.f, c, ldc);
+        } else {
+#ifdef AL_USE_CBLAS
+            cblas_sgemm(CblasRowMajor, s->ta ? CblasTrans : CblasNoTrans, s->tb ? CblasTrans : CblasNoTrans,
+                        s->M, s->N, s->K, 1.f, a, lda, bb, ldb, 0.f, c, ldc);
+#endif
+        }
+    }
+}
+
+/* Compare 97 sampled entries (and the last one of each item) with a double-precision reference. */
+static int check(const shape *s, const float *A, const float *B, const float *C, char *msg, size_t n)
+{
+    int lda = s->ta ? s->M : s->K, ldb = s->tb ? s->K : s->N;
+    al_rng r; al_rng_seed(&r, 11, 0);
+    for (int b = 0; b < s->batch; b++) {
+        const float *a = A + (size_t)b * s->M * s->K, *bb = B + (size_t)b * s->K * s->N;
+        const float *c = C + (size_t)b * s->M * s->N;
+        for (int q = 0; q < 98; q++) {
+            int i = q == 97 ? s->M - 1 : (int)al_rng_below(&r, (uint32_t)s->M);
+            int j = q == 97 ? s->N - 1 : (int)al_rng_below(&r, (uint32_t)s->N);
+            double ref = 0, mag = 0;
+            for (int k = 0; k < s->K; k++) {
+                double x = s->ta ? a[(size_t)k * lda + i] : a[(size_t)i * lda + k];
+                double y = s->tb ? bb[(size_t)j * ldb + k] : bb[(size_t)k * ldb + j];
+                ref += x * y; mag += fabs(x * y);
+            }
+            double got = c[(size_t)i * s->N + j];
+            if (!(fabs(got - ref) <= 1e-5 * mag + 1e-6)) {
+                snprintf(msg, n, "item %d C[%d][%d] = %.7g, reference %.7g", b, i, j, got, ref);
+                return 0;
+            }
+        }
+    }
+    return 1;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
 int bench_gemm_main(int argc, char **argv)
 {
-    (void)argc;
-    fprintf(stderr, "attnlab: %s: not implemented yet\n", argv[0]);
-    return 2;
+    int threads[16], nthreads = 2, reps = 5;
+    threads[0] = 1; threads[1] = 2;
+#ifdef AL_USE_CBLAS
+    int backends = BK_ATTNLAB | BK_OPENBLAS;
+#else
+    int backends = BK_ATTNLAB;
+#endif
+    static const struct option opts[] = {
+        {"threads", required_argument, 0, 't'}, {"reps", required_argument, 0, 'r'},
+        {"backend", required_argument, 0, 'b'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    opterr = 0; optind = 1;
+    int ch;
+    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'h': usage(stdout); return 0;
+        case 't': {
+            nthreads = 0;
+            char *s = optarg, *end;
+            while (*s) {
+                long v = strtol(s, &end, 10);
+                if (end == s || v < 1 || v > 1024 || nthreads == 16 || (*end && *end != ',')) {
+                    fprintf(stderr, "attnlab bench gemm: bad --threads '%s' (want e.g. 1,2)\n", optarg);
+                    return 2;
+                }
+                threads[nthreads++] = (int)v;
+                s = *end ? end + 1 : end;
+            }
+            if (!nthreads) { fprintf(stderr, "attnlab bench gemm: empty --threads\n"); return 2; }
+            break;
+        }
+        case 'r': {
+            char *end; long v = strtol(optarg, &end, 10);
+            if (*end || v < 1 || v > 10000) { fprintf(stderr, "attnlab bench gemm: bad --reps '%s'\n", optarg); return 2; }
+            reps = (int)v;
+            break;
+        }
+        case 'b':
+            if (!strcmp(optarg, "attnlab")) backends = BK_ATTNLAB;
+            else if (!strcmp(optarg, "openblas")) backends = BK_OPENBLAS;
+            else if (!strcmp(optarg, "both")) backends = BK_ATTNLAB | BK_OPENBLAS;
+            else { fprintf(stderr, "attnlab bench gemm: bad --backend '%s' (attnlab|openblas|both)\n", optarg); return 2; }
+#ifndef AL_USE_CBLAS
+            if (backends & BK_OPENBLAS) { fprintf(stderr, "attnlab bench gemm: built without OpenBLAS (BLAS=none)\n"); return 2; }
+#endif
+            break;
+        default:
+            fprintf(stderr, "attnlab bench gemm: unknown option '%s' (see --help)\n", argv[optind - 1]);
+            return 2;
+        }
+    }
+    if (optind < argc) { fprintf(stderr, "attnlab bench gemm: unexpected argument '%s'\n", argv[optind]); return 2; }
+
+    size_t maxa = 0, maxb = 0, maxc = 0;
+    for (int i = 0; i < NSHAPES; i++) {
+        const shape *s = &shapes[i];
+        size_t a = (size_t)s->batch * s->M * s->K, b = (size_t)s->batch * s->K * s->N, c = (size_t)s->batch * s->M * s->N;
+        if (a > maxa) maxa = a;
+        if (b > maxb) maxb = b;
+        if (c > maxc) maxc = c;
+    }
+    float *A = malloc(maxa * sizeof(float)), *B = malloc(maxb * sizeof(float)), *C = malloc(maxc * sizeof(float));
+    double *t = malloc((size_t)reps * sizeof(double));
+    if (!A || !B || !C || !t) { fprintf(stderr, "attnlab bench gemm: out of memory\n"); free(A); free(B); free(C); free(t); return 1; }
+    al_rng r; al_rng_seed(&r, 1, AL_RNG_DATA);
+    for (size_t i = 0; i < maxa; i++) A[i] = 2.f * al_rng_uniform(&r) - 1.f;
+    for (size_t i = 0; i < maxb; i++) B[i] = 2.f * al_rng_uniform(&r) - 1.f;
+
+    printf("# attnlab bench gemm: kernel %s, default backend %s", al_gemm_isa(), al_gemm_backend());
+#ifdef AL_USE_CBLAS
+    printf(", OpenBLAS core %s", openblas_get_corename());
+#endif
+    printf(", reps %d (median)\n", reps);
+    printf("%-18s %-16s %5s %4s %-9s %10s %9s\n", "shape", "MxNxK", "trans", "thr", "backend", "median_ms", "GFLOP/s");
+    int rc = 0;
+    for (int ti = 0; ti < nthreads && !rc; ti++) {
+        set_threads(threads[ti]);
+        for (int si = 0; si < NSHAPES && !rc; si++) {
+            const shape *s = &shapes[si];
+            for (int bk = BK_ATTNLAB; bk <= BK_OPENBLAS && !rc; bk <<= 1) {
+                if (!(backends & bk)) continue;
+                memset(C, 0xff, (size_t)s->batch * s->M * s->N * sizeof(float));   /* NaN garbage: beta = 0 */
+                run(s, bk, threads[ti], A, B, C);
+                char msg[160];
+                if (!check(s, A, B, C, msg, sizeof msg)) {
+                    fprintf(stderr, "attnlab bench gemm: %s %s mismatch: %s\n", s->what,
+                            bk == BK_ATTNLAB ? "attnlab" : "openblas", msg);
+                    rc = 1;
+                    break;
+                }
+                for (int k = 0; k < reps; k++) {
+                    double t0 = al_time();
+                    run(s, bk, threads[ti], A, B, C);
+                    t[k] = al_time() - t0;
+                }
+                qsort(t, (size_t)reps, sizeof *t, cmp_double);
+                double med = reps % 2 ? t[reps / 2] : 0.5 * (t[reps / 2 - 1] + t[reps / 2]);
+                double flop = 2.0 * s->M * s->N * s->K * s->batch;
+                char dims[40], tr[8];
+                snprintf(dims, sizeof dims, "%dx%dx%d", s->M, s->N, s->K);
+                snprintf(tr, sizeof tr, "%c%c", s->ta ? 'T' : 'N', s->tb ? 'T' : 'N');
+                if (s->batch > 1) snprintf(dims + strlen(dims), sizeof dims - strlen(dims), "*%d", s->batch);
+                printf("%-18s %-16s %5s %4d %-9s %10.3f %9.1f\n", s->what, dims, tr, threads[ti],
+                       bk == BK_ATTNLAB ? "attnlab" : "openblas", med * 1e3, flop / med * 1e-9);
+                fflush(stdout);
+            }
+        }
+    }
+    free(A); free(B); free(C); free(t);
+    return rc;
 }

@@ -18,6 +18,11 @@ void al_gemm_ref(int ta, int tb, int M, int N, int K, float alpha,
 void al_gemm_serial(int ta, int tb, int M, int N, int K, float alpha,
                     const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc);
 const char *al_gemm_backend(void);   /* "openblas" or "attnlab" */
+/* attnlab's own blocked kernel only (never OpenBLAS), threaded like al_gemm: for benchmarks and tests.
+ * Bitwise identical to al_gemm_serial for any thread count. */
+void al_gemm_attnlab(int ta, int tb, int M, int N, int K, float alpha,
+                     const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc);
+const char *al_gemm_isa(void);       /* micro-kernel in use: "avx512", "avx2" or "scalar" */
 
 /* Softmax over rows: y (rows, n) = softmax(x (rows, n)). */
 void al_softmax_rows(const float *x, float *y, int64_t rows, int n);
