@@ -1,0 +1,327 @@
+/* test_ops_conv.c — the conv2d and maxpool2d ops: hand values, gradient checks, shape errors. */
+#include "testutil.h"
+#include "attnlab/ops.h"
+#include "attnlab/kernels.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct conv_args { int stride, pad, bias; } conv_args;
+
+static al_tensor *conv_fn(al_ctx *c, al_tensor **t, void *ud)
+{
+    conv_args *a = ud;
+    return al_conv2d(c, t[0], t[1], a->bias ? t[2] : NULL, a->stride, a->pad);
+}
+
+/* Forward through the op on hand values: 1×2×3×3 input, two 2×2 filters, bias, pad 1, stride 2. */
+static void test_conv2d_op_forward_hand(void **st)
+{
+    (void)st;
+    al_ctx *c = al_ctx_new(1);
+    float xd[18], wd[16] = {0}, bd[2] = {10, -10};
+    for (int i = 0; i < 18; i++) xd[i] = (float)i;         /* channel 0: 0..8, channel 1: 9..17 */
+    wd[0] = 1;                     /* filter 0: top-left of channel 0 */
+    wd[4 + 3] = 1;                 /* filter 0: bottom-right of channel 1 */
+    wd[8 + 3] = 2; wd[12 + 0] = -1; /* filter 1: 2·ch0 bottom-right − ch1 top-left */
+    al_tensor *x = al_wrap(c, xd, 4, (int[]){1, 2, 3, 3});
+    al_tensor *w = al_wrap(c, wd, 4, (int[]){2, 2, 2, 2});
+    al_tensor *b = al_wrap(c, bd, 1, (int[]){2});
+    al_tensor *y = al_conv2d(c, x, w, b, 2, 1);
+    assert_non_null(y);
+    assert_int_equal(y->ndim, 4);
+    assert_int_equal(y->shape[0], 1); assert_int_equal(y->shape[1], 2);
+    assert_int_equal(y->shape[2], 2); assert_int_equal(y->shape[3], 2);
+    /* out(oh,ow) window rows 2oh−1..2oh, cols 2ow−1..2ow; top-left (2oh−1, 2ow−1), bottom-right (2oh, 2ow) */
+    /* filter 0 = ch0[tl] + ch1[br] + 10 */
+    float want0[4] = {0 + 9 + 10, 0 + 11 + 10, 0 + 15 + 10, 4 + 17 + 10};
+    /* filter 1 = 2·ch0[br] − ch1[tl] − 10 */
+    float want1[4] = {0 - 0 - 10, 4 - 0 - 10, 12 - 0 - 10, 16 - 13 - 10};
+    for (int i = 0; i < 4; i++) {
+        assert_float_equal(y->data[i], want0[i], 0);
+        assert_float_equal(y->data[4 + i], want1[i], 0);
+    }
+    /* no input requires a gradient: nothing recorded */
+    assert_int_equal(c->ntape, 0);
+    assert_int_equal(y->requires_grad, 0);
+    al_ctx_free(c);
+}
+
+static void gradcheck_conv(int B, int C, int H, int W, int O, int KH, int KW, int stride, int pad, int bias, uint64_t seed)
+{
+    float *x = tu_alloc_rand((int64_t)B * C * H * W, seed, -1, 1);
+    float *w = tu_alloc_rand((int64_t)O * C * KH * KW, seed + 1, -1, 1);
+    float *b = tu_alloc_rand(O, seed + 2, -1, 1);
+    tu_input in[3] = {tu_in(x, 1, 4, B, C, H, W), tu_in(w, 1, 4, O, C, KH, KW), tu_in(b, 1, 1, O, 0, 0, 0)};
+    conv_args a = {stride, pad, bias};
+    char what[96];
+    snprintf(what, sizeof what, "conv2d B%d C%d %dx%d O%d K%dx%d s%d p%d bias%d", B, C, H, W, O, KH, KW, stride, pad, bias);
+    TU_GRADCHECK(what, conv_fn, &a, in, bias ? 3 : 2, 1e-2, 2e-3);
+    free(x); free(w); free(b);
+}
+
+/* dL/dx, dL/dw, dL/db against central differences. */
+static void test_conv2d_gradcheck(void **st)
+{
+    (void)st;
+    gradcheck_conv(2, 3, 5, 6, 4, 3, 3, 1, 1, 1, 10);
+    gradcheck_conv(1, 2, 7, 7, 3, 3, 2, 2, 0, 1, 20);
+    gradcheck_conv(3, 1, 6, 5, 2, 1, 1, 1, 0, 1, 30);
+    gradcheck_conv(2, 2, 5, 5, 3, 5, 5, 2, 2, 0, 40);   /* no bias */
+}
+
+/* Only the weights require a gradient (a frozen input), then only the input (frozen weights). */
+static void test_conv2d_partial_grads(void **st)
+{
+    (void)st;
+    float *x = tu_alloc_rand(2 * 3 * 6 * 6, 1, -1, 1), *w = tu_alloc_rand(4 * 3 * 9, 2, -1, 1), *b = tu_alloc_rand(4, 3, -1, 1);
+    conv_args a = {1, 1, 1};
+    tu_input in[3] = {tu_in(x, 0, 4, 2, 3, 6, 6), tu_in(w, 1, 4, 4, 3, 3, 3), tu_in(b, 0, 1, 4, 0, 0, 0)};
+    TU_GRADCHECK("conv2d dw only", conv_fn, &a, in, 3, 1e-2, 2e-3);
+    in[0].check = 1; in[1].check = 0;
+    TU_GRADCHECK("conv2d dx only", conv_fn, &a, in, 3, 1e-2, 2e-3);
+    /* with nothing requiring a gradient the op records nothing; with grad disabled likewise */
+    al_ctx *c = al_ctx_new(1);
+    al_tensor *tx = al_wrap(c, x, 4, (int[]){2, 3, 6, 6}), *tw = al_wrap(c, w, 4, (int[]){4, 3, 3, 3});
+    tw->requires_grad = 1;
+    c->grad_enabled = 0;
+    assert_non_null(al_conv2d(c, tx, tw, NULL, 1, 1));
+    assert_int_equal(c->ntape, 0);
+    c->grad_enabled = 1;
+    al_tensor *y = al_conv2d(c, tx, tw, NULL, 1, 1);
+    assert_non_null(y);
+    assert_int_equal(c->ntape, 1);
+    assert_true(y->requires_grad);
+    /* backward with the output never used (no grad on it) leaves w's grad untouched */
+    assert_int_equal(al_backward_run(c), AL_OK);
+    assert_null(tw->grad);
+    assert_null(tx->grad);
+    al_ctx_free(c);
+    free(x); free(w); free(b);
+}
+
+static void expect_error(al_ctx *c, al_tensor *r, const char *needle)
+{
+    assert_null(r);
+    assert_false(al_ok(c));
+    if (!strstr(al_ctx_error(c), needle)) fail_msg("error '%s' does not contain '%s'", al_ctx_error(c), needle);
+    al_ctx_clear_error(c);
+}
+
+static void test_conv2d_shape_errors(void **st)
+{
+    (void)st;
+    al_ctx *c = al_ctx_new(1);
+    al_tensor *x = al_zeros(c, 4, (int[]){2, 3, 5, 5});
+    al_tensor *w = al_zeros(c, 4, (int[]){4, 3, 3, 3});
+    al_tensor *w2 = al_zeros(c, 4, (int[]){4, 2, 3, 3});
+    al_tensor *wbig = al_zeros(c, 4, (int[]){4, 3, 8, 3});
+    al_tensor *b = al_zeros(c, 1, (int[]){4}), *b5 = al_zeros(c, 1, (int[]){5});
+    al_tensor *x3 = al_zeros(c, 3, (int[]){3, 5, 5});
+    expect_error(c, al_conv2d(c, x, w2, b, 1, 1), "expects 2");
+    expect_error(c, al_conv2d(c, x, w2, b, 1, 1), "(2, 3, 5, 5)");
+    expect_error(c, al_conv2d(c, x, wbig, b, 1, 1), "does not fit");
+    expect_error(c, al_conv2d(c, x, w, b, 0, 1), "stride 0");
+    expect_error(c, al_conv2d(c, x, w, b, 1, -1), "pad -1");
+    expect_error(c, al_conv2d(c, x, w, b5, 1, 1), "bias (5)");
+    expect_error(c, al_conv2d(c, x3, w, b, 1, 1), "(B, C, H, W)");
+    /* the 8-row kernel fits once padded by 2: 5 + 2·2 = 9 rows → two output rows */
+    al_tensor *y = al_conv2d(c, x, wbig, NULL, 1, 2);
+    assert_non_null(y);
+    assert_int_equal(y->shape[2], 2); assert_int_equal(y->shape[3], 7);
+    /* NULL inputs and a context already in error give NULL without touching the message */
+    assert_null(al_conv2d(c, NULL, w, b, 1, 1));
+    assert_true(al_ok(c));
+    al_fail(c, "earlier failure");
+    assert_null(al_conv2d(c, x, w, b, 1, 1));
+    assert_string_equal(al_ctx_error(c), "earlier failure");
+    al_ctx_free(c);
+}
+
+/* ---------------- maxpool ---------------- */
+typedef struct pool_args { int k, stride; } pool_args;
+static al_tensor *pool_fn(al_ctx *c, al_tensor **t, void *ud)
+{
+    pool_args *a = ud;
+    return al_maxpool2d(c, t[0], a->k, a->stride);
+}
+
+static void test_maxpool_forward_and_ties(void **st)
+{
+    (void)st;
+    al_ctx *c = al_ctx_new(1);
+    /* 4×5 plane, k 2 stride 2 → 2×2 (last column dropped) */
+    float xd[20] = { 1, 5, 2, 2, 9,
+                     3, 4, 2, 0, 9,
+                    -1,-2, 7, 8, 9,
+                    -3,-4, 8, 6, 9 };
+    al_tensor *x = al_wrap(c, xd, 4, (int[]){1, 1, 4, 5});
+    x->requires_grad = 1;
+    al_tensor *y = al_maxpool2d(c, x, 2, 2);
+    assert_non_null(y);
+    assert_int_equal(y->shape[2], 2); assert_int_equal(y->shape[3], 2);
+    float want[4] = {5, 2, -1, 8};
+    for (int i = 0; i < 4; i++) assert_float_equal(y->data[i], want[i], 0);
+    /* backward: every output's gradient goes to one input; the 3-way tie of 2s and the
+     * (8, 8) tie go to the first in row-major order */
+    float *g = al_grad(c, y);
+    for (int i = 0; i < 4; i++) g[i] = (float)(i + 1);
+    assert_int_equal(al_backward_run(c), AL_OK);
+    float dwant[20] = {0};
+    dwant[1] = 1;           /* 5 */
+    dwant[2] = 2;           /* first 2 of the window {2, 2, 2, 0} */
+    dwant[10] = 3;          /* −1 */
+    dwant[13] = 4;          /* first 8 (row 2, col 3) over row 3's 8 at col 2 */
+    for (int i = 0; i < 20; i++) assert_float_equal(x->grad[i], dwant[i], 0);
+
+    /* overlapping windows (k 3, stride 1): the centre max is hit by several outputs and accumulates */
+    al_ctx_reset(c);
+    float z[16] = {0};
+    z[5] = 1;               /* (1, 1) */
+    al_tensor *xz = al_wrap(c, z, 4, (int[]){1, 1, 4, 4});
+    xz->requires_grad = 1;
+    al_tensor *yz = al_maxpool2d(c, xz, 3, 1);
+    assert_non_null(yz);
+    assert_int_equal(yz->shape[2], 2);
+    for (int i = 0; i < 4; i++) assert_float_equal(yz->data[i], 1, 0);
+    float *gz = al_grad(c, yz);
+    for (int i = 0; i < 4; i++) gz[i] = 1;
+    assert_int_equal(al_backward_run(c), AL_OK);
+    assert_float_equal(xz->grad[5], 4, 0);
+    al_ctx_free(c);
+}
+
+/* Distinct values spaced 0.05 apart, eps 1e-3: no argmax changes under the perturbation. */
+static void gradcheck_pool(int B, int C, int H, int W, int k, int s, uint64_t seed)
+{
+    int n = B * C * H * W;
+    float *x = malloc((size_t)n * sizeof(float));
+    int *perm = malloc((size_t)n * sizeof(int));
+    for (int i = 0; i < n; i++) perm[i] = i;
+    al_rng r; al_rng_seed(&r, seed, 1);
+    al_rng_shuffle(&r, perm, n);
+    for (int i = 0; i < n; i++) x[i] = 0.05f * (float)(perm[i] - n / 2);
+    tu_input in[1] = {tu_in(x, 1, 4, B, C, H, W)};
+    pool_args a = {k, s};
+    TU_GRADCHECK("maxpool2d", pool_fn, &a, in, 1, 1e-3, 1e-2);
+    free(x); free(perm);
+}
+
+static void test_maxpool_gradcheck(void **st)
+{
+    (void)st;
+    gradcheck_pool(2, 3, 6, 7, 2, 2, 1);
+    gradcheck_pool(1, 2, 7, 5, 3, 2, 2);
+    gradcheck_pool(2, 1, 5, 5, 2, 1, 3);   /* overlapping windows */
+}
+
+/* maxpool against a plain reference on random data (ties are measure-zero here). */
+static void test_maxpool_matches_naive(void **st)
+{
+    (void)st;
+    enum { B = 3, C = 5, H = 28, W = 27 };
+    static const int ks[][2] = {{2, 2}, {3, 2}, {3, 1}, {1, 1}, {4, 3}};
+    al_ctx *c = al_ctx_new(1);
+    float *x = tu_alloc_rand(B * C * H * W, 9, -1, 1);
+    for (int t = 0; t < 5; t++) {
+        int k = ks[t][0], s = ks[t][1], Ho = (H - k) / s + 1, Wo = (W - k) / s + 1;
+        al_ctx_reset(c);
+        al_tensor *y = al_maxpool2d(c, al_wrap(c, x, 4, (int[]){B, C, H, W}), k, s);
+        assert_non_null(y);
+        assert_int_equal(y->shape[2], Ho); assert_int_equal(y->shape[3], Wo);
+        for (int p = 0; p < B * C; p++)
+            for (int oh = 0; oh < Ho; oh++)
+                for (int ow = 0; ow < Wo; ow++) {
+                    float m = -1e30f;
+                    for (int i = 0; i < k; i++) for (int j = 0; j < k; j++) {
+                        float v = x[(size_t)p * H * W + (size_t)(oh * s + i) * W + ow * s + j];
+                        if (v > m) m = v;
+                    }
+                    assert_float_equal(y->data[((size_t)p * Ho + oh) * Wo + ow], m, 0);
+                }
+    }
+    free(x);
+    al_ctx_free(c);
+}
+
+static void test_maxpool_shape_errors(void **st)
+{
+    (void)st;
+    al_ctx *c = al_ctx_new(1);
+    al_tensor *x = al_zeros(c, 4, (int[]){1, 2, 3, 4});
+    expect_error(c, al_maxpool2d(c, x, 4, 1), "larger than input (1, 2, 3, 4)");
+    expect_error(c, al_maxpool2d(c, x, 0, 1), "window 0");
+    expect_error(c, al_maxpool2d(c, x, 2, 0), "stride 0");
+    expect_error(c, al_maxpool2d(c, al_zeros(c, 2, (int[]){3, 4}), 2, 2), "(3, 4) must be (B, C, H, W)");
+    assert_null(al_maxpool2d(c, NULL, 2, 2));
+    assert_true(al_ok(c));
+    al_ctx_free(c);
+}
+
+/* conv → maxpool → conv chained on the tape, checked end to end against central differences. */
+typedef struct chain_args { int dummy; } chain_args;
+static al_tensor *chain_fn(al_ctx *c, al_tensor **t, void *ud)
+{
+    (void)ud;
+    al_tensor *h = al_conv2d(c, t[0], t[1], t[2], 1, 1);
+    h = al_maxpool2d(c, h, 2, 2);
+    return al_conv2d(c, h, t[3], NULL, 1, 0);
+}
+/* Smallest gap between the largest and second-largest value of any 2×2 pooling window of h. */
+static float min_pool_gap(const al_tensor *h)
+{
+    const int P = h->shape[0] * h->shape[1], H = h->shape[2], W = h->shape[3];
+    float g = 1e30f;
+    for (int p = 0; p < P; p++)
+        for (int i = 0; i + 1 < H; i += 2)
+            for (int j = 0; j + 1 < W; j += 2) {
+                const float *q = h->data + (size_t)p * H * W + (size_t)i * W + j;
+                float v[4] = {q[0], q[1], q[W], q[W + 1]}, m1 = -1e30f, m2 = -1e30f;
+                for (int k = 0; k < 4; k++) { if (v[k] > m1) { m2 = m1; m1 = v[k]; } else if (v[k] > m2) m2 = v[k]; }
+                if (m1 - m2 < g) g = m1 - m2;
+            }
+    return g;
+}
+
+static void test_conv_pool_chain_gradcheck(void **st)
+{
+    (void)st;
+    /* Pick the first seed whose pre-pool activations have every window's top two values at least
+     * 0.03 apart: a 1e-3 step of any one input (all |values| < 1) moves h by at most 1e-3, so no argmax
+     * flips (no kink inside the difference). */
+    float *x = NULL, *w1 = NULL, *b1 = NULL, *w2 = NULL;
+    int found = 0;
+    for (uint64_t seed = 1; seed < 200 && !found; seed++) {
+        free(x); free(w1); free(b1); free(w2);
+        x = tu_alloc_rand(2 * 1 * 8 * 8, seed, -1, 1); w1 = tu_alloc_rand(3 * 1 * 9, seed + 1000, -1, 1);
+        b1 = tu_alloc_rand(3, seed + 2000, -1, 1); w2 = tu_alloc_rand(2 * 3 * 4, seed + 3000, -1, 1);
+        al_ctx *c = al_ctx_new(1);
+        al_tensor *h = al_conv2d(c, al_wrap(c, x, 4, (int[]){2, 1, 8, 8}), al_wrap(c, w1, 4, (int[]){3, 1, 3, 3}),
+                                 al_wrap(c, b1, 1, (int[]){3}), 1, 1);
+        assert_non_null(h);
+        found = min_pool_gap(h) >= 0.03f;
+        al_ctx_free(c);
+    }
+    assert_true(found);
+    tu_input in[4] = {tu_in(x, 1, 4, 2, 1, 8, 8), tu_in(w1, 1, 4, 3, 1, 3, 3), tu_in(b1, 1, 1, 3, 0, 0, 0),
+                      tu_in(w2, 1, 4, 2, 3, 2, 2)};
+    chain_args a = {0};
+    TU_GRADCHECK("conv-pool-conv", chain_fn, &a, in, 4, 1e-3, 2e-3);
+    free(x); free(w1); free(b1); free(w2);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_conv2d_op_forward_hand),
+        cmocka_unit_test(test_conv2d_gradcheck),
+        cmocka_unit_test(test_conv2d_partial_grads),
+        cmocka_unit_test(test_conv2d_shape_errors),
+        cmocka_unit_test(test_maxpool_forward_and_ties),
+        cmocka_unit_test(test_maxpool_gradcheck),
+        cmocka_unit_test(test_maxpool_matches_naive),
+        cmocka_unit_test(test_maxpool_shape_errors),
+        cmocka_unit_test(test_conv_pool_chain_gradcheck),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
