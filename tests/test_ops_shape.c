@@ -1,0 +1,375 @@
+/* test_ops_shape.c — shape ops: hand-value forwards, finite-difference gradients, shape errors. */
+#include "testutil.h"
+#include "attnlab/ops.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void expect_error(al_ctx *c, al_tensor *r, const char *needle)
+{
+    assert_null(r);
+    assert_false(al_ok(c));
+    if (!strstr(al_ctx_error(c), needle)) fail_msg("error '%s' does not contain '%s'", al_ctx_error(c), needle);
+    al_ctx_clear_error(c);
+}
+
+static void iota(float *x, int n) { for (int i = 0; i < n; i++) x[i] = (float)i; }
+
+/* ---------------- reshape ---------------- */
+static al_tensor *reshape_only_fn(al_ctx *c, al_tensor **t, void *ud)
+{
+    (void)ud;
+    return al_reshape(c, al_reshape(c, t[0], 2, (int[]){6, 4}), 3, (int[]){4, 3, 2});
+}
+
+static void test_reshape(void **st)
+{
+    (void)st;
+    al_ctx *c = al_ctx_new(1);
+    float xd[24]; iota(xd, 24);
+    al_tensor *x = al_wrap(c, xd, 3, (int[]){2, 3, 4});
+    x->requires_grad = 1;
+    al_tensor *y = al_reshape(c, x, 2, (int[]){4, 6});
+    assert_non_null(y);
+    assert_ptr_equal(y->data, x->data);                 /* zero-copy */
+    assert_int_equal(y->ndim, 2); assert_int_equal(y->shape[0], 4); assert_int_equal(y->shape[1], 6);
+    assert_true(y->requires_grad);
+    /* backward adds the output gradient into x's (which already holds something) */
+    float *gx = al_grad(c, x);
+    for (int i = 0; i < 24; i++) gx[i] = 1;
+    float *g = al_grad(c, y);
+    for (int i = 0; i < 24; i++) g[i] = (float)(2 * i);
+    assert_int_equal(al_backward_run(c), AL_OK);
+    for (int i = 0; i < 24; i++) assert_float_equal(x->grad[i], 1 + 2 * i, 0);
+    expect_error(c, al_reshape(c, x, 2, (int[]){5, 5}), "24 elements");
+    expect_error(c, al_reshape(c, x, 2, (int[]){-1, 24}), "invalid target shape");
+    expect_error(c, al_reshape(c, x, 5, (int[]){1, 2, 3, 4, 1}), "invalid target shape");
+    assert_null(al_reshape(c, NULL, 1, (int[]){24}));
+    assert_true(al_ok(c));
+    al_ctx_free(c);
+
+    float *d = tu_alloc_rand(24, 1, -1, 1);
+    tu_input in[1] = {tu_in(d, 1, 3, 2, 3, 4, 0)};
+    TU_GRADCHECK("reshape", reshape_only_fn, NULL, in, 1, 1e-2, 1e-3);
+    free(d);
+}
+
+/* ---------------- permute ---------------- */
+typedef struct perm_args { int perm[4]; } perm_args;
+static al_tensor *permute_fn(al_ctx *c, al_tensor **t, void *ud) { return al_permute(c, t[0], ((perm_args *)ud)->perm); }
+
+static void test_permute(void **st)
+{
+    (void)st;
+    al_ctx *c = al_ctx_new(1);
+    float xd[24]; iota(xd, 24);
+    al_tensor *x = al_wrap(c, xd, 3, (int[]){2, 3, 4});
+    /* (2,3,4) with perm (2,0,1) → (4,2,3): out[k][i][j] = x[i][j][k] = 12i + 4j + k */
+    al_tensor *y = al_permute(c, x, (int[]){2, 0, 1});
+    assert_non_null(y);
+    assert_int_equal(y->shape[0], 4); assert_int_equal(y->shape[1], 2); assert_int_equal(y->shape[2], 3);
+    for (int k = 0; k < 4; k++) for (int i = 0; i < 2; i++) for (int j = 0; j < 3; j++)
+        assert_float_equal(y->data[(k * 2 + i) * 3 + j], 12 * i + 4 * j + k, 0);
+    /* a 2-D transpose and the identity */
+    al_tensor *m = al_wrap(c, xd, 2, (int[]){4, 6});
+    al_tensor *mt = al_permute(c, m, (int[]){1, 0});
+    assert_non_null(mt);
+    assert_float_equal(mt->data[1], 6, 0);             /* mt[0][1] = m[1][0] */
+    al_tensor *id = al_permute(c, x, (int[]){0, 1, 2});
+    assert_memory_equal(id->data, xd, sizeof xd);
+    /* 4-D: every permutation of 4 dims is inverted by its inverse */
+    float *z = tu_alloc_rand(2 * 3 * 4 * 5, 3, -1, 1);
+    al_tensor *tz = al_wrap(c, z, 4, (int[]){2, 3, 4, 5});
+    int p[4] = {0, 1, 2, 3}, nperm = 0;
+    for (p[0] = 0; p[0] < 4; p[0]++) for (p[1] = 0; p[1] < 4; p[1]++) for (p[2] = 0; p[2] < 4; p[2]++) {
+        p[3] = 6 - p[0] - p[1] - p[2];
+        if (p[0] == p[1] || p[0] == p[2] || p[1] == p[2]) continue;
+        int inv[4];
+        for (int i = 0; i < 4; i++) inv[p[i]] = i;
+        al_tensor *a = al_permute(c, tz, p);
+        assert_non_null(a);
+        for (int i = 0; i < 4; i++) assert_int_equal(a->shape[i], tz->shape[p[i]]);
+        al_tensor *back = al_permute(c, a, inv);
+        assert_non_null(back);
+        assert_memory_equal(back->data, z, 120 * sizeof(float));
+        nperm++;
+    }
+    assert_int_equal(nperm, 24);
+    expect_error(c, al_permute(c, x, (int[]){0, 0, 1}), "(0, 0, 1) is not a permutation");
+    expect_error(c, al_permute(c, x, (int[]){0, 1, 3}), "not a permutation of the 3 dims of x (2, 3, 4)");
+    al_ctx_free(c);
+
+    perm_args a3 = {{1, 2, 0, 0}}, a4 = {{3, 1, 0, 2}};
+    float *d = tu_alloc_rand(120, 5, -1, 1);
+    tu_input in3[1] = {tu_in(d, 1, 3, 4, 5, 6, 0)};
+    TU_GRADCHECK("permute 3-D", permute_fn, &a3, in3, 1, 1e-2, 1e-3);
+    tu_input in4[1] = {tu_in(d, 1, 4, 2, 3, 4, 5)};
+    TU_GRADCHECK("permute 4-D", permute_fn, &a4, in4, 1, 1e-2, 1e-3);
+    free(d); free(z);
+}
+
+/* ---------------- mean over tokens ---------------- */
+static al_tensor *mean_fn(al_ctx *c, al_tensor **t, void *ud) { (void)ud; return al_mean_tokens(c, t[0]); }
+
+static void test_mean_tokens(void **st)
+{
+    (void)st;
+    al_ctx *c = al_ctx_new(1);
+    float xd[12]; iota(xd, 12);                       /* (2, 3, 2) */
+    al_tensor *y = al_mean_tokens(c, al_wrap(c, xd, 3, (int[]){2, 3, 2}));
+    assert_non_null(y);
+    assert_int_equal(y->ndim, 2); assert_int_equal(y->shape[0], 2); assert_int_equal(y->shape[1], 2);
+    /* b0: tokens (0,1),(2,3),(4,5) → (2, 3); b1: (6,7),(8,9),(10,11) → (8, 9) */
+    float want[4] = {2, 3, 8, 9};
+    for (int i = 0; i < 4; i++) assert_float_equal(y->data[i], want[i], 1e-6);
+    expect_error(c, al_mean_tokens(c, al_wrap(c, xd, 2, (int[]){6, 2})), "(6, 2) must be (B, N, C)");
+    al_ctx_free(c);
+    float *d = tu_alloc_rand(3 * 7 * 5, 2, -1, 1);
+    tu_input in[1] = {tu_in(d, 1, 3, 3, 7, 5, 0)};
+    TU_GRADCHECK("mean_tokens", mean_fn, NULL, in, 1, 1e-2, 1e-3);
+    free(d);
+}
+
+/* ---------------- split / merge heads ---------------- */
+static al_tensor *split_fn(al_ctx *c, al_tensor **t, void *ud) { return al_split_heads(c, t[0], *(int *)ud); }
+static al_tensor *merge_fn(al_ctx *c, al_tensor **t, void *ud) { (void)ud; return al_merge_heads(c, t[0]); }
+
+static void test_split_merge_heads(void **st)
+{
+    (void)st;
+    al_ctx *c = al_ctx_new(1);
+    enum { B = 2, N = 3, H = 2, D = 4 };
+    float xd[B * N * H * D]; iota(xd, B * N * H * D);
+    al_tensor *x = al_wrap(c, xd, 3, (int[]){B, N, H * D});
+    al_tensor *s = al_split_heads(c, x, H);
+    assert_non_null(s);
+    assert_int_equal(s->ndim, 4);
+    assert_int_equal(s->shape[0], B); assert_int_equal(s->shape[1], H);
+    assert_int_equal(s->shape[2], N); assert_int_equal(s->shape[3], D);
+    /* s[b][h][n][d] = x[b][n][h·D + d] */
+    for (int b = 0; b < B; b++) for (int h = 0; h < H; h++) for (int n = 0; n < N; n++) for (int d = 0; d < D; d++)
+        assert_float_equal(s->data[((b * H + h) * N + n) * D + d], xd[(b * N + n) * H * D + h * D + d], 0);
+    assert_float_equal(s->data[N * D], 4, 0);           /* s[0][1][0][0] = x[0][0][4] */
+    al_tensor *m = al_merge_heads(c, s);
+    assert_non_null(m);
+    assert_int_equal(m->ndim, 3); assert_int_equal(m->shape[2], H * D);
+    assert_memory_equal(m->data, xd, sizeof xd);
+    expect_error(c, al_split_heads(c, x, 3), "divisible by 3 heads");
+    expect_error(c, al_split_heads(c, x, 0), "divisible by 0 heads");
+    expect_error(c, al_merge_heads(c, x), "(2, 3, 8) must be (B, H, N, D)");
+    al_ctx_free(c);
+
+    int heads = 3;
+    float *d = tu_alloc_rand(2 * 5 * 6, 3, -1, 1);
+    tu_input in[1] = {tu_in(d, 1, 3, 2, 5, 6, 0)};
+    TU_GRADCHECK("split_heads", split_fn, &heads, in, 1, 1e-2, 1e-3);
+    tu_input in2[1] = {tu_in(d, 1, 4, 2, 3, 5, 2)};
+    TU_GRADCHECK("merge_heads", merge_fn, NULL, in2, 1, 1e-2, 1e-3);
+    free(d);
+}
+
+/* ---------------- concat / slice ---------------- */
+static al_tensor *concat_fn(al_ctx *c, al_tensor **t, void *ud) { (void)ud; return al_concat_last(c, 3, t); }
+typedef struct slice_args { int start, len; } slice_args;
+static al_tensor *slice_fn(al_ctx *c, al_tensor **t, void *ud)
+{
+    slice_args *a = ud;
+    return al_slice_last(c, t[0], a->start, a->len);
+}
+
+static void test_concat_last(void **st)
+{
+    (void)st;
+    al_ctx *c = al_ctx_new(1);
+    float ad[4] = {1, 2, 3, 4}, bd[6] = {10, 11, 12, 13, 14, 15};
+    al_tensor *a = al_wrap(c, ad, 2, (int[]){2, 2}), *b = al_wrap(c, bd, 2, (int[]){2, 3});
+    al_tensor *y = al_concat_last(c, 2, (al_tensor *[]){a, b});
+    assert_non_null(y);
+    assert_int_equal(y->shape[0], 2); assert_int_equal(y->shape[1], 5);
+    float want[10] = {1, 2, 10, 11, 12, 3, 4, 13, 14, 15};
+    assert_memory_equal(y->data, want, sizeof want);
+    /* only b requires a gradient: a gets none */
+    b->requires_grad = 1;
+    al_tensor *y2 = al_concat_last(c, 2, (al_tensor *[]){a, b});
+    float *g = al_grad(c, y2);
+    for (int i = 0; i < 10; i++) g[i] = (float)i;
+    assert_int_equal(al_backward_run(c), AL_OK);
+    assert_null(a->grad);
+    float gb[6] = {2, 3, 4, 7, 8, 9};
+    assert_memory_equal(b->grad, gb, sizeof gb);
+
+    al_tensor *bad = al_wrap(c, bd, 2, (int[]){3, 2});
+    expect_error(c, al_concat_last(c, 2, (al_tensor *[]){a, bad}), "tensor 1 (3, 2) does not match tensor 0 (2, 2)");
+    expect_error(c, al_concat_last(c, 2, (al_tensor *[]){a, al_wrap(c, bd, 1, (int[]){6})}), "does not match");
+    expect_error(c, al_concat_last(c, 0, (al_tensor *[]){a}), "at least one");
+    assert_null(al_concat_last(c, 2, (al_tensor *[]){a, NULL}));
+    assert_true(al_ok(c));
+    al_ctx_free(c);
+
+    float *d0 = tu_alloc_rand(2 * 3 * 2, 1, -1, 1), *d1 = tu_alloc_rand(2 * 3 * 5, 2, -1, 1), *d2 = tu_alloc_rand(2 * 3 * 1, 3, -1, 1);
+    tu_input in[3] = {tu_in(d0, 1, 3, 2, 3, 2, 0), tu_in(d1, 1, 3, 2, 3, 5, 0), tu_in(d2, 1, 3, 2, 3, 1, 0)};
+    TU_GRADCHECK("concat_last", concat_fn, NULL, in, 3, 1e-2, 1e-3);
+    free(d0); free(d1); free(d2);
+}
+
+static void test_slice_last(void **st)
+{
+    (void)st;
+    al_ctx *c = al_ctx_new(1);
+    float xd[12]; iota(xd, 12);
+    al_tensor *x = al_wrap(c, xd, 2, (int[]){3, 4});
+    al_tensor *y = al_slice_last(c, x, 1, 2);
+    assert_non_null(y);
+    assert_int_equal(y->shape[0], 3); assert_int_equal(y->shape[1], 2);
+    float want[6] = {1, 2, 5, 6, 9, 10};
+    assert_memory_equal(y->data, want, sizeof want);
+    expect_error(c, al_slice_last(c, x, 3, 2), "[3, 5) is not a non-empty range inside the last dim of x (3, 4)");
+    expect_error(c, al_slice_last(c, x, -1, 2), "[-1, 1)");
+    expect_error(c, al_slice_last(c, x, 0, 0), "non-empty");
+    assert_non_null(al_slice_last(c, x, 0, 4));
+    al_ctx_free(c);
+
+    slice_args a = {2, 3};
+    float *d = tu_alloc_rand(2 * 3 * 7, 4, -1, 1);
+    tu_input in[1] = {tu_in(d, 1, 3, 2, 3, 7, 0)};
+    TU_GRADCHECK("slice_last", slice_fn, &a, in, 1, 1e-2, 1e-3);
+    free(d);
+}
+
+/* ---------------- embedding ---------------- */
+static const int emb_ids[6] = {2, 0, 2, 4, 1, 2};   /* repeated ids: gradients add up */
+static al_tensor *embed_fn(al_ctx *c, al_tensor **t, void *ud) { (void)ud; return al_embedding(c, t[0], emb_ids, 6); }
+
+static void test_embedding(void **st)
+{
+    (void)st;
+    al_ctx *c = al_ctx_new(1);
+    float td[10]; iota(td, 10);                        /* (5, 2) */
+    al_tensor *t = al_wrap(c, td, 2, (int[]){5, 2});
+    t->requires_grad = 1;
+    int ids[3] = {4, 0, 4};
+    al_tensor *y = al_embedding(c, t, ids, 3);
+    assert_non_null(y);
+    assert_int_equal(y->shape[0], 3); assert_int_equal(y->shape[1], 2);
+    float want[6] = {8, 9, 0, 1, 8, 9};
+    assert_memory_equal(y->data, want, sizeof want);
+    ids[0] = 1;                                        /* the op copied ids: changing them now has no effect */
+    float *g = al_grad(c, y);
+    for (int i = 0; i < 6; i++) g[i] = 1;
+    assert_int_equal(al_backward_run(c), AL_OK);
+    float gw[10] = {1, 1, 0, 0, 0, 0, 0, 0, 2, 2};
+    assert_memory_equal(t->grad, gw, sizeof gw);
+    expect_error(c, al_embedding(c, t, (int[]){0, 5}, 2), "ids[1] = 5 is out of range [0, 5)");
+    expect_error(c, al_embedding(c, t, (int[]){-1}, 1), "ids[0] = -1");
+    expect_error(c, al_embedding(c, t, ids, 0), "at least one id");
+    expect_error(c, al_embedding(c, al_wrap(c, td, 1, (int[]){10}), ids, 1), "(10) must be (V, C)");
+    al_ctx_free(c);
+
+    float *d = tu_alloc_rand(5 * 3, 5, -1, 1);
+    tu_input in[1] = {tu_in(d, 1, 2, 5, 3, 0, 0)};
+    TU_GRADCHECK("embedding", embed_fn, NULL, in, 1, 1e-2, 1e-3);
+    free(d);
+}
+
+/* ---------------- patchify ---------------- */
+static al_tensor *patch_fn(al_ctx *c, al_tensor **t, void *ud) { return al_patchify(c, t[0], *(int *)ud); }
+
+static void test_patchify(void **st)
+{
+    (void)st;
+    al_ctx *c = al_ctx_new(1);
+    /* (1, 2, 4, 6), p = 2 → (1, 2·3, 2·2·2): patch (gy, gx) = grid row-major, flattened (c, dy, dx) */
+    float xd[48]; iota(xd, 48);                        /* x[c][h][w] = 24c + 6h + w */
+    al_tensor *y = al_patchify(c, al_wrap(c, xd, 4, (int[]){1, 2, 4, 6}), 2);
+    assert_non_null(y);
+    assert_int_equal(y->ndim, 3);
+    assert_int_equal(y->shape[0], 1); assert_int_equal(y->shape[1], 6); assert_int_equal(y->shape[2], 8);
+    /* patch 0 (gy 0, gx 0): c0 rows 0-1 cols 0-1 = 0 1 6 7; c1 = 24 25 30 31 */
+    float p0[8] = {0, 1, 6, 7, 24, 25, 30, 31};
+    assert_memory_equal(y->data, p0, sizeof p0);
+    /* patch 4 (gy 1, gx 1): c0 rows 2-3 cols 2-3 = 14 15 20 21; c1 = 38 39 44 45 */
+    float p4[8] = {14, 15, 20, 21, 38, 39, 44, 45};
+    assert_memory_equal(y->data + 4 * 8, p4, sizeof p4);
+    for (int t = 0; t < 6; t++) for (int ch = 0; ch < 2; ch++) for (int dy = 0; dy < 2; dy++) for (int dx = 0; dx < 2; dx++) {
+        int gy = t / 3, gx = t % 3;
+        assert_float_equal(y->data[t * 8 + ch * 4 + dy * 2 + dx], 24 * ch + 6 * (gy * 2 + dy) + gx * 2 + dx, 0);
+    }
+    /* p = 1 is a transpose to tokens: (B, H·W, C) */
+    al_tensor *y1 = al_patchify(c, al_wrap(c, xd, 4, (int[]){1, 2, 4, 6}), 1);
+    assert_non_null(y1);
+    assert_int_equal(y1->shape[1], 24); assert_int_equal(y1->shape[2], 2);
+    assert_float_equal(y1->data[2 * 7 + 1], 24 + 7, 0);
+    al_tensor *x = al_wrap(c, xd, 4, (int[]){1, 2, 4, 6});
+    expect_error(c, al_patchify(c, x, 4), "multiples of the patch size 4");
+    expect_error(c, al_patchify(c, x, 0), "patch size 0");
+    expect_error(c, al_patchify(c, al_wrap(c, xd, 3, (int[]){2, 4, 6}), 2), "(2, 4, 6)");
+    al_ctx_free(c);
+
+    int p = 2;
+    float *d = tu_alloc_rand(2 * 3 * 4 * 6, 6, -1, 1);
+    tu_input in[1] = {tu_in(d, 1, 4, 2, 3, 4, 6)};
+    TU_GRADCHECK("patchify", patch_fn, &p, in, 1, 1e-2, 1e-3);
+    free(d);
+}
+
+/* The gradient flows through a chain of shape ops into one input that is used twice. */
+static al_tensor *chain_fn(al_ctx *c, al_tensor **t, void *ud)
+{
+    (void)ud;
+    al_tensor *tok = al_patchify(c, t[0], 2);                         /* (2, 4, 8) */
+    al_tensor *h = al_split_heads(c, tok, 2);                          /* (2, 2, 4, 4) */
+    al_tensor *m = al_merge_heads(c, al_permute(c, h, (int[]){0, 1, 3, 2}));   /* (2, 4, 8) */
+    al_tensor *cat = al_concat_last(c, 2, (al_tensor *[]){m, tok});   /* (2, 4, 16) */
+    al_tensor *s = al_slice_last(c, cat, 3, 10);                       /* (2, 4, 10) */
+    return al_reshape(c, al_mean_tokens(c, s), 1, (int[]){20});
+}
+static void test_shape_chain_gradcheck(void **st)
+{
+    (void)st;
+    float *d = tu_alloc_rand(2 * 2 * 4 * 4, 7, -1, 1);
+    tu_input in[1] = {tu_in(d, 1, 4, 2, 2, 4, 4)};
+    TU_GRADCHECK("shape chain", chain_fn, NULL, in, 1, 1e-2, 1e-3);
+    free(d);
+}
+
+/* Large enough to take the OpenMP path of the index map: forward exact, backward exact. */
+static void test_patchify_large_roundtrip(void **st)
+{
+    (void)st;
+    enum { B = 32, C = 3, H = 32, W = 32, P = 4 };   /* 98304 elements */
+    al_ctx *c = al_ctx_new(1);
+    float *xd = tu_alloc_rand(B * C * H * W, 8, -1, 1);
+    al_tensor *x = al_wrap(c, xd, 4, (int[]){B, C, H, W});
+    x->requires_grad = 1;
+    al_tensor *y = al_patchify(c, x, P);
+    assert_non_null(y);
+    for (int b = 0; b < B; b += 5) for (int t = 0; t < 64; t += 3) for (int k = 0; k < C * P * P; k++) {
+        int gy = t / 8, gx = t % 8, ch = k / (P * P), dy = (k / P) % P, dx = k % P;
+        assert_float_equal(y->data[((size_t)b * 64 + t) * C * P * P + k],
+                           xd[(((size_t)b * C + ch) * H + gy * P + dy) * W + gx * P + dx], 0);
+    }
+    /* backward of an injective copy: dL/dx = the matching element of dL/dy */
+    float *g = al_grad(c, y);
+    memcpy(g, y->data, (size_t)y->numel * sizeof(float));
+    assert_int_equal(al_backward_run(c), AL_OK);
+    assert_memory_equal(x->grad, xd, (size_t)x->numel * sizeof(float));
+    free(xd);
+    al_ctx_free(c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_reshape),
+        cmocka_unit_test(test_permute),
+        cmocka_unit_test(test_mean_tokens),
+        cmocka_unit_test(test_split_merge_heads),
+        cmocka_unit_test(test_concat_last),
+        cmocka_unit_test(test_slice_last),
+        cmocka_unit_test(test_embedding),
+        cmocka_unit_test(test_patchify),
+        cmocka_unit_test(test_shape_chain_gradcheck),
+        cmocka_unit_test(test_patchify_large_roundtrip),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
