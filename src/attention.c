@@ -1,0 +1,835 @@
+/* attention.c — the fast multi-head attention kernels (forward and backward side by side).
+ *
+ * Two kernel families:
+ *   full      streamed flash-attention style: q-tiles × k-tiles, online softmax, only the per-row
+ *             logsumexp is saved; backward recomputes the scores in two passes (q-tiles → dQ,
+ *             k-tiles → dK/dV) so every thread owns its writes. Memory O(N·D) per head.
+ *   sparse    window2d / window1d / graph: an explicit list of score slots per query (the pattern's
+ *             layout) and its transpose per key; only allowed keys are visited, the normalised
+ *             weights are saved per slot (O(slots) per head). Backward: a pass over queries (dQ,
+ *             dS) then a pass over keys through the transposed list (dK, dV).
+ * Parameter gradients (a_q, a_k, rel_bias, bias) are reduced in a fixed order after the passes,
+ * so results are bitwise independent of the schedule and of the thread count.
+ * The maths of the backward passes is written up in docs/attention.md.
+ */
+#include "attention_impl.h"
+#include "attnlab/kernels.h"
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#define BQ 64   /* queries per tile (full) */
+#define BK 64   /* keys per tile (full) */
+
+#ifdef __FMA__
+#define FMA(a, b, c) fmaf(a, b, c)
+#else
+#define FMA(a, b, c) ((a) * (b) + (c))
+#endif
+
+static inline int thread_id(void)
+{
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+
+/* e^x for x ≤ 88, branch-free so loops over it vectorise (Cephes expf: x = n·ln2 + r,
+ * |r| ≤ ln2/2, degree-7 polynomial for e^r, 2^n through the exponent bits). Max rel. error
+ * about 2 ulp; returns exactly 0 for x < −87 (including −inf). */
+static inline float fast_expf(float x)
+{
+    float xc = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
+    float n = floorf(xc * 1.44269504088896341f + 0.5f);
+    float r = xc - n * 0.693359375f;
+    r = r + n * 2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * (r * r) + r + 1.0f;
+    int32_t bits = ((int32_t)n + 127) << 23;
+    float s;
+    memcpy(&s, &bits, sizeof s);
+    return x < -87.0f ? 0.0f : p * s;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Pattern helpers and argument checking                                                        */
+/* ------------------------------------------------------------------------------------------ */
+
+int64_t al_pattern_slots(const al_pattern *p, int n)
+{
+    switch (p->kind) {
+    case AL_PAT_FULL: return (int64_t)n * n;
+    case AL_PAT_WINDOW2D: return (int64_t)n * p->win_h * p->win_w;
+    case AL_PAT_WINDOW1D: return (int64_t)n * (2 * p->radius + 1);
+    case AL_PAT_GRAPH: return p->adj ? p->adj->nnz : 0;
+    }
+    return 0;
+}
+
+int al_pattern_offsets(const al_pattern *p)
+{
+    if (p->kind == AL_PAT_WINDOW2D) return p->win_h * p->win_w;
+    if (p->kind == AL_PAT_WINDOW1D) return 2 * p->radius + 1;
+    return 0;
+}
+
+int al_attn_setup(al_ctx *c, const char *op, const al_attn_desc *d, al_tensor *q, al_tensor *k,
+                  al_tensor *v, al_tensor *a_q, al_tensor *a_k, al_tensor *rel_bias, al_tensor *bias,
+                  al_attn_cfg *g)
+{
+    char b1[64], b2[64], b3[64];
+    if (!d) { al_fail(c, "%s: descriptor is NULL", op); return -1; }
+    if (q->ndim != 4 || k->ndim != 4 || v->ndim != 4 || !al_same_shape(q, k) ||
+        v->shape[0] != q->shape[0] || v->shape[1] != q->shape[1] || v->shape[2] != q->shape[2]) {
+        al_fail(c, "%s: expected q, k (B,H,N,D) and v (B,H,N,Dv), got q %s, k %s, v %s", op,
+                al_shape_str(q, b1, sizeof b1), al_shape_str(k, b2, sizeof b2), al_shape_str(v, b3, sizeof b3));
+        return -1;
+    }
+    memset(g, 0, sizeof *g);
+    g->B = q->shape[0]; g->H = q->shape[1]; g->N = q->shape[2]; g->D = q->shape[3]; g->Dv = v->shape[3];
+    const al_pattern *p = &d->pattern;
+    switch (p->kind) {
+    case AL_PAT_FULL: break;
+    case AL_PAT_WINDOW2D:
+        if (p->grid_h < 1 || p->grid_w < 1 || (int64_t)p->grid_h * p->grid_w != g->N) {
+            al_fail(c, "%s: window2d grid %dx%d does not hold N = %d tokens", op, p->grid_h, p->grid_w, g->N);
+            return -1;
+        }
+        if (p->win_h < 1 || p->win_w < 1 || !(p->win_h & 1) || !(p->win_w & 1)) {
+            al_fail(c, "%s: window2d size %dx%d must be odd and positive", op, p->win_h, p->win_w);
+            return -1;
+        }
+        break;
+    case AL_PAT_WINDOW1D:
+        if (p->radius < 0) { al_fail(c, "%s: window1d radius %d < 0", op, p->radius); return -1; }
+        break;
+    case AL_PAT_GRAPH: {
+        const al_csr *a = p->adj;
+        if (!a || !a->rowptr || (a->nnz > 0 && !a->col)) { al_fail(c, "%s: graph pattern without an adjacency", op); return -1; }
+        if (a->rows != g->N || a->cols != g->N) {
+            al_fail(c, "%s: adjacency is %dx%d but N = %d", op, a->rows, a->cols, g->N);
+            return -1;
+        }
+        if (a->rowptr[0] != 0 || a->rowptr[a->rows] != a->nnz) {
+            al_fail(c, "%s: adjacency rowptr does not span 0..nnz (%lld)", op, (long long)a->nnz);
+            return -1;
+        }
+        for (int i = 0; i < a->rows; i++)
+            if (a->rowptr[i + 1] < a->rowptr[i]) { al_fail(c, "%s: adjacency rowptr decreases at row %d", op, i); return -1; }
+        for (int64_t e = 0; e < a->nnz; e++)
+            if (a->col[e] < 0 || a->col[e] >= g->N) {
+                al_fail(c, "%s: adjacency edge %lld has column %d outside [0, %d)", op, (long long)e, a->col[e], g->N);
+                return -1;
+            }
+        break;
+    }
+    default: al_fail(c, "%s: unknown pattern kind %d", op, (int)p->kind); return -1;
+    }
+    g->slots = al_pattern_slots(p, g->N);
+    g->noff = al_pattern_offsets(p);
+
+    if (d->score == AL_SCORE_ADDITIVE) {
+        g->additive = 1;
+        if (!a_q || !a_k) { al_fail(c, "%s: additive score needs a_q and a_k (H,D)", op); return -1; }
+        if (a_q->ndim != 2 || a_k->ndim != 2 || a_q->shape[0] != g->H || a_q->shape[1] != g->D || !al_same_shape(a_q, a_k)) {
+            al_fail(c, "%s: a_q %s and a_k %s must be (H,D) = (%d, %d)", op, al_shape_str(a_q, b1, sizeof b1),
+                    al_shape_str(a_k, b2, sizeof b2), g->H, g->D);
+            return -1;
+        }
+    } else if (d->score == AL_SCORE_DOT) {
+        if (a_q || a_k) { al_fail(c, "%s: a_q/a_k given for a dot-product score", op); return -1; }
+    } else { al_fail(c, "%s: unknown score kind %d", op, (int)d->score); return -1; }
+    if (d->norm != AL_NORM_SOFTMAX && d->norm != AL_NORM_RELU) { al_fail(c, "%s: unknown normaliser %d", op, (int)d->norm); return -1; }
+    g->relu = d->norm == AL_NORM_RELU;
+    g->scale = d->scale != 0.f ? d->scale : 1.0f / sqrtf((float)g->D);
+    g->slope = d->slope;
+
+    if (rel_bias) {
+        if (!g->noff) { al_fail(c, "%s: rel_bias is only defined for window patterns", op); return -1; }
+        if (rel_bias->ndim != 2 || rel_bias->shape[0] != g->H || rel_bias->shape[1] != g->noff) {
+            al_fail(c, "%s: rel_bias %s must be (H, offsets) = (%d, %d)", op, al_shape_str(rel_bias, b1, sizeof b1), g->H, g->noff);
+            return -1;
+        }
+    }
+    if (bias && (bias->ndim != 2 || bias->shape[0] != g->H || bias->shape[1] != g->slots)) {
+        al_fail(c, "%s: bias %s must be (H, slots) = (%d, %lld)", op, al_shape_str(bias, b1, sizeof b1), g->H, (long long)g->slots);
+        return -1;
+    }
+    if (!(d->dropout >= 0.f && d->dropout < 1.f)) { al_fail(c, "%s: dropout %g outside [0, 1)", op, (double)d->dropout); return -1; }
+    if (c->training && d->dropout > 0.f) {
+        g->drop = 1;
+        double t = (double)d->dropout * 4294967296.0;
+        g->thresh = t >= 4294967295.0 ? 0xffffffffu : (uint32_t)t;
+        g->inv_keep = 1.0f / (1.0f - d->dropout);
+        g->seed = al_rng_u64(&c->dropout_rng);
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Shared pieces                                                                                */
+/* ------------------------------------------------------------------------------------------ */
+
+/* s (B,H,N) = a[h] · x[b,h,i] for the additive score. */
+static void head_dot(const al_attn_cfg *g, const float *x, const float *a, float *s)
+{
+    int64_t rows = (int64_t)g->B * g->H * g->N;
+    int D = g->D;
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; r++) {
+        int h = (int)((r / g->N) % g->H);
+        const float *xr = x + r * D, *ah = a + (int64_t)h * D;
+        float acc = 0.f;
+        for (int d = 0; d < D; d++) acc = FMA(xr[d], ah[d], acc);
+        s[r] = acc;
+    }
+}
+
+/* da (H,D) += Σ_{b,i} ds[b,h,i] · x[b,h,i,:] in a fixed order (b, then i). */
+static void head_dot_grad(const al_attn_cfg *g, const float *x, const float *ds, float *da)
+{
+    int D = g->D;
+#pragma omp parallel for schedule(static)
+    for (int h = 0; h < g->H; h++) {
+        float *dah = da + (int64_t)h * D;
+        for (int b = 0; b < g->B; b++) {
+            int64_t base = ((int64_t)b * g->H + h) * g->N;
+            for (int i = 0; i < g->N; i++) {
+                float w = ds[base + i];
+                const float *xr = x + (base + i) * D;
+                for (int d = 0; d < D; d++) dah[d] = FMA(w, xr[d], dah[d]);
+            }
+        }
+    }
+}
+
+static inline float leaky(float u, float slope) { return u > 0.f ? u : slope * u; }
+
+/* The backward node shared by both kernel families. */
+typedef struct attn_node {
+    al_attn_cfg g;
+    al_pattern pat;
+    al_tensor *q, *k, *v, *aq, *ak, *rel, *bias, *out;
+    float *lse;        /* full, softmax: (B,H,N) */
+    float *P;          /* sparse: (B,H,slots) normalised weights before dropout */
+    float *sq, *sk;    /* additive: (B,H,N) a_q·q and a_k·k */
+    /* sparse pattern: slots of query i are qptr[i]..qptr[i+1], key[s] (−1 = absent);
+     * the present slots of key j are kslot[kptr[j]..kptr[j+1]] with their queries kq[..]. */
+    const int64_t *qptr; const int *key;
+    int64_t *kptr, *kslot; int *kq;
+    int nthr;
+} attn_node;
+
+/* ------------------------------------------------------------------------------------------ */
+/* Full attention: streamed tiles                                                               */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Scratch floats per thread for the full kernels. */
+static size_t full_scratch(const al_attn_cfg *g)
+{
+    int dm = g->D > g->Dv ? g->D : g->Dv;
+    return (size_t)3 * BQ * BK + (size_t)dm * BK + (size_t)BQ * dm + (size_t)BK * (g->D + g->Dv) + 4 * BQ + 64;
+}
+
+/* S (nq, BK) = scores of queries i0.. against keys j0.. for head bh (h = head index).
+ * Q, K (N,D) and sq, sk (N) point at head bh; KT is scratch (D, BK). */
+static void full_scores(const al_attn_cfg *g, int64_t bh, int h, int i0, int nq, int j0, int nk,
+                        const float *Q, const float *K, const float *sq, const float *sk,
+                        const float *bias, float *KT, float *S)
+{
+    int D = g->D;
+    (void)bh;
+    if (!g->additive) {
+        for (int jj = 0; jj < nk; jj++)
+            for (int d = 0; d < D; d++) KT[d * BK + jj] = K[(int64_t)(j0 + jj) * D + d];
+        for (int ii = 0; ii < nq; ii++) {
+            float *s = S + ii * BK;
+            const float *qi = Q + (int64_t)(i0 + ii) * D;
+            for (int jj = 0; jj < nk; jj++) s[jj] = 0.f;
+            for (int d = 0; d < D; d++) {
+                float a = qi[d];
+                const float *kt = KT + d * BK;
+                for (int jj = 0; jj < nk; jj++) s[jj] = FMA(a, kt[jj], s[jj]);
+            }
+            for (int jj = 0; jj < nk; jj++) s[jj] *= g->scale;
+        }
+    } else {
+        for (int ii = 0; ii < nq; ii++) {
+            float *s = S + ii * BK, u0 = sq[i0 + ii];
+            for (int jj = 0; jj < nk; jj++) s[jj] = leaky(u0 + sk[j0 + jj], g->slope);
+        }
+    }
+    if (bias) {
+        for (int ii = 0; ii < nq; ii++) {
+            const float *br = bias + (int64_t)h * g->slots + (int64_t)(i0 + ii) * g->N + j0;
+            float *s = S + ii * BK;
+            for (int jj = 0; jj < nk; jj++) s[jj] += br[jj];
+        }
+    }
+}
+
+/* dP (nq, BK) = dO_i · v_j for the tile (V rows j0.., VT scratch (Dv, BK)). */
+static void full_dp(const al_attn_cfg *g, int i0, int nq, int j0, int nk, const float *dO, const float *V,
+                    float *VT, float *dP)
+{
+    int Dv = g->Dv;
+    for (int jj = 0; jj < nk; jj++)
+        for (int e = 0; e < Dv; e++) VT[e * BK + jj] = V[(int64_t)(j0 + jj) * Dv + e];
+    for (int ii = 0; ii < nq; ii++) {
+        float *s = dP + ii * BK;
+        const float *oi = dO + (int64_t)(i0 + ii) * Dv;
+        for (int jj = 0; jj < nk; jj++) s[jj] = 0.f;
+        for (int e = 0; e < Dv; e++) {
+            float a = oi[e];
+            const float *vt = VT + e * BK;
+            for (int jj = 0; jj < nk; jj++) s[jj] = FMA(a, vt[jj], s[jj]);
+        }
+    }
+}
+
+static void full_forward(const al_attn_cfg *g, const float *q, const float *k, const float *v,
+                         const float *sq, const float *sk, const float *bias, float *out, float *lse,
+                         float *wts, float *scratch, int nthr)
+{
+    const int N = g->N, D = g->D, Dv = g->Dv;
+    const int nqt = (N + BQ - 1) / BQ, nkt = (N + BK - 1) / BK;
+    const int64_t tasks = (int64_t)g->B * g->H * nqt;
+    const size_t per = full_scratch(g);
+#pragma omp parallel num_threads(nthr)
+    {
+        float *ws = scratch + (size_t)thread_id() * per;
+        float *S = ws, *KT = S + BQ * BK, *acc = KT + (size_t)(D > Dv ? D : Dv) * BK;
+        float *m = acc + (size_t)BQ * (D > Dv ? D : Dv), *l = m + BQ;
+#pragma omp for schedule(static)
+        for (int64_t t = 0; t < tasks; t++) {
+            int64_t bh = t / nqt;
+            int h = (int)(bh % g->H), i0 = (int)(t % nqt) * BQ, nq = N - i0 < BQ ? N - i0 : BQ;
+            const float *Q = q + bh * N * D, *K = k + bh * N * D, *V = v + bh * N * Dv;
+            const float *sqh = sq ? sq + bh * N : NULL, *skh = sk ? sk + bh * N : NULL;
+            for (int ii = 0; ii < nq; ii++) { m[ii] = -INFINITY; l[ii] = 0.f; }
+            memset(acc, 0, (size_t)nq * Dv * sizeof(float));
+            for (int kt = 0; kt < nkt; kt++) {
+                int j0 = kt * BK, nk = N - j0 < BK ? N - j0 : BK;
+                full_scores(g, bh, h, i0, nq, j0, nk, Q, K, sqh, skh, bias, KT, S);
+                for (int ii = 0; ii < nq; ii++) {
+                    float *s = S + ii * BK, *a = acc + (size_t)ii * Dv;
+                    if (!g->relu) {
+                        float mx = -INFINITY;
+                        for (int jj = 0; jj < nk; jj++) mx = s[jj] > mx ? s[jj] : mx;
+                        float mnew = mx > m[ii] ? mx : m[ii];
+                        if (mnew == -INFINITY) { for (int jj = 0; jj < nk; jj++) s[jj] = 0.f; continue; }
+                        float corr = m[ii] == -INFINITY ? 0.f : expf(m[ii] - mnew), sum = 0.f;
+                        for (int jj = 0; jj < nk; jj++) { float p = fast_expf(s[jj] - mnew); s[jj] = p; sum += p; }
+                        l[ii] = l[ii] * corr + sum;
+                        m[ii] = mnew;
+                        if (corr != 1.f) for (int e = 0; e < Dv; e++) a[e] *= corr;
+                    } else {
+                        for (int jj = 0; jj < nk; jj++) s[jj] = s[jj] > 0.f ? s[jj] : 0.f;
+                    }
+                    if (g->drop)
+                        for (int jj = 0; jj < nk; jj++)
+                            s[jj] = al_attn_keep(g, bh, (int64_t)(i0 + ii) * N + j0 + jj) ? s[jj] * g->inv_keep : 0.f;
+                    for (int jj = 0; jj < nk; jj++) {
+                        float p = s[jj];
+                        const float *vj = V + (int64_t)(j0 + jj) * Dv;
+                        for (int e = 0; e < Dv; e++) a[e] = FMA(p, vj[e], a[e]);
+                    }
+                }
+            }
+            for (int ii = 0; ii < nq; ii++) {
+                float *o = out + (bh * N + i0 + ii) * Dv, *a = acc + (size_t)ii * Dv;
+                if (!g->relu) {
+                    float inv = l[ii] > 0.f ? 1.0f / l[ii] : 0.f;
+                    for (int e = 0; e < Dv; e++) o[e] = a[e] * inv;
+                    lse[bh * N + i0 + ii] = l[ii] > 0.f ? m[ii] + logf(l[ii]) : INFINITY;
+                } else {
+                    memcpy(o, a, (size_t)Dv * sizeof(float));
+                }
+            }
+            if (wts) {   /* second sweep: the normalised weights (before dropout) */
+                for (int kt = 0; kt < nkt; kt++) {
+                    int j0 = kt * BK, nk = N - j0 < BK ? N - j0 : BK;
+                    full_scores(g, bh, h, i0, nq, j0, nk, Q, K, sqh, skh, bias, KT, S);
+                    for (int ii = 0; ii < nq; ii++) {
+                        float *w = wts + (bh * N + i0 + ii) * (int64_t)N + j0, *s = S + ii * BK;
+                        if (!g->relu) { float ls = lse[bh * N + i0 + ii]; for (int jj = 0; jj < nk; jj++) w[jj] = fast_expf(s[jj] - ls); }
+                        else for (int jj = 0; jj < nk; jj++) w[jj] = s[jj] > 0.f ? s[jj] : 0.f;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* dS for one tile from S (scores, overwritten by P then unused) and dP (overwritten by dS).
+ * Also writes the dropped weights P' into Pd when Pd != NULL. */
+static void full_ds_tile(const al_attn_cfg *g, int64_t bh, int i0, int nq, int j0, int nk,
+                         const float *lse, const float *delta, float *S, float *dP, float *Pd)
+{
+    const int N = g->N;
+    for (int ii = 0; ii < nq; ii++) {
+        float *s = S + ii * BK, *dp = dP + ii * BK, *pd = Pd ? Pd + ii * BK : NULL;
+        int64_t row = (int64_t)(i0 + ii) * N + j0;
+        if (!g->relu) {
+            float ls = lse[i0 + ii], dl = delta[i0 + ii];
+            for (int jj = 0; jj < nk; jj++) s[jj] = fast_expf(s[jj] - ls);
+            if (g->drop) {
+                for (int jj = 0; jj < nk; jj++) {
+                    int keep = al_attn_keep(g, bh, row + jj);
+                    float d = keep ? dp[jj] * g->inv_keep : 0.f;
+                    if (pd) pd[jj] = keep ? s[jj] * g->inv_keep : 0.f;
+                    dp[jj] = s[jj] * (d - dl);
+                }
+            } else {
+                if (pd) memcpy(pd, s, (size_t)nk * sizeof(float));
+                for (int jj = 0; jj < nk; jj++) dp[jj] = s[jj] * (dp[jj] - dl);
+            }
+        } else {
+            for (int jj = 0; jj < nk; jj++) {
+                float p = s[jj] > 0.f ? s[jj] : 0.f, d = dp[jj];
+                if (g->drop) {
+                    int keep = al_attn_keep(g, bh, row + jj);
+                    d = keep ? d * g->inv_keep : 0.f;
+                    p = keep ? p * g->inv_keep : 0.f;
+                }
+                if (pd) pd[jj] = p;
+                dp[jj] = s[jj] > 0.f ? d : 0.f;
+            }
+        }
+    }
+}
+
+static void full_backward(al_ctx *c, attn_node *nd)
+{
+    const al_attn_cfg *g = &nd->g;
+    const int N = g->N, D = g->D, Dv = g->Dv, H = g->H, B = g->B;
+    const float *q = nd->q->data, *k = nd->k->data, *v = nd->v->data, *o = nd->out->data, *dO = nd->out->grad;
+    const float *bias = nd->bias ? nd->bias->data : NULL;
+    float *dq = nd->q->requires_grad ? al_grad(c, nd->q) : NULL;
+    float *dk = nd->k->requires_grad ? al_grad(c, nd->k) : NULL;
+    float *dv = nd->v->requires_grad ? al_grad(c, nd->v) : NULL;
+    float *dbias = nd->bias && nd->bias->requires_grad ? al_grad(c, nd->bias) : NULL;
+    int need_aq = g->additive && nd->aq->requires_grad, need_ak = g->additive && nd->ak->requires_grad;
+    int64_t rows = (int64_t)B * H * N;
+    float *delta = al_arena_alloc(&c->arena, (size_t)rows * sizeof(float));
+    float *dsq = g->additive ? al_arena_calloc(&c->arena, (size_t)rows * sizeof(float)) : NULL;
+    float *dsk = g->additive ? al_arena_calloc(&c->arena, (size_t)rows * sizeof(float)) : NULL;
+    const size_t per = full_scratch(g);
+    float *scratch = al_arena_alloc(&c->arena, (size_t)nd->nthr * per * sizeof(float));
+    if (!delta || !scratch || (g->additive && (!dsq || !dsk))) { al_fail(c, "attention backward: out of memory"); return; }
+    if (!al_ok(c)) return;
+    /* delta_i = dO_i · O_i = Σ_j P_ij dP_ij (holds with dropout too) */
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; r++) {
+        float s = 0.f;
+        for (int e = 0; e < Dv; e++) s = FMA(dO[r * Dv + e], o[r * Dv + e], s);
+        delta[r] = s;
+    }
+    const int nqt = (N + BQ - 1) / BQ, nkt = (N + BK - 1) / BK;
+    const int nthr = nd->nthr;
+    const float *aq = g->additive ? nd->aq->data : NULL, *ak = g->additive ? nd->ak->data : NULL;
+    /* Pass 1: query tiles own dQ, dsq and their rows of dbias (batch innermost so dbias is owned). */
+    if (dq || dbias || need_aq) {
+#pragma omp parallel num_threads(nthr)
+        {
+            float *ws = scratch + (size_t)thread_id() * per;
+            int dm = D > Dv ? D : Dv;
+            float *S = ws, *dP = S + BQ * BK, *T = dP + BQ * BK, *acc = T + (size_t)dm * BK;
+            float *sacc = acc + (size_t)BQ * dm;
+#pragma omp for schedule(static)
+            for (int64_t t = 0; t < (int64_t)H * nqt; t++) {
+                int h = (int)(t / nqt), i0 = (int)(t % nqt) * BQ, nq = N - i0 < BQ ? N - i0 : BQ;
+                for (int b = 0; b < B; b++) {
+                    int64_t bh = (int64_t)b * H + h;
+                    const float *Q = q + bh * N * D, *K = k + bh * N * D, *V = v + bh * N * Dv, *dOh = dO + bh * N * Dv;
+                    const float *sqh = g->additive ? nd->sq + bh * N : NULL, *skh = g->additive ? nd->sk + bh * N : NULL;
+                    memset(acc, 0, (size_t)nq * D * sizeof(float));
+                    memset(sacc, 0, (size_t)nq * sizeof(float));
+                    for (int kt = 0; kt < nkt; kt++) {
+                        int j0 = kt * BK, nk = N - j0 < BK ? N - j0 : BK;
+                        full_scores(g, bh, h, i0, nq, j0, nk, Q, K, sqh, skh, bias, T, S);
+                        full_dp(g, i0, nq, j0, nk, dOh, V, T, dP);
+                        full_ds_tile(g, bh, i0, nq, j0, nk, g->relu ? NULL : nd->lse + bh * N, delta + bh * N, S, dP, NULL);
+                        for (int ii = 0; ii < nq; ii++) {
+                            const float *ds = dP + ii * BK;
+                            if (dbias) {
+                                float *db = dbias + (int64_t)h * g->slots + (int64_t)(i0 + ii) * N + j0;
+                                for (int jj = 0; jj < nk; jj++) db[jj] += ds[jj];
+                            }
+                            if (g->additive) {
+                                float u0 = sqh[i0 + ii], su = 0.f;
+                                for (int jj = 0; jj < nk; jj++) su += (u0 + skh[j0 + jj] > 0.f ? 1.f : g->slope) * ds[jj];
+                                sacc[ii] += su;
+                            } else {
+                                float *a = acc + (size_t)ii * D;
+                                for (int jj = 0; jj < nk; jj++) {
+                                    float w = ds[jj] * g->scale;
+                                    const float *kj = K + (int64_t)(j0 + jj) * D;
+                                    for (int d = 0; d < D; d++) a[d] = FMA(w, kj[d], a[d]);
+                                }
+                            }
+                        }
+                    }
+                    for (int ii = 0; ii < nq; ii++) {
+                        int64_t r = bh * N + i0 + ii;
+                        if (g->additive) {
+                            dsq[r] = sacc[ii];
+                            if (dq) for (int d = 0; d < D; d++) dq[r * D + d] += aq[(int64_t)h * D + d] * sacc[ii];
+                        } else if (dq) {
+                            for (int d = 0; d < D; d++) dq[r * D + d] += acc[(size_t)ii * D + d];
+                        }
+                    }
+                }
+            }
+        }
+    }
+    /* Pass 2: key tiles own dK, dV and dsk. */
+    if (dk || dv || need_ak) {
+#pragma omp parallel num_threads(nthr)
+        {
+            float *ws = scratch + (size_t)thread_id() * per;
+            int dm = D > Dv ? D : Dv;
+            float *S = ws, *dP = S + BQ * BK, *Pd = dP + BQ * BK, *T = Pd + BQ * BK;
+            float *kacc = T + (size_t)dm * BK, *vacc = kacc + (size_t)BK * D, *sacc = vacc + (size_t)BK * Dv;
+#pragma omp for schedule(static)
+            for (int64_t t = 0; t < (int64_t)H * nkt; t++) {
+                int h = (int)(t / nkt), j0 = (int)(t % nkt) * BK, nk = N - j0 < BK ? N - j0 : BK;
+                for (int b = 0; b < B; b++) {
+                    int64_t bh = (int64_t)b * H + h;
+                    const float *Q = q + bh * N * D, *K = k + bh * N * D, *V = v + bh * N * Dv, *dOh = dO + bh * N * Dv;
+                    const float *sqh = g->additive ? nd->sq + bh * N : NULL, *skh = g->additive ? nd->sk + bh * N : NULL;
+                    memset(kacc, 0, (size_t)nk * D * sizeof(float));
+                    memset(vacc, 0, (size_t)nk * Dv * sizeof(float));
+                    memset(sacc, 0, (size_t)nk * sizeof(float));
+                    for (int qt = 0; qt < nqt; qt++) {
+                        int i0 = qt * BQ, nq = N - i0 < BQ ? N - i0 : BQ;
+                        full_scores(g, bh, h, i0, nq, j0, nk, Q, K, sqh, skh, bias, T, S);
+                        full_dp(g, i0, nq, j0, nk, dOh, V, T, dP);
+                        full_ds_tile(g, bh, i0, nq, j0, nk, g->relu ? NULL : nd->lse + bh * N, delta + bh * N, S, dP, Pd);
+                        for (int ii = 0; ii < nq; ii++) {
+                            const float *ds = dP + ii * BK, *pd = Pd + ii * BK;
+                            const float *qi = Q + (int64_t)(i0 + ii) * D, *doi = dOh + (int64_t)(i0 + ii) * Dv;
+                            for (int jj = 0; jj < nk; jj++) {
+                                float *va = vacc + (size_t)jj * Dv, p = pd[jj];
+                                for (int e = 0; e < Dv; e++) va[e] = FMA(p, doi[e], va[e]);
+                            }
+                            if (g->additive) {
+                                float u0 = sqh[i0 + ii];
+                                for (int jj = 0; jj < nk; jj++) sacc[jj] += (u0 + skh[j0 + jj] > 0.f ? 1.f : g->slope) * ds[jj];
+                            } else {
+                                for (int jj = 0; jj < nk; jj++) {
+                                    float *ka = kacc + (size_t)jj * D, w = ds[jj] * g->scale;
+                                    for (int d = 0; d < D; d++) ka[d] = FMA(w, qi[d], ka[d]);
+                                }
+                            }
+                        }
+                    }
+                    for (int jj = 0; jj < nk; jj++) {
+                        int64_t r = bh * N + j0 + jj;
+                        if (dv) for (int e = 0; e < Dv; e++) dv[r * Dv + e] += vacc[(size_t)jj * Dv + e];
+                        if (g->additive) {
+                            dsk[r] = sacc[jj];
+                            if (dk) for (int d = 0; d < D; d++) dk[r * D + d] += ak[(int64_t)h * D + d] * sacc[jj];
+                        } else if (dk) {
+                            for (int d = 0; d < D; d++) dk[r * D + d] += kacc[(size_t)jj * D + d];
+                        }
+                    }
+                }
+            }
+        }
+    }
+    if (need_aq) head_dot_grad(g, q, dsq, al_grad(c, nd->aq));
+    if (need_ak) head_dot_grad(g, k, dsk, al_grad(c, nd->ak));
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Sparse patterns: window2d, window1d, graph                                                   */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Build qptr/key (window patterns; graphs borrow the CSR) and the transposed slot lists. */
+static int sparse_build(al_ctx *c, const al_pattern *p, const al_attn_cfg *g, attn_node *nd)
+{
+    const int N = g->N;
+    const int64_t slots = g->slots;
+    if (p->kind == AL_PAT_GRAPH) {
+        nd->qptr = p->adj->rowptr; nd->key = p->adj->col;
+    } else {
+        int64_t *qptr = al_arena_alloc(&c->arena, (size_t)(N + 1) * sizeof(int64_t));
+        int *key = al_arena_alloc(&c->arena, (size_t)(slots > 0 ? slots : 1) * sizeof(int));
+        if (!qptr || !key) { al_fail(c, "attention: out of memory"); return -1; }
+        int K = g->noff;
+        for (int i = 0; i <= N; i++) qptr[i] = (int64_t)i * K;
+        if (p->kind == AL_PAT_WINDOW2D) {
+            int rh = p->win_h / 2, rw = p->win_w / 2, W = p->grid_w, Hg = p->grid_h;
+            for (int i = 0; i < N; i++) {
+                int y = i / W, x = i % W;
+                for (int dy = -rh; dy <= rh; dy++)
+                    for (int dx = -rw; dx <= rw; dx++) {
+                        int yy = y + dy, xx = x + dx;
+                        key[(int64_t)i * K + (dy + rh) * p->win_w + dx + rw] =
+                            (yy >= 0 && yy < Hg && xx >= 0 && xx < W) ? yy * W + xx : -1;
+                    }
+            }
+        } else {
+            int r = p->radius;
+            for (int i = 0; i < N; i++)
+                for (int o = 0; o < K; o++) { int j = i + o - r; key[(int64_t)i * K + o] = (j >= 0 && j < N) ? j : -1; }
+        }
+        nd->qptr = qptr; nd->key = key;
+    }
+    /* transpose: counting sort of present slots by key, slots ascending within a key */
+    int64_t *kptr = al_arena_calloc(&c->arena, (size_t)(N + 1) * sizeof(int64_t));
+    if (!kptr) { al_fail(c, "attention: out of memory"); return -1; }
+    for (int64_t s = 0; s < slots; s++) if (nd->key[s] >= 0) kptr[nd->key[s] + 1]++;
+    for (int j = 0; j < N; j++) kptr[j + 1] += kptr[j];
+    int64_t present = kptr[N];
+    int64_t *kslot = al_arena_alloc(&c->arena, (size_t)(present > 0 ? present : 1) * sizeof(int64_t));
+    int *kq = al_arena_alloc(&c->arena, (size_t)(present > 0 ? present : 1) * sizeof(int));
+    int64_t *fill = al_arena_alloc(&c->arena, (size_t)(N + 1) * sizeof(int64_t));
+    if (!kslot || !kq || !fill) { al_fail(c, "attention: out of memory"); return -1; }
+    memcpy(fill, kptr, (size_t)(N + 1) * sizeof(int64_t));
+    for (int i = 0; i < N; i++)
+        for (int64_t s = nd->qptr[i]; s < nd->qptr[i + 1]; s++) {
+            int j = nd->key[s];
+            if (j < 0) continue;
+            kslot[fill[j]] = s; kq[fill[j]] = i; fill[j]++;
+        }
+    nd->kptr = kptr; nd->kslot = kslot; nd->kq = kq;
+    return 0;
+}
+
+static void sparse_forward(const attn_node *nd, const float *q, const float *k, const float *v,
+                           const float *rel, const float *bias, float *out)
+{
+    const al_attn_cfg *g = &nd->g;
+    const int N = g->N, D = g->D, Dv = g->Dv, H = g->H;
+    const int64_t rows = (int64_t)g->B * H * N, slots = g->slots;
+    const int64_t *qptr = nd->qptr; const int *key = nd->key;
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t bh = r / N;
+        int i = (int)(r % N), h = (int)(bh % H);
+        const float *qi = q + r * D, *K = k + bh * N * D, *V = v + bh * N * Dv;
+        float *P = nd->P + bh * slots, *o = out + r * Dv;
+        int64_t s0 = qptr[i], s1 = qptr[i + 1];
+        float mx = -INFINITY;
+        for (int64_t s = s0; s < s1; s++) {
+            int j = key[s];
+            if (j < 0) { P[s] = 0.f; continue; }
+            float sc;
+            if (g->additive) sc = leaky(nd->sq[r] + nd->sk[bh * N + j], g->slope);
+            else {
+                const float *kj = K + (int64_t)j * D;
+                float a = 0.f;
+                for (int d = 0; d < D; d++) a = FMA(qi[d], kj[d], a);
+                sc = a * g->scale;
+            }
+            if (rel) sc += rel[(int64_t)h * g->noff + (s - s0)];
+            if (bias) sc += bias[(int64_t)h * slots + s];
+            P[s] = sc;
+            mx = sc > mx ? sc : mx;
+        }
+        if (!g->relu) {
+            float sum = 0.f;
+            for (int64_t s = s0; s < s1; s++) if (key[s] >= 0) { float p = mx == -INFINITY ? 0.f : expf(P[s] - mx); P[s] = p; sum += p; }
+            float inv = sum > 0.f ? 1.0f / sum : 0.f;
+            for (int64_t s = s0; s < s1; s++) P[s] *= inv;
+        } else {
+            for (int64_t s = s0; s < s1; s++) P[s] = P[s] > 0.f ? P[s] : 0.f;
+        }
+        for (int e = 0; e < Dv; e++) o[e] = 0.f;
+        for (int64_t s = s0; s < s1; s++) {
+            int j = key[s];
+            if (j < 0) continue;
+            float p = P[s];
+            if (g->drop) p = al_attn_keep(g, bh, s) ? p * g->inv_keep : 0.f;
+            const float *vj = V + (int64_t)j * Dv;
+            for (int e = 0; e < Dv; e++) o[e] = FMA(p, vj[e], o[e]);
+        }
+    }
+}
+
+static void sparse_backward(al_ctx *c, attn_node *nd)
+{
+    const al_attn_cfg *g = &nd->g;
+    const int N = g->N, D = g->D, Dv = g->Dv, H = g->H, B = g->B;
+    const int64_t rows = (int64_t)B * H * N, slots = g->slots;
+    const float *q = nd->q->data, *k = nd->k->data, *v = nd->v->data, *dO = nd->out->grad;
+    float *dq = nd->q->requires_grad ? al_grad(c, nd->q) : NULL;
+    float *dk = nd->k->requires_grad ? al_grad(c, nd->k) : NULL;
+    float *dv = nd->v->requires_grad ? al_grad(c, nd->v) : NULL;
+    float *dbias = nd->bias && nd->bias->requires_grad ? al_grad(c, nd->bias) : NULL;
+    float *drel = nd->rel && nd->rel->requires_grad ? al_grad(c, nd->rel) : NULL;
+    int need_aq = g->additive && nd->aq->requires_grad, need_ak = g->additive && nd->ak->requires_grad;
+    float *dS = al_arena_alloc(&c->arena, (size_t)(B * H * slots > 0 ? B * H * slots : 1) * sizeof(float));
+    float *dsq = g->additive ? al_arena_calloc(&c->arena, (size_t)rows * sizeof(float)) : NULL;
+    float *dsk = g->additive ? al_arena_calloc(&c->arena, (size_t)rows * sizeof(float)) : NULL;
+    if (!dS || (g->additive && (!dsq || !dsk))) { al_fail(c, "attention backward: out of memory"); return; }
+    if (!al_ok(c)) return;
+    const int64_t *qptr = nd->qptr; const int *key = nd->key;
+    const float *aq = g->additive ? nd->aq->data : NULL, *ak = g->additive ? nd->ak->data : NULL;
+    /* Pass 1 over queries: dS per slot, dQ, dsq. */
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t bh = r / N;
+        int i = (int)(r % N), h = (int)(bh % H);
+        const float *K = k + bh * N * D, *V = v + bh * N * Dv, *doi = dO + r * Dv, *P = nd->P + bh * slots;
+        float *ds = dS + bh * slots;
+        int64_t s0 = qptr[i], s1 = qptr[i + 1];
+        float delta = 0.f;
+        for (int64_t s = s0; s < s1; s++) {
+            int j = key[s];
+            if (j < 0) { ds[s] = 0.f; continue; }
+            const float *vj = V + (int64_t)j * Dv;
+            float dp = 0.f;
+            for (int e = 0; e < Dv; e++) dp = FMA(doi[e], vj[e], dp);
+            if (g->drop) dp = al_attn_keep(g, bh, s) ? dp * g->inv_keep : 0.f;
+            ds[s] = dp;
+            delta = FMA(P[s], dp, delta);
+        }
+        float su = 0.f;
+        float *dqi = dq ? dq + r * D : NULL;
+        for (int64_t s = s0; s < s1; s++) {
+            int j = key[s];
+            if (j < 0) continue;
+            float d = g->relu ? (P[s] > 0.f ? ds[s] : 0.f) : P[s] * (ds[s] - delta);
+            ds[s] = d;
+            if (g->additive) su += (nd->sq[r] + nd->sk[bh * N + j] > 0.f ? 1.f : g->slope) * d;
+            else if (dqi) {
+                const float *kj = K + (int64_t)j * D;
+                float w = d * g->scale;
+                for (int dd = 0; dd < D; dd++) dqi[dd] = FMA(w, kj[dd], dqi[dd]);
+            }
+        }
+        if (g->additive) {
+            dsq[r] = su;
+            if (dqi) for (int dd = 0; dd < D; dd++) dqi[dd] += aq[(int64_t)h * D + dd] * su;
+        }
+    }
+    /* Pass 2 over keys through the transposed lists: dK, dV, dsk. */
+    if (dk || dv || need_ak) {
+#pragma omp parallel for schedule(static)
+        for (int64_t r = 0; r < rows; r++) {
+            int64_t bh = r / N;
+            int j = (int)(r % N), h = (int)(bh % H);
+            const float *Q = q + bh * N * D, *dOh = dO + bh * N * Dv, *P = nd->P + bh * slots, *ds = dS + bh * slots;
+            float *dkj = dk ? dk + r * D : NULL, *dvj = dv ? dv + r * Dv : NULL, su = 0.f;
+            for (int64_t t = nd->kptr[j]; t < nd->kptr[j + 1]; t++) {
+                int64_t s = nd->kslot[t];
+                int i = nd->kq[t];
+                if (dvj) {
+                    float p = P[s];
+                    if (g->drop) p = al_attn_keep(g, bh, s) ? p * g->inv_keep : 0.f;
+                    const float *doi = dOh + (int64_t)i * Dv;
+                    for (int e = 0; e < Dv; e++) dvj[e] = FMA(p, doi[e], dvj[e]);
+                }
+                if (g->additive) su += (nd->sq[bh * N + i] + nd->sk[r] > 0.f ? 1.f : g->slope) * ds[s];
+                else if (dkj) {
+                    const float *qi = Q + (int64_t)i * D;
+                    float w = ds[s] * g->scale;
+                    for (int dd = 0; dd < D; dd++) dkj[dd] = FMA(w, qi[dd], dkj[dd]);
+                }
+            }
+            if (g->additive) {
+                dsk[r] = su;
+                if (dkj) for (int dd = 0; dd < D; dd++) dkj[dd] += ak[(int64_t)h * D + dd] * su;
+            }
+        }
+    }
+    /* Parameter gradients, reduced over the batch in a fixed order. */
+    if (dbias) {
+#pragma omp parallel for schedule(static)
+        for (int64_t hs = 0; hs < (int64_t)H * slots; hs++) {
+            int64_t h = hs / slots, s = hs % slots;
+            float acc = dbias[hs];
+            for (int b = 0; b < B; b++) acc += dS[((int64_t)b * H + h) * slots + s];
+            dbias[hs] = acc;
+        }
+    }
+    if (drel) {
+        int K = g->noff;
+#pragma omp parallel for schedule(static)
+        for (int h = 0; h < H; h++)
+            for (int b = 0; b < B; b++) {
+                const float *ds = dS + ((int64_t)b * H + h) * slots;
+                for (int64_t s = 0; s < slots; s++) drel[(int64_t)h * K + s % K] += ds[s];
+            }
+    }
+    if (need_aq) head_dot_grad(g, q, dsq, al_grad(c, nd->aq));
+    if (need_ak) head_dot_grad(g, k, dsk, al_grad(c, nd->ak));
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* The op                                                                                       */
+/* ------------------------------------------------------------------------------------------ */
+
+static void attention_backward(al_ctx *c, void *p)
+{
+    attn_node *nd = p;
+    if (!nd->out->grad) return;
+    if (nd->pat.kind == AL_PAT_FULL) full_backward(c, nd);
+    else sparse_backward(c, nd);
+}
+
+static int wants_grad(al_tensor *t) { return t && t->requires_grad; }
+
+al_tensor *al_attention(al_ctx *c, const al_attn_desc *d, al_tensor *q, al_tensor *k, al_tensor *v,
+                        al_tensor *a_q, al_tensor *a_k, al_tensor *rel_bias, al_tensor *bias)
+{
+    if (!al_ok(c) || !q || !k || !v) return NULL;
+    al_attn_cfg g;
+    if (al_attn_setup(c, "attention", d, q, k, v, a_q, a_k, rel_bias, bias, &g) != 0) return NULL;
+    const int N = g.N;
+    const int64_t rows = (int64_t)g.B * g.H * N;
+    al_tensor *out = al_new(c, 4, (int[]){g.B, g.H, N, g.Dv});
+    attn_node *nd = al_arena_calloc(&c->arena, sizeof *nd);
+    if (!out || !nd) return al_ok(c) ? al_fail(c, "attention: out of memory") : NULL;
+    nd->g = g; nd->pat = d->pattern;
+    nd->q = q; nd->k = k; nd->v = v; nd->aq = a_q; nd->ak = a_k; nd->rel = rel_bias; nd->bias = bias; nd->out = out;
+    nd->nthr = al_threads();
+    if (g.additive) {
+        nd->sq = al_arena_alloc(&c->arena, (size_t)rows * sizeof(float));
+        nd->sk = al_arena_alloc(&c->arena, (size_t)rows * sizeof(float));
+        if (!nd->sq || !nd->sk) return al_fail(c, "attention: out of memory");
+        head_dot(&g, q->data, a_q->data, nd->sq);
+        head_dot(&g, k->data, a_k->data, nd->sk);
+    }
+    al_tensor *w = NULL;
+    if (d->pattern.kind == AL_PAT_FULL) {
+        if (d->weights) { w = al_new(c, 4, (int[]){g.B, g.H, N, N}); if (!w) return NULL; }
+        nd->lse = al_arena_alloc(&c->arena, (size_t)rows * sizeof(float));
+        float *scratch = al_arena_alloc(&c->arena, (size_t)nd->nthr * full_scratch(&g) * sizeof(float));
+        if (!nd->lse || !scratch) return al_fail(c, "attention: out of memory");
+        full_forward(&g, q->data, k->data, v->data, nd->sq, nd->sk, bias ? bias->data : NULL, out->data,
+                     nd->lse, w ? w->data : NULL, scratch, nd->nthr);
+    } else {
+        if (sparse_build(c, &d->pattern, &g, nd) != 0) return NULL;
+        nd->P = al_arena_alloc(&c->arena, (size_t)(rows / N * g.slots > 0 ? rows / N * g.slots : 1) * sizeof(float));
+        if (!nd->P) return al_fail(c, "attention: out of memory");
+        sparse_forward(nd, q->data, k->data, v->data, rel_bias ? rel_bias->data : NULL, bias ? bias->data : NULL, out->data);
+        if (d->weights) {
+            if (g.noff) w = al_new(c, 4, (int[]){g.B, g.H, N, g.noff});
+            else w = al_new(c, 3, (int[]){g.B, g.H, g.slots > 0 ? (int)g.slots : 1});
+            if (!w) return NULL;
+            if (g.slots > 0) memcpy(w->data, nd->P, (size_t)(rows / N * g.slots) * sizeof(float));
+            else w->data[0] = 0.f;   /* an empty graph: no slots; (B,H,1) of zeros stands in */
+        }
+    }
+    if (d->weights) *d->weights = w;
+    if (c->grad_enabled && (wants_grad(q) || wants_grad(k) || wants_grad(v) || wants_grad(a_q) ||
+                            wants_grad(a_k) || wants_grad(rel_bias) || wants_grad(bias))) {
+        out->requires_grad = 1;
+        al_tape_push(c, attention_backward, nd);
+    }
+    return al_ok(c) ? out : NULL;
+}
