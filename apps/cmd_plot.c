@@ -1,9 +1,228 @@
-/* cmd_plot.c — attnlab plot (not yet written). */
+/* cmd_plot.c — attnlab plot: a results CSV drawn by gnuplot (pngcairo, or png when cairo is missing).
+ *
+ *   tradeoff  final test accuracy vs training-set size (log x), mean ± std over seeds, one line per model
+ *   curves    test accuracy per epoch, mean ± std over seeds, one line per model, for one size
+ *
+ * The gnuplot script (data inline as datablocks) is written to gnuplot's stdin; gnuplot writes
+ * OUT.tmp.PID, which is renamed over OUT only when gnuplot succeeded.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "attnlab/results.h"
 #include "cli.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: attnlab plot FILE.csv --out FILE.png [--kind tradeoff|curves] [--size N] [--script FILE.gp]\n"
+        "  --kind tradeoff  final test accuracy vs training-set size (log x), mean +- std over seeds as error\n"
+        "                   bars, one line per model (default); for graph CSVs x is the number of labelled\n"
+        "                   training nodes (labels per class x classes)\n"
+        "  --kind curves    test accuracy per epoch (mean +- std over seeds), one line per model, at one size\n"
+        "  --size N         curves: the training-set size to draw (default: the largest in the file)\n"
+        "  --script FILE    also save the gnuplot script (data inline) to FILE\n"
+        "  Needs gnuplot (Debian: gnuplot-nox); uses the pngcairo terminal, or png if cairo is missing.\n");
+}
+
+/* gnuplot single-quoted strings take everything literally except the quote itself. */
+static int quotable(const char *s) { return !strchr(s, '\'') && !strchr(s, '\n'); }
+
+/* Distinct model names of the summary, in its (sorted) order. */
+static int models_of(const al_summary *s, const char **m, int max)
+{
+    int n = 0;
+    for (int i = 0; i < s->n; i++)
+        if ((n == 0 || strcmp(m[n - 1], s->g[i].model)) && n < max) m[n++] = s->g[i].model;
+    return n;
+}
+
+static void preamble(FILE *f, const char *tmp_out)
+{
+    fprintf(f, "set encoding utf8\n");
+    fprintf(f, "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) { set terminal pngcairo size 960,640 noenhanced font ',11' }"
+               " else { set terminal png size 960,640 noenhanced }\n");
+    fprintf(f, "set output '%s'\nset grid\nset key bottom right box opaque\nset ylabel 'test accuracy'\n", tmp_out);
+}
+
+static int tradeoff(FILE *f, const al_results *r, const al_summary *s, const char *task, const char *dataset)
+{
+    const char *m[64]; int nm = models_of(s, m, 64);
+    int maxruns = 0;
+    for (int i = 0; i < s->n; i++) if (s->g[i].nruns > maxruns) maxruns = s->g[i].nruns;
+    for (int k = 0; k < nm; k++) {
+        fprintf(f, "$d%d << EOD\n", k);
+        for (int i = 0; i < s->n; i++)
+            if (!strcmp(s->g[i].model, m[k]) && s->g[i].train_size > 0)
+                fprintf(f, "%ld %.6f %.6f %d\n", s->g[i].train_size, s->g[i].mean, s->g[i].std, s->g[i].nruns);
+        fprintf(f, "EOD\n");
+    }
+    (void)r;
+    fprintf(f, "set logscale x\nset xlabel '%s'\n", strcmp(task, "graph") ? "training-set size (images)"
+                                                      : "labelled training nodes (labels per class x classes)");
+    fprintf(f, "set title '%s: final test accuracy vs training-set size (mean ± std over up to %d seeds)'\n",
+            dataset, maxruns);
+    fprintf(f, "set offsets graph 0.05, graph 0.05, 0, 0\nplot ");
+    for (int k = 0; k < nm; k++)
+        fprintf(f, "%s$d%d using 1:2:3 with yerrorlines lw 2 pt 7 title '%s'", k ? ", " : "", k, m[k]);
+    fprintf(f, "\n");
+    return 0;
+}
+
+static int curves(FILE *f, const al_results *r, const al_summary *s, long size, const char *dataset)
+{
+    const char *m[64]; int nm = models_of(s, m, 64);
+    int maxep = 0;
+    for (int i = 0; i < r->n; i++) if (r->row[i].train_size == size && r->row[i].epoch > maxep) maxep = r->row[i].epoch;
+    if (maxep == 0) { fprintf(stderr, "attnlab plot: no rows with training-set size %ld\n", size); return -1; }
+    double *acc = malloc((size_t)r->nrun * sizeof *acc);
+    if (!acc) return -1;
+    int drawn[64], nd = 0;
+    for (int k = 0; k < nm; k++) {
+        char block[16384]; size_t bl = 0;   /* one model's points; models without this size are left out */
+        for (int ep = 1; ep <= maxep; ep++) {
+            int n = 0;
+            for (int u = 0; u < r->nrun; u++) {
+                const al_result_row *fst = &r->row[r->run[u].first];
+                if (fst->train_size != size || strcmp(fst->model, m[k])) continue;
+                for (int i = r->run[u].first; i >= 0; i = r->next[i])
+                    if (r->row[i].epoch == ep && !isnan(r->row[i].test_acc)) { acc[n++] = r->row[i].test_acc; break; }
+            }
+            if (n == 0) continue;
+            double mean, sd; al_mean_std(acc, n, &mean, &sd);
+            int w = snprintf(block + bl, sizeof block - bl, "%d %.6f %.6f %d\n", ep, mean, sd, n);
+            if (w < 0 || (size_t)w >= sizeof block - bl) break;
+            bl += (size_t)w;
+        }
+        if (bl == 0) continue;
+        fprintf(f, "$d%d << EOD\n%sEOD\n", nd, block);
+        drawn[nd++] = k;
+    }
+    free(acc);
+    fprintf(f, "set xlabel 'epoch'\nset title '%s, training-set size %ld: test accuracy per epoch (mean ± std over seeds)'\n",
+            dataset, size);
+    fprintf(f, "set offsets graph 0.02, graph 0.02, 0, 0\nplot ");
+    for (int k = 0; k < nd; k++)
+        fprintf(f, "%s$d%d using 1:2:3 with yerrorlines lw 2 pt 7 title '%s'", k ? ", " : "", k, m[drawn[k]]);
+    fprintf(f, "\n");
+    return 0;
+}
+
+/* Feed the script to gnuplot on a pipe; returns gnuplot's exit status, or 127 if it cannot be run. */
+static int run_gnuplot(const char *script, size_t n)
+{
+    int fd[2];
+    if (pipe(fd)) return -1;
+    pid_t pid = fork();
+    if (pid < 0) { close(fd[0]); close(fd[1]); return -1; }
+    if (pid == 0) {
+        dup2(fd[0], 0); close(fd[0]); close(fd[1]);
+        execlp("gnuplot", "gnuplot", (char *)NULL);
+        _exit(127);
+    }
+    close(fd[0]);
+    void (*old)(int) = signal(SIGPIPE, SIG_IGN);
+    for (size_t off = 0; off < n;) {
+        ssize_t k = write(fd[1], script + off, n - off);
+        if (k < 0) { if (errno == EINTR) continue; break; }
+        off += (size_t)k;
+    }
+    close(fd[1]);
+    signal(SIGPIPE, old);
+    int st;
+    while (waitpid(pid, &st, 0) < 0) if (errno != EINTR) return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
 int cmd_plot(int argc, char **argv)
 {
-    (void)argc; (void)argv;
-    fprintf(stderr, "attnlab plot: not implemented yet\n");
-    return 2;
+    static const struct option opts[] = {
+        {"out", required_argument, 0, 'o'}, {"kind", required_argument, 0, 'k'}, {"size", required_argument, 0, 's'},
+        {"script", required_argument, 0, 'S'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    const char *out = NULL, *kind = "tradeoff", *script_path = NULL;
+    long size = -1;
+    int ch;
+    optind = 0; opterr = 0;
+    while ((ch = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'h': usage(stdout); return 0;
+        case 'o': out = optarg; break;
+        case 'k': kind = optarg; break;
+        case 'S': script_path = optarg; break;
+        case 's': {
+            char *e; errno = 0; size = strtol(optarg, &e, 10);
+            if (errno || *e || size < 1) { fprintf(stderr, "attnlab plot: --size: '%s' is not a positive integer\n", optarg); return 2; }
+            break;
+        }
+        default: fprintf(stderr, "attnlab plot: unknown or incomplete option '%s' (see --help)\n", argv[optind - 1]); return 2;
+        }
+    }
+    if (optind != argc - 1) { fprintf(stderr, "attnlab plot: expected one CSV file (see --help)\n"); return 2; }
+    if (!out) { fprintf(stderr, "attnlab plot: --out FILE.png is required\n"); return 2; }
+    if (strcmp(kind, "tradeoff") && strcmp(kind, "curves")) {
+        fprintf(stderr, "attnlab plot: --kind: unknown kind '%s' (expected tradeoff or curves)\n", kind);
+        return 2;
+    }
+    char tmp_out[4096];
+    if (snprintf(tmp_out, sizeof tmp_out, "%s.tmp.%ld", out, (long)getpid()) >= (int)sizeof tmp_out || !quotable(out)) {
+        fprintf(stderr, "attnlab plot: cannot use output path '%s' (too long, or contains a quote)\n", out);
+        return 2;
+    }
+    const char *path = argv[optind];
+    al_results r; al_summary s; al_error e = {{0}};
+    if (al_results_read(path, &r, &e) != AL_OK) { fprintf(stderr, "attnlab plot: %s\n", e.msg); return 1; }
+    if (al_results_summarize(&r, &s, &e) != AL_OK) { fprintf(stderr, "attnlab plot: %s\n", e.msg); al_results_free(&r); return 1; }
+    int rc = 1;
+    char *script = NULL; size_t slen = 0;
+    FILE *f = NULL;
+    if (s.n == 0) { fprintf(stderr, "attnlab plot: %s holds no runs\n", path); goto out; }
+    for (int i = 1; i < s.n; i++)
+        if (strcmp(s.g[i].task, s.g[0].task) || strcmp(s.g[i].dataset, s.g[0].dataset)) {
+            fprintf(stderr, "attnlab plot: %s mixes %s/%s and %s/%s runs; plot one task and dataset per file\n", path,
+                    s.g[0].task, s.g[0].dataset, s.g[i].task, s.g[i].dataset);
+            goto out;
+        }
+    for (int i = 0; i < s.n; i++)
+        if (!quotable(s.g[i].model) || !quotable(s.g[i].dataset)) {
+            fprintf(stderr, "attnlab plot: %s: a model or dataset name contains a quote\n", path);
+            goto out;
+        }
+    if (size < 0) for (int i = 0; i < s.n; i++) if (s.g[i].train_size > size) size = s.g[i].train_size;
+    f = open_memstream(&script, &slen);
+    if (!f) { fprintf(stderr, "attnlab plot: out of memory\n"); goto out; }
+    preamble(f, tmp_out);
+    int bad = !strcmp(kind, "tradeoff") ? tradeoff(f, &r, &s, s.g[0].task, s.g[0].dataset)
+                                        : curves(f, &r, &s, size, s.g[0].dataset);
+    fprintf(f, "set output\n");
+    if (fclose(f)) { f = NULL; fprintf(stderr, "attnlab plot: out of memory\n"); goto out; }
+    f = NULL;
+    if (bad) goto out;
+    if (script_path) {
+        FILE *g = fopen(script_path, "w");
+        if (!g || fwrite(script, 1, slen, g) != slen || fclose(g)) {
+            fprintf(stderr, "attnlab plot: cannot write %s: %s\n", script_path, strerror(errno));
+            goto out;
+        }
+    }
+    int st = run_gnuplot(script, slen);
+    struct stat sb;
+    if (st == 127) fprintf(stderr, "attnlab plot: cannot run gnuplot (is it installed? Debian: apt-get install gnuplot-nox)\n");
+    else if (st != 0) fprintf(stderr, "attnlab plot: gnuplot failed (status %d)\n", st);
+    else if (stat(tmp_out, &sb) || sb.st_size == 0) fprintf(stderr, "attnlab plot: gnuplot wrote no image\n");
+    else if (rename(tmp_out, out)) fprintf(stderr, "attnlab plot: cannot rename %s to %s: %s\n", tmp_out, out, strerror(errno));
+    else rc = 0;
+    if (rc) unlink(tmp_out);
+out:
+    if (f) fclose(f);
+    free(script);
+    al_summary_free(&s);
+    al_results_free(&r);
+    return rc;
 }
