@@ -1,0 +1,591 @@
+/* data_image.c — image datasets: IDX (gzip or raw) readers, image folders via stb_image, seeded
+ * class-stratified subsets, per-channel statistics and normalised float batches. See data.h. */
+#include "attnlab/data.h"
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <zlib.h>
+#include <stb/stb_image.h>
+#if __has_include(<stb/stb_image_resize2.h>)
+#include <stb/stb_image_resize2.h>
+#define AL_STBIR2 1
+#else
+#include <stb/stb_image_resize.h>
+#endif
+#ifdef _OPENMP
+#define AL_OMP(x) _Pragma(x)
+#else
+#define AL_OMP(x)
+#endif
+
+void al_images_free(al_images *im)
+{
+    if (!im) return;
+    if (im->class_names) for (int k = 0; k < im->classes; k++) free(im->class_names[k]);
+    free(im->class_names); free(im->pix); free(im->labels);
+    memset(im, 0, sizeof *im);
+}
+void al_image_split_free(al_image_split *s)
+{
+    if (!s) return;
+    al_images_free(&s->train); al_images_free(&s->test); s->skipped = 0;
+}
+
+/* ====================================================================================== */
+/* IDX                                                                                    */
+/* ====================================================================================== */
+typedef struct gzr { gzFile f; const char *path; uint64_t off; } gzr;
+
+/* Reads exactly n bytes or reports where the data ran out (offset in the uncompressed stream). */
+static al_status gz_exact(gzr *g, void *buf, uint64_t n, const char *what, al_error *err)
+{
+    unsigned char *p = buf;
+    uint64_t done = 0;
+    while (done < n) {
+        unsigned chunk = n - done > (1u << 30) ? (1u << 30) : (unsigned)(n - done);
+        int k = gzread(g->f, p + done, chunk);
+        if (k < 0) {
+            int zerr; const char *zm = gzerror(g->f, &zerr);
+            return al_seterr(err, "%s: corrupt data at byte %llu of the uncompressed stream while reading %s: %s",
+                             g->path, (unsigned long long)(g->off + done), what, zm ? zm : "zlib error");
+        }
+        if (k == 0) {
+            int zerr; const char *zm = gzerror(g->f, &zerr);
+            return al_seterr(err, "%s: data ran out at byte offset %llu while reading %s (%llu more bytes expected)%s%s",
+                             g->path, (unsigned long long)(g->off + done), what, (unsigned long long)(n - done),
+                             zerr != Z_OK && zm && zm[0] ? ": " : "", zerr != Z_OK && zm ? zm : "");
+        }
+        done += (uint64_t)k;
+    }
+    g->off += n;
+    return AL_OK;
+}
+static uint32_t be32(const unsigned char *b) { return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3]; }
+static al_status gz_open(gzr *g, const char *path, al_error *err)
+{
+    g->path = path; g->off = 0;
+    errno = 0;
+    g->f = gzopen(path, "rb");
+    if (!g->f) return al_seterr(err, "%s: cannot open: %s", path, errno ? strerror(errno) : "out of memory");
+    gzbuffer(g->f, 1 << 17);
+    return AL_OK;
+}
+/* After the declared data: one more byte means the file is longer than its header says. */
+static al_status gz_expect_end(gzr *g, const char *what, al_error *err)
+{
+    unsigned char extra;
+    int k = gzread(g->f, &extra, 1);
+    if (k > 0)
+        return al_seterr(err, "%s: unexpected trailing data at byte offset %llu (after the %s the header declares)",
+                         g->path, (unsigned long long)g->off, what);
+    if (k < 0) {
+        int zerr; const char *zm = gzerror(g->f, &zerr);
+        return al_seterr(err, "%s: corrupt data at byte %llu of the uncompressed stream: %s", g->path,
+                         (unsigned long long)g->off, zm ? zm : "zlib error");
+    }
+    return AL_OK;
+}
+
+al_status al_idx_load(const char *images_path, const char *labels_path, al_images *out, al_error *err)
+{
+    memset(out, 0, sizeof *out);
+    gzr gi = {0}, gl = {0};
+    unsigned char hi[16], hl[8];
+    al_status st = AL_ERR;
+    uint8_t *lab8 = NULL;
+    if (gz_open(&gi, images_path, err)) return AL_ERR;
+    if (gz_open(&gl, labels_path, err)) { gzclose(gi.f); return AL_ERR; }
+    if (gz_exact(&gi, hi, 16, "the idx3 header", err)) goto out;
+    if (gz_exact(&gl, hl, 8, "the idx1 header", err)) goto out;
+    uint32_t mi = be32(hi), ml = be32(hl);
+    if (mi != 0x00000803) { al_seterr(err, "%s: bad magic number 0x%08x at byte offset 0 (an idx3 image file has 0x00000803)", images_path, mi); goto out; }
+    if (ml != 0x00000801) { al_seterr(err, "%s: bad magic number 0x%08x at byte offset 0 (an idx1 label file has 0x00000801)", labels_path, ml); goto out; }
+    uint32_t n = be32(hi + 4), rows = be32(hi + 8), cols = be32(hi + 12), nl = be32(hl + 4);
+    if (n == 0) { al_seterr(err, "%s: the header declares 0 images", images_path); goto out; }
+    if (rows == 0 || cols == 0 || rows > AL_IMAGE_MAX_SIDE || cols > AL_IMAGE_MAX_SIDE) {
+        al_seterr(err, "%s: absurd image size %ux%u in the header (byte offset 8; limit %d per side)", images_path, rows, cols, AL_IMAGE_MAX_SIDE);
+        goto out;
+    }
+    uint64_t bytes = (uint64_t)n * rows * cols;
+    if (bytes > (uint64_t)AL_DATA_MAX_BYTES || n > (uint32_t)INT32_MAX) {
+        al_seterr(err, "%s: header declares %u images of %ux%u = %llu bytes, more than the %lld-byte limit",
+                  images_path, n, rows, cols, (unsigned long long)bytes, (long long)AL_DATA_MAX_BYTES);
+        goto out;
+    }
+    if (nl != n) { al_seterr(err, "%s: %u labels, but %s has %u images", labels_path, nl, images_path, n); goto out; }
+    out->pix = malloc((size_t)bytes);
+    out->labels = malloc((size_t)n * sizeof *out->labels);
+    lab8 = malloc(n);
+    if (!out->pix || !out->labels || !lab8) { al_seterr(err, "%s: out of memory for %llu bytes", images_path, (unsigned long long)bytes); goto out; }
+    if (gz_exact(&gi, out->pix, bytes, "the pixels", err)) goto out;
+    if (gz_expect_end(&gi, "pixels", err)) goto out;
+    if (gz_exact(&gl, lab8, n, "the labels", err)) goto out;
+    if (gz_expect_end(&gl, "labels", err)) goto out;
+    int maxl = 0;
+    for (uint32_t i = 0; i < n; i++) { out->labels[i] = lab8[i]; if (lab8[i] > maxl) maxl = lab8[i]; }
+    out->n = (int)n; out->c = 1; out->h = (int)rows; out->w = (int)cols; out->classes = maxl + 1;
+    st = AL_OK;
+out:
+    gzclose(gi.f); gzclose(gl.f);
+    free(lab8);
+    if (st != AL_OK) al_images_free(out);
+    return st;
+}
+
+static const char *const fashion_names[10] = {
+    "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"};
+
+/* dir/base.gz if it exists, else dir/base (then the open error names that). */
+static char *idx_path(const char *dir, const char *base)
+{
+    size_t n = strlen(dir) + strlen(base) + 8;
+    char *p = malloc(n);
+    if (!p) return NULL;
+    snprintf(p, n, "%s/%s.gz", dir, base);
+    struct stat sb;
+    if (stat(p, &sb) != 0) snprintf(p, n, "%s/%s", dir, base);
+    return p;
+}
+static al_status set_names(al_images *im, const char *const *names, int k, al_error *err)
+{
+    im->class_names = calloc((size_t)k, sizeof *im->class_names);
+    if (!im->class_names) return al_seterr(err, "out of memory");
+    for (int i = 0; i < k; i++) if (!(im->class_names[i] = strdup(names[i]))) return al_seterr(err, "out of memory");
+    return AL_OK;
+}
+al_status al_fashion_mnist_load(const char *dir, al_image_split *out, al_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (!dir || !dir[0]) dir = AL_FASHION_MNIST_DIR;
+    const char *base[4] = {"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"};
+    char *p[4];
+    for (int i = 0; i < 4; i++) p[i] = idx_path(dir, base[i]);
+    al_status st = AL_ERR;
+    if (!p[0] || !p[1] || !p[2] || !p[3]) { al_seterr(err, "out of memory"); goto out; }
+    if (al_idx_load(p[0], p[1], &out->train, err)) goto out;
+    if (al_idx_load(p[2], p[3], &out->test, err)) goto out;
+    al_images *s[2] = {&out->train, &out->test};
+    for (int k = 0; k < 2; k++) {
+        if (s[k]->h != 28 || s[k]->w != 28 || s[k]->classes > 10) {
+            al_seterr(err, "%s: not Fashion-MNIST: %dx%d images with %d classes (expected 28x28, 10)",
+                      p[2 * k], s[k]->h, s[k]->w, s[k]->classes);
+            goto out;
+        }
+        s[k]->classes = 10;
+        if (set_names(s[k], fashion_names, 10, err)) goto out;
+    }
+    st = AL_OK;
+out:
+    for (int i = 0; i < 4; i++) free(p[i]);
+    if (st != AL_OK) al_image_split_free(out);
+    return st;
+}
+
+/* ====================================================================================== */
+/* image folders                                                                          */
+/* ====================================================================================== */
+typedef struct strlist { char **s; int n, cap; } strlist;
+static int sl_push(strlist *l, const char *s)
+{
+    if (l->n == l->cap) {
+        int cap = l->cap ? 2 * l->cap : 16;
+        char **q = realloc(l->s, (size_t)cap * sizeof *q);
+        if (!q) return -1;
+        l->s = q; l->cap = cap;
+    }
+    if (!(l->s[l->n] = strdup(s))) return -1;
+    l->n++;
+    return 0;
+}
+static void sl_free(strlist *l) { for (int i = 0; i < l->n; i++) free(l->s[i]); free(l->s); memset(l, 0, sizeof *l); }
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+static char *path_join(const char *a, const char *b)
+{
+    size_t n = strlen(a) + strlen(b) + 2;
+    char *p = malloc(n);
+    if (p) snprintf(p, n, "%s/%s", a, b);
+    return p;
+}
+static int is_dir(const char *p) { struct stat sb; return stat(p, &sb) == 0 && S_ISDIR(sb.st_mode); }
+
+/* Non-hidden entries of dir, sorted by name (strcmp: byte order, locale-independent). */
+static al_status list_dir(const char *dir, strlist *out, al_error *err)
+{
+    DIR *d = opendir(dir);
+    if (!d) return al_seterr(err, "%s: cannot open directory: %s", dir, strerror(errno));
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.') continue;
+        if (sl_push(out, e->d_name)) { closedir(d); sl_free(out); return al_seterr(err, "out of memory"); }
+    }
+    closedir(d);
+    qsort(out->s, (size_t)out->n, sizeof *out->s, cmp_str);
+    return AL_OK;
+}
+
+typedef struct fentry {
+    char *path;
+    int label, split;     /* split: 0 train, 1 test */
+    int w, h, comp;       /* from stbi_info */
+    int ok;
+    char *msg;            /* decode failure message */
+} fentry;
+typedef struct fload {
+    fentry *e; int n, cap;
+    const al_folder_opts *o;
+    int skipped;
+} fload;
+
+static void warnf(fload *L, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warnf(fload *L, const char *fmt, ...)
+{
+    L->skipped++;
+    if (!L->o->warn) return;
+    char msg[1024];
+    va_list ap; va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    L->o->warn(L->o->warn_ud, msg);
+}
+
+/* Scan dir/<class>/ files: stbi_info each, skip (with a warning) what is unreadable or too large. */
+static al_status scan_class(fload *L, const char *cdir, int label, int split, al_error *err)
+{
+    strlist files = {0};
+    if (list_dir(cdir, &files, err)) return AL_ERR;
+    for (int i = 0; i < files.n; i++) {
+        char *p = path_join(cdir, files.s[i]);
+        if (!p) { sl_free(&files); return al_seterr(err, "out of memory"); }
+        struct stat sb;
+        if (stat(p, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+            warnf(L, "%s: not a regular file, skipped", p);
+            free(p); continue;
+        }
+        int w = 0, h = 0, comp = 0;
+        if (!stbi_info(p, &w, &h, &comp)) {
+            const char *why = stbi_failure_reason();
+            warnf(L, "%s: not a readable image (%s), skipped", p, why ? why : "unknown format");
+            free(p); continue;
+        }
+        if (w < 1 || h < 1 || w > AL_IMAGE_MAX_SIDE || h > AL_IMAGE_MAX_SIDE || (int64_t)w * h > AL_IMAGE_MAX_PIXELS) {
+            warnf(L, "%s: image header claims %dx%d pixels (limit %d per side, %lld in all), skipped", p, w, h,
+                  AL_IMAGE_MAX_SIDE, (long long)AL_IMAGE_MAX_PIXELS);
+            free(p); continue;
+        }
+        if (L->n == L->cap) {
+            int cap = L->cap ? 2 * L->cap : 256;
+            fentry *q = realloc(L->e, (size_t)cap * sizeof *q);
+            if (!q) { free(p); sl_free(&files); return al_seterr(err, "out of memory"); }
+            L->e = q; L->cap = cap;
+        }
+        fentry *f = &L->e[L->n++];
+        memset(f, 0, sizeof *f);
+        f->path = p; f->label = label; f->split = split; f->w = w; f->h = h; f->comp = comp;
+    }
+    sl_free(&files);
+    return AL_OK;
+}
+
+/* Resize (h, w, c) interleaved → (H, W, c). */
+static int resize_u8(const uint8_t *in, int w, int h, uint8_t *out, int W, int H, int c)
+{
+#ifdef AL_STBIR2
+    return stbir_resize_uint8_linear(in, w, h, 0, out, W, H, 0, (stbir_pixel_layout)c) != NULL;
+#else
+    return stbir_resize_uint8(in, w, h, 0, out, W, H, 0, c) != 0;
+#endif
+}
+
+/* Decode entry f into dst (C, H, W). Returns 0, or -1 with f->msg set. Thread-safe. */
+static int decode_one(fentry *f, uint8_t *dst, int C, int H, int W)
+{
+    char msg[600];
+    int w, h, comp;
+    uint8_t *img = stbi_load(f->path, &w, &h, &comp, C);
+    if (!img) {
+        const char *why = stbi_failure_reason();
+        snprintf(msg, sizeof msg, "%s: could not be decoded (%s), skipped", f->path, why ? why : "unknown error");
+        f->msg = strdup(msg);
+        return -1;
+    }
+    const uint8_t *src = img;
+    uint8_t *rs = NULL;
+    if (w != W || h != H) {
+        rs = malloc((size_t)W * H * C);
+        if (!rs || !resize_u8(img, w, h, rs, W, H, C)) {
+            snprintf(msg, sizeof msg, "%s: resizing %dx%d to %dx%d failed, skipped", f->path, w, h, W, H);
+            f->msg = strdup(msg);
+            free(rs); stbi_image_free(img);
+            return -1;
+        }
+        src = rs;
+    }
+    const size_t hw = (size_t)H * W;
+    for (int ch = 0; ch < C; ch++)
+        for (size_t i = 0; i < hw; i++) dst[ch * hw + i] = src[i * (size_t)C + (size_t)ch];
+    free(rs);
+    stbi_image_free(img);
+    return 0;
+}
+
+typedef struct sizecount { int h, w, n; } sizecount;
+static int cmp_size(const void *a, const void *b)
+{
+    const sizecount *x = a, *y = b;
+    if (x->h != y->h) return x->h < y->h ? -1 : 1;
+    return x->w < y->w ? -1 : x->w > y->w;
+}
+
+static al_status make_images(al_images *im, int n, int C, int H, int W, const strlist *classes, al_error *err)
+{
+    memset(im, 0, sizeof *im);
+    im->n = n; im->c = C; im->h = H; im->w = W; im->classes = classes->n;
+    im->pix = malloc((size_t)(n ? n : 1) * C * H * W);
+    im->labels = malloc((size_t)(n ? n : 1) * sizeof *im->labels);
+    if (!im->pix || !im->labels) return al_seterr(err, "out of memory for %d images", n);
+    return set_names(im, (const char *const *)classes->s, classes->n, err);
+}
+
+al_status al_image_folder_load(const char *dir, const al_folder_opts *opts, al_image_split *out, al_error *err)
+{
+    memset(out, 0, sizeof *out);
+    al_folder_opts def = {0};
+    if (!opts) opts = &def;
+    fload L = {0};
+    L.o = opts;
+    strlist classes = {0}, top = {0}, testc = {0};
+    uint8_t *all = NULL;
+    int *cnt = NULL;
+    char *trdir = NULL, *tedir = NULL;
+    al_status st = AL_ERR;
+    double frac = opts->test_frac > 0 ? opts->test_frac : 0.2;
+    if (frac >= 1.0 || opts->test_frac < 0) return al_seterr(err, "%s: test fraction %g is not in [0, 1)", dir, opts->test_frac);
+    if (opts->channels != 0 && opts->channels != 1 && opts->channels != 3)
+        return al_seterr(err, "%s: channels must be 1 or 3 (or 0 for automatic), got %d", dir, opts->channels);
+    if (opts->h < 0 || opts->w < 0 || opts->h > AL_IMAGE_MAX_SIDE || opts->w > AL_IMAGE_MAX_SIDE || (!opts->h) != (!opts->w))
+        return al_seterr(err, "%s: bad target size %dx%d", dir, opts->h, opts->w);
+    if (!is_dir(dir)) return al_seterr(err, "%s: not a directory", dir);
+
+    trdir = path_join(dir, "train"); tedir = path_join(dir, "test");
+    if (!trdir || !tedir) { al_seterr(err, "out of memory"); goto out; }
+    int split_mode = is_dir(trdir) && is_dir(tedir);
+    const char *cbase = split_mode ? trdir : dir;
+    if (list_dir(cbase, &top, err)) goto out;
+    for (int i = 0; i < top.n; i++) {
+        char *p = path_join(cbase, top.s[i]);
+        if (!p) { al_seterr(err, "out of memory"); goto out; }
+        if (is_dir(p)) { if (sl_push(&classes, top.s[i])) { free(p); al_seterr(err, "out of memory"); goto out; } }
+        else if (!(split_mode == 0 && (!strcmp(top.s[i], "train") || !strcmp(top.s[i], "test"))))
+            warnf(&L, "%s: not a class directory, skipped", p);
+        free(p);
+    }
+    if (classes.n == 0) { al_seterr(err, "%s: no class directories (expected %s/CLASS/IMAGE files)", cbase, cbase); goto out; }
+    for (int k = 0; k < classes.n; k++) {
+        char *cd = path_join(cbase, classes.s[k]);
+        if (!cd) { al_seterr(err, "out of memory"); goto out; }
+        al_status s = scan_class(&L, cd, k, 0, err);
+        free(cd);
+        if (s) goto out;
+    }
+    if (split_mode) {
+        if (list_dir(tedir, &testc, err)) goto out;
+        for (int i = 0; i < testc.n; i++) {
+            char *cd = path_join(tedir, testc.s[i]);
+            if (!cd) { al_seterr(err, "out of memory"); goto out; }
+            if (!is_dir(cd)) { warnf(&L, "%s: not a class directory, skipped", cd); free(cd); continue; }
+            char **hit = bsearch(&testc.s[i], classes.s, (size_t)classes.n, sizeof *classes.s, cmp_str);
+            if (!hit) { al_seterr(err, "%s: class '%s' of the test split is not a class of %s", cd, testc.s[i], trdir); free(cd); goto out; }
+            al_status s = scan_class(&L, cd, (int)(hit - classes.s), 1, err);
+            free(cd);
+            if (s) goto out;
+        }
+    }
+    if (L.n == 0) { al_seterr(err, "%s: no readable images in any class directory", dir); goto out; }
+
+    /* Target size: the caller's, else the most common (ties: smallest h, then w). */
+    int H = opts->h, W = opts->w;
+    if (!H) {
+        sizecount *sc = malloc((size_t)L.n * sizeof *sc);
+        if (!sc) { al_seterr(err, "out of memory"); goto out; }
+        for (int i = 0; i < L.n; i++) { sc[i].h = L.e[i].h; sc[i].w = L.e[i].w; }
+        qsort(sc, (size_t)L.n, sizeof *sc, cmp_size);
+        int best = 0;
+        for (int i = 0, j; i < L.n; i = j) {
+            for (j = i; j < L.n && sc[j].h == sc[i].h && sc[j].w == sc[i].w; j++) {}
+            if (j - i > best) { best = j - i; H = sc[i].h; W = sc[i].w; }
+        }
+        free(sc);
+    }
+    int C = opts->channels;
+    if (!C) { C = 1; for (int i = 0; i < L.n; i++) if (L.e[i].comp >= 3) C = 3; }
+    int64_t per = (int64_t)C * H * W;
+    if ((int64_t)L.n * per > AL_DATA_MAX_BYTES) {
+        al_seterr(err, "%s: %d images of %dx%dx%d need more than %lld bytes", dir, L.n, C, H, W, (long long)AL_DATA_MAX_BYTES);
+        goto out;
+    }
+    all = malloc((size_t)((int64_t)L.n * per));
+    if (!all) { al_seterr(err, "%s: out of memory for %d images", dir, L.n); goto out; }
+
+    /* Decode in parallel: each file writes its own slot; warnings are emitted afterwards in file order. */
+    const int ne = L.n;
+    AL_OMP("omp parallel for schedule(dynamic, 4)")
+    for (int i = 0; i < ne; i++) L.e[i].ok = decode_one(&L.e[i], all + (size_t)i * (size_t)per, C, H, W) == 0;
+    for (int i = 0; i < ne; i++)
+        if (!L.e[i].ok) {
+            warnf(&L, "%s", L.e[i].msg ? L.e[i].msg : "an image could not be decoded, skipped");
+        }
+
+    /* Per-class counts of usable images in the train pool (and in the test split). */
+    cnt = calloc((size_t)classes.n * 2, sizeof *cnt);
+    if (!cnt) { al_seterr(err, "out of memory"); goto out; }
+    for (int i = 0; i < ne; i++) if (L.e[i].ok) cnt[2 * L.e[i].label + L.e[i].split]++;
+    for (int k = 0; k < classes.n; k++)
+        if (cnt[2 * k] == 0) { al_seterr(err, "%s/%s: the class has no usable images", cbase, classes.s[k]); goto out; }
+    if (!split_mode) {
+        /* Hold out round(frac · n_k) images per class, chosen with the split seed; file order kept. */
+        al_rng rng; al_rng_seed(&rng, opts->split_seed, AL_RNG_DATA);
+        int *members = malloc((size_t)ne * sizeof *members);
+        if (!members) { al_seterr(err, "out of memory"); goto out; }
+        for (int k = 0; k < classes.n; k++) {
+            int m = 0;
+            for (int i = 0; i < ne; i++) if (L.e[i].ok && L.e[i].label == k) members[m++] = i;
+            int nt = (int)floor(frac * m + 0.5);
+            if (nt >= m) nt = m - 1;
+            al_rng_shuffle(&rng, members, m);
+            for (int j = 0; j < nt; j++) L.e[members[j]].split = 1;
+        }
+        free(members);
+    } else {
+        int ntest = 0;
+        for (int k = 0; k < classes.n; k++) ntest += cnt[2 * k + 1];
+        if (ntest == 0) { al_seterr(err, "%s: the test split has no usable images", tedir); goto out; }
+    }
+    int nsplit[2] = {0, 0};
+    for (int i = 0; i < ne; i++) if (L.e[i].ok) nsplit[L.e[i].split]++;
+    if (make_images(&out->train, nsplit[0], C, H, W, &classes, err)) goto out;
+    if (make_images(&out->test, nsplit[1], C, H, W, &classes, err)) goto out;
+    /* Class-major order (train: classes by name, files by name; test likewise). */
+    int pos[2] = {0, 0};
+    for (int k = 0; k < classes.n; k++)
+        for (int i = 0; i < ne; i++) {
+            fentry *f = &L.e[i];
+            if (!f->ok || f->label != k) continue;
+            al_images *im = f->split ? &out->test : &out->train;
+            int j = pos[f->split]++;
+            memcpy(im->pix + (size_t)j * (size_t)per, all + (size_t)i * (size_t)per, (size_t)per);
+            im->labels[j] = k;
+        }
+    out->skipped = L.skipped;
+    st = AL_OK;
+out:
+    for (int i = 0; i < L.n; i++) { free(L.e[i].path); free(L.e[i].msg); }
+    free(L.e); free(all); free(cnt); free(trdir); free(tedir);
+    sl_free(&classes); sl_free(&top); sl_free(&testc);
+    if (st != AL_OK) al_image_split_free(out);
+    return st;
+}
+
+/* ====================================================================================== */
+/* subsets, statistics, batches                                                           */
+/* ====================================================================================== */
+al_status al_images_subset(const al_images *im, int n, uint64_t seed, int *idx, al_error *err)
+{
+    if (!im || im->n < 1 || im->classes < 1) return al_seterr(err, "subset: empty image set");
+    if (n < 1 || n > im->n) return al_seterr(err, "subset: asked for %d images, the split has %d", n, im->n);
+    const int K = im->classes;
+    int64_t *count = calloc((size_t)K, sizeof *count), *quota = calloc((size_t)K, sizeof *quota), *rem = calloc((size_t)K, sizeof *rem);
+    int *order = malloc((size_t)K * sizeof *order), *members = malloc((size_t)im->n * sizeof *members);
+    uint8_t *pick = calloc((size_t)im->n, 1);
+    al_status st = AL_ERR;
+    if (!count || !quota || !rem || !order || !members || !pick) { al_seterr(err, "subset: out of memory"); goto out; }
+    for (int i = 0; i < im->n; i++) {
+        if (im->labels[i] < 0 || im->labels[i] >= K) { al_seterr(err, "subset: label %d of image %d is outside [0, %d)", im->labels[i], i, K); goto out; }
+        count[im->labels[i]]++;
+    }
+    /* Largest-remainder apportionment of n over the classes, by class size. */
+    int64_t given = 0;
+    for (int k = 0; k < K; k++) {
+        quota[k] = (int64_t)n * count[k] / im->n;
+        rem[k] = (int64_t)n * count[k] % im->n;
+        given += quota[k]; order[k] = k;
+    }
+    for (int a = 1; a < K; a++) {   /* insertion sort: remainder descending, class ascending */
+        int x = order[a], b = a - 1;
+        while (b >= 0 && rem[order[b]] < rem[x]) { order[b + 1] = order[b]; b--; }
+        order[b + 1] = x;
+    }
+    for (int pass = 0; given < n && pass < 2; pass++)
+        for (int j = 0; j < K && given < n; j++)
+            if (quota[order[j]] < count[order[j]]) { quota[order[j]]++; given++; }
+    al_rng rng; al_rng_seed(&rng, seed, AL_RNG_DATA);
+    for (int k = 0; k < K; k++) {
+        int m = 0;
+        for (int i = 0; i < im->n; i++) if (im->labels[i] == k) members[m++] = i;
+        al_rng_shuffle(&rng, members, m);   /* depends on the class size only: subsets nest */
+        for (int j = 0; j < quota[k]; j++) pick[members[j]] = 1;
+    }
+    int o = 0;
+    for (int i = 0; i < im->n; i++) if (pick[i]) idx[o++] = i;
+    st = AL_OK;
+out:
+    free(count); free(quota); free(rem); free(order); free(members); free(pick);
+    return st;
+}
+
+static al_status check_idx(const al_images *im, const int *idx, int n, const char *who, al_error *err)
+{
+    for (int i = 0; i < n; i++)
+        if (idx[i] < 0 || idx[i] >= im->n) return al_seterr(err, "%s: index %d at position %d is outside [0, %d)", who, idx[i], i, im->n);
+    return AL_OK;
+}
+
+al_status al_images_stats(const al_images *im, const int *idx, int n, float *mean, float *std, al_error *err)
+{
+    if (!idx) n = im->n;
+    if (n < 1) return al_seterr(err, "stats: no images");
+    if (idx && check_idx(im, idx, n, "stats", err)) return AL_ERR;
+    const size_t hw = (size_t)im->h * im->w;
+    for (int ch = 0; ch < im->c; ch++) {
+        uint64_t s = 0, s2 = 0;   /* exact: at most 2^31 · 255² < 2^47 */
+        AL_OMP("omp parallel for reduction(+ : s, s2) schedule(static)")
+        for (int i = 0; i < n; i++) {
+            const uint8_t *p = im->pix + ((size_t)(idx ? idx[i] : i) * im->c + ch) * hw;
+            uint64_t a = 0, b = 0;
+            for (size_t j = 0; j < hw; j++) { a += p[j]; b += (uint64_t)p[j] * p[j]; }
+            s += a; s2 += b;
+        }
+        double cntd = (double)n * (double)hw;
+        double m = (double)s / cntd, v = (double)s2 / cntd - m * m;
+        mean[ch] = (float)(m / 255.0);
+        std[ch] = (float)(sqrt(v > 0 ? v : 0) / 255.0);
+    }
+    return AL_OK;
+}
+
+al_status al_images_batch(const al_images *im, const int *idx, int b, const float *mean, const float *std,
+                          float *x, int *labels, al_error *err)
+{
+    if (b < 0 || im->c > 4) return al_seterr(err, "batch: bad batch size %d or %d channels", b, im->c);
+    if (check_idx(im, idx, b, "batch", err)) return AL_ERR;
+    float lut[4][256];
+    for (int ch = 0; ch < im->c; ch++) {
+        float m = mean ? mean[ch] : 0.f, s = std ? std[ch] : 1.f;
+        if (!(s >= 1e-8f)) s = 1.f;
+        for (int v = 0; v < 256; v++) lut[ch][v] = ((float)v / 255.f - m) / s;
+    }
+    const size_t hw = (size_t)im->h * im->w, per = hw * (size_t)im->c;
+    AL_OMP("omp parallel for schedule(static)")
+    for (int i = 0; i < b; i++) {
+        const uint8_t *p = im->pix + (size_t)idx[i] * per;   /* (c, h, w) */
+        float *o = x + (size_t)i * per;                        /* (c, h, w) */
+        for (int ch = 0; ch < im->c; ch++)
+            for (size_t j = 0; j < hw; j++) o[ch * hw + j] = lut[ch][p[ch * hw + j]];
+        if (labels) labels[i] = im->labels[idx[i]];
+    }
+    return AL_OK;
+}
