@@ -1,9 +1,717 @@
-/* cmd_sweep.c — attnlab sweep (not yet written). */
+/* cmd_sweep.c — attnlab sweep: models × training-set sizes (or graph splits) × seeds, each run a child
+ * `attnlab train` process, all results in one CSV that is only ever replaced atomically.
+ *
+ * Resumability. A run is identified by (task, dataset, model, split, seed), where split is
+ * "size=N", "lpc=K", "frac=F" or "planetoid"; its run_id in the sweep CSV is al_run_id() of that
+ * description (the child's own run_id is replaced when its rows are merged), so a run whose run_id
+ * is in the CSV is complete. A child writes to CSV.run-RUNID.PID.part; when it exits 0 the sweep
+ * writes CSV.tmp.PID = old CSV + the child's rows, fsyncs and renames it over CSV (al_write_atomic).
+ * On start, leftover *.part / *.tmp.* files of a killed sweep are deleted and their runs redone.
+ * Children get PR_SET_PDEATHSIG(SIGKILL), so a sweep killed with SIGKILL leaves no orphan writing.
+ * A lock file CSV.lock (flock) keeps two sweeps off one CSV.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zlib.h>
+#include "attnlab/data.h"
+#include "attnlab/io.h"
+#include "attnlab/results.h"
 #include "cli.h"
+
+#define MAXLIST 256
+#define MAXJOBS 64
+#define MAXRUNS 100000
+#define STEP_BUDGET 3000    /* image-tradeoff: optimisation steps per run (batch 64) */
+#define BATCH 64            /* the image trainer's default batch size */
+
+enum { SPLIT_SIZE, SPLIT_LPC, SPLIT_FRAC, SPLIT_PLANETOID };
+enum { RUN_TODO, RUN_SKIP, RUN_RUNNING, RUN_DONE, RUN_FAILED, RUN_STOPPED };
+
+typedef struct split { int kind; long n; double frac; } split;
+
+typedef struct plan_run {
+    const char *model;
+    split sp;
+    long seed;
+    int epochs;               /* 0: the trainer's default */
+    char desc[96];            /* "cnn size=1000 seed=2" */
+    char run_id[17];
+    char part[PATH_MAX];      /* per-run temporary CSV */
+    int state;
+    pid_t pid;
+    double t0;
+} plan_run;
+
+typedef struct sweep_cfg {
+    const char *preset, *task, *data, *csv;
+    char *models[MAXLIST]; int nmodels;
+    split splits[MAXLIST]; int nsplits;
+    long seeds[MAXLIST]; int nseeds;
+    int epochs;               /* > 0 fixed; 0 trainer default; -1 step-budget rule; -2 demo rule */
+    int jobs, dry_run, post;  /* post: demo's summary table and plot */
+    const char *plot_out;
+} sweep_cfg;
+
+/* ---------------- signals: forwarded to running children from the handler ---------------- */
+static volatile sig_atomic_t g_stop;
+static volatile sig_atomic_t g_child[MAXJOBS];
+
+static void on_signal(int sig)
+{
+    g_stop = sig;
+    for (int i = 0; i < MAXJOBS; i++)
+        if (g_child[i] > 0) kill((pid_t)g_child[i], sig);
+}
+
+/* ---------------- usage ---------------- */
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: attnlab sweep --preset image-tradeoff|graph-tradeoff|demo [--csv FILE] [--seeds LIST] [--jobs N]\n"
+        "       attnlab sweep --task image --models a,b,... --train-sizes n1,n2,... --seeds LIST --csv FILE\n"
+        "       attnlab sweep --task graph --models a,b,... [--labels-per-class k1,k2,...] [--train-frac F,...]\n"
+        "                     [--planetoid] --seeds LIST --csv FILE\n"
+        "  Runs every combination model x size (or graph split) x seed as a child `attnlab train` process and\n"
+        "  appends each finished run's rows to FILE in one atomic step. Runs already in FILE are skipped, so a\n"
+        "  sweep that was interrupted (Ctrl-C, kill -9, power loss) resumes with the same command.\n"
+        "options:\n"
+        "  --task image|graph       image: models cnn, sa, local; graph: gat, gat-full, gcn, mlp\n"
+        "  --data NAME              dataset passed to train (default fashion-mnist / cora)\n"
+        "  --models LIST            comma-separated models\n"
+        "  --train-sizes LIST       image: training-set sizes (at most the training set, 60000 for Fashion-MNIST)\n"
+        "  --labels-per-class LIST  graph: labelled training nodes per class\n"
+        "  --train-frac LIST        graph: fraction of the non-val/test labelled nodes used for training\n"
+        "  --planetoid              graph: also run the standard Planetoid split\n"
+        "  --seeds LIST             seeds: 1,2,3 or 1-10 or 1-3,7\n"
+        "  --epochs E               epochs per run (default: the trainer's default; presets: see below)\n"
+        "  --csv FILE               results CSV (presets: results/PRESET.csv)\n"
+        "  --jobs N                 N runs side by side (default 1); each gets OMP_NUM_THREADS = cores / N\n"
+        "                           unless OMP_NUM_THREADS is set\n"
+        "  --plot FILE.png          demo: where the plot goes (default results/demo.png)\n"
+        "  --dry-run                print the runs (todo / done) and exit\n"
+        "presets:\n"
+        "  image-tradeoff  cnn,sa,local on Fashion-MNIST, sizes 500,1000,2000,5000,10000,30000,60000, seeds 1-3,\n"
+        "                  the same optimisation budget per run: epochs = max(2, min(30, ceil(%d / ceil(size / %d))))\n"
+        "                  i.e. about %d steps of batch %d (500..5000: 30 epochs, 10000: 20, 30000: 7, 60000: 4)\n"
+        "  graph-tradeoff  gat,gat-full,gcn,mlp on cora, labels per class 2,5,10,20,50,100 and train-frac 0.6,\n"
+        "                  seeds 1-10, the trainer's default epochs\n"
+        "  demo            cnn,sa,local on 1000 and 10000 Fashion-MNIST images, seed 1, 3 epochs at size 1000 and\n"
+        "                  1 at 10000; writes results/demo.csv, prints the summary table, plots results/demo.png\n"
+        "exit status: 0 all runs complete, 1 a run failed or an I/O error, 2 bad arguments, 130 interrupted\n",
+        STEP_BUDGET, BATCH, STEP_BUDGET, BATCH);
+}
+
+static int bad(const char *fmt, const char *a, const char *b)
+{
+    fprintf(stderr, "attnlab sweep: ");
+    fprintf(stderr, fmt, a, b);
+    fprintf(stderr, "\n");
+    return 2;
+}
+
+/* ---------------- list parsing ---------------- */
+/* Split a comma list into items (pointers into a strdup'd copy kept in *keep). Returns the count or -1. */
+static int split_list(const char *opt, const char *s, char **items, int max, char **keep)
+{
+    if (!s || !*s) { bad("%s: empty list%s", opt, ""); return -1; }
+    char *c = strdup(s);
+    if (!c) return -1;
+    *keep = c;
+    int n = 0;
+    for (char *p = c;;) {
+        char *q = strchr(p, ',');
+        if (q) *q = 0;
+        if (!*p) { bad("%s: empty item in list '%s'", opt, s); return -1; }
+        if (n == max) { bad("%s: too many items in '%s'", opt, s); return -1; }
+        items[n++] = p;
+        if (!q) break;
+        p = q + 1;
+    }
+    return n;
+}
+
+static int parse_int(const char *s, long lo, long hi, long *out)
+{
+    char *e; errno = 0;
+    long v = strtol(s, &e, 10);
+    if (errno || e == s || *e || v < lo || v > hi) return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_seeds(const char *s, sweep_cfg *c)
+{
+    char *items[MAXLIST], *keep = NULL;
+    int n = split_list("--seeds", s, items, MAXLIST, &keep);
+    c->nseeds = 0;
+    for (int i = 0; i < n; i++) {
+        long a, b;
+        char *dash = strchr(items[i] + 1, '-');   /* + 1: a leading '-' is a negative number, refused below */
+        if (dash) {
+            *dash = 0;
+            if (parse_int(items[i], 0, INT_MAX, &a) || parse_int(dash + 1, 0, INT_MAX, &b) || b < a) {
+                *dash = '-';
+                bad("--seeds: bad range '%s' in '%s' (want A-B with 0 <= A <= B)", items[i], s);
+                n = -1; break;
+            }
+        } else if (parse_int(items[i], 0, INT_MAX, &a)) {
+            bad("--seeds: bad seed '%s' in '%s' (want a non-negative integer or A-B)", items[i], s);
+            n = -1; break;
+        } else b = a;
+        if (b - a + 1 > MAXLIST - c->nseeds) { bad("--seeds: more than 256 seeds in '%s'%s", s, ""); n = -1; break; }
+        for (long v = a; v <= b; v++) {
+            for (int j = 0; j < c->nseeds; j++)
+                if (c->seeds[j] == v) { char num[24]; snprintf(num, sizeof num, "%ld", v);
+                                        bad("--seeds: seed %s appears twice in '%s'", num, s); free(keep); return -1; }
+            c->seeds[c->nseeds++] = v;
+        }
+    }
+    free(keep);
+    return n < 0 ? -1 : 0;
+}
+
+static int add_splits(const char *opt, const char *s, int kind, sweep_cfg *c)
+{
+    char *items[MAXLIST], *keep = NULL;
+    int n = split_list(opt, s, items, MAXLIST, &keep);
+    for (int i = 0; i < n; i++) {
+        split sp = {kind, 0, 0};
+        if (kind == SPLIT_FRAC) {
+            char *e; errno = 0;
+            sp.frac = strtod(items[i], &e);
+            if (errno || *e || !(sp.frac > 0 && sp.frac <= 1)) { bad("%s: '%s' is not a fraction in (0, 1]", opt, items[i]); n = -1; break; }
+        } else if (parse_int(items[i], 1, INT_MAX, &sp.n)) {
+            bad("%s: '%s' is not a positive integer", opt, items[i]); n = -1; break;
+        }
+        for (int j = 0; j < c->nsplits; j++)
+            if (c->splits[j].kind == kind && c->splits[j].n == sp.n && c->splits[j].frac == sp.frac) {
+                bad("%s: '%s' appears twice", opt, items[i]); free(keep); return -1;
+            }
+        if (c->nsplits == MAXLIST) { bad("%s: too many items%s", opt, ""); n = -1; break; }
+        c->splits[c->nsplits++] = sp;
+    }
+    free(keep);
+    return n < 0 ? -1 : 0;
+}
+
+/* ---------------- validation tables ---------------- */
+static const char *image_models[] = {"cnn", "sa", "local", NULL};
+static const char *graph_models[] = {"gat", "gat-full", "gcn", "mlp", NULL};
+
+static int in_list(const char *const *l, const char *s)
+{
+    for (; *l; l++) if (!strcmp(*l, s)) return 1;
+    return 0;
+}
+
+/* Training images of a known image dataset: the count in the IDX header (or 60000 if unreadable);
+ * -1 for a dataset we cannot size (an image folder: the trainer checks). */
+static long image_train_count(const char *data)
+{
+    if (strcmp(data, "fashion-mnist")) return -1;
+    long n = 60000;
+    gzFile g = gzopen(AL_FASHION_MNIST_DIR "/train-images-idx3-ubyte.gz", "rb");
+    if (!g) g = gzopen(AL_FASHION_MNIST_DIR "/train-images-idx3-ubyte", "rb");
+    if (g) {
+        unsigned char h[8];
+        if (gzread(g, h, 8) == 8 && h[0] == 0 && h[1] == 0 && h[2] == 8 && h[3] == 3)
+            n = (long)h[4] << 24 | (long)h[5] << 16 | (long)h[6] << 8 | (long)h[7];
+        gzclose(g);
+    }
+    return n;
+}
+
+/* Graph training candidates (labelled nodes outside val and test) and classes of known graphs. */
+static const struct { const char *name; int candidates, classes; } graph_table[] = {{"cora", 1208, 7}};
+
+/* ---------------- the plan ---------------- */
+static void split_str(const split *sp, char *buf, size_t n)
+{
+    switch (sp->kind) {
+    case SPLIT_SIZE: snprintf(buf, n, "size=%ld", sp->n); break;
+    case SPLIT_LPC:  snprintf(buf, n, "lpc=%ld", sp->n); break;
+    case SPLIT_FRAC: snprintf(buf, n, "frac=%g", sp->frac); break;
+    default:         snprintf(buf, n, "planetoid"); break;
+    }
+}
+
+static int epochs_for(const sweep_cfg *c, const split *sp)
+{
+    if (c->epochs >= 0) return c->epochs;
+    long steps = (sp->n + BATCH - 1) / BATCH;
+    if (c->epochs == -2) return sp->n <= 1000 ? 3 : 1;                 /* demo */
+    long e = (STEP_BUDGET + steps - 1) / steps;                         /* step budget */
+    return (int)(e < 2 ? 2 : e > 30 ? 30 : e);
+}
+
+/* ---------------- the CSV and its companions ---------------- */
+typedef struct csvbuf { char *p; size_t n, cap; } csvbuf;
+
+static int buf_put(csvbuf *b, const char *s, size_t n)
+{
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 1 << 16;
+        while (cap < b->n + n + 1) cap *= 2;
+        char *q = realloc(b->p, cap);
+        if (!q) return -1;
+        b->p = q; b->cap = cap;
+    }
+    memcpy(b->p + b->n, s, n);
+    b->n += n; b->p[b->n] = 0;
+    return 0;
+}
+
+static void dir_and_base(const char *path, char *dir, size_t dn, const char **base)
+{
+    const char *sl = strrchr(path, '/');
+    if (!sl) { snprintf(dir, dn, "."); *base = path; }
+    else if (sl == path) { snprintf(dir, dn, "/"); *base = sl + 1; }
+    else { snprintf(dir, dn, "%.*s", (int)(sl - path), path); *base = sl + 1; }
+}
+
+static int mkdir_p(const char *dir)
+{
+    char tmp[PATH_MAX];
+    snprintf(tmp, sizeof tmp, "%s", dir);
+    for (char *p = tmp + 1; *p; p++)
+        if (*p == '/') { *p = 0; if (mkdir(tmp, 0755) && errno != EEXIST) return -1; *p = '/'; }
+    if (mkdir(tmp, 0755) && errno != EEXIST) return -1;
+    return 0;
+}
+
+static int all_digits(const char *s) { if (!*s) return 0; for (; *s; s++) if (*s < '0' || *s > '9') return 0; return 1; }
+
+/* Delete BASE.run-*.part and BASE.tmp.DIGITS in dir: what a killed sweep leaves behind. */
+static int remove_leftovers(const char *dir, const char *base)
+{
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    size_t bl = strlen(base);
+    int removed = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        const char *nm = e->d_name;
+        if (strncmp(nm, base, bl)) continue;
+        const char *rest = nm + bl;
+        size_t rl = strlen(rest);
+        int part = !strncmp(rest, ".run-", 5) && rl > 10 && !strcmp(rest + rl - 5, ".part");
+        int tmp = !strncmp(rest, ".tmp.", 5) && all_digits(rest + 5);
+        if (!part && !tmp) continue;
+        char p[PATH_MAX];
+        if (snprintf(p, sizeof p, "%s/%s", dir, nm) >= (int)sizeof p) continue;
+        if (unlink(p) == 0) { fprintf(stderr, "sweep: removed %s left by an interrupted sweep\n", p); removed++; }
+    }
+    closedir(d);
+    return removed;
+}
+
+static void setmsg(char *msg, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void setmsg(char *msg, size_t n, const char *fmt, ...)
+{
+    va_list ap; va_start(ap, fmt);
+    vsnprintf(msg, n, fmt, ap);
+    va_end(ap);
+}
+
+/* Merge a finished child's rows into the CSV (one atomic replace). Returns 0, or -1 with msg set;
+ * *fatal is set when the main CSV could not be written. */
+static int merge_run(const sweep_cfg *c, plan_run *r, csvbuf *main_csv, double *acc, char *msg, size_t mn, int *fatal)
+{
+    char *text; size_t len;
+    al_error e = {{0}};
+    al_results res;
+    *fatal = 0;
+    if (al_read_file(r->part, &text, &len, &e) != AL_OK) { setmsg(msg, mn, "%s", e.msg); return -1; }
+    if (al_results_parse(text, len, r->part, &res, &e) != AL_OK) { setmsg(msg, mn, "%s", e.msg); free(text); return -1; }
+    int ok = 0;
+    if (res.n == 0) setmsg(msg, mn, "%s: the trainer wrote no rows", r->part);
+    else if (res.nrun != 1) setmsg(msg, mn, "%s: the trainer wrote %d runs, expected 1", r->part, res.nrun);
+    else {
+        const al_result_row *last = &res.row[res.n - 1];
+        if (strcmp(last->task, c->task) || strcmp(last->model, r->model) || last->seed != r->seed
+            || (r->sp.kind == SPLIT_SIZE && last->train_size != r->sp.n))
+            setmsg(msg, mn, "%s: rows are for %s %s size=%ld seed=%ld, expected %s", r->part, last->task,
+                     last->model, last->train_size, last->seed, r->desc);
+        else { ok = 1; *acc = last->test_acc; }
+    }
+    al_results_free(&res);
+    if (!ok) { free(text); return -1; }
+    size_t old = main_csv->n;
+    int oom = 0;
+    if (old == 0) oom |= buf_put(main_csv, AL_CSV_HEADER "\n", strlen(AL_CSV_HEADER) + 1);
+    const char *p = strchr(text, '\n') + 1;              /* skip the header (parse checked it) */
+    while (*p) {
+        const char *nl = strchr(p, '\n'), *comma = strchr(p, ',');
+        oom |= buf_put(main_csv, r->run_id, strlen(r->run_id));
+        oom |= buf_put(main_csv, comma, (size_t)(nl + 1 - comma));
+        p = nl + 1;
+    }
+    free(text);
+    if (oom || al_write_atomic(c->csv, main_csv->p, main_csv->n, &e) != AL_OK) {
+        main_csv->n = old;
+        setmsg(msg, mn, "%s", oom ? "out of memory" : e.msg);
+        *fatal = 1;
+        return -1;
+    }
+    unlink(r->part);
+    return 0;
+}
+
+/* Fork/exec `EXE train ...` for run r; returns the pid or -1. */
+static pid_t start_child(const sweep_cfg *c, plan_run *r, const char *exe, const char *threads)
+{
+    char sz[32], sd[32], ep[32];
+    const char *av[32]; int n = 0;
+    av[n++] = exe; av[n++] = "train"; av[n++] = "--task"; av[n++] = c->task;
+    av[n++] = "--data"; av[n++] = c->data; av[n++] = "--model"; av[n++] = r->model;
+    switch (r->sp.kind) {
+    case SPLIT_SIZE: snprintf(sz, sizeof sz, "%ld", r->sp.n); av[n++] = "--train-size"; av[n++] = sz; break;
+    case SPLIT_LPC:  snprintf(sz, sizeof sz, "%ld", r->sp.n); av[n++] = "--labels-per-class"; av[n++] = sz; break;
+    case SPLIT_FRAC: snprintf(sz, sizeof sz, "%g", r->sp.frac); av[n++] = "--train-frac"; av[n++] = sz; break;
+    default:         av[n++] = "--split"; av[n++] = "planetoid"; break;
+    }
+    if (r->epochs > 0) { snprintf(ep, sizeof ep, "%d", r->epochs); av[n++] = "--epochs"; av[n++] = ep; }
+    snprintf(sd, sizeof sd, "%ld", r->seed);
+    av[n++] = "--seed"; av[n++] = sd; av[n++] = "--csv"; av[n++] = r->part; av[n++] = "--quiet";
+    av[n] = NULL;
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct sigaction sa; memset(&sa, 0, sizeof sa); sa.sa_handler = SIG_DFL;
+        sigaction(SIGINT, &sa, NULL); sigaction(SIGTERM, &sa, NULL);
+        sigset_t none; sigemptyset(&none); sigprocmask(SIG_SETMASK, &none, NULL);
+        setpgid(0, 0);                                /* Ctrl-C reaches the sweep only; it forwards */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);             /* no orphan outlives a killed sweep */
+        if (getppid() != parent) _exit(127);
+        int devnull = open("/dev/null", O_WRONLY);
+        if (devnull >= 0) { dup2(devnull, 1); close(devnull); }   /* the trainer's summary; rows go to the CSV */
+        if (threads) setenv("OMP_NUM_THREADS", threads, 1);
+        execv(exe, (char *const *)av);
+        fprintf(stderr, "attnlab sweep: cannot run %s: %s\n", exe, strerror(errno));
+        _exit(127);
+    }
+    if (pid > 0) setpgid(pid, pid);
+    return pid;
+}
+
+/* ---------------- argument parsing ---------------- */
+static int set_preset(sweep_cfg *c, const char *name)
+{
+    static char *img[] = {"cnn", "sa", "local"}, *gr[] = {"gat", "gat-full", "gcn", "mlp"};
+    c->preset = name;
+    if (!strcmp(name, "image-tradeoff") || !strcmp(name, "demo")) {
+        int demo = !strcmp(name, "demo");
+        static const long sizes[] = {500, 1000, 2000, 5000, 10000, 30000, 60000}, dsizes[] = {1000, 10000};
+        c->task = "image";
+        c->nmodels = 3; memcpy(c->models, img, sizeof img);
+        const long *s = demo ? dsizes : sizes;
+        c->nsplits = demo ? 2 : 7;
+        for (int i = 0; i < c->nsplits; i++) c->splits[i] = (split){SPLIT_SIZE, s[i], 0};
+        c->nseeds = demo ? 1 : 3;
+        for (int i = 0; i < c->nseeds; i++) c->seeds[i] = i + 1;
+        c->epochs = demo ? -2 : -1;
+        c->post = demo;
+    } else if (!strcmp(name, "graph-tradeoff")) {
+        static const long lpc[] = {2, 5, 10, 20, 50, 100};
+        c->task = "graph";
+        c->nmodels = 4; memcpy(c->models, gr, sizeof gr);
+        c->nsplits = 0;
+        for (int i = 0; i < 6; i++) c->splits[c->nsplits++] = (split){SPLIT_LPC, lpc[i], 0};
+        c->splits[c->nsplits++] = (split){SPLIT_FRAC, 0, 0.6};
+        c->nseeds = 10;
+        for (int i = 0; i < 10; i++) c->seeds[i] = i + 1;
+        c->epochs = 0;
+    } else return bad("unknown preset '%s' (expected image-tradeoff, graph-tradeoff or demo)%s", name, "");
+    return 0;
+}
+
 int cmd_sweep(int argc, char **argv)
 {
-    (void)argc; (void)argv;
-    fprintf(stderr, "attnlab sweep: not implemented yet\n");
-    return 2;
+    enum { O_PRESET = 256, O_TASK, O_DATA, O_MODELS, O_SIZES, O_LPC, O_FRAC, O_PLANETOID, O_SEEDS, O_EPOCHS,
+           O_CSV, O_JOBS, O_PLOT, O_DRY };
+    static const struct option opts[] = {
+        {"preset", required_argument, 0, O_PRESET}, {"task", required_argument, 0, O_TASK},
+        {"data", required_argument, 0, O_DATA}, {"models", required_argument, 0, O_MODELS},
+        {"train-sizes", required_argument, 0, O_SIZES}, {"labels-per-class", required_argument, 0, O_LPC},
+        {"train-frac", required_argument, 0, O_FRAC}, {"planetoid", no_argument, 0, O_PLANETOID},
+        {"seeds", required_argument, 0, O_SEEDS}, {"epochs", required_argument, 0, O_EPOCHS},
+        {"csv", required_argument, 0, O_CSV}, {"jobs", required_argument, 0, O_JOBS},
+        {"plot", required_argument, 0, O_PLOT}, {"dry-run", no_argument, 0, O_DRY},
+        {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    static sweep_cfg c;
+    memset(&c, 0, sizeof c);
+    c.jobs = 1;
+    const char *preset = NULL, *models = NULL, *sizes = NULL, *lpc = NULL, *frac = NULL, *seeds = NULL;
+    int planetoid = 0, epochs = 0, freeform = 0, ch;
+    long v;
+    optind = 0; opterr = 0;
+    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'h': usage(stdout); return 0;
+        case O_PRESET: preset = optarg; break;
+        case O_TASK: c.task = optarg; freeform = 1; break;
+        case O_DATA: c.data = optarg; break;
+        case O_MODELS: models = optarg; freeform = 1; break;
+        case O_SIZES: sizes = optarg; freeform = 1; break;
+        case O_LPC: lpc = optarg; freeform = 1; break;
+        case O_FRAC: frac = optarg; freeform = 1; break;
+        case O_PLANETOID: planetoid = 1; freeform = 1; break;
+        case O_SEEDS: seeds = optarg; break;
+        case O_EPOCHS:
+            if (parse_int(optarg, 1, 100000, &v)) return bad("--epochs: '%s' is not an integer in 1..100000%s", optarg, "");
+            epochs = (int)v; break;
+        case O_CSV: c.csv = optarg; break;
+        case O_JOBS:
+            if (parse_int(optarg, 1, MAXJOBS, &v)) return bad("--jobs: '%s' is not an integer in 1..64%s", optarg, "");
+            c.jobs = (int)v; break;
+        case O_PLOT: c.plot_out = optarg; break;
+        case O_DRY: c.dry_run = 1; break;
+        default:
+            return bad("unknown or incomplete option '%s' (see attnlab sweep --help)%s", argv[optind - 1], "");
+        }
+    }
+    if (optind < argc) return bad("unexpected argument '%s' (see attnlab sweep --help)%s", argv[optind], "");
+    char *model_keep = NULL;
+    static char csv_default[PATH_MAX];
+    if (preset) {
+        if (freeform) return bad("--preset %s sets task, models and sizes; use --csv, --seeds, --epochs, --jobs only%s", preset, "");
+        if (set_preset(&c, preset)) return 2;
+        if (!c.csv) { snprintf(csv_default, sizeof csv_default, "results/%s.csv", preset); c.csv = csv_default; }
+        if (c.post && !c.plot_out) c.plot_out = "results/demo.png";
+    } else {
+        if (!c.task) return bad("give --preset NAME or --task image|graph (see attnlab sweep --help)%s%s", "", "");
+        if (strcmp(c.task, "image") && strcmp(c.task, "graph")) return bad("--task: unknown task '%s' (expected image or graph)%s", c.task, "");
+        if (!models) return bad("--models is required%s%s", "", "");
+        c.nmodels = split_list("--models", models, c.models, MAXLIST, &model_keep);
+        if (c.nmodels < 0) { free(model_keep); return 2; }
+        const char *const *known = strcmp(c.task, "image") ? graph_models : image_models;
+        int rc = 0;
+        for (int i = 0; i < c.nmodels && !rc; i++) {
+            if (!in_list(known, c.models[i]))
+                rc = bad(!strcmp(c.task, "image") ? "--models: unknown image model '%s' (expected cnn, sa or local)%s"
+                                                  : "--models: unknown graph model '%s' (expected gat, gat-full, gcn or mlp)%s",
+                         c.models[i], "");
+            for (int j = 0; j < i && !rc; j++)
+                if (!strcmp(c.models[i], c.models[j])) rc = bad("--models: '%s' appears twice%s", c.models[i], "");
+        }
+        if (!rc && !strcmp(c.task, "image")) {
+            if (lpc || frac || planetoid) rc = bad("--labels-per-class, --train-frac and --planetoid are for --task graph%s%s", "", "");
+            else if (!sizes) rc = bad("--task image needs --train-sizes LIST%s%s", "", "");
+            else if (add_splits("--train-sizes", sizes, SPLIT_SIZE, &c)) rc = 2;
+        } else if (!rc) {
+            if (sizes) rc = bad("--train-sizes is for --task image; graphs take --labels-per-class / --train-frac%s%s", "", "");
+            else if (!lpc && !frac && !planetoid) rc = bad("--task graph needs --labels-per-class LIST, --train-frac LIST or --planetoid%s%s", "", "");
+            else if (lpc && add_splits("--labels-per-class", lpc, SPLIT_LPC, &c)) rc = 2;
+            else if (frac && add_splits("--train-frac", frac, SPLIT_FRAC, &c)) rc = 2;
+            else if (planetoid) c.splits[c.nsplits++] = (split){SPLIT_PLANETOID, 0, 0};
+        }
+        if (!rc && !seeds) rc = bad("--seeds is required (e.g. --seeds 1-3)%s%s", "", "");
+        if (!rc && !c.csv) rc = bad("--csv FILE is required%s%s", "", "");
+        if (rc) { free(model_keep); return rc; }
+    }
+    if (epochs) c.epochs = epochs;
+    if (seeds && parse_seeds(seeds, &c)) { free(model_keep); return 2; }
+    if (!c.data) c.data = strcmp(c.task, "image") ? "cora" : "fashion-mnist";
+    if (!*c.csv) { free(model_keep); return bad("--csv: empty file name%s%s", "", ""); }
+
+    /* sizes against the training set, before anything runs */
+    if (!strcmp(c.task, "image")) {
+        long have = image_train_count(c.data);
+        for (int i = 0; i < c.nsplits && have > 0; i++)
+            if (c.splits[i].n > have) {
+                char a[24], b[24]; snprintf(a, sizeof a, "%ld", c.splits[i].n); snprintf(b, sizeof b, "%ld", have);
+                fprintf(stderr, "attnlab sweep: --train-sizes: %s is larger than the %s training set (%s images)\n", a, c.data, b);
+                free(model_keep); return 2;
+            }
+    } else {
+        for (size_t t = 0; t < sizeof graph_table / sizeof graph_table[0]; t++) {
+            if (strcmp(graph_table[t].name, c.data)) continue;
+            for (int i = 0; i < c.nsplits; i++)
+                if (c.splits[i].kind == SPLIT_LPC && c.splits[i].n * graph_table[t].classes > graph_table[t].candidates) {
+                    fprintf(stderr, "attnlab sweep: --labels-per-class: %ld x %d classes is more than the %d labelled "
+                            "training candidates of %s\n", c.splits[i].n, graph_table[t].classes, graph_table[t].candidates, c.data);
+                    free(model_keep); return 2;
+                }
+        }
+    }
+
+    /* the plan: seed, then split, then model — a half-done sweep has every model at the first seed */
+    long total = (long)c.nseeds * c.nsplits * c.nmodels;
+    if (total > MAXRUNS) { free(model_keep); return bad("%s runs is too many for one sweep%s", "more than 100000", ""); }
+    plan_run *plan = calloc((size_t)total, sizeof *plan);
+    if (!plan) { free(model_keep); fprintf(stderr, "attnlab sweep: out of memory\n"); return 1; }
+    char dir[PATH_MAX]; const char *base;
+    dir_and_base(c.csv, dir, sizeof dir, &base);
+    int np = 0;
+    for (int s = 0; s < c.nseeds; s++)
+        for (int k = 0; k < c.nsplits; k++)
+            for (int m = 0; m < c.nmodels; m++) {
+                plan_run *r = &plan[np++];
+                char sp[48], canon[256];
+                r->model = c.models[m]; r->sp = c.splits[k]; r->seed = c.seeds[s];
+                r->epochs = epochs_for(&c, &c.splits[k]);
+                split_str(&r->sp, sp, sizeof sp);
+                snprintf(r->desc, sizeof r->desc, "%s %s seed=%ld", r->model, sp, r->seed);
+                snprintf(canon, sizeof canon, "sweep task=%s dataset=%s model=%s %s seed=%ld", c.task, c.data,
+                         r->model, sp, r->seed);
+                al_run_id(r->run_id, canon);
+                if (snprintf(r->part, sizeof r->part, "%s/%s.run-%s.%ld.part", dir, base, r->run_id,
+                             (long)getpid()) >= (int)sizeof r->part) {
+                    free(plan); free(model_keep);
+                    return bad("--csv: path too long: %s%s", c.csv, "");
+                }
+            }
+
+    /* lock, clean up after a killed sweep, read what is already done */
+    int rc = 0, lockfd = -1;
+    csvbuf main_csv = {0};
+    al_results have; memset(&have, 0, sizeof have);
+    al_error e = {{0}};
+    char lockp[PATH_MAX + 8];
+    if (!c.dry_run) {
+        if (mkdir_p(dir)) { fprintf(stderr, "attnlab sweep: cannot create directory %s: %s\n", dir, strerror(errno)); rc = 1; goto done; }
+        snprintf(lockp, sizeof lockp, "%s.lock", c.csv);
+        lockfd = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        if (lockfd < 0) { fprintf(stderr, "attnlab sweep: cannot open %s: %s\n", lockp, strerror(errno)); rc = 1; goto done; }
+        if (flock(lockfd, LOCK_EX | LOCK_NB)) {
+            fprintf(stderr, "attnlab sweep: another sweep is writing %s (lock %s held)\n", c.csv, lockp);
+            rc = 1; goto done;
+        }
+        remove_leftovers(dir, base);
+    }
+    if (access(c.csv, F_OK) == 0) {
+        size_t len;
+        if (al_read_file(c.csv, &main_csv.p, &len, &e) != AL_OK
+            || al_results_parse(main_csv.p, len, c.csv, &have, &e) != AL_OK) {
+            fprintf(stderr, "attnlab sweep: %s (not touching it; fix or move the file)\n", e.msg);
+            rc = 1; goto done;
+        }
+        main_csv.n = main_csv.cap = len;
+    }
+    int ntodo = 0;
+    for (int i = 0; i < np; i++) {
+        plan[i].state = al_results_find_run(&have, plan[i].run_id) >= 0 ? RUN_SKIP : RUN_TODO;
+        ntodo += plan[i].state == RUN_TODO;
+    }
+    if (c.dry_run) {
+        for (int i = 0; i < np; i++)
+            printf("[%d/%d] %s %s epochs=%d run_id=%s\n", i + 1, np, plan[i].state == RUN_SKIP ? "done" : "todo",
+                   plan[i].desc, plan[i].epochs, plan[i].run_id);
+        goto done;
+    }
+    fprintf(stderr, "sweep: %d runs, %d already complete in %s, %d to run (%d at a time)\n", np, np - ntodo, c.csv,
+            ntodo, c.jobs);
+
+    /* run */
+    char exe[PATH_MAX];
+    const char *trainer = getenv("ATTNLAB_SWEEP_TRAINER");   /* tests: a stand-in for `attnlab train` */
+    if (trainer && *trainer) snprintf(exe, sizeof exe, "%s", trainer);
+    else {
+        ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
+        if (k <= 0) { fprintf(stderr, "attnlab sweep: cannot find my own binary: %s\n", strerror(errno)); rc = 1; goto done; }
+        exe[k] = 0;
+    }
+    char threads_buf[32]; const char *threads = NULL;
+    if (c.jobs > 1 && !getenv("OMP_NUM_THREADS")) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        snprintf(threads_buf, sizeof threads_buf, "%ld", cores / c.jobs > 1 ? cores / c.jobs : 1);
+        threads = threads_buf;
+    }
+    struct sigaction sa, old_int, old_term;
+    memset(&sa, 0, sizeof sa); sa.sa_handler = on_signal; sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int); sigaction(SIGTERM, &sa, &old_term);
+    sigset_t block, prev;
+    sigemptyset(&block); sigaddset(&block, SIGINT); sigaddset(&block, SIGTERM);
+    g_stop = 0;
+    int next = 0, running = 0, ndone = 0, nfail = 0, fatal = 0;
+    int slot_of[MAXJOBS];
+    for (;;) {
+        while (!g_stop && !fatal && running < c.jobs && next < np) {
+            plan_run *r = &plan[next++];
+            if (r->state != RUN_TODO) continue;
+            int slot = 0;
+            while (g_child[slot] > 0) slot++;
+            unlink(r->part);
+            if (c.jobs == 1) fprintf(stderr, "[%d/%d] %s ... ", (int)(r - plan) + 1, np, r->desc);
+            else fprintf(stderr, "[%d/%d] %s started\n", (int)(r - plan) + 1, np, r->desc);
+            sigprocmask(SIG_BLOCK, &block, &prev);
+            r->pid = start_child(&c, r, exe, threads);
+            if (r->pid > 0) { g_child[slot] = r->pid; slot_of[slot] = (int)(r - plan); }
+            sigprocmask(SIG_SETMASK, &prev, NULL);
+            if (r->pid < 0) {
+                fprintf(stderr, "%sFAILED: fork: %s\n", c.jobs == 1 ? "" : "sweep: ", strerror(errno));
+                r->state = RUN_FAILED; nfail++; continue;
+            }
+            r->state = RUN_RUNNING; r->t0 = al_time(); running++;
+        }
+        if (running == 0) break;
+        int st;
+        pid_t pid = waitpid(-1, &st, 0);
+        if (pid < 0) { if (errno == EINTR) continue; break; }
+        int slot = 0;
+        while (slot < MAXJOBS && g_child[slot] != pid) slot++;
+        if (slot == MAXJOBS) continue;
+        plan_run *r = &plan[slot_of[slot]];
+        g_child[slot] = 0; running--;
+        char head[160] = "";
+        if (c.jobs > 1) snprintf(head, sizeof head, "[%d/%d] %s ", slot_of[slot] + 1, np, r->desc);
+        double secs = al_time() - r->t0;
+        if (g_stop) {
+            r->state = RUN_STOPPED; unlink(r->part);
+            fprintf(stderr, "%sinterrupted\n", head);
+            continue;
+        }
+        if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+            double acc = NAN; char msg[AL_ERRLEN + 64];
+            if (merge_run(&c, r, &main_csv, &acc, msg, sizeof msg, &fatal) == 0) {
+                r->state = RUN_DONE; ndone++;
+                fprintf(stderr, "%sdone %.4f (%.1f s)\n", head, acc, secs);
+            } else {
+                r->state = RUN_FAILED; nfail++; unlink(r->part);
+                fprintf(stderr, "%sFAILED: %s\n", head, msg);
+            }
+        } else {
+            r->state = RUN_FAILED; nfail++; unlink(r->part);
+            if (WIFEXITED(st)) fprintf(stderr, "%sFAILED (train exited with status %d)\n", head, WEXITSTATUS(st));
+            else fprintf(stderr, "%sFAILED (train killed by signal %d)\n", head, WTERMSIG(st));
+        }
+    }
+    sigaction(SIGINT, &old_int, NULL); sigaction(SIGTERM, &old_term, NULL);
+    if (g_stop) {
+        fprintf(stderr, "sweep: interrupted; %d runs finished this time, %s keeps every complete run — run the "
+                "same command to resume\n", ndone, c.csv);
+        rc = 130; goto done;
+    }
+    if (fatal) { fprintf(stderr, "sweep: cannot update %s; stopping\n", c.csv); rc = 1; goto done; }
+    fprintf(stderr, "sweep: %d runs done now, %d were already complete, %d failed; results in %s\n", ndone,
+            np - ntodo, nfail, c.csv);
+    rc = nfail ? 1 : 0;
+    if (c.post && ndone + (np - ntodo) > 0) {
+        char *sargv[] = {"summarize", (char *)c.csv, NULL};
+        if (cmd_summarize(2, sargv)) rc = 1;
+        char *pargv[] = {"plot", (char *)c.csv, "--out", (char *)c.plot_out, NULL};
+        if (cmd_plot(4, pargv)) rc = 1;
+        else fprintf(stderr, "sweep: plot written to %s\n", c.plot_out);
+    }
+done:
+    if (lockfd >= 0) close(lockfd);
+    al_results_free(&have);
+    free(main_csv.p);
+    free(plan);
+    free(model_keep);
+    return rc;
 }
