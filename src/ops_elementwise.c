@@ -1,0 +1,304 @@
+/* ops_elementwise.c — add, mul, scale, broadcast add, activations and dropout; each forward
+ * beside its backward. All loops are elementwise and owned per index (OpenMP static), except
+ * the broadcast reduction, which is split by column so each thread owns its outputs. */
+#include "attnlab/ops.h"
+#include <math.h>
+#include <string.h>
+
+#define PAR_MIN 32768   /* elements below which a loop stays serial */
+
+static void *node_new(al_ctx *c, size_t bytes)
+{
+    void *p = al_arena_calloc(&c->arena, bytes);
+    if (!p) al_fail(c, "out of memory (arena) for a tape node");
+    return p;
+}
+static int wants(const al_ctx *c, const al_tensor *a) { return c->grad_enabled && a && a->requires_grad; }
+
+/* Record a node whose output requires a gradient. */
+static int record(al_ctx *c, al_tensor *y, al_backward_fn fn, void *nd)
+{
+    if (!nd) return 0;
+    y->requires_grad = 1;
+    al_tape_push(c, fn, nd);
+    return al_ok(c);
+}
+
+/* ======================= add / mul ======================= */
+typedef struct { al_tensor *a, *b, *y; } bin_node;   /* all the same shape */
+
+static void add_backward(al_ctx *c, void *p)
+{
+    bin_node *nd = p;
+    const float *dy = nd->y->grad;
+    if (!dy) return;
+    const int64_t n = nd->y->numel;
+    for (int k = 0; k < 2; k++) {
+        al_tensor *t = k ? nd->b : nd->a;
+        if (!t->requires_grad) continue;
+        float *d = al_grad(c, t);
+        if (!d) return;
+        #pragma omp parallel for schedule(static) if (n >= PAR_MIN)
+        for (int64_t i = 0; i < n; i++) d[i] += dy[i];
+    }
+}
+
+static void mul_backward(al_ctx *c, void *p)
+{
+    bin_node *nd = p;
+    const float *dy = nd->y->grad;
+    if (!dy) return;
+    const int64_t n = nd->y->numel;
+    for (int k = 0; k < 2; k++) {
+        al_tensor *t = k ? nd->b : nd->a;
+        const float *o = k ? nd->a->data : nd->b->data;
+        if (!t->requires_grad) continue;
+        float *d = al_grad(c, t);
+        if (!d) return;
+        #pragma omp parallel for schedule(static) if (n >= PAR_MIN)
+        for (int64_t i = 0; i < n; i++) d[i] += dy[i] * o[i];
+    }
+}
+
+static al_tensor *binary(al_ctx *c, al_tensor *a, al_tensor *b, int mul)
+{
+    if (!a || !b || !al_ok(c)) return NULL;
+    if (!al_same_shape(a, b)) {
+        char b1[64], b2[64];
+        return al_fail(c, "%s: shapes differ: %s vs %s", mul ? "mul" : "add",
+                       al_shape_str(a, b1, sizeof b1), al_shape_str(b, b2, sizeof b2));
+    }
+    al_tensor *y = al_new(c, a->ndim, a->shape);
+    if (!y) return NULL;
+    const float *x0 = a->data, *x1 = b->data;
+    float *o = y->data;
+    const int64_t n = y->numel;
+    if (mul) {
+        #pragma omp parallel for schedule(static) if (n >= PAR_MIN)
+        for (int64_t i = 0; i < n; i++) o[i] = x0[i] * x1[i];
+    } else {
+        #pragma omp parallel for schedule(static) if (n >= PAR_MIN)
+        for (int64_t i = 0; i < n; i++) o[i] = x0[i] + x1[i];
+    }
+    if (wants(c, a) || wants(c, b)) {
+        bin_node *nd = node_new(c, sizeof *nd);
+        if (nd) { nd->a = a; nd->b = b; nd->y = y; }
+        if (!record(c, y, mul ? mul_backward : add_backward, nd)) return NULL;
+    }
+    return y;
+}
+al_tensor *al_add(al_ctx *c, al_tensor *a, al_tensor *b) { return binary(c, a, b, 0); }
+al_tensor *al_mul(al_ctx *c, al_tensor *a, al_tensor *b) { return binary(c, a, b, 1); }
+
+/* ======================= scale ======================= */
+typedef struct { al_tensor *x, *y; float s; } scale_node;
+
+static void scale_backward(al_ctx *c, void *p)
+{
+    scale_node *nd = p;
+    const float *dy = nd->y->grad;
+    if (!dy || !nd->x->requires_grad) return;
+    float *dx = al_grad(c, nd->x);
+    if (!dx) return;
+    const int64_t n = nd->y->numel; const float s = nd->s;
+    #pragma omp parallel for schedule(static) if (n >= PAR_MIN)
+    for (int64_t i = 0; i < n; i++) dx[i] += s * dy[i];
+}
+
+al_tensor *al_scale(al_ctx *c, al_tensor *x, float s)
+{
+    if (!x || !al_ok(c)) return NULL;
+    al_tensor *y = al_new(c, x->ndim, x->shape);
+    if (!y) return NULL;
+    const int64_t n = x->numel;
+    const float *xd = x->data; float *yd = y->data;
+    #pragma omp parallel for schedule(static) if (n >= PAR_MIN)
+    for (int64_t i = 0; i < n; i++) yd[i] = s * xd[i];
+    if (wants(c, x)) {
+        scale_node *nd = node_new(c, sizeof *nd);
+        if (nd) { nd->x = x; nd->y = y; nd->s = s; }
+        if (!record(c, y, scale_backward, nd)) return NULL;
+    }
+    return y;
+}
+
+/* ======================= broadcast add ======================= */
+typedef struct { al_tensor *x, *b, *y; int64_t R, T; } bc_node;   /* x, y (R, T); b (T) */
+
+#define BC_COLS 256   /* column block owned by one thread in the reduction */
+
+static void add_bcast_backward(al_ctx *c, void *p)
+{
+    bc_node *nd = p;
+    const float *dy = nd->y->grad;                  /* (R, T) */
+    if (!dy) return;
+    const int64_t R = nd->R, T = nd->T;
+    if (nd->x->requires_grad) {
+        float *dx = al_grad(c, nd->x);              /* (R, T) */
+        if (!dx) return;
+        const int64_t n = R * T;
+        #pragma omp parallel for schedule(static) if (n >= PAR_MIN)
+        for (int64_t i = 0; i < n; i++) dx[i] += dy[i];
+    }
+    if (nd->b->requires_grad) {
+        float *db = al_grad(c, nd->b);              /* (T) */
+        if (!db) return;
+        /* db[j] += Σ_r dy[r, j]: each thread owns a block of columns, rows summed in order. */
+        const int64_t nblk = (T + BC_COLS - 1) / BC_COLS;
+        #pragma omp parallel for schedule(static) if (R * T >= PAR_MIN && nblk > 1)
+        for (int64_t bk = 0; bk < nblk; bk++) {
+            const int64_t j0 = bk * BC_COLS, j1 = j0 + BC_COLS < T ? j0 + BC_COLS : T;
+            float acc[BC_COLS];
+            for (int64_t j = j0; j < j1; j++) acc[j - j0] = 0.f;
+            for (int64_t r = 0; r < R; r++) {
+                const float *dyr = dy + r * T;
+                for (int64_t j = j0; j < j1; j++) acc[j - j0] += dyr[j];
+            }
+            for (int64_t j = j0; j < j1; j++) db[j] += acc[j - j0];
+        }
+    }
+}
+
+al_tensor *al_add_bcast(al_ctx *c, al_tensor *x, al_tensor *b)
+{
+    if (!x || !b || !al_ok(c)) return NULL;
+    int ok = b->ndim <= x->ndim;
+    for (int i = 0; ok && i < b->ndim; i++) ok = b->shape[b->ndim - 1 - i] == x->shape[x->ndim - 1 - i];
+    if (!ok) {
+        char b1[64], b2[64];
+        return al_fail(c, "add_bcast: y %s must equal the trailing dims of x %s",
+                       al_shape_str(b, b1, sizeof b1), al_shape_str(x, b2, sizeof b2));
+    }
+    const int64_t T = b->numel, R = x->numel / T;
+    al_tensor *y = al_new(c, x->ndim, x->shape);    /* (R, T) */
+    if (!y) return NULL;
+    const float *xd = x->data, *bd = b->data; float *yd = y->data;
+    #pragma omp parallel for schedule(static) if (R * T >= PAR_MIN && R > 1)
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t j = 0; j < T; j++) yd[r * T + j] = xd[r * T + j] + bd[j];
+    if (wants(c, x) || wants(c, b)) {
+        bc_node *nd = node_new(c, sizeof *nd);
+        if (nd) { nd->x = x; nd->b = b; nd->y = y; nd->R = R; nd->T = T; }
+        if (!record(c, y, add_bcast_backward, nd)) return NULL;
+    }
+    return y;
+}
+
+/* ======================= activations ======================= */
+typedef enum { ACT_RELU, ACT_LEAKY, ACT_ELU, ACT_GELU } act_kind;
+typedef struct { al_tensor *x, *y; act_kind kind; float a; } act_node;
+
+#define INV_SQRT2 0.70710678118654752f
+#define INV_SQRT2PI 0.39894228040143268f
+
+static void act_backward(al_ctx *c, void *p)
+{
+    act_node *nd = p;
+    const float *dy = nd->y->grad;
+    if (!dy || !nd->x->requires_grad) return;
+    float *dx = al_grad(c, nd->x);
+    if (!dx) return;
+    const float *x = nd->x->data, *y = nd->y->data;
+    const int64_t n = nd->x->numel; const float a = nd->a;
+    switch (nd->kind) {
+    case ACT_RELU:
+        #pragma omp parallel for schedule(static) if (n >= PAR_MIN)
+        for (int64_t i = 0; i < n; i++) dx[i] += x[i] > 0.f ? dy[i] : 0.f;
+        break;
+    case ACT_LEAKY:
+        #pragma omp parallel for schedule(static) if (n >= PAR_MIN)
+        for (int64_t i = 0; i < n; i++) dx[i] += x[i] > 0.f ? dy[i] : a * dy[i];
+        break;
+    case ACT_ELU:   /* x ≤ 0: d/dx α(eˣ − 1) = αeˣ = y + α */
+        #pragma omp parallel for schedule(static) if (n >= PAR_MIN)
+        for (int64_t i = 0; i < n; i++) dx[i] += x[i] > 0.f ? dy[i] : dy[i] * (y[i] + a);
+        break;
+    case ACT_GELU:  /* d/dx x·Φ(x) = Φ(x) + x·φ(x) */
+        #pragma omp parallel for schedule(static) if (n >= PAR_MIN / 8)
+        for (int64_t i = 0; i < n; i++) {
+            float xi = x[i];
+            float cdf = 0.5f * (1.0f + erff(xi * INV_SQRT2));
+            float pdf = INV_SQRT2PI * expf(-0.5f * xi * xi);
+            dx[i] += dy[i] * (cdf + xi * pdf);
+        }
+        break;
+    }
+}
+
+static al_tensor *activation(al_ctx *c, al_tensor *x, act_kind kind, float a)
+{
+    if (!x || !al_ok(c)) return NULL;
+    al_tensor *y = al_new(c, x->ndim, x->shape);
+    if (!y) return NULL;
+    const float *xd = x->data; float *yd = y->data;
+    const int64_t n = x->numel;
+    switch (kind) {
+    case ACT_RELU:
+        #pragma omp parallel for schedule(static) if (n >= PAR_MIN)
+        for (int64_t i = 0; i < n; i++) yd[i] = xd[i] > 0.f ? xd[i] : 0.f;
+        break;
+    case ACT_LEAKY:
+        #pragma omp parallel for schedule(static) if (n >= PAR_MIN)
+        for (int64_t i = 0; i < n; i++) yd[i] = xd[i] > 0.f ? xd[i] : a * xd[i];
+        break;
+    case ACT_ELU:
+        #pragma omp parallel for schedule(static) if (n >= PAR_MIN / 8)
+        for (int64_t i = 0; i < n; i++) yd[i] = xd[i] > 0.f ? xd[i] : a * expm1f(xd[i]);
+        break;
+    case ACT_GELU:  /* exact: x·Φ(x) = ½x(1 + erf(x/√2)) */
+        #pragma omp parallel for schedule(static) if (n >= PAR_MIN / 8)
+        for (int64_t i = 0; i < n; i++) yd[i] = 0.5f * xd[i] * (1.0f + erff(xd[i] * INV_SQRT2));
+        break;
+    }
+    if (wants(c, x)) {
+        act_node *nd = node_new(c, sizeof *nd);
+        if (nd) { nd->x = x; nd->y = y; nd->kind = kind; nd->a = a; }
+        if (!record(c, y, act_backward, nd)) return NULL;
+    }
+    return y;
+}
+al_tensor *al_relu(al_ctx *c, al_tensor *x) { return activation(c, x, ACT_RELU, 0.f); }
+al_tensor *al_leaky_relu(al_ctx *c, al_tensor *x, float slope) { return activation(c, x, ACT_LEAKY, slope); }
+al_tensor *al_elu(al_ctx *c, al_tensor *x, float alpha) { return activation(c, x, ACT_ELU, alpha); }
+al_tensor *al_gelu(al_ctx *c, al_tensor *x) { return activation(c, x, ACT_GELU, 0.f); }
+
+/* ======================= dropout ======================= */
+typedef struct { al_tensor *x, *y; uint8_t *keep; float scale; } drop_node;   /* keep (numel) */
+
+static void dropout_backward(al_ctx *c, void *p)
+{
+    drop_node *nd = p;
+    const float *dy = nd->y->grad;
+    if (!dy || !nd->x->requires_grad) return;
+    float *dx = al_grad(c, nd->x);
+    if (!dx) return;
+    const int64_t n = nd->x->numel; const float s = nd->scale;
+    const uint8_t *k = nd->keep;
+    #pragma omp parallel for schedule(static) if (n >= PAR_MIN)
+    for (int64_t i = 0; i < n; i++) dx[i] += k[i] ? s * dy[i] : 0.f;
+}
+
+al_tensor *al_dropout(al_ctx *c, al_tensor *x, float p)
+{
+    if (!x || !al_ok(c)) return NULL;
+    if (!(p >= 0.f && p < 1.f)) return al_fail(c, "dropout: p must be in [0, 1), got %g", (double)p);
+    if (!c->training || p == 0.f) return x;             /* identity: no copy, no tape entry */
+    al_tensor *y = al_new(c, x->ndim, x->shape);
+    const int64_t n = x->numel;
+    uint8_t *keep = al_arena_alloc(&c->arena, (size_t)n);   /* (numel) 1 = kept */
+    if (!y || !keep) return al_fail(c, "out of memory (arena) in dropout");
+    /* Drop when the top 24 bits of a draw fall below p·2²⁴ (= al_rng_uniform(r) < p), one draw
+     * per element in index order: the mask depends only on the RNG state, not on threads. */
+    const uint64_t thr = (uint64_t)ceil((double)p * 16777216.0);
+    for (int64_t i = 0; i < n; i++) keep[i] = (al_rng_u64(&c->dropout_rng) >> 40) >= thr;
+    const float s = 1.0f / (1.0f - p);
+    const float *xd = x->data; float *yd = y->data;
+    #pragma omp parallel for schedule(static) if (n >= PAR_MIN)
+    for (int64_t i = 0; i < n; i++) yd[i] = keep[i] ? s * xd[i] : 0.f;
+    if (wants(c, x)) {
+        drop_node *nd = node_new(c, sizeof *nd);
+        if (nd) { nd->x = x; nd->y = y; nd->keep = keep; nd->scale = s; }
+        if (!record(c, y, dropout_backward, nd)) return NULL;
+    }
+    return y;
+}

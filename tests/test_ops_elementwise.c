@@ -1,0 +1,270 @@
+/* test_ops_elementwise.c — add, mul, scale, broadcast add, activations and dropout:
+ * forward against hand values or naive loops, finite-difference gradient checks, errors. */
+#include "testutil.h"
+#include "attnlab/ops.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Gradient checks: float32 forward, double loss. For the linear ops (add, mul, scale,
+ * add_bcast, dropout, relu/leaky away from 0) central differences are exact up to rounding
+ * (≈1e-7·|L|/eps ≈ 1e-5 with eps = 1e-2), so GTOL = 1e-3 is generous but still catches any
+ * wrong factor. ELU and GELU are smooth; with eps = 1e-2 the truncation error is ~eps²/6·f'''
+ * ≈ 2e-5, again well inside 1e-3. */
+#define GEPS 1e-2
+#define GTOL 1e-3
+
+/* Inputs with |x| ≥ 0.1 > GEPS, random sign: finite differences never straddle a kink at 0. */
+static float *away_from_zero(int64_t n, uint64_t seed)
+{
+    float *x = tu_alloc_rand(n, seed, 0.1f, 2.f);
+    float *s = tu_alloc_rand(n, seed + 1000, 0.f, 1.f);
+    for (int64_t i = 0; i < n; i++) if (s[i] < 0.5f) x[i] = -x[i];
+    free(s);
+    return x;
+}
+
+/* ---------------- add / mul / scale ---------------- */
+static al_tensor *f_add(al_ctx *c, al_tensor **t, void *ud) { (void)ud; return al_add(c, t[0], t[1]); }
+static al_tensor *f_mul(al_ctx *c, al_tensor **t, void *ud) { (void)ud; return al_mul(c, t[0], t[1]); }
+static al_tensor *f_square(al_ctx *c, al_tensor **t, void *ud) { (void)ud; return al_mul(c, t[0], t[0]); }
+static al_tensor *f_scale(al_ctx *c, al_tensor **t, void *ud) { (void)ud; return al_scale(c, t[0], -2.5f); }
+
+static void test_add_mul_scale_forward(void **st)
+{
+    (void)st;
+    al_ctx *c = al_ctx_new(1);
+    float a[6] = {1, 2, 3, 4, 5, 6}, b[6] = {-1, 0.5f, 2, 0, -3, 1};
+    al_tensor *ta = al_wrap(c, a, 2, (int[]){2, 3}), *tb = al_wrap(c, b, 2, (int[]){2, 3});
+    al_tensor *s = al_add(c, ta, tb), *p = al_mul(c, ta, tb), *k = al_scale(c, ta, 0.5f);
+    assert_non_null(s); assert_non_null(p); assert_non_null(k);
+    float ws[6] = {0, 2.5f, 5, 4, 2, 7}, wp[6] = {-1, 1, 6, 0, -15, 6}, wk[6] = {0.5f, 1, 1.5f, 2, 2.5f, 3};
+    assert_memory_equal(s->data, ws, sizeof ws);
+    assert_memory_equal(p->data, wp, sizeof wp);
+    assert_memory_equal(k->data, wk, sizeof wk);
+    assert_int_equal(s->ndim, 2); assert_int_equal(s->shape[1], 3);
+    /* nothing requires a gradient: nothing on the tape */
+    assert_int_equal(c->ntape, 0);
+    al_ctx_free(c);
+}
+
+static void test_add_mul_scale_grad(void **st)
+{
+    (void)st;
+    float *a = tu_alloc_rand(3 * 5 * 7, 1, -2.f, 2.f), *b = tu_alloc_rand(3 * 5 * 7, 2, -2.f, 2.f);
+    tu_input in[2] = {tu_in(a, 1, 3, 3, 5, 7, 0), tu_in(b, 1, 3, 3, 5, 7, 0)};
+    TU_GRADCHECK("add", f_add, NULL, in, 2, GEPS, GTOL);
+    TU_GRADCHECK("mul", f_mul, NULL, in, 2, GEPS, GTOL);
+    TU_GRADCHECK("mul a*a (same tensor twice)", f_square, NULL, in, 1, GEPS, GTOL);
+    TU_GRADCHECK("scale", f_scale, NULL, in, 1, GEPS, GTOL);
+    in[0].check = 0;   /* only b requires a gradient */
+    TU_GRADCHECK("mul (b only)", f_mul, NULL, in, 2, GEPS, GTOL);
+    free(a); free(b);
+}
+
+static void test_shape_mismatch_errors(void **st)
+{
+    (void)st;
+    al_ctx *c = al_ctx_new(1);
+    al_tensor *a = al_zeros(c, 2, (int[]){2, 3}), *b = al_zeros(c, 2, (int[]){3, 2});
+    assert_null(al_add(c, a, b));
+    assert_non_null(strstr(al_ctx_error(c), "add: shapes differ: (2, 3) vs (3, 2)"));
+    al_ctx_clear_error(c);
+    assert_null(al_mul(c, a, b));
+    assert_non_null(strstr(al_ctx_error(c), "mul"));
+    al_ctx_clear_error(c);
+    al_tensor *y = al_zeros(c, 1, (int[]){2});
+    assert_null(al_add_bcast(c, a, y));   /* (2) is not the trailing dims of (2, 3) */
+    assert_non_null(strstr(al_ctx_error(c), "add_bcast"));
+    al_ctx_clear_error(c);
+    assert_null(al_add_bcast(c, y, a));   /* more dims than x */
+    al_ctx_clear_error(c);
+    /* NULL inputs propagate as NULL without setting an error */
+    assert_null(al_relu(c, NULL)); assert_null(al_add(c, a, NULL)); assert_null(al_dropout(c, NULL, 0.5f));
+    assert_true(al_ok(c));
+    al_ctx_free(c);
+}
+
+/* ---------------- broadcast add ---------------- */
+static al_tensor *f_bcast(al_ctx *c, al_tensor **t, void *ud) { (void)ud; return al_add_bcast(c, t[0], t[1]); }
+
+static void check_bcast(int xnd, const int *xs, int ynd)
+{
+    int64_t nx = al_shape_numel(xnd, xs);
+    const int *ys = xs + (xnd - ynd);
+    int64_t ny = al_shape_numel(ynd, ys);
+    float *x = tu_alloc_rand(nx, 3, -1.f, 1.f), *y = tu_alloc_rand(ny, 4, -1.f, 1.f);
+    al_ctx *c = al_ctx_new(1);
+    al_tensor *tx = al_wrap(c, x, xnd, xs), *ty = al_wrap(c, y, ynd, ys);
+    al_tensor *o = al_add_bcast(c, tx, ty);
+    assert_non_null(o);
+    for (int64_t i = 0; i < nx; i++) assert_true(o->data[i] == x[i] + y[i % ny]);
+    al_ctx_free(c);
+    tu_input in[2] = {{xnd, {0}, x, 1}, {ynd, {0}, y, 1}};
+    memcpy(in[0].shape, xs, (size_t)xnd * sizeof(int));
+    memcpy(in[1].shape, ys, (size_t)ynd * sizeof(int));
+    TU_GRADCHECK("add_bcast", f_bcast, NULL, in, 2, GEPS, GTOL);
+    free(x); free(y);
+}
+
+static void test_add_bcast(void **st)
+{
+    (void)st;
+    check_bcast(2, (int[]){5, 7}, 1);          /* bias over rows */
+    check_bcast(3, (int[]){3, 4, 5}, 2);       /* positional embedding (N, C) over a batch */
+    check_bcast(4, (int[]){2, 3, 4, 5}, 1);
+    check_bcast(4, (int[]){2, 3, 4, 5}, 3);
+    check_bcast(2, (int[]){3, 4}, 2);          /* same shape: R = 1 */
+    check_bcast(2, (int[]){4, 300}, 1);        /* T > one 256-column block of the reduction */
+}
+
+/* A big broadcast reduction (many rows, parallel over column blocks) is deterministic. */
+static void test_add_bcast_reduction_matches_naive(void **st)
+{
+    (void)st;
+    const int R = 4096, T = 600;
+    float *x = tu_alloc_rand((int64_t)R * T, 5, -1.f, 1.f), *y = tu_alloc_rand(T, 6, -1.f, 1.f);
+    float *dy = tu_alloc_rand((int64_t)R * T, 7, -1.f, 1.f);
+    float first[600];
+    for (int rep = 0; rep < 2; rep++) {
+        al_ctx *c = al_ctx_new(1);
+        al_tensor *tx = al_wrap(c, x, 2, (int[]){R, T}), *ty = al_wrap(c, y, 1, (int[]){T});
+        ty->requires_grad = 1;
+        al_tensor *o = al_add_bcast(c, tx, ty);
+        memcpy(al_grad(c, o), dy, (size_t)R * T * sizeof(float));
+        assert_int_equal(al_backward_run(c), AL_OK);
+        for (int j = 0; j < T; j++) {
+            double s = 0;
+            for (int r = 0; r < R; r++) s += dy[(int64_t)r * T + j];
+            assert_true(fabs(ty->grad[j] - s) < 1e-3);   /* float sum of 4096 terms in [-1, 1] */
+        }
+        if (rep == 0) memcpy(first, ty->grad, sizeof first);
+        else assert_memory_equal(first, ty->grad, sizeof first);
+        al_ctx_free(c);
+    }
+    free(x); free(y); free(dy);
+}
+
+/* ---------------- activations ---------------- */
+static al_tensor *f_relu(al_ctx *c, al_tensor **t, void *ud) { (void)ud; return al_relu(c, t[0]); }
+static al_tensor *f_leaky(al_ctx *c, al_tensor **t, void *ud) { (void)ud; return al_leaky_relu(c, t[0], 0.2f); }
+static al_tensor *f_elu(al_ctx *c, al_tensor **t, void *ud) { (void)ud; return al_elu(c, t[0], 1.3f); }
+static al_tensor *f_gelu(al_ctx *c, al_tensor **t, void *ud) { (void)ud; return al_gelu(c, t[0]); }
+
+static void test_activations_forward(void **st)
+{
+    (void)st;
+    al_ctx *c = al_ctx_new(1);
+    float xv[5] = {-2, -0.5f, 0, 1, 3};
+    al_tensor *x = al_wrap(c, xv, 1, (int[]){5});
+    al_tensor *r = al_relu(c, x), *l = al_leaky_relu(c, x, 0.1f), *e = al_elu(c, x, 1.0f), *g = al_gelu(c, x);
+    float wr[5] = {0, 0, 0, 1, 3}, wl[5] = {-0.2f, -0.05f, 0, 1, 3};
+    for (int i = 0; i < 5; i++) {
+        assert_true(r->data[i] == wr[i]);
+        assert_true(fabsf(l->data[i] - wl[i]) < 1e-7f);
+        double we = xv[i] > 0 ? xv[i] : expm1(xv[i]);
+        assert_true(fabs(e->data[i] - we) < 1e-6);
+    }
+    /* exact GELU x·Φ(x) (torch.nn.GELU() default), not the tanh approximation */
+    double wg[5] = {-0.04550026389635842, -0.15426876936299344, 0, 0.8413447460685429, 2.99595030590511};
+    for (int i = 0; i < 5; i++) assert_true(fabs(g->data[i] - wg[i]) < 1e-6);
+    al_ctx_free(c);
+}
+
+static void test_relu_leaky_grad(void **st)
+{
+    (void)st;
+    float *x = away_from_zero(4 * 33, 10);
+    tu_input in[1] = {tu_in(x, 1, 2, 4, 33, 0, 0)};
+    TU_GRADCHECK("relu", f_relu, NULL, in, 1, GEPS, GTOL);
+    TU_GRADCHECK("leaky_relu", f_leaky, NULL, in, 1, GEPS, GTOL);
+    free(x);
+}
+
+static void test_elu_gelu_grad(void **st)
+{
+    (void)st;
+    float *x = away_from_zero(3 * 41, 11);   /* ELU's second derivative jumps at 0 */
+    tu_input in[1] = {tu_in(x, 1, 2, 3, 41, 0, 0)};
+    TU_GRADCHECK("elu", f_elu, NULL, in, 1, GEPS, GTOL);
+    float *g = tu_alloc_rand(3 * 41, 12, -4.f, 4.f);   /* GELU is smooth everywhere */
+    in[0].data = g;
+    TU_GRADCHECK("gelu", f_gelu, NULL, in, 1, GEPS, GTOL);
+    free(x); free(g);
+}
+
+/* ---------------- dropout ---------------- */
+static al_tensor *f_dropout(al_ctx *c, al_tensor **t, void *ud) { return al_dropout(c, t[0], *(float *)ud); }
+
+static void test_dropout_rate_and_scale(void **st)
+{
+    (void)st;
+    const int n = 200000;
+    const float p = 0.3f;
+    float *x = tu_alloc_rand(n, 13, 0.5f, 1.5f);
+    al_ctx *c = al_ctx_new(5);
+    al_tensor *tx = al_wrap(c, x, 2, (int[]){400, 500});
+    al_tensor *y = al_dropout(c, tx, p);
+    assert_non_null(y);
+    int dropped = 0;
+    for (int i = 0; i < n; i++) {
+        if (y->data[i] == 0.f) dropped++;
+        else assert_true(fabsf(y->data[i] - x[i] / (1 - p)) <= 1e-6f * fabsf(y->data[i]));
+    }
+    /* Binomial(200000, 0.3): sd = sqrt(n p (1-p)) ≈ 205, so ±1500 is > 7 sd */
+    assert_true(abs(dropped - (int)(p * n)) < 1500);
+    /* same seed → same mask; the RNG advanced so the next call draws a different mask */
+    al_ctx *c2 = al_ctx_new(5);
+    al_tensor *y2 = al_dropout(c2, al_wrap(c2, x, 2, (int[]){400, 500}), p);
+    assert_memory_equal(y->data, y2->data, (size_t)n * sizeof(float));
+    al_tensor *y3 = al_dropout(c2, al_wrap(c2, x, 2, (int[]){400, 500}), p);
+    assert_true(memcmp(y2->data, y3->data, (size_t)n * sizeof(float)) != 0);
+    /* identity when not training or p == 0: the input itself, no tape entry */
+    c->training = 0;
+    assert_ptr_equal(al_dropout(c, tx, p), tx);
+    c->training = 1;
+    assert_ptr_equal(al_dropout(c, tx, 0.f), tx);
+    /* p outside [0, 1) is an error */
+    assert_null(al_dropout(c, tx, 1.0f));
+    assert_non_null(strstr(al_ctx_error(c), "dropout"));
+    al_ctx_free(c); al_ctx_free(c2);
+    free(x);
+}
+
+static void test_dropout_grad(void **st)
+{
+    (void)st;
+    float *x = tu_alloc_rand(6 * 19, 14, -2.f, 2.f);
+    float p = 0.4f;
+    tu_input in[1] = {tu_in(x, 1, 2, 6, 19, 0, 0)};
+    TU_GRADCHECK("dropout", f_dropout, &p, in, 1, GEPS, GTOL);
+    /* the backward uses the forward's mask: dx = keep·dy/(1-p) */
+    al_ctx *c = al_ctx_new(3);
+    al_tensor *t = al_wrap(c, x, 2, (int[]){6, 19});
+    t->requires_grad = 1;
+    al_tensor *y = al_dropout(c, t, p);
+    float *g = al_grad(c, y);
+    for (int i = 0; i < 6 * 19; i++) g[i] = 1.f;
+    assert_int_equal(al_backward_run(c), AL_OK);
+    for (int i = 0; i < 6 * 19; i++)
+        assert_true(t->grad[i] == (y->data[i] != 0.f ? 1.f / (1.f - p) : 0.f));
+    al_ctx_free(c);
+    free(x);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_add_mul_scale_forward),
+        cmocka_unit_test(test_add_mul_scale_grad),
+        cmocka_unit_test(test_shape_mismatch_errors),
+        cmocka_unit_test(test_add_bcast),
+        cmocka_unit_test(test_add_bcast_reduction_matches_naive),
+        cmocka_unit_test(test_activations_forward),
+        cmocka_unit_test(test_relu_leaky_grad),
+        cmocka_unit_test(test_elu_gelu_grad),
+        cmocka_unit_test(test_dropout_rate_and_scale),
+        cmocka_unit_test(test_dropout_grad),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
