@@ -1,0 +1,307 @@
+/* test_models_image.c — image models: parameter counts and order (the PyTorch peer's), init,
+ * forward shapes of every option, end-to-end gradient checks of tiny models, configuration errors,
+ * checkpoint round trip through safetensors metadata. */
+#include "testutil.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "attnlab/models.h"
+#include "attnlab/ops.h"
+#include "attnlab/io.h"
+
+static void init_model(al_model *m, const char *name, int C, int H, int W, int classes, uint64_t seed)
+{
+    al_model_config cfg;
+    al_error e = {{0}};
+    assert_int_equal(al_model_config_default(&cfg, name, C, H, W, classes, &e), AL_OK);
+    if (al_model_init(m, &cfg, seed, &e) != AL_OK) fail_msg("init %s: %s", name, e.msg);
+}
+
+static void test_param_counts_match_peer(void **st)
+{
+    (void)st;
+    static const struct { const char *name; long n; } want[] = {{"cnn", 50186}, {"sa", 80586}, {"local", 68242}};
+    for (int i = 0; i < 3; i++) {
+        al_model m;
+        init_model(&m, want[i].name, 1, 28, 28, 10, 1);
+        if (m.params.total != want[i].n) fail_msg("%s: %lld params, want %ld", want[i].name, (long long)m.params.total, want[i].n);
+        for (int j = 0; j < m.params.n; j++) assert_int_equal(m.params.decay[j], 1);   /* AdamW on all, as the peer */
+        al_model_free(&m);
+    }
+    /* pixel tokens: 784 positions of 64 instead of 196, and a 1-pixel patch embedding */
+    al_model_config cfg; al_error e = {{0}}; al_model m;
+    al_model_config_default(&cfg, "sa", 1, 28, 28, 10, &e);
+    cfg.patch = 1;
+    assert_int_equal(al_model_init(&m, &cfg, 1, &e), AL_OK);
+    assert_int_equal(m.params.total, 80586 - 196 * 64 + 784 * 64 - 3 * 64);
+    al_model_free(&m);
+}
+
+static void test_param_order_names_and_init(void **st)
+{
+    (void)st;
+    al_model m;
+    init_model(&m, "cnn", 1, 28, 28, 10, 3);
+    const char *cnn_names[] = {"c1.weight", "c1.bias", "c2.weight", "c2.bias", "fc.weight", "fc.bias"};
+    assert_int_equal(m.params.n, 6);
+    for (int i = 0; i < 6; i++) assert_string_equal(m.params.t[i]->name, cnn_names[i]);
+    assert_int_equal(m.fc_w->shape[1], 3136);
+    /* Kaiming-uniform bound 1/sqrt(fan_in), weights and biases */
+    float b1 = 1.f / sqrtf(9.f), b2 = 1.f / sqrtf(288.f), mx1 = 0, mx2 = 0;
+    for (int i = 0; i < 32 * 9; i++) { assert_true(fabsf(m.c1_w->data[i]) <= b1); mx1 = fmaxf(mx1, fabsf(m.c1_w->data[i])); }
+    for (int i = 0; i < 64; i++) { assert_true(fabsf(m.c2_b->data[i]) <= b2); mx2 = fmaxf(mx2, fabsf(m.c2_b->data[i])); }
+    assert_true(mx1 > 0.9f * b1 && mx2 > 0.8f * b2);
+    al_model_free(&m);
+
+    init_model(&m, "sa", 1, 28, 28, 10, 3);
+    const char *sa_first[] = {"embed.weight", "embed.bias", "pos", "blocks.0.ln1.weight", "blocks.0.ln1.bias",
+                              "blocks.0.attn.qkv.weight", "blocks.0.attn.qkv.bias", "blocks.0.attn.proj.weight",
+                              "blocks.0.attn.proj.bias", "blocks.0.ln2.weight", "blocks.0.ln2.bias",
+                              "blocks.0.fc1.weight", "blocks.0.fc1.bias", "blocks.0.fc2.weight", "blocks.0.fc2.bias"};
+    for (int i = 0; i < 15; i++) assert_string_equal(m.params.t[i]->name, sa_first[i]);
+    assert_string_equal(m.params.t[m.params.n - 1]->name, "head.bias");
+    assert_string_equal(m.params.t[m.params.n - 4]->name, "ln.weight");
+    double s = 0, s2 = 0;
+    for (int i = 0; i < 196 * 64; i++) { s += m.pos->data[i]; s2 += (double)m.pos->data[i] * m.pos->data[i]; }
+    double sd = sqrt(s2 / (196 * 64) - (s / (196 * 64)) * (s / (196 * 64)));
+    assert_true(sd > 0.019 && sd < 0.021);
+    for (int i = 0; i < 64; i++) { assert_true(m.blocks[1].ln1_w->data[i] == 1.f); assert_true(m.blocks[1].ln1_b->data[i] == 0.f); }
+    assert_null(m.blocks[0].rel);
+    al_model_free(&m);
+
+    init_model(&m, "local", 1, 28, 28, 10, 3);
+    assert_null(m.pos);
+    assert_non_null(m.blocks[0].rel);
+    assert_int_equal(m.blocks[0].rel->shape[0], 4); assert_int_equal(m.blocks[0].rel->shape[1], 25);
+    for (int i = 0; i < 100; i++) assert_true(m.blocks[1].rel->data[i] == 0.f);
+    assert_string_equal(m.params.t[8]->name, "blocks.0.attn.rel");
+    al_model_free(&m);
+}
+
+static void check_forward(const al_model_config *cfg, int B)
+{
+    al_model m; al_error e = {{0}};
+    if (al_model_init(&m, cfg, 7, &e) != AL_OK) fail_msg("%s: %s", cfg->name, e.msg);
+    al_ctx *c = al_ctx_new(1);
+    al_tensor *x = al_new(c, 4, (int[]){B, cfg->channels, cfg->height, cfg->width});
+    tu_fill(x->data, x->numel, 5, -1, 1);
+    al_tensor *y = al_model_forward(c, &m, x);
+    if (!y) fail_msg("%s forward: %s", cfg->name, al_ctx_error(c));
+    assert_int_equal(y->ndim, 2);
+    assert_int_equal(y->shape[0], B);
+    assert_int_equal(y->shape[1], cfg->classes);
+    for (int64_t i = 0; i < y->numel; i++) assert_true(isfinite(y->data[i]));
+    /* the backward runs and reaches the first layer */
+    al_tensor *loss = al_cross_entropy(c, y, (int[]){0, 1, 2, 0, 1, 2, 0, 1}, NULL);
+    assert_int_equal(al_backward(c, loss), AL_OK);
+    double g = 0;
+    for (int64_t i = 0; i < m.params.t[0]->numel; i++) g += fabs(m.params.t[0]->grad[i]);
+    assert_true(g > 0);
+    al_ctx_free(c);
+    al_model_free(&m);
+}
+
+static void test_forward_shapes(void **st)
+{
+    (void)st;
+    al_model_config cfg; al_error e = {{0}};
+    const char *names[] = {"cnn", "sa", "local"};
+    for (int i = 0; i < 3; i++) { al_model_config_default(&cfg, names[i], 1, 28, 28, 10, &e); check_forward(&cfg, 3); }
+    /* odd sizes: the cnn floors its pools (13 → 6 → 3); 3 channels */
+    al_model_config_default(&cfg, "cnn", 3, 13, 10, 4, &e); check_forward(&cfg, 2);
+    /* options on a small grid */
+    al_model_config_default(&cfg, "sa", 2, 8, 12, 3, &e); cfg.dim = 16; cfg.heads = 2; cfg.hidden = 24; cfg.depth = 3;
+    check_forward(&cfg, 2);
+    al_pos_kind pos[] = {AL_POS_NONE, AL_POS_SINUSOIDAL, AL_POS_RELATIVE};
+    for (int i = 0; i < 3; i++) { cfg.pos = pos[i]; check_forward(&cfg, 2); }
+    cfg.pos = AL_POS_LEARNED; cfg.score = AL_SCORE_ADDITIVE; check_forward(&cfg, 2);
+    cfg.score = AL_SCORE_DOT; cfg.norm = AL_NORM_RELU; check_forward(&cfg, 2);
+    cfg.norm = AL_NORM_SOFTMAX; cfg.patch = 1; check_forward(&cfg, 2);
+    al_model_config_default(&cfg, "local", 1, 12, 12, 5, &e); cfg.window = 3; check_forward(&cfg, 2);
+    cfg.pos = AL_POS_LEARNED; check_forward(&cfg, 2);
+    cfg.pos = AL_POS_RELATIVE; cfg.patch = 1; cfg.window = 7; check_forward(&cfg, 2);
+}
+
+static void test_forward_rejects_wrong_input(void **st)
+{
+    (void)st;
+    al_model m;
+    init_model(&m, "sa", 1, 28, 28, 10, 1);
+    al_ctx *c = al_ctx_new(1);
+    al_tensor *x = al_zeros(c, 4, (int[]){2, 1, 28, 27});
+    assert_null(al_model_forward(c, &m, x));
+    assert_non_null(strstr(al_ctx_error(c), "does not match"));
+    al_ctx_free(c);
+    al_model_free(&m);
+}
+
+static void test_config_errors(void **st)
+{
+    (void)st;
+    al_model_config cfg; al_model m;
+    al_error e = {{0}};
+    assert_int_equal(al_model_config_default(&cfg, "resnet", 1, 28, 28, 10, &e), AL_ERR);
+    assert_non_null(strstr(e.msg, "unknown model"));
+    struct { const char *name; int field, value; const char *msg; } bad[] = {
+        {"sa", 0, 3, "--patch"}, {"sa", 1, 5, "--heads"}, {"local", 2, 4, "--window"}, {"sa", 3, 0, "--depth"}};
+    for (int i = 0; i < 4; i++) {
+        memset(&e, 0, sizeof e);
+        al_model_config_default(&cfg, bad[i].name, 1, 28, 28, 10, &e);
+        int *f[] = {&cfg.patch, &cfg.heads, &cfg.window, &cfg.depth};
+        *f[bad[i].field] = bad[i].value;
+        assert_int_equal(al_model_init(&m, &cfg, 1, &e), AL_ERR);
+        if (!strstr(e.msg, bad[i].msg)) fail_msg("case %d: message '%s' lacks '%s'", i, e.msg, bad[i].msg);
+    }
+}
+
+/* ---- end-to-end gradient checks: the input and every parameter of a tiny model ---- */
+typedef struct gc_ud { al_model *m; al_tensor *flat; } gc_ud;
+typedef struct collect_node { al_model *m; al_tensor *flat; } collect_node;
+static void collect_backward(al_ctx *c, void *p)
+{
+    collect_node *n = p;
+    float *g = al_grad(c, n->flat);
+    for (int64_t i = 0; i < n->m->params.total; i++) g[i] += n->m->params.grad[i];
+}
+/* t[0] = x (B,C,H,W); t[1] = the flat parameter array (wrapping m->params.data itself). */
+static al_tensor *model_fn(al_ctx *c, al_tensor **t, void *ud)
+{
+    al_model *m = ud;
+    al_params_zero_grad(&m->params);
+    if (c->grad_enabled && t[1]->requires_grad) {
+        collect_node *n = al_arena_alloc(&c->arena, sizeof *n);
+        n->m = m; n->flat = t[1];
+        al_tape_push(c, collect_backward, n);   /* first on the tape: runs last in backward */
+    }
+    return al_model_forward(c, m, t[0]);
+}
+static void gradcheck_model(al_model_config *cfg, int check_params, double eps, double tol)
+{
+    al_model m; al_error e = {{0}};
+    if (al_model_init(&m, cfg, 11, &e) != AL_OK) fail_msg("%s", e.msg);
+    /* perturb the zero-initialised relative biases so their gradient path is exercised in general position */
+    for (int b = 0; b < cfg->depth; b++) if (m.blocks[b].rel) tu_fill(m.blocks[b].rel->data, m.blocks[b].rel->numel, 3 + b, -0.5f, 0.5f);
+    int B = 2;
+    int64_t nx = (int64_t)B * cfg->channels * cfg->height * cfg->width;
+    float *x = tu_alloc_rand(nx, 21, -1.5f, 1.5f);
+    tu_input in[2] = {tu_in(x, 1, 4, B, cfg->channels, cfg->height, cfg->width),
+                      tu_in(m.params.data, check_params, 1, (int)m.params.total, 0, 0, 0)};
+    char what[96];
+    snprintf(what, sizeof what, "%s pos=%s score=%d norm=%d", cfg->name, al_pos_name(cfg->pos), cfg->score, cfg->norm);
+    double t0 = al_time();
+    TU_GRADCHECK(what, model_fn, &m, in, 2, eps, tol);
+    if (getenv("TU_VERBOSE")) print_message("%s: %lld params, %.2f s\n", what, (long long)m.params.total, al_time() - t0);
+    free(x);
+    al_model_free(&m);
+}
+
+static void test_gradcheck_tiny_models(void **st)
+{
+    (void)st;
+    int threads = al_threads();
+    al_set_threads(1);   /* thousands of tiny forwards: thread start-up would dominate */
+    al_model_config cfg; al_error e = {{0}};
+    al_model_config_default(&cfg, "sa", 1, 4, 6, 3, &e);
+    cfg.dim = 8; cfg.heads = 2; cfg.hidden = 12; cfg.depth = 2;
+    gradcheck_model(&cfg, 1, 1e-2, 1e-2);
+    cfg.score = AL_SCORE_ADDITIVE; cfg.pos = AL_POS_SINUSOIDAL;
+    gradcheck_model(&cfg, 1, 1e-2, 1e-2);
+    cfg.score = AL_SCORE_DOT; cfg.pos = AL_POS_RELATIVE;
+    gradcheck_model(&cfg, 1, 1e-2, 1e-2);
+    al_model_config_default(&cfg, "local", 2, 6, 6, 3, &e);
+    cfg.dim = 8; cfg.heads = 2; cfg.hidden = 12; cfg.depth = 1; cfg.window = 3;
+    gradcheck_model(&cfg, 1, 1e-2, 1e-2);
+    /* cnn: the input gradient through conv, ReLU, max-pool, conv, ReLU, max-pool, linear */
+    al_model_config_default(&cfg, "cnn", 1, 4, 4, 3, &e);
+    gradcheck_model(&cfg, 0, 1e-3, 1e-2);
+    al_set_threads(threads);
+}
+
+static void test_checkpoint_round_trip(void **st)
+{
+    (void)st;
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/attnlab_test_models_%d.safetensors", (int)getpid());
+    al_model_config cfg; al_error e = {{0}};
+    al_model_config_default(&cfg, "local", 1, 12, 12, 4, &e);
+    cfg.dim = 16; cfg.heads = 2; cfg.hidden = 20; cfg.window = 3; cfg.score = AL_SCORE_ADDITIVE; cfg.norm = AL_NORM_RELU;
+    al_model m, m2;
+    assert_int_equal(al_model_init(&m, &cfg, 5, &e), AL_OK);
+    for (int b = 0; b < cfg.depth; b++) tu_fill(m.blocks[b].rel->data, m.blocks[b].rel->numel, 9, -1, 1);
+    float mean[4] = {0.25f, 0, 0, 0}, std[4] = {0.5f, 1, 1, 1}, mean2[4], std2[4];
+    const char *kv[] = {"seed", "5", "note", "a \"quoted\" value"};
+    if (al_model_save(path, &m, mean, std, kv, 2, &e) != AL_OK) fail_msg("save: %s", e.msg);
+    char *meta = NULL;
+    if (al_model_load(path, &m2, mean2, std2, &meta, &e) != AL_OK) fail_msg("load: %s", e.msg);
+    assert_string_equal(m2.cfg.name, "local");
+    assert_int_equal(m2.cfg.dim, 16); assert_int_equal(m2.cfg.window, 3); assert_int_equal(m2.cfg.hidden, 20);
+    assert_int_equal(m2.cfg.score, AL_SCORE_ADDITIVE); assert_int_equal(m2.cfg.norm, AL_NORM_RELU);
+    assert_int_equal(m2.cfg.classes, 4); assert_int_equal(m2.cfg.pos, AL_POS_RELATIVE);
+    assert_true(mean2[0] == 0.25f && std2[0] == 0.5f);
+    assert_int_equal(m2.params.total, m.params.total);
+    assert_memory_equal(m2.params.data, m.params.data, (size_t)m.params.total * sizeof(float));
+    char *v = al_meta_get(meta, "seed");
+    assert_non_null(v); assert_string_equal(v, "5"); free(v);
+    free(meta);
+    /* the same forward */
+    al_ctx *c = al_ctx_new(1);
+    al_tensor *x = al_new(c, 4, (int[]){2, 1, 12, 12});
+    tu_fill(x->data, x->numel, 8, -1, 1);
+    al_tensor *y1 = al_model_forward(c, &m, x), *y2 = al_model_forward(c, &m2, x);
+    assert_non_null(y1); assert_non_null(y2);
+    assert_memory_equal(y1->data, y2->data, (size_t)y1->numel * sizeof(float));
+    al_ctx_free(c);
+    al_model_free(&m2);
+
+    /* a truncated file is refused with a message, and so is a foreign safetensors file */
+    FILE *f = fopen(path, "r+b");
+    assert_non_null(f);
+    assert_int_equal(ftruncate(fileno(f), 20), 0);
+    fclose(f);
+    memset(&e, 0, sizeof e);
+    assert_int_equal(al_model_load(path, &m2, mean2, std2, NULL, &e), AL_ERR);
+    assert_true(e.msg[0] != 0);
+    memset(&e, 0, sizeof e);
+    assert_int_equal(al_safetensors_save(path, &m.params, (const char *[]){"model", "local"}, 1, &e), AL_OK);
+    assert_int_equal(al_model_load(path, &m2, mean2, std2, NULL, &e), AL_ERR);
+    assert_non_null(strstr(e.msg, "not an attnlab image-model checkpoint"));
+    al_model_free(&m);
+    unlink(path);
+}
+
+static void test_run_canonical_covers_hyperparameters(void **st)
+{
+    (void)st;
+    al_model_config cfg; al_error e = {{0}};
+    al_model_config_default(&cfg, "sa", 1, 28, 28, 10, &e);
+    char a[2048], b[2048], ia[17], ib[17];
+    al_image_run_canonical(a, sizeof a, &cfg, "fashion-mnist", 1000, 30, 1e-3f, 0.01f, 64, 1);
+    al_run_id(ia, a);
+    assert_non_null(strstr(a, "model=sa")); assert_non_null(strstr(a, "seed=1")); assert_non_null(strstr(a, "train_size=1000"));
+    /* each change makes a new run id */
+    cfg.heads = 2;
+    al_image_run_canonical(b, sizeof b, &cfg, "fashion-mnist", 1000, 30, 1e-3f, 0.01f, 64, 1); al_run_id(ib, b);
+    assert_string_not_equal(ia, ib);
+    cfg.heads = 4;
+    al_image_run_canonical(b, sizeof b, &cfg, "fashion-mnist", 1000, 30, 1e-3f, 0.01f, 64, 2); al_run_id(ib, b);
+    assert_string_not_equal(ia, ib);
+    al_image_run_canonical(b, sizeof b, &cfg, "fashion-mnist", 1000, 30, 1e-3f, 0.01f, 64, 1); al_run_id(ib, b);
+    assert_string_equal(ia, ib);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_param_counts_match_peer),
+        cmocka_unit_test(test_param_order_names_and_init),
+        cmocka_unit_test(test_forward_shapes),
+        cmocka_unit_test(test_forward_rejects_wrong_input),
+        cmocka_unit_test(test_config_errors),
+        cmocka_unit_test(test_gradcheck_tiny_models),
+        cmocka_unit_test(test_checkpoint_round_trip),
+        cmocka_unit_test(test_run_canonical_covers_hyperparameters),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
