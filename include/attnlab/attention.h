@@ -64,4 +64,24 @@ al_tensor *al_attention(al_ctx *c, const al_attn_desc *d, al_tensor *q, al_tenso
  * Same arguments and results as al_attention; for tests only. */
 al_tensor *al_attention_ref(al_ctx *c, const al_attn_desc *d, al_tensor *q, al_tensor *k, al_tensor *v,
                             al_tensor *a_q, al_tensor *a_k, al_tensor *rel_bias, al_tensor *bias);
+
+/* ---- convolution as attention, exactly (Cordonnier, Loukas & Jaggi, ICLR 2020) ----
+ * A K×K conv2d (stride 1, zero padding K/2) as a window2d (K×K) attention layer with K² heads:
+ * head h = (dy+r)·K + (dx+r) attends to exactly the key at offset (dy, dx) through its relative
+ * bias (1 at offset h, 0 elsewhere) with q = k = 0, dot score and the ReLU normaliser, so its
+ * weight is 1 on that key and 0 on every other; at the border an absent key contributes nothing,
+ * which is exactly zero padding (a softmax would renormalise over the present keys instead).
+ * Value projections are the identity (Dv = C); the output projection (O, K²·C) holds the conv
+ * weights, w_out[o][h·C + c] = w[o][c][dy+r][dx+r], plus the conv bias. */
+typedef struct al_conv_attn {
+    int C, O, K, heads;    /* heads = K·K */
+    float *rel_bias;       /* (K², K²) one-hot rows */
+    float *w_out;          /* (O, K²·C) */
+    float *b_out;          /* (O) */
+} al_conv_attn;
+/* Build from conv weights w (O,C,K,K) and bias b (O) or NULL; K odd. Free with al_conv_attn_free. */
+al_status al_conv_attn_build(al_conv_attn *ca, const float *w, const float *b, int O, int C, int K, al_error *err);
+void al_conv_attn_free(al_conv_attn *ca);
+/* x (B,C,H,W) → (B,O,H,W) through al_attention. Forward only: nothing is recorded on the tape. */
+al_tensor *al_conv_attn_forward(al_ctx *c, const al_conv_attn *ca, al_tensor *x);
 #endif
