@@ -1,0 +1,292 @@
+/* ops_linalg.c — matmul (2-D, batched, transposed, broadcast), linear (nn.Linear) and sparse ×
+ * dense (CSR constant · X), each forward beside its backward. Dense products all go through
+ * al_gemm (kernels.h); backward accumulates with beta = 1.
+ *
+ * Determinism: every gemm writes a block it owns. Where a broadcast operand's gradient is a sum
+ * over batches it is accumulated batch by batch in order (or folded into one gemm), never with
+ * atomics; spmm's backward uses a transposed copy of the CSR built in the forward, so each dX row
+ * is owned by one thread and summed in a fixed order.
+ */
+#include "attnlab/ops.h"
+#include "attnlab/kernels.h"
+#include <string.h>
+
+#define PAR_MIN 32768
+/* Batched matmul: per-batch products at most this many multiply-adds run one batch per thread
+ * (al_gemm_serial); bigger ones run one after another, each gemm using every thread. */
+#define SMALL_GEMM (64 * 64 * 64)
+
+static void *node_new(al_ctx *c, size_t bytes)
+{
+    void *p = al_arena_calloc(&c->arena, bytes);
+    if (!p) al_fail(c, "out of memory (arena) for a tape node");
+    return p;
+}
+
+/* C_b = op(A_b)·op(B_b) (+ beta·C_b) for b < Bt, with batch strides sA, sB, sC (0 = shared).
+ * A shared C (sC == 0, a broadcast operand's gradient) is accumulated in batch order. */
+static void gemm_batched(int Bt, int ta, int tb, int M, int N, int K,
+                         const float *A, int lda, int64_t sA, const float *B, int ldb, int64_t sB,
+                         float beta, float *C, int ldc, int64_t sC)
+{
+    if (Bt == 1 || sC == 0 || (int64_t)M * N * K > SMALL_GEMM) {
+        for (int b = 0; b < Bt; b++)
+            al_gemm(ta, tb, M, N, K, 1.0f, A + b * sA, lda, B + b * sB, ldb, beta, C + b * sC, ldc);
+        return;
+    }
+    #pragma omp parallel for schedule(static)
+    for (int b = 0; b < Bt; b++)
+        al_gemm_serial(ta, tb, M, N, K, 1.0f, A + b * sA, lda, B + b * sB, ldb, beta, C + b * sC, ldc);
+}
+
+/* ======================= matmul ======================= */
+typedef struct {
+    al_tensor *a, *b, *y;
+    int ta, tb, Bt, M, N, K;
+    int64_t sa, sb;          /* batch strides of a and b (0 = 2-D, shared over the batch) */
+} mm_node;
+
+static void matmul_backward(al_ctx *c, void *p)
+{
+    mm_node *nd = p;
+    const float *dC = nd->y->grad;                 /* (Bt, M, N) */
+    if (!dC) return;
+    const int ta = nd->ta, tb = nd->tb, Bt = nd->Bt, M = nd->M, N = nd->N, K = nd->K;
+    const int lda = ta ? M : K, ldb = tb ? K : N;
+    const float *A = nd->a->data, *B = nd->b->data;
+    const int64_t sa = nd->sa, sb = nd->sb, sc = (int64_t)M * N;
+    /* 3-D A (not transposed) with 2-D B: A and dC are (Bt·M, K) and (Bt·M, N) matrices. */
+    const int fold = Bt > 1 && sa && !sb && !ta;
+    if (nd->a->requires_grad) {
+        float *dA = al_grad(c, nd->a);             /* (Bt, M, K) or (Bt, K, M), or 2-D */
+        if (!dA) return;
+        if (fold)      /* d op(A) = dC · op(B)ᵀ */
+            al_gemm(0, !tb, Bt * M, K, N, 1.0f, dC, N, B, ldb, 1.0f, dA, K);
+        else if (!ta)
+            gemm_batched(Bt, 0, !tb, M, K, N, dC, N, sc, B, ldb, sb, 1.0f, dA, K, sa);
+        else           /* A is (K, M): dA = op(B) · dCᵀ */
+            gemm_batched(Bt, tb, 1, K, M, N, B, ldb, sb, dC, N, sc, 1.0f, dA, M, sa);
+    }
+    if (nd->b->requires_grad) {
+        float *dB = al_grad(c, nd->b);             /* (Bt, K, N) or (Bt, N, K), or 2-D */
+        if (!dB) return;
+        if (fold && !tb)
+            al_gemm(1, 0, K, N, Bt * M, 1.0f, A, K, dC, N, 1.0f, dB, N);
+        else if (fold)
+            al_gemm(1, 0, N, K, Bt * M, 1.0f, dC, N, A, K, 1.0f, dB, K);
+        else if (!tb)  /* dB = op(A)ᵀ · dC */
+            gemm_batched(Bt, !ta, 0, K, N, M, A, lda, sa, dC, N, sc, 1.0f, dB, N, sb);
+        else           /* B is (N, K): dB = dCᵀ · op(A) */
+            gemm_batched(Bt, 1, ta, N, K, M, dC, N, sc, A, lda, sa, 1.0f, dB, K, sb);
+    }
+}
+
+al_tensor *al_matmul(al_ctx *c, al_tensor *a, al_tensor *b, int trans_a, int trans_b)
+{
+    if (!a || !b || !al_ok(c)) return NULL;
+    char b1[64], b2[64];
+    if (a->ndim < 2 || a->ndim > 3 || b->ndim < 2 || b->ndim > 3)
+        return al_fail(c, "matmul: operands must be 2-D or 3-D, got A %s and B %s",
+                       al_shape_str(a, b1, sizeof b1), al_shape_str(b, b2, sizeof b2));
+    const int ta = !!trans_a, tb = !!trans_b;
+    const int a3 = a->ndim == 3, b3 = b->ndim == 3;
+    const int ar = a->shape[a->ndim - 2], ac = a->shape[a->ndim - 1];
+    const int br = b->shape[b->ndim - 2], bc = b->shape[b->ndim - 1];
+    const int M = ta ? ac : ar, K = ta ? ar : ac, Kb = tb ? bc : br, N = tb ? br : bc;
+    if (a3 && b3 && a->shape[0] != b->shape[0])
+        return al_fail(c, "matmul: batch sizes differ: A %s vs B %s",
+                       al_shape_str(a, b1, sizeof b1), al_shape_str(b, b2, sizeof b2));
+    if (K != Kb)
+        return al_fail(c, "matmul: inner dimensions differ: A %s%s vs B %s%s (%d vs %d)",
+                       al_shape_str(a, b1, sizeof b1), ta ? "ᵀ" : "", al_shape_str(b, b2, sizeof b2),
+                       tb ? "ᵀ" : "", K, Kb);
+    const int Bt = a3 ? a->shape[0] : b3 ? b->shape[0] : 1;
+    al_tensor *y = (a3 || b3) ? al_new(c, 3, (int[]){Bt, M, N}) : al_new(c, 2, (int[]){M, N});
+    if (!y) return NULL;
+    const int lda = ta ? M : K, ldb = tb ? K : N;
+    const int64_t sa = a3 ? (int64_t)M * K : 0, sb = b3 ? (int64_t)K * N : 0;
+    if (Bt > 1 && a3 && !b3 && !ta)   /* fold the batch into M: one big gemm */
+        al_gemm(0, tb, Bt * M, N, K, 1.0f, a->data, K, b->data, ldb, 0.0f, y->data, N);
+    else
+        gemm_batched(Bt, ta, tb, M, N, K, a->data, lda, sa, b->data, ldb, sb, 0.0f, y->data, N, (int64_t)M * N);
+    if (c->grad_enabled && (a->requires_grad || b->requires_grad)) {
+        mm_node *nd = node_new(c, sizeof *nd);
+        if (!nd) return NULL;
+        nd->a = a; nd->b = b; nd->y = y; nd->ta = ta; nd->tb = tb;
+        nd->Bt = Bt; nd->M = M; nd->N = N; nd->K = K; nd->sa = sa; nd->sb = sb;
+        y->requires_grad = 1;
+        al_tape_push(c, matmul_backward, nd);
+    }
+    return y;
+}
+
+/* ======================= linear ======================= */
+typedef struct { al_tensor *x, *w, *b, *y; int rows, in, out; } lin_node;
+
+#define CS_COLS 256   /* column block owned by one thread when summing dy over rows */
+
+/* db[j] += Σ_r dy[r, j]; threads own column blocks, rows are summed in order. */
+static void colsum_acc(const float *dy /* (rows, n) */, float *db /* (n) */, int rows, int n)
+{
+    const int nblk = (n + CS_COLS - 1) / CS_COLS;
+    #pragma omp parallel for schedule(static) if ((int64_t)rows * n >= PAR_MIN && nblk > 1)
+    for (int bk = 0; bk < nblk; bk++) {
+        const int j0 = bk * CS_COLS, j1 = j0 + CS_COLS < n ? j0 + CS_COLS : n;
+        float acc[CS_COLS];
+        for (int j = j0; j < j1; j++) acc[j - j0] = 0.f;
+        for (int r = 0; r < rows; r++) {
+            const float *dyr = dy + (int64_t)r * n;
+            for (int j = j0; j < j1; j++) acc[j - j0] += dyr[j];
+        }
+        for (int j = j0; j < j1; j++) db[j] += acc[j - j0];
+    }
+}
+
+static void linear_backward(al_ctx *c, void *p)
+{
+    lin_node *nd = p;
+    const float *dy = nd->y->grad;                 /* (rows, out) */
+    if (!dy) return;
+    const int rows = nd->rows, in = nd->in, out = nd->out;
+    if (nd->x->requires_grad) {                    /* dx (rows, in) += dy · W */
+        float *dx = al_grad(c, nd->x);
+        if (!dx) return;
+        al_gemm(0, 0, rows, in, out, 1.0f, dy, out, nd->w->data, in, 1.0f, dx, in);
+    }
+    if (nd->w->requires_grad) {                    /* dW (out, in) += dyᵀ · x */
+        float *dw = al_grad(c, nd->w);
+        if (!dw) return;
+        al_gemm(1, 0, out, in, rows, 1.0f, dy, out, nd->x->data, in, 1.0f, dw, in);
+    }
+    if (nd->b && nd->b->requires_grad) {           /* db (out) += Σ_rows dy */
+        float *db = al_grad(c, nd->b);
+        if (!db) return;
+        colsum_acc(dy, db, rows, out);
+    }
+}
+
+al_tensor *al_linear(al_ctx *c, al_tensor *x, al_tensor *w, al_tensor *b)
+{
+    if (!x || !w || !al_ok(c)) return NULL;
+    char b1[64], b2[64], b3[64];
+    const int in = x->shape[x->ndim - 1];
+    if (w->ndim != 2 || w->shape[1] != in)
+        return al_fail(c, "linear: weight %s must be (out, %d) for x %s",
+                       al_shape_str(w, b1, sizeof b1), in, al_shape_str(x, b2, sizeof b2));
+    const int out = w->shape[0];
+    if (b && !(b->ndim == 1 && b->shape[0] == out))
+        return al_fail(c, "linear: bias %s must be (%d) for weight %s and x %s", al_shape_str(b, b1, sizeof b1),
+                       out, al_shape_str(w, b2, sizeof b2), al_shape_str(x, b3, sizeof b3));
+    const int64_t rows64 = x->numel / in;
+    if (rows64 > 2147483647LL) return al_fail(c, "linear: too many rows (%lld)", (long long)rows64);
+    const int rows = (int)rows64;
+    int shape[AL_MAXDIM];
+    memcpy(shape, x->shape, sizeof shape);
+    shape[x->ndim - 1] = out;
+    al_tensor *y = al_new(c, x->ndim, shape);      /* (..., out) */
+    if (!y) return NULL;
+    float *yd = y->data;
+    if (b) {                                       /* bias first, then y += x · Wᵀ (fused: beta = 1) */
+        const float *bd = b->data;
+        #pragma omp parallel for schedule(static) if (rows64 * out >= PAR_MIN)
+        for (int r = 0; r < rows; r++) memcpy(yd + (int64_t)r * out, bd, (size_t)out * sizeof(float));
+    }
+    al_gemm(0, 1, rows, out, in, 1.0f, x->data, in, w->data, in, b ? 1.0f : 0.0f, yd, out);
+    if (c->grad_enabled && (x->requires_grad || w->requires_grad || (b && b->requires_grad))) {
+        lin_node *nd = node_new(c, sizeof *nd);
+        if (!nd) return NULL;
+        nd->x = x; nd->w = w; nd->b = b; nd->y = y; nd->rows = rows; nd->in = in; nd->out = out;
+        y->requires_grad = 1;
+        al_tape_push(c, linear_backward, nd);
+    }
+    return y;
+}
+
+/* ======================= spmm ======================= */
+typedef struct {
+    al_tensor *x, *y;        /* x (cols, F); y (rows, F) */
+    int cols, F;
+    int64_t *tptr;           /* (cols + 1) Sᵀ row pointers */
+    int *tidx;               /* (nnz) row of S for each entry of Sᵀ, ascending within a row */
+    float *tval;             /* (nnz) or NULL = all ones */
+} spmm_node;
+
+static void spmm_backward(al_ctx *c, void *p)
+{
+    spmm_node *nd = p;
+    const float *dy = nd->y->grad;                 /* (rows, F) */
+    if (!dy || !nd->x->requires_grad) return;
+    float *dx = al_grad(c, nd->x);                 /* (cols, F) */
+    if (!dx) return;
+    const int F = nd->F;
+    /* dX = Sᵀ · dY, one dX row per iteration: no two threads write the same row. */
+    #pragma omp parallel for schedule(dynamic, 32)
+    for (int j = 0; j < nd->cols; j++) {
+        float *dxr = dx + (int64_t)j * F;
+        for (int64_t k = nd->tptr[j]; k < nd->tptr[j + 1]; k++) {
+            const float v = nd->tval ? nd->tval[k] : 1.0f;
+            const float *dyr = dy + (int64_t)nd->tidx[k] * F;
+            for (int f = 0; f < F; f++) dxr[f] += v * dyr[f];
+        }
+    }
+}
+
+al_tensor *al_spmm(al_ctx *c, const al_csr *s, al_tensor *x)
+{
+    if (!s || !x || !al_ok(c)) return NULL;
+    char b1[64];
+    if (s->rows < 1 || s->cols < 1 || !s->rowptr || (s->nnz > 0 && !s->col) || s->nnz < 0)
+        return al_fail(c, "spmm: invalid CSR matrix (%d x %d, nnz %lld)", s->rows, s->cols, (long long)s->nnz);
+    if (x->ndim != 2 || x->shape[0] != s->cols)
+        return al_fail(c, "spmm: X %s must be (%d, F) for a %d x %d sparse matrix",
+                       al_shape_str(x, b1, sizeof b1), s->cols, s->rows, s->cols);
+    if (s->rowptr[0] != 0 || s->rowptr[s->rows] != s->nnz)
+        return al_fail(c, "spmm: CSR rowptr must run from 0 to nnz = %lld", (long long)s->nnz);
+    for (int i = 0; i < s->rows; i++)
+        if (s->rowptr[i + 1] < s->rowptr[i]) return al_fail(c, "spmm: CSR rowptr decreases at row %d", i);
+    for (int64_t k = 0; k < s->nnz; k++)
+        if (s->col[k] < 0 || s->col[k] >= s->cols)
+            return al_fail(c, "spmm: CSR column index %d at entry %lld is out of range [0, %d)",
+                           s->col[k], (long long)k, s->cols);
+    const int rows = s->rows, F = x->shape[1];
+    al_tensor *y = al_new(c, 2, (int[]){rows, F}); /* (rows, F) */
+    if (!y) return NULL;
+    const float *xd = x->data; float *yd = y->data;
+    const int64_t *rp = s->rowptr; const int *col = s->col; const float *val = s->val;
+    /* Rows are owned by one thread each and summed in CSR order: any schedule gives the same bits. */
+    #pragma omp parallel for schedule(dynamic, 32) if (s->nnz * (int64_t)F >= PAR_MIN)
+    for (int i = 0; i < rows; i++) {
+        float *yr = yd + (int64_t)i * F;
+        for (int f = 0; f < F; f++) yr[f] = 0.f;
+        for (int64_t k = rp[i]; k < rp[i + 1]; k++) {
+            const float v = val ? val[k] : 1.0f;
+            const float *xr = xd + (int64_t)col[k] * F;
+            for (int f = 0; f < F; f++) yr[f] += v * xr[f];
+        }
+    }
+    if (c->grad_enabled && x->requires_grad) {
+        spmm_node *nd = node_new(c, sizeof *nd);
+        if (!nd) return NULL;
+        const int cols = s->cols; const int64_t nnz = s->nnz;
+        nd->tptr = al_arena_calloc(&c->arena, (size_t)(cols + 1) * sizeof(int64_t));
+        nd->tidx = al_arena_alloc(&c->arena, (size_t)(nnz > 0 ? nnz : 1) * sizeof(int));
+        nd->tval = val ? al_arena_alloc(&c->arena, (size_t)(nnz > 0 ? nnz : 1) * sizeof(float)) : NULL;
+        int64_t *next = al_arena_alloc(&c->arena, (size_t)cols * sizeof(int64_t));
+        if (!nd->tptr || !nd->tidx || (val && !nd->tval) || !next)
+            return al_fail(c, "out of memory (arena) building the transposed CSR in spmm");
+        /* Counting sort by column: Sᵀ in CSR, entries of each row of Sᵀ in ascending row of S. */
+        for (int64_t k = 0; k < nnz; k++) nd->tptr[col[k] + 1]++;
+        for (int j = 0; j < cols; j++) nd->tptr[j + 1] += nd->tptr[j];
+        memcpy(next, nd->tptr, (size_t)cols * sizeof(int64_t));
+        for (int i = 0; i < rows; i++)
+            for (int64_t k = rp[i]; k < rp[i + 1]; k++) {
+                int64_t q = next[col[k]]++;
+                nd->tidx[q] = i;
+                if (val) nd->tval[q] = val[k];
+            }
+        nd->x = x; nd->y = y; nd->cols = cols; nd->F = F;
+        y->requires_grad = 1;
+        al_tape_push(c, spmm_backward, nd);
+    }
+    return y;
+}

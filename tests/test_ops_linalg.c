@@ -1,0 +1,347 @@
+/* test_ops_linalg.c — matmul (2-D, batched, transposed, broadcast), linear and spmm:
+ * forward against naive loops, finite-difference gradient checks, shape errors. */
+#include "testutil.h"
+#include "attnlab/ops.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Gradient checks: these ops are bilinear, so central differences have no truncation error;
+ * what remains is float rounding of the forward, ≈1e-7·|L|/eps ≈ 1e-5 relative with eps = 1e-2
+ * for the sizes here. GTOL = 1e-3 is far above that and far below the O(1) error of a wrong
+ * transpose or a missing batch term. */
+#define GEPS 1e-2
+#define GTOL 1e-3
+/* Forward vs naive double loops: sums of ≤ 40 products of O(1) floats, error ≲ 1e-6 relative. */
+#define FTOL 1e-5
+
+/* C (Bt, M, N) = op(A_b) op(B_b) in double; sa/sb = 0 for a shared 2-D operand. */
+static void naive_mm(const float *A, const float *B, float *C, int Bt, int M, int N, int K,
+                     int ta, int tb, int64_t sa, int64_t sb)
+{
+    for (int b = 0; b < Bt; b++)
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++) {
+                double s = 0;
+                for (int k = 0; k < K; k++) {
+                    float a = ta ? A[b * sa + (int64_t)k * M + i] : A[b * sa + (int64_t)i * K + k];
+                    float v = tb ? B[b * sb + (int64_t)j * K + k] : B[b * sb + (int64_t)k * N + j];
+                    s += (double)a * v;
+                }
+                C[((int64_t)b * M + i) * N + j] = (float)s;
+            }
+}
+
+typedef struct { int ta, tb; } mm_ud;
+static al_tensor *f_matmul(al_ctx *c, al_tensor **t, void *ud)
+{
+    mm_ud *u = ud;
+    return al_matmul(c, t[0], t[1], u->ta, u->tb);
+}
+
+/* One matmul case: forward vs naive and a gradient check of both operands.
+ * a3/b3: whether A/B carry the batch dimension. */
+static void check_matmul(int Bt, int M, int N, int K, int ta, int tb, int a3, int b3, int gradcheck)
+{
+    int64_t na = (int64_t)(a3 ? Bt : 1) * M * K, nb = (int64_t)(b3 ? Bt : 1) * K * N;
+    float *A = tu_alloc_rand(na, 100 + M, -1.f, 1.f), *B = tu_alloc_rand(nb, 200 + N, -1.f, 1.f);
+    tu_input in[2];
+    int ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
+    in[0] = a3 ? tu_in(A, 1, 3, Bt, ar, ac, 0) : tu_in(A, 1, 2, ar, ac, 0, 0);
+    in[1] = b3 ? tu_in(B, 1, 3, Bt, br, bc, 0) : tu_in(B, 1, 2, br, bc, 0, 0);
+    al_ctx *c = al_ctx_new(1);
+    al_tensor *tA = al_wrap(c, A, in[0].ndim, in[0].shape), *tB = al_wrap(c, B, in[1].ndim, in[1].shape);
+    al_tensor *y = al_matmul(c, tA, tB, ta, tb);
+    if (!y) fail_msg("matmul failed: %s", al_ctx_error(c));
+    int outB = (a3 || b3) ? Bt : 1;
+    assert_int_equal(y->numel, (int64_t)outB * M * N);
+    assert_int_equal(y->ndim, (a3 || b3) ? 3 : 2);
+    float *ref = malloc((size_t)y->numel * sizeof(float));
+    naive_mm(A, B, ref, outB, M, N, K, ta, tb, a3 ? (int64_t)M * K : 0, b3 ? (int64_t)K * N : 0);
+    double e = tu_max_rel_err(y->data, ref, y->numel);
+    if (e > FTOL) fail_msg("matmul Bt %d %dx%dx%d ta %d tb %d a3 %d b3 %d: rel err %g", Bt, M, N, K, ta, tb, a3, b3, e);
+    al_ctx_free(c);
+    if (gradcheck) {
+        mm_ud u = {ta, tb};
+        char what[96];
+        snprintf(what, sizeof what, "matmul Bt %d %dx%dx%d ta %d tb %d a3 %d b3 %d", Bt, M, N, K, ta, tb, a3, b3);
+        TU_GRADCHECK(what, f_matmul, &u, in, 2, GEPS, GTOL);
+    }
+    free(A); free(B); free(ref);
+}
+
+static void test_matmul_2d_transposes(void **st)
+{
+    (void)st;
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++) {
+            check_matmul(1, 5, 3, 7, ta, tb, 0, 0, 1);
+            check_matmul(1, 1, 1, 1, ta, tb, 0, 0, 1);
+            check_matmul(1, 33, 17, 9, ta, tb, 0, 0, 0);
+        }
+}
+
+static void test_matmul_batched(void **st)
+{
+    (void)st;
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++) check_matmul(3, 4, 5, 6, ta, tb, 1, 1, 1);
+    check_matmul(2, 1, 7, 1, 0, 1, 1, 1, 1);
+}
+
+static void test_matmul_broadcast(void **st)
+{
+    (void)st;
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++) {
+            check_matmul(3, 4, 5, 6, ta, tb, 1, 0, 1);   /* 3-D A · 2-D B: batch folds into M */
+            check_matmul(3, 4, 5, 6, ta, tb, 0, 1, 1);   /* 2-D A shared over a batched B */
+        }
+}
+
+/* Many small batches take the one-batch-per-thread path; bigger ones the sequential path. */
+static void test_matmul_many_batches_deterministic(void **st)
+{
+    (void)st;
+    check_matmul(37, 13, 11, 9, 0, 1, 1, 1, 0);
+    check_matmul(2, 70, 65, 66, 1, 0, 1, 1, 0);
+    const int Bt = 24, M = 16, N = 16, K = 8;
+    float *A = tu_alloc_rand((int64_t)Bt * M * K, 1, -1, 1), *B = tu_alloc_rand((int64_t)Bt * K * N, 2, -1, 1);
+    float *g1 = malloc((size_t)Bt * M * K * sizeof(float));
+    for (int rep = 0; rep < 2; rep++) {
+        al_ctx *c = al_ctx_new(1);
+        al_tensor *a = al_wrap(c, A, 3, (int[]){Bt, M, K}), *b = al_wrap(c, B, 3, (int[]){Bt, K, N});
+        a->requires_grad = 1;
+        al_tensor *y = al_matmul(c, a, b, 0, 0);
+        float *g = al_grad(c, y);
+        for (int64_t i = 0; i < y->numel; i++) g[i] = (float)(i % 7) - 3.f;
+        assert_int_equal(al_backward_run(c), AL_OK);
+        if (rep == 0) memcpy(g1, a->grad, (size_t)Bt * M * K * sizeof(float));
+        else assert_memory_equal(g1, a->grad, (size_t)Bt * M * K * sizeof(float));
+        al_ctx_free(c);
+    }
+    free(A); free(B); free(g1);
+}
+
+static void test_matmul_errors(void **st)
+{
+    (void)st;
+    al_ctx *c = al_ctx_new(1);
+    al_tensor *a = al_zeros(c, 2, (int[]){3, 4}), *b = al_zeros(c, 2, (int[]){5, 6});
+    assert_null(al_matmul(c, a, b, 0, 0));
+    assert_non_null(strstr(al_ctx_error(c), "matmul: inner dimensions differ"));
+    assert_non_null(strstr(al_ctx_error(c), "(3, 4)"));
+    al_ctx_clear_error(c);
+    al_tensor *a3 = al_zeros(c, 3, (int[]){2, 3, 4}), *b3 = al_zeros(c, 3, (int[]){3, 4, 5});
+    assert_null(al_matmul(c, a3, b3, 0, 0));
+    assert_non_null(strstr(al_ctx_error(c), "batch sizes differ"));
+    al_ctx_clear_error(c);
+    al_tensor *v = al_zeros(c, 1, (int[]){4}), *d4 = al_zeros(c, 4, (int[]){1, 2, 3, 4});
+    assert_null(al_matmul(c, v, b, 0, 0));
+    al_ctx_clear_error(c);
+    assert_null(al_matmul(c, d4, b, 0, 0));
+    assert_non_null(strstr(al_ctx_error(c), "2-D or 3-D"));
+    al_ctx_clear_error(c);
+    /* transposing fixes a mismatch: (3,4)ᵀ·(3,4) is (4,4) */
+    al_tensor *ok = al_matmul(c, a, a, 1, 0);
+    assert_non_null(ok);
+    assert_int_equal(ok->shape[0], 4); assert_int_equal(ok->shape[1], 4);
+    al_ctx_free(c);
+}
+
+/* ---------------- linear ---------------- */
+static al_tensor *f_linear(al_ctx *c, al_tensor **t, void *ud) { (void)ud; return al_linear(c, t[0], t[1], t[2]); }
+static al_tensor *f_linear_nobias(al_ctx *c, al_tensor **t, void *ud) { (void)ud; return al_linear(c, t[0], t[1], NULL); }
+
+static void test_linear_forward(void **st)
+{
+    (void)st;
+    const int B = 2, N = 3, in = 5, out = 4;
+    float *x = tu_alloc_rand(B * N * in, 1, -1, 1), *w = tu_alloc_rand(out * in, 2, -1, 1), *b = tu_alloc_rand(out, 3, -1, 1);
+    al_ctx *c = al_ctx_new(1);
+    al_tensor *tx = al_wrap(c, x, 3, (int[]){B, N, in}), *tw = al_wrap(c, w, 2, (int[]){out, in});
+    al_tensor *tb = al_wrap(c, b, 1, (int[]){out});
+    al_tensor *y = al_linear(c, tx, tw, tb), *y0 = al_linear(c, tx, tw, NULL);
+    assert_non_null(y); assert_non_null(y0);
+    assert_int_equal(y->ndim, 3); assert_int_equal(y->shape[0], B); assert_int_equal(y->shape[1], N); assert_int_equal(y->shape[2], out);
+    for (int r = 0; r < B * N; r++)
+        for (int o = 0; o < out; o++) {
+            double s = 0;
+            for (int i = 0; i < in; i++) s += (double)x[r * in + i] * w[o * in + i];
+            assert_true(fabs(y0->data[r * out + o] - s) < 1e-6);
+            assert_true(fabs(y->data[r * out + o] - (s + b[o])) < 1e-6);
+        }
+    /* 1-D x: a single vector */
+    al_tensor *v = al_linear(c, al_wrap(c, x, 1, (int[]){in}), tw, tb);
+    assert_non_null(v);
+    assert_int_equal(v->ndim, 1); assert_int_equal(v->shape[0], out);
+    assert_true(fabs(v->data[1] - y->data[1]) < 1e-6);
+    al_ctx_free(c);
+    free(x); free(w); free(b);
+}
+
+static void test_linear_grad(void **st)
+{
+    (void)st;
+    const int B = 3, N = 5, in = 7, out = 6;
+    float *x = tu_alloc_rand(B * N * in, 4, -1, 1), *w = tu_alloc_rand(out * in, 5, -1, 1), *b = tu_alloc_rand(out, 6, -1, 1);
+    tu_input ins[3] = {tu_in(x, 1, 3, B, N, in, 0), tu_in(w, 1, 2, out, in, 0, 0), tu_in(b, 1, 1, out, 0, 0, 0)};
+    TU_GRADCHECK("linear", f_linear, NULL, ins, 3, GEPS, GTOL);
+    TU_GRADCHECK("linear (no bias)", f_linear_nobias, NULL, ins, 2, GEPS, GTOL);
+    ins[0].check = 0;   /* x constant (e.g. the input images) */
+    TU_GRADCHECK("linear (params only)", f_linear, NULL, ins, 3, GEPS, GTOL);
+    free(x); free(w); free(b);
+}
+
+/* A parameter's gradient accumulates over two uses (+=, not =). */
+static void test_linear_grad_accumulates(void **st)
+{
+    (void)st;
+    al_ctx *c = al_ctx_new(1);
+    float xv[6] = {1, 2, 3, 4, 5, 6}, wv[6] = {1, 0, -1, 2, 1, 0}, bv[2] = {0.5f, -0.5f};
+    float gw[6] = {0}, gb[2] = {0};
+    al_tensor *w = al_wrap(c, wv, 2, (int[]){2, 3}), *b = al_wrap(c, bv, 1, (int[]){2});
+    w->requires_grad = b->requires_grad = 1; w->grad = gw; b->grad = gb;
+    al_tensor *x = al_wrap(c, xv, 2, (int[]){2, 3});
+    al_tensor *y = al_add(c, al_linear(c, x, w, b), al_linear(c, x, w, b));
+    float *g = al_grad(c, y);
+    for (int i = 0; i < 4; i++) g[i] = 1.f;
+    assert_int_equal(al_backward_run(c), AL_OK);
+    /* dW[o, i] = 2 Σ_r x[r, i] = 2·(5, 7, 9); db = 2·2 */
+    for (int o = 0; o < 2; o++) {
+        assert_true(gw[o * 3 + 0] == 10.f && gw[o * 3 + 1] == 14.f && gw[o * 3 + 2] == 18.f);
+        assert_true(gb[o] == 4.f);
+    }
+    al_ctx_free(c);
+}
+
+static void test_linear_errors(void **st)
+{
+    (void)st;
+    al_ctx *c = al_ctx_new(1);
+    al_tensor *x = al_zeros(c, 2, (int[]){4, 5}), *w = al_zeros(c, 2, (int[]){3, 6}), *w2 = al_zeros(c, 2, (int[]){3, 5});
+    al_tensor *b = al_zeros(c, 1, (int[]){4});
+    assert_null(al_linear(c, x, w, NULL));
+    assert_non_null(strstr(al_ctx_error(c), "linear: weight (3, 6)"));
+    al_ctx_clear_error(c);
+    assert_null(al_linear(c, x, w2, b));
+    assert_non_null(strstr(al_ctx_error(c), "bias (4)"));
+    al_ctx_free(c);
+}
+
+/* ---------------- spmm ---------------- */
+static al_tensor *f_spmm(al_ctx *c, al_tensor **t, void *ud) { return al_spmm(c, (const al_csr *)ud, t[0]); }
+
+/* A random sparse (rows, cols) matrix with an empty row, duplicate-free columns, optional values. */
+static void make_csr(al_csr *s, float *dense, int rows, int cols, int with_val, uint64_t seed)
+{
+    al_rng r; al_rng_seed(&r, seed, 5);
+    s->rows = rows; s->cols = cols;
+    s->rowptr = calloc((size_t)rows + 1, sizeof(int64_t));
+    s->col = malloc((size_t)rows * cols * sizeof(int));
+    s->val = with_val ? malloc((size_t)rows * cols * sizeof(float)) : NULL;
+    memset(dense, 0, (size_t)rows * cols * sizeof(float));
+    int64_t k = 0;
+    for (int i = 0; i < rows; i++) {
+        for (int j = 0; j < cols; j++)
+            if (i != 1 && al_rng_uniform(&r) < 0.3f) {   /* row 1 stays empty */
+                float v = with_val ? 2.f * al_rng_uniform(&r) - 1.f : 1.f;
+                s->col[k] = j;
+                if (with_val) s->val[k] = v;
+                dense[(int64_t)i * cols + j] = v;
+                k++;
+            }
+        s->rowptr[i + 1] = k;
+    }
+    s->nnz = k;
+}
+
+static void test_spmm_matches_dense(void **st)
+{
+    (void)st;
+    const int rows = 9, cols = 11, F = 5;
+    for (int wv = 0; wv < 2; wv++) {
+        al_csr s; float dense[9 * 11];
+        make_csr(&s, dense, rows, cols, wv, 40 + wv);
+        float *x = tu_alloc_rand(cols * F, 7, -1, 1);
+        al_ctx *c = al_ctx_new(1);
+        al_tensor *y = al_spmm(c, &s, al_wrap(c, x, 2, (int[]){cols, F}));
+        assert_non_null(y);
+        assert_int_equal(y->shape[0], rows); assert_int_equal(y->shape[1], F);
+        float ref[9 * 5];
+        naive_mm(dense, x, ref, 1, rows, F, cols, 0, 0, 0, 0);
+        assert_true(tu_max_rel_err(y->data, ref, rows * F) < FTOL);
+        for (int f = 0; f < F; f++) assert_true(y->data[1 * F + f] == 0.f);   /* the empty row */
+        al_ctx_free(c);
+        tu_input in[1] = {tu_in(x, 1, 2, cols, F, 0, 0)};
+        TU_GRADCHECK(wv ? "spmm (values)" : "spmm (pattern)", f_spmm, &s, in, 1, GEPS, GTOL);
+        free(x);
+        al_csr_free(&s);
+    }
+}
+
+/* A larger graph: backward via the transposed CSR equals Sᵀ·dY from a dense reference. */
+static void test_spmm_backward_large(void **st)
+{
+    (void)st;
+    const int rows = 300, cols = 250, F = 16;
+    al_csr s; float *dense = malloc((size_t)rows * cols * sizeof(float));
+    make_csr(&s, dense, rows, cols, 1, 77);
+    float *x = tu_alloc_rand((int64_t)cols * F, 8, -1, 1), *dy = tu_alloc_rand((int64_t)rows * F, 9, -1, 1);
+    al_ctx *c = al_ctx_new(1);
+    al_tensor *tx = al_wrap(c, x, 2, (int[]){cols, F});
+    tx->requires_grad = 1;
+    al_tensor *y = al_spmm(c, &s, tx);
+    memcpy(al_grad(c, y), dy, (size_t)rows * F * sizeof(float));
+    assert_int_equal(al_backward_run(c), AL_OK);
+    float *ref = malloc((size_t)cols * F * sizeof(float));
+    naive_mm(dense, dy, ref, 1, cols, F, rows, 1, 0, 0, 0);   /* Sᵀ (cols, rows) · dY (rows, F) */
+    assert_true(tu_max_rel_err(tx->grad, ref, (int64_t)cols * F) < FTOL);
+    al_ctx_free(c);
+    free(dense); free(x); free(dy); free(ref);
+    al_csr_free(&s);
+}
+
+static void test_spmm_errors(void **st)
+{
+    (void)st;
+    al_ctx *c = al_ctx_new(1);
+    int64_t rp[3] = {0, 1, 2};
+    int col[2] = {0, 3};
+    al_csr s = {2, 3, 2, rp, col, NULL};
+    al_tensor *x = al_zeros(c, 2, (int[]){3, 4});
+    assert_null(al_spmm(c, &s, x));   /* column 3 of a 3-column matrix */
+    assert_non_null(strstr(al_ctx_error(c), "column index 3"));
+    al_ctx_clear_error(c);
+    col[1] = 2;
+    al_tensor *x2 = al_zeros(c, 2, (int[]){4, 4});
+    assert_null(al_spmm(c, &s, x2));
+    assert_non_null(strstr(al_ctx_error(c), "spmm: X (4, 4) must be (3, F)"));
+    al_ctx_clear_error(c);
+    rp[2] = 5;
+    assert_null(al_spmm(c, &s, x));
+    al_ctx_clear_error(c);
+    rp[2] = 2;
+    assert_non_null(al_spmm(c, &s, x));
+    al_ctx_free(c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_matmul_2d_transposes),
+        cmocka_unit_test(test_matmul_batched),
+        cmocka_unit_test(test_matmul_broadcast),
+        cmocka_unit_test(test_matmul_many_batches_deterministic),
+        cmocka_unit_test(test_matmul_errors),
+        cmocka_unit_test(test_linear_forward),
+        cmocka_unit_test(test_linear_grad),
+        cmocka_unit_test(test_linear_grad_accumulates),
+        cmocka_unit_test(test_linear_errors),
+        cmocka_unit_test(test_spmm_matches_dense),
+        cmocka_unit_test(test_spmm_backward_large),
+        cmocka_unit_test(test_spmm_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
