@@ -253,6 +253,19 @@ static void warnf(fload *L, const char *fmt, ...)
     L->o->warn(L->o->warn_ud, msg);
 }
 
+/* Width and height from a PNG's IHDR (stb_image reports a huge PNG only as "corrupt"); 0 if not a PNG. */
+static int png_header_dims(const char *path, uint32_t *w, uint32_t *h)
+{
+    unsigned char b[24];
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    size_t k = fread(b, 1, sizeof b, f);
+    fclose(f);
+    if (k < 24 || memcmp(b, "\x89PNG\r\n\x1a\n", 8) || memcmp(b + 12, "IHDR", 4)) return 0;
+    *w = be32(b + 16); *h = be32(b + 20);
+    return 1;
+}
+
 /* Scan dir/<class>/ files: stbi_info each, skip (with a warning) what is unreadable or too large. */
 static al_status scan_class(fload *L, const char *cdir, int label, int split, al_error *err)
 {
@@ -269,6 +282,12 @@ static al_status scan_class(fload *L, const char *cdir, int label, int split, al
         int w = 0, h = 0, comp = 0;
         if (!stbi_info(p, &w, &h, &comp)) {
             const char *why = stbi_failure_reason();
+            uint32_t pw, ph;
+            if (png_header_dims(p, &pw, &ph) && (pw > AL_IMAGE_MAX_SIDE || ph > AL_IMAGE_MAX_SIDE || (uint64_t)pw * ph > (uint64_t)AL_IMAGE_MAX_PIXELS)) {
+                warnf(L, "%s: image header claims %ux%u pixels (limit %d per side, %lld in all), skipped", p, pw, ph,
+                      AL_IMAGE_MAX_SIDE, (long long)AL_IMAGE_MAX_PIXELS);
+                free(p); continue;
+            }
             warnf(L, "%s: not a readable image (%s), skipped", p, why ? why : "unknown format");
             free(p); continue;
         }
