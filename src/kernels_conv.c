@@ -20,6 +20,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* OpenMP pragmas through a macro so OPENMP=0 builds have no unknown-pragma warnings. */
+#ifndef AL_OMP
+#ifdef _OPENMP
+#define AL_OMP(x) _Pragma(x)
+#else
+#define AL_OMP(x)
+#endif
+#endif
+
 #define AL_CONV_SCRATCH ((size_t)1 << 22)   /* floats of cols per chunk (16 MB), at least one image */
 #define AL_CONV_PAR_MIN 16384               /* below this many floats of work, stay serial */
 
@@ -56,7 +65,7 @@ static void im2col(const float *x, float *cols, size_t ldn, int nb, int C, int H
 {
     const int K = C * KH * KW, P = Ho * Wo;
     const int64_t tasks = (int64_t)K * nb;
-    #pragma omp parallel for schedule(static) if ((int64_t)K * nb * P >= AL_CONV_PAR_MIN)
+    AL_OMP("omp parallel for schedule(static) if ((int64_t)K * nb * P >= AL_CONV_PAR_MIN)")
     for (int64_t t = 0; t < tasks; t++) {
         int r = (int)(t / nb), b = (int)(t % nb);
         int c = r / (KH * KW), kh = (r / KW) % KH, kw = r % KW;
@@ -87,7 +96,7 @@ static void col2im_add(const float *dcols, size_t ldn, float *dx, int nb, int C,
 {
     const int P = Ho * Wo;
     const int64_t tasks = (int64_t)nb * C;
-    #pragma omp parallel for schedule(static) if ((int64_t)C * KH * KW * nb * P >= AL_CONV_PAR_MIN)
+    AL_OMP("omp parallel for schedule(static) if ((int64_t)C * KH * KW * nb * P >= AL_CONV_PAR_MIN)")
     for (int64_t t = 0; t < tasks; t++) {
         int b = (int)(t / C), c = (int)(t % C);
         float *dxp = dx + (size_t)t * H * W;                       /* (H, W) */
@@ -144,7 +153,7 @@ void al_conv2d_fwd(const float *x, const float *w, const float *b, float *y,
         float *dst = nb > 1 ? ybuf : yc;   /* one image: (O, P) is already y's layout */
         al_gemm(0, 0, O, (int)N, K, 1.0f, w, K, cols, (int)N, 0.0f, dst, (int)N);
         const int64_t tasks = (int64_t)nb * O;
-        #pragma omp parallel for schedule(static) if ((int64_t)nb * O * P >= AL_CONV_PAR_MIN)
+        AL_OMP("omp parallel for schedule(static) if ((int64_t)nb * O * P >= AL_CONV_PAR_MIN)")
         for (int64_t t = 0; t < tasks; t++) {
             int bi = (int)(t / O), o = (int)(t % O);
             float *yo = yc + (size_t)t * P;                        /* (P) */
@@ -165,7 +174,7 @@ void al_conv2d_bwd(const float *x, const float *w, const float *dy, float *dx, f
     const int K = C * KH * KW, P = Ho * Wo;
 
     if (db) {   /* fixed order: images, then positions; double accumulator */
-        #pragma omp parallel for schedule(static) if ((int64_t)B * O * P >= 4 * AL_CONV_PAR_MIN)
+        AL_OMP("omp parallel for schedule(static) if ((int64_t)B * O * P >= 4 * AL_CONV_PAR_MIN)")
         for (int o = 0; o < O; o++) {
             double s = 0;
             for (int bi = 0; bi < B; bi++) {
@@ -194,7 +203,7 @@ void al_conv2d_bwd(const float *x, const float *w, const float *dy, float *dx, f
         const float *g = dyc;                                      /* (O, N) */
         if (nb > 1) {
             const int64_t tasks = (int64_t)O * nb;
-            #pragma omp parallel for schedule(static) if ((int64_t)nb * O * P >= AL_CONV_PAR_MIN)
+            AL_OMP("omp parallel for schedule(static) if ((int64_t)nb * O * P >= AL_CONV_PAR_MIN)")
             for (int64_t t = 0; t < tasks; t++) {
                 int o = (int)(t / nb), bi = (int)(t % nb);
                 memcpy(dyT + (size_t)o * N + (size_t)bi * P, dyc + ((size_t)bi * O + o) * P, (size_t)P * sizeof(float));

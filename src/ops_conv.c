@@ -4,6 +4,15 @@
 #include "attnlab/kernels.h"
 #include <stdlib.h>
 
+/* OpenMP pragmas through a macro so OPENMP=0 builds have no unknown-pragma warnings. */
+#ifndef AL_OMP
+#ifdef _OPENMP
+#define AL_OMP(x) _Pragma(x)
+#else
+#define AL_OMP(x)
+#endif
+#endif
+
 static int any_grad(al_ctx *c, const al_tensor *a, const al_tensor *b, const al_tensor *d)
 {
     return c->grad_enabled && ((a && a->requires_grad) || (b && b->requires_grad) || (d && d->requires_grad));
@@ -88,7 +97,7 @@ static void maxpool2d_backward(al_ctx *c, void *p)
     const int64_t HW = (int64_t)n->x->shape[2] * n->x->shape[3];
     const int64_t P = (int64_t)n->out->shape[2] * n->out->shape[3];
     /* each plane is owned by one iteration; overlapping windows add in output order */
-    #pragma omp parallel for schedule(static) if (planes * P >= 65536)
+    AL_OMP("omp parallel for schedule(static) if (planes * P >= 65536)")
     for (int64_t t = 0; t < planes; t++) {
         float *d = dx + t * HW;
         const float *g = dy + t * P;
@@ -115,7 +124,7 @@ al_tensor *al_maxpool2d(al_ctx *c, al_tensor *x, int k, int stride)
     int32_t *arg = need ? al_arena_alloc(&c->arena, (size_t)out->numel * sizeof(int32_t)) : NULL;
     if (need && !arg) return al_fail(c, "maxpool2d: out of memory (arena)");
     const int64_t planes = (int64_t)B * C, P = (int64_t)Ho * Wo;
-    #pragma omp parallel for schedule(static) if (out->numel * k * k >= 65536)
+    AL_OMP("omp parallel for schedule(static) if (out->numel * k * k >= 65536)")
     for (int64_t t = 0; t < planes; t++) {
         const float *xp = x->data + t * H * W;                       /* (H, W) */
         float *yp = out->data + t * P;                               /* (Ho, Wo) */

@@ -10,6 +10,15 @@
 #include <stdio.h>
 #include <string.h>
 
+/* OpenMP pragmas through a macro so OPENMP=0 builds have no unknown-pragma warnings. */
+#ifndef AL_OMP
+#ifdef _OPENMP
+#define AL_OMP(x) _Pragma(x)
+#else
+#define AL_OMP(x)
+#endif
+#endif
+
 #define SHAPE_PAR_MIN 65536   /* elements below which the copies stay serial */
 
 static int needs_grad(al_ctx *c, const al_tensor *x) { return c->grad_enabled && x->requires_grad; }
@@ -45,7 +54,7 @@ static void imap_run(const imap *m, float *x, float *y, int add)
     const int64_t *s = m->stride;
     const int64_t outer = (int64_t)n[0] * n[1];
     const int64_t inner = (int64_t)n[2] * n[3] * n[4] * n[5];
-    #pragma omp parallel for schedule(static) if (outer * inner >= SHAPE_PAR_MIN)
+    AL_OMP("omp parallel for schedule(static) if (outer * inner >= SHAPE_PAR_MIN)")
     for (int64_t t = 0; t < outer; t++) {
         int64_t i0 = t / n[1], i1 = t % n[1];
         float *x01 = x + m->base + i0 * s[0] + i1 * s[1];
@@ -108,7 +117,7 @@ static void reshape_backward(al_ctx *c, void *p)
     if (!dx) return;
     const float *g = n->out->grad;
     const int64_t m = n->x->numel;
-    #pragma omp parallel for schedule(static) if (m >= SHAPE_PAR_MIN)
+    AL_OMP("omp parallel for schedule(static) if (m >= SHAPE_PAR_MIN)")
     for (int64_t i = 0; i < m; i++) dx[i] += g[i];
 }
 
@@ -233,7 +242,7 @@ static void concat_backward(al_ctx *c, void *p)
             float *dx = al_grad(c, x);                                /* (R, L) */
             if (!dx) return;
             const float *g = nd->out->grad;                           /* (R, Lo) */
-            #pragma omp parallel for schedule(static) if (R * L >= SHAPE_PAR_MIN)
+            AL_OMP("omp parallel for schedule(static) if (R * L >= SHAPE_PAR_MIN)")
             for (int64_t r = 0; r < R; r++)
                 for (int j = 0; j < L; j++) dx[r * L + j] += g[r * Lo + off + j];
         }
@@ -272,7 +281,7 @@ al_tensor *al_concat_last(al_ctx *c, int n, al_tensor **xs)
         const int L = xs[i]->shape[xs[i]->ndim - 1];
         const float *src = xs[i]->data;                               /* (R, L) */
         float *dst = out->data;                                       /* (R, Lo) */
-        #pragma omp parallel for schedule(static) if (R * L >= SHAPE_PAR_MIN)
+        AL_OMP("omp parallel for schedule(static) if (R * L >= SHAPE_PAR_MIN)")
         for (int64_t r = 0; r < R; r++) memcpy(dst + r * Lo + off, src + r * L, (size_t)L * sizeof(float));
         off += L;
     }
@@ -300,7 +309,7 @@ static void mean_tokens_backward(al_ctx *c, void *p)
     const int B = nd->x->shape[0], N = nd->x->shape[1], C = nd->x->shape[2];
     const float *g = nd->out->grad;                                   /* (B, C) */
     const float invN = 1.0f / (float)N;
-    #pragma omp parallel for schedule(static) if ((int64_t)B * N * C >= SHAPE_PAR_MIN)
+    AL_OMP("omp parallel for schedule(static) if ((int64_t)B * N * C >= SHAPE_PAR_MIN)")
     for (int b = 0; b < B; b++)
         for (int n = 0; n < N; n++) {
             float *d = dx + ((size_t)b * N + n) * C;
@@ -318,7 +327,7 @@ al_tensor *al_mean_tokens(al_ctx *c, al_tensor *x)
     al_tensor *out = al_new(c, 2, (int[]){B, C});                    /* (B, C) */
     if (!out) return NULL;
     const float invN = 1.0f / (float)N;
-    #pragma omp parallel for schedule(static) if ((int64_t)B * N * C >= SHAPE_PAR_MIN)
+    AL_OMP("omp parallel for schedule(static) if ((int64_t)B * N * C >= SHAPE_PAR_MIN)")
     for (int b = 0; b < B; b++) {
         float *o = out->data + (size_t)b * C;
         const float *xb = x->data + (size_t)b * N * C;                /* (N, C) */
@@ -373,7 +382,7 @@ al_tensor *al_embedding(al_ctx *c, al_tensor *table, const int *ids, int n)
                            i, ids[i], V, al_shape_str(table, s1, sizeof s1));
     al_tensor *out = al_new(c, 2, (int[]){n, C});                    /* (n, C) */
     if (!out) return NULL;
-    #pragma omp parallel for schedule(static) if ((int64_t)n * C >= SHAPE_PAR_MIN)
+    AL_OMP("omp parallel for schedule(static) if ((int64_t)n * C >= SHAPE_PAR_MIN)")
     for (int i = 0; i < n; i++)
         memcpy(out->data + (size_t)i * C, table->data + (size_t)ids[i] * C, (size_t)C * sizeof(float));
     if (needs_grad(c, table)) {
