@@ -15,6 +15,9 @@ else
 endif
 ifeq ($(OPENMP),1)
   OMPFLAGS = -fopenmp
+else
+  # `#pragma omp` lines are meant to be ignored in a serial build: keep -Wall quiet about them.
+  CFLAGS_BASE += -Wno-unknown-pragmas
 endif
 ifeq ($(WERROR),1)
   CFLAGS_BASE += -Werror
