@@ -20,9 +20,12 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
+#include <immintrin.h>
+#endif
 
-#define BQ 64   /* queries per tile (full) */
-#define BK 64   /* keys per tile (full) */
+#define BQ 128  /* queries per tile (full) */
+#define BK 128  /* keys per tile (full) */
 
 #ifdef __FMA__
 #define FMA(a, b, c) fmaf(a, b, c)
@@ -39,26 +42,79 @@ static inline int thread_id(void)
 #endif
 }
 
-/* e^x for x ≤ 88, branch-free so loops over it vectorise (Cephes expf: x = n·ln2 + r,
- * |r| ≤ ln2/2, degree-7 polynomial for e^r, 2^n through the exponent bits). Max rel. error
- * about 2 ulp; returns exactly 0 for x < −87 (including −inf). */
+/* e^x (Cephes expf: x = n·ln2 + r, |r| ≤ ln2/2, a degree-7 polynomial for e^r, then ·2^n).
+ * Max rel. error about 2 ulp; exactly 0 for x < −87 (including −inf); x clamped at 88. */
+#define EXP_LOG2E 1.44269504088896341f
+#define EXP_C1 0.693359375f
+#define EXP_C2 (-2.12194440e-4f)
+#define EXP_P0 1.9875691500e-4f
+#define EXP_P1 1.3981999507e-3f
+#define EXP_P2 8.3334519073e-3f
+#define EXP_P3 4.1665795894e-2f
+#define EXP_P4 1.6666665459e-1f
+#define EXP_P5 5.0000001201e-1f
 static inline float fast_expf(float x)
 {
-    float xc = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
-    float n = floorf(xc * 1.44269504088896341f + 0.5f);
-    float r = xc - n * 0.693359375f;
-    r = r + n * 2.12194440e-4f;
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * (r * r) + r + 1.0f;
-    int32_t bits = ((int32_t)n + 127) << 23;
-    float s;
-    memcpy(&s, &bits, sizeof s);
-    return x < -87.0f ? 0.0f : p * s;
+    if (!(x >= -87.0f)) return 0.0f;
+    float xc = x > 88.0f ? 88.0f : x;
+    float n = floorf(FMA(xc, EXP_LOG2E, 0.5f));
+    float r = FMA(-n, EXP_C1, xc);
+    r = FMA(-n, EXP_C2, r);
+    float p = EXP_P0;
+    p = FMA(p, r, EXP_P1); p = FMA(p, r, EXP_P2); p = FMA(p, r, EXP_P3);
+    p = FMA(p, r, EXP_P4); p = FMA(p, r, EXP_P5);
+    p = FMA(p, r * r, r + 1.0f);
+    return ldexpf(p, (int)n);
+}
+
+#if defined(__AVX512F__)
+static inline __m512 exp16(__m512 x)
+{
+    const __m512 lo = _mm512_set1_ps(-87.0f);
+    __mmask16 ok = _mm512_cmp_ps_mask(x, lo, _CMP_GE_OQ);
+    __m512 xc = _mm512_min_ps(x, _mm512_set1_ps(88.0f));
+    __m512 n = _mm512_roundscale_ps(_mm512_fmadd_ps(xc, _mm512_set1_ps(EXP_LOG2E), _mm512_set1_ps(0.5f)),
+                                    _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(EXP_C1), xc);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(EXP_C2), r);
+    __m512 p = _mm512_set1_ps(EXP_P0);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_P1)); p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_P2));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_P3)); p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_P4));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_P5));
+    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+    return _mm512_maskz_mov_ps(ok, _mm512_scalef_ps(p, n));
+}
+#elif defined(__AVX2__) && defined(__FMA__)
+static inline __m256 exp8(__m256 x)
+{
+    const __m256 lo = _mm256_set1_ps(-87.0f);
+    __m256 ok = _mm256_cmp_ps(x, lo, _CMP_GE_OQ);
+    __m256 xc = _mm256_min_ps(_mm256_max_ps(x, lo), _mm256_set1_ps(88.0f));
+    __m256 n = _mm256_floor_ps(_mm256_fmadd_ps(xc, _mm256_set1_ps(EXP_LOG2E), _mm256_set1_ps(0.5f)));
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(EXP_C1), xc);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(EXP_C2), r);
+    __m256 p = _mm256_set1_ps(EXP_P0);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_P1)); p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_P2));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_P3)); p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_P4));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_P5));
+    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_and_ps(ok, _mm256_mul_ps(p, _mm256_castsi256_ps(e)));
+}
+#endif
+
+/* y[j] = e^(x[j] − m) for j < n (y may be x). SIMD when available, the same formula scalar. */
+static void exp_shift(const float *x, float *y, int n, float m)
+{
+    int j = 0;
+#if defined(__AVX512F__)
+    __m512 mv = _mm512_set1_ps(m);
+    for (; j + 16 <= n; j += 16) _mm512_storeu_ps(y + j, exp16(_mm512_sub_ps(_mm512_loadu_ps(x + j), mv)));
+#elif defined(__AVX2__) && defined(__FMA__)
+    __m256 mv = _mm256_set1_ps(m);
+    for (; j + 8 <= n; j += 8) _mm256_storeu_ps(y + j, exp8(_mm256_sub_ps(_mm256_loadu_ps(x + j), mv)));
+#endif
+    for (; j < n; j++) y[j] = fast_expf(x[j] - m);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -234,39 +290,53 @@ typedef struct attn_node {
 /* Full attention: streamed tiles                                                               */
 /* ------------------------------------------------------------------------------------------ */
 
-/* Scratch floats per thread for the full kernels. */
+/* Scratch floats per thread for the full kernels: three (BQ, BK) tiles and the accumulators. */
 static size_t full_scratch(const al_attn_cfg *g)
 {
     int dm = g->D > g->Dv ? g->D : g->Dv;
-    return (size_t)3 * BQ * BK + (size_t)dm * BK + (size_t)BQ * dm + (size_t)BK * (g->D + g->Dv) + 4 * BQ + 64;
+    return (size_t)3 * BQ * BK + (size_t)BQ * dm + (size_t)BK * (g->D + g->Dv) + 4 * BQ + 64;
 }
 
-/* S (nq, BK) = scores of queries i0.. against keys j0.. for head bh (h = head index).
- * Q, K (N,D) and sq, sk (N) point at head bh; KT is scratch (D, BK). */
-static void full_scores(const al_attn_cfg *g, int64_t bh, int h, int i0, int nq, int j0, int nk,
+/* Reductions over a row in 16 fixed lanes, so they vectorise and their order is fixed. */
+static inline float row_max(const float *s, int n)
+{
+    float m[16];
+    for (int t = 0; t < 16; t++) m[t] = -INFINITY;
+    int j = 0;
+    for (; j + 16 <= n; j += 16)
+        for (int t = 0; t < 16; t++) m[t] = s[j + t] > m[t] ? s[j + t] : m[t];
+    for (int t = 0; j < n; j++, t++) m[t] = s[j] > m[t] ? s[j] : m[t];
+    float r = m[0];
+    for (int t = 1; t < 16; t++) r = m[t] > r ? m[t] : r;
+    return r;
+}
+static inline float row_sum(const float *s, int n)
+{
+    float m[16] = {0};
+    int j = 0;
+    for (; j + 16 <= n; j += 16)
+        for (int t = 0; t < 16; t++) m[t] += s[j + t];
+    for (int t = 0; j < n; j++, t++) m[t] += s[j];
+    float r = 0.f;
+    for (int t = 0; t < 16; t++) r += m[t];
+    return r;
+}
+
+/* S (nq, BK) = scores of queries i0.. against keys j0.. for head bh (h = head index):
+ * dot: one small GEMM scale·Q_tile·K_tileᵀ; additive: LeakyReLU(sq_i + sk_j). Plus the bias.
+ * Q, K (N,D) and sq, sk (N) point at head bh. */
+static void full_scores(const al_attn_cfg *g, int h, int i0, int nq, int j0, int nk,
                         const float *Q, const float *K, const float *sq, const float *sk,
-                        const float *bias, float *KT, float *S)
+                        const float *bias, float *S)
 {
     int D = g->D;
-    (void)bh;
     if (!g->additive) {
-        for (int jj = 0; jj < nk; jj++)
-            for (int d = 0; d < D; d++) KT[d * BK + jj] = K[(int64_t)(j0 + jj) * D + d];
-        for (int ii = 0; ii < nq; ii++) {
-            float *s = S + ii * BK;
-            const float *qi = Q + (int64_t)(i0 + ii) * D;
-            for (int jj = 0; jj < nk; jj++) s[jj] = 0.f;
-            for (int d = 0; d < D; d++) {
-                float a = qi[d];
-                const float *kt = KT + d * BK;
-                for (int jj = 0; jj < nk; jj++) s[jj] = FMA(a, kt[jj], s[jj]);
-            }
-            for (int jj = 0; jj < nk; jj++) s[jj] *= g->scale;
-        }
+        al_gemm_serial(0, 1, nq, nk, D, g->scale, Q + (int64_t)i0 * D, D, K + (int64_t)j0 * D, D, 0.f, S, BK);
     } else {
         for (int ii = 0; ii < nq; ii++) {
             float *s = S + ii * BK, u0 = sq[i0 + ii];
-            for (int jj = 0; jj < nk; jj++) s[jj] = leaky(u0 + sk[j0 + jj], g->slope);
+            const float *skj = sk + j0;
+            for (int jj = 0; jj < nk; jj++) s[jj] = leaky(u0 + skj[jj], g->slope);
         }
     }
     if (bias) {
@@ -274,25 +344,6 @@ static void full_scores(const al_attn_cfg *g, int64_t bh, int h, int i0, int nq,
             const float *br = bias + (int64_t)h * g->slots + (int64_t)(i0 + ii) * g->N + j0;
             float *s = S + ii * BK;
             for (int jj = 0; jj < nk; jj++) s[jj] += br[jj];
-        }
-    }
-}
-
-/* dP (nq, BK) = dO_i · v_j for the tile (V rows j0.., VT scratch (Dv, BK)). */
-static void full_dp(const al_attn_cfg *g, int i0, int nq, int j0, int nk, const float *dO, const float *V,
-                    float *VT, float *dP)
-{
-    int Dv = g->Dv;
-    for (int jj = 0; jj < nk; jj++)
-        for (int e = 0; e < Dv; e++) VT[e * BK + jj] = V[(int64_t)(j0 + jj) * Dv + e];
-    for (int ii = 0; ii < nq; ii++) {
-        float *s = dP + ii * BK;
-        const float *oi = dO + (int64_t)(i0 + ii) * Dv;
-        for (int jj = 0; jj < nk; jj++) s[jj] = 0.f;
-        for (int e = 0; e < Dv; e++) {
-            float a = oi[e];
-            const float *vt = VT + e * BK;
-            for (int jj = 0; jj < nk; jj++) s[jj] = FMA(a, vt[jj], s[jj]);
         }
     }
 }
@@ -308,7 +359,7 @@ static void full_forward(const al_attn_cfg *g, const float *q, const float *k, c
 #pragma omp parallel num_threads(nthr)
     {
         float *ws = scratch + (size_t)thread_id() * per;
-        float *S = ws, *KT = S + BQ * BK, *acc = KT + (size_t)(D > Dv ? D : Dv) * BK;
+        float *S = ws, *acc = S + BQ * BK;
         float *m = acc + (size_t)BQ * (D > Dv ? D : Dv), *l = m + BQ;
 #pragma omp for schedule(static)
         for (int64_t t = 0; t < tasks; t++) {
@@ -320,31 +371,28 @@ static void full_forward(const al_attn_cfg *g, const float *q, const float *k, c
             memset(acc, 0, (size_t)nq * Dv * sizeof(float));
             for (int kt = 0; kt < nkt; kt++) {
                 int j0 = kt * BK, nk = N - j0 < BK ? N - j0 : BK;
-                full_scores(g, bh, h, i0, nq, j0, nk, Q, K, sqh, skh, bias, KT, S);
+                full_scores(g, h, i0, nq, j0, nk, Q, K, sqh, skh, bias, S);
                 for (int ii = 0; ii < nq; ii++) {
                     float *s = S + ii * BK, *a = acc + (size_t)ii * Dv;
-                    if (!g->relu) {
-                        float mx = -INFINITY;
-                        for (int jj = 0; jj < nk; jj++) mx = s[jj] > mx ? s[jj] : mx;
+                    if (!g->relu) {      /* online softmax: rescale the running sums to the new max */
+                        float mx = row_max(s, nk);
                         float mnew = mx > m[ii] ? mx : m[ii];
-                        if (mnew == -INFINITY) { for (int jj = 0; jj < nk; jj++) s[jj] = 0.f; continue; }
-                        float corr = m[ii] == -INFINITY ? 0.f : expf(m[ii] - mnew), sum = 0.f;
-                        for (int jj = 0; jj < nk; jj++) { float p = fast_expf(s[jj] - mnew); s[jj] = p; sum += p; }
-                        l[ii] = l[ii] * corr + sum;
+                        if (mnew == -INFINITY) { memset(s, 0, (size_t)nk * sizeof(float)); continue; }
+                        float corr = m[ii] == -INFINITY ? 0.f : expf(m[ii] - mnew);
+                        exp_shift(s, s, nk, mnew);
+                        l[ii] = l[ii] * corr + row_sum(s, nk);
                         m[ii] = mnew;
                         if (corr != 1.f) for (int e = 0; e < Dv; e++) a[e] *= corr;
                     } else {
                         for (int jj = 0; jj < nk; jj++) s[jj] = s[jj] > 0.f ? s[jj] : 0.f;
                     }
-                    if (g->drop)
-                        for (int jj = 0; jj < nk; jj++)
-                            s[jj] = al_attn_keep(g, bh, (int64_t)(i0 + ii) * N + j0 + jj) ? s[jj] * g->inv_keep : 0.f;
-                    for (int jj = 0; jj < nk; jj++) {
-                        float p = s[jj];
-                        const float *vj = V + (int64_t)(j0 + jj) * Dv;
-                        for (int e = 0; e < Dv; e++) a[e] = FMA(p, vj[e], a[e]);
+                    if (g->drop) {
+                        int64_t row = (int64_t)(i0 + ii) * N + j0;
+                        for (int jj = 0; jj < nk; jj++) s[jj] = al_attn_keep(g, bh, row + jj) ? s[jj] * g->inv_keep : 0.f;
                     }
                 }
+                /* acc (nq, Dv) += P' (nq, nk) · V_tile (nk, Dv) */
+                al_gemm_serial(0, 0, nq, Dv, nk, 1.f, S, BK, V + (int64_t)j0 * Dv, Dv, 1.f, acc, Dv);
             }
             for (int ii = 0; ii < nq; ii++) {
                 float *o = out + (bh * N + i0 + ii) * Dv, *a = acc + (size_t)ii * Dv;
@@ -359,10 +407,10 @@ static void full_forward(const al_attn_cfg *g, const float *q, const float *k, c
             if (wts) {   /* second sweep: the normalised weights (before dropout) */
                 for (int kt = 0; kt < nkt; kt++) {
                     int j0 = kt * BK, nk = N - j0 < BK ? N - j0 : BK;
-                    full_scores(g, bh, h, i0, nq, j0, nk, Q, K, sqh, skh, bias, KT, S);
+                    full_scores(g, h, i0, nq, j0, nk, Q, K, sqh, skh, bias, S);
                     for (int ii = 0; ii < nq; ii++) {
                         float *w = wts + (bh * N + i0 + ii) * (int64_t)N + j0, *s = S + ii * BK;
-                        if (!g->relu) { float ls = lse[bh * N + i0 + ii]; for (int jj = 0; jj < nk; jj++) w[jj] = fast_expf(s[jj] - ls); }
+                        if (!g->relu) exp_shift(s, w, nk, lse[bh * N + i0 + ii]);
                         else for (int jj = 0; jj < nk; jj++) w[jj] = s[jj] > 0.f ? s[jj] : 0.f;
                     }
                 }
@@ -371,8 +419,8 @@ static void full_forward(const al_attn_cfg *g, const float *q, const float *k, c
     }
 }
 
-/* dS for one tile from S (scores, overwritten by P then unused) and dP (overwritten by dS).
- * Also writes the dropped weights P' into Pd when Pd != NULL. */
+/* One backward tile: from the recomputed scores S and dP = dO·Vᵀ, overwrite dP with dS and, when
+ * Pd != NULL, write the applied (dropped) weights P' into Pd. lse, delta point at head bh. */
 static void full_ds_tile(const al_attn_cfg *g, int64_t bh, int i0, int nq, int j0, int nk,
                          const float *lse, const float *delta, float *S, float *dP, float *Pd)
 {
@@ -381,8 +429,8 @@ static void full_ds_tile(const al_attn_cfg *g, int64_t bh, int i0, int nq, int j
         float *s = S + ii * BK, *dp = dP + ii * BK, *pd = Pd ? Pd + ii * BK : NULL;
         int64_t row = (int64_t)(i0 + ii) * N + j0;
         if (!g->relu) {
-            float ls = lse[i0 + ii], dl = delta[i0 + ii];
-            for (int jj = 0; jj < nk; jj++) s[jj] = fast_expf(s[jj] - ls);
+            float dl = delta[i0 + ii];
+            exp_shift(s, s, nk, lse[i0 + ii]);
             if (g->drop) {
                 for (int jj = 0; jj < nk; jj++) {
                     int keep = al_attn_keep(g, bh, row + jj);
@@ -443,9 +491,7 @@ static void full_backward(al_ctx *c, attn_node *nd)
 #pragma omp parallel num_threads(nthr)
         {
             float *ws = scratch + (size_t)thread_id() * per;
-            int dm = D > Dv ? D : Dv;
-            float *S = ws, *dP = S + BQ * BK, *T = dP + BQ * BK, *acc = T + (size_t)dm * BK;
-            float *sacc = acc + (size_t)BQ * dm;
+            float *S = ws, *dP = S + BQ * BK, *acc = dP + 2 * BQ * BK, *sacc = acc + (size_t)BQ * D;
 #pragma omp for schedule(static)
             for (int64_t t = 0; t < (int64_t)H * nqt; t++) {
                 int h = (int)(t / nqt), i0 = (int)(t % nqt) * BQ, nq = N - i0 < BQ ? N - i0 : BQ;
@@ -457,27 +503,23 @@ static void full_backward(al_ctx *c, attn_node *nd)
                     memset(sacc, 0, (size_t)nq * sizeof(float));
                     for (int kt = 0; kt < nkt; kt++) {
                         int j0 = kt * BK, nk = N - j0 < BK ? N - j0 : BK;
-                        full_scores(g, bh, h, i0, nq, j0, nk, Q, K, sqh, skh, bias, T, S);
-                        full_dp(g, i0, nq, j0, nk, dOh, V, T, dP);
+                        full_scores(g, h, i0, nq, j0, nk, Q, K, sqh, skh, bias, S);
+                        al_gemm_serial(0, 1, nq, nk, Dv, 1.f, dOh + (int64_t)i0 * Dv, Dv, V + (int64_t)j0 * Dv, Dv, 0.f, dP, BK);
                         full_ds_tile(g, bh, i0, nq, j0, nk, g->relu ? NULL : nd->lse + bh * N, delta + bh * N, S, dP, NULL);
-                        for (int ii = 0; ii < nq; ii++) {
-                            const float *ds = dP + ii * BK;
-                            if (dbias) {
+                        if (dbias)
+                            for (int ii = 0; ii < nq; ii++) {
+                                const float *ds = dP + ii * BK;
                                 float *db = dbias + (int64_t)h * g->slots + (int64_t)(i0 + ii) * N + j0;
                                 for (int jj = 0; jj < nk; jj++) db[jj] += ds[jj];
                             }
-                            if (g->additive) {
-                                float u0 = sqh[i0 + ii], su = 0.f;
-                                for (int jj = 0; jj < nk; jj++) su += (u0 + skh[j0 + jj] > 0.f ? 1.f : g->slope) * ds[jj];
-                                sacc[ii] += su;
-                            } else {
-                                float *a = acc + (size_t)ii * D;
-                                for (int jj = 0; jj < nk; jj++) {
-                                    float w = ds[jj] * g->scale;
-                                    const float *kj = K + (int64_t)(j0 + jj) * D;
-                                    for (int d = 0; d < D; d++) a[d] = FMA(w, kj[d], a[d]);
-                                }
+                        if (g->additive) {
+                            for (int ii = 0; ii < nq; ii++) {
+                                float *ds = dP + ii * BK, u0 = sqh[i0 + ii];
+                                for (int jj = 0; jj < nk; jj++) ds[jj] *= u0 + skh[j0 + jj] > 0.f ? 1.f : g->slope;
+                                sacc[ii] += row_sum(ds, nk);
                             }
+                        } else {   /* acc (nq, D) += scale · dS (nq, nk) · K_tile (nk, D) */
+                            al_gemm_serial(0, 0, nq, D, nk, g->scale, dP, BK, K + (int64_t)j0 * D, D, 1.f, acc, D);
                         }
                     }
                     for (int ii = 0; ii < nq; ii++) {
@@ -498,9 +540,8 @@ static void full_backward(al_ctx *c, attn_node *nd)
 #pragma omp parallel num_threads(nthr)
         {
             float *ws = scratch + (size_t)thread_id() * per;
-            int dm = D > Dv ? D : Dv;
-            float *S = ws, *dP = S + BQ * BK, *Pd = dP + BQ * BK, *T = Pd + BQ * BK;
-            float *kacc = T + (size_t)dm * BK, *vacc = kacc + (size_t)BK * D, *sacc = vacc + (size_t)BK * Dv;
+            float *S = ws, *dP = S + BQ * BK, *Pd = dP + BQ * BK;
+            float *kacc = Pd + BQ * BK, *vacc = kacc + (size_t)BK * D, *sacc = vacc + (size_t)BK * Dv;
 #pragma omp for schedule(static)
             for (int64_t t = 0; t < (int64_t)H * nkt; t++) {
                 int h = (int)(t / nkt), j0 = (int)(t % nkt) * BK, nk = N - j0 < BK ? N - j0 : BK;
@@ -513,25 +554,19 @@ static void full_backward(al_ctx *c, attn_node *nd)
                     memset(sacc, 0, (size_t)nk * sizeof(float));
                     for (int qt = 0; qt < nqt; qt++) {
                         int i0 = qt * BQ, nq = N - i0 < BQ ? N - i0 : BQ;
-                        full_scores(g, bh, h, i0, nq, j0, nk, Q, K, sqh, skh, bias, T, S);
-                        full_dp(g, i0, nq, j0, nk, dOh, V, T, dP);
+                        full_scores(g, h, i0, nq, j0, nk, Q, K, sqh, skh, bias, S);
+                        al_gemm_serial(0, 1, nq, nk, Dv, 1.f, dOh + (int64_t)i0 * Dv, Dv, V + (int64_t)j0 * Dv, Dv, 0.f, dP, BK);
                         full_ds_tile(g, bh, i0, nq, j0, nk, g->relu ? NULL : nd->lse + bh * N, delta + bh * N, S, dP, Pd);
-                        for (int ii = 0; ii < nq; ii++) {
-                            const float *ds = dP + ii * BK, *pd = Pd + ii * BK;
-                            const float *qi = Q + (int64_t)(i0 + ii) * D, *doi = dOh + (int64_t)(i0 + ii) * Dv;
-                            for (int jj = 0; jj < nk; jj++) {
-                                float *va = vacc + (size_t)jj * Dv, p = pd[jj];
-                                for (int e = 0; e < Dv; e++) va[e] = FMA(p, doi[e], va[e]);
-                            }
-                            if (g->additive) {
+                        /* vacc (nk, Dv) += P'ᵀ (nk, nq) · dO_tile (nq, Dv) */
+                        if (dv) al_gemm_serial(1, 0, nk, Dv, nq, 1.f, Pd, BK, dOh + (int64_t)i0 * Dv, Dv, 1.f, vacc, Dv);
+                        if (g->additive) {
+                            for (int ii = 0; ii < nq; ii++) {
+                                const float *ds = dP + ii * BK;
                                 float u0 = sqh[i0 + ii];
                                 for (int jj = 0; jj < nk; jj++) sacc[jj] += (u0 + skh[j0 + jj] > 0.f ? 1.f : g->slope) * ds[jj];
-                            } else {
-                                for (int jj = 0; jj < nk; jj++) {
-                                    float *ka = kacc + (size_t)jj * D, w = ds[jj] * g->scale;
-                                    for (int d = 0; d < D; d++) ka[d] = FMA(w, qi[d], ka[d]);
-                                }
                             }
+                        } else if (dk) {   /* kacc (nk, D) += scale · dSᵀ (nk, nq) · Q_tile (nq, D) */
+                            al_gemm_serial(1, 0, nk, D, nq, g->scale, dP, BK, Q + (int64_t)i0 * D, D, 1.f, kacc, D);
                         }
                     }
                     for (int jj = 0; jj < nk; jj++) {
