@@ -112,7 +112,7 @@ const al_csr *al_csr_dropout(al_ctx *c, const al_csr *s, float p);
 typedef struct al_gnn_epoch {
     int epoch;              /* 1-based; for the final (restored) record, the best epoch */
     int final;              /* 1 for the record of the restored best model */
-    double train_loss;      /* loss of the training step (with dropout) */
+    double train_loss;      /* loss of the training step (with dropout); final record: without */
     double train_acc, val_loss, val_acc, test_acc;   /* evaluation without dropout */
     double seconds;         /* wall time of the training step (forward, backward, optimiser) */
 } al_gnn_epoch;
@@ -128,7 +128,8 @@ typedef struct al_gnn_result {
 /* Full-batch training with Adam (cfg lr / weight decay), cross-entropy on the training nodes.
  * After each epoch the model is evaluated; as in the GAT paper the model is kept when validation
  * accuracy and loss are both at least as good as their best so far, and training stops after
- * cfg.patience epochs in which neither improved. The kept model is restored into m at the end. */
+ * cfg.patience epochs in which neither improved. The kept model is restored into m at the end.
+ * Attention is not captured during training (capture_attn is ignored here). */
 al_status al_gnn_train(al_gnn *m, const al_graph *g, uint64_t seed, al_gnn_epoch_fn fn, void *ud,
                        al_gnn_result *res, al_error *err);
 
