@@ -224,7 +224,7 @@ static al_status list_dir(const char *dir, strlist *out, al_error *err)
         if (sl_push(out, e->d_name)) { closedir(d); sl_free(out); return al_seterr(err, "out of memory"); }
     }
     closedir(d);
-    qsort(out->s, (size_t)out->n, sizeof *out->s, cmp_str);
+    if (out->n > 1) qsort(out->s, (size_t)out->n, sizeof *out->s, cmp_str);
     return AL_OK;
 }
 
