@@ -37,7 +37,9 @@ static void usage(FILE *f)
             "usage: attnlab bench gemm [--threads LIST] [--reps N] [--backend attnlab|openblas|both]\n\n"
             "SGEMM median time and GFLOP/s on a 1024^3 square and the models' shapes (tall-skinny linear\n"
             "layers of 12544 tokens, their weight gradient, per-head attention products batched 64x).\n"
-            "Every result is checked against al_gemm_ref on sampled entries before it is timed.\n\n"
+            "Every result is checked against al_gemm_ref on sampled entries before it is timed.\n"
+            "Columns: median and minimum time over the reps (the minimum is the least disturbed run on a\n"
+            "shared machine) and the GFLOP/s of each.\n\n"
             "  --threads LIST   comma-separated thread counts (default 1,2)\n"
             "  --reps N         timed repetitions, the median is reported (default 5)\n"
             "  --backend B      attnlab, openblas or both (default: both when built with OpenBLAS,\n"
@@ -198,7 +200,8 @@ int bench_gemm_main(int argc, char **argv)
     printf(", OpenBLAS core %s", openblas_get_corename());
 #endif
     printf(", reps %d (median)\n", reps);
-    printf("%-18s %-16s %5s %4s %-9s %10s %9s\n", "shape", "MxNxK", "trans", "thr", "backend", "median_ms", "GFLOP/s");
+    printf("%-18s %-16s %5s %4s %-9s %10s %9s %10s %9s\n", "shape", "MxNxK", "trans", "thr", "backend", "median_ms",
+           "GFLOP/s", "min_ms", "best_GF/s");
     int rc = 0;
     for (int ti = 0; ti < nthreads && !rc; ti++) {
         set_threads(threads[ti]);
@@ -227,8 +230,8 @@ int bench_gemm_main(int argc, char **argv)
                 snprintf(dims, sizeof dims, "%dx%dx%d", s->M, s->N, s->K);
                 snprintf(tr, sizeof tr, "%c%c", s->ta ? 'T' : 'N', s->tb ? 'T' : 'N');
                 if (s->batch > 1) snprintf(dims + strlen(dims), sizeof dims - strlen(dims), "*%d", s->batch);
-                printf("%-18s %-16s %5s %4d %-9s %10.3f %9.1f\n", s->what, dims, tr, threads[ti],
-                       bk == BK_ATTNLAB ? "attnlab" : "openblas", med * 1e3, flop / med * 1e-9);
+                printf("%-18s %-16s %5s %4d %-9s %10.3f %9.1f %10.3f %9.1f\n", s->what, dims, tr, threads[ti],
+                       bk == BK_ATTNLAB ? "attnlab" : "openblas", med * 1e3, flop / med * 1e-9, t[0] * 1e3, flop / t[0] * 1e-9);
                 fflush(stdout);
             }
         }

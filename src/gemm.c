@@ -77,8 +77,12 @@ typedef float vf;
 #define NR (NV * VL)
 
 /* Cache blocking: the A sliver (KC·MR floats) stays in L1, the B panel (KC·NC) in L2. */
+#ifndef KC
 #define KC 256
+#endif
+#ifndef NC
 #define NC 512
+#endif
 
 static inline int imin(int a, int b) { return a < b ? a : b; }
 static inline int ceil_div(int a, int b) { return (a + b - 1) / b; }
@@ -101,86 +105,104 @@ void al_gemm_ref(int ta, int tb, int M, int N, int K, float alpha,
 }
 
 /* ---------------- packing ---------------- */
-/* A sliver: rows [0, mr) of op(A), k in [0, kc) → ap (kc, MR), rows >= mr zero. */
-static void pack_a(int ta, int mr, int kc, const float *A, int lda, float *restrict ap /* (kc, MR) */)
+/* A sliver: rows [0, mr) of op(A), k in [0, kc) → ap (kc, mrk), rows >= mr zero. */
+static void pack_a(int ta, int mrk, int mr, int kc, const float *A, int lda, float *restrict ap /* (kc, mrk) */)
 {
-    if (ta) {                                     /* A stored (K, M): a row of MR is contiguous */
+    if (ta) {                                     /* A stored (K, M): a row of mrk is contiguous */
         for (int k = 0; k < kc; k++) {
             const float *src = A + (size_t)k * lda;
-            float *dst = ap + (size_t)k * MR;
+            float *dst = ap + (size_t)k * mrk;
             int i = 0;
             for (; i < mr; i++) dst[i] = src[i];
-            for (; i < MR; i++) dst[i] = 0.f;
+            for (; i < mrk; i++) dst[i] = 0.f;
         }
     } else {                                      /* A stored (M, K): read each row along k */
         for (int i = 0; i < mr; i++) {
             const float *src = A + (size_t)i * lda;
-            for (int k = 0; k < kc; k++) ap[(size_t)k * MR + i] = src[k];
+            for (int k = 0; k < kc; k++) ap[(size_t)k * mrk + i] = src[k];
         }
-        for (int i = mr; i < MR; i++)
-            for (int k = 0; k < kc; k++) ap[(size_t)k * MR + i] = 0.f;
+        for (int i = mr; i < mrk; i++)
+            for (int k = 0; k < kc; k++) ap[(size_t)k * mrk + i] = 0.f;
     }
 }
 
-/* B panel: op(B) rows k in [0, kc), columns [0, nc) → bp, ceil(nc/NR) slivers of (kc, NR), zero-padded. */
-static void pack_b(int tb, int kc, int nc, const float *B, int ldb, float *restrict bp /* (ns, kc, NR) */)
+/* B panel: op(B) rows k in [0, kc), columns [0, nc) → bp, ceil(nc/nrk) slivers of (kc, nrk), zero-padded. */
+static void pack_b(int tb, int nrk, int kc, int nc, const float *B, int ldb, float *restrict bp /* (ns, kc, nrk) */)
 {
-    for (int j0 = 0; j0 < nc; j0 += NR) {
-        int nr = imin(NR, nc - j0);
-        float *dst = bp + (size_t)(j0 / NR) * kc * NR;
-        if (!tb) {                                /* B stored (K, N): NR contiguous per k */
+    for (int j0 = 0; j0 < nc; j0 += nrk) {
+        int nr = imin(nrk, nc - j0);
+        float *dst = bp + (size_t)(j0 / nrk) * kc * nrk;
+        if (!tb) {                                /* B stored (K, N): nrk contiguous per k */
             for (int k = 0; k < kc; k++) {
                 const float *src = B + (size_t)k * ldb + j0;
-                float *d = dst + (size_t)k * NR;
-                if (nr == NR) {
-                    for (int v = 0; v < NV; v++) v_store(d + v * VL, v_load(src + v * VL));
+                float *d = dst + (size_t)k * nrk;
+                if (nr == nrk) {
+                    for (int j = 0; j < nrk; j += VL) v_store(d + j, v_load(src + j));
                 } else {
                     int j = 0;
                     for (; j < nr; j++) d[j] = src[j];
-                    for (; j < NR; j++) d[j] = 0.f;
+                    for (; j < nrk; j++) d[j] = 0.f;
                 }
             }
         } else {                                  /* B stored (N, K): read each column along k */
             for (int j = 0; j < nr; j++) {
                 const float *src = B + (size_t)(j0 + j) * ldb;
-                for (int k = 0; k < kc; k++) dst[(size_t)k * NR + j] = src[k];
+                for (int k = 0; k < kc; k++) dst[(size_t)k * nrk + j] = src[k];
             }
-            for (int j = nr; j < NR; j++)
-                for (int k = 0; k < kc; k++) dst[(size_t)k * NR + j] = 0.f;
+            for (int j = nr; j < nrk; j++)
+                for (int k = 0; k < kc; k++) dst[(size_t)k * nrk + j] = 0.f;
         }
     }
 }
 
-/* ---------------- micro-kernel ---------------- */
-/* C tile (mr, nr) at c (row stride ldc) gets the (MR, NR) product ap · bp over kc; see the file head. */
-static void kernel(int kc, const float *restrict ap /* (kc, MR) */, const float *restrict bp /* (kc, NR) */,
-                   float *restrict c /* (mr, nr), ldc */, int ldc, int mr, int nr,
-                   float alpha, float beta, int first)
+/* ---------------- micro-kernels ---------------- */
+/* Variants, all computing every c_ij by the same chain of FMAs over k (so all give the same bits):
+ *   wide   MR × NV vectors, A packed (kc, MR) or read directly from the rows of a non-transposed A;
+ *   narrow 2·MR × 1 vector (A packed) or MR × 1 vector (A direct), for N <= one vector (per-head
+ *          products with head size 16). Reading A in place saves the transposing copy, which costs
+ *          about as much as the FMAs when N is small. */
+#define MRX (2 * MR)
+#if VL > 1
+#define HAVE_NARROW 1
+#else
+#define HAVE_NARROW 0
+#endif
+
+static inline __attribute__((always_inline)) void
+kernel_body(const int mrk, const int nvk, const int direct, int kc,
+            const float *restrict ap /* packed (kc, mrk), or direct: rows of A with stride lda */, int lda,
+            const float *restrict bp /* (kc, nvk·VL) */, float *restrict c /* (mr, nr), ldc */, int ldc,
+            int mr, int nr, float alpha, float beta, int first)
 {
-    vf acc[MR][NV];
-#pragma GCC unroll 16
-    for (int i = 0; i < MR; i++)
+    const int nrk = nvk * VL;
+    vf acc[MRX][NV];
+    const float *row[MRX];
+#pragma GCC unroll 32
+    for (int i = 0; i < mrk; i++) {
+        row[i] = ap + (size_t)i * lda;
 #pragma GCC unroll 8
-        for (int v = 0; v < NV; v++) acc[i][v] = v_zero();
+        for (int v = 0; v < nvk; v++) acc[i][v] = v_zero();
+    }
     for (int k = 0; k < kc; k++) {
         vf b[NV];
 #pragma GCC unroll 8
-        for (int v = 0; v < NV; v++) b[v] = v_load(bp + v * VL);
-#pragma GCC unroll 16
-        for (int i = 0; i < MR; i++) {
-            vf a = v_set1(ap[i]);
+        for (int v = 0; v < nvk; v++) b[v] = v_load(bp + v * VL);
+#pragma GCC unroll 32
+        for (int i = 0; i < mrk; i++) {
+            vf a = v_set1(direct ? row[i][k] : ap[i]);
 #pragma GCC unroll 8
-            for (int v = 0; v < NV; v++) acc[i][v] = v_fma(a, b[v], acc[i][v]);
+            for (int v = 0; v < nvk; v++) acc[i][v] = v_fma(a, b[v], acc[i][v]);
         }
-        ap += MR; bp += NR;
+        if (!direct) ap += mrk;
+        bp += nrk;
     }
     vf va = v_set1(alpha);
-    if (mr == MR && nr == NR) {
+    if (mr == mrk && nr == nrk) {
         vf vb = v_set1(beta);
-#pragma GCC unroll 16
-        for (int i = 0; i < MR; i++)
+#pragma GCC unroll 32
+        for (int i = 0; i < mrk; i++)
 #pragma GCC unroll 8
-            for (int v = 0; v < NV; v++) {
+            for (int v = 0; v < nvk; v++) {
                 float *p = c + (size_t)i * ldc + v * VL;
                 vf t = v_mul(va, acc[i][v]);
                 if (!first) t = v_add(v_load(p), t);
@@ -190,19 +212,32 @@ static void kernel(int kc, const float *restrict ap /* (kc, MR) */, const float 
         return;
     }
     /* Edge tile: the same operations, element by element (IEEE mul/add: identical bits). */
-    float tmp[MR * NR];
-#pragma GCC unroll 16
-    for (int i = 0; i < MR; i++)
+    float tmp[MRX * NR];
+#pragma GCC unroll 32
+    for (int i = 0; i < mrk; i++)
 #pragma GCC unroll 8
-        for (int v = 0; v < NV; v++) v_store(tmp + i * NR + v * VL, v_mul(va, acc[i][v]));
+        for (int v = 0; v < nvk; v++) v_store(tmp + i * nrk + v * VL, v_mul(va, acc[i][v]));
     for (int i = 0; i < mr; i++)
         for (int j = 0; j < nr; j++) {
-            float *p = c + (size_t)i * ldc + j, t = tmp[i * NR + j];
+            float *p = c + (size_t)i * ldc + j, t = tmp[i * nrk + j];
             if (!first) t = *p + t;
             else if (beta != 0.f) t = t + beta * *p;
             *p = t;
         }
 }
+
+typedef void (*kern_fn)(int kc, const float *ap, int lda, const float *bp, float *c, int ldc,
+                        int mr, int nr, float alpha, float beta, int first);
+#define KERNEL(NAME, MRK, NVK, DIRECT) \
+    static void NAME(int kc, const float *ap, int lda, const float *bp, float *c, int ldc, \
+                     int mr, int nr, float alpha, float beta, int first) \
+    { kernel_body(MRK, NVK, DIRECT, kc, ap, lda, bp, c, ldc, mr, nr, alpha, beta, first); }
+KERNEL(kern_wide, MR, NV, 0)
+KERNEL(kern_wide_direct, MR, NV, 1)
+#if HAVE_NARROW
+KERNEL(kern_narrow, MRX, 1, 0)
+KERNEL(kern_narrow_direct, MR, 1, 1)
+#endif
 
 /* ---------------- serial blocked driver ---------------- */
 /* K blocks: ceil(K/KC) blocks of (nearly) equal depth, a function of K only. */
@@ -212,7 +247,7 @@ static int kc_of(int K) { int nb = ceil_div(K, KC); return ceil_div(K, nb); }
 static size_t ws_floats(int N, int K)
 {
     int kc = kc_of(K), nc = imin(N, NC);
-    return (size_t)kc * MR + (size_t)kc * ceil_div(nc, NR) * NR;
+    return (size_t)kc * MRX + (size_t)kc * ceil_div(nc, NR) * NR;
 }
 
 /* Requires M, N, K >= 1 and ws of ws_floats(N, K) floats (64-byte aligned). */
@@ -221,19 +256,50 @@ static void gemm_blocked(int ta, int tb, int M, int N, int K, float alpha,
                          float *ws)
 {
     int kcb = kc_of(K);
-    float *ap = ws;                               /* (kcb, MR) */
-    float *bp = ws + (size_t)kcb * MR;            /* (ceil(NC/NR), kcb, NR) */
+    int narrow = HAVE_NARROW && N <= VL;
+    int mrk = narrow ? MRX : MR, nrk = narrow ? VL : NR;
+    float *ap = ws;                               /* (kcb, mrk) */
+    float *bp = ws + (size_t)kcb * MRX;           /* (ceil(NC/nrk), kcb, nrk) */
     for (int jc = 0; jc < N; jc += NC) {
         int nc = imin(NC, N - jc);
         for (int pc = 0; pc < K; pc += kcb) {
             int kc = imin(kcb, K - pc);
-            pack_b(tb, kc, nc, tb ? B + (size_t)jc * ldb + pc : B + (size_t)pc * ldb + jc, ldb, bp);
-            for (int ir = 0; ir < M; ir += MR) {
-                int mr = imin(MR, M - ir);
-                pack_a(ta, mr, kc, ta ? A + (size_t)pc * lda + ir : A + (size_t)ir * lda + pc, lda, ap);
-                for (int jr = 0; jr < nc; jr += NR)
-                    kernel(kc, ap, bp + (size_t)(jr / NR) * kc * NR, C + (size_t)ir * ldc + jc + jr, ldc,
-                           mr, imin(NR, nc - jr), alpha, beta, pc == 0);
+            pack_b(tb, nrk, kc, nc, tb ? B + (size_t)jc * ldb + pc : B + (size_t)pc * ldb + jc, ldb, bp);
+            /* Read A in place when a packed sliver would serve only a few micro-kernel calls; not when
+             * rows 4 KiB apart would all fall into the same L1 sets. */
+            int direct = !ta && nc <= 8 * NR && (lda % 1024) != 0;
+            for (int ir = 0; ir < M; ir += mrk) {
+                int mr = imin(mrk, M - ir);
+                const float *a = ta ? A + (size_t)pc * lda + ir : A + (size_t)ir * lda + pc;
+                kern_fn fn;
+                const float *asrc = ap;
+                if (direct && !narrow && mr == MR) {      /* rows of A used in place */
+                    fn = kern_wide_direct; asrc = a;
+#if HAVE_NARROW
+                } else if (direct && narrow && mr >= MR) { /* narrow, in place: two MR-row tiles */
+                    for (int h = 0; h < mr; h += MR) {
+                        int mh = imin(MR, mr - h);
+                        if (mh == MR) {
+                            kern_narrow_direct(kc, a + (size_t)h * lda, lda, bp, C + (size_t)(ir + h) * ldc + jc, ldc,
+                                               MR, nc, alpha, beta, pc == 0);
+                        } else {
+                            pack_a(ta, MRX, mh, kc, a + (size_t)h * lda, lda, ap);
+                            kern_narrow(kc, ap, lda, bp, C + (size_t)(ir + h) * ldc + jc, ldc, mh, nc, alpha, beta, pc == 0);
+                        }
+                    }
+                    continue;
+#endif
+                } else {
+                    pack_a(ta, mrk, mr, kc, a, lda, ap);
+#if HAVE_NARROW
+                    fn = narrow ? kern_narrow : kern_wide;
+#else
+                    fn = kern_wide;
+#endif
+                }
+                for (int jr = 0; jr < nc; jr += nrk)
+                    fn(kc, asrc, lda, bp + (size_t)(jr / nrk) * kc * nrk, C + (size_t)ir * ldc + jc + jr, ldc,
+                       mr, imin(nrk, nc - jr), alpha, beta, pc == 0);
             }
         }
     }
