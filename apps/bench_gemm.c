@@ -22,10 +22,10 @@ static const shape shapes[] = {
     {"linear fwd C=64", 0, 0, 12544, 64, 64, 1},
     {"linear fwd qkv", 0, 0, 12544, 192, 64, 1},
     {"linear fwd C=128", 0, 0, 12544, 128, 64, 1},
-    {"linear fwd x·Wt", 0, 1, 12544, 64, 64, 1},
+    {"linear fwd x.Wt", 0, 1, 12544, 64, 64, 1},
     {"linear bwd dW", 1, 0, 64, 64, 12544, 1},
-    {"attn Q·Kt /head", 0, 1, 196, 196, 16, 64},
-    {"attn P·V /head", 0, 0, 196, 16, 196, 64},
+    {"attn Q.Kt /head", 0, 1, 196, 196, 16, 64},
+    {"attn P.V /head", 0, 0, 196, 16, 196, 64},
 };
 #define NSHAPES (int)(sizeof shapes / sizeof shapes[0])
 
@@ -140,7 +140,7 @@ int bench_gemm_main(int argc, char **argv)
         {"backend", required_argument, 0, 'b'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     opterr = 0; optind = 1;
     int ch;
-    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (ch) {
         case 'h': usage(stdout); return 0;
         case 't': {
@@ -173,6 +173,9 @@ int bench_gemm_main(int argc, char **argv)
             if (backends & BK_OPENBLAS) { fprintf(stderr, "attnlab bench gemm: built without OpenBLAS (BLAS=none)\n"); return 2; }
 #endif
             break;
+        case ':':
+            fprintf(stderr, "attnlab bench gemm: option '%s' needs a value (see --help)\n", argv[optind - 1]);
+            return 2;
         default:
             fprintf(stderr, "attnlab bench gemm: unknown option '%s' (see --help)\n", argv[optind - 1]);
             return 2;
@@ -205,10 +208,12 @@ int bench_gemm_main(int argc, char **argv)
     int rc = 0;
     for (int ti = 0; ti < nthreads && !rc; ti++) {
         set_threads(threads[ti]);
-        for (int si = 0; si < NSHAPES && !rc; si++) {
-            const shape *s = &shapes[si];
-            for (int bk = BK_ATTNLAB; bk <= BK_OPENBLAS && !rc; bk <<= 1) {
-                if (!(backends & bk)) continue;
+        /* One backend at a time: OpenBLAS's pthread workers keep spinning for a while after a call,
+         * which would slow down an attnlab run that follows it directly. */
+        for (int bk = BK_ATTNLAB; bk <= BK_OPENBLAS && !rc; bk <<= 1) {
+            if (!(backends & bk)) continue;
+            for (int si = 0; si < NSHAPES && !rc; si++) {
+                const shape *s = &shapes[si];
                 memset(C, 0xff, (size_t)s->batch * s->M * s->N * sizeof(float));   /* NaN garbage: beta = 0 */
                 run(s, bk, threads[ti], A, B, C);
                 char msg[160];
