@@ -365,7 +365,7 @@ static void gemm_own(int ta, int tb, int M, int N, int K, float alpha,
 {
     if (M <= 0 || N <= 0) return;
     if (K <= 0 || alpha == 0.f) { scale_c(M, N, beta, C, ldc); return; }
-    if ((double)M * N * K < 32768.0 * 8) nthreads = 1;   /* < 0.5 MFLOP: not worth a fork */
+    if ((double)M * N * K < 1048576.0) nthreads = 1;   /* < 2 MFLOP (~10 us): not worth a fork-join */
     enum { MAXP = 64 };
     part p[MAXP];
     int ks, np = plan_parts(M, N, K, nthreads, p, MAXP, &ks);
