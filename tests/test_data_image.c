@@ -44,7 +44,7 @@ static void load_fm(void)
 {
     if (fm.train.n) return;
     al_error e = {{0}};
-    const char *dir = getenv("ATTNLAB_DATA");   /* same override as the app; default: the Debian package */
+    const char *dir = NULL;   /* the Debian package: AL_FASHION_MNIST_DIR */
     if (al_fashion_mnist_load(dir, &fm, &e) != AL_OK) fail_msg("Fashion-MNIST did not load (run scripts/install-deps.sh): %s", e.msg);
 }
 
