@@ -3,6 +3,10 @@
 #include "attnlab/ops.h"
 #include "attnlab/kernels.h"
 #include <stdlib.h>
+#include <string.h>
+#ifdef __AVX512F__
+#include <immintrin.h>
+#endif
 
 /* OpenMP pragmas through a macro so OPENMP=0 builds have no unknown-pragma warnings. */
 #ifndef AL_OMP
@@ -106,6 +110,79 @@ static void maxpool2d_backward(al_ctx *c, void *p)
     }
 }
 
+/* max-pool update: v (at plane index i) replaces the running max only if strictly greater, so ties keep
+ * the first max in row-major window order; a NaN wins once (it propagates). Branch-free. */
+static inline void pool_upd(float v, int32_t i, float *best, int32_t *bi)
+{
+    float b = *best;
+    int gt = (v > b) | ((v != v) & (b == b));
+    *best = gt ? v : b;
+    *bi = gt ? i : *bi;
+}
+
+/* One output row of max pooling: y[ow] = max over the k×k window at (h0, ow·stride) of the plane
+ * xp (·, W); arg[ow] (if not NULL) = its index in the plane. The 2×2 stride-2 case is unrolled. */
+static void pool_row(const float *xp, int W, int h0, int Wo, int k, int stride, float *y, int32_t *arg)
+{
+    const int32_t r0 = h0 * W;
+    if (k == 2 && stride == 2) {   /* the CNN's pooling */
+        const float *a = xp + r0, *b = a + W;
+        int ow = 0;
+#ifdef __AVX512F__
+        /* 16 outputs at a time: de-interleave even/odd columns of both rows, then the same
+         * compare-and-select sequence as pool_upd, lane-wise */
+        const __m512i ev = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+        const __m512i od = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+        const __m512i lane2 = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+        for (; ow < Wo; ow += 16) {
+            const int n = Wo - ow < 16 ? Wo - ow : 16;
+            const int m2 = 2 * n;                                    /* input floats needed per row */
+            const __mmask16 klo = m2 >= 16 ? 0xFFFF : (__mmask16)((1u << m2) - 1);
+            const __mmask16 khi = m2 >= 32 ? 0xFFFF : m2 <= 16 ? 0 : (__mmask16)((1u << (m2 - 16)) - 1);
+            const __mmask16 kout = n == 16 ? 0xFFFF : (__mmask16)((1u << n) - 1);
+            __m512 alo = _mm512_maskz_loadu_ps(klo, a + 2 * ow), ahi = _mm512_maskz_loadu_ps(khi, a + 2 * ow + 16);
+            __m512 blo = _mm512_maskz_loadu_ps(klo, b + 2 * ow), bhi = _mm512_maskz_loadu_ps(khi, b + 2 * ow + 16);
+            __m512 v[4] = {_mm512_permutex2var_ps(alo, ev, ahi), _mm512_permutex2var_ps(alo, od, ahi),
+                           _mm512_permutex2var_ps(blo, ev, bhi), _mm512_permutex2var_ps(blo, od, bhi)};
+            const int offs[4] = {0, 1, W, W + 1};
+            __m512 m = v[0];
+            __m512i off = _mm512_setzero_si512();
+            for (int q = 1; q < 4; q++) {
+                __mmask16 gt = _mm512_cmp_ps_mask(v[q], m, _CMP_GT_OQ) |
+                               (_mm512_cmp_ps_mask(v[q], v[q], _CMP_UNORD_Q) & _mm512_cmp_ps_mask(m, m, _CMP_ORD_Q));
+                m = _mm512_mask_mov_ps(m, gt, v[q]);
+                off = _mm512_mask_mov_epi32(off, gt, _mm512_set1_epi32(offs[q]));
+            }
+            _mm512_mask_storeu_ps(y + ow, kout, m);
+            if (arg) {
+                __m512i idx = _mm512_add_epi32(_mm512_add_epi32(_mm512_set1_epi32(r0 + 2 * ow), lane2), off);
+                _mm512_mask_storeu_epi32(arg + ow, kout, idx);
+            }
+        }
+#endif
+        for (; ow < Wo; ow++) {
+            const int cc = 2 * ow;
+            float best = a[cc]; int32_t bi = r0 + cc;
+            pool_upd(a[cc + 1], r0 + cc + 1, &best, &bi);
+            pool_upd(b[cc], r0 + W + cc, &best, &bi);
+            pool_upd(b[cc + 1], r0 + W + cc + 1, &best, &bi);
+            y[ow] = best;
+            if (arg) arg[ow] = bi;
+        }
+        return;
+    }
+    for (int ow = 0; ow < Wo; ow++) {
+        const int32_t c0 = r0 + ow * stride;
+        float best = xp[c0]; int32_t bi = c0;
+        for (int dh = 0; dh < k; dh++) {
+            const int32_t rr = c0 + dh * W;
+            for (int dw = 0; dw < k; dw++) pool_upd(xp[rr + dw], rr + dw, &best, &bi);
+        }
+        y[ow] = best;
+        if (arg) arg[ow] = bi;
+    }
+}
+
 al_tensor *al_maxpool2d(al_ctx *c, al_tensor *x, int k, int stride)
 {
     if (!x || !al_ok(c)) return NULL;
@@ -130,19 +207,7 @@ al_tensor *al_maxpool2d(al_ctx *c, al_tensor *x, int k, int stride)
         float *yp = out->data + t * P;                               /* (Ho, Wo) */
         int32_t *ap = arg ? arg + t * P : NULL;
         for (int oh = 0; oh < Ho; oh++)
-            for (int ow = 0; ow < Wo; ow++) {
-                int h0 = oh * stride, w0 = ow * stride, bi = h0 * W + w0;
-                float best = xp[bi];
-                for (int dh = 0; dh < k; dh++)
-                    for (int dw = 0; dw < k; dw++) {
-                        int i = (h0 + dh) * W + w0 + dw;
-                        float v = xp[i];
-                        /* strictly greater keeps the first max on ties; a NaN wins once (propagates) */
-                        if (v > best || (v != v && best == best)) { best = v; bi = i; }
-                    }
-                yp[oh * Wo + ow] = best;
-                if (ap) ap[oh * Wo + ow] = bi;
-            }
+            pool_row(xp, W, oh * stride, Wo, k, stride, yp + (size_t)oh * Wo, ap ? ap + (size_t)oh * Wo : NULL);
     }
     if (need) {
         pool_node *n = al_arena_alloc(&c->arena, sizeof *n);

@@ -244,6 +244,49 @@ static void test_maxpool_matches_naive(void **st)
     al_ctx_free(c);
 }
 
+/* Ties and NaNs on rows long enough for the vectorised 2×2 path (Wo = 21: one full block of 16 and a
+ * tail) and for the general path (k 3, stride 2), against a plain loop with the documented rule:
+ * a later value wins only if strictly greater (ties keep the first in row-major window order),
+ * and a NaN wins once. */
+static void test_maxpool_ties_nan_long_rows(void **st)
+{
+    (void)st;
+    enum { H = 6, W = 43 };
+    float xd[2 * H * W];
+    al_rng r; al_rng_seed(&r, 3, 1);
+    for (int i = 0; i < 2 * H * W; i++) xd[i] = (float)al_rng_below(&r, 3);   /* many ties */
+    xd[5] = xd[W + 30] = xd[H * W + 2 * W + 7] = 0.0f / 0.0f;
+    static const int ks[2][2] = {{2, 2}, {3, 2}};
+    for (int t = 0; t < 2; t++) {
+        int k = ks[t][0], s = ks[t][1], Ho = (H - k) / s + 1, Wo = (W - k) / s + 1;
+        al_ctx *c = al_ctx_new(1);
+        al_tensor *x = al_wrap(c, xd, 4, (int[]){1, 2, H, W});
+        x->requires_grad = 1;
+        al_tensor *y = al_maxpool2d(c, x, k, s);
+        assert_non_null(y);
+        float *g = al_grad(c, y);
+        for (int i = 0; i < y->numel; i++) g[i] = (float)(i + 1);
+        assert_int_equal(al_backward_run(c), AL_OK);
+        float want_dx[2 * H * W] = {0};
+        for (int p = 0; p < 2; p++) for (int oh = 0; oh < Ho; oh++) for (int ow = 0; ow < Wo; ow++) {
+            const float *xp = xd + p * H * W;
+            int bi = oh * s * W + ow * s;
+            float m = xp[bi];
+            for (int i = 0; i < k; i++) for (int j = 0; j < k; j++) {
+                int q = (oh * s + i) * W + ow * s + j;
+                if (xp[q] > m || (xp[q] != xp[q] && m == m)) { m = xp[q]; bi = q; }
+            }
+            int o = (p * Ho + oh) * Wo + ow;
+            float yv = y->data[o];
+            if (m != m) assert_true(yv != yv); else assert_float_equal(yv, m, 0);
+            want_dx[p * H * W + bi] += (float)(o + 1);
+        }
+        for (int i = 0; i < 2 * H * W; i++)
+            if (want_dx[i] != x->grad[i]) fail_msg("k%d s%d: dx[%d] = %g, want %g", k, s, i, (double)x->grad[i], (double)want_dx[i]);
+        al_ctx_free(c);
+    }
+}
+
 static void test_maxpool_shape_errors(void **st)
 {
     (void)st;
@@ -320,6 +363,7 @@ int main(void)
         cmocka_unit_test(test_maxpool_forward_and_ties),
         cmocka_unit_test(test_maxpool_gradcheck),
         cmocka_unit_test(test_maxpool_matches_naive),
+        cmocka_unit_test(test_maxpool_ties_nan_long_rows),
         cmocka_unit_test(test_maxpool_shape_errors),
         cmocka_unit_test(test_conv_pool_chain_gradcheck),
     };
