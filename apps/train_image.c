@@ -13,7 +13,7 @@
 
 typedef struct opts {
     const char *model, *data, *data_dir, *csv, *save, *init_from;
-    int epochs, batch, threads, train_size, image_size, channels, quiet;
+    int epochs, batch, threads, train_size, test_size, eval_every, image_size, channels, quiet;
     long seed;
     float lr, wd; int wd_set;
     /* model options; -1 / NULL = model default */
@@ -33,6 +33,8 @@ static void usage(FILE *f)
         "  --data-dir DIR       where the Fashion-MNIST .gz files are (default: $ATTNLAB_FASHION_MNIST,\n"
         "                       then " AL_FASHION_MNIST_DIR ")\n"
         "  --train-size N       stratified subset of N training images, seeded (default 0 = all)\n"
+        "  --test-size N        evaluate on a stratified subset of N test images (quick checks only;\n"
+        "                       default 0 = the whole test split, the reported protocol)\n"
         "  --image-size S       image folders: resize to SxS (default: the most common size)\n"
         "  --channels C         image folders: 1 (grey) or 3 (RGB) (default: 3 if any image has colour)\n"
         "training:\n"
@@ -42,6 +44,8 @@ static void usage(FILE *f)
         "  --batch N            (default 64)\n"
         "  --seed N             init, subset and shuffling (default 1)\n"
         "  --threads N          OpenMP threads (default: OMP_NUM_THREADS or all cores)\n"
+        "  --eval-every N       evaluate every N epochs and after the last (default 1); the CSV rows of\n"
+        "                       epochs not evaluated have an empty test_acc\n"
         "model (sa, local):\n"
         "  --dim N (64)  --depth N (2)  --heads N (4)  --patch P (2; 1 = pixel tokens)  --window K (local: 5)\n"
         "  --pos none|learned|sinusoidal|relative   (sa: learned, local: relative)\n"
@@ -172,7 +176,7 @@ int train_image_main(int argc, char **argv)
     o.heads = o.depth = o.dim = o.patch = o.window = -1;
     enum { O_TASK = 256, O_MODEL, O_DATA, O_DATADIR, O_TRAINSIZE, O_IMGSIZE, O_CHANNELS, O_EPOCHS, O_LR, O_WD,
            O_BATCH, O_SEED, O_THREADS, O_DIM, O_DEPTH, O_HEADS, O_PATCH, O_WINDOW, O_POS, O_SCORE, O_NORM,
-           O_INIT, O_CSV, O_SAVE, O_QUIET, O_HELP };
+           O_INIT, O_CSV, O_SAVE, O_QUIET, O_HELP, O_TESTSIZE, O_EVALEVERY };
     static const struct option lo[] = {
         {"task", 1, 0, O_TASK}, {"model", 1, 0, O_MODEL}, {"data", 1, 0, O_DATA}, {"data-dir", 1, 0, O_DATADIR},
         {"train-size", 1, 0, O_TRAINSIZE}, {"image-size", 1, 0, O_IMGSIZE}, {"channels", 1, 0, O_CHANNELS},
@@ -180,7 +184,7 @@ int train_image_main(int argc, char **argv)
         {"seed", 1, 0, O_SEED}, {"threads", 1, 0, O_THREADS}, {"dim", 1, 0, O_DIM}, {"depth", 1, 0, O_DEPTH},
         {"heads", 1, 0, O_HEADS}, {"patch", 1, 0, O_PATCH}, {"window", 1, 0, O_WINDOW}, {"pos", 1, 0, O_POS},
         {"score", 1, 0, O_SCORE}, {"norm", 1, 0, O_NORM}, {"init-from", 1, 0, O_INIT}, {"csv", 1, 0, O_CSV},
-        {"save", 1, 0, O_SAVE}, {"quiet", 0, 0, O_QUIET}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
+        {"save", 1, 0, O_SAVE}, {"test-size", 1, 0, O_TESTSIZE}, {"eval-every", 1, 0, O_EVALEVERY}, {"quiet", 0, 0, O_QUIET}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
     optind = 0; opterr = 1;
     int ch, seed_i = 1, bad = 0;
     while (!bad && (ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
@@ -211,6 +215,8 @@ int train_image_main(int argc, char **argv)
         case O_CSV: o.csv = optarg; break;
         case O_SAVE: o.save = optarg; break;
         case O_QUIET: o.quiet = 1; break;
+        case O_TESTSIZE: bad = parse_int(optarg, "--test-size", 0, &o.test_size); break;
+        case O_EVALEVERY: bad = parse_int(optarg, "--eval-every", 1, &o.eval_every); break;
         case 'h': case O_HELP: usage(stdout); return 0;
         default: bad = -1; break;
         }
@@ -246,6 +252,13 @@ int train_image_main(int argc, char **argv)
         al_seterr(&err, "--train-size %d is larger than the training split (%d images)", o.train_size, D.train.n);
         rc = 2; goto out;
     }
+    if (o.test_size > 0 && o.test_size < D.test.n) {
+        int *idx = malloc((size_t)o.test_size * sizeof(int));
+        al_status st = idx ? al_images_subset(&D.test, o.test_size, 0, idx, &err) : al_seterr(&err, "out of memory");
+        if (st == AL_OK) st = take_subset(&D.test, idx, o.test_size, &err);
+        free(idx);
+        if (st != AL_OK) goto out;
+    }
     int classes = D.train.classes > D.test.classes ? D.train.classes : D.test.classes;
     if (al_model_config_default(&cfg, o.model, D.train.c, D.train.h, D.train.w, classes, &err) != AL_OK) goto out;
     if (o.dim > 0) { cfg.dim = o.dim; cfg.hidden = 2 * o.dim; }
@@ -273,13 +286,17 @@ int train_image_main(int argc, char **argv)
 
     al_train_config tc;
     memset(&tc, 0, sizeof tc);
-    tc.epochs = o.epochs; tc.batch = o.batch; tc.eval_batch = 256; tc.lr = o.lr; tc.weight_decay = o.wd;
+    tc.epochs = o.epochs; tc.batch = o.batch; tc.eval_batch = 256; tc.eval_every = o.eval_every; tc.lr = o.lr; tc.weight_decay = o.wd;
     tc.seed = (uint64_t)o.seed;
     for (int i = 0; i < 4; i++) { tc.mean[i] = 0.f; tc.std[i] = 1.f; }
     if (al_images_stats(&D.train, NULL, 0, tc.mean, tc.std, &err) != AL_OK) goto out;
 
     char canon[2048], run_id[17];
     al_image_run_canonical(canon, sizeof canon, &cfg, dname, D.train.n, o.epochs, o.lr, o.wd, o.batch, o.seed);
+    if (o.test_size > 0) {   /* a reduced test set is a different experiment */
+        size_t l = strlen(canon);
+        snprintf(canon + l, sizeof canon - l, ";test_size=%d", D.test.n);
+    }
     al_run_id(run_id, canon);
 
     prog pg;

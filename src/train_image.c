@@ -135,7 +135,9 @@ al_status al_train_image(al_model *m, const al_images *train, const al_images *t
         }
         if (st != AL_OK) break;
         double secs = al_time() - t0, acc = NAN;
-        if (test && test->n > 0 && eval_with(c, m, test, tc->mean, tc->std, eval_batch, &acc, NULL, idx, lab, err) != AL_OK) { st = AL_ERR; break; }
+        int last = ep == tc->epochs || (tc->max_steps > 0 && total_steps >= tc->max_steps);
+        int due = tc->eval_every <= 1 || ep % tc->eval_every == 0 || last;
+        if (due && test && test->n > 0 && eval_with(c, m, test, tc->mean, tc->std, eval_batch, &acc, NULL, idx, lab, err) != AL_OK) { st = AL_ERR; break; }
         if (cb) {
             al_train_progress p = {0};
             p.kind = 1; p.epoch = ep; p.epochs = tc->epochs; p.step = step > steps_per_epoch ? steps_per_epoch : step;

@@ -98,6 +98,8 @@ typedef struct al_train_config {
     uint64_t seed;                  /* shuffling uses the AL_RNG_SHUFFLE stream of seed */
     float mean[4], std[4];          /* per-channel normalisation: x = (pix/255 − mean)/std (al_images_stats) */
     int max_steps;                  /* 0 = whole epochs; > 0 stops after this many steps (tests) */
+    int eval_every;                 /* evaluate the test set every this many epochs and after the last
+                                     * (0 or 1 = every epoch); skipped epochs report test_acc NaN */
 } al_train_config;
 
 /* What the progress callback receives: after every step (kind 0) and at the end of an epoch (kind 1). */
