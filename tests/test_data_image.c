@@ -330,10 +330,18 @@ static void test_folder_defaults_and_split(void **st)
             const uint8_t *p = all[s]->pix + (size_t)i * 192;
             for (int j = 0; j < 192; j++) assert_true(abs((int)p[j] - (int)p[(j / 64) * 64]) <= 1);
         }
-    /* deterministic: the same load gives the same bytes; another split seed another test set */
+    /* deterministic: the same load (on one thread, too) gives the same bytes; another split seed
+     * another test set */
     al_image_split d2; warns w2 = {0}; o.warn_ud = &w2;
+    int nthr = al_threads();
+    al_set_threads(1);
     assert_int_equal(al_image_folder_load(root, &o, &d2, &e), AL_OK);
+    al_set_threads(nthr);
+    assert_memory_equal(d.train.pix, d2.train.pix, (size_t)24 * 192);
     assert_memory_equal(d.test.pix, d2.test.pix, (size_t)6 * 192);
+    assert_memory_equal(d.test.labels, d2.test.labels, 6 * sizeof(int));
+    assert_int_equal(w2.n, 4);
+    for (int i = 0; i < 4; i++) assert_string_equal(w.msg[i], w2.msg[i]);   /* warnings in file order */
     al_image_split_free(&d2);
     int differs = 0;
     for (uint64_t seed = 1; seed < 6 && !differs; seed++) {

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static char tmpdir[256];
@@ -144,6 +145,41 @@ static void test_csv_header_mismatch(void **st)
     memset(&e, 0, sizeof e);
     assert_int_equal(al_csv_append(tpath("no/such/dir.csv"), &r, &e), AL_ERR);
     assert_non_null(strstr(e.msg, "no/such/dir.csv"));
+}
+
+/* Two processes appending at once: every row arrives whole, the header once. */
+static void test_csv_concurrent_appends(void **st)
+{
+    (void)st;
+    const char *p = tpath("concurrent.csv");
+    pid_t kid[2];
+    for (int k = 0; k < 2; k++) {
+        kid[k] = fork();
+        assert_true(kid[k] >= 0);
+        if (kid[k] == 0) {
+            al_error e = {{0}};
+            for (int i = 0; i < 25; i++) { al_csv_row r = sample_row(100 * k + i); if (al_csv_append(p, &r, &e)) _exit(1); }
+            _exit(0);
+        }
+    }
+    for (int k = 0; k < 2; k++) { int status; assert_int_equal(waitpid(kid[k], &status, 0), kid[k]); assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0); }
+    char *s = slurp(p, NULL);
+    assert_int_equal(count_char(s, '\n'), 51);
+    int seen[2][25] = {{0}};
+    char *line = strchr(s, '\n') + 1;   /* after the header */
+    assert_int_equal(strncmp(s, AL_CSV_HEADER "\n", strlen(AL_CSV_HEADER) + 1), 0);
+    while (*line) {
+        char *nl = strchr(line, '\n');
+        *nl = 0;
+        char want[512]; int ep = -1;
+        assert_int_equal(sscanf(line, "%*[^,],%*[^,],%*[^,],%*[^,],%*d,%*d,%d", &ep), 1);
+        al_csv_row r = sample_row(ep); al_csv_format(want, sizeof want, &r);
+        assert_string_equal(line, want);
+        seen[ep / 100][ep % 100]++;
+        line = nl + 1;
+    }
+    for (int k = 0; k < 2; k++) for (int i = 0; i < 25; i++) assert_int_equal(seen[k][i], 1);
+    free(s);
 }
 
 /* ---------------------------------------------------------------- run id, atomic */
@@ -376,6 +412,7 @@ int main(void)
         cmocka_unit_test(test_csv_header_once),
         cmocka_unit_test(test_csv_torn_line_repaired),
         cmocka_unit_test(test_csv_header_mismatch),
+        cmocka_unit_test(test_csv_concurrent_appends),
         cmocka_unit_test(test_run_id_fnv1a),
         cmocka_unit_test(test_write_atomic),
         cmocka_unit_test(test_safetensors_roundtrip),
