@@ -356,6 +356,7 @@ static void full_forward(const al_attn_cfg *g, const float *q, const float *k, c
     const int nqt = (N + BQ - 1) / BQ, nkt = (N + BK - 1) / BK;
     const int64_t tasks = (int64_t)g->B * g->H * nqt;
     const size_t per = full_scratch(g);
+    (void)nthr;   /* unused without OpenMP */
 #pragma omp parallel num_threads(nthr)
     {
         float *ws = scratch + (size_t)thread_id() * per;
@@ -485,6 +486,7 @@ static void full_backward(al_ctx *c, attn_node *nd)
     }
     const int nqt = (N + BQ - 1) / BQ, nkt = (N + BK - 1) / BK;
     const int nthr = nd->nthr;
+    (void)nthr;   /* unused without OpenMP */
     const float *aq = g->additive ? nd->aq->data : NULL, *ak = g->additive ? nd->ak->data : NULL;
     /* Pass 1: query tiles own dQ, dsq and their rows of dbias (batch innermost so dbias is owned). */
     if (dq || dbias || need_aq) {
