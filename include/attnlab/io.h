@@ -2,7 +2,7 @@
  *
  * Every file attnlab writes goes to PATH.tmp.PID and is renamed over PATH, so an interrupted run
  * never leaves a half-written file. The results CSV is append-only: one write(2) per row, and
- * al_csv_open_append() first cuts a torn last line left by a killed process.
+ * al_csv_append() first cuts a torn last line left by a killed process.
  */
 #ifndef ATTNLAB_IO_H
 #define ATTNLAB_IO_H
