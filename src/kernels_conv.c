@@ -1,17 +1,17 @@
 /* kernels_conv.c — 2-D convolution (NCHW, weights (O,C,KH,KW), stride, zero padding).
  *
- * Fast path: im2col over a chunk of the batch, then one large GEMM per chunk.
- *   cols (K, N) with K = C·KH·KW and N = Bc·Ho·Wo (images side by side along N), so
- *   forward   ybuf (O, N) = w (O, K) · cols (K, N)         then scatter to y (Bc, O, Ho·Wo) + bias
- *   backward  dyT  (O, N) = dy gathered image by image
- *             dw  (O, K) += dyT · colsᵀ                   (one GEMM, the batch is its inner dimension)
- *             dcols (K, N) = wᵀ · dyT                      then col2im adds into dx
- * Parallelism: the GEMM is threaded by al_gemm; im2col/col2im/scatter are OpenMP loops in which
- * every iteration owns its writes, and every reduction (db, dw over chunks) runs in a fixed
- * order, so results are bitwise identical for the same thread count.
- * Scratch memory (cols and ybuf/dyT) is a per-thread buffer that only grows, so repeated calls
- * allocate nothing; the batch is processed in chunks that bound cols to AL_CONV_SCRATCH floats.
- * If the scratch cannot be allocated, the kernels fall back to the naive references.
+ * Fast path: one image at a time, im2col into a per-thread buffer that stays in L2, then GEMMs on
+ * that image (K = C·KH·KW, P = Ho·Wo):
+ *   forward   cols (K, P) = im2col(x_b);   y_b (O, P) = w (O, K) · cols + b        (written in place)
+ *   backward  dw_g (O, K) += dy_b (O, P) · colsᵀ        summed over the images of a group g
+ *             dcols (K, P) = wᵀ · dy_b (O, P);   dx_b += col2im(dcols)
+ * A 1×1, stride-1, unpadded convolution uses x_b itself as cols.
+ * Parallelism: OpenMP over images (forward, dx) or over fixed groups of images (dw), each calling the
+ * serial GEMM; with one image (or one group) the GEMM itself is threaded instead. The number of dw
+ * groups depends only on the shapes, the partial dw_g are added in group order and db sums in a
+ * fixed order, so the results do not depend on the thread count or the schedule.
+ * Scratch memory (cols per thread, dw partials) is a per-thread buffer that only grows, so repeated
+ * calls allocate nothing. If it cannot be allocated, the kernels fall back to the naive references.
  *
  * The _ref kernels are plain loops (forward accumulates in double) that the tests compare against.
  */
@@ -29,7 +29,8 @@
 #endif
 #endif
 
-#define AL_CONV_SCRATCH ((size_t)1 << 22)   /* floats of cols per chunk (16 MB), at least one image */
+#define AL_CONV_PARTIALS ((size_t)1 << 22) /* floats of dw partials (16 MB) at most */
+#define AL_CONV_GROUPS 16                   /* dw groups of images at most */
 #define AL_CONV_PAR_MIN 16384               /* below this many floats of work, stay serial */
 
 static inline int conv_out(int in, int k, int stride, int pad) { return (in + 2 * pad - k) / stride + 1; }
@@ -58,19 +59,17 @@ static float *scratch(int i, size_t n)
     return tl_buf[i];
 }
 
-/* ---------------- im2col / col2im over a chunk of nb images ---------------- */
-/* x (nb, C, H, W) → cols (K, ldn) columns [0, nb·P); row r = (c, kh, kw), column b·P + oh·Wo + ow. */
-static void im2col(const float *x, float *cols, size_t ldn, int nb, int C, int H, int W,
-                   int KH, int KW, int stride, int pad, int Ho, int Wo)
+/* ---------------- im2col / col2im of one image ---------------- */
+/* x (C, H, W) → cols (K, P); row r = (c, kh, kw), column oh·Wo + ow. Parallel over rows if par. */
+static void im2col(const float *x, float *cols, int C, int H, int W,
+                   int KH, int KW, int stride, int pad, int Ho, int Wo, int par)
 {
     const int K = C * KH * KW, P = Ho * Wo;
-    const int64_t tasks = (int64_t)K * nb;
-    AL_OMP("omp parallel for schedule(static) if ((int64_t)K * nb * P >= AL_CONV_PAR_MIN)")
-    for (int64_t t = 0; t < tasks; t++) {
-        int r = (int)(t / nb), b = (int)(t % nb);
+    AL_OMP("omp parallel for schedule(static) if (par && (int64_t)K * P >= AL_CONV_PAR_MIN)")
+    for (int r = 0; r < K; r++) {
         int c = r / (KH * KW), kh = (r / KW) % KH, kw = r % KW;
-        const float *xp = x + ((size_t)b * C + c) * H * W;       /* (H, W) */
-        float *dst = cols + (size_t)r * ldn + (size_t)b * P;      /* (Ho, Wo) */
+        const float *xp = x + (size_t)c * H * W;                  /* (H, W) */
+        float *dst = cols + (size_t)r * P;                         /* (Ho, Wo) */
         int lo, hi; valid_range(kw, stride, pad, W, Wo, &lo, &hi);
         for (int oh = 0; oh < Ho; oh++) {
             int ih = oh * stride - pad + kh;
@@ -89,47 +88,35 @@ static void im2col(const float *x, float *cols, size_t ldn, int nb, int C, int H
     }
 }
 
-/* dx (nb, C, H, W) += col2im(dcols (K, ldn)); each (b, c) plane is owned by one iteration and
- * sums its K·K contributions in a fixed order. */
-static void col2im_add(const float *dcols, size_t ldn, float *dx, int nb, int C, int H, int W,
-                       int KH, int KW, int stride, int pad, int Ho, int Wo)
+/* dx (C, H, W) += col2im(dcols (K, P)); each channel plane is owned by one iteration and sums its
+ * KH·KW contributions in a fixed order. Parallel over channels if par. */
+static void col2im_add(const float *dcols, float *dx, int C, int H, int W,
+                       int KH, int KW, int stride, int pad, int Ho, int Wo, int par)
 {
     const int P = Ho * Wo;
-    const int64_t tasks = (int64_t)nb * C;
-    AL_OMP("omp parallel for schedule(static) if ((int64_t)C * KH * KW * nb * P >= AL_CONV_PAR_MIN)")
-    for (int64_t t = 0; t < tasks; t++) {
-        int b = (int)(t / C), c = (int)(t % C);
-        float *dxp = dx + (size_t)t * H * W;                       /* (H, W) */
+    AL_OMP("omp parallel for schedule(static) if (par && (int64_t)C * KH * KW * P >= AL_CONV_PAR_MIN)")
+    for (int c = 0; c < C; c++) {
+        float *dxp = dx + (size_t)c * H * W;                       /* (H, W) */
         for (int kh = 0; kh < KH; kh++)
             for (int kw = 0; kw < KW; kw++) {
-                int r = (c * KH + kh) * KW + kw;
-                const float *src = dcols + (size_t)r * ldn + (size_t)b * P;   /* (Ho, Wo) */
+                const float *src = dcols + (size_t)((c * KH + kh) * KW + kw) * P;   /* (Ho, Wo) */
                 int lo, hi; valid_range(kw, stride, pad, W, Wo, &lo, &hi);
+                const int off = kw - pad;
                 for (int oh = 0; oh < Ho; oh++) {
                     int ih = oh * stride - pad + kh;
                     if (ih < 0 || ih >= H) continue;
                     float *xr = dxp + (size_t)ih * W;              /* (W) */
-                    const float *s = src + (size_t)oh * Wo;
-                    const int off = kw - pad;
+                    const float *sr = src + (size_t)oh * Wo;
                     if (stride == 1) {
                         float *xo = xr + lo + off;
-                        const float *so = s + lo;
+                        const float *so = sr + lo;
                         for (int i = 0; i < hi - lo; i++) xo[i] += so[i];
                     } else {
-                        for (int ow = lo; ow < hi; ow++) xr[ow * stride + off] += s[ow];
+                        for (int ow = lo; ow < hi; ow++) xr[ow * stride + off] += sr[ow];
                     }
                 }
             }
     }
-}
-
-/* Images per chunk so that cols (K, nb·P) stays within the scratch budget. */
-static int chunk_images(int B, int K, int P)
-{
-    size_t per = (size_t)K * P;
-    size_t n = per ? AL_CONV_SCRATCH / per : (size_t)B;
-    if (n < 1) n = 1;
-    return n > (size_t)B ? B : (int)n;
 }
 
 /* ---------------- forward ---------------- */
@@ -139,33 +126,50 @@ void al_conv2d_fwd(const float *x, const float *w, const float *b, float *y,
     const int Ho = conv_out(H, KH, stride, pad), Wo = conv_out(W, KW, stride, pad);
     if (B <= 0 || O <= 0 || Ho <= 0 || Wo <= 0) return;
     const int K = C * KH * KW, P = Ho * Wo;
-    const int Bc = chunk_images(B, K, P);
-    float *cols = scratch(0, (size_t)K * Bc * P);                  /* (K, Bc·P) */
-    float *ybuf = Bc > 1 ? scratch(1, (size_t)O * Bc * P) : y;     /* (O, Bc·P) */
-    if (!cols || !ybuf) { al_conv2d_fwd_ref(x, w, b, y, B, C, H, W, O, KH, KW, stride, pad); return; }
-
-    for (int b0 = 0; b0 < B; b0 += Bc) {
-        const int nb = B - b0 < Bc ? B - b0 : Bc;
-        const size_t N = (size_t)nb * P;
-        const float *xc = x + (size_t)b0 * C * H * W;              /* (nb, C, H, W) */
-        float *yc = y + (size_t)b0 * O * P;                        /* (nb, O, Ho, Wo) */
-        im2col(xc, cols, N, nb, C, H, W, KH, KW, stride, pad, Ho, Wo);
-        float *dst = nb > 1 ? ybuf : yc;   /* one image: (O, P) is already y's layout */
-        al_gemm(0, 0, O, (int)N, K, 1.0f, w, K, cols, (int)N, 0.0f, dst, (int)N);
-        const int64_t tasks = (int64_t)nb * O;
-        AL_OMP("omp parallel for schedule(static) if ((int64_t)nb * O * P >= AL_CONV_PAR_MIN)")
-        for (int64_t t = 0; t < tasks; t++) {
-            int bi = (int)(t / O), o = (int)(t % O);
-            float *yo = yc + (size_t)t * P;                        /* (P) */
-            const float *src = dst + (size_t)o * N + (size_t)bi * P;
-            float bo = b ? b[o] : 0.f;
-            if (src != yo) for (int p = 0; p < P; p++) yo[p] = src[p] + bo;
-            else if (b) for (int p = 0; p < P; p++) yo[p] += bo;
+    const int direct = KH == 1 && KW == 1 && stride == 1 && pad == 0;   /* cols = x_b */
+    const int one = B == 1;   /* a single image: thread the im2col and the GEMM instead */
+    AL_OMP("omp parallel for schedule(static) if (B > 1)")
+    for (int bi = 0; bi < B; bi++) {
+        const float *xb = x + (size_t)bi * C * H * W;              /* (C, H, W) */
+        float *yb = y + (size_t)bi * O * P;                        /* (O, P) */
+        const float *cols = xb;                                    /* (K, P) */
+        if (!direct) {
+            float *buf = scratch(0, (size_t)K * P);
+            if (!buf) { al_conv2d_fwd_ref(xb, w, b, yb, 1, C, H, W, O, KH, KW, stride, pad); continue; }
+            im2col(xb, buf, C, H, W, KH, KW, stride, pad, Ho, Wo, one);
+            cols = buf;
         }
+        al_gemm(0, 0, O, P, K, 1.0f, w, K, cols, P, 0.0f, yb, P);   /* serial inside the image loop */
+        if (b)
+            for (int o = 0; o < O; o++) {
+                float *yo = yb + (size_t)o * P, bo = b[o];
+                for (int p = 0; p < P; p++) yo[p] += bo;
+            }
     }
 }
 
+/* Σ g[0..n) in a fixed order that vectorises: 16 running lanes, then the lanes in order. */
+static float sum_lanes(const float *g, int n)
+{
+    float acc[16] = {0};
+    int p = 0;
+    for (; p + 16 <= n; p += 16)
+        for (int j = 0; j < 16; j++) acc[j] += g[p + j];
+    for (int j = 0; p < n; p++, j++) acc[j] += g[p];
+    float s = 0.f;
+    for (int j = 0; j < 16; j++) s += acc[j];
+    return s;
+}
+
 /* ---------------- backward ---------------- */
+/* Groups of images for the dw partials: depends only on the shapes (never on the thread count). */
+static int dw_groups(int B, int OK)
+{
+    int g = B < AL_CONV_GROUPS ? B : AL_CONV_GROUPS;
+    while (g > 1 && (size_t)g * OK > AL_CONV_PARTIALS) g--;
+    return g;
+}
+
 void al_conv2d_bwd(const float *x, const float *w, const float *dy, float *dx, float *dw, float *db,
                    int B, int C, int H, int W, int O, int KH, int KW, int stride, int pad)
 {
@@ -173,50 +177,67 @@ void al_conv2d_bwd(const float *x, const float *w, const float *dy, float *dx, f
     if (B <= 0 || O <= 0 || Ho <= 0 || Wo <= 0) return;
     const int K = C * KH * KW, P = Ho * Wo;
 
-    if (db) {   /* fixed order: images, then positions; double accumulator */
+    if (db) {   /* fixed order: images, then 16 lanes of positions; double across images */
         AL_OMP("omp parallel for schedule(static) if ((int64_t)B * O * P >= 4 * AL_CONV_PAR_MIN)")
         for (int o = 0; o < O; o++) {
             double s = 0;
             for (int bi = 0; bi < B; bi++) {
-                const float *g = dy + ((size_t)bi * O + o) * P;
-                float part = 0.f;
-                for (int p = 0; p < P; p++) part += g[p];
-                s += part;
+                s += sum_lanes(dy + ((size_t)bi * O + o) * P, P);
             }
             db[o] += (float)s;
         }
     }
     if (!dx && !dw) return;
 
-    const int Bc = chunk_images(B, K, P);
-    float *cols = scratch(0, (size_t)K * Bc * P);                  /* (K, Bc·P) */
-    float *dyT = Bc > 1 ? scratch(1, (size_t)O * Bc * P) : NULL;   /* (O, Bc·P) */
-    if (!cols || (Bc > 1 && !dyT)) {
-        al_conv2d_bwd_ref(x, w, dy, dx, dw, NULL, B, C, H, W, O, KH, KW, stride, pad);
-        return;
+    const int direct = KH == 1 && KW == 1 && stride == 1 && pad == 0;
+    /* dw: ng groups of consecutive images, group g accumulating into its own partial (or straight
+     * into dw when ng == 1); dx alone: every image is its own group. */
+    int ng = dw ? dw_groups(B, O * K) : B;
+    float *part = NULL;                                             /* (ng, O, K) */
+    if (dw && ng > 1) {
+        part = scratch(1, (size_t)ng * O * K);
+        if (!part) ng = 1;
     }
-    for (int b0 = 0; b0 < B; b0 += Bc) {
-        const int nb = B - b0 < Bc ? B - b0 : Bc;
-        const size_t N = (size_t)nb * P;
-        const float *xc = x + (size_t)b0 * C * H * W;              /* (nb, C, H, W) */
-        const float *dyc = dy + (size_t)b0 * O * P;                /* (nb, O, Ho, Wo) */
-        const float *g = dyc;                                      /* (O, N) */
-        if (nb > 1) {
-            const int64_t tasks = (int64_t)O * nb;
-            AL_OMP("omp parallel for schedule(static) if ((int64_t)nb * O * P >= AL_CONV_PAR_MIN)")
-            for (int64_t t = 0; t < tasks; t++) {
-                int o = (int)(t / nb), bi = (int)(t % nb);
-                memcpy(dyT + (size_t)o * N + (size_t)bi * P, dyc + ((size_t)bi * O + o) * P, (size_t)P * sizeof(float));
+    const int one = ng == 1;   /* a single group: thread the GEMMs and im2col/col2im instead */
+    AL_OMP("omp parallel for schedule(static) if (ng > 1)")
+    for (int g = 0; g < ng; g++) {
+        const int b0 = (int)((int64_t)B * g / ng), b1 = (int)((int64_t)B * (g + 1) / ng);
+        float *dwg = dw ? (part ? part + (size_t)g * O * K : dw) : NULL;   /* (O, K) */
+        float *buf = direct && !dx ? NULL : scratch(0, (size_t)K * P);      /* (K, P) */
+        if (!buf && !(direct && !dx)) {   /* no memory for this thread's buffer: the reference */
+            if (part) memset(dwg, 0, (size_t)O * K * sizeof(float));
+            al_conv2d_bwd_ref(x + (size_t)b0 * C * H * W, w, dy + (size_t)b0 * O * P,
+                              dx ? dx + (size_t)b0 * C * H * W : NULL, dwg, NULL,
+                              b1 - b0, C, H, W, O, KH, KW, stride, pad);
+            continue;
+        }
+        for (int bi = b0; bi < b1; bi++) {
+            const float *xb = x + (size_t)bi * C * H * W;          /* (C, H, W) */
+            const float *dyb = dy + (size_t)bi * O * P;            /* (O, P) */
+            if (dwg) {
+                const float *cols = xb;
+                if (!direct) { im2col(xb, buf, C, H, W, KH, KW, stride, pad, Ho, Wo, one); cols = buf; }
+                const float beta = (part && bi == b0) ? 0.0f : 1.0f;
+                al_gemm(0, 1, O, K, P, 1.0f, dyb, P, cols, P, beta, dwg, K);
             }
-            g = dyT;
+            if (dx) {
+                float *dxb = dx + (size_t)bi * C * H * W;          /* (C, H, W) */
+                if (direct) {
+                    al_gemm(1, 0, K, P, O, 1.0f, w, K, dyb, P, 1.0f, dxb, P);
+                } else {
+                    al_gemm(1, 0, K, P, O, 1.0f, w, K, dyb, P, 0.0f, buf, P);
+                    col2im_add(buf, dxb, C, H, W, KH, KW, stride, pad, Ho, Wo, one);
+                }
+            }
         }
-        if (dw) {
-            im2col(xc, cols, N, nb, C, H, W, KH, KW, stride, pad, Ho, Wo);
-            al_gemm(0, 1, O, K, (int)N, 1.0f, g, (int)N, cols, (int)N, 1.0f, dw, K);
-        }
-        if (dx) {
-            al_gemm(1, 0, K, (int)N, O, 1.0f, w, K, g, (int)N, 0.0f, cols, (int)N);
-            col2im_add(cols, N, dx + (size_t)b0 * C * H * W, nb, C, H, W, KH, KW, stride, pad, Ho, Wo);
+    }
+    if (part) {
+        const int64_t n = (int64_t)O * K;
+        AL_OMP("omp parallel for schedule(static) if (n * ng >= AL_CONV_PAR_MIN)")
+        for (int64_t i = 0; i < n; i++) {
+            float s = 0.f;
+            for (int g = 0; g < ng; g++) s += part[(size_t)g * n + i];
+            dw[i] += s;
         }
     }
 }

@@ -65,8 +65,12 @@ static void test_conv_fast_matches_ref_cnn_shapes(void **st)
     (void)st;
     assert_true(check_shape(4, 32, 14, 14, 64, 3, 3, 1, 1, 7) <= 1e-5);
     assert_true(check_shape(5, 1, 28, 28, 32, 3, 3, 1, 1, 8) <= 1e-5);
-    /* cols per image 64·9·30·30 = 518400 floats → 8 images per 4M-float chunk: B=9 takes two chunks */
-    assert_true(check_shape(9, 64, 30, 30, 3, 3, 3, 1, 1, 9) <= 1e-5);
+    /* dw groups: B=20 → 16 groups of 1 or 2 images; O·K = 512·576 → the 4M-float cap allows 14 groups */
+    assert_true(check_shape(20, 3, 9, 9, 5, 3, 3, 1, 1, 9) <= 1e-5);
+    assert_true(check_shape(20, 64, 5, 5, 512, 3, 3, 1, 1, 12) <= 1e-5);
+    /* 1×1 stride 1 unpadded: x is used as the im2col matrix directly */
+    assert_true(check_shape(5, 7, 6, 9, 4, 1, 1, 1, 0, 13) <= 1e-5);
+    assert_true(check_shape(1, 7, 6, 9, 4, 1, 1, 1, 0, 14) <= 1e-5);
     /* a kernel exactly the padded size (one output), and stride larger than the kernel */
     assert_true(check_shape(3, 2, 5, 6, 4, 7, 8, 1, 1, 10) <= 1e-5);
     assert_true(check_shape(2, 3, 11, 13, 4, 2, 2, 3, 1, 11) <= 1e-5);
