@@ -157,44 +157,48 @@ static void pack_b(int tb, int nrk, int kc, int nc, const float *B, int ldb, flo
 
 /* ---------------- micro-kernels ---------------- */
 /* Variants, all computing every c_ij by the same chain of FMAs over k (so all give the same bits):
- *   wide   MR × NV vectors, A packed (kc, MR) or read directly from the rows of a non-transposed A;
- *   narrow 2·MR × 1 vector (A packed) or MR × 1 vector (A direct), for N <= one vector (per-head
- *          products with head size 16). Reading A in place saves the transposing copy, which costs
- *          about as much as the FMAs when N is small. */
+ *   wide    MR × NV vectors;
+ *   narrow  one vector wide, for N <= VL (per-head products with head size 16): 2·MR rows when A is
+ *           packed or read along contiguous rows of a transposed A, MR rows when read from MR rows.
+ * Operands are either packed or read in place (amode/bmode below). Reading in place saves the copy,
+ * which costs about as much as the FMAs when the packed sliver would serve only a few kernel calls. */
 #define MRX (2 * MR)
 #if VL > 1
 #define HAVE_NARROW 1
 #else
 #define HAVE_NARROW 0
 #endif
+enum { A_PACKED = 0, A_ROWS = 1, A_TRANS = 2 };   /* a(i,k) = a[k·mrk + i] | a[i·lda + k] | a[k·lda + i] */
+enum { B_PACKED = 0, B_ROWS = 1 };                /* b(k,j) = b[k·nrk + j] | b[k·ldb + j] */
 
 static inline __attribute__((always_inline)) void
-kernel_body(const int mrk, const int nvk, const int direct, int kc,
-            const float *restrict ap /* packed (kc, mrk), or direct: rows of A with stride lda */, int lda,
-            const float *restrict bp /* (kc, nvk·VL) */, float *restrict c /* (mr, nr), ldc */, int ldc,
-            int mr, int nr, float alpha, float beta, int first)
+kernel_body(const int mrk, const int nvk, const int amode, const int bmode, int kc,
+            const float *restrict a, int lda, const float *restrict b, int ldb,
+            float *restrict c /* (mr, nr), ldc */, int ldc, int mr, int nr, float alpha, float beta, int first)
 {
     const int nrk = nvk * VL;
+    const size_t astep = amode == A_PACKED ? (size_t)mrk : amode == A_TRANS ? (size_t)lda : 1;
+    const size_t bstep = bmode == B_PACKED ? (size_t)nrk : (size_t)ldb;
     vf acc[MRX][NV];
     const float *row[MRX];
 #pragma GCC unroll 32
     for (int i = 0; i < mrk; i++) {
-        row[i] = ap + (size_t)i * lda;
+        row[i] = a + (size_t)i * lda;
 #pragma GCC unroll 8
         for (int v = 0; v < nvk; v++) acc[i][v] = v_zero();
     }
     for (int k = 0; k < kc; k++) {
-        vf b[NV];
+        vf bv[NV];
 #pragma GCC unroll 8
-        for (int v = 0; v < nvk; v++) b[v] = v_load(bp + v * VL);
+        for (int v = 0; v < nvk; v++) bv[v] = v_load(b + v * VL);
 #pragma GCC unroll 32
         for (int i = 0; i < mrk; i++) {
-            vf a = v_set1(direct ? row[i][k] : ap[i]);
+            vf av = v_set1(amode == A_ROWS ? row[i][k] : a[i]);
 #pragma GCC unroll 8
-            for (int v = 0; v < nvk; v++) acc[i][v] = v_fma(a, b[v], acc[i][v]);
+            for (int v = 0; v < nvk; v++) acc[i][v] = v_fma(av, bv[v], acc[i][v]);
         }
-        if (!direct) ap += mrk;
-        bp += nrk;
+        if (amode != A_ROWS) a += astep;
+        b += bstep;
     }
     vf va = v_set1(alpha);
     if (mr == mrk && nr == nrk) {
@@ -226,17 +230,137 @@ kernel_body(const int mrk, const int nvk, const int direct, int kc,
         }
 }
 
-typedef void (*kern_fn)(int kc, const float *ap, int lda, const float *bp, float *c, int ldc,
+typedef void (*kern_fn)(int kc, const float *a, int lda, const float *b, int ldb, float *c, int ldc,
                         int mr, int nr, float alpha, float beta, int first);
-#define KERNEL(NAME, MRK, NVK, DIRECT) \
-    static void NAME(int kc, const float *ap, int lda, const float *bp, float *c, int ldc, \
+#define KERNEL(NAME, MRK, NVK, AMODE, BMODE) \
+    static void NAME(int kc, const float *a, int lda, const float *b, int ldb, float *c, int ldc, \
                      int mr, int nr, float alpha, float beta, int first) \
-    { kernel_body(MRK, NVK, DIRECT, kc, ap, lda, bp, c, ldc, mr, nr, alpha, beta, first); }
-KERNEL(kern_wide, MR, NV, 0)
-KERNEL(kern_wide_direct, MR, NV, 1)
+    { kernel_body(MRK, NVK, AMODE, BMODE, kc, a, lda, b, ldb, c, ldc, mr, nr, alpha, beta, first); }
+KERNEL(kw_pp, MR, NV, A_PACKED, B_PACKED)
+KERNEL(kw_rp, MR, NV, A_ROWS, B_PACKED)
+KERNEL(kw_tp, MR, NV, A_TRANS, B_PACKED)
+KERNEL(kw_pr, MR, NV, A_PACKED, B_ROWS)
+KERNEL(kw_rr, MR, NV, A_ROWS, B_ROWS)
+KERNEL(kw_tr, MR, NV, A_TRANS, B_ROWS)
 #if HAVE_NARROW
-KERNEL(kern_narrow, MRX, 1, 0)
-KERNEL(kern_narrow_direct, MR, 1, 1)
+KERNEL(kn_pp, MRX, 1, A_PACKED, B_PACKED)
+KERNEL(kn_rp, MR, 1, A_ROWS, B_PACKED)
+KERNEL(kn_tp, MRX, 1, A_TRANS, B_PACKED)
+KERNEL(kn_pr, MRX, 1, A_PACKED, B_ROWS)
+KERNEL(kn_rr, MR, 1, A_ROWS, B_ROWS)
+KERNEL(kn_tr, MRX, 1, A_TRANS, B_ROWS)
+#endif
+/* [narrow][amode][bmode] */
+static const kern_fn kernels[1 + HAVE_NARROW][3][2] = {
+    {{kw_pp, kw_pr}, {kw_rp, kw_rr}, {kw_tp, kw_tr}},
+#if HAVE_NARROW
+    {{kn_pp, kn_pr}, {kn_rp, kn_rr}, {kn_tp, kn_tr}},
+#endif
+};
+/* Rows per tile of a variant. */
+static inline int tile_rows(int narrow, int amode) { return narrow && amode != A_ROWS ? MRX : MR; }
+
+/* ---------------- dot-product path: C = A·Bᵀ with a long K ---------------- */
+/* When both operands run along K in memory (A (M,K), B (N,K)) and K is long next to M and N (weight
+ * gradients of convolutions: 32×9 over K = 50176), packing B would transpose it at a cost far above
+ * the FMAs. Instead each c_ij is a dot product of two contiguous rows: DTM×DTN tiles of lane-wise
+ * accumulators (lane l sums the k ≡ l mod VL in increasing k), K in blocks that keep the rows in L2,
+ * and a fixed-order sum of the VL lanes at the end. A function of the shape only: deterministic. */
+#if VL > 1
+#define HAVE_DOT 1
+#if defined(__AVX512F__)
+#define DTM 4
+#define DTN 4
+#define v_loadn(p, n) _mm512_maskz_loadu_ps((__mmask16)((1u << (n)) - 1u), p)
+#else
+#define DTM 3
+#define DTN 3
+static inline __m256 v_loadn_avx2(const float *p, int n)
+{
+    __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    return _mm256_maskload_ps(p, m);
+}
+#define v_loadn(p, n) v_loadn_avx2(p, n)
+#endif
+#define DOT_KB 512
+
+static void dot_tile(int kb, const float *const *ar, const float *const *br, vf *t /* (DTM·DTN) */)
+{
+    vf s[DTM][DTN];
+#pragma GCC unroll 4
+    for (int i = 0; i < DTM; i++)
+#pragma GCC unroll 4
+        for (int j = 0; j < DTN; j++) s[i][j] = t[i * DTN + j];
+    int k = 0;
+    for (; k + VL <= kb; k += VL) {
+        vf a[DTM], b[DTN];
+#pragma GCC unroll 4
+        for (int i = 0; i < DTM; i++) a[i] = v_load(ar[i] + k);
+#pragma GCC unroll 4
+        for (int j = 0; j < DTN; j++) {
+            b[j] = v_load(br[j] + k);
+            __asm__("" : "+v"(b[j]));            /* keep it in a register: GCC would reload it per FMA */
+        }
+#pragma GCC unroll 4
+        for (int i = 0; i < DTM; i++)
+#pragma GCC unroll 4
+            for (int j = 0; j < DTN; j++) s[i][j] = v_fma(a[i], b[j], s[i][j]);
+    }
+    if (k < kb) {                                 /* tail: zero-filled lanes add exact zeros */
+        vf a[DTM], b[DTN];
+        for (int i = 0; i < DTM; i++) a[i] = v_loadn(ar[i] + k, kb - k);
+        for (int j = 0; j < DTN; j++) b[j] = v_loadn(br[j] + k, kb - k);
+#pragma GCC unroll 4
+        for (int i = 0; i < DTM; i++)
+#pragma GCC unroll 4
+            for (int j = 0; j < DTN; j++) s[i][j] = v_fma(a[i], b[j], s[i][j]);
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < DTM; i++)
+#pragma GCC unroll 4
+        for (int j = 0; j < DTN; j++) t[i * DTN + j] = s[i][j];
+}
+
+/* Returns 0, or -1 when out of memory (nothing written). */
+static int gemm_dot(int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
+                    float beta, float *C, int ldc)
+{
+    const int mt = ceil_div(M, DTM), nt = ceil_div(N, DTN);
+    const size_t nacc = (size_t)mt * nt * DTM * DTN;
+    vf *acc = aligned_alloc(64, nacc * sizeof(vf));   /* (mt, nt, DTM, DTN) lane vectors */
+    if (!acc) return -1;
+    for (size_t q = 0; q < nacc; q++) acc[q] = v_zero();
+    for (int k0 = 0; k0 < K; k0 += DOT_KB) {
+        const int kb = imin(DOT_KB, K - k0);
+        for (int it = 0; it < mt; it++) {
+            const float *ar[DTM], *br[DTN];
+            for (int i = 0; i < DTM; i++) ar[i] = A + (size_t)imin(it * DTM + i, M - 1) * lda + k0;  /* edge: repeat */
+            for (int jt = 0; jt < nt; jt++) {
+                for (int j = 0; j < DTN; j++) br[j] = B + (size_t)imin(jt * DTN + j, N - 1) * ldb + k0;
+                dot_tile(kb, ar, br, acc + ((size_t)it * nt + jt) * DTM * DTN);
+            }
+        }
+    }
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            float lane[VL], sum = 0.f;
+            v_store(lane, acc[((size_t)(i / DTM) * nt + j / DTN) * DTM * DTN + (i % DTM) * DTN + j % DTN]);
+            for (int l = 0; l < VL; l++) sum += lane[l];
+            float *p = C + (size_t)i * ldc + j, t = alpha * sum;
+            if (beta != 0.f) t = t + beta * *p;
+            *p = t;
+        }
+    free(acc);
+    return 0;
+}
+static int use_dot(int ta, int tb, int M, int N, int K)
+{
+    /* measured (docs/performance.md): a clear win only when one side of C is tiny */
+    int lo = M < N ? M : N, hi = M > N ? M : N;
+    return tb && !ta && lo <= 16 && hi <= 128 && K >= 256 && K >= 4 * hi;
+}
+#else
+#define HAVE_DOT 0
 #endif
 
 /* ---------------- serial blocked driver ---------------- */
@@ -255,51 +379,41 @@ static void gemm_blocked(int ta, int tb, int M, int N, int K, float alpha,
                          const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc,
                          float *ws)
 {
-    int kcb = kc_of(K);
-    int narrow = HAVE_NARROW && N <= VL;
-    int mrk = narrow ? MRX : MR, nrk = narrow ? VL : NR;
-    float *ap = ws;                               /* (kcb, mrk) */
+#if HAVE_DOT
+    if (use_dot(ta, tb, M, N, K) && gemm_dot(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc) == 0) return;
+#endif
+    const int kcb = kc_of(K);
+    const int narrow = HAVE_NARROW && N <= VL, nrk = narrow ? VL : NR;
+    float *ap = ws;                               /* (kcb, MRX) */
     float *bp = ws + (size_t)kcb * MRX;           /* (ceil(NC/nrk), kcb, nrk) */
+    /* In place, not packed: A when a packed sliver would serve few kernel calls (narrow C), B when
+     * few A slivers reuse it (short C). Not with leading dimensions that are multiples of 4 KiB,
+     * whose rows all fall into the same L1 sets. */
+    const int adirect = N <= 8 * NR && (lda % 1024) != 0;
+    const int bdirect = !tb && ceil_div(M, MR) <= 6 && (ldb % 1024) != 0;
+    const int amode = adirect ? (ta ? A_TRANS : A_ROWS) : A_PACKED;
+    const int mrk = tile_rows(narrow, amode), mrp = tile_rows(narrow, A_PACKED);
     for (int jc = 0; jc < N; jc += NC) {
-        int nc = imin(NC, N - jc);
+        const int nc = imin(NC, N - jc), nfull = nc / nrk * nrk;
         for (int pc = 0; pc < K; pc += kcb) {
-            int kc = imin(kcb, K - pc);
-            pack_b(tb, nrk, kc, nc, tb ? B + (size_t)jc * ldb + pc : B + (size_t)pc * ldb + jc, ldb, bp);
-            /* Read A in place when a packed sliver would serve only a few micro-kernel calls; not when
-             * rows 4 KiB apart would all fall into the same L1 sets. */
-            int direct = !ta && nc <= 8 * NR && (lda % 1024) != 0;
+            const int kc = imin(kcb, K - pc), first = pc == 0;
+            const float *b0 = tb ? B + (size_t)jc * ldb + pc : B + (size_t)pc * ldb + jc;
+            if (!bdirect) pack_b(tb, nrk, kc, nc, b0, ldb, bp);
+            else if (nfull < nc) pack_b(tb, nrk, kc, nc - nfull, b0 + nfull, ldb, bp);   /* edge sliver only */
             for (int ir = 0; ir < M; ir += mrk) {
-                int mr = imin(mrk, M - ir);
+                const int mr = imin(mrk, M - ir);
                 const float *a = ta ? A + (size_t)pc * lda + ir : A + (size_t)ir * lda + pc;
-                kern_fn fn;
-                const float *asrc = ap;
-                if (direct && !narrow && mr == MR) {      /* rows of A used in place */
-                    fn = kern_wide_direct; asrc = a;
-#if HAVE_NARROW
-                } else if (direct && narrow && mr >= MR) { /* narrow, in place: two MR-row tiles */
-                    for (int h = 0; h < mr; h += MR) {
-                        int mh = imin(MR, mr - h);
-                        if (mh == MR) {
-                            kern_narrow_direct(kc, a + (size_t)h * lda, lda, bp, C + (size_t)(ir + h) * ldc + jc, ldc,
-                                               MR, nc, alpha, beta, pc == 0);
-                        } else {
-                            pack_a(ta, MRX, mh, kc, a + (size_t)h * lda, lda, ap);
-                            kern_narrow(kc, ap, lda, bp, C + (size_t)(ir + h) * ldc + jc, ldc, mh, nc, alpha, beta, pc == 0);
-                        }
-                    }
-                    continue;
-#endif
-                } else {
-                    pack_a(ta, mrk, mr, kc, a, lda, ap);
-#if HAVE_NARROW
-                    fn = narrow ? kern_narrow : kern_wide;
-#else
-                    fn = kern_wide;
-#endif
+                int am = amode;
+                if (mr < mrk || amode == A_PACKED) {  /* edge rows (zero-padded) or packing chosen */
+                    pack_a(ta, mrp, mr, kc, a, lda, ap);
+                    a = ap; am = A_PACKED;
                 }
-                for (int jr = 0; jr < nc; jr += nrk)
-                    fn(kc, asrc, lda, bp + (size_t)(jr / nrk) * kc * nrk, C + (size_t)ir * ldc + jc + jr, ldc,
-                       mr, imin(nrk, nc - jr), alpha, beta, pc == 0);
+                for (int jr = 0; jr < nc; jr += nrk) {
+                    const int nr = imin(nrk, nc - jr), bd = bdirect && jr < nfull;
+                    const float *b = bd ? b0 + jr : bdirect ? bp : bp + (size_t)(jr / nrk) * kc * nrk;
+                    kernels[narrow][am][bd](kc, a, lda, b, ldb, C + (size_t)ir * ldc + jc + jr, ldc,
+                                            mr, nr, alpha, beta, first);
+                }
             }
         }
     }

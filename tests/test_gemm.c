@@ -47,6 +47,7 @@ static const int odd[][3] = {   /* M, N, K */
     {1, 1, 1}, {7, 7, 7}, {63, 63, 63}, {65, 65, 65}, {129, 129, 129}, {300, 300, 300},
     {1, 65, 7}, {7, 1, 129}, {63, 129, 1}, {129, 7, 65}, {65, 300, 63}, {300, 63, 129},
     {13, 33, 300}, {1, 300, 65}, {300, 1, 7}, {12, 32, 256}, {24, 64, 600},
+    {5, 9, 1000}, {16, 3, 777}, {100, 7, 1031},   /* long K, tiny side: the dot-product path for A·Bᵀ */
 };
 #define NODD (int)(sizeof odd / sizeof odd[0])
 
@@ -149,6 +150,7 @@ static void test_deterministic(void **st)
     assert_true(same_bytes_across_threads(0, 1, 1000, 64, 64));
     assert_true(same_bytes_across_threads(0, 0, 12, 48, 2000));    /* columns split: a narrow (N <= 16) part */
     assert_true(same_bytes_across_threads(0, 0, 196, 16, 196));    /* narrow kernel */
+    assert_true(same_bytes_across_threads(0, 1, 32, 9, 5000));     /* K split, dot-product path */
 }
 
 /* al_gemm called from every thread of a parallel region runs serially there and gives the same bytes. */
