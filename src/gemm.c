@@ -1,11 +1,19 @@
-/* gemm.c — SGEMM: attnlab's own blocked kernel, OpenBLAS (CBLAS) for the shapes where it measured
- * faster (built with AL_USE_CBLAS), and al_gemm_ref, the naive reference the tests compare against.
+/* gemm.c — SGEMM: attnlab's own blocked kernel, and al_gemm_ref, the naive reference the tests
+ * compare against.
+ *
+ * Backend choice (measured, docs/performance.md): against Debian's OpenBLAS 0.3.21 (which runs its
+ * Haswell kernels on this Zen 5) the own kernel was faster on every shape class the models use and
+ * on the 1024³ square, at 1 and 2 threads, or level within noise (A·Bᵀ with a long K). So al_gemm
+ * never calls OpenBLAS; it stays linked (BLAS=openblas) only for `attnlab bench gemm` to compare
+ * against, and no OpenBLAS thread pool competes with OpenMP's.
  *
  * Own kernel (BLIS-style, row-major):
  *   for jc over N in NC columns:            B panel (kc, nc) packed into NR-wide slivers  (L2)
  *     for pc over K in kc-deep blocks:
  *       for ir over M in MR rows:           A sliver (kc, MR) packed                       (L1)
  *         for jr over nc in NR columns:     micro-kernel: MR×NR accumulators in registers
+ * (A or B is read in place instead of packed when a packed copy would serve only a few kernel calls;
+ * A·Bᵀ with a long K and a tiny side takes a dot-product path instead.)
  * The micro-kernel keeps MR×NR sums in vector registers (B vectors × broadcast A scalars, FMA) and
  * folds them into C as  first block: C = alpha·acc + beta·C (beta == 0: C is not read),
  *                       later blocks: C = C + alpha·acc.
@@ -25,9 +33,6 @@
 #include <string.h>
 #ifdef _OPENMP
 #include <omp.h>
-#endif
-#ifdef AL_USE_CBLAS
-#include <cblas.h>
 #endif
 #if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
 #include <immintrin.h>
@@ -555,29 +560,10 @@ void al_gemm_serial(int ta, int tb, int M, int N, int K, float alpha,
     gemm_own(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, 1);
 }
 
-#ifdef AL_USE_CBLAS
-/* Shape classes where OpenBLAS measured faster than the own kernel (docs/performance.md). */
-static int prefer_openblas(int ta, int tb, int M, int N, int K)
-{
-    (void)ta; (void)tb; (void)M; (void)N; (void)K;
-    return 0;
-}
-#endif
-
 void al_gemm(int ta, int tb, int M, int N, int K, float alpha,
              const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc)
 {
-    if (M <= 0 || N <= 0) return;
-    int par = in_parallel();
-#ifdef AL_USE_CBLAS
-    if (!par && K > 0 && prefer_openblas(ta, tb, M, N, K)) {
-        openblas_set_num_threads(max_threads());
-        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                    M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-        return;
-    }
-#endif
-    gemm_own(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, par ? 1 : max_threads());
+    gemm_own(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, in_parallel() ? 1 : max_threads());
 }
 
 const char *al_gemm_backend(void)
