@@ -138,11 +138,17 @@ static al_tensor *gat_attend(al_ctx *c, al_gnn *m, al_tensor *h, int heads, al_t
     d.dropout = m->cfg.attn_dropout;
     m->attn[layer] = NULL;
     if (m->capture_attn) d.weights = &m->attn[layer];
-    al_tensor *x = al_reshape(c, h, 3, (int[]){1, n, hd});      /* (1, N, H·D) */
-    x = al_split_heads(c, x, heads);                              /* (1, H, N, D) */
-    x = al_attention(c, &d, x, x, x, aq, ak, NULL, NULL);        /* (1, H, N, D) */
-    x = al_merge_heads(c, x);                                     /* (1, N, H·D) */
-    return al_reshape(c, x, 2, (int[]){n, hd});                   /* (N, H·D) */
+    al_tensor *x;
+    if (heads == 1) {   /* one head: (N, D) and (1, 1, N, D) share a layout, no copy */
+        x = al_reshape(c, h, 4, (int[]){1, 1, n, hd});                /* (1, 1, N, D) */
+        x = al_attention(c, &d, x, x, x, aq, ak, NULL, NULL);        /* (1, 1, N, D) */
+    } else {
+        x = al_reshape(c, h, 3, (int[]){1, n, hd});                   /* (1, N, H·D) */
+        x = al_split_heads(c, x, heads);                              /* (1, H, N, D) */
+        x = al_attention(c, &d, x, x, x, aq, ak, NULL, NULL);        /* (1, H, N, D) */
+        x = al_merge_heads(c, x);                                     /* (1, N, H·D) */
+    }
+    return al_reshape(c, x, 2, (int[]){n, hd});                       /* (N, H·D) */
 }
 
 al_tensor *al_gnn_forward(al_ctx *c, al_gnn *m)
