@@ -282,6 +282,8 @@ typedef struct attn_node {
     /* sparse pattern: slots of query i are qptr[i]..qptr[i+1], key[s] (−1 = absent);
      * the present slots of key j are kslot[kptr[j]..kptr[j+1]] with their queries kq[..]. */
     const int64_t *qptr; const int *key;
+    const int *keyc;   /* key with absent entries replaced by the query itself (safe to load) */
+    int maxdeg;        /* longest slot list of a query or a key (per-thread scratch size) */
     int64_t *kptr, *kslot; int *kq;
     int nthr;
 } attn_node;
@@ -593,17 +595,74 @@ static void full_backward(al_ctx *c, attn_node *nd)
 /* Sparse patterns: window2d, window1d, graph                                                   */
 /* ------------------------------------------------------------------------------------------ */
 
+/* a · b over D elements (SIMD lanes, then a fixed-order horizontal sum). */
+static inline float dot_lanes(const float *restrict a, const float *restrict b, int D)
+{
+    int d = 0;
+    float r = 0.f;
+#if defined(__AVX512F__)
+    __m512 acc = _mm512_setzero_ps();
+    for (; d + 16 <= D; d += 16) acc = _mm512_fmadd_ps(_mm512_loadu_ps(a + d), _mm512_loadu_ps(b + d), acc);
+    if (d < D) {
+        __mmask16 m = (__mmask16)((1u << (D - d)) - 1);
+        acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + d), _mm512_maskz_loadu_ps(m, b + d), acc);
+        d = D;
+    }
+    r = _mm512_reduce_add_ps(acc);
+#elif defined(__AVX2__) && defined(__FMA__)
+    __m256 acc = _mm256_setzero_ps();
+    for (; d + 8 <= D; d += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + d), _mm256_loadu_ps(b + d), acc);
+    __m128 h = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_add_ss(h, _mm_shuffle_ps(h, h, 1));
+    r = _mm_cvtss_f32(h);
+#endif
+    for (; d < D; d++) r = FMA(a[d], b[d], r);
+    return r;
+}
+
+/* o (Dv) += alpha · Σ_t w[t] · Y[idx[t]] (rows of length Dv), the sum kept in vector registers
+ * 16 (or 8) columns at a time while t runs inside. */
+static inline void axpy_rows(const float *restrict w, const int *restrict idx, int n, const float *restrict Y,
+                             int Dv, float alpha, float *restrict o)
+{
+    int e0 = 0;
+#if defined(__AVX512F__)
+    for (; e0 < Dv; e0 += 16) {
+        __mmask16 m = Dv - e0 >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (Dv - e0)) - 1);
+        __m512 a = _mm512_setzero_ps();
+        for (int t = 0; t < n; t++)
+            a = _mm512_fmadd_ps(_mm512_set1_ps(w[t]), _mm512_maskz_loadu_ps(m, Y + (int64_t)idx[t] * Dv + e0), a);
+        __m512 ov = _mm512_maskz_loadu_ps(m, o + e0);
+        _mm512_mask_storeu_ps(o + e0, m, _mm512_fmadd_ps(_mm512_set1_ps(alpha), a, ov));
+    }
+#elif defined(__AVX2__) && defined(__FMA__)
+    for (; e0 + 8 <= Dv; e0 += 8) {
+        __m256 a = _mm256_setzero_ps();
+        for (int t = 0; t < n; t++)
+            a = _mm256_fmadd_ps(_mm256_set1_ps(w[t]), _mm256_loadu_ps(Y + (int64_t)idx[t] * Dv + e0), a);
+        _mm256_storeu_ps(o + e0, _mm256_fmadd_ps(_mm256_set1_ps(alpha), a, _mm256_loadu_ps(o + e0)));
+    }
+#endif
+    for (; e0 < Dv; e0++) {
+        float a = 0.f;
+        for (int t = 0; t < n; t++) a = FMA(w[t], Y[(int64_t)idx[t] * Dv + e0], a);
+        o[e0] = FMA(alpha, a, o[e0]);
+    }
+}
+
 /* Build qptr/key (window patterns; graphs borrow the CSR) and the transposed slot lists. */
 static int sparse_build(al_ctx *c, const al_pattern *p, const al_attn_cfg *g, attn_node *nd)
 {
     const int N = g->N;
     const int64_t slots = g->slots;
     if (p->kind == AL_PAT_GRAPH) {
-        nd->qptr = p->adj->rowptr; nd->key = p->adj->col;
+        nd->qptr = p->adj->rowptr; nd->key = nd->keyc = p->adj->col;
     } else {
         int64_t *qptr = al_arena_alloc(&c->arena, (size_t)(N + 1) * sizeof(int64_t));
         int *key = al_arena_alloc(&c->arena, (size_t)(slots > 0 ? slots : 1) * sizeof(int));
-        if (!qptr || !key) { al_fail(c, "attention: out of memory"); return -1; }
+        int *keyc = al_arena_alloc(&c->arena, (size_t)(slots > 0 ? slots : 1) * sizeof(int));
+        if (!qptr || !key || !keyc) { al_fail(c, "attention: out of memory"); return -1; }
         int K = g->noff;
         for (int i = 0; i <= N; i++) qptr[i] = (int64_t)i * K;
         if (p->kind == AL_PAT_WINDOW2D) {
@@ -622,7 +681,9 @@ static int sparse_build(al_ctx *c, const al_pattern *p, const al_attn_cfg *g, at
             for (int i = 0; i < N; i++)
                 for (int o = 0; o < K; o++) { int j = i + o - r; key[(int64_t)i * K + o] = (j >= 0 && j < N) ? j : -1; }
         }
-        nd->qptr = qptr; nd->key = key;
+        for (int i = 0; i < N; i++)
+            for (int64_t s = qptr[i]; s < qptr[i + 1]; s++) keyc[s] = key[s] >= 0 ? key[s] : i;
+        nd->qptr = qptr; nd->key = key; nd->keyc = keyc;
     }
     /* transpose: counting sort of present slots by key, slots ascending within a key */
     int64_t *kptr = al_arena_calloc(&c->arena, (size_t)(N + 1) * sizeof(int64_t));
@@ -642,56 +703,59 @@ static int sparse_build(al_ctx *c, const al_pattern *p, const al_attn_cfg *g, at
             kslot[fill[j]] = s; kq[fill[j]] = i; fill[j]++;
         }
     nd->kptr = kptr; nd->kslot = kslot; nd->kq = kq;
+    int64_t md = 1;
+    for (int i = 0; i < N; i++) {
+        if (nd->qptr[i + 1] - nd->qptr[i] > md) md = nd->qptr[i + 1] - nd->qptr[i];
+        if (kptr[i + 1] - kptr[i] > md) md = kptr[i + 1] - kptr[i];
+    }
+    if (md > INT32_MAX / 2) { al_fail(c, "attention: a node with %lld edges is too many", (long long)md); return -1; }
+    nd->maxdeg = (int)md;
     return 0;
 }
 
 static void sparse_forward(const attn_node *nd, const float *q, const float *k, const float *v,
-                           const float *rel, const float *bias, float *out)
+                           const float *rel, const float *bias, float *out, float *scratch)
 {
     const al_attn_cfg *g = &nd->g;
     const int N = g->N, D = g->D, Dv = g->Dv, H = g->H;
     const int64_t rows = (int64_t)g->B * H * N, slots = g->slots;
     const int64_t *qptr = nd->qptr; const int *key = nd->key;
-#pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < rows; r++) {
-        int64_t bh = r / N;
-        int i = (int)(r % N), h = (int)(bh % H);
-        const float *qi = q + r * D, *K = k + bh * N * D, *V = v + bh * N * Dv;
-        float *P = nd->P + bh * slots, *o = out + r * Dv;
-        int64_t s0 = qptr[i], s1 = qptr[i + 1];
-        float mx = -INFINITY;
-        for (int64_t s = s0; s < s1; s++) {
-            int j = key[s];
-            if (j < 0) { P[s] = 0.f; continue; }
-            float sc;
-            if (g->additive) sc = leaky(nd->sq[r] + nd->sk[bh * N + j], g->slope);
-            else {
-                const float *kj = K + (int64_t)j * D;
-                float a = 0.f;
-                for (int d = 0; d < D; d++) a = FMA(qi[d], kj[d], a);
-                sc = a * g->scale;
+#pragma omp parallel num_threads(nd->nthr)
+    {
+        float *w = scratch + (size_t)thread_id() * nd->maxdeg;
+#pragma omp for schedule(static)
+        for (int64_t r = 0; r < rows; r++) {
+            int64_t bh = r / N;
+            int i = (int)(r % N), h = (int)(bh % H);
+            const float *qi = q + r * D, *K = k + bh * N * D, *V = v + bh * N * Dv;
+            float *P = nd->P + bh * slots, *o = out + r * Dv;
+            int64_t s0 = qptr[i], s1 = qptr[i + 1];
+            int n = (int)(s1 - s0);
+            float mx = -INFINITY;
+            for (int64_t s = s0; s < s1; s++) {
+                int j = key[s];
+                if (j < 0) { P[s] = -INFINITY; continue; }   /* absent: weight 0 below */
+                float sc = g->additive ? leaky(nd->sq[r] + nd->sk[bh * N + j], g->slope)
+                                       : dot_lanes(qi, K + (int64_t)j * D, D) * g->scale;
+                if (rel) sc += rel[(int64_t)h * g->noff + (s - s0)];
+                if (bias) sc += bias[(int64_t)h * slots + s];
+                P[s] = sc;
+                mx = sc > mx ? sc : mx;
             }
-            if (rel) sc += rel[(int64_t)h * g->noff + (s - s0)];
-            if (bias) sc += bias[(int64_t)h * slots + s];
-            P[s] = sc;
-            mx = sc > mx ? sc : mx;
-        }
-        if (!g->relu) {
-            float sum = 0.f;
-            for (int64_t s = s0; s < s1; s++) if (key[s] >= 0) { float p = mx == -INFINITY ? 0.f : expf(P[s] - mx); P[s] = p; sum += p; }
-            float inv = sum > 0.f ? 1.0f / sum : 0.f;
-            for (int64_t s = s0; s < s1; s++) P[s] *= inv;
-        } else {
-            for (int64_t s = s0; s < s1; s++) P[s] = P[s] > 0.f ? P[s] : 0.f;
-        }
-        for (int e = 0; e < Dv; e++) o[e] = 0.f;
-        for (int64_t s = s0; s < s1; s++) {
-            int j = key[s];
-            if (j < 0) continue;
-            float p = P[s];
-            if (g->drop) p = al_attn_keep(g, bh, s) ? p * g->inv_keep : 0.f;
-            const float *vj = V + (int64_t)j * Dv;
-            for (int e = 0; e < Dv; e++) o[e] = FMA(p, vj[e], o[e]);
+            if (!g->relu) {
+                if (mx == -INFINITY) mx = 0.f;   /* no present key with a finite score: all weights 0 */
+                exp_shift(P + s0, P + s0, n, mx);
+                float sum = row_sum(P + s0, n), inv = sum > 0.f ? 1.0f / sum : 0.f;
+                for (int64_t s = s0; s < s1; s++) P[s] *= inv;
+            } else {
+                for (int64_t s = s0; s < s1; s++) P[s] = P[s] > 0.f ? P[s] : 0.f;
+            }
+            for (int t = 0; t < n; t++) {   /* applied weights; absent slots hold 0 */
+                float p = P[s0 + t];
+                w[t] = g->drop ? (al_attn_keep(g, bh, s0 + t) ? p * g->inv_keep : 0.f) : p;
+            }
+            for (int e = 0; e < Dv; e++) o[e] = 0.f;
+            axpy_rows(w, nd->keyc + s0, n, V, Dv, 1.f, o);
         }
     }
 }
@@ -711,75 +775,75 @@ static void sparse_backward(al_ctx *c, attn_node *nd)
     float *dS = al_arena_alloc(&c->arena, (size_t)(B * H * slots > 0 ? B * H * slots : 1) * sizeof(float));
     float *dsq = g->additive ? al_arena_calloc(&c->arena, (size_t)rows * sizeof(float)) : NULL;
     float *dsk = g->additive ? al_arena_calloc(&c->arena, (size_t)rows * sizeof(float)) : NULL;
-    if (!dS || (g->additive && (!dsq || !dsk))) { al_fail(c, "attention backward: out of memory"); return; }
+    float *scratch = al_arena_alloc(&c->arena, (size_t)nd->nthr * 2 * nd->maxdeg * sizeof(float));
+    if (!dS || !scratch || (g->additive && (!dsq || !dsk))) { al_fail(c, "attention backward: out of memory"); return; }
     if (!al_ok(c)) return;
     const int64_t *qptr = nd->qptr; const int *key = nd->key;
     const float *aq = g->additive ? nd->aq->data : NULL, *ak = g->additive ? nd->ak->data : NULL;
     /* Pass 1 over queries: dS per slot, dQ, dsq. */
-#pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < rows; r++) {
-        int64_t bh = r / N;
-        int i = (int)(r % N), h = (int)(bh % H);
-        const float *K = k + bh * N * D, *V = v + bh * N * Dv, *doi = dO + r * Dv, *P = nd->P + bh * slots;
-        float *ds = dS + bh * slots;
-        int64_t s0 = qptr[i], s1 = qptr[i + 1];
-        float delta = 0.f;
-        for (int64_t s = s0; s < s1; s++) {
-            int j = key[s];
-            if (j < 0) { ds[s] = 0.f; continue; }
-            const float *vj = V + (int64_t)j * Dv;
-            float dp = 0.f;
-            for (int e = 0; e < Dv; e++) dp = FMA(doi[e], vj[e], dp);
-            if (g->drop) dp = al_attn_keep(g, bh, s) ? dp * g->inv_keep : 0.f;
-            ds[s] = dp;
-            delta = FMA(P[s], dp, delta);
-        }
-        float su = 0.f;
-        float *dqi = dq ? dq + r * D : NULL;
-        for (int64_t s = s0; s < s1; s++) {
-            int j = key[s];
-            if (j < 0) continue;
-            float d = g->relu ? (P[s] > 0.f ? ds[s] : 0.f) : P[s] * (ds[s] - delta);
-            ds[s] = d;
-            if (g->additive) su += (nd->sq[r] + nd->sk[bh * N + j] > 0.f ? 1.f : g->slope) * d;
-            else if (dqi) {
-                const float *kj = K + (int64_t)j * D;
-                float w = d * g->scale;
-                for (int dd = 0; dd < D; dd++) dqi[dd] = FMA(w, kj[dd], dqi[dd]);
+#pragma omp parallel num_threads(nd->nthr)
+    {
+#pragma omp for schedule(static)
+        for (int64_t r = 0; r < rows; r++) {
+            int64_t bh = r / N;
+            int i = (int)(r % N), h = (int)(bh % H);
+            const float *K = k + bh * N * D, *V = v + bh * N * Dv, *doi = dO + r * Dv, *P = nd->P + bh * slots;
+            float *ds = dS + bh * slots;
+            int64_t s0 = qptr[i], s1 = qptr[i + 1];
+            float delta = 0.f;
+            for (int64_t s = s0; s < s1; s++) {
+                int j = key[s];
+                if (j < 0) { ds[s] = 0.f; continue; }
+                float dp = dot_lanes(doi, V + (int64_t)j * Dv, Dv);
+                if (g->drop) dp = al_attn_keep(g, bh, s) ? dp * g->inv_keep : 0.f;
+                ds[s] = dp;
+                delta = FMA(P[s], dp, delta);
             }
-        }
-        if (g->additive) {
-            dsq[r] = su;
-            if (dqi) for (int dd = 0; dd < D; dd++) dqi[dd] += aq[(int64_t)h * D + dd] * su;
+            float su = 0.f;
+            for (int64_t s = s0; s < s1; s++) {
+                int j = key[s];
+                if (j < 0) continue;
+                float d = g->relu ? (P[s] > 0.f ? ds[s] : 0.f) : P[s] * (ds[s] - delta);
+                ds[s] = d;
+                if (g->additive) su += (nd->sq[r] + nd->sk[bh * N + j] > 0.f ? 1.f : g->slope) * d;
+            }
+            if (g->additive) {
+                dsq[r] = su;
+                if (dq) for (int dd = 0; dd < D; dd++) dq[r * D + dd] += aq[(int64_t)h * D + dd] * su;
+            } else if (dq) {
+                axpy_rows(ds + s0, nd->keyc + s0, (int)(s1 - s0), K, D, g->scale, dq + r * D);
+            }
         }
     }
     /* Pass 2 over keys through the transposed lists: dK, dV, dsk. */
     if (dk || dv || need_ak) {
-#pragma omp parallel for schedule(static)
-        for (int64_t r = 0; r < rows; r++) {
-            int64_t bh = r / N;
-            int j = (int)(r % N), h = (int)(bh % H);
-            const float *Q = q + bh * N * D, *dOh = dO + bh * N * Dv, *P = nd->P + bh * slots, *ds = dS + bh * slots;
-            float *dkj = dk ? dk + r * D : NULL, *dvj = dv ? dv + r * Dv : NULL, su = 0.f;
-            for (int64_t t = nd->kptr[j]; t < nd->kptr[j + 1]; t++) {
-                int64_t s = nd->kslot[t];
-                int i = nd->kq[t];
-                if (dvj) {
+#pragma omp parallel num_threads(nd->nthr)
+        {
+            float *wp = scratch + (size_t)thread_id() * 2 * nd->maxdeg, *wd = wp + nd->maxdeg;
+#pragma omp for schedule(static)
+            for (int64_t r = 0; r < rows; r++) {
+                int64_t bh = r / N;
+                int j = (int)(r % N), h = (int)(bh % H);
+                const float *Q = q + bh * N * D, *dOh = dO + bh * N * Dv, *P = nd->P + bh * slots, *ds = dS + bh * slots;
+                int64_t t0 = nd->kptr[j];
+                int n = (int)(nd->kptr[j + 1] - t0);
+                const int64_t *ks = nd->kslot + t0;
+                const int *kq = nd->kq + t0;
+                float su = 0.f;
+                for (int t = 0; t < n; t++) {
+                    int64_t s = ks[t];
                     float p = P[s];
-                    if (g->drop) p = al_attn_keep(g, bh, s) ? p * g->inv_keep : 0.f;
-                    const float *doi = dOh + (int64_t)i * Dv;
-                    for (int e = 0; e < Dv; e++) dvj[e] = FMA(p, doi[e], dvj[e]);
+                    wp[t] = g->drop ? (al_attn_keep(g, bh, s) ? p * g->inv_keep : 0.f) : p;
+                    wd[t] = ds[s];
+                    if (g->additive) su += (nd->sq[bh * N + kq[t]] + nd->sk[r] > 0.f ? 1.f : g->slope) * ds[s];
                 }
-                if (g->additive) su += (nd->sq[bh * N + i] + nd->sk[r] > 0.f ? 1.f : g->slope) * ds[s];
-                else if (dkj) {
-                    const float *qi = Q + (int64_t)i * D;
-                    float w = ds[s] * g->scale;
-                    for (int dd = 0; dd < D; dd++) dkj[dd] = FMA(w, qi[dd], dkj[dd]);
+                if (dv) axpy_rows(wp, kq, n, dOh, Dv, 1.f, dv + r * Dv);
+                if (g->additive) {
+                    dsk[r] = su;
+                    if (dk) for (int dd = 0; dd < D; dd++) dk[r * D + dd] += ak[(int64_t)h * D + dd] * su;
+                } else if (dk) {
+                    axpy_rows(wd, kq, n, Q, D, g->scale, dk + r * D);
                 }
-            }
-            if (g->additive) {
-                dsk[r] = su;
-                if (dkj) for (int dd = 0; dd < D; dd++) dkj[dd] += ak[(int64_t)h * D + dd] * su;
             }
         }
     }
@@ -853,7 +917,10 @@ al_tensor *al_attention(al_ctx *c, const al_attn_desc *d, al_tensor *q, al_tenso
         if (sparse_build(c, &d->pattern, &g, nd) != 0) return NULL;
         nd->P = al_arena_alloc(&c->arena, (size_t)(rows / N * g.slots > 0 ? rows / N * g.slots : 1) * sizeof(float));
         if (!nd->P) return al_fail(c, "attention: out of memory");
-        sparse_forward(nd, q->data, k->data, v->data, rel_bias ? rel_bias->data : NULL, bias ? bias->data : NULL, out->data);
+        float *scratch = al_arena_alloc(&c->arena, (size_t)nd->nthr * nd->maxdeg * sizeof(float));
+        if (!scratch) return al_fail(c, "attention: out of memory");
+        sparse_forward(nd, q->data, k->data, v->data, rel_bias ? rel_bias->data : NULL, bias ? bias->data : NULL,
+                       out->data, scratch);
         if (d->weights) {
             if (g.noff) w = al_new(c, 4, (int[]){g.B, g.H, N, g.noff});
             else w = al_new(c, 3, (int[]){g.B, g.H, g.slots > 0 ? (int)g.slots : 1});
