@@ -246,6 +246,47 @@ static void test_cross_entropy_copies_labels(void **st)
     al_ctx_free(c);
 }
 
+/* Backward results do not depend on the thread count: layernorm's dγ/dβ are reduced over
+ * fixed row chunks, softmax and cross-entropy rows are owned by one thread. Bitwise check. */
+static void test_norm_backward_thread_invariant(void **st)
+{
+    (void)st;
+    enum { R = 300, C = 96 };
+    float *x = tu_alloc_rand(R * C, 1, -2.f, 2.f), *g = tu_alloc_rand(C, 2, 0.5f, 1.5f), *b = tu_alloc_rand(C, 3, -1.f, 1.f);
+    float *dy = tu_alloc_rand(R * C, 4, -1.f, 1.f);
+    int *lab = malloc(R * sizeof(int));
+    for (int i = 0; i < R; i++) lab[i] = (i * 7) % C;
+    float *keep[2][4];
+    int t0 = al_threads();
+    for (int th = 0; th < 2; th++) {
+        al_set_threads(th + 1);
+        al_ctx *c = al_ctx_new(1);
+        al_tensor *tx = al_wrap(c, x, 2, (int[]){R, C}), *tg = al_wrap(c, g, 1, (int[]){C}), *tb = al_wrap(c, b, 1, (int[]){C});
+        tx->requires_grad = tg->requires_grad = tb->requires_grad = 1;
+        al_tensor *y = al_layernorm(c, tx, tg, tb, 1e-5f);
+        al_tensor *s = al_log_softmax(c, y);
+        al_tensor *t = al_softmax(c, s);
+        memcpy(al_grad(c, t), dy, sizeof(float) * R * C);
+        al_tensor *l = al_cross_entropy(c, y, lab, NULL);
+        al_grad(c, l)[0] = 1.f;
+        assert_int_equal(al_backward_run(c), AL_OK);
+        float *outs[4] = {tx->grad, tg->grad, tb->grad, t->data};
+        int64_t ns[4] = {R * C, C, C, R * C};
+        for (int k = 0; k < 4; k++) {
+            keep[th][k] = malloc((size_t)ns[k] * sizeof(float));
+            memcpy(keep[th][k], outs[k], (size_t)ns[k] * sizeof(float));
+        }
+        if (th == 1)
+            for (int k = 0; k < 4; k++) {
+                assert_memory_equal(keep[0][k], keep[1][k], (size_t)ns[k] * sizeof(float));
+                free(keep[0][k]); free(keep[1][k]);
+            }
+        al_ctx_free(c);
+    }
+    al_set_threads(t0);
+    free(x); free(g); free(b); free(dy); free(lab);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -259,6 +300,7 @@ int main(void)
         cmocka_unit_test(test_cross_entropy_grad_masked),
         cmocka_unit_test(test_cross_entropy_edge_cases),
         cmocka_unit_test(test_cross_entropy_copies_labels),
+        cmocka_unit_test(test_norm_backward_thread_invariant),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
