@@ -19,6 +19,9 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 /* OpenMP pragmas through a macro so OPENMP=0 builds have no unknown-pragma warnings. */
 #ifndef AL_OMP
@@ -65,6 +68,7 @@ static void im2col(const float *x, float *cols, int C, int H, int W,
                    int KH, int KW, int stride, int pad, int Ho, int Wo, int par)
 {
     const int K = C * KH * KW, P = Ho * Wo;
+    (void)par;
     AL_OMP("omp parallel for schedule(static) if (par && (int64_t)K * P >= AL_CONV_PAR_MIN)")
     for (int r = 0; r < K; r++) {
         int c = r / (KH * KW), kh = (r / KW) % KH, kw = r % KW;
@@ -94,6 +98,7 @@ static void col2im_add(const float *dcols, float *dx, int C, int H, int W,
                        int KH, int KW, int stride, int pad, int Ho, int Wo, int par)
 {
     const int P = Ho * Wo;
+    (void)par;
     AL_OMP("omp parallel for schedule(static) if (par && (int64_t)C * KH * KW * P >= AL_CONV_PAR_MIN)")
     for (int c = 0; c < C; c++) {
         float *dxp = dx + (size_t)c * H * W;                       /* (H, W) */
@@ -119,6 +124,24 @@ static void col2im_add(const float *dcols, float *dx, int C, int H, int W,
     }
 }
 
+/* ---------------- thread slots ---------------- */
+static int max_threads(void)
+{
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+static int thread_id(void)
+{
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+
 /* ---------------- forward ---------------- */
 void al_conv2d_fwd(const float *x, const float *w, const float *b, float *y,
                    int B, int C, int H, int W, int O, int KH, int KW, int stride, int pad)
@@ -128,14 +151,17 @@ void al_conv2d_fwd(const float *x, const float *w, const float *b, float *y,
     const int K = C * KH * KW, P = Ho * Wo;
     const int direct = KH == 1 && KW == 1 && stride == 1 && pad == 0;   /* cols = x_b */
     const int one = B == 1;   /* a single image: thread the im2col and the GEMM instead */
-    AL_OMP("omp parallel for schedule(static) if (B > 1)")
+    const int nthr = one ? 1 : max_threads();
+    const size_t per = direct ? 0 : (size_t)K * P;
+    float *slots = direct ? NULL : scratch(0, (size_t)nthr * per);   /* (nthr, K, P) */
+    if (!direct && !slots) { al_conv2d_fwd_ref(x, w, b, y, B, C, H, W, O, KH, KW, stride, pad); return; }
+    AL_OMP("omp parallel for schedule(static) num_threads(nthr) if (B > 1)")
     for (int bi = 0; bi < B; bi++) {
         const float *xb = x + (size_t)bi * C * H * W;              /* (C, H, W) */
         float *yb = y + (size_t)bi * O * P;                        /* (O, P) */
         const float *cols = xb;                                    /* (K, P) */
         if (!direct) {
-            float *buf = scratch(0, (size_t)K * P);
-            if (!buf) { al_conv2d_fwd_ref(xb, w, b, yb, 1, C, H, W, O, KH, KW, stride, pad); continue; }
+            float *buf = slots + (size_t)thread_id() * per;
             im2col(xb, buf, C, H, W, KH, KW, stride, pad, Ho, Wo, one);
             cols = buf;
         }
@@ -146,6 +172,18 @@ void al_conv2d_fwd(const float *x, const float *w, const float *b, float *y,
                 for (int p = 0; p < P; p++) yo[p] += bo;
             }
     }
+}
+
+/* ---------------- backward ---------------- */
+/* t (n, m) = transpose of a (m, n), in 16×16 tiles. */
+static void transpose(const float *a, float *t, int m, int n)
+{
+    for (int i0 = 0; i0 < m; i0 += 16)
+        for (int j0 = 0; j0 < n; j0 += 16) {
+            const int i1 = i0 + 16 < m ? i0 + 16 : m, j1 = j0 + 16 < n ? j0 + 16 : n;
+            for (int j = j0; j < j1; j++)
+                for (int i = i0; i < i1; i++) t[(size_t)j * m + i] = a[(size_t)i * n + j];
+        }
 }
 
 /* Σ g[0..n) in a fixed order that vectorises: 16 running lanes, then the lanes in order. */
@@ -161,7 +199,6 @@ static float sum_lanes(const float *g, int n)
     return s;
 }
 
-/* ---------------- backward ---------------- */
 /* Groups of images for the dw partials: depends only on the shapes (never on the thread count). */
 static int dw_groups(int B, int OK)
 {
@@ -181,44 +218,49 @@ void al_conv2d_bwd(const float *x, const float *w, const float *dy, float *dx, f
         AL_OMP("omp parallel for schedule(static) if ((int64_t)B * O * P >= 4 * AL_CONV_PAR_MIN)")
         for (int o = 0; o < O; o++) {
             double s = 0;
-            for (int bi = 0; bi < B; bi++) {
-                s += sum_lanes(dy + ((size_t)bi * O + o) * P, P);
-            }
+            for (int bi = 0; bi < B; bi++) s += sum_lanes(dy + ((size_t)bi * O + o) * P, P);
             db[o] += (float)s;
         }
     }
     if (!dx && !dw) return;
 
     const int direct = KH == 1 && KW == 1 && stride == 1 && pad == 0;
-    /* dw: ng groups of consecutive images, group g accumulating into its own partial (or straight
-     * into dw when ng == 1); dx alone: every image is its own group. */
-    int ng = dw ? dw_groups(B, O * K) : B;
-    float *part = NULL;                                             /* (ng, O, K) */
-    if (dw && ng > 1) {
-        part = scratch(1, (size_t)ng * O * K);
-        if (!part) ng = 1;
-    }
+    /* dw: ng groups of consecutive images (a number fixed by the shapes), group g accumulating into
+     * its own partial, the partials added in group order at the end; dx alone: every image is its
+     * own group. For K >= 64 the partials hold dwᵀ (K, O) += cols (K, P) · dy_bᵀ (P, O), a plain GEMM
+     * on a small transposed copy of dy_b, measured 2.5× faster than dw (O, K) += dy_b · colsᵀ whose
+     * transposed operand is the large cols; small K keeps that direct form. */
+    const int ng = dw ? dw_groups(B, O * K) : B;
+    const int trans = dw && K >= 64;
     const int one = ng == 1;   /* a single group: thread the GEMMs and im2col/col2im instead */
-    AL_OMP("omp parallel for schedule(static) if (ng > 1)")
+    const int nthr = one ? 1 : max_threads();
+    const size_t ncols = direct ? 0 : (size_t)K * P, ndyT = trans ? (size_t)P * O : 0;
+    const size_t per = ncols + ndyT;
+    float *slots = per ? scratch(0, (size_t)nthr * per) : NULL;      /* (nthr, K·P + P·O) */
+    float *part = dw ? scratch(1, (size_t)ng * O * K) : NULL;        /* (ng, O, K) or (ng, K, O) */
+    if ((per && !slots) || (dw && !part)) {
+        al_conv2d_bwd_ref(x, w, dy, dx, dw, NULL, B, C, H, W, O, KH, KW, stride, pad);
+        return;
+    }
+    AL_OMP("omp parallel for schedule(static) num_threads(nthr) if (ng > 1)")
     for (int g = 0; g < ng; g++) {
         const int b0 = (int)((int64_t)B * g / ng), b1 = (int)((int64_t)B * (g + 1) / ng);
-        float *dwg = dw ? (part ? part + (size_t)g * O * K : dw) : NULL;   /* (O, K) */
-        float *buf = direct && !dx ? NULL : scratch(0, (size_t)K * P);      /* (K, P) */
-        if (!buf && !(direct && !dx)) {   /* no memory for this thread's buffer: the reference */
-            if (part) memset(dwg, 0, (size_t)O * K * sizeof(float));
-            al_conv2d_bwd_ref(x + (size_t)b0 * C * H * W, w, dy + (size_t)b0 * O * P,
-                              dx ? dx + (size_t)b0 * C * H * W : NULL, dwg, NULL,
-                              b1 - b0, C, H, W, O, KH, KW, stride, pad);
-            continue;
-        }
+        float *dwg = dw ? part + (size_t)g * O * K : NULL;         /* (O, K) or (K, O) */
+        float *buf = slots ? slots + (size_t)thread_id() * per : NULL;   /* (K, P) */
+        float *dyT = trans ? buf + ncols : NULL;                   /* (P, O) */
         for (int bi = b0; bi < b1; bi++) {
             const float *xb = x + (size_t)bi * C * H * W;          /* (C, H, W) */
             const float *dyb = dy + (size_t)bi * O * P;            /* (O, P) */
             if (dwg) {
                 const float *cols = xb;
                 if (!direct) { im2col(xb, buf, C, H, W, KH, KW, stride, pad, Ho, Wo, one); cols = buf; }
-                const float beta = (part && bi == b0) ? 0.0f : 1.0f;
-                al_gemm(0, 1, O, K, P, 1.0f, dyb, P, cols, P, beta, dwg, K);
+                const float beta = bi == b0 ? 0.0f : 1.0f;
+                if (trans) {
+                    transpose(dyb, dyT, O, P);
+                    al_gemm(0, 0, K, O, P, 1.0f, cols, P, dyT, O, beta, dwg, O);
+                } else {
+                    al_gemm(0, 1, O, K, P, 1.0f, dyb, P, cols, P, beta, dwg, K);
+                }
             }
             if (dx) {
                 float *dxb = dx + (size_t)bi * C * H * W;          /* (C, H, W) */
@@ -231,15 +273,17 @@ void al_conv2d_bwd(const float *x, const float *w, const float *dy, float *dx, f
             }
         }
     }
-    if (part) {
-        const int64_t n = (int64_t)O * K;
-        AL_OMP("omp parallel for schedule(static) if (n * ng >= AL_CONV_PAR_MIN)")
-        for (int64_t i = 0; i < n; i++) {
+    if (!dw) return;
+    /* dw += Σ_g part_g in group order (transposing back when the partials hold dwᵀ) */
+    const int64_t n = (int64_t)O * K;
+    AL_OMP("omp parallel for schedule(static) if (n * ng >= AL_CONV_PAR_MIN)")
+    for (int o = 0; o < O; o++)
+        for (int r = 0; r < K; r++) {
+            const size_t at = trans ? (size_t)r * O + o : (size_t)o * K + r;
             float s = 0.f;
-            for (int g = 0; g < ng; g++) s += part[(size_t)g * n + i];
-            dw[i] += s;
+            for (int g = 0; g < ng; g++) s += part[(size_t)g * n + at];
+            dw[(size_t)o * K + r] += s;
         }
-    }
 }
 
 /* ---------------- naive references ---------------- */
