@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "cli.h"
 #include "attnlab/attention.h"
 #include "attnlab/kernels.h"
@@ -27,6 +28,12 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 static double median(double *v, int n) { qsort(v, (size_t)n, sizeof *v, cmp_double); return v[n / 2]; }
+static double cpu_time(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 static void usage(FILE *f)
 {
@@ -65,20 +72,22 @@ static int make_graph(al_csr *g, int n, int deg, uint64_t seed)
 }
 
 /* Runs one case; fills times (s) and the arena peak. Returns 0 or -1 (message printed). */
-static int run_case(const bcase *bc, int reps, double *t_fwd, double *t_all, size_t *peak, double *flops_f, double *flops_b)
+static int run_case(const bcase *bc, int reps, double *t_fwd, double *t_all, double *c_all, size_t *peak,
+                    double *flops_f, double *flops_b)
 {
     int64_t nq = (int64_t)bc->B * bc->H * bc->N * bc->D;
     float *buf = malloc((size_t)(3 * nq + 2 * bc->H * bc->D) * sizeof(float));
-    double *tf = malloc((size_t)reps * sizeof(double)), *ta = malloc((size_t)reps * sizeof(double));
+    double *tf = malloc((size_t)(reps + 1) * sizeof(double)), *ta = malloc((size_t)(reps + 1) * sizeof(double));
+    double *ca = malloc((size_t)(reps + 1) * sizeof(double));
     al_ctx *c = al_ctx_new(1);
-    if (!buf || !tf || !ta || !c) { fprintf(stderr, "attnlab bench attention: out of memory\n"); free(buf); free(tf); free(ta); al_ctx_free(c); return -1; }
+    if (!buf || !tf || !ta || !ca || !c) { free(ca); fprintf(stderr, "attnlab bench attention: out of memory\n"); free(buf); free(tf); free(ta); al_ctx_free(c); return -1; }
     al_rng r; al_rng_seed(&r, 7, AL_RNG_DATA);
     for (int64_t i = 0; i < 3 * nq + 2 * bc->H * bc->D; i++) buf[i] = 2.f * al_rng_uniform(&r) - 1.f;
     int sh[4] = {bc->B, bc->H, bc->N, bc->D}, ash[2] = {bc->H, bc->D};
     al_attn_desc d = {.pattern = bc->pat, .score = bc->additive ? AL_SCORE_ADDITIVE : AL_SCORE_DOT, .slope = 0.2f};
     int rc = 0;
     for (int mode = 0; mode < 2 && !rc; mode++)
-        for (int rep = 0; rep < reps; rep++) {
+        for (int rep = -1; rep < reps; rep++) {   /* rep −1: warm-up (arena sized, pages touched) */
             al_ctx_reset(c);
             al_tensor *q = al_wrap(c, buf, 4, sh), *k = al_wrap(c, buf + nq, 4, sh), *v = al_wrap(c, buf + 2 * nq, 4, sh);
             al_tensor *aq = bc->additive ? al_wrap(c, buf + 3 * nq, 2, ash) : NULL;
@@ -86,7 +95,7 @@ static int run_case(const bcase *bc, int reps, double *t_fwd, double *t_all, siz
             if (!q || !k || !v) { rc = -1; break; }
             q->requires_grad = k->requires_grad = v->requires_grad = mode;
             if (aq) aq->requires_grad = ak->requires_grad = mode;
-            double t0 = al_time();
+            double t0 = al_time(), c0 = cpu_time();
             al_tensor *o = al_attention(c, &d, q, k, v, aq, ak, NULL, NULL);
             if (!o) { rc = -1; break; }
             if (mode) {
@@ -95,11 +104,13 @@ static int run_case(const bcase *bc, int reps, double *t_fwd, double *t_all, siz
                 for (int64_t i = 0; i < o->numel; i++) g[i] = 1e-3f;
                 if (al_backward_run(c) != AL_OK) { rc = -1; break; }
             }
+            if (rep < 0) continue;
             (mode ? ta : tf)[rep] = al_time() - t0;
+            if (mode) ca[rep] = cpu_time() - c0;
         }
     if (rc) fprintf(stderr, "attnlab bench attention: %s: %s\n", bc->name, al_ctx_error(c));
     else {
-        *t_fwd = median(tf, reps); *t_all = median(ta, reps); *peak = c->arena.peak;
+        *t_fwd = median(tf, reps); *t_all = median(ta, reps); *c_all = median(ca, reps); *peak = c->arena.peak;
         double bh = (double)bc->B * bc->H;
         if (bc->pat.kind == AL_PAT_FULL) {
             *flops_f = 4.0 * bh * bc->N * (double)bc->N * bc->D;
@@ -120,11 +131,12 @@ static int run_case(const bcase *bc, int reps, double *t_fwd, double *t_all, siz
             *flops_b = 4.0 * bh * present * (2 * bc->D);
         }
     }
-    free(buf); free(tf); free(ta); al_ctx_free(c);
+    free(buf); free(tf); free(ta); free(ca); al_ctx_free(c);
     return rc;
 }
 
-/* GFLOP/s of al_gemm on a 512³ square product and on the Q·Kᵀ shape of full attention (N×N×16). */
+/* GFLOP/s per core (CPU time) of al_gemm on a 512³ square product and on the Q·Kᵀ shape of full
+ * attention (N×N×16): the yardstick for the attention kernels' per-core rate. */
 static void gemm_baseline(int reps, double *square, double *qk)
 {
     int n = 512, N = 784, D = 16;
@@ -133,12 +145,12 @@ static void gemm_baseline(int reps, double *square, double *qk)
     double *t = malloc((size_t)reps * sizeof(double));
     *square = *qk = 0;
     if (!a || !b || !cc || !t) { free(a); free(b); free(cc); free(t); return; }
-    for (int r = 0; r < reps; r++) { double t0 = al_time(); al_gemm(0, 0, n, n, n, 1.f, a, n, b, n, 0.f, cc, n); t[r] = al_time() - t0; }
+    for (int r = 0; r < reps; r++) { double t0 = cpu_time(); al_gemm(0, 0, n, n, n, 1.f, a, n, b, n, 0.f, cc, n); t[r] = cpu_time() - t0; }
     *square = 2.0 * n * n * n / median(t, reps) * 1e-9;
     for (int r = 0; r < reps; r++) {
-        double t0 = al_time();
+        double t0 = cpu_time();
         for (int rep = 0; rep < 8; rep++) al_gemm(0, 1, N, N, D, 1.f, a, D, b, D, 0.f, cc, N);
-        t[r] = al_time() - t0;
+        t[r] = cpu_time() - t0;
     }
     *qk = 8 * 2.0 * N * N * D / median(t, reps) * 1e-9;
     free(a); free(b); free(cc); free(t);
@@ -190,22 +202,25 @@ int bench_attention_main(int argc, char **argv)
     printf("# attnlab bench attention: %d thread(s), gemm backend %s, median of %d\n", al_threads(), al_gemm_backend(), reps);
     double gsq, gqk;
     gemm_baseline(reps, &gsq, &gqk);
-    printf("# al_gemm: %.1f GFLOP/s (512^3), %.1f GFLOP/s (784x784x16, the Q.K^T shape)\n", gsq, gqk);
-    printf("%-14s %7s %5s %3s %3s %10s %10s %9s %9s %10s %9s %9s\n", "pattern", "N", "B", "H", "d",
-           "fwd_ms", "fwdbwd_ms", "fwd_GF/s", "all_GF/s", "arena_MB", "input_MB", "rss_MB");
+    printf("# al_gemm per core (CPU time): %.1f GFLOP/s (512^3), %.1f GFLOP/s (784x784x16, the Q.K^T shape)\n", gsq, gqk);
+    printf("# times are wall-clock medians; fb_cpu_ms is the process CPU time of fwd+bwd (all threads) and\n"
+           "# core_GF/s = fwd+bwd FLOPs / fb_cpu_ms, the per-core rate to compare with al_gemm above\n");
+    printf("%-14s %7s %5s %3s %3s %10s %10s %10s %9s %9s %9s %10s %9s %9s\n", "pattern", "N", "B", "H", "d",
+           "fwd_ms", "fwdbwd_ms", "fb_cpu_ms", "fwd_GF/s", "all_GF/s", "core_GF/s", "arena_MB", "input_MB", "rss_MB");
     size_t peak_full[3] = {0, 0, 0};
     int rc = 0;
     for (int i = 0; i < ncase; i++) {
         const bcase *bc = &cases[i];
         int kind = bc->pat.kind == AL_PAT_FULL && i < 3 ? 0 : (i < 5 ? 1 : 2);
         if (only && strcmp(only, kind == 0 ? "full" : kind == 1 ? "window" : "graph")) continue;
-        double tf = 0, ta = 0, ff = 0, fb = 0;
+        double tf = 0, ta = 0, ca = 0, ff = 0, fb = 0;
         size_t peak = 0;
-        if (run_case(bc, reps, &tf, &ta, &peak, &ff, &fb) != 0) { rc = 1; continue; }
+        if (run_case(bc, reps, &tf, &ta, &ca, &peak, &ff, &fb) != 0) { rc = 1; continue; }
         if (i < 3) peak_full[i] = peak;
         double in_mb = (3.0 * bc->B * bc->H * bc->N * bc->D * sizeof(float)) / 1048576.0;
-        printf("%-14s %7d %5d %3d %3d %10.2f %10.2f %9.1f %9.1f %10.1f %9.1f %9.1f\n", bc->name, bc->N, bc->B, bc->H, bc->D,
-               tf * 1e3, ta * 1e3, ff / tf * 1e-9, (ff + fb) / ta * 1e-9, peak / 1048576.0, in_mb,
+        printf("%-14s %7d %5d %3d %3d %10.2f %10.2f %10.2f %9.1f %9.1f %9.1f %10.1f %9.1f %9.1f\n", bc->name, bc->N, bc->B,
+               bc->H, bc->D, tf * 1e3, ta * 1e3, ca * 1e3, ff / tf * 1e-9, (ff + fb) / ta * 1e-9, (ff + fb) / ca * 1e-9,
+               peak / 1048576.0, in_mb,
                al_peak_rss_bytes() / 1048576.0);
         fflush(stdout);
     }

@@ -110,6 +110,11 @@ static void exp_shift(const float *x, float *y, int n, float m)
 #if defined(__AVX512F__)
     __m512 mv = _mm512_set1_ps(m);
     for (; j + 16 <= n; j += 16) _mm512_storeu_ps(y + j, exp16(_mm512_sub_ps(_mm512_loadu_ps(x + j), mv)));
+    if (j < n) {
+        __mmask16 msk = (__mmask16)((1u << (n - j)) - 1);
+        _mm512_mask_storeu_ps(y + j, msk, exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(msk, x + j), mv)));
+        return;
+    }
 #elif defined(__AVX2__) && defined(__FMA__)
     __m256 mv = _mm256_set1_ps(m);
     for (; j + 8 <= n; j += 8) _mm256_storeu_ps(y + j, exp8(_mm256_sub_ps(_mm256_loadu_ps(x + j), mv)));
