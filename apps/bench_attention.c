@@ -145,11 +145,11 @@ static void gemm_baseline(int reps, double *square, double *qk)
     double *t = malloc((size_t)reps * sizeof(double));
     *square = *qk = 0;
     if (!a || !b || !cc || !t) { free(a); free(b); free(cc); free(t); return; }
-    for (int r = 0; r < reps; r++) { double t0 = cpu_time(); al_gemm(0, 0, n, n, n, 1.f, a, n, b, n, 0.f, cc, n); t[r] = cpu_time() - t0; }
+    for (int r = 0; r < reps; r++) { double t0 = cpu_time(); al_gemm_serial(0, 0, n, n, n, 1.f, a, n, b, n, 0.f, cc, n); t[r] = cpu_time() - t0; }
     *square = 2.0 * n * n * n / median(t, reps) * 1e-9;
     for (int r = 0; r < reps; r++) {
         double t0 = cpu_time();
-        for (int rep = 0; rep < 8; rep++) al_gemm(0, 1, N, N, D, 1.f, a, D, b, D, 0.f, cc, N);
+        for (int rep = 0; rep < 8; rep++) al_gemm_serial(0, 1, N, N, D, 1.f, a, D, b, D, 0.f, cc, N);
         t[r] = cpu_time() - t0;
     }
     *qk = 8 * 2.0 * N * N * D / median(t, reps) * 1e-9;
@@ -202,7 +202,7 @@ int bench_attention_main(int argc, char **argv)
     printf("# attnlab bench attention: %d thread(s), gemm backend %s, median of %d\n", al_threads(), al_gemm_backend(), reps);
     double gsq, gqk;
     gemm_baseline(reps, &gsq, &gqk);
-    printf("# al_gemm per core (CPU time): %.1f GFLOP/s (512^3), %.1f GFLOP/s (784x784x16, the Q.K^T shape)\n", gsq, gqk);
+    printf("# al_gemm_serial, one core (CPU time): %.1f GFLOP/s (512^3), %.1f GFLOP/s (784x784x16, the Q.K^T shape)\n", gsq, gqk);
     printf("# times are wall-clock medians; fb_cpu_ms is the process CPU time of fwd+bwd (all threads) and\n"
            "# core_GF/s = fwd+bwd FLOPs / fb_cpu_ms, the per-core rate to compare with al_gemm above\n");
     printf("%-14s %7s %5s %3s %3s %10s %10s %10s %9s %9s %9s %10s %9s %9s\n", "pattern", "N", "B", "H", "d",
