@@ -332,10 +332,18 @@ al_tensor *al_dropout(al_ctx *c, al_tensor *x, float p)
     const int64_t n = x->numel;
     uint8_t *keep = al_arena_alloc(&c->arena, (size_t)n);   /* (numel) 1 = kept */
     if (!y || !keep) return al_fail(c, "out of memory (arena) in dropout");
-    /* Drop when the top 24 bits of a draw fall below p·2²⁴ (= al_rng_uniform(r) < p), one draw
-     * per element in index order: the mask depends only on the RNG state, not on threads. */
+    /* Element i is dropped when a uniform 24-bit number u falls below p·2²⁴ (u·2⁻²⁴ < p, as
+     * al_rng_uniform would give). Each 64-bit draw yields two such numbers (bits 40..63 for an
+     * even i, bits 8..31 for the next odd i), taken in index order from c->dropout_rng: the
+     * mask depends only on the RNG state, not on threads, and costs half a draw per element. */
     const uint64_t thr = (uint64_t)ceil((double)p * 16777216.0);
-    for (int64_t i = 0; i < n; i++) keep[i] = (al_rng_u64(&c->dropout_rng) >> 40) >= thr;
+    int64_t i = 0;
+    for (; i + 2 <= n; i += 2) {
+        uint64_t u = al_rng_u64(&c->dropout_rng);
+        keep[i] = (u >> 40) >= thr;
+        keep[i + 1] = ((u >> 8) & 0xFFFFFFu) >= thr;
+    }
+    if (i < n) keep[i] = (al_rng_u64(&c->dropout_rng) >> 40) >= thr;
     const float s = 1.0f / (1.0f - p);
     const float *xd = x->data; float *yd = y->data;
     #pragma omp parallel for schedule(static) if (n >= PAR_MIN)

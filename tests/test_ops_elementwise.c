@@ -237,13 +237,17 @@ static void test_dropout_rate_and_scale(void **st)
     al_tensor *tx = al_wrap(c, x, 2, (int[]){400, 500});
     al_tensor *y = al_dropout(c, tx, p);
     assert_non_null(y);
-    int dropped = 0;
+    int dropped = 0, dropped_odd = 0, both = 0;
     for (int i = 0; i < n; i++) {
-        if (y->data[i] == 0.f) dropped++;
+        if (y->data[i] == 0.f) { dropped++; dropped_odd += i & 1; both += (i & 1) && y->data[i - 1] == 0.f; }
         else assert_true(fabsf(y->data[i] - x[i] / (1 - p)) <= 1e-6f * fabsf(y->data[i]));
     }
     /* Binomial(200000, 0.3): sd = sqrt(n p (1-p)) ≈ 205, so ±1500 is > 7 sd */
     assert_true(abs(dropped - (int)(p * n)) < 1500);
+    /* the two halves of each 64-bit draw: odd indices alone have the rate (sd ≈ 145), and a
+     * pair is dropped together at rate p² (independent halves; sd ≈ 136) */
+    assert_true(abs(dropped_odd - (int)(p * n / 2)) < 1000);
+    assert_true(abs(both - (int)(p * p * n / 2)) < 1000);
     /* same seed → same mask; the RNG advanced so the next call draws a different mask */
     al_ctx *c2 = al_ctx_new(5);
     al_tensor *y2 = al_dropout(c2, al_wrap(c2, x, 2, (int[]){400, 500}), p);
