@@ -157,6 +157,14 @@ static void test_activations_forward(void **st)
     al_ctx *c = al_ctx_new(1);
     float xv[5] = {-2, -0.5f, 0, 1, 3};
     al_tensor *x = al_wrap(c, xv, 1, (int[]){5});
+    /* ELU near 0 keeps relative precision (no eˣ − 1 cancellation); deep tail saturates at −α */
+    float ev[6] = {-1e-6f, -3e-3f, -0.0099f, -0.0101f, -20.f, -100.f};
+    al_tensor *e6 = al_elu(c, al_wrap(c, ev, 1, (int[]){6}), 1.5f);
+    for (int i = 0; i < 6; i++) {
+        double want = 1.5 * expm1((double)ev[i]);
+        if (fabs(e6->data[i] - want) > 2e-6 * fabs(want) + 1e-7)
+            fail_msg("elu(%g) = %.9g, want %.9g", (double)ev[i], (double)e6->data[i], want);
+    }
     al_tensor *r = al_relu(c, x), *l = al_leaky_relu(c, x, 0.1f), *e = al_elu(c, x, 1.0f), *g = al_gelu(c, x);
     float wr[5] = {0, 0, 0, 1, 3}, wl[5] = {-0.2f, -0.05f, 0, 1, 3};
     for (int i = 0; i < 5; i++) {
