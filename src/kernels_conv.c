@@ -22,6 +22,9 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
+#ifdef __AVX512F__
+#include <immintrin.h>
+#endif
 
 /* OpenMP pragmas through a macro so OPENMP=0 builds have no unknown-pragma warnings. */
 #ifndef AL_OMP
@@ -62,6 +65,39 @@ static float *scratch(int i, size_t n)
     return tl_buf[i];
 }
 
+/* Short-row copy / zero / add (rows of an output image are often 7-28 floats: library calls and
+ * vector-loop epilogues would dominate). AVX-512 masked tails; plain loops otherwise. */
+static inline void row_copy(float *d, const float *s, int n)
+{
+#ifdef __AVX512F__
+    for (; n >= 16; n -= 16, d += 16, s += 16) _mm512_storeu_ps(d, _mm512_loadu_ps(s));
+    if (n > 0) { __mmask16 m = (__mmask16)((1u << n) - 1); _mm512_mask_storeu_ps(d, m, _mm512_maskz_loadu_ps(m, s)); }
+#else
+    for (int i = 0; i < n; i++) d[i] = s[i];
+#endif
+}
+static inline void row_zero(float *d, int n)
+{
+#ifdef __AVX512F__
+    for (; n >= 16; n -= 16, d += 16) _mm512_storeu_ps(d, _mm512_setzero_ps());
+    if (n > 0) _mm512_mask_storeu_ps(d, (__mmask16)((1u << n) - 1), _mm512_setzero_ps());
+#else
+    for (int i = 0; i < n; i++) d[i] = 0.f;
+#endif
+}
+static inline void row_add(float *d, const float *s, int n)
+{
+#ifdef __AVX512F__
+    for (; n >= 16; n -= 16, d += 16, s += 16) _mm512_storeu_ps(d, _mm512_add_ps(_mm512_loadu_ps(d), _mm512_loadu_ps(s)));
+    if (n > 0) {
+        __mmask16 m = (__mmask16)((1u << n) - 1);
+        _mm512_mask_storeu_ps(d, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, d), _mm512_maskz_loadu_ps(m, s)));
+    }
+#else
+    for (int i = 0; i < n; i++) d[i] += s[i];
+#endif
+}
+
 /* ---------------- im2col / col2im of one image ---------------- */
 /* x (C, H, W) → cols (K, P); row r = (c, kh, kw), column oh·Wo + ow. Parallel over rows if par. */
 static void im2col(const float *x, float *cols, int C, int H, int W,
@@ -78,16 +114,16 @@ static void im2col(const float *x, float *cols, int C, int H, int W,
         for (int oh = 0; oh < Ho; oh++) {
             int ih = oh * stride - pad + kh;
             float *d = dst + (size_t)oh * Wo;
-            if (ih < 0 || ih >= H) { memset(d, 0, (size_t)Wo * sizeof(float)); continue; }
+            if (ih < 0 || ih >= H) { row_zero(d, Wo); continue; }
             const float *xr = xp + (size_t)ih * W;                 /* (W) */
             const int off = kw - pad;                              /* iw = ow·stride + off */
-            for (int ow = 0; ow < lo; ow++) d[ow] = 0.f;
+            row_zero(d, lo);
             if (stride == 1) {
-                if (hi > lo) memcpy(d + lo, xr + lo + off, (size_t)(hi - lo) * sizeof(float));
+                row_copy(d + lo, xr + lo + off, hi - lo);
             } else {
                 for (int ow = lo; ow < hi; ow++) d[ow] = xr[ow * stride + off];
             }
-            for (int ow = hi; ow < Wo; ow++) d[ow] = 0.f;
+            row_zero(d + hi, Wo - hi);
         }
     }
 }
@@ -113,9 +149,7 @@ static void col2im_add(const float *dcols, float *dx, int C, int H, int W,
                     float *xr = dxp + (size_t)ih * W;              /* (W) */
                     const float *sr = src + (size_t)oh * Wo;
                     if (stride == 1) {
-                        float *xo = xr + lo + off;
-                        const float *so = sr + lo;
-                        for (int i = 0; i < hi - lo; i++) xo[i] += so[i];
+                        row_add(xr + lo + off, sr + lo, hi - lo);
                     } else {
                         for (int ow = lo; ow < hi; ow++) xr[ow * stride + off] += sr[ow];
                     }
