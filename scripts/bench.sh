@@ -11,6 +11,15 @@ shared=${ATTNLAB_SHARED:-$here/../shared}
 [ -x "$bin" ] || { echo "bench.sh: $bin not built (run make)" >&2; exit 1; }
 
 status=0
+ncpu=$(nproc 2>/dev/null || echo 1)
+load=$(cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo 0)
+echo "# $(date -u '+%F %T') UTC, $ncpu CPUs, load average $load, OMP_NUM_THREADS=${OMP_NUM_THREADS:-unset}, OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-unset}"
+if [ -z "${OMP_WAIT_POLICY:-}" ] && awk -v l="$load" -v n="$ncpu" 'BEGIN { exit !(l > n) }'; then
+  echo "# note: the machine is busier than its CPUs; multi-threaded timings will be noisy. On a shared"
+  echo "#       machine OMP_WAIT_POLICY=passive avoids OpenMP threads spinning while their partner waits"
+  echo "#       for a CPU (docs/performance.md)."
+fi
+echo
 run() {   # run NAME ARGS... : one benchmark, its stdout/stderr shown, "not implemented" skipped
   local name=$1; shift
   echo "== $name: $(basename "$bin") $*"
