@@ -326,6 +326,40 @@ static void test_full_memory_linear(void **st)
     assert_true(p2 < (size_t)2048 * 2048 * sizeof(float) / 2);   /* far below one N×N matrix */
 }
 
+/* q = k = v as one tensor (the GAT layer does this): gradients from all three roles add up. */
+static void shared_qkv_grad(const al_pattern *pat, int additive, float *grad_out, float *x, float *a, int ref)
+{
+    al_ctx *c = al_ctx_new(3);
+    al_tensor *t = al_wrap(c, x, 4, (int[]){2, 3, 20, 8});
+    al_tensor *aq = al_wrap(c, a, 2, (int[]){3, 8}), *ak = al_wrap(c, a + 24, 2, (int[]){3, 8});
+    t->requires_grad = aq->requires_grad = ak->requires_grad = 1;
+    al_attn_desc d = {.pattern = *pat, .score = additive ? AL_SCORE_ADDITIVE : AL_SCORE_DOT, .slope = 0.2f};
+    al_tensor *o = (ref ? al_attention_ref : al_attention)(c, &d, t, t, t, additive ? aq : NULL, additive ? ak : NULL, NULL, NULL);
+    assert_non_null(o);
+    tu_fill(al_grad(c, o), o->numel, 5, -1, 1);
+    assert_int_equal(al_backward_run(c), AL_OK);
+    memcpy(grad_out, t->grad, (size_t)t->numel * sizeof(float));
+    al_ctx_free(c);
+}
+
+static void test_shared_qkv(void **st)
+{
+    (void)st;
+    al_csr g = rand_graph(20, 0.3, 1, -1, 8);
+    al_pattern pats[3] = {al_pattern_full(), al_pattern_window2d(4, 5, 3, 3), al_pattern_graph(&g)};
+    float *x = tu_alloc_rand(2 * 3 * 20 * 8, 1, -1, 1), *a = tu_alloc_rand(48, 2, -0.5f, 0.5f);
+    float *gf = malloc(2 * 3 * 20 * 8 * sizeof(float)), *gr = malloc(2 * 3 * 20 * 8 * sizeof(float));
+    for (int p = 0; p < 3; p++)
+        for (int additive = 0; additive < 2; additive++) {
+            shared_qkv_grad(&pats[p], additive, gf, x, a, 0);
+            shared_qkv_grad(&pats[p], additive, gr, x, a, 1);
+            double e = tu_max_rel_err(gf, gr, 2 * 3 * 20 * 8);
+            if (!(e <= BWD_TOL)) fail_msg("shared q=k=v, pattern %d additive %d: grad rel err %.3g", p, additive, e);
+        }
+    free(x); free(a); free(gf); free(gr);
+    al_csr_free(&g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -337,6 +371,7 @@ int main(void)
         cmocka_unit_test(test_weights_layout),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_full_memory_linear),
+        cmocka_unit_test(test_shared_qkv),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
