@@ -16,7 +16,7 @@
 
 typedef struct gopts {
     const char *data, *model, *split, *csv, *save, *attn;
-    int per_class, epochs, threads, quiet, normalize;
+    int per_class, epochs, threads, quiet, normalize, sequential;
     double frac;
     long seeds[MAX_SEEDS]; int nseeds;
     /* overrides; < 0 (or NaN) = model default */
@@ -60,7 +60,9 @@ static void usage(FILE *f)
         "  --seed S              init, dropout and split seed (default 1)\n"
         "  --seeds LIST          several runs, e.g. 1-10 or 1,2,5-7: each is printed, then mean +- std\n"
         "                        (sample standard deviation)\n"
-        "  --threads T           OpenMP threads (default: OMP_NUM_THREADS or all cores)\n"
+        "  --threads T           OpenMP threads (default: OMP_NUM_THREADS or all cores). With several\n"
+        "                        seeds, T runs go at once with one thread each (results equal --threads 1)\n"
+        "  --sequential          several seeds: one run at a time, each with all threads\n"
         "output:\n"
         "  --csv FILE            append one row per epoch, then one for the restored best model with its\n"
         "                        epoch number (a run's last row is its result); columns: " AL_CSV_HEADER ";\n"
@@ -150,7 +152,10 @@ static int on_epoch(const al_gnn_epoch *e, void *ud)
         row.test_acc = e->test_acc; row.epoch_seconds = e->seconds;
         row.samples_per_second = e->seconds > 0 ? r->g->n / e->seconds : NAN;
         row.params = (long)r->m->params.total;
-        if (al_csv_append(r->o->csv, &row, r->err) != AL_OK) { r->failed = 1; return 1; }
+        al_status st;
+        #pragma omp critical(train_graph_csv)
+        st = al_csv_append(r->o->csv, &row, r->err);
+        if (st != AL_OK) { r->failed = 1; return 1; }
     }
     if (r->tty && !r->o->quiet && !e->final)
         fprintf(stderr, "\r\033[Kseed %ld epoch %d  loss %.4f  train %.3f  val %.3f (loss %.4f)  test %.3f  %.1f ms",
@@ -204,8 +209,73 @@ out:
     return st;
 }
 
+/* One seed: split, model, training, outputs; prints its result line. Thread-safe: runs of several
+ * seeds may execute concurrently (each with its own model, context and training split). */
+typedef struct run_out { int ok, failed, ntrain; al_gnn_result res; al_error err; } run_out;
+
+static int run_seed(const gopts *o, const al_gnn_cfg *cfg, const al_graph *g0, long seed, int tty, int single, run_out *ro)
+{
+    if (single) al_set_threads(1);   /* this worker's own thread count: ops run serially, as --threads 1 */
+    al_error *err = &ro->err;
+    al_graph g = *g0;           /* shallow: shares everything but the training split */
+    int own_train = 0;
+    if (!strcmp(o->split, "per-class") || !strcmp(o->split, "frac")) {
+        g.train = NULL; g.ntrain = 0; own_train = 1;
+        al_status st = !strcmp(o->split, "per-class") ? al_graph_split_per_class(&g, o->per_class, (uint64_t)seed, err)
+                                                      : al_graph_split_frac(&g, o->frac, (uint64_t)seed, err);
+        if (st) { ro->failed = 1; free(g.train); return 1; }
+    }
+    ro->ntrain = g.ntrain;
+    char canon[1024], run_id[17], split_desc[64];
+    if (!strcmp(o->split, "per-class")) snprintf(split_desc, sizeof split_desc, "per-class:%d", o->per_class);
+    else if (!strcmp(o->split, "frac")) snprintf(split_desc, sizeof split_desc, "frac:%.6g", o->frac);
+    else snprintf(split_desc, sizeof split_desc, "planetoid");
+    snprintf(canon, sizeof canon,
+             "task=graph;dataset=%s;model=%s;split=%s;train_size=%d;seed=%ld;epochs=%d;hidden=%d;heads=%d;"
+             "dropout=%g;attn_dropout=%g;lr=%g;wd=%g;decay_all=%d;patience=%d;normalize=%d",
+             g.name, o->model, split_desc, g.ntrain, seed, cfg->epochs, cfg->hidden, cfg->heads, (double)cfg->dropout,
+             (double)cfg->attn_dropout, (double)cfg->lr, (double)cfg->weight_decay, cfg->decay_all, cfg->patience, o->normalize);
+    al_run_id(run_id, canon);
+    al_gnn m;
+    if (al_gnn_init(&m, cfg, &g, (uint64_t)seed, err)) { ro->failed = 1; if (own_train) free(g.train); return 1; }
+    run_ctx rctx = {o, &g, &m, run_id, seed, tty, err, 0};
+    al_gnn_result res;
+    double t0 = al_time();
+    al_status st = al_gnn_train(&m, &g, (uint64_t)seed, on_epoch, &rctx, &res, err);
+    if (tty && !o->quiet) fprintf(stderr, "\r\033[K");
+    if (st == AL_OK && rctx.failed) st = AL_ERR;
+    if (st == AL_OK && o->save) {
+        char path[4200], vb[8][32];
+        seed_path(path, sizeof path, o->save, seed, o->nseeds > 1);
+        snprintf(vb[0], 32, "%d", g.ntrain); snprintf(vb[1], 32, "%ld", seed); snprintf(vb[2], 32, "%d", res.best_epoch);
+        snprintf(vb[3], 32, "%.6f", res.test_acc); snprintf(vb[4], 32, "%d", g.n); snprintf(vb[5], 32, "%d", g.nfeat);
+        snprintf(vb[6], 32, "%d", g.nclass); snprintf(vb[7], 32, "%d", cfg->heads);
+        const char *kv[] = {"task", "graph", "dataset", g.name, "model", o->model, "split", split_desc,
+                            "train_size", vb[0], "seed", vb[1], "best_epoch", vb[2], "test_acc", vb[3],
+                            "nodes", vb[4], "features", vb[5], "classes", vb[6], "heads", vb[7], "run_id", run_id};
+        st = al_safetensors_save(path, &m.params, kv, (int)(sizeof kv / sizeof *kv / 2), err);
+    }
+    if (st == AL_OK && o->attn) {
+        char path[4200];
+        seed_path(path, sizeof path, o->attn, seed, o->nseeds > 1);
+        st = write_attention(path, &m, &g, err);
+    }
+    al_gnn_free(&m);
+    if (own_train) free(g.train);
+    if (st) { ro->failed = 1; return 1; }
+    ro->ok = 1; ro->res = res;
+    #pragma omp critical(train_graph_stdout)
+    {
+        printf("%s %s seed %ld: test_acc %.2f %%  val_acc %.2f %%  best epoch %d of %d  %.2f ms/epoch  %.1f s  train_size %d  run %s\n",
+               g.name, o->model, seed, 100 * res.test_acc, 100 * res.val_acc, res.best_epoch, res.epochs_run,
+               1e3 * res.step_seconds, al_time() - t0, g.ntrain, run_id);
+        fflush(stdout);
+    }
+    return 0;
+}
+
 enum { O_TASK = 256, O_DATA, O_MODEL, O_SPLIT, O_LPC, O_FRAC, O_SEED, O_SEEDS, O_EPOCHS, O_CSV, O_SAVE, O_ATTN,
-       O_THREADS, O_QUIET, O_NONORM, O_HIDDEN, O_HEADS, O_DROPOUT, O_ADROP, O_LR, O_WD, O_PATIENCE, O_HELP };
+       O_THREADS, O_QUIET, O_NONORM, O_HIDDEN, O_HEADS, O_DROPOUT, O_ADROP, O_LR, O_WD, O_PATIENCE, O_SEQ, O_HELP };
 
 int train_graph_main(int argc, char **argv)
 {
@@ -221,7 +291,7 @@ int train_graph_main(int argc, char **argv)
         {"attention", 1, 0, O_ATTN}, {"threads", 1, 0, O_THREADS}, {"quiet", 0, 0, O_QUIET},
         {"no-normalize", 0, 0, O_NONORM}, {"hidden", 1, 0, O_HIDDEN}, {"heads", 1, 0, O_HEADS},
         {"dropout", 1, 0, O_DROPOUT}, {"attn-dropout", 1, 0, O_ADROP}, {"lr", 1, 0, O_LR}, {"wd", 1, 0, O_WD},
-        {"weight-decay", 1, 0, O_WD}, {"patience", 1, 0, O_PATIENCE}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
+        {"weight-decay", 1, 0, O_WD}, {"patience", 1, 0, O_PATIENCE}, {"sequential", 0, 0, O_SEQ}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
     optind = 0; opterr = 0;
     int ch, bad = 0, split_set = 0;
     while (!bad && (ch = getopt_long(argc, argv, ":h", lo, NULL)) != -1) {
@@ -244,6 +314,7 @@ int train_graph_main(int argc, char **argv)
         case O_ATTN: o.attn = optarg; break;
         case O_THREADS: bad = parse_int(optarg, "--threads", 1, &o.threads); break;
         case O_QUIET: o.quiet = 1; break;
+        case O_SEQ: o.sequential = 1; break;
         case O_NONORM: o.normalize = 0; break;
         case O_HIDDEN: bad = parse_int(optarg, "--hidden", 1, &o.hidden); break;
         case O_HEADS: bad = parse_int(optarg, "--heads", 1, &o.heads); break;
@@ -287,69 +358,34 @@ int train_graph_main(int argc, char **argv)
     if (!o.quiet)
         fprintf(stderr, "attnlab train: %s on %s (%s): %d nodes, %d features, %d classes, %lld edges; %d threads, gemm %s\n",
                 o.model, g.name, dir, g.n, g.nfeat, g.nclass, (long long)g.adj.nnz, al_threads(), al_gemm_backend());
-    double *acc = malloc((size_t)o.nseeds * sizeof *acc);
-    int rc = 1, done = 0;
-    if (!acc) { fprintf(stderr, "attnlab train: out of memory\n"); al_graph_free(&g); return 1; }
+    int conc = o.nseeds > 1 && !o.sequential && al_threads() > 1;
+    int workers = conc ? (al_threads() < o.nseeds ? al_threads() : o.nseeds) : 1;
+    if (!o.quiet && conc)
+        fprintf(stderr, "attnlab train: %d seeds, %d at a time with one thread each (--sequential: one at a time)\n",
+                o.nseeds, workers);
+    run_out *ro = calloc((size_t)o.nseeds, sizeof *ro);
+    if (!ro) { fprintf(stderr, "attnlab train: out of memory\n"); al_graph_free(&g); return 1; }
     double t_all = al_time();
-    for (int s = 0; s < o.nseeds; s++) {
-        long seed = o.seeds[s];
-        if (!strcmp(o.split, "per-class") && al_graph_split_per_class(&g, o.per_class, (uint64_t)seed, &err)) goto out;
-        if (!strcmp(o.split, "frac") && al_graph_split_frac(&g, o.frac, (uint64_t)seed, &err)) goto out;
-        char canon[1024], run_id[17], split_desc[64];
-        if (!strcmp(o.split, "per-class")) snprintf(split_desc, sizeof split_desc, "per-class:%d", o.per_class);
-        else if (!strcmp(o.split, "frac")) snprintf(split_desc, sizeof split_desc, "frac:%.6g", o.frac);
-        else snprintf(split_desc, sizeof split_desc, "planetoid");
-        snprintf(canon, sizeof canon,
-                 "task=graph;dataset=%s;model=%s;split=%s;train_size=%d;seed=%ld;epochs=%d;hidden=%d;heads=%d;"
-                 "dropout=%g;attn_dropout=%g;lr=%g;wd=%g;decay_all=%d;patience=%d;normalize=%d",
-                 g.name, o.model, split_desc, g.ntrain, seed, cfg.epochs, cfg.hidden, cfg.heads, (double)cfg.dropout,
-                 (double)cfg.attn_dropout, (double)cfg.lr, (double)cfg.weight_decay, cfg.decay_all, cfg.patience, o.normalize);
-        al_run_id(run_id, canon);
-        al_gnn m;
-        if (al_gnn_init(&m, &cfg, &g, (uint64_t)seed, &err)) goto out;
-        run_ctx rctx = {&o, &g, &m, run_id, seed, tty, &err, 0};
-        al_gnn_result res;
-        double t0 = al_time();
-        al_status st = al_gnn_train(&m, &g, (uint64_t)seed, on_epoch, &rctx, &res, &err);
-        if (tty && !o.quiet) fprintf(stderr, "\r\033[K");
-        if (st == AL_OK && rctx.failed) st = AL_ERR;
-        if (st == AL_OK && o.save) {
-            char path[4200], vb[8][32];
-            seed_path(path, sizeof path, o.save, seed, o.nseeds > 1);
-            snprintf(vb[0], 32, "%d", g.ntrain); snprintf(vb[1], 32, "%ld", seed); snprintf(vb[2], 32, "%d", res.best_epoch);
-            snprintf(vb[3], 32, "%.6f", res.test_acc); snprintf(vb[4], 32, "%d", g.n); snprintf(vb[5], 32, "%d", g.nfeat);
-            snprintf(vb[6], 32, "%d", g.nclass); snprintf(vb[7], 32, "%d", cfg.heads);
-            const char *kv[] = {"task", "graph", "dataset", g.name, "model", o.model, "split", split_desc,
-                                "train_size", vb[0], "seed", vb[1], "best_epoch", vb[2], "test_acc", vb[3],
-                                "nodes", vb[4], "features", vb[5], "classes", vb[6], "heads", vb[7], "run_id", run_id};
-            st = al_safetensors_save(path, &m.params, kv, (int)(sizeof kv / sizeof *kv / 2), &err);
-        }
-        if (st == AL_OK && o.attn) {
-            char path[4200];
-            seed_path(path, sizeof path, o.attn, seed, o.nseeds > 1);
-            st = write_attention(path, &m, &g, &err);
-        }
-        al_gnn_free(&m);
-        if (st) goto out;
-        acc[done++] = res.test_acc;
-        printf("%s %s seed %ld: test_acc %.2f %%  val_acc %.2f %%  best epoch %d of %d  %.2f ms/epoch  %.1f s  train_size %d  run %s\n",
-               g.name, o.model, seed, 100 * res.test_acc, 100 * res.val_acc, res.best_epoch, res.epochs_run,
-               1e3 * res.step_seconds, al_time() - t0, g.ntrain, run_id);
-        fflush(stdout);
+    if (conc) {
+        #pragma omp parallel for schedule(dynamic, 1) num_threads(workers)
+        for (int s = 0; s < o.nseeds; s++) run_seed(&o, &cfg, &g, o.seeds[s], 0, 1, &ro[s]);
+    } else {
+        for (int s = 0; s < o.nseeds; s++) if (run_seed(&o, &cfg, &g, o.seeds[s], tty, 0, &ro[s])) break;
     }
-    if (o.nseeds > 1) {
-        double mean = 0, var = 0;
-        for (int i = 0; i < done; i++) mean += acc[i];
-        mean /= done;
-        for (int i = 0; i < done; i++) var += (acc[i] - mean) * (acc[i] - mean);
+    int done = 0, rc = 0;
+    double mean = 0, var = 0;
+    for (int s = 0; s < o.nseeds; s++) {
+        if (ro[s].failed) { rc = 1; fprintf(stderr, "attnlab train: seed %ld: %s\n", o.seeds[s], ro[s].err.msg[0] ? ro[s].err.msg : "failed"); }
+        if (ro[s].ok) { mean += ro[s].res.test_acc; done++; }
+    }
+    if (done > 0) mean /= done;
+    for (int s = 0; s < o.nseeds; s++) if (ro[s].ok) var += (ro[s].res.test_acc - mean) * (ro[s].res.test_acc - mean);
+    if (o.nseeds > 1 && done > 0) {
         double sd = done > 1 ? sqrt(var / (done - 1)) : 0;
         printf("%s %s (%s split, %d training nodes): test_acc %.2f +- %.2f %% over %d seeds, %.1f s\n",
-               g.name, o.model, o.split, g.ntrain, 100 * mean, 100 * sd, done, al_time() - t_all);
+               g.name, o.model, o.split, ro[0].ntrain, 100 * mean, 100 * sd, done, al_time() - t_all);
     }
-    rc = 0;
-out:
-    if (rc) fprintf(stderr, "%sattnlab train: %s\n", tty && !o.quiet ? "\r\033[K" : "", err.msg[0] ? err.msg : "failed");
-    free(acc);
+    free(ro);
     al_graph_free(&g);
     return rc;
 }
