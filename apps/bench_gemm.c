@@ -27,6 +27,11 @@ static const shape shapes[] = {
     {"linear bwd dW", 1, 0, 64, 64, 12544, 1},
     {"attn Q.Kt /head", 0, 1, 196, 196, 16, 64},
     {"attn P.V /head", 0, 0, 196, 16, 196, 64},
+    {"conv1 fwd", 0, 0, 32, 50176, 9, 1},          /* cnn: im2col GEMMs of a batch of 64 */
+    {"conv1 dW", 0, 1, 32, 9, 50176, 1},
+    {"conv2 fwd", 0, 0, 64, 12544, 288, 1},
+    {"conv2 dW", 0, 1, 64, 288, 12544, 1},
+    {"conv2 dcols", 1, 0, 288, 12544, 64, 1},
 };
 #define NSHAPES (int)(sizeof shapes / sizeof shapes[0])
 
@@ -38,7 +43,8 @@ static void usage(FILE *f)
             "usage: attnlab bench gemm [--threads LIST] [--reps N] [--backend attnlab|openblas|both]\n"
             "                          [--clock wall|cpu]\n\n"
             "SGEMM median time and GFLOP/s on a 1024^3 square and the models' shapes (tall-skinny linear\n"
-            "layers of 12544 tokens, their weight gradient, per-head attention products batched 64x).\n"
+            "layers of 12544 tokens, their weight gradient, per-head attention products batched 64x,\n"
+            "the cnn's im2col convolution GEMMs).\n"
             "Every result is checked against al_gemm_ref on sampled entries before it is timed.\n"
             "Columns: median and minimum time over the reps (the minimum is the least disturbed run on a\n"
             "shared machine) and the GFLOP/s of each.\n\n"
