@@ -1,0 +1,445 @@
+/* test_sweep.c — `attnlab sweep` end to end, through $ATTNLAB_BIN (exported by the Makefile):
+ * a sweep killed with SIGKILL after its first run and resumed gives the same CSV as an uninterrupted
+ * one (timing columns aside); Ctrl-C stops cleanly; a failing run adds no row; bad arguments exit 2
+ * before any run starts.
+ *
+ * The mechanics are tested with a stand-in trainer (a shell script run through ATTNLAB_SWEEP_TRAINER,
+ * slow enough to be killed mid-run); the same kill-and-resume check then runs with the real
+ * `attnlab train` (graph mlp on cora, else image cnn) when that works, and is skipped when neither does.
+ */
+#include "testutil.h"
+#include "attnlab/results.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <dirent.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static char g_bin[4096], g_dir[256], g_fake[512], g_marker[512];
+
+/* A stand-in for `attnlab train`: one row per epoch, FAKE_SLEEP seconds apart; FAKE_FAIL=1 fails
+ * after one row; it touches $FAKE_MARKER when it runs at all. */
+static const char *fake_script =
+    "#!/bin/sh\n"
+    "[ -n \"$FAKE_MARKER\" ] && : > \"$FAKE_MARKER\"\n"
+    "task=; data=; model=; size=0; seed=0; csv=; epochs=3\n"
+    "shift\n"
+    "while [ $# -gt 0 ]; do\n"
+    "  case \"$1\" in\n"
+    "    --task) task=$2; shift;; --data) data=$2; shift;; --model) model=$2; shift;;\n"
+    "    --train-size) size=$2; shift;; --labels-per-class) size=$(($2*7)); shift;;\n"
+    "    --epochs) epochs=$2; shift;; --seed) seed=$2; shift;; --csv) csv=$2; shift;;\n"
+    "  esac; shift\n"
+    "done\n"
+    "[ -s \"$csv\" ] || echo 'run_id,task,dataset,model,train_size,seed,epoch,train_loss,train_acc,val_acc,test_acc,"
+    "epoch_seconds,samples_per_second,params' > \"$csv\"\n"
+    "e=1\n"
+    "while [ $e -le $epochs ]; do\n"
+    "  sleep ${FAKE_SLEEP:-0.05}\n"
+    "  echo \"own-id,$task,$data,$model,$size,$seed,$e,1.$e,0.$e,0.$e,0.$seed$e$size,0.$$,$$,42\" >> \"$csv\"\n"
+    "  [ \"$FAKE_FAIL\" = 1 ] && exit 1\n"
+    "  e=$((e+1))\n"
+    "done\n"
+    "exit 0\n";
+
+static double now(void)
+{
+    struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void msleep(int ms) { struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000L}; nanosleep(&t, NULL); }
+
+/* Start `attnlab sweep ARGS...` with stderr to errpath; returns the pid. */
+static pid_t spawn(char *const *args, const char *errpath)
+{
+    char *av[64]; int n = 0;
+    av[n++] = g_bin; av[n++] = "sweep";
+    for (; *args; args++) av[n++] = *args;
+    av[n] = NULL;
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int nul = open("/dev/null", O_WRONLY);
+        if (fd >= 0) dup2(fd, 2);
+        if (nul >= 0) dup2(nul, 1);
+        execv(g_bin, av);
+        _exit(127);
+    }
+    return pid;
+}
+
+static int wait_status(pid_t pid)
+{
+    int st;
+    while (waitpid(pid, &st, 0) < 0) if (errno != EINTR) return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static int sweep(char *const *args, const char *errpath) { return wait_status(spawn(args, errpath)); }
+
+static char *slurp(const char *path)
+{
+    char *d; size_t n; al_error e = {{0}};
+    if (al_read_file(path, &d, &n, &e) != AL_OK) return NULL;
+    return d;
+}
+
+static int count_parts(const char *dir)
+{
+    DIR *d = opendir(dir); int n = 0;
+    if (!d) return 0;
+    struct dirent *e;
+    while ((e = readdir(d))) n += strstr(e->d_name, ".part") != NULL;
+    closedir(d);
+    return n;
+}
+
+static void first_part(const char *dir, char *out, size_t n)
+{
+    DIR *d = opendir(dir); out[0] = 0;
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d))) if (strstr(e->d_name, ".part")) { snprintf(out, n, "%s/%s", dir, e->d_name); break; }
+    closedir(d);
+}
+
+static long file_size(const char *p) { struct stat s; return stat(p, &s) ? -1 : (long)s.st_size; }
+
+/* Both CSVs hold the same runs in the same order, equal in every column but the timing ones. */
+static void assert_same_results(const char *a, const char *b)
+{
+    al_results ra, rb; al_error e = {{0}};
+    if (al_results_read(a, &ra, &e) != AL_OK) fail_msg("%s", e.msg);
+    if (al_results_read(b, &rb, &e) != AL_OK) fail_msg("%s", e.msg);
+    assert_int_equal(ra.n, rb.n);
+    assert_int_equal(ra.nrun, rb.nrun);
+    for (int i = 0; i < ra.n; i++) {
+        const al_result_row *x = &ra.row[i], *y = &rb.row[i];
+        if (strcmp(x->run_id, y->run_id) || strcmp(x->task, y->task) || strcmp(x->dataset, y->dataset)
+            || strcmp(x->model, y->model) || x->train_size != y->train_size || x->seed != y->seed
+            || x->epoch != y->epoch || x->params != y->params)
+            fail_msg("row %d differs in its identity columns (%s vs %s)", i + 2, x->run_id, y->run_id);
+        const double *dx[4] = {&x->train_loss, &x->train_acc, &x->val_acc, &x->test_acc};
+        const double *dy[4] = {&y->train_loss, &y->train_acc, &y->val_acc, &y->test_acc};
+        for (int k = 0; k < 4; k++)
+            if (!(*dx[k] == *dy[k] || (isnan(*dx[k]) && isnan(*dy[k]))))
+                fail_msg("row %d: metric %d differs: %.9g vs %.9g", i + 2, k, *dx[k], *dy[k]);
+    }
+    al_results_free(&ra); al_results_free(&rb);
+}
+
+/* Run ARGS into csv_a uninterrupted, then into csv_b killed with SIGKILL once a run is complete
+ * (and, if it comes, while the next one is being written), resume, and compare. */
+static void kill_and_resume(char **args, int nargs, int total_runs, int strict)
+{
+    char a[600], b[600], err[600];
+    snprintf(a, sizeof a, "%s/full.csv", g_dir); snprintf(b, sizeof b, "%s/killed.csv", g_dir);
+    snprintf(err, sizeof err, "%s/err.txt", g_dir);
+    unlink(a); unlink(b);
+    char *av[64];
+    for (int i = 0; i < nargs; i++) av[i] = args[i];
+    av[nargs] = "--csv"; av[nargs + 2] = NULL;
+
+    av[nargs + 1] = a;
+    double t0 = now();
+    int rc = sweep(av, err);
+    if (rc != 0) { char *m = slurp(err); fail_msg("uninterrupted sweep exited %d: %s", rc, m ? m : ""); }
+    double full_secs = now() - t0;
+
+    av[nargs + 1] = b;
+    pid_t pid = spawn(av, err);
+    double deadline = now() + 10 + 3 * full_secs;
+    int complete = 0;
+    while (now() < deadline) {
+        char *t = slurp(b);
+        if (t) {
+            al_results r; al_error e = {{0}};
+            if (al_results_parse(t, strlen(t), b, &r, &e) == AL_OK) { complete = r.nrun; al_results_free(&r); }
+            free(t);
+        }
+        if (complete >= 1) break;
+        msleep(5);
+    }
+    assert_true(complete >= 1);
+    /* give the next run a moment to start writing its part file */
+    for (int i = 0; i < 200 && count_parts(g_dir) == 0; i++) msleep(5);
+    char part[1024]; first_part(g_dir, part, sizeof part);
+    kill(pid, SIGKILL);
+    assert_int_equal(wait_status(pid), 128 + SIGKILL);
+
+    /* what the killed sweep left: whole runs only */
+    al_results r; al_error e = {{0}};
+    if (al_results_read(b, &r, &e) != AL_OK) fail_msg("after SIGKILL: %s", e.msg);
+    int done_before = r.nrun;
+    al_results_free(&r);
+    if (strict) {
+        assert_true(done_before >= 1 && done_before < total_runs);
+        /* the child died with the sweep (PR_SET_PDEATHSIG): its part file stops growing */
+        if (part[0]) {
+            long s0 = file_size(part);
+            msleep(400);
+            assert_int_equal(file_size(part), s0);
+        }
+    }
+    rc = sweep(av, err);
+    char *m = slurp(err);
+    if (rc != 0) fail_msg("resumed sweep exited %d: %s", rc, m ? m : "");
+    if (part[0] && file_size(part) >= 0) fail_msg("leftover %s was not removed", part);
+    if (strict && !strstr(m, "already complete")) fail_msg("resume did not report skipped runs: %s", m);
+    free(m);
+    assert_int_equal(count_parts(g_dir), 0);
+    assert_same_results(a, b);
+    if (al_results_read(b, &r, &e) != AL_OK) fail_msg("%s", e.msg);
+    assert_int_equal(r.nrun, total_runs);
+    al_results_free(&r);
+}
+
+static void use_fake(void) { setenv("ATTNLAB_SWEEP_TRAINER", g_fake, 1); setenv("FAKE_SLEEP", "0.05", 1); }
+
+static void test_kill_resume_stand_in(void **st)
+{
+    (void)st;
+    use_fake();
+    setenv("FAKE_SLEEP", "0.08", 1);
+    char *args[] = {"--task", "graph", "--models", "mlp", "--labels-per-class", "2,5", "--seeds", "1,2",
+                    "--epochs", "4"};
+    kill_and_resume(args, 10, 4, 1);
+    /* the child's own run_id was replaced by the sweep's */
+    char p[600]; snprintf(p, sizeof p, "%s/killed.csv", g_dir);
+    char *t = slurp(p);
+    assert_non_null(t);
+    assert_null(strstr(t, "own-id"));
+    free(t);
+    /* a second resume has nothing to do and changes nothing */
+    char *full = slurp(p), err[600];
+    snprintf(err, sizeof err, "%s/err.txt", g_dir);
+    char *av[] = {"--task", "graph", "--models", "mlp", "--labels-per-class", "2,5", "--seeds", "1-2",
+                  "--epochs", "4", "--csv", p, NULL};
+    assert_int_equal(sweep(av, err), 0);
+    char *again = slurp(p);
+    assert_string_equal(full, again);
+    free(full); free(again);
+}
+
+static void test_jobs_two(void **st)
+{
+    (void)st;
+    use_fake();
+    char p[600], err[600];
+    snprintf(p, sizeof p, "%s/jobs.csv", g_dir); snprintf(err, sizeof err, "%s/err.txt", g_dir);
+    unlink(p);
+    char *av[] = {"--task", "image", "--models", "cnn,sa,local", "--train-sizes", "100", "--seeds", "1-2",
+                  "--epochs", "2", "--jobs", "2", "--csv", p, NULL};
+    assert_int_equal(sweep(av, err), 0);
+    al_results r; al_error e = {{0}};
+    if (al_results_read(p, &r, &e) != AL_OK) fail_msg("%s", e.msg);
+    assert_int_equal(r.nrun, 6);
+    assert_int_equal(r.n, 12);
+    for (int k = 0; k < r.nrun; k++) assert_int_equal(r.run[k].nrows, 2);   /* runs are not interleaved */
+    for (int k = 0; k < r.nrun; k++) assert_int_equal(r.run[k].last - r.run[k].first, 1);
+    al_results_free(&r);
+}
+
+static void test_ctrl_c(void **st)
+{
+    (void)st;
+    use_fake();
+    setenv("FAKE_SLEEP", "0.2", 1);
+    char p[600], err[600];
+    snprintf(p, sizeof p, "%s/int.csv", g_dir); snprintf(err, sizeof err, "%s/err.txt", g_dir);
+    unlink(p);
+    char *av[] = {"--task", "image", "--models", "cnn", "--train-sizes", "100,200,300", "--seeds", "1",
+                  "--epochs", "3", "--csv", p, NULL};
+    pid_t pid = spawn(av, err);
+    for (int i = 0; i < 400 && count_parts(g_dir) == 0; i++) msleep(5);
+    msleep(100);
+    kill(pid, SIGINT);
+    double t0 = now();
+    assert_int_equal(wait_status(pid), 130);
+    assert_true(now() - t0 < 2.0);             /* forwarded at once, not after the run */
+    assert_int_equal(count_parts(g_dir), 0);
+    al_results r; al_error e = {{0}};
+    if (access(p, F_OK) == 0) {                /* whatever is there is whole runs */
+        if (al_results_read(p, &r, &e) != AL_OK) fail_msg("%s", e.msg);
+        for (int k = 0; k < r.nrun; k++) assert_int_equal(r.run[k].nrows, 3);
+        al_results_free(&r);
+    }
+    char *m = slurp(err);
+    assert_non_null(strstr(m, "interrupted"));
+    free(m);
+}
+
+static void test_failing_run(void **st)
+{
+    (void)st;
+    use_fake();
+    setenv("FAKE_FAIL", "1", 1);
+    char p[600], err[600];
+    snprintf(p, sizeof p, "%s/fail.csv", g_dir); snprintf(err, sizeof err, "%s/err.txt", g_dir);
+    unlink(p);
+    char *av[] = {"--task", "image", "--models", "cnn", "--train-sizes", "100", "--seeds", "1,2", "--csv", p, NULL};
+    int rc = sweep(av, err);
+    unsetenv("FAKE_FAIL");
+    assert_int_equal(rc, 1);
+    char *m = slurp(err);
+    assert_non_null(strstr(m, "FAILED"));
+    free(m);
+    assert_int_equal(count_parts(g_dir), 0);
+    char *t = slurp(p);                         /* no row of a failed run */
+    assert_true(t == NULL || strchr(t, '\n') == t + strlen(t) - 1);
+    free(t);
+
+    /* a malformed existing CSV is reported with FILE:LINE and left alone */
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fprintf(f, "%s\nbroken,row\n", "run_id,task,dataset,model,train_size,seed,epoch,train_loss,train_acc,val_acc,"
+               "test_acc,epoch_seconds,samples_per_second,params");
+    fclose(f);
+    long s0 = file_size(p);
+    assert_int_equal(sweep(av, err), 1);
+    m = slurp(err);
+    char where[700]; snprintf(where, sizeof where, "%s:2:", p);
+    if (!strstr(m, where)) fail_msg("expected '%s' in: %s", where, m);
+    free(m);
+    assert_int_equal(file_size(p), s0);
+}
+
+static void test_bad_arguments(void **st)
+{
+    (void)st;
+    use_fake();
+    setenv("FAKE_MARKER", g_marker, 1);
+    char p[600], err[600];
+    snprintf(p, sizeof p, "%s/bad.csv", g_dir); snprintf(err, sizeof err, "%s/err.txt", g_dir);
+    struct { const char *what; char *args[16]; } cases[] = {
+        {"unknown graph model 'transformer'", {"--task", "graph", "--models", "mlp,transformer", "--labels-per-class", "2", "--seeds", "1", "--csv", p}},
+        {"unknown image model 'gat'", {"--task", "image", "--models", "gat", "--train-sizes", "100", "--seeds", "1", "--csv", p}},
+        {"70000 is larger than the fashion-mnist training set (60000", {"--task", "image", "--models", "cnn", "--train-sizes", "1000,70000", "--seeds", "1", "--csv", p}},
+        {"--models: empty list", {"--task", "image", "--models", "", "--train-sizes", "100", "--seeds", "1", "--csv", p}},
+        {"--train-sizes: empty item", {"--task", "image", "--models", "cnn", "--train-sizes", "100,", "--seeds", "1", "--csv", p}},
+        {"--seeds: empty list", {"--task", "image", "--models", "cnn", "--train-sizes", "100", "--seeds", "", "--csv", p}},
+        {"--seeds: bad range '5-2'", {"--task", "image", "--models", "cnn", "--train-sizes", "100", "--seeds", "5-2", "--csv", p}},
+        {"--seeds: bad seed 'x'", {"--task", "image", "--models", "cnn", "--train-sizes", "100", "--seeds", "1,x", "--csv", p}},
+        {"seed 2 appears twice", {"--task", "image", "--models", "cnn", "--train-sizes", "100", "--seeds", "1-3,2", "--csv", p}},
+        {"unknown preset 'huge'", {"--preset", "huge"}},
+        {"--csv FILE is required", {"--task", "image", "--models", "cnn", "--train-sizes", "100", "--seeds", "1"}},
+        {"not a positive integer", {"--task", "image", "--models", "cnn", "--train-sizes", "0", "--seeds", "1", "--csv", p}},
+        {"needs --labels-per-class", {"--task", "graph", "--models", "gcn", "--seeds", "1", "--csv", p}},
+        {"not a fraction", {"--task", "graph", "--models", "gcn", "--train-frac", "1.5", "--seeds", "1", "--csv", p}},
+        {"--jobs", {"--preset", "demo", "--jobs", "0"}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        unlink(g_marker);
+        int rc = sweep(cases[i].args, err);
+        char *m = slurp(err);
+        if (rc != 2) fail_msg("case %zu (%s): exit %d, expected 2; stderr: %s", i, cases[i].what, rc, m ? m : "");
+        if (!m || !strstr(m, cases[i].what)) fail_msg("case %zu: stderr \"%s\" lacks \"%s\"", i, m ? m : "", cases[i].what);
+        assert_non_null(strchr(m, '\n'));
+        assert_ptr_equal(strchr(m, '\n'), m + strlen(m) - 1);   /* one line */
+        free(m);
+        assert_int_equal(access(g_marker, F_OK), -1);              /* no run started */
+        assert_int_equal(access(p, F_OK), -1);                     /* no CSV written */
+    }
+    unsetenv("FAKE_MARKER");
+}
+
+/* Which real trainer works here: 0 none, 1 graph mlp on cora, 2 image cnn. */
+static int probe_real(void)
+{
+    unsetenv("ATTNLAB_SWEEP_TRAINER");
+    char csv[600]; snprintf(csv, sizeof csv, "%s/probe.csv", g_dir);
+    char *graph[] = {g_bin, "train", "--task", "graph", "--data", "cora", "--model", "mlp", "--labels-per-class", "2",
+                     "--epochs", "1", "--seed", "1", "--csv", csv, "--quiet", NULL};
+    char *image[] = {g_bin, "train", "--task", "image", "--data", "fashion-mnist", "--model", "cnn", "--train-size", "100",
+                     "--epochs", "1", "--seed", "1", "--csv", csv, "--quiet", NULL};
+    char **tries[2] = {graph, image};
+    for (int k = 0; k < 2; k++) {
+        unlink(csv);
+        pid_t pid = fork();
+        if (pid == 0) {
+            int nul = open("/dev/null", O_WRONLY);
+            if (nul >= 0) { dup2(nul, 1); dup2(nul, 2); }
+            execv(g_bin, tries[k]);
+            _exit(127);
+        }
+        int rc = wait_status(pid);
+        al_results r; al_error e = {{0}};
+        if (rc == 0 && al_results_read(csv, &r, &e) == AL_OK) {
+            int ok = r.n >= 1;
+            al_results_free(&r);
+            if (ok) return k + 1;
+        }
+    }
+    return 0;
+}
+
+static void test_kill_resume_real_trainer(void **st)
+{
+    (void)st;
+    int which = probe_real();
+    if (!which) { print_message("  no working `attnlab train` yet: real-trainer resume check skipped\n"); skip(); }
+    if (which == 1) {
+        char *args[] = {"--task", "graph", "--models", "mlp", "--labels-per-class", "2,5", "--seeds", "1,2", "--epochs", "3"};
+        kill_and_resume(args, 10, 4, 0);
+    } else {
+        char *args[] = {"--task", "image", "--models", "cnn", "--train-sizes", "100,200", "--seeds", "1,2", "--epochs", "1"};
+        kill_and_resume(args, 10, 4, 0);
+    }
+}
+
+static int setup(void **st)
+{
+    (void)st;
+    const char *b = getenv("ATTNLAB_BIN");
+    snprintf(g_bin, sizeof g_bin, "%s", b && *b ? b : "bin/attnlab");
+    if (access(g_bin, X_OK)) { fprintf(stderr, "test_sweep: %s is not executable (set ATTNLAB_BIN)\n", g_bin); return -1; }
+    snprintf(g_dir, sizeof g_dir, "/tmp/attnlab_test_sweep_XXXXXX");
+    if (!mkdtemp(g_dir)) return -1;
+    /* the stand-in lives outside the results directory (whose *.part files the tests count) */
+    snprintf(g_fake, sizeof g_fake, "%s.fake-train.sh", g_dir);
+    snprintf(g_marker, sizeof g_marker, "%s.marker", g_dir);
+    FILE *f = fopen(g_fake, "w");
+    if (!f) return -1;
+    fputs(fake_script, f);
+    fclose(f);
+    chmod(g_fake, 0755);
+    unsetenv("OMP_NUM_THREADS");
+    return 0;
+}
+
+static int teardown(void **st)
+{
+    (void)st;
+    DIR *d = opendir(g_dir);
+    if (d) {
+        struct dirent *e; char p[1024];
+        while ((e = readdir(d)))
+            if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) { snprintf(p, sizeof p, "%s/%s", g_dir, e->d_name); unlink(p); }
+        closedir(d);
+    }
+    rmdir(g_dir);
+    unlink(g_fake); unlink(g_marker);
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test(test_kill_resume_stand_in),
+        cmocka_unit_test(test_jobs_two),
+        cmocka_unit_test(test_ctrl_c),
+        cmocka_unit_test(test_failing_run),
+        cmocka_unit_test(test_kill_resume_real_trainer),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
