@@ -167,8 +167,15 @@ oom:
     return al_seterr(err, "%s: out of memory registering parameters", cfg->name);
 }
 
+void al_model_refresh(al_model *m)
+{
+    if (m->ca_ready) { al_conv_attn_free(&m->ca[0]); al_conv_attn_free(&m->ca[1]); }
+    m->ca_ready = 0;
+}
+
 void al_model_free(al_model *m)
 {
+    al_model_refresh(m);
     al_params_free(&m->params);
     free(m->sincos);
     m->sincos = NULL;
@@ -180,6 +187,26 @@ static al_tensor *cnn_forward(al_ctx *c, al_model *m, al_tensor *x /* (B,C,H,W) 
 {
     al_tensor *h = al_maxpool2d(c, al_relu(c, al_conv2d(c, x, m->c1_w, m->c1_b, 1, 1)), 2, 2);  /* (B,32,H/2,W/2) */
     h = al_maxpool2d(c, al_relu(c, al_conv2d(c, h, m->c2_w, m->c2_b, 1, 1)), 2, 2);            /* (B,64,H/4,W/4) */
+    if (!h) return NULL;
+    h = al_reshape(c, h, 2, (int[]){h->shape[0], h->shape[1] * h->shape[2] * h->shape[3]});
+    return al_linear(c, h, m->fc_w, m->fc_b);                                                    /* (B,classes) */
+}
+
+/* The cnn with both convs computed by the exact conv-as-attention construction (attention.h). */
+static al_tensor *conv_attn_forward(al_ctx *c, al_model *m, al_tensor *x /* (B,C,H,W) */)
+{
+    if (!m->ca_ready) {
+        al_error e = {{0}};
+        memset(m->ca, 0, sizeof m->ca);
+        if (al_conv_attn_build(&m->ca[0], m->c1_w->data, m->c1_b->data, 32, m->cfg.channels, 3, &e) != AL_OK ||
+            al_conv_attn_build(&m->ca[1], m->c2_w->data, m->c2_b->data, 64, 32, 3, &e) != AL_OK) {
+            al_conv_attn_free(&m->ca[0]); al_conv_attn_free(&m->ca[1]);
+            return al_fail(c, "conv-attn: %s", e.msg);
+        }
+        m->ca_ready = 1;
+    }
+    al_tensor *h = al_maxpool2d(c, al_relu(c, al_conv_attn_forward(c, &m->ca[0], x)), 2, 2);  /* (B,32,H/2,W/2) */
+    h = al_maxpool2d(c, al_relu(c, al_conv_attn_forward(c, &m->ca[1], h)), 2, 2);            /* (B,64,H/4,W/4) */
     if (!h) return NULL;
     h = al_reshape(c, h, 2, (int[]){h->shape[0], h->shape[1] * h->shape[2] * h->shape[3]});
     return al_linear(c, h, m->fc_w, m->fc_b);                                                    /* (B,classes) */
@@ -241,7 +268,7 @@ al_tensor *al_model_forward(al_ctx *c, al_model *m, al_tensor *x)
                        al_shape_str(x, b, sizeof b), g->channels, g->height, g->width);
     }
     if (!strcmp(g->name, "cnn")) return cnn_forward(c, m, x);
-    if (!strcmp(g->name, "conv-attn")) return al_fail(c, "conv-attn: the conv-as-attention construction is not available in this build");
+    if (!strcmp(g->name, "conv-attn")) return conv_attn_forward(c, m, x);
     return attn_forward(c, m, x);
 }
 
@@ -405,6 +432,7 @@ al_status al_model_load(const char *path, al_model *m, float mean[4], float std[
     if (!ok) { free(meta); return al_seterr(err, "%s: bad or missing normalisation (mean/std) in the metadata", path); }
     if (al_model_init(m, &cfg, 0, err) != AL_OK) { free(meta); return AL_ERR; }
     if (al_safetensors_load(path, &m->params, NULL, err) != AL_OK) { al_model_free(m); free(meta); return AL_ERR; }
+    al_model_refresh(m);
     if (meta_out) *meta_out = meta; else free(meta);
     return AL_OK;
 }

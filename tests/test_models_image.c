@@ -219,6 +219,34 @@ static void test_gradcheck_tiny_models(void **st)
     al_set_threads(threads);
 }
 
+/* conv-attn with a cnn's weights computes the cnn's function (exact construction, float rounding only). */
+static void test_conv_attn_equals_cnn(void **st)
+{
+    (void)st;
+    al_model cnn, ca;
+    init_model(&cnn, "cnn", 2, 12, 10, 5, 8);
+    init_model(&ca, "conv-attn", 2, 12, 10, 5, 9);
+    assert_int_equal(ca.params.total, cnn.params.total);
+    memcpy(ca.params.data, cnn.params.data, (size_t)cnn.params.total * sizeof(float));
+    al_model_refresh(&ca);
+    al_ctx *c = al_ctx_new(1);
+    c->grad_enabled = 0;
+    al_tensor *x = al_new(c, 4, (int[]){3, 2, 12, 10});
+    tu_fill(x->data, x->numel, 4, -2, 2);
+    al_tensor *y1 = al_model_forward(c, &cnn, x), *y2 = al_model_forward(c, &ca, x);
+    if (!y1 || !y2) fail_msg("%s", al_ctx_error(c));
+    double e = tu_max_rel_err(y2->data, y1->data, y1->numel);
+    if (!(e < 1e-5)) fail_msg("conv-attn vs cnn: rel err %.3g", e);
+    /* after changing the weights, refresh rebuilds the attention layers */
+    for (int64_t i = 0; i < cnn.params.total; i++) cnn.params.data[i] *= 0.5f;
+    memcpy(ca.params.data, cnn.params.data, (size_t)cnn.params.total * sizeof(float));
+    al_model_refresh(&ca);
+    y1 = al_model_forward(c, &cnn, x); y2 = al_model_forward(c, &ca, x);
+    assert_true(tu_max_rel_err(y2->data, y1->data, y1->numel) < 1e-5);
+    al_ctx_free(c);
+    al_model_free(&cnn); al_model_free(&ca);
+}
+
 static void test_checkpoint_round_trip(void **st)
 {
     (void)st;
@@ -300,6 +328,7 @@ int main(void)
         cmocka_unit_test(test_forward_rejects_wrong_input),
         cmocka_unit_test(test_config_errors),
         cmocka_unit_test(test_gradcheck_tiny_models),
+        cmocka_unit_test(test_conv_attn_equals_cnn),
         cmocka_unit_test(test_checkpoint_round_trip),
         cmocka_unit_test(test_run_canonical_covers_hyperparameters),
     };

@@ -66,6 +66,10 @@ typedef struct al_model {
      * in attn_weights[block] (arena memory of the context, valid until al_ctx_reset). */
     int capture_attn;
     al_tensor *attn_weights[AL_MODEL_MAXDEPTH];
+    /* conv-attn: the convs as attention layers, built from c1/c2 on the first forward after
+     * al_model_init or al_model_refresh (forward only: conv-attn is evaluated, not trained) */
+    al_conv_attn ca[2];
+    int ca_ready;
 } al_model;
 
 /* Fill cfg with the defaults of model `name` for (C, H, W) inputs and `classes` classes.
@@ -77,6 +81,9 @@ al_status al_model_config_check(const al_model_config *cfg, al_error *err);
 /* Register and initialise the parameters (AL_RNG_INIT stream of seed). Caller frees with al_model_free. */
 al_status al_model_init(al_model *m, const al_model_config *cfg, uint64_t seed, al_error *err);
 void      al_model_free(al_model *m);
+/* Call after changing parameter values behind the model's back (e.g. loading a checkpoint into
+ * m->params): derived structures (conv-attn's attention layers) are rebuilt on the next forward. */
+void      al_model_refresh(al_model *m);
 /* x (B, C, H, W) → logits (B, classes). Honours c->grad_enabled. */
 al_tensor *al_model_forward(al_ctx *c, al_model *m, al_tensor *x);
 
