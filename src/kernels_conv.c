@@ -38,6 +38,7 @@
 #define AL_CONV_PARTIALS ((size_t)1 << 22) /* floats of dw partials (16 MB) at most */
 #define AL_CONV_GROUPS 16                   /* dw groups of images at most */
 #define AL_CONV_PAR_MIN 16384               /* below this many floats of work, stay serial */
+#define AL_CONV_PAR_MACS ((int64_t)1 << 20) /* a convolution under ~1M multiply-adds runs on one thread */
 
 static inline int conv_out(int in, int k, int stride, int pad) { return (in + 2 * pad - k) / stride + 1; }
 
@@ -184,12 +185,15 @@ void al_conv2d_fwd(const float *x, const float *w, const float *b, float *y,
     if (B <= 0 || O <= 0 || Ho <= 0 || Wo <= 0) return;
     const int K = C * KH * KW, P = Ho * Wo;
     const int direct = KH == 1 && KW == 1 && stride == 1 && pad == 0;   /* cols = x_b */
-    const int one = B == 1;   /* a single image: thread the im2col and the GEMM instead */
-    const int nthr = one ? 1 : max_threads();
+    /* over images when there are several and enough work; otherwise one image at a time, with the
+     * im2col and the GEMM threaded themselves (each stays serial when small) */
+    const int par = B > 1 && (int64_t)B * O * P * K >= AL_CONV_PAR_MACS;
+    const int one = !par;
+    const int nthr = par ? max_threads() : 1;
     const size_t per = direct ? 0 : (size_t)K * P;
     float *slots = direct ? NULL : scratch(0, (size_t)nthr * per);   /* (nthr, K, P) */
     if (!direct && !slots) { al_conv2d_fwd_ref(x, w, b, y, B, C, H, W, O, KH, KW, stride, pad); return; }
-    AL_OMP("omp parallel for schedule(static) num_threads(nthr) if (B > 1)")
+    AL_OMP("omp parallel for schedule(static) num_threads(nthr) if (par)")
     for (int bi = 0; bi < B; bi++) {
         const float *xb = x + (size_t)bi * C * H * W;              /* (C, H, W) */
         float *yb = y + (size_t)bi * O * P;                        /* (O, P) */
@@ -266,8 +270,11 @@ void al_conv2d_bwd(const float *x, const float *w, const float *dy, float *dx, f
      * transposed operand is the large cols; small K keeps that direct form. */
     const int ng = dw ? dw_groups(B, O * K) : B;
     const int trans = dw && K >= 64;
-    const int one = ng == 1;   /* a single group: thread the GEMMs and im2col/col2im instead */
-    const int nthr = one ? 1 : max_threads();
+    /* groups in parallel when there are several and enough work; otherwise the GEMMs and
+     * im2col/col2im thread themselves (each stays serial when small) */
+    const int par = ng > 1 && (int64_t)B * O * P * K >= AL_CONV_PAR_MACS;
+    const int one = !par;
+    const int nthr = par ? max_threads() : 1;
     const size_t ncols = direct ? 0 : (size_t)K * P, ndyT = trans ? (size_t)P * O : 0;
     const size_t per = ncols + ndyT;
     float *slots = per ? scratch(0, (size_t)nthr * per) : NULL;      /* (nthr, K·P + P·O) */
@@ -276,7 +283,7 @@ void al_conv2d_bwd(const float *x, const float *w, const float *dy, float *dx, f
         al_conv2d_bwd_ref(x, w, dy, dx, dw, NULL, B, C, H, W, O, KH, KW, stride, pad);
         return;
     }
-    AL_OMP("omp parallel for schedule(static) num_threads(nthr) if (ng > 1)")
+    AL_OMP("omp parallel for schedule(static) num_threads(nthr) if (par)")
     for (int g = 0; g < ng; g++) {
         const int b0 = (int)((int64_t)B * g / ng), b1 = (int)((int64_t)B * (g + 1) / ng);
         float *dwg = dw ? part + (size_t)g * O * K : NULL;         /* (O, K) or (K, O) */

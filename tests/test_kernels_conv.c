@@ -67,7 +67,7 @@ static void test_conv_fast_matches_ref_cnn_shapes(void **st)
     assert_true(check_shape(5, 1, 28, 28, 32, 3, 3, 1, 1, 8) <= 1e-5);
     /* dw groups: B=20 → 16 groups of 1 or 2 images; O·K = 512·576 → the 4M-float cap allows 14 groups */
     assert_true(check_shape(20, 3, 9, 9, 5, 3, 3, 1, 1, 9) <= 1e-5);
-    assert_true(check_shape(20, 64, 5, 5, 512, 3, 3, 1, 1, 12) <= 1e-5);
+    assert_true(check_shape(20, 64, 3, 3, 512, 3, 3, 1, 1, 12) <= 1e-5);
     /* 1×1 stride 1 unpadded: x is used as the im2col matrix directly */
     assert_true(check_shape(5, 7, 6, 9, 4, 1, 1, 1, 0, 13) <= 1e-5);
     assert_true(check_shape(1, 7, 6, 9, 4, 1, 1, 1, 0, 14) <= 1e-5);
