@@ -4,9 +4,10 @@
  * Resumability. A run is identified by (task, dataset, model, split, seed), where split is
  * "size=N", "lpc=K", "frac=F" or "planetoid"; its run_id in the sweep CSV is al_run_id() of that
  * description (the child's own run_id is replaced when its rows are merged), so a run whose run_id
- * is in the CSV is complete. A child writes to CSV.run-RUNID.PID.part; when it exits 0 the sweep
+ * is in the CSV is complete. A child writes to CSV.run-RUNID.PID.part (its stderr to .part.log, shown
+ * only if the run fails); when it exits 0 the sweep
  * writes CSV.tmp.PID = old CSV + the child's rows, fsyncs and renames it over CSV (al_write_atomic).
- * On start, leftover *.part / *.tmp.* files of a killed sweep are deleted and their runs redone.
+ * On start, leftover *.part, *.part.log and *.tmp.* files of a killed sweep are deleted and their runs redone.
  * Children get PR_SET_PDEATHSIG(SIGKILL), so a sweep killed with SIGKILL leaves no orphan writing.
  * A lock file CSV.lock (flock) keeps two sweeps off one CSV.
  */
@@ -28,6 +29,7 @@
 #include <unistd.h>
 #include <zlib.h>
 #include "attnlab/data.h"
+#include "attnlab/graph.h"
 #include "attnlab/io.h"
 #include "attnlab/results.h"
 #include "cli.h"
@@ -295,7 +297,7 @@ static int mkdir_p(const char *dir)
 
 static int all_digits(const char *s) { if (!*s) return 0; for (; *s; s++) if (*s < '0' || *s > '9') return 0; return 1; }
 
-/* Delete BASE.run-*.part and BASE.tmp.DIGITS in dir: what a killed sweep leaves behind. */
+/* Delete BASE.run-*.part[.log] and BASE.tmp.DIGITS in dir: what a killed sweep leaves behind. */
 static int remove_leftovers(const char *dir, const char *base)
 {
     DIR *d = opendir(dir);
@@ -308,7 +310,8 @@ static int remove_leftovers(const char *dir, const char *base)
         if (strncmp(nm, base, bl)) continue;
         const char *rest = nm + bl;
         size_t rl = strlen(rest);
-        int part = !strncmp(rest, ".run-", 5) && rl > 10 && !strcmp(rest + rl - 5, ".part");
+        int part = !strncmp(rest, ".run-", 5) && rl > 10
+                   && (!strcmp(rest + rl - 5, ".part") || (rl > 14 && !strcmp(rest + rl - 9, ".part.log")));
         int tmp = !strncmp(rest, ".tmp.", 5) && all_digits(rest + 5);
         if (!part && !tmp) continue;
         char p[PATH_MAX];
@@ -317,6 +320,28 @@ static int remove_leftovers(const char *dir, const char *base)
     }
     closedir(d);
     return removed;
+}
+
+/* Remove a run's part file and its stderr log; first show the log's tail if asked (a failed run). */
+static void drop_run_files(const plan_run *r, int show_log)
+{
+    char log[PATH_MAX + 8];
+    snprintf(log, sizeof log, "%s.log", r->part);
+    if (show_log) {
+        FILE *f = fopen(log, "rb");
+        if (f) {
+            char buf[4096];
+            fseek(f, 0, SEEK_END);
+            long n = ftell(f);
+            if (n > (long)sizeof buf - 1) fseek(f, n - (long)sizeof buf + 1, SEEK_SET); else fseek(f, 0, SEEK_SET);
+            size_t k = fread(buf, 1, sizeof buf - 1, f);
+            buf[k] = 0;
+            fclose(f);
+            if (k) fprintf(stderr, "  --- stderr of the run ---\n%s%s", buf, buf[k - 1] == '\n' ? "" : "\n");
+        }
+    }
+    unlink(r->part);
+    unlink(log);
 }
 
 static void setmsg(char *msg, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -367,7 +392,7 @@ static int merge_run(const sweep_cfg *c, plan_run *r, csvbuf *main_csv, double *
         *fatal = 1;
         return -1;
     }
-    unlink(r->part);
+    drop_run_files(r, 0);
     return 0;
 }
 
@@ -399,6 +424,10 @@ static pid_t start_child(const sweep_cfg *c, plan_run *r, const char *exe, const
         if (getppid() != parent) _exit(127);
         int devnull = open("/dev/null", O_WRONLY);
         if (devnull >= 0) { dup2(devnull, 1); close(devnull); }   /* the trainer's summary; rows go to the CSV */
+        char log[PATH_MAX + 8];
+        snprintf(log, sizeof log, "%s.log", r->part);
+        int lfd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);   /* shown if the run fails */
+        if (lfd >= 0) { dup2(lfd, 2); close(lfd); }
         if (threads) setenv("OMP_NUM_THREADS", threads, 1);
         execv(exe, (char *const *)av);
         fprintf(stderr, "attnlab sweep: cannot run %s: %s\n", exe, strerror(errno));
@@ -528,7 +557,20 @@ int cmd_sweep(int argc, char **argv)
     if (!c.data) c.data = strcmp(c.task, "image") ? "cora" : "fashion-mnist";
     if (!*c.csv) { free(model_keep); return bad("--csv: empty file name%s%s", "", ""); }
 
-    /* sizes against the training set, before anything runs */
+    /* the dataset exists, and sizes fit the training set, before anything runs */
+    if (!strcmp(c.task, "image")) {
+        struct stat sb;
+        if (strcmp(c.data, "fashion-mnist") && (stat(c.data, &sb) || !S_ISDIR(sb.st_mode))) {
+            free(model_keep);
+            return bad("--data: '%s' is neither fashion-mnist nor an image folder%s", c.data, "");
+        }
+    } else {
+        char gdir[PATH_MAX]; al_error ge = {{0}};
+        if (al_graph_resolve(c.data, NULL, gdir, sizeof gdir, &ge) != AL_OK) {
+            free(model_keep);
+            return bad("--data: %s%s", ge.msg, "");
+        }
+    }
     if (!strcmp(c.task, "image")) {
         long have = image_train_count(c.data);
         for (int i = 0; i < c.nsplits && have > 0; i++)
@@ -609,8 +651,12 @@ int cmd_sweep(int argc, char **argv)
     }
     if (c.dry_run) {
         for (int i = 0; i < np; i++)
-            printf("[%d/%d] %s %s epochs=%d run_id=%s\n", i + 1, np, plan[i].state == RUN_SKIP ? "done" : "todo",
-                   plan[i].desc, plan[i].epochs, plan[i].run_id);
+        {
+            char ep[24] = "default";
+            if (plan[i].epochs > 0) snprintf(ep, sizeof ep, "%d", plan[i].epochs);
+            printf("[%d/%d] %s %s epochs=%s run_id=%s\n", i + 1, np, plan[i].state == RUN_SKIP ? "done" : "todo",
+                   plan[i].desc, ep, plan[i].run_id);
+        }
         goto done;
     }
     fprintf(stderr, "sweep: %d runs, %d already complete in %s, %d to run (%d at a time)\n", np, np - ntodo, c.csv,
@@ -645,7 +691,7 @@ int cmd_sweep(int argc, char **argv)
             if (r->state != RUN_TODO) continue;
             int slot = 0;
             while (g_child[slot] > 0) slot++;
-            unlink(r->part);
+            drop_run_files(r, 0);
             if (c.jobs == 1) fprintf(stderr, "[%d/%d] %s ... ", (int)(r - plan) + 1, np, r->desc);
             else fprintf(stderr, "[%d/%d] %s started\n", (int)(r - plan) + 1, np, r->desc);
             sigprocmask(SIG_BLOCK, &block, &prev);
@@ -671,7 +717,7 @@ int cmd_sweep(int argc, char **argv)
         if (c.jobs > 1) snprintf(head, sizeof head, "[%d/%d] %s ", slot_of[slot] + 1, np, r->desc);
         double secs = al_time() - r->t0;
         if (g_stop) {
-            r->state = RUN_STOPPED; unlink(r->part);
+            r->state = RUN_STOPPED; drop_run_files(r, 0);
             fprintf(stderr, "%sinterrupted\n", head);
             continue;
         }
@@ -681,13 +727,15 @@ int cmd_sweep(int argc, char **argv)
                 r->state = RUN_DONE; ndone++;
                 fprintf(stderr, "%sdone %.4f (%.1f s)\n", head, acc, secs);
             } else {
-                r->state = RUN_FAILED; nfail++; unlink(r->part);
+                r->state = RUN_FAILED; nfail++;
                 fprintf(stderr, "%sFAILED: %s\n", head, msg);
+                drop_run_files(r, 1);
             }
         } else {
-            r->state = RUN_FAILED; nfail++; unlink(r->part);
+            r->state = RUN_FAILED; nfail++;
             if (WIFEXITED(st)) fprintf(stderr, "%sFAILED (train exited with status %d)\n", head, WEXITSTATUS(st));
             else fprintf(stderr, "%sFAILED (train killed by signal %d)\n", head, WTERMSIG(st));
+            drop_run_files(r, 1);
         }
     }
     sigaction(SIGINT, &old_int, NULL); sigaction(SIGTERM, &old_term, NULL);

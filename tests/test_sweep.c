@@ -336,6 +336,8 @@ static void test_bad_arguments(void **st)
         {"needs --labels-per-class", {"--task", "graph", "--models", "gcn", "--seeds", "1", "--csv", p}},
         {"not a fraction", {"--task", "graph", "--models", "gcn", "--train-frac", "1.5", "--seeds", "1", "--csv", p}},
         {"--jobs", {"--preset", "demo", "--jobs", "0"}},
+        {"neither fashion-mnist nor an image folder", {"--task", "image", "--models", "cnn", "--train-sizes", "100", "--seeds", "1", "--data", "/nonexistent/dir", "--csv", p}},
+        {"dataset 'no-such-graph' not found", {"--task", "graph", "--models", "gcn", "--labels-per-class", "2", "--seeds", "1", "--data", "no-such-graph", "--csv", p}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         unlink(g_marker);
