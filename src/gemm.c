@@ -394,8 +394,8 @@ static void gemm_blocked(int ta, int tb, int M, int N, int K, float alpha,
     /* In place, not packed: A when a packed sliver would serve few kernel calls (narrow C), B when
      * few A slivers reuse it (short C). Not with leading dimensions that are multiples of 4 KiB,
      * whose rows all fall into the same L1 sets. */
-    const int adirect = N <= 8 * NR && (lda % 1024) != 0;
-    const int bdirect = !tb && ceil_div(M, MR) <= 6 && (ldb % 1024) != 0;
+    const int adirect = VL > 1 && N <= 8 * NR && (lda % 1024) != 0;   /* scalar build: measured slower */
+    const int bdirect = VL > 1 && !tb && ceil_div(M, MR) <= 6 && (ldb % 1024) != 0;
     const int amode = adirect ? (ta ? A_TRANS : A_ROWS) : A_PACKED;
     const int mrk = tile_rows(narrow, amode), mrp = tile_rows(narrow, A_PACKED);
     for (int jc = 0; jc < N; jc += NC) {
