@@ -216,9 +216,9 @@ al_tensor *al_slice_last(al_ctx *c, al_tensor *x, int start, int len)
     int oshape[AL_MAXDIM];
     memcpy(oshape, x->shape, sizeof oshape);
     oshape[x->ndim - 1] = len;
-    const int rows[2] = {(int)(x->numel / L), len};                  /* (R, len) */
-    const int64_t st[2] = {L, 1};
-    imap m = imap_make(2, rows, st, start);
+    int64_t st[AL_MAXDIM];                                            /* x's own strides, read from start */
+    row_major_strides(x, st);
+    imap m = imap_make(x->ndim, oshape, st, start);
     return map_op(c, x, x->ndim, oshape, &m, "slice_last");
 }
 

@@ -227,6 +227,12 @@ static void test_slice_last(void **st)
     expect_error(c, al_slice_last(c, x, -1, 2), "[-1, 1)");
     expect_error(c, al_slice_last(c, x, 0, 0), "non-empty");
     assert_non_null(al_slice_last(c, x, 0, 4));
+    /* 4-D: y[a][b][d][j] = x4[a][b][d][3 + j] */
+    float x4d[2 * 3 * 2 * 7]; iota(x4d, 2 * 3 * 2 * 7);
+    al_tensor *y4 = al_slice_last(c, al_wrap(c, x4d, 4, (int[]){2, 3, 2, 7}), 3, 4);
+    assert_non_null(y4);
+    assert_int_equal(y4->ndim, 4); assert_int_equal(y4->shape[2], 2); assert_int_equal(y4->shape[3], 4);
+    for (int r = 0; r < 12; r++) for (int j = 0; j < 4; j++) assert_float_equal(y4->data[r * 4 + j], r * 7 + 3 + j, 0);
     al_ctx_free(c);
 
     slice_args a = {2, 3};
