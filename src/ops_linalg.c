@@ -34,7 +34,8 @@ static void gemm_batched(int Bt, int ta, int tb, int M, int N, int K,
             al_gemm(ta, tb, M, N, K, 1.0f, A + b * sA, lda, B + b * sB, ldb, beta, C + b * sC, ldc);
         return;
     }
-    #pragma omp parallel for schedule(static)
+    /* below ~1M multiply-adds in total a fork/join costs more than it saves */
+    #pragma omp parallel for schedule(static) if ((int64_t)Bt * M * N * K >= (1 << 20))
     for (int b = 0; b < Bt; b++)
         al_gemm_serial(ta, tb, M, N, K, 1.0f, A + b * sA, lda, B + b * sB, ldb, beta, C + b * sC, ldc);
 }

@@ -100,13 +100,17 @@ static void test_matmul_broadcast(void **st)
         }
 }
 
-/* Many small batches take the one-batch-per-thread path; bigger ones the sequential path. */
+/* Batched paths of ops_linalg.c: many small batches with ≥ 2^20 multiply-adds in total run one
+ * batch per thread (64·32·32·16 = 2^20); few small ones run in a serial loop (37·13·11·9);
+ * batches above 64³ run one after another, each gemm threaded (2·70·65·66). */
 static void test_matmul_many_batches_deterministic(void **st)
 {
     (void)st;
+    check_matmul(64, 32, 32, 16, 1, 1, 1, 1, 0);
+    check_matmul(64, 32, 32, 16, 0, 0, 1, 0, 0);
     check_matmul(37, 13, 11, 9, 0, 1, 1, 1, 0);
     check_matmul(2, 70, 65, 66, 1, 0, 1, 1, 0);
-    const int Bt = 24, M = 16, N = 16, K = 8;
+    const int Bt = 256, M = 16, N = 16, K = 16;   /* 2^20 multiply-adds: the parallel path */
     float *A = tu_alloc_rand((int64_t)Bt * M * K, 1, -1, 1), *B = tu_alloc_rand((int64_t)Bt * K * N, 2, -1, 1);
     float *g1 = malloc((size_t)Bt * M * K * sizeof(float));
     for (int rep = 0; rep < 2; rep++) {
