@@ -36,7 +36,7 @@
 
 #define MAXLIST 256
 #define MAXJOBS 64
-#define MAXRUNS 100000
+#define MAXRUNS 100000    /* runs in one sweep */
 #define STEP_BUDGET 3000    /* image-tradeoff: optimisation steps per run (batch 64) */
 #define BATCH 64            /* the image trainer's default batch size */
 
@@ -52,7 +52,7 @@ typedef struct plan_run {
     int epochs;               /* 0: the trainer's default */
     char desc[96];            /* "cnn size=1000 seed=2" */
     char run_id[17];
-    char part[PATH_MAX];      /* per-run temporary CSV */
+    char *part;               /* per-run temporary CSV (malloc'd) */
     int state;
     pid_t pid;
     double t0;
@@ -66,6 +66,7 @@ typedef struct sweep_cfg {
     int epochs;               /* > 0 fixed; 0 trainer default; -1 step-budget rule; -2 demo rule */
     int jobs, dry_run, post;  /* post: demo's summary table and plot */
     const char *plot_out;
+    char *models_buf;         /* storage of models[] from --models */
 } sweep_cfg;
 
 /* ---------------- signals: forwarded to running children from the handler ---------------- */
@@ -117,11 +118,15 @@ static void usage(FILE *f)
         STEP_BUDGET, BATCH, STEP_BUDGET, BATCH);
 }
 
-static int bad(const char *fmt, const char *a, const char *b)
+/* One line on stderr; returns the usage-error exit status 2. */
+static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int bad(const char *fmt, ...)
 {
+    va_list ap; va_start(ap, fmt);
     fprintf(stderr, "attnlab sweep: ");
-    fprintf(stderr, fmt, a, b);
+    vfprintf(stderr, fmt, ap);
     fprintf(stderr, "\n");
+    va_end(ap);
     return 2;
 }
 
@@ -129,7 +134,7 @@ static int bad(const char *fmt, const char *a, const char *b)
 /* Split a comma list into items (pointers into a strdup'd copy kept in *keep). Returns the count or -1. */
 static int split_list(const char *opt, const char *s, char **items, int max, char **keep)
 {
-    if (!s || !*s) { bad("%s: empty list%s", opt, ""); return -1; }
+    if (!s || !*s) { bad("%s: empty list", opt); return -1; }
     char *c = strdup(s);
     if (!c) return -1;
     *keep = c;
@@ -174,11 +179,10 @@ static int parse_seeds(const char *s, sweep_cfg *c)
             bad("--seeds: bad seed '%s' in '%s' (want a non-negative integer or A-B)", items[i], s);
             n = -1; break;
         } else b = a;
-        if (b - a + 1 > MAXLIST - c->nseeds) { bad("--seeds: more than 256 seeds in '%s'%s", s, ""); n = -1; break; }
+        if (b - a + 1 > MAXLIST - c->nseeds) { bad("--seeds: more than %d seeds in '%s'", MAXLIST, s); n = -1; break; }
         for (long v = a; v <= b; v++) {
             for (int j = 0; j < c->nseeds; j++)
-                if (c->seeds[j] == v) { char num[24]; snprintf(num, sizeof num, "%ld", v);
-                                        bad("--seeds: seed %s appears twice in '%s'", num, s); free(keep); return -1; }
+                if (c->seeds[j] == v) { bad("--seeds: seed %ld appears twice in '%s'", v, s); free(keep); return -1; }
             c->seeds[c->nseeds++] = v;
         }
     }
@@ -203,7 +207,7 @@ static int add_splits(const char *opt, const char *s, int kind, sweep_cfg *c)
             if (c->splits[j].kind == kind && c->splits[j].n == sp.n && c->splits[j].frac == sp.frac) {
                 bad("%s: '%s' appears twice", opt, items[i]); free(keep); return -1;
             }
-        if (c->nsplits == MAXLIST) { bad("%s: too many items%s", opt, ""); n = -1; break; }
+        if (c->nsplits == MAXLIST) { bad("%s: too many items", opt); n = -1; break; }
         c->splits[c->nsplits++] = sp;
     }
     free(keep);
@@ -464,11 +468,12 @@ static int set_preset(sweep_cfg *c, const char *name)
         c->nseeds = 10;
         for (int i = 0; i < 10; i++) c->seeds[i] = i + 1;
         c->epochs = 0;
-    } else return bad("unknown preset '%s' (expected image-tradeoff, graph-tradeoff or demo)%s", name, "");
+    } else return bad("unknown preset '%s' (expected image-tradeoff, graph-tradeoff or demo)", name);
     return 0;
 }
 
-int cmd_sweep(int argc, char **argv)
+/* Options into *c (presets filled in); 0, or the exit status 2 after one line on stderr. */
+static int parse_args(int argc, char **argv, sweep_cfg *c)
 {
     enum { O_PRESET = 256, O_TASK, O_DATA, O_MODELS, O_SIZES, O_LPC, O_FRAC, O_PLANETOID, O_SEEDS, O_EPOCHS,
            O_CSV, O_JOBS, O_PLOT, O_DRY };
@@ -481,19 +486,18 @@ int cmd_sweep(int argc, char **argv)
         {"csv", required_argument, 0, O_CSV}, {"jobs", required_argument, 0, O_JOBS},
         {"plot", required_argument, 0, O_PLOT}, {"dry-run", no_argument, 0, O_DRY},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    static sweep_cfg c;
-    memset(&c, 0, sizeof c);
-    c.jobs = 1;
+    static char csv_default[PATH_MAX];
     const char *preset = NULL, *models = NULL, *sizes = NULL, *lpc = NULL, *frac = NULL, *seeds = NULL;
     int planetoid = 0, epochs = 0, freeform = 0, ch;
     long v;
+    c->jobs = 1;
     optind = 0; opterr = 0;
     while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (ch) {
-        case 'h': usage(stdout); return 0;
+        case 'h': usage(stdout); return -1;
         case O_PRESET: preset = optarg; break;
-        case O_TASK: c.task = optarg; freeform = 1; break;
-        case O_DATA: c.data = optarg; break;
+        case O_TASK: c->task = optarg; freeform = 1; break;
+        case O_DATA: c->data = optarg; break;
         case O_MODELS: models = optarg; freeform = 1; break;
         case O_SIZES: sizes = optarg; freeform = 1; break;
         case O_LPC: lpc = optarg; freeform = 1; break;
@@ -501,130 +505,207 @@ int cmd_sweep(int argc, char **argv)
         case O_PLANETOID: planetoid = 1; freeform = 1; break;
         case O_SEEDS: seeds = optarg; break;
         case O_EPOCHS:
-            if (parse_int(optarg, 1, 100000, &v)) return bad("--epochs: '%s' is not an integer in 1..100000%s", optarg, "");
+            if (parse_int(optarg, 1, 100000, &v)) return bad("--epochs: '%s' is not an integer in 1..100000", optarg);
             epochs = (int)v; break;
-        case O_CSV: c.csv = optarg; break;
+        case O_CSV: c->csv = optarg; break;
         case O_JOBS:
-            if (parse_int(optarg, 1, MAXJOBS, &v)) return bad("--jobs: '%s' is not an integer in 1..64%s", optarg, "");
-            c.jobs = (int)v; break;
-        case O_PLOT: c.plot_out = optarg; break;
-        case O_DRY: c.dry_run = 1; break;
-        default:
-            return bad("unknown or incomplete option '%s' (see attnlab sweep --help)%s", argv[optind - 1], "");
+            if (parse_int(optarg, 1, MAXJOBS, &v)) return bad("--jobs: '%s' is not an integer in 1..%d", optarg, MAXJOBS);
+            c->jobs = (int)v; break;
+        case O_PLOT: c->plot_out = optarg; break;
+        case O_DRY: c->dry_run = 1; break;
+        default: return bad("unknown or incomplete option '%s' (see attnlab sweep --help)", argv[optind - 1]);
         }
     }
-    if (optind < argc) return bad("unexpected argument '%s' (see attnlab sweep --help)%s", argv[optind], "");
-    char *model_keep = NULL;
-    static char csv_default[PATH_MAX];
+    if (optind < argc) return bad("unexpected argument '%s' (see attnlab sweep --help)", argv[optind]);
     if (preset) {
-        if (freeform) return bad("--preset %s sets task, models and sizes; use --csv, --seeds, --epochs, --jobs only%s", preset, "");
-        if (set_preset(&c, preset)) return 2;
-        if (!c.csv) { snprintf(csv_default, sizeof csv_default, "results/%s.csv", preset); c.csv = csv_default; }
-        if (c.post && !c.plot_out) c.plot_out = "results/demo.png";
+        if (freeform) return bad("--preset %s sets task, models and sizes; use --csv, --seeds, --epochs, --jobs only", preset);
+        if (set_preset(c, preset)) return 2;
+        if (!c->csv) { snprintf(csv_default, sizeof csv_default, "results/%s.csv", preset); c->csv = csv_default; }
+        if (c->post && !c->plot_out) c->plot_out = "results/demo.png";
     } else {
-        if (!c.task) return bad("give --preset NAME or --task image|graph (see attnlab sweep --help)%s%s", "", "");
-        if (strcmp(c.task, "image") && strcmp(c.task, "graph")) return bad("--task: unknown task '%s' (expected image or graph)%s", c.task, "");
-        if (!models) return bad("--models is required%s%s", "", "");
-        c.nmodels = split_list("--models", models, c.models, MAXLIST, &model_keep);
-        if (c.nmodels < 0) { free(model_keep); return 2; }
-        const char *const *known = strcmp(c.task, "image") ? graph_models : image_models;
-        int rc = 0;
-        for (int i = 0; i < c.nmodels && !rc; i++) {
-            if (!in_list(known, c.models[i]))
-                rc = bad(!strcmp(c.task, "image") ? "--models: unknown image model '%s' (expected cnn, sa or local)%s"
-                                                  : "--models: unknown graph model '%s' (expected gat, gat-full, gcn or mlp)%s",
-                         c.models[i], "");
-            for (int j = 0; j < i && !rc; j++)
-                if (!strcmp(c.models[i], c.models[j])) rc = bad("--models: '%s' appears twice%s", c.models[i], "");
+        if (!c->task) return bad("give --preset NAME or --task image|graph (see attnlab sweep --help)");
+        int image = !strcmp(c->task, "image");
+        if (!image && strcmp(c->task, "graph")) return bad("--task: unknown task '%s' (expected image or graph)", c->task);
+        if (!models) return bad("--models is required");
+        c->nmodels = split_list("--models", models, c->models, MAXLIST, &c->models_buf);
+        if (c->nmodels < 0) return 2;
+        for (int i = 0; i < c->nmodels; i++) {
+            if (!in_list(image ? image_models : graph_models, c->models[i]))
+                return bad("--models: unknown %s model '%s' (expected %s)", c->task, c->models[i],
+                           image ? "cnn, sa or local" : "gat, gat-full, gcn or mlp");
+            for (int j = 0; j < i; j++)
+                if (!strcmp(c->models[i], c->models[j])) return bad("--models: '%s' appears twice", c->models[i]);
         }
-        if (!rc && !strcmp(c.task, "image")) {
-            if (lpc || frac || planetoid) rc = bad("--labels-per-class, --train-frac and --planetoid are for --task graph%s%s", "", "");
-            else if (!sizes) rc = bad("--task image needs --train-sizes LIST%s%s", "", "");
-            else if (add_splits("--train-sizes", sizes, SPLIT_SIZE, &c)) rc = 2;
-        } else if (!rc) {
-            if (sizes) rc = bad("--train-sizes is for --task image; graphs take --labels-per-class / --train-frac%s%s", "", "");
-            else if (!lpc && !frac && !planetoid) rc = bad("--task graph needs --labels-per-class LIST, --train-frac LIST or --planetoid%s%s", "", "");
-            else if (lpc && add_splits("--labels-per-class", lpc, SPLIT_LPC, &c)) rc = 2;
-            else if (frac && add_splits("--train-frac", frac, SPLIT_FRAC, &c)) rc = 2;
-            else if (planetoid) c.splits[c.nsplits++] = (split){SPLIT_PLANETOID, 0, 0};
+        if (image) {
+            if (lpc || frac || planetoid) return bad("--labels-per-class, --train-frac and --planetoid are for --task graph");
+            if (!sizes) return bad("--task image needs --train-sizes LIST");
+            if (add_splits("--train-sizes", sizes, SPLIT_SIZE, c)) return 2;
+        } else {
+            if (sizes) return bad("--train-sizes is for --task image; graphs take --labels-per-class / --train-frac");
+            if (!lpc && !frac && !planetoid) return bad("--task graph needs --labels-per-class LIST, --train-frac LIST or --planetoid");
+            if (lpc && add_splits("--labels-per-class", lpc, SPLIT_LPC, c)) return 2;
+            if (frac && add_splits("--train-frac", frac, SPLIT_FRAC, c)) return 2;
+            if (planetoid) c->splits[c->nsplits++] = (split){SPLIT_PLANETOID, 0, 0};
         }
-        if (!rc && !seeds) rc = bad("--seeds is required (e.g. --seeds 1-3)%s%s", "", "");
-        if (!rc && !c.csv) rc = bad("--csv FILE is required%s%s", "", "");
-        if (rc) { free(model_keep); return rc; }
+        if (!seeds) return bad("--seeds is required (e.g. --seeds 1-3)");
+        if (!c->csv) return bad("--csv FILE is required");
     }
-    if (epochs) c.epochs = epochs;
-    if (seeds && parse_seeds(seeds, &c)) { free(model_keep); return 2; }
-    if (!c.data) c.data = strcmp(c.task, "image") ? "cora" : "fashion-mnist";
-    if (!*c.csv) { free(model_keep); return bad("--csv: empty file name%s%s", "", ""); }
+    if (epochs) c->epochs = epochs;
+    if (seeds && parse_seeds(seeds, c)) return 2;
+    if (!c->data) c->data = strcmp(c->task, "image") ? "cora" : "fashion-mnist";
+    if (!*c->csv) return bad("--csv: empty file name");
+    long total = (long)c->nseeds * c->nsplits * c->nmodels;
+    if (total > MAXRUNS) return bad("%ld runs are too many for one sweep (at most %d)", total, MAXRUNS);
+    return 0;
+}
 
-    /* the dataset exists, and sizes fit the training set, before anything runs */
-    if (!strcmp(c.task, "image")) {
+/* The dataset exists and every size fits its training set; 0 or 2. */
+static int check_data(const sweep_cfg *c)
+{
+    if (!strcmp(c->task, "image")) {
         struct stat sb;
-        if (strcmp(c.data, "fashion-mnist") && (stat(c.data, &sb) || !S_ISDIR(sb.st_mode))) {
-            free(model_keep);
-            return bad("--data: '%s' is neither fashion-mnist nor an image folder%s", c.data, "");
-        }
-    } else {
-        char gdir[PATH_MAX]; al_error ge = {{0}};
-        if (al_graph_resolve(c.data, NULL, gdir, sizeof gdir, &ge) != AL_OK) {
-            free(model_keep);
-            return bad("--data: %s%s", ge.msg, "");
-        }
+        if (strcmp(c->data, "fashion-mnist") && (stat(c->data, &sb) || !S_ISDIR(sb.st_mode)))
+            return bad("--data: '%s' is neither fashion-mnist nor an image folder", c->data);
+        long have = image_train_count(c->data);
+        for (int i = 0; i < c->nsplits && have > 0; i++)
+            if (c->splits[i].n > have)
+                return bad("--train-sizes: %ld is larger than the %s training set (%ld images)", c->splits[i].n, c->data, have);
+        return 0;
     }
-    if (!strcmp(c.task, "image")) {
-        long have = image_train_count(c.data);
-        for (int i = 0; i < c.nsplits && have > 0; i++)
-            if (c.splits[i].n > have) {
-                char a[24], b[24]; snprintf(a, sizeof a, "%ld", c.splits[i].n); snprintf(b, sizeof b, "%ld", have);
-                fprintf(stderr, "attnlab sweep: --train-sizes: %s is larger than the %s training set (%s images)\n", a, c.data, b);
-                free(model_keep); return 2;
-            }
-    } else {
-        for (size_t t = 0; t < sizeof graph_table / sizeof graph_table[0]; t++) {
-            if (strcmp(graph_table[t].name, c.data)) continue;
-            for (int i = 0; i < c.nsplits; i++)
-                if (c.splits[i].kind == SPLIT_LPC && c.splits[i].n * graph_table[t].classes > graph_table[t].candidates) {
-                    fprintf(stderr, "attnlab sweep: --labels-per-class: %ld x %d classes is more than the %d labelled "
-                            "training candidates of %s\n", c.splits[i].n, graph_table[t].classes, graph_table[t].candidates, c.data);
-                    free(model_keep); return 2;
-                }
-        }
+    char gdir[PATH_MAX]; al_error ge = {{0}};
+    if (al_graph_resolve(c->data, NULL, gdir, sizeof gdir, &ge) != AL_OK) return bad("--data: %s", ge.msg);
+    for (size_t t = 0; t < sizeof graph_table / sizeof graph_table[0]; t++) {
+        if (strcmp(graph_table[t].name, c->data)) continue;
+        for (int i = 0; i < c->nsplits; i++)
+            if (c->splits[i].kind == SPLIT_LPC && c->splits[i].n * graph_table[t].classes > graph_table[t].candidates)
+                return bad("--labels-per-class: %ld x %d classes is more than the %d labelled training candidates of %s",
+                           c->splits[i].n, graph_table[t].classes, graph_table[t].candidates, c->data);
     }
+    return 0;
+}
 
-    /* the plan: seed, then split, then model — a half-done sweep has every model at the first seed */
-    long total = (long)c.nseeds * c.nsplits * c.nmodels;
-    if (total > MAXRUNS) { free(model_keep); return bad("%s runs is too many for one sweep%s", "more than 100000", ""); }
-    plan_run *plan = calloc((size_t)total, sizeof *plan);
-    if (!plan) { free(model_keep); fprintf(stderr, "attnlab sweep: out of memory\n"); return 1; }
-    char dir[PATH_MAX]; const char *base;
-    dir_and_base(c.csv, dir, sizeof dir, &base);
-    int np = 0;
-    for (int s = 0; s < c.nseeds; s++)
-        for (int k = 0; k < c.nsplits; k++)
-            for (int m = 0; m < c.nmodels; m++) {
-                plan_run *r = &plan[np++];
+/* The runs, ordered seed, then split, then model: a half-done sweep has every model at the first seeds. */
+static plan_run *make_plan(const sweep_cfg *c, const char *dir, const char *base, int *np)
+{
+    int n = c->nseeds * c->nsplits * c->nmodels, k = 0;
+    plan_run *plan = calloc((size_t)(n > 0 ? n : 1), sizeof *plan);
+    if (!plan) return NULL;
+    for (int s = 0; s < c->nseeds; s++)
+        for (int j = 0; j < c->nsplits; j++)
+            for (int m = 0; m < c->nmodels; m++) {
+                plan_run *r = &plan[k++];
                 char sp[48], canon[256];
-                r->model = c.models[m]; r->sp = c.splits[k]; r->seed = c.seeds[s];
-                r->epochs = epochs_for(&c, &c.splits[k]);
+                r->model = c->models[m]; r->sp = c->splits[j]; r->seed = c->seeds[s];
+                r->epochs = epochs_for(c, &c->splits[j]);
                 split_str(&r->sp, sp, sizeof sp);
                 snprintf(r->desc, sizeof r->desc, "%s %s seed=%ld", r->model, sp, r->seed);
-                snprintf(canon, sizeof canon, "sweep task=%s dataset=%s model=%s %s seed=%ld", c.task, c.data,
+                snprintf(canon, sizeof canon, "sweep task=%s dataset=%s model=%s %s seed=%ld", c->task, c->data,
                          r->model, sp, r->seed);
                 al_run_id(r->run_id, canon);
-                if (snprintf(r->part, sizeof r->part, "%s/%s.run-%s.%ld.part", dir, base, r->run_id,
-                             (long)getpid()) >= (int)sizeof r->part) {
-                    free(plan); free(model_keep);
-                    return bad("--csv: path too long: %s%s", c.csv, "");
+                if (asprintf(&r->part, "%s/%s.run-%s.%ld.part", dir, base, r->run_id, (long)getpid()) < 0) {
+                    r->part = NULL; *np = k; return plan;   /* the caller sees the NULL */
                 }
             }
+    *np = k;
+    return plan;
+}
 
-    /* lock, clean up after a killed sweep, read what is already done */
-    int rc = 0, lockfd = -1;
+static void free_plan(plan_run *plan, int np)
+{
+    for (int i = 0; i < np; i++) free(plan[i].part);
+    free(plan);
+}
+
+/* Run every RUN_TODO run, c->jobs at a time, merging each finished run into the CSV.
+ * Returns 0 (check *nfail), 1 when the CSV could not be written, 130 when interrupted. */
+static int run_plan(const sweep_cfg *c, plan_run *plan, int np, const char *exe, csvbuf *main_csv, int *ndone, int *nfail)
+{
+    char threads_buf[32]; const char *threads = NULL;
+    if (c->jobs > 1 && !getenv("OMP_NUM_THREADS")) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        snprintf(threads_buf, sizeof threads_buf, "%ld", cores / c->jobs > 1 ? cores / c->jobs : 1);
+        threads = threads_buf;
+    }
+    struct sigaction sa, old_int, old_term;
+    memset(&sa, 0, sizeof sa); sa.sa_handler = on_signal; sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int); sigaction(SIGTERM, &sa, &old_term);
+    sigset_t block, prev;
+    sigemptyset(&block); sigaddset(&block, SIGINT); sigaddset(&block, SIGTERM);
+    g_stop = 0;
+    int next = 0, running = 0, fatal = 0, slot_of[MAXJOBS];
+    *ndone = *nfail = 0;
+    for (;;) {
+        while (!g_stop && !fatal && running < c->jobs && next < np) {
+            plan_run *r = &plan[next++];
+            if (r->state != RUN_TODO) continue;
+            int slot = 0;
+            while (g_child[slot] > 0) slot++;
+            drop_run_files(r, 0);
+            if (c->jobs == 1) fprintf(stderr, "[%d/%d] %s ... ", (int)(r - plan) + 1, np, r->desc);
+            else fprintf(stderr, "[%d/%d] %s started\n", (int)(r - plan) + 1, np, r->desc);
+            sigprocmask(SIG_BLOCK, &block, &prev);     /* the handler must see the pid once it exists */
+            r->pid = start_child(c, r, exe, threads);
+            if (r->pid > 0) { g_child[slot] = r->pid; slot_of[slot] = (int)(r - plan); }
+            sigprocmask(SIG_SETMASK, &prev, NULL);
+            if (r->pid < 0) {
+                fprintf(stderr, "%sFAILED: fork: %s\n", c->jobs == 1 ? "" : "sweep: ", strerror(errno));
+                r->state = RUN_FAILED; (*nfail)++; continue;
+            }
+            r->state = RUN_RUNNING; r->t0 = al_time(); running++;
+        }
+        if (running == 0) break;
+        int st;
+        pid_t pid = waitpid(-1, &st, 0);
+        if (pid < 0) { if (errno == EINTR) continue; break; }
+        int slot = 0;
+        while (slot < MAXJOBS && g_child[slot] != pid) slot++;
+        if (slot == MAXJOBS) continue;
+        plan_run *r = &plan[slot_of[slot]];
+        g_child[slot] = 0; running--;
+        char head[160] = "";
+        if (c->jobs > 1) snprintf(head, sizeof head, "[%d/%d] %s ", slot_of[slot] + 1, np, r->desc);
+        double secs = al_time() - r->t0;
+        if (g_stop) {                                   /* a partial run, whatever its exit status */
+            r->state = RUN_STOPPED; drop_run_files(r, 0);
+            fprintf(stderr, "%sinterrupted\n", head);
+            continue;
+        }
+        double acc = NAN; char msg[AL_ERRLEN + 64] = "";
+        int ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+        if (!ok && WIFEXITED(st)) snprintf(msg, sizeof msg, "train exited with status %d", WEXITSTATUS(st));
+        else if (!ok) snprintf(msg, sizeof msg, "train killed by signal %d", WTERMSIG(st));
+        else ok = merge_run(c, r, main_csv, &acc, msg, sizeof msg, &fatal) == 0;
+        if (ok) { r->state = RUN_DONE; (*ndone)++; fprintf(stderr, "%sdone %.4f (%.1f s)\n", head, acc, secs); }
+        else {
+            r->state = RUN_FAILED; (*nfail)++;
+            fprintf(stderr, "%sFAILED: %s\n", head, msg);
+            drop_run_files(r, 1);
+        }
+    }
+    sigaction(SIGINT, &old_int, NULL); sigaction(SIGTERM, &old_term, NULL);
+    return g_stop ? 130 : fatal ? 1 : 0;
+}
+
+int cmd_sweep(int argc, char **argv)
+{
+    static sweep_cfg c;
+    memset(&c, 0, sizeof c);
+    int rc = parse_args(argc, argv, &c);
+    if (!rc) rc = check_data(&c);
+    if (rc) { free(c.models_buf); return rc < 0 ? 0 : rc; }
+
+    char dir[PATH_MAX]; const char *base;
+    dir_and_base(c.csv, dir, sizeof dir, &base);
+    int np = 0, lockfd = -1;
+    plan_run *plan = make_plan(&c, dir, base, &np);
     csvbuf main_csv = {0};
     al_results have; memset(&have, 0, sizeof have);
     al_error e = {{0}};
-    char lockp[PATH_MAX + 8];
+    if (!plan || (np > 0 && !plan[np - 1].part)) { fprintf(stderr, "attnlab sweep: out of memory\n"); rc = 1; goto done; }
+
+    /* lock, clean up after a killed sweep, read what is already done */
     if (!c.dry_run) {
+        char lockp[PATH_MAX + 8];
         if (mkdir_p(dir)) { fprintf(stderr, "attnlab sweep: cannot create directory %s: %s\n", dir, strerror(errno)); rc = 1; goto done; }
         snprintf(lockp, sizeof lockp, "%s.lock", c.csv);
         lockfd = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
@@ -650,8 +731,7 @@ int cmd_sweep(int argc, char **argv)
         ntodo += plan[i].state == RUN_TODO;
     }
     if (c.dry_run) {
-        for (int i = 0; i < np; i++)
-        {
+        for (int i = 0; i < np; i++) {
             char ep[24] = "default";
             if (plan[i].epochs > 0) snprintf(ep, sizeof ep, "%d", plan[i].epochs);
             printf("[%d/%d] %s %s epochs=%s run_id=%s\n", i + 1, np, plan[i].state == RUN_SKIP ? "done" : "todo",
@@ -662,7 +742,6 @@ int cmd_sweep(int argc, char **argv)
     fprintf(stderr, "sweep: %d runs, %d already complete in %s, %d to run (%d at a time)\n", np, np - ntodo, c.csv,
             ntodo, c.jobs);
 
-    /* run */
     char exe[PATH_MAX];
     const char *trainer = getenv("ATTNLAB_SWEEP_TRAINER");   /* tests: a stand-in for `attnlab train` */
     if (trainer && *trainer) snprintf(exe, sizeof exe, "%s", trainer);
@@ -671,80 +750,14 @@ int cmd_sweep(int argc, char **argv)
         if (k <= 0) { fprintf(stderr, "attnlab sweep: cannot find my own binary: %s\n", strerror(errno)); rc = 1; goto done; }
         exe[k] = 0;
     }
-    char threads_buf[32]; const char *threads = NULL;
-    if (c.jobs > 1 && !getenv("OMP_NUM_THREADS")) {
-        long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        snprintf(threads_buf, sizeof threads_buf, "%ld", cores / c.jobs > 1 ? cores / c.jobs : 1);
-        threads = threads_buf;
-    }
-    struct sigaction sa, old_int, old_term;
-    memset(&sa, 0, sizeof sa); sa.sa_handler = on_signal; sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_int); sigaction(SIGTERM, &sa, &old_term);
-    sigset_t block, prev;
-    sigemptyset(&block); sigaddset(&block, SIGINT); sigaddset(&block, SIGTERM);
-    g_stop = 0;
-    int next = 0, running = 0, ndone = 0, nfail = 0, fatal = 0;
-    int slot_of[MAXJOBS];
-    for (;;) {
-        while (!g_stop && !fatal && running < c.jobs && next < np) {
-            plan_run *r = &plan[next++];
-            if (r->state != RUN_TODO) continue;
-            int slot = 0;
-            while (g_child[slot] > 0) slot++;
-            drop_run_files(r, 0);
-            if (c.jobs == 1) fprintf(stderr, "[%d/%d] %s ... ", (int)(r - plan) + 1, np, r->desc);
-            else fprintf(stderr, "[%d/%d] %s started\n", (int)(r - plan) + 1, np, r->desc);
-            sigprocmask(SIG_BLOCK, &block, &prev);
-            r->pid = start_child(&c, r, exe, threads);
-            if (r->pid > 0) { g_child[slot] = r->pid; slot_of[slot] = (int)(r - plan); }
-            sigprocmask(SIG_SETMASK, &prev, NULL);
-            if (r->pid < 0) {
-                fprintf(stderr, "%sFAILED: fork: %s\n", c.jobs == 1 ? "" : "sweep: ", strerror(errno));
-                r->state = RUN_FAILED; nfail++; continue;
-            }
-            r->state = RUN_RUNNING; r->t0 = al_time(); running++;
-        }
-        if (running == 0) break;
-        int st;
-        pid_t pid = waitpid(-1, &st, 0);
-        if (pid < 0) { if (errno == EINTR) continue; break; }
-        int slot = 0;
-        while (slot < MAXJOBS && g_child[slot] != pid) slot++;
-        if (slot == MAXJOBS) continue;
-        plan_run *r = &plan[slot_of[slot]];
-        g_child[slot] = 0; running--;
-        char head[160] = "";
-        if (c.jobs > 1) snprintf(head, sizeof head, "[%d/%d] %s ", slot_of[slot] + 1, np, r->desc);
-        double secs = al_time() - r->t0;
-        if (g_stop) {
-            r->state = RUN_STOPPED; drop_run_files(r, 0);
-            fprintf(stderr, "%sinterrupted\n", head);
-            continue;
-        }
-        if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
-            double acc = NAN; char msg[AL_ERRLEN + 64];
-            if (merge_run(&c, r, &main_csv, &acc, msg, sizeof msg, &fatal) == 0) {
-                r->state = RUN_DONE; ndone++;
-                fprintf(stderr, "%sdone %.4f (%.1f s)\n", head, acc, secs);
-            } else {
-                r->state = RUN_FAILED; nfail++;
-                fprintf(stderr, "%sFAILED: %s\n", head, msg);
-                drop_run_files(r, 1);
-            }
-        } else {
-            r->state = RUN_FAILED; nfail++;
-            if (WIFEXITED(st)) fprintf(stderr, "%sFAILED (train exited with status %d)\n", head, WEXITSTATUS(st));
-            else fprintf(stderr, "%sFAILED (train killed by signal %d)\n", head, WTERMSIG(st));
-            drop_run_files(r, 1);
-        }
-    }
-    sigaction(SIGINT, &old_int, NULL); sigaction(SIGTERM, &old_term, NULL);
-    if (g_stop) {
+    int ndone, nfail;
+    rc = run_plan(&c, plan, np, exe, &main_csv, &ndone, &nfail);
+    if (rc == 130) {
         fprintf(stderr, "sweep: interrupted; %d runs finished this time, %s keeps every complete run — run the "
                 "same command to resume\n", ndone, c.csv);
-        rc = 130; goto done;
+        goto done;
     }
-    if (fatal) { fprintf(stderr, "sweep: cannot update %s; stopping\n", c.csv); rc = 1; goto done; }
+    if (rc) { fprintf(stderr, "sweep: cannot update %s; stopping\n", c.csv); goto done; }
     fprintf(stderr, "sweep: %d runs done now, %d were already complete, %d failed; results in %s\n", ndone,
             np - ntodo, nfail, c.csv);
     rc = nfail ? 1 : 0;
@@ -759,7 +772,7 @@ done:
     if (lockfd >= 0) close(lockfd);
     al_results_free(&have);
     free(main_csv.p);
-    free(plan);
-    free(model_keep);
+    if (plan) free_plan(plan, np);
+    free(c.models_buf);
     return rc;
 }
