@@ -131,6 +131,36 @@ static void pack_a(int ta, int mrk, int mr, int kc, const float *A, int lda, flo
     }
 }
 
+#if defined(__AVX512F__)
+/* dst[c·lds + r] = src[r·ld + c] for a 16×16 block: 32-bit and 64-bit unpacks within 128-bit lanes,
+ * then a 4×4 transpose of the lanes with two rounds of shuffle_f32x4. */
+static inline void transpose16(const float *src, int ld, float *dst, int lds)
+{
+    __m512 r[16], t[16];
+    for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_ps(src + (size_t)i * ld);
+    for (int i = 0; i < 16; i += 2) {             /* lane l: r_i[4l], r_i+1[4l], r_i[4l+1], r_i+1[4l+1] | +2, +3 */
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int g = 0; g < 4; g++) {                 /* r[4g+e], lane l: rows 4g..4g+3 at column 4l+e */
+        __m512d a = _mm512_castps_pd(t[4 * g]), b = _mm512_castps_pd(t[4 * g + 1]);
+        __m512d c = _mm512_castps_pd(t[4 * g + 2]), d = _mm512_castps_pd(t[4 * g + 3]);
+        r[4 * g + 0] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+        r[4 * g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+        r[4 * g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
+        r[4 * g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+    }
+    for (int e = 0; e < 4; e++) {                 /* column 4l+e = lane l of r[e], r[4+e], r[8+e], r[12+e] */
+        __m512 x0 = _mm512_shuffle_f32x4(r[e], r[4 + e], 0x44), x1 = _mm512_shuffle_f32x4(r[e], r[4 + e], 0xEE);
+        __m512 y0 = _mm512_shuffle_f32x4(r[8 + e], r[12 + e], 0x44), y1 = _mm512_shuffle_f32x4(r[8 + e], r[12 + e], 0xEE);
+        _mm512_storeu_ps(dst + (size_t)(0 + e) * lds, _mm512_shuffle_f32x4(x0, y0, 0x88));
+        _mm512_storeu_ps(dst + (size_t)(4 + e) * lds, _mm512_shuffle_f32x4(x0, y0, 0xDD));
+        _mm512_storeu_ps(dst + (size_t)(8 + e) * lds, _mm512_shuffle_f32x4(x1, y1, 0x88));
+        _mm512_storeu_ps(dst + (size_t)(12 + e) * lds, _mm512_shuffle_f32x4(x1, y1, 0xDD));
+    }
+}
+#endif
+
 /* B panel: op(B) rows k in [0, kc), columns [0, nc) → bp, ceil(nc/nrk) slivers of (kc, nrk), zero-padded. */
 static void pack_b(int tb, int nrk, int kc, int nc, const float *B, int ldb, float *restrict bp /* (ns, kc, nrk) */)
 {
@@ -150,9 +180,18 @@ static void pack_b(int tb, int nrk, int kc, int nc, const float *B, int ldb, flo
                 }
             }
         } else {                                  /* B stored (N, K): read each column along k */
+            int kdone = 0;
+#if defined(__AVX512F__)
+            if (nr == nrk) {                      /* 16×16 blocks transposed in registers */
+                kdone = kc / 16 * 16;
+                for (int h = 0; h < nrk; h += 16)
+                    for (int k = 0; k < kdone; k += 16)
+                        transpose16(B + (size_t)(j0 + h) * ldb + k, ldb, dst + (size_t)k * nrk + h, nrk);
+            }
+#endif
             for (int j = 0; j < nr; j++) {
                 const float *src = B + (size_t)(j0 + j) * ldb;
-                for (int k = 0; k < kc; k++) dst[(size_t)k * nrk + j] = src[k];
+                for (int k = kdone; k < kc; k++) dst[(size_t)k * nrk + j] = src[k];
             }
             for (int j = nr; j < nrk; j++)
                 for (int k = 0; k < kc; k++) dst[(size_t)k * nrk + j] = 0.f;

@@ -48,6 +48,7 @@ static const int odd[][3] = {   /* M, N, K */
     {1, 65, 7}, {7, 1, 129}, {63, 129, 1}, {129, 7, 65}, {65, 300, 63}, {300, 63, 129},
     {13, 33, 300}, {1, 300, 65}, {300, 1, 7}, {12, 32, 256}, {24, 64, 600},
     {5, 9, 1000}, {16, 3, 777}, {100, 7, 1031},   /* long K, tiny side: the dot-product path for A·Bᵀ */
+    {40, 16, 50}, {33, 48, 40},                   /* whole 16-wide slivers of a transposed B: the in-register transpose */
 };
 #define NODD (int)(sizeof odd / sizeof odd[0])
 
