@@ -26,6 +26,7 @@
 
 #define BQ 128  /* queries per tile (full) */
 #define BK 128  /* keys per tile (full) */
+#define PAR_MIN 32768   /* below this much work a loop runs on one thread (a fork costs more) */
 
 #ifdef __FMA__
 #define FMA(a, b, c) fmaf(a, b, c)
@@ -246,7 +247,7 @@ static void head_dot(const al_attn_cfg *g, const float *x, const float *a, float
 {
     int64_t rows = (int64_t)g->B * g->H * g->N;
     int D = g->D;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (rows * D > PAR_MIN)
     for (int64_t r = 0; r < rows; r++) {
         int h = (int)((r / g->N) % g->H);
         const float *xr = x + r * D, *ah = a + (int64_t)h * D;
@@ -260,7 +261,7 @@ static void head_dot(const al_attn_cfg *g, const float *x, const float *a, float
 static void head_dot_grad(const al_attn_cfg *g, const float *x, const float *ds, float *da)
 {
     int D = g->D;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (g->H > 1 && (int64_t)g->B * g->N * D > PAR_MIN)
     for (int h = 0; h < g->H; h++) {
         float *dah = da + (int64_t)h * D;
         for (int b = 0; b < g->B; b++) {
@@ -364,7 +365,7 @@ static void full_forward(const al_attn_cfg *g, const float *q, const float *k, c
     const int64_t tasks = (int64_t)g->B * g->H * nqt;
     const size_t per = full_scratch(g);
     (void)nthr;   /* unused without OpenMP */
-#pragma omp parallel num_threads(nthr)
+#pragma omp parallel num_threads(nthr) if (tasks > 1 && tasks * BQ * (int64_t)N * (D + Dv) > PAR_MIN)
     {
         float *ws = scratch + (size_t)thread_id() * per;
         float *S = ws, *acc = S + BQ * BK;
@@ -485,7 +486,7 @@ static void full_backward(al_ctx *c, attn_node *nd)
     if (!delta || !scratch || (g->additive && (!dsq || !dsk))) { al_fail(c, "attention backward: out of memory"); return; }
     if (!al_ok(c)) return;
     /* delta_i = dO_i · O_i = Σ_j P_ij dP_ij (holds with dropout too) */
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (rows * Dv > PAR_MIN)
     for (int64_t r = 0; r < rows; r++) {
         float s = 0.f;
         for (int e = 0; e < Dv; e++) s = FMA(dO[r * Dv + e], o[r * Dv + e], s);
@@ -497,7 +498,7 @@ static void full_backward(al_ctx *c, attn_node *nd)
     const float *aq = g->additive ? nd->aq->data : NULL, *ak = g->additive ? nd->ak->data : NULL;
     /* Pass 1: query tiles own dQ, dsq and their rows of dbias (batch innermost so dbias is owned). */
     if (dq || dbias || need_aq) {
-#pragma omp parallel num_threads(nthr)
+#pragma omp parallel num_threads(nthr) if (H * nqt > 1 && rows * N * (D + Dv) > PAR_MIN)
         {
             float *ws = scratch + (size_t)thread_id() * per;
             float *S = ws, *dP = S + BQ * BK, *acc = dP + 2 * BQ * BK, *sacc = acc + (size_t)BQ * D;
@@ -546,7 +547,7 @@ static void full_backward(al_ctx *c, attn_node *nd)
     }
     /* Pass 2: key tiles own dK, dV and dsk. */
     if (dk || dv || need_ak) {
-#pragma omp parallel num_threads(nthr)
+#pragma omp parallel num_threads(nthr) if (H * nkt > 1 && rows * N * (D + Dv) > PAR_MIN)
         {
             float *ws = scratch + (size_t)thread_id() * per;
             float *S = ws, *dP = S + BQ * BK, *Pd = dP + BQ * BK;
@@ -725,7 +726,7 @@ static void sparse_forward(const attn_node *nd, const float *q, const float *k, 
     const int N = g->N, D = g->D, Dv = g->Dv, H = g->H;
     const int64_t rows = (int64_t)g->B * H * N, slots = g->slots;
     const int64_t *qptr = nd->qptr; const int *key = nd->key;
-#pragma omp parallel num_threads(nd->nthr)
+#pragma omp parallel num_threads(nd->nthr) if (rows * nd->maxdeg * (D + Dv) > PAR_MIN)
     {
         float *w = scratch + (size_t)thread_id() * nd->maxdeg;
 #pragma omp for schedule(static)
@@ -786,7 +787,7 @@ static void sparse_backward(al_ctx *c, attn_node *nd)
     const int64_t *qptr = nd->qptr; const int *key = nd->key;
     const float *aq = g->additive ? nd->aq->data : NULL, *ak = g->additive ? nd->ak->data : NULL;
     /* Pass 1 over queries: dS per slot, dQ, dsq. */
-#pragma omp parallel num_threads(nd->nthr)
+#pragma omp parallel num_threads(nd->nthr) if (rows * nd->maxdeg * (D + Dv) > PAR_MIN)
     {
 #pragma omp for schedule(static)
         for (int64_t r = 0; r < rows; r++) {
@@ -822,7 +823,7 @@ static void sparse_backward(al_ctx *c, attn_node *nd)
     }
     /* Pass 2 over keys through the transposed lists: dK, dV, dsk. */
     if (dk || dv || need_ak) {
-#pragma omp parallel num_threads(nd->nthr)
+#pragma omp parallel num_threads(nd->nthr) if (rows * nd->maxdeg * (D + Dv) > PAR_MIN)
         {
             float *wp = scratch + (size_t)thread_id() * 2 * nd->maxdeg, *wd = wp + nd->maxdeg;
 #pragma omp for schedule(static)
@@ -854,7 +855,7 @@ static void sparse_backward(al_ctx *c, attn_node *nd)
     }
     /* Parameter gradients, reduced over the batch in a fixed order. */
     if (dbias) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if ((int64_t)H * slots * B > PAR_MIN)
         for (int64_t hs = 0; hs < (int64_t)H * slots; hs++) {
             int64_t h = hs / slots, s = hs % slots;
             float acc = dbias[hs];
@@ -864,7 +865,7 @@ static void sparse_backward(al_ctx *c, attn_node *nd)
     }
     if (drel) {
         int K = g->noff;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (H > 1 && (int64_t)B * slots > PAR_MIN)
         for (int h = 0; h < H; h++)
             for (int b = 0; b < B; b++) {
                 const float *ds = dS + ((int64_t)b * H + h) * slots;
