@@ -98,9 +98,14 @@ void al_gnn_free(al_gnn *m)
 }
 
 /* Inverted dropout on the stored values of a constant sparse matrix (no gradient flows into it).
- * The mask is drawn in fixed blocks of rows-independent entries, each block from its own stream
- * seeded by one draw of c->dropout_rng, so it does not depend on the thread count. */
-#define CSR_DROP_BLOCK 4096
+ * The mask is counter-based: entry k keeps its value when 32 bits of splitmix64(base + k/2) are
+ * >= p·2^32, base being one draw of c->dropout_rng, so it does not depend on the thread count. */
+static inline uint64_t mix64(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
 const al_csr *al_csr_dropout(al_ctx *c, const al_csr *s, float p)
 {
     if (!s || !al_ok(c)) return NULL;
@@ -111,15 +116,16 @@ const al_csr *al_csr_dropout(al_ctx *c, const al_csr *s, float p)
     if (!o || !v) return al_fail(c, "csr_dropout: out of memory (arena)");
     *o = *s; o->val = v;
     const float *sv = s->val;   /* (nnz) or NULL = ones */
-    uint64_t base = al_rng_u64(&c->dropout_rng);
-    float scale = 1.0f / (1.0f - p);
-    int64_t nb = (s->nnz + CSR_DROP_BLOCK - 1) / CSR_DROP_BLOCK;
-    #pragma omp parallel for schedule(static)
-    for (int64_t b = 0; b < nb; b++) {
-        al_rng r; al_rng_seed(&r, base, (uint64_t)b);
-        int64_t k1 = (b + 1) * CSR_DROP_BLOCK < s->nnz ? (b + 1) * CSR_DROP_BLOCK : s->nnz;
-        for (int64_t k = b * CSR_DROP_BLOCK; k < k1; k++)
-            v[k] = al_rng_uniform(&r) >= p ? (sv ? sv[k] : 1.0f) * scale : 0.0f;
+    const uint64_t base = al_rng_u64(&c->dropout_rng);
+    const uint32_t thr = (uint32_t)fmin(4294967295.0, (double)p * 4294967296.0);
+    const float scale = 1.0f / (1.0f - p);
+    const int64_t npair = (s->nnz + 1) / 2, nnz = s->nnz;
+    #pragma omp parallel for schedule(static) if (npair > 65536)
+    for (int64_t q = 0; q < npair; q++) {
+        uint64_t z = mix64(base + 0x9e3779b97f4a7c15ULL * (uint64_t)(q + 1));
+        int64_t k = 2 * q;
+        v[k] = (uint32_t)z >= thr ? (sv ? sv[k] : 1.0f) * scale : 0.0f;
+        if (k + 1 < nnz) v[k + 1] = (uint32_t)(z >> 32) >= thr ? (sv ? sv[k + 1] : 1.0f) * scale : 0.0f;
     }
     return o;
 }
