@@ -105,6 +105,36 @@ static inline void row_add(float *d, const float *s, int n)
 #endif
 }
 
+/* One stride-1 im2col row: d[ow] = xr[ow + off] for ow in [lo, hi), 0 elsewhere in [0, Wo).
+ * AVX-512: per 16 lanes one masked load of the valid run, one lane shift, one store; the store may
+ * run up to 15 floats past the row when `spill` (the caller guarantees those floats are later rows
+ * of the same (c, kh, kw) block, written afterwards by the same thread), which avoids a slow masked
+ * store on most rows. */
+static inline void im2col_row_s1(float *d, const float *xr, int off, int lo, int hi, int Wo, int spill)
+{
+#ifdef __AVX512F__
+    const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    for (int j0 = 0; j0 < Wo; j0 += 16) {
+        const int a = lo > j0 ? lo : j0, e = hi < j0 + 16 ? hi : j0 + 16;   /* valid [a, e) */
+        __m512 v = _mm512_setzero_ps();
+        if (e > a) {
+            const int n = e - a, sh = a - j0;
+            __m512 raw = _mm512_maskz_loadu_ps((__mmask16)((1u << n) - 1), xr + a + off);
+            __mmask16 keep = (__mmask16)(((1u << n) - 1) << sh);
+            v = _mm512_maskz_permutexvar_ps(keep, _mm512_sub_epi32(iota, _mm512_set1_epi32(sh)), raw);
+        }
+        const int left = Wo - j0;
+        if (left >= 16 || spill) _mm512_storeu_ps(d + j0, v);
+        else _mm512_mask_storeu_ps(d + j0, (__mmask16)((1u << left) - 1), v);
+    }
+#else
+    (void)spill;
+    row_zero(d, lo);
+    row_copy(d + lo, xr + lo + off, hi - lo);
+    row_zero(d + hi, Wo - hi);
+#endif
+}
+
 /* ---------------- im2col / col2im of one image ---------------- */
 /* x (C, H, W) → cols (K, P); row r = (c, kh, kw), column oh·Wo + ow. Parallel over rows if par. */
 static void im2col(const float *x, float *cols, int C, int H, int W,
@@ -121,15 +151,17 @@ static void im2col(const float *x, float *cols, int C, int H, int W,
         for (int oh = 0; oh < Ho; oh++) {
             int ih = oh * stride - pad + kh;
             float *d = dst + (size_t)oh * Wo;
+            const int off = kw - pad;                              /* iw = ow·stride + off */
+            if (stride == 1) {   /* a row outside the image is an empty valid range */
+                const int in = ih >= 0 && ih < H;
+                im2col_row_s1(d, xp + (size_t)(in ? ih : 0) * W, off, in ? lo : 0, in ? hi : 0, Wo,
+                              (Ho - 1 - oh) * Wo >= 16);   /* spill only into later rows of this block */
+                continue;
+            }
             if (ih < 0 || ih >= H) { row_zero(d, Wo); continue; }
             const float *xr = xp + (size_t)ih * W;                 /* (W) */
-            const int off = kw - pad;                              /* iw = ow·stride + off */
             row_zero(d, lo);
-            if (stride == 1) {
-                row_copy(d + lo, xr + lo + off, hi - lo);
-            } else {
-                for (int ow = lo; ow < hi; ow++) d[ow] = xr[ow * stride + off];
-            }
+            for (int ow = lo; ow < hi; ow++) d[ow] = xr[ow * stride + off];
             row_zero(d + hi, Wo - hi);
         }
     }
