@@ -430,10 +430,12 @@ static void gemm_blocked(int ta, int tb, int M, int N, int K, float alpha,
     const int narrow = HAVE_NARROW && N <= VL, nrk = narrow ? VL : NR;
     float *ap = ws;                               /* (kcb, MRX) */
     float *bp = ws + (size_t)kcb * MRX;           /* (ceil(NC/nrk), kcb, nrk) */
-    /* In place, not packed: A when a packed sliver would serve few kernel calls (narrow C), B when
-     * few A slivers reuse it (short C). Not with leading dimensions that are multiples of 4 KiB,
-     * whose rows all fall into the same L1 sets. */
-    const int adirect = VL > 1 && N <= 8 * NR && (lda % 1024) != 0;   /* scalar build: measured slower */
+    /* In place, not packed: A always (a sliver is only MR rows or MR columns of A, which stay in L1;
+     * measured faster than packing for every shape, squares included — the packing copy is a
+     * transpose), B when few A slivers reuse it (short C; a B sliver strided by a leading dimension
+     * that is a multiple of 4 KiB would fall into a handful of cache sets). Not in the scalar build,
+     * where it kept gcc from vectorising. */
+    const int adirect = VL > 1;
     const int bdirect = VL > 1 && !tb && ceil_div(M, MR) <= 6 && (ldb % 1024) != 0;
     const int amode = adirect ? (ta ? A_TRANS : A_ROWS) : A_PACKED;
     const int mrk = tile_rows(narrow, amode), mrp = tile_rows(narrow, A_PACKED);
