@@ -15,7 +15,6 @@
 #include "attention_impl.h"
 #include "attnlab/kernels.h"
 #include <math.h>
-#include <stdio.h>
 #include <string.h>
 #ifdef _OPENMP
 #include <omp.h>
@@ -636,9 +635,14 @@ static inline void axpy_rows(const float *restrict w, const int *restrict idx, i
 #if defined(__AVX512F__)
     for (; e0 < Dv; e0 += 16) {
         __mmask16 m = Dv - e0 >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (Dv - e0)) - 1);
-        __m512 a = _mm512_setzero_ps();
-        for (int t = 0; t < n; t++)
+        __m512 a = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();   /* two chains: FMA latency */
+        int t = 0;
+        for (; t + 2 <= n; t += 2) {
             a = _mm512_fmadd_ps(_mm512_set1_ps(w[t]), _mm512_maskz_loadu_ps(m, Y + (int64_t)idx[t] * Dv + e0), a);
+            a1 = _mm512_fmadd_ps(_mm512_set1_ps(w[t + 1]), _mm512_maskz_loadu_ps(m, Y + (int64_t)idx[t + 1] * Dv + e0), a1);
+        }
+        if (t < n) a = _mm512_fmadd_ps(_mm512_set1_ps(w[t]), _mm512_maskz_loadu_ps(m, Y + (int64_t)idx[t] * Dv + e0), a);
+        a = _mm512_add_ps(a, a1);
         __m512 ov = _mm512_maskz_loadu_ps(m, o + e0);
         _mm512_mask_storeu_ps(o + e0, m, _mm512_fmadd_ps(_mm512_set1_ps(alpha), a, ov));
     }
