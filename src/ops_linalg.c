@@ -4,8 +4,8 @@
  *
  * Determinism: every gemm writes a block it owns. Where a broadcast operand's gradient is a sum
  * over batches it is accumulated batch by batch in order (or folded into one gemm), never with
- * atomics; spmm's backward uses a transposed copy of the CSR built in the forward, so each dX row
- * is owned by one thread and summed in a fixed order.
+ * atomics; spmm's backward scatters into dX with each thread owning a range of dX rows, so
+ * each dX row is summed in CSR order whatever the thread count.
  */
 #include "attnlab/ops.h"
 #include "attnlab/kernels.h"
@@ -206,11 +206,15 @@ al_tensor *al_linear(al_ctx *c, al_tensor *x, al_tensor *w, al_tensor *b)
 /* ======================= spmm ======================= */
 typedef struct {
     al_tensor *x, *y;        /* x (cols, F); y (rows, F) */
-    int cols, F;
-    int64_t *tptr;           /* (cols + 1) Sᵀ row pointers */
-    int *tidx;               /* (nnz) row of S for each entry of Sᵀ, ascending within a row */
-    float *tval;             /* (nnz) or NULL = all ones */
+    al_csr s;                /* the constant S (arrays borrowed from the caller, see al_spmm) */
 } spmm_node;
+
+/* y += a·x over n floats; y and x never overlap (distinct tensors), which restrict tells the
+ * vectoriser so it needs no run-time overlap check per nonzero. */
+static inline void axpy(float *restrict y, const float *restrict x, float a, int n)
+{
+    for (int f = 0; f < n; f++) y[f] += a * x[f];
+}
 
 static void spmm_backward(al_ctx *c, void *p)
 {
@@ -219,19 +223,30 @@ static void spmm_backward(al_ctx *c, void *p)
     if (!dy || !nd->x->requires_grad) return;
     float *dx = al_grad(c, nd->x);                 /* (cols, F) */
     if (!dx) return;
-    const int F = nd->F;
-    /* dX = Sᵀ · dY, one dX row per iteration: no two threads write the same row. */
-    #pragma omp parallel for schedule(dynamic, 32)
-    for (int j = 0; j < nd->cols; j++) {
-        float *dxr = dx + (int64_t)j * F;
-        for (int64_t k = nd->tptr[j]; k < nd->tptr[j + 1]; k++) {
-            const float v = nd->tval ? nd->tval[k] : 1.0f;
-            const float *dyr = dy + (int64_t)nd->tidx[k] * F;
-            for (int f = 0; f < F; f++) dxr[f] += v * dyr[f];
+    const al_csr *s = &nd->s;
+    const int F = nd->x->shape[1];
+    /* dX = Sᵀ·dY as a scatter over S's entries in CSR order: dX[col_k, :] += v_k·dY[i, :].
+     * Each thread owns a contiguous range of dX rows and applies only the entries whose column
+     * falls in it (every thread streams the column indices; only 1/T of the row updates are
+     * its own). No atomics, no transposed copy of S, no shared cache lines between threads,
+     * and every dX row sums its terms in CSR order whatever the thread count: bitwise
+     * identical results for any number of threads. */
+    const int nparts = s->nnz * (int64_t)F >= PAR_MIN ? al_threads() : 1;
+    #pragma omp parallel for schedule(static) if (nparts > 1)
+    for (int part = 0; part < nparts; part++) {
+        const int j0 = (int)((int64_t)s->cols * part / nparts), j1 = (int)((int64_t)s->cols * (part + 1) / nparts);
+        for (int i = 0; i < s->rows; i++) {
+            const float *dyr = dy + (int64_t)i * F;
+            for (int64_t k = s->rowptr[i]; k < s->rowptr[i + 1]; k++) {
+                const int j = s->col[k];
+                if (j >= j0 && j < j1) axpy(dx + (int64_t)j * F, dyr, s->val ? s->val[k] : 1.0f, F);
+            }
         }
     }
 }
 
+/* The backward reads S's arrays again: they must stay valid and unchanged until al_backward
+ * (S is a constant of the model, e.g. its adjacency, so this holds in practice). */
 al_tensor *al_spmm(al_ctx *c, const al_csr *s, al_tensor *x)
 {
     if (!s || !x || !al_ok(c)) return NULL;
@@ -259,33 +274,13 @@ al_tensor *al_spmm(al_ctx *c, const al_csr *s, al_tensor *x)
     for (int i = 0; i < rows; i++) {
         float *yr = yd + (int64_t)i * F;
         for (int f = 0; f < F; f++) yr[f] = 0.f;
-        for (int64_t k = rp[i]; k < rp[i + 1]; k++) {
-            const float v = val ? val[k] : 1.0f;
-            const float *xr = xd + (int64_t)col[k] * F;
-            for (int f = 0; f < F; f++) yr[f] += v * xr[f];
-        }
+        for (int64_t k = rp[i]; k < rp[i + 1]; k++)
+            axpy(yr, xd + (int64_t)col[k] * F, val ? val[k] : 1.0f, F);
     }
     if (c->grad_enabled && x->requires_grad) {
         spmm_node *nd = node_new(c, sizeof *nd);
         if (!nd) return NULL;
-        const int cols = s->cols; const int64_t nnz = s->nnz;
-        nd->tptr = al_arena_calloc(&c->arena, (size_t)(cols + 1) * sizeof(int64_t));
-        nd->tidx = al_arena_alloc(&c->arena, (size_t)(nnz > 0 ? nnz : 1) * sizeof(int));
-        nd->tval = val ? al_arena_alloc(&c->arena, (size_t)(nnz > 0 ? nnz : 1) * sizeof(float)) : NULL;
-        int64_t *next = al_arena_alloc(&c->arena, (size_t)cols * sizeof(int64_t));
-        if (!nd->tptr || !nd->tidx || (val && !nd->tval) || !next)
-            return al_fail(c, "out of memory (arena) building the transposed CSR in spmm");
-        /* Counting sort by column: Sᵀ in CSR, entries of each row of Sᵀ in ascending row of S. */
-        for (int64_t k = 0; k < nnz; k++) nd->tptr[col[k] + 1]++;
-        for (int j = 0; j < cols; j++) nd->tptr[j + 1] += nd->tptr[j];
-        memcpy(next, nd->tptr, (size_t)cols * sizeof(int64_t));
-        for (int i = 0; i < rows; i++)
-            for (int64_t k = rp[i]; k < rp[i + 1]; k++) {
-                int64_t q = next[col[k]]++;
-                nd->tidx[q] = i;
-                if (val) nd->tval[q] = val[k];
-            }
-        nd->x = x; nd->y = y; nd->cols = cols; nd->F = F;
+        nd->x = x; nd->y = y; nd->s = *s;
         y->requires_grad = 1;
         al_tape_push(c, spmm_backward, nd);
     }

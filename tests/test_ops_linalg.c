@@ -285,7 +285,8 @@ static void test_spmm_matches_dense(void **st)
     }
 }
 
-/* A larger graph: backward via the transposed CSR equals Sᵀ·dY from a dense reference. */
+/* A larger graph: the backward (a scatter, each thread owning a range of dX rows) equals Sᵀ·dY
+ * from a dense reference, and is bitwise the same with 1 and 2 threads. */
 static void test_spmm_backward_large(void **st)
 {
     (void)st;
@@ -293,17 +294,24 @@ static void test_spmm_backward_large(void **st)
     al_csr s; float *dense = malloc((size_t)rows * cols * sizeof(float));
     make_csr(&s, dense, rows, cols, 1, 77);
     float *x = tu_alloc_rand((int64_t)cols * F, 8, -1, 1), *dy = tu_alloc_rand((int64_t)rows * F, 9, -1, 1);
-    al_ctx *c = al_ctx_new(1);
-    al_tensor *tx = al_wrap(c, x, 2, (int[]){cols, F});
-    tx->requires_grad = 1;
-    al_tensor *y = al_spmm(c, &s, tx);
-    memcpy(al_grad(c, y), dy, (size_t)rows * F * sizeof(float));
-    assert_int_equal(al_backward_run(c), AL_OK);
-    float *ref = malloc((size_t)cols * F * sizeof(float));
+    float *ref = malloc((size_t)cols * F * sizeof(float)), *g1 = malloc((size_t)cols * F * sizeof(float));
     naive_mm(dense, dy, ref, 1, cols, F, rows, 1, 0, 0, 0);   /* Sᵀ (cols, rows) · dY (rows, F) */
-    assert_true(tu_max_rel_err(tx->grad, ref, (int64_t)cols * F) < FTOL);
-    al_ctx_free(c);
-    free(dense); free(x); free(dy); free(ref);
+    int t0 = al_threads();
+    for (int th = 1; th <= 2; th++) {
+        al_set_threads(th);
+        al_ctx *c = al_ctx_new(1);
+        al_tensor *tx = al_wrap(c, x, 2, (int[]){cols, F});
+        tx->requires_grad = 1;
+        al_tensor *y = al_spmm(c, &s, tx);
+        memcpy(al_grad(c, y), dy, (size_t)rows * F * sizeof(float));
+        assert_int_equal(al_backward_run(c), AL_OK);
+        assert_true(tu_max_rel_err(tx->grad, ref, (int64_t)cols * F) < FTOL);
+        if (th == 1) memcpy(g1, tx->grad, (size_t)cols * F * sizeof(float));
+        else assert_memory_equal(g1, tx->grad, (size_t)cols * F * sizeof(float));
+        al_ctx_free(c);
+    }
+    al_set_threads(t0);
+    free(dense); free(x); free(dy); free(ref); free(g1);
     al_csr_free(&s);
 }
 
