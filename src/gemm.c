@@ -3,17 +3,17 @@
  *
  * Backend choice (measured, docs/performance.md): against Debian's OpenBLAS 0.3.21 (which runs its
  * Haswell kernels on this Zen 5) the own kernel was faster on every shape class the models use and
- * on the 1024³ square, at 1 and 2 threads, or level within noise (A·Bᵀ with a long K). So al_gemm
+ * on the 1024³ square, at 1 and 2 threads (or level within noise). So al_gemm
  * never calls OpenBLAS; it stays linked (BLAS=openblas) only for `attnlab bench gemm` to compare
  * against, and no OpenBLAS thread pool competes with OpenMP's.
  *
  * Own kernel (BLIS-style, row-major):
  *   for jc over N in NC columns:            B panel (kc, nc) packed into NR-wide slivers  (L2)
  *     for pc over K in kc-deep blocks:
- *       for ir over M in MR rows:           A sliver (kc, MR) packed                       (L1)
+ *       for ir over M in MR rows:           A sliver: MR rows/columns of A, read in place  (L1)
  *         for jr over nc in NR columns:     micro-kernel: MR×NR accumulators in registers
- * (A or B is read in place instead of packed when a packed copy would serve only a few kernel calls;
- * A·Bᵀ with a long K and a tiny side takes a dot-product path instead.)
+ * (The scalar build packs A slivers; B is read in place when few A slivers reuse it; A·Bᵀ with a
+ * long K and a tiny side takes a dot-product path instead.)
  * The micro-kernel keeps MR×NR sums in vector registers (B vectors × broadcast A scalars, FMA) and
  * folds them into C as  first block: C = alpha·acc + beta·C (beta == 0: C is not read),
  *                       later blocks: C = C + alpha·acc.
