@@ -3,6 +3,7 @@
 #include "testutil.h"
 #include "attnlab/optim.h"
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Two parameters: "w" (1, 2) is decayed (2-D), "b" (2) is not (1-D). All start at 1. */
@@ -170,6 +171,42 @@ static void test_clip_grad_norm(void **st)
     al_params_free(&q);
 }
 
+/* A tensor big enough for the OpenMP path: same bytes on 1 and 2 threads, and element 0 follows the
+ * hand-checked scalar recurrence (adam_by_hand with AdamW decay 0.1). */
+static void test_large_tensor_threads(void **st)
+{
+    (void)st;
+    enum { N = 200000 };
+    float *res[2];
+    int nt = al_threads();
+    for (int rep = 0; rep < 2; rep++) {
+        al_set_threads(rep ? 2 : 1);
+        al_params p; al_params_init(&p);
+        assert_non_null(al_params_add(&p, "big", 2, (int[]){N / 100, 100}, (al_init){AL_INIT_ONES, 0}));
+        al_rng r; al_rng_seed(&r, 1, AL_RNG_INIT); al_error e = {{0}};
+        assert_int_equal(al_params_finalize(&p, &r, &e), AL_OK);
+        al_optim o;
+        assert_int_equal(al_optim_init(&o, AL_ADAMW, p.total, 0.1f, &e), AL_OK);
+        o.weight_decay = 0.1f;
+        for (int s = 0; s < 3; s++) {
+            set_grad(&p, G[s]);
+            p.grad[N - 1] = G[s] + 0.1f;          /* one element differs (Adam is scale-invariant: not 2·G) */
+            al_optim_step(&o, &p);
+        }
+        double h[3]; adam_by_hand(0.1, 1, h);
+        NEAR(p.data[0], h[2]);
+        NEAR(p.data[N / 2], h[2]);
+        assert_true(p.data[N - 1] != p.data[0]);
+        res[rep] = malloc((size_t)N * sizeof(float));
+        assert_non_null(res[rep]);
+        memcpy(res[rep], p.data, (size_t)N * sizeof(float));
+        al_optim_free(&o); al_params_free(&p);
+    }
+    al_set_threads(nt);
+    assert_memory_equal(res[0], res[1], (size_t)N * sizeof(float));
+    free(res[0]); free(res[1]);
+}
+
 static void test_lr_schedules(void **st)
 {
     (void)st;
@@ -201,6 +238,7 @@ int main(void)
         cmocka_unit_test(test_decay_mask_override),
         cmocka_unit_test(test_init_errors),
         cmocka_unit_test(test_clip_grad_norm),
+        cmocka_unit_test(test_large_tensor_threads),
         cmocka_unit_test(test_lr_schedules),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
