@@ -116,11 +116,14 @@ static int check(const shape *s, const float *A, const float *B, const float *C,
         for (int q = 0; q < 98; q++) {
             int i = q == 97 ? s->M - 1 : (int)al_rng_below(&r, (uint32_t)s->M);
             int j = q == 97 ? s->N - 1 : (int)al_rng_below(&r, (uint32_t)s->N);
-            double ref = 0, mag = 0;
+            float rf = 0.f;                           /* C[i][j] by the reference, as a 1×1 product */
+            al_gemm_ref(s->ta, s->tb, 1, 1, s->K, 1.f, s->ta ? a + i : a + (size_t)i * lda, lda,
+                        s->tb ? bb + (size_t)j * ldb : bb + j, ldb, 0.f, &rf, 1);
+            double ref = rf, mag = 0;                 /* tolerance scales with Σ|a·b| */
             for (int k = 0; k < s->K; k++) {
                 double x = s->ta ? a[(size_t)k * lda + i] : a[(size_t)i * lda + k];
                 double y = s->tb ? bb[(size_t)j * ldb + k] : bb[(size_t)k * ldb + j];
-                ref += x * y; mag += fabs(x * y);
+                mag += fabs(x * y);
             }
             double got = c[(size_t)i * s->N + j];
             if (!(fabs(got - ref) <= 1e-5 * mag + 1e-6)) {
