@@ -4,12 +4,12 @@
  * Resumability. A run is identified by (task, dataset, model, split, seed), where split is
  * "size=N", "lpc=K", "frac=F" or "planetoid"; its run_id in the sweep CSV is al_run_id() of that
  * description (the child's own run_id is replaced when its rows are merged), so a run whose run_id
- * is in the CSV is complete. A child writes to CSV.run-RUNID.PID.part (its stderr to .part.log, shown
- * only if the run fails); when it exits 0 the sweep
- * writes CSV.tmp.PID = old CSV + the child's rows, fsyncs and renames it over CSV (al_write_atomic).
- * On start, leftover *.part, *.part.log and *.tmp.* files of a killed sweep are deleted and their runs redone.
- * Children get PR_SET_PDEATHSIG(SIGKILL), so a sweep killed with SIGKILL leaves no orphan writing.
- * A lock file CSV.lock (flock) keeps two sweeps off one CSV.
+ * is in the CSV is complete. A child writes CSV.run-RUNID.PID.part (its stderr goes to .part.log,
+ * shown only if the run fails). When it exits 0 the sweep writes CSV.tmp.PID = old CSV + the
+ * child's rows, fsyncs and renames it over CSV (al_write_atomic). On start, *.part, *.part.log and
+ * *.tmp.* files left by a killed sweep are deleted and their runs redone. Children get
+ * PR_SET_PDEATHSIG(SIGKILL), so a sweep killed with SIGKILL leaves no orphan writing. A lock file
+ * CSV.lock (flock) keeps two sweeps off one CSV. docs/experiments.md has the whole story.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -36,7 +36,7 @@
 
 #define MAXLIST 256
 #define MAXJOBS 64
-#define MAXRUNS 100000    /* runs in one sweep */
+#define MAXRUNS 100000      /* runs in one sweep */
 #define STEP_BUDGET 3000    /* image-tradeoff: optimisation steps per run (batch 64) */
 #define BATCH 64            /* the image trainer's default batch size */
 
@@ -224,14 +224,17 @@ static int in_list(const char *const *l, const char *s)
     return 0;
 }
 
-/* Training images of a known image dataset: the count in the IDX header (or 60000 if unreadable);
+/* Training images of Fashion-MNIST: the count in the IDX header (or 60000 if unreadable);
  * -1 for a dataset we cannot size (an image folder: the trainer checks). */
 static long image_train_count(const char *data)
 {
     if (strcmp(data, "fashion-mnist")) return -1;
     long n = 60000;
-    gzFile g = gzopen(AL_FASHION_MNIST_DIR "/train-images-idx3-ubyte.gz", "rb");
-    if (!g) g = gzopen(AL_FASHION_MNIST_DIR "/train-images-idx3-ubyte", "rb");
+    const char *dir = getenv("ATTNLAB_FASHION_MNIST");   /* as attnlab train */
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/train-images-idx3-ubyte.gz", dir && *dir ? dir : AL_FASHION_MNIST_DIR);
+    gzFile g = gzopen(p, "rb");
+    if (!g) { p[strlen(p) - 3] = 0; g = gzopen(p, "rb"); }
     if (g) {
         unsigned char h[8];
         if (gzread(g, h, 8) == 8 && h[0] == 0 && h[1] == 0 && h[2] == 8 && h[3] == 3)
