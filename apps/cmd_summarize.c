@@ -12,7 +12,8 @@ static void usage(FILE *f)
         "usage: attnlab summarize FILE.csv [--csv]\n"
         "  Reads a results CSV (one row per epoch, the last row of a run is its result) and prints, per\n"
         "  task, dataset, model and training-set size, the final test accuracy as mean +- sample std over\n"
-        "  runs (seeds), the number of runs, mean final epoch, parameters and mean training seconds per run.\n"
+        "  runs (seeds), the number of runs, the mean epoch of the final row (graph runs: the restored best\n"
+        "  epoch), parameters and mean training seconds per run (sum of epoch_seconds).\n"
         "  Sorted by model, then size.\n"
         "  --csv     print CSV instead of the aligned table\n"
         "  -h, --help\n");
