@@ -52,10 +52,12 @@ static const int odd[][3] = {   /* M, N, K */
 };
 #define NODD (int)(sizeof odd / sizeof odd[0])
 
-static void check_all(gemm_fn fn, float alpha, float beta, int pad, int nan_c)
+/* All odd shapes (the 300³ one only when full: the reference is slow under ASan), all transposes. */
+static void check_some(gemm_fn fn, float alpha, float beta, int pad, int nan_c, int full)
 {
     for (int s = 0; s < NODD; s++)
         for (int t = 0; t < 4; t++) {
+            if (!full && (double)odd[s][0] * odd[s][1] * odd[s][2] > 4e6) continue;
             int ta = t & 1, tb = t >> 1;
             double e = run_case(fn, ta, tb, odd[s][0], odd[s][1], odd[s][2], alpha, beta, pad, nan_c);
             if (!(e < 2e-6 * sqrt((double)odd[s][2]) + 1e-6))
@@ -63,19 +65,23 @@ static void check_all(gemm_fn fn, float alpha, float beta, int pad, int nan_c)
                          ta, tb, odd[s][0], odd[s][1], odd[s][2], alpha, beta, pad, e);
         }
 }
+static void check_all(gemm_fn fn, float alpha, float beta, int pad, int nan_c)
+{
+    check_some(fn, alpha, beta, pad, nan_c, 0);
+}
 
 static void test_odd_shapes_all_transposes(void **st)
 {
     (void)st;
-    check_all(al_gemm, 1.f, 0.f, 0, 0);
-    check_all(al_gemm_serial, 1.f, 0.f, 0, 0);
+    check_some(al_gemm, 1.f, 0.f, 0, 0, 1);
+    check_some(al_gemm_serial, 1.f, 0.f, 0, 0, 1);
     check_all(al_gemm_attnlab, 1.f, 0.f, 0, 0);
 }
 
 static void test_alpha_beta_and_leading_dims(void **st)
 {
     (void)st;
-    check_all(al_gemm, -0.5f, 0.25f, 0, 0);
+    check_some(al_gemm, -0.5f, 0.25f, 0, 0, 1);
     check_all(al_gemm, 2.f, 1.f, 5, 0);        /* ld larger than the row length */
     check_all(al_gemm_serial, 0.75f, -1.f, 17, 0);
 }
