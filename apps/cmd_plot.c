@@ -67,9 +67,11 @@ static int tradeoff(FILE *f, const al_results *r, const al_summary *s, const cha
     (void)r;
     fprintf(f, "set logscale x\nset xlabel '%s'\n", strcmp(task, "graph") ? "training-set size (images)"
                                                       : "labelled training nodes (labels per class x classes)");
-    fprintf(f, "set title '%s: final test accuracy vs training-set size (mean ± std over up to %d seeds)'\n",
-            dataset, maxruns);
-    fprintf(f, "set offsets graph 0.05, graph 0.05, 0, 0\nplot ");
+    if (maxruns > 1)
+        fprintf(f, "set title '%s: final test accuracy vs training-set size (mean ± std over up to %d seeds)'\n",
+                dataset, maxruns);
+    else fprintf(f, "set title '%s: final test accuracy vs training-set size (one seed)'\n", dataset);
+    fprintf(f, "set autoscale xfix\nset offsets graph 0.05, graph 0.05, 0, 0\nplot ");
     for (int k = 0; k < nm; k++)
         fprintf(f, "%s$d%d using 1:2:3 with yerrorlines lw 2 pt 7 title '%s'", k ? ", " : "", k, m[k]);
     fprintf(f, "\n");
