@@ -19,6 +19,8 @@
 
 typedef struct shape { const char *what; int ta, tb, M, N, K, batch; } shape;
 static const shape shapes[] = {
+    {"square", 0, 0, 64, 64, 64, 1},
+    {"square", 0, 0, 256, 256, 256, 1},
     {"square", 0, 0, 1024, 1024, 1024, 1},
     {"linear fwd C=64", 0, 0, 12544, 64, 64, 1},
     {"linear fwd qkv", 0, 0, 12544, 192, 64, 1},
@@ -42,7 +44,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: attnlab bench gemm [--threads LIST] [--reps N] [--backend attnlab|openblas|both]\n"
             "                          [--clock wall|cpu]\n\n"
-            "SGEMM median time and GFLOP/s on a 1024^3 square and the models' shapes (tall-skinny linear\n"
+            "SGEMM median time and GFLOP/s on 64^3, 256^3 and 1024^3 squares and the models' shapes (tall-skinny linear\n"
             "layers of 12544 tokens, their weight gradient, per-head attention products batched 64x,\n"
             "the cnn's im2col convolution GEMMs).\n"
             "Every result is checked against al_gemm_ref on sampled entries before it is timed.\n"
