@@ -122,6 +122,71 @@ static void exp_shift(const float *x, float *y, int n, float m)
     for (; j < n; j++) y[j] = fast_expf(x[j] - m);
 }
 
+/* Dropout mask, sixteen entries at a time: bit t = al_attn_keep(g, bh, slot0 + t), t < 16.
+ * The same counter-based hash (splitmix64 of seed + index·golden), in 64-bit lanes: lane t
+ * starts from x0 + t·golden, so only the two mixing multiplies are vector multiplies. */
+#define KEEP_G 0x9e3779b97f4a7c15ULL
+#if defined(__AVX512F__) && defined(__AVX512DQ__)
+static inline __m512i mix64x8(__m512i x)
+{
+    x = _mm512_xor_si512(x, _mm512_srli_epi64(x, 30));
+    x = _mm512_mullo_epi64(x, _mm512_set1_epi64((long long)0xbf58476d1ce4e5b9ULL));
+    x = _mm512_xor_si512(x, _mm512_srli_epi64(x, 27));
+    x = _mm512_mullo_epi64(x, _mm512_set1_epi64((long long)0x94d049bb133111ebULL));
+    return _mm512_xor_si512(x, _mm512_srli_epi64(x, 31));
+}
+#endif
+static inline uint32_t keep16(const al_attn_cfg *g, int64_t bh, int64_t slot0)
+{
+#if defined(__AVX512F__) && defined(__AVX512DQ__)
+    uint64_t x0 = g->seed + (uint64_t)(bh * g->slots + slot0) * KEEP_G;
+    const __m512i lane = _mm512_set_epi64((long long)(7 * KEEP_G), (long long)(6 * KEEP_G), (long long)(5 * KEEP_G),
+                                          (long long)(4 * KEEP_G), (long long)(3 * KEEP_G), (long long)(2 * KEEP_G),
+                                          (long long)KEEP_G, 0);
+    __m512i a = _mm512_add_epi64(_mm512_set1_epi64((long long)x0), lane);
+    __m512i b = _mm512_add_epi64(a, _mm512_set1_epi64((long long)(8 * KEEP_G)));
+    const __m512i th = _mm512_set1_epi64((long long)g->thresh);
+    __mmask8 ka = _mm512_cmp_epu64_mask(_mm512_srli_epi64(mix64x8(a), 32), th, _MM_CMPINT_NLT);
+    __mmask8 kb = _mm512_cmp_epu64_mask(_mm512_srli_epi64(mix64x8(b), 32), th, _MM_CMPINT_NLT);
+    return (uint32_t)ka | (uint32_t)kb << 8;
+#else
+    uint32_t m = 0;
+    for (int t = 0; t < 16; t++) m |= (uint32_t)al_attn_keep(g, bh, slot0 + t) << t;
+    return m;
+#endif
+}
+
+/* y[t] = keep(slot0 + t) ? x[t] / (1 − p) : 0 for t < n (y may be x). */
+static void drop_mul(const al_attn_cfg *g, int64_t bh, int64_t slot0, const float *x, float *y, int n)
+{
+    for (int t0 = 0; t0 < n; t0 += 16) {
+        uint32_t bits = keep16(g, bh, slot0 + t0);
+        int m = n - t0 < 16 ? n - t0 : 16;
+#if defined(__AVX512F__)
+        __mmask16 len = (__mmask16)(m == 16 ? 0xffffu : (1u << m) - 1);
+        __m512 v = _mm512_maskz_loadu_ps(len, x + t0);
+        _mm512_mask_storeu_ps(y + t0, len, _mm512_maskz_mul_ps((__mmask16)bits, v, _mm512_set1_ps(g->inv_keep)));
+#else
+        for (int t = 0; t < m; t++) y[t0 + t] = (bits >> t & 1u) ? x[t0 + t] * g->inv_keep : 0.f;
+#endif
+    }
+}
+
+/* keepb[bh·slots + s] = keep(bh, s) as bytes 0/1 for every (b, h) and slot: drawn once per
+ * forward, read by the forward and both backward passes of the sparse kernels. */
+static void keep_bytes(const al_attn_cfg *g, uint8_t *keepb)
+{
+    const int64_t nbh = (int64_t)g->B * g->H, per = (g->slots + 15) / 16;
+#pragma omp parallel for schedule(static) if (nbh * g->slots > 4 * PAR_MIN)
+    for (int64_t c = 0; c < nbh * per; c++) {
+        int64_t bh = c / per, s0 = (c % per) * 16;
+        uint32_t bits = keep16(g, bh, s0);
+        int m = g->slots - s0 < 16 ? (int)(g->slots - s0) : 16;
+        uint8_t *o = keepb + bh * g->slots + s0;
+        for (int t = 0; t < m; t++) o[t] = (uint8_t)(bits >> t & 1u);
+    }
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* Pattern helpers and argument checking                                                        */
 /* ------------------------------------------------------------------------------------------ */
@@ -290,6 +355,7 @@ typedef struct attn_node {
     const int *keyc;   /* key with absent entries replaced by the query itself (safe to load) */
     int maxdeg;        /* longest slot list of a query or a key (per-thread scratch size) */
     int64_t *kptr, *kslot; int *kq;
+    uint8_t *keepb;    /* sparse with dropout: (B,H,slots) keep bytes, drawn once in forward */
     int nthr;
 } attn_node;
 
@@ -394,10 +460,7 @@ static void full_forward(const al_attn_cfg *g, const float *q, const float *k, c
                     } else {
                         for (int jj = 0; jj < nk; jj++) s[jj] = s[jj] > 0.f ? s[jj] : 0.f;
                     }
-                    if (g->drop) {
-                        int64_t row = (int64_t)(i0 + ii) * N + j0;
-                        for (int jj = 0; jj < nk; jj++) s[jj] = al_attn_keep(g, bh, row + jj) ? s[jj] * g->inv_keep : 0.f;
-                    }
+                    if (g->drop) drop_mul(g, bh, (int64_t)(i0 + ii) * N + j0, s, s, nk);
                 }
                 /* acc (nq, Dv) += P' (nq, nk) · V_tile (nk, Dv) */
                 al_gemm_serial(0, 0, nq, Dv, nk, 1.f, S, BK, V + (int64_t)j0 * Dv, Dv, 1.f, acc, Dv);
@@ -440,27 +503,20 @@ static void full_ds_tile(const al_attn_cfg *g, int64_t bh, int i0, int nq, int j
             float dl = delta[i0 + ii];
             exp_shift(s, s, nk, lse[i0 + ii]);
             if (g->drop) {
-                for (int jj = 0; jj < nk; jj++) {
-                    int keep = al_attn_keep(g, bh, row + jj);
-                    float d = keep ? dp[jj] * g->inv_keep : 0.f;
-                    if (pd) pd[jj] = keep ? s[jj] * g->inv_keep : 0.f;
-                    dp[jj] = s[jj] * (d - dl);
-                }
+                if (pd) drop_mul(g, bh, row, s, pd, nk);
+                drop_mul(g, bh, row, dp, dp, nk);
+                for (int jj = 0; jj < nk; jj++) dp[jj] = s[jj] * (dp[jj] - dl);
             } else {
                 if (pd) memcpy(pd, s, (size_t)nk * sizeof(float));
                 for (int jj = 0; jj < nk; jj++) dp[jj] = s[jj] * (dp[jj] - dl);
             }
         } else {
+            if (g->drop) drop_mul(g, bh, row, dp, dp, nk);
             for (int jj = 0; jj < nk; jj++) {
-                float p = s[jj] > 0.f ? s[jj] : 0.f, d = dp[jj];
-                if (g->drop) {
-                    int keep = al_attn_keep(g, bh, row + jj);
-                    d = keep ? d * g->inv_keep : 0.f;
-                    p = keep ? p * g->inv_keep : 0.f;
-                }
-                if (pd) pd[jj] = p;
-                dp[jj] = s[jj] > 0.f ? d : 0.f;
+                if (pd) pd[jj] = s[jj] > 0.f ? s[jj] : 0.f;
+                dp[jj] = s[jj] > 0.f ? dp[jj] : 0.f;
             }
+            if (pd && g->drop) drop_mul(g, bh, row, pd, pd, nk);
         }
     }
 }
@@ -661,6 +717,72 @@ static inline void axpy_rows(const float *restrict w, const int *restrict idx, i
     }
 }
 
+#if defined(__AVX512F__)
+/* r[t] = Σ lanes of v[t], t < 16: a fixed tree of in-register transposes and adds. */
+static inline __m512 reduce16(const __m512 v[16])
+{
+    __m512 w[8], x[4];
+    for (int k = 0; k < 8; k++)     /* per 128-bit lane: a0+a2, b0+b2, a1+a3, b1+b3 */
+        w[k] = _mm512_add_ps(_mm512_unpacklo_ps(v[2 * k], v[2 * k + 1]), _mm512_unpackhi_ps(v[2 * k], v[2 * k + 1]));
+    for (int k = 0; k < 4; k++)     /* per 128-bit lane L: the lane-L sums of v[4k..4k+3] */
+        x[k] = _mm512_add_ps(_mm512_shuffle_ps(w[2 * k], w[2 * k + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                             _mm512_shuffle_ps(w[2 * k], w[2 * k + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+    __m512 z01 = _mm512_add_ps(_mm512_shuffle_f32x4(x[0], x[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                               _mm512_shuffle_f32x4(x[0], x[1], _MM_SHUFFLE(3, 1, 3, 1)));
+    __m512 z23 = _mm512_add_ps(_mm512_shuffle_f32x4(x[2], x[3], _MM_SHUFFLE(2, 0, 2, 0)),
+                               _mm512_shuffle_f32x4(x[2], x[3], _MM_SHUFFLE(3, 1, 3, 1)));
+    return _mm512_add_ps(_mm512_shuffle_f32x4(z01, z23, _MM_SHUFFLE(2, 0, 2, 0)),
+                         _mm512_shuffle_f32x4(z01, z23, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+#endif
+
+/* out[t] = x · Y[idx[t]] (rows of length D) for t < n. AVX-512: sixteen rows at a time, one FMA
+ * chain per row over D (16 floats per vector, masked tail), then one transposing reduction. */
+static void dots_rows(const float *restrict x, const float *restrict Y, int D, const int *restrict idx, int n,
+                      float *restrict out)
+{
+#if defined(__AVX512F__)
+    const int nfull = D / 16, rem = D % 16;
+    const __mmask16 tm = (__mmask16)((1u << rem) - 1);
+    for (int t0 = 0; t0 < n; t0 += 16) {
+        int m = n - t0 < 16 ? n - t0 : 16;
+        __m512 v[16];
+#pragma GCC unroll 16
+        for (int t = 0; t < 16; t++) {
+            __m512 a = _mm512_setzero_ps();
+            if (t < m) {
+                const float *y = Y + (int64_t)idx[t0 + t] * D;
+                int c = 0;
+                for (; c < nfull; c++) a = _mm512_fmadd_ps(_mm512_loadu_ps(x + 16 * c), _mm512_loadu_ps(y + 16 * c), a);
+                if (rem) a = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tm, x + 16 * c), _mm512_maskz_loadu_ps(tm, y + 16 * c), a);
+            }
+            v[t] = a;
+        }
+        _mm512_mask_storeu_ps(out + t0, (__mmask16)(m == 16 ? 0xffffu : (1u << m) - 1), reduce16(v));
+    }
+#else
+    for (int t = 0; t < n; t++) out[t] = dot_lanes(x, Y + (int64_t)idx[t] * D, D);
+#endif
+}
+
+/* out[t] = LeakyReLU(u + sk[idx[t]]) for t < n (additive scores of one query row). */
+static void additive_row(float u, const float *restrict sk, const int *restrict idx, int n, float slope,
+                         float *restrict out)
+{
+    int t = 0;
+#if defined(__AVX512F__)
+    const __m512 uv = _mm512_set1_ps(u), sl = _mm512_set1_ps(slope);
+    for (; t < n; t += 16) {
+        __mmask16 len = (__mmask16)(n - t >= 16 ? 0xffffu : (1u << (n - t)) - 1);
+        __m512i ix = _mm512_maskz_loadu_epi32(len, idx + t);
+        __m512 a = _mm512_add_ps(uv, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), len, ix, sk, 4));
+        a = _mm512_mask_mul_ps(a, _mm512_cmp_ps_mask(a, _mm512_setzero_ps(), _CMP_GT_OQ) ^ 0xffff, a, sl);
+        _mm512_mask_storeu_ps(out + t, len, a);
+    }
+#endif
+    for (; t < n; t++) out[t] = leaky(u + sk[idx[t]], slope);
+}
+
 /* Build qptr/key (window patterns; graphs borrow the CSR) and the transposed slot lists. */
 static int sparse_build(al_ctx *c, const al_pattern *p, const al_attn_cfg *g, attn_node *nd)
 {
@@ -741,31 +863,33 @@ static void sparse_forward(const attn_node *nd, const float *q, const float *k, 
             float *P = nd->P + bh * slots, *o = out + r * Dv;
             int64_t s0 = qptr[i], s1 = qptr[i + 1];
             int n = (int)(s1 - s0);
-            float mx = -INFINITY;
-            for (int64_t s = s0; s < s1; s++) {
-                int j = key[s];
-                if (j < 0) { P[s] = -INFINITY; continue; }   /* absent: weight 0 below */
-                float sc = g->additive ? leaky(nd->sq[r] + nd->sk[bh * N + j], g->slope)
-                                       : dot_lanes(qi, K + (int64_t)j * D, D) * g->scale;
-                if (rel) sc += rel[(int64_t)h * g->noff + (s - s0)];
-                if (bias) sc += bias[(int64_t)h * slots + s];
-                P[s] = sc;
-                mx = sc > mx ? sc : mx;
+            const int *kc = nd->keyc + s0, *ky = key + s0;
+            float *Pr = P + s0;
+            if (g->additive) additive_row(nd->sq[r], nd->sk + bh * N, kc, n, g->slope, Pr);
+            else {
+                dots_rows(qi, K, D, kc, n, Pr);
+                for (int t = 0; t < n; t++) Pr[t] *= g->scale;
             }
+            if (rel) { const float *rh = rel + (int64_t)h * g->noff; for (int t = 0; t < n; t++) Pr[t] += rh[t]; }
+            if (bias) { const float *bh_ = bias + (int64_t)h * slots + s0; for (int t = 0; t < n; t++) Pr[t] += bh_[t]; }
+            for (int t = 0; t < n; t++) Pr[t] = ky[t] < 0 ? -INFINITY : Pr[t];   /* absent: weight 0 below */
+            float mx = row_max(Pr, n);
             if (!g->relu) {
                 if (mx == -INFINITY) mx = 0.f;   /* no present key with a finite score: all weights 0 */
-                exp_shift(P + s0, P + s0, n, mx);
-                float sum = row_sum(P + s0, n), inv = sum > 0.f ? 1.0f / sum : 0.f;
-                for (int64_t s = s0; s < s1; s++) P[s] *= inv;
+                exp_shift(Pr, Pr, n, mx);
+                float sum = row_sum(Pr, n), inv = sum > 0.f ? 1.0f / sum : 0.f;
+                for (int t = 0; t < n; t++) Pr[t] *= inv;
             } else {
-                for (int64_t s = s0; s < s1; s++) P[s] = P[s] > 0.f ? P[s] : 0.f;
+                for (int t = 0; t < n; t++) Pr[t] = Pr[t] > 0.f ? Pr[t] : 0.f;
             }
-            for (int t = 0; t < n; t++) {   /* applied weights; absent slots hold 0 */
-                float p = P[s0 + t];
-                w[t] = g->drop ? (al_attn_keep(g, bh, s0 + t) ? p * g->inv_keep : 0.f) : p;
+            const float *wa = Pr;   /* applied weights; absent slots hold 0 */
+            if (g->drop) {
+                const uint8_t *kb = nd->keepb + bh * slots + s0;
+                for (int t = 0; t < n; t++) w[t] = kb[t] ? Pr[t] * g->inv_keep : 0.f;
+                wa = w;
             }
             for (int e = 0; e < Dv; e++) o[e] = 0.f;
-            axpy_rows(w, nd->keyc + s0, n, V, Dv, 1.f, o);
+            axpy_rows(wa, kc, n, V, Dv, 1.f, o);
         }
     }
 }
@@ -800,14 +924,19 @@ static void sparse_backward(al_ctx *c, attn_node *nd)
             const float *K = k + bh * N * D, *V = v + bh * N * Dv, *doi = dO + r * Dv, *P = nd->P + bh * slots;
             float *ds = dS + bh * slots;
             int64_t s0 = qptr[i], s1 = qptr[i + 1];
+            int n = (int)(s1 - s0);
+            const int *kc = nd->keyc + s0, *ky = key + s0;
+            float *dsr = ds + s0;
+            const float *Pr = P + s0;
+            dots_rows(doi, V, Dv, kc, n, dsr);
+            if (g->drop) {
+                const uint8_t *kb = nd->keepb + bh * slots + s0;
+                for (int t = 0; t < n; t++) dsr[t] = kb[t] ? dsr[t] * g->inv_keep : 0.f;
+            }
             float delta = 0.f;
-            for (int64_t s = s0; s < s1; s++) {
-                int j = key[s];
-                if (j < 0) { ds[s] = 0.f; continue; }
-                float dp = dot_lanes(doi, V + (int64_t)j * Dv, Dv);
-                if (g->drop) dp = al_attn_keep(g, bh, s) ? dp * g->inv_keep : 0.f;
-                ds[s] = dp;
-                delta = FMA(P[s], dp, delta);
+            for (int t = 0; t < n; t++) {
+                if (ky[t] < 0) { dsr[t] = 0.f; continue; }
+                delta = FMA(Pr[t], dsr[t], delta);
             }
             float su = 0.f;
             for (int64_t s = s0; s < s1; s++) {
@@ -839,11 +968,12 @@ static void sparse_backward(al_ctx *c, attn_node *nd)
                 int n = (int)(nd->kptr[j + 1] - t0);
                 const int64_t *ks = nd->kslot + t0;
                 const int *kq = nd->kq + t0;
+                const uint8_t *kb = g->drop ? nd->keepb + bh * slots : NULL;
                 float su = 0.f;
                 for (int t = 0; t < n; t++) {
                     int64_t s = ks[t];
                     float p = P[s];
-                    wp[t] = g->drop ? (al_attn_keep(g, bh, s) ? p * g->inv_keep : 0.f) : p;
+                    wp[t] = g->drop ? (kb[s] ? p * g->inv_keep : 0.f) : p;
                     wd[t] = ds[s];
                     if (g->additive) su += (nd->sq[bh * N + kq[t]] + nd->sk[r] > 0.f ? 1.f : g->slope) * ds[s];
                 }
@@ -873,7 +1003,9 @@ static void sparse_backward(al_ctx *c, attn_node *nd)
         for (int h = 0; h < H; h++)
             for (int b = 0; b < B; b++) {
                 const float *ds = dS + ((int64_t)b * H + h) * slots;
-                for (int64_t s = 0; s < slots; s++) drel[(int64_t)h * K + s % K] += ds[s];
+                float *dr = drel + (int64_t)h * K;
+                for (int64_t s0 = 0; s0 < slots; s0 += K)
+                    for (int o = 0; o < K; o++) dr[o] += ds[s0 + o];
             }
     }
     if (need_aq) head_dot_grad(g, q, dsq, al_grad(c, nd->aq));
@@ -925,6 +1057,11 @@ al_tensor *al_attention(al_ctx *c, const al_attn_desc *d, al_tensor *q, al_tenso
                      nd->lse, w ? w->data : NULL, scratch, nd->nthr);
     } else {
         if (sparse_build(c, &d->pattern, &g, nd) != 0) return NULL;
+        if (g.drop) {
+            nd->keepb = al_arena_alloc(&c->arena, (size_t)(rows / N * g.slots > 0 ? rows / N * g.slots : 1));
+            if (!nd->keepb) return al_fail(c, "attention: out of memory");
+            keep_bytes(&g, nd->keepb);
+        }
         nd->P = al_arena_alloc(&c->arena, (size_t)(rows / N * g.slots > 0 ? rows / N * g.slots : 1) * sizeof(float));
         if (!nd->P) return al_fail(c, "attention: out of memory");
         float *scratch = al_arena_alloc(&c->arena, (size_t)nd->nthr * nd->maxdeg * sizeof(float));

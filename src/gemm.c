@@ -481,6 +481,24 @@ static float *ws_alloc(size_t n)
     return aligned_alloc(64, bytes ? bytes : 64);
 }
 
+/* The packing workspace of the calling thread, grown on demand and kept for the next call: the
+ * attention kernels call al_gemm_serial thousands of times per step on small tiles, where a
+ * malloc/free pair per call cost as much as the product. One buffer per thread (thread-local), so
+ * concurrent calls never share it; gemm_blocked never re-enters the gemm, so one is enough. It lives
+ * until the thread exits (the process's threads are the main thread and OpenMP's pool). */
+static _Thread_local float *tl_ws;
+static _Thread_local size_t tl_ws_cap;
+static float *ws_thread(size_t n)
+{
+    if (n <= tl_ws_cap && tl_ws) return tl_ws;
+    size_t want = n < 4096 ? 4096 : n;
+    float *w = ws_alloc(want);
+    if (!w) return NULL;
+    free(tl_ws);
+    tl_ws = w; tl_ws_cap = want;
+    return w;
+}
+
 /* Number of K chunks for the long-K path (0 = not this path); depends on the shape only. */
 static int ksplit_chunks(int M, int N, int K)
 {
@@ -541,7 +559,7 @@ static void gemm_own(int ta, int tb, int M, int N, int K, float alpha,
 #endif
     for (int t = 0; t < np; t++) {
         part q = p[t];
-        float *ws = ws_alloc(wsn);
+        float *ws = ws_thread(wsn);
         if (!ws) { failed = 1; continue; }
         const float *a = ta ? A + (size_t)q.k0 * lda + q.i0 : A + (size_t)q.i0 * lda + q.k0;
         const float *b = tb ? B + (size_t)q.j0 * ldb + q.k0 : B + (size_t)q.k0 * ldb + q.j0;
@@ -550,7 +568,6 @@ static void gemm_own(int ta, int tb, int M, int N, int K, float alpha,
         else
             gemm_blocked(ta, tb, q.i1 - q.i0, q.j1 - q.j0, K, alpha, a, lda, b, ldb, beta,
                          C + (size_t)q.i0 * ldc + q.j0, ldc, ws);
-        free(ws);
     }
     if (failed) {                                /* out of memory: C may be half-written; recompute */
         free(part_c);
