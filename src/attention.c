@@ -172,6 +172,30 @@ static void drop_mul(const al_attn_cfg *g, int64_t bh, int64_t slot0, const floa
     }
 }
 
+/* drop_mul on two rows with the same mask (one hash per entry): y1 from x1 and y2 from x2. */
+static void drop_mul2(const al_attn_cfg *g, int64_t bh, int64_t slot0, const float *x1, float *y1,
+                      const float *x2, float *y2, int n)
+{
+    for (int t0 = 0; t0 < n; t0 += 16) {
+        uint32_t bits = keep16(g, bh, slot0 + t0);
+        int m = n - t0 < 16 ? n - t0 : 16;
+#if defined(__AVX512F__)
+        __mmask16 len = (__mmask16)(m == 16 ? 0xffffu : (1u << m) - 1);
+        const __m512 ik = _mm512_set1_ps(g->inv_keep);
+        __m512 v1 = _mm512_maskz_loadu_ps(len, x1 + t0), v2 = _mm512_maskz_loadu_ps(len, x2 + t0);
+        _mm512_mask_storeu_ps(y1 + t0, len, _mm512_maskz_mul_ps((__mmask16)bits, v1, ik));
+        _mm512_mask_storeu_ps(y2 + t0, len, _mm512_maskz_mul_ps((__mmask16)bits, v2, ik));
+#else
+        for (int t = 0; t < m; t++) {
+            int kp = (int)(bits >> t & 1u);
+            float a = x1[t0 + t], b = x2[t0 + t];
+            y1[t0 + t] = kp ? a * g->inv_keep : 0.f;
+            y2[t0 + t] = kp ? b * g->inv_keep : 0.f;
+        }
+#endif
+    }
+}
+
 /* keepb[bh·slots + s] = keep(bh, s) as bytes 0/1 for every (b, h) and slot: drawn once per
  * forward, read by the forward and both backward passes of the sparse kernels. */
 static void keep_bytes(const al_attn_cfg *g, uint8_t *keepb)
@@ -406,10 +430,11 @@ static void full_scores(const al_attn_cfg *g, int h, int i0, int nq, int j0, int
     if (!g->additive) {
         al_gemm_serial(0, 1, nq, nk, D, g->scale, Q + (int64_t)i0 * D, D, K + (int64_t)j0 * D, D, 0.f, S, BK);
     } else {
+        const float slope = g->slope;
         for (int ii = 0; ii < nq; ii++) {
-            float *s = S + ii * BK, u0 = sq[i0 + ii];
-            const float *skj = sk + j0;
-            for (int jj = 0; jj < nk; jj++) s[jj] = leaky(u0 + skj[jj], g->slope);
+            float *restrict s = S + ii * BK;
+            const float u0 = sq[i0 + ii], *restrict skj = sk + j0;
+            for (int jj = 0; jj < nk; jj++) s[jj] = leaky(u0 + skj[jj], slope);
         }
     }
     if (bias) {
@@ -503,20 +528,22 @@ static void full_ds_tile(const al_attn_cfg *g, int64_t bh, int i0, int nq, int j
             float dl = delta[i0 + ii];
             exp_shift(s, s, nk, lse[i0 + ii]);
             if (g->drop) {
-                if (pd) drop_mul(g, bh, row, s, pd, nk);
-                drop_mul(g, bh, row, dp, dp, nk);
+                if (pd) drop_mul2(g, bh, row, s, pd, dp, dp, nk);
+                else drop_mul(g, bh, row, dp, dp, nk);
                 for (int jj = 0; jj < nk; jj++) dp[jj] = s[jj] * (dp[jj] - dl);
             } else {
                 if (pd) memcpy(pd, s, (size_t)nk * sizeof(float));
                 for (int jj = 0; jj < nk; jj++) dp[jj] = s[jj] * (dp[jj] - dl);
             }
         } else {
-            if (g->drop) drop_mul(g, bh, row, dp, dp, nk);
             for (int jj = 0; jj < nk; jj++) {
                 if (pd) pd[jj] = s[jj] > 0.f ? s[jj] : 0.f;
                 dp[jj] = s[jj] > 0.f ? dp[jj] : 0.f;
             }
-            if (pd && g->drop) drop_mul(g, bh, row, pd, pd, nk);
+            if (g->drop) {
+                if (pd) drop_mul2(g, bh, row, pd, pd, dp, dp, nk);
+                else drop_mul(g, bh, row, dp, dp, nk);
+            }
         }
     }
 }
@@ -578,9 +605,11 @@ static void full_backward(al_ctx *c, attn_node *nd)
                                 for (int jj = 0; jj < nk; jj++) db[jj] += ds[jj];
                             }
                         if (g->additive) {
+                            const float slope = g->slope;
                             for (int ii = 0; ii < nq; ii++) {
-                                float *ds = dP + ii * BK, u0 = sqh[i0 + ii];
-                                for (int jj = 0; jj < nk; jj++) ds[jj] *= u0 + skh[j0 + jj] > 0.f ? 1.f : g->slope;
+                                float *restrict ds = dP + ii * BK;
+                                const float u0 = sqh[i0 + ii], *restrict skj = skh + j0;
+                                for (int jj = 0; jj < nk; jj++) ds[jj] *= u0 + skj[jj] > 0.f ? 1.f : slope;
                                 sacc[ii] += row_sum(ds, nk);
                             }
                         } else {   /* acc (nq, D) += scale · dS (nq, nk) · K_tile (nk, D) */
@@ -625,10 +654,12 @@ static void full_backward(al_ctx *c, attn_node *nd)
                         /* vacc (nk, Dv) += P'ᵀ (nk, nq) · dO_tile (nq, Dv) */
                         if (dv) al_gemm_serial(1, 0, nk, Dv, nq, 1.f, Pd, BK, dOh + (int64_t)i0 * Dv, Dv, 1.f, vacc, Dv);
                         if (g->additive) {
+                            const float slope = g->slope;
                             for (int ii = 0; ii < nq; ii++) {
-                                const float *ds = dP + ii * BK;
-                                float u0 = sqh[i0 + ii];
-                                for (int jj = 0; jj < nk; jj++) sacc[jj] += (u0 + skh[j0 + jj] > 0.f ? 1.f : g->slope) * ds[jj];
+                                const float *restrict ds = dP + ii * BK, *restrict skj = skh + j0;
+                                float *restrict sa = sacc;
+                                const float u0 = sqh[i0 + ii];
+                                for (int jj = 0; jj < nk; jj++) sa[jj] += (u0 + skj[jj] > 0.f ? 1.f : slope) * ds[jj];
                             }
                         } else if (dk) {   /* kacc (nk, D) += scale · dSᵀ (nk, nq) · Q_tile (nq, D) */
                             al_gemm_serial(1, 0, nk, D, nq, g->scale, dP, BK, Q + (int64_t)i0 * D, D, 1.f, kacc, D);
