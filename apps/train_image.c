@@ -2,6 +2,7 @@
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -13,7 +14,7 @@
 
 typedef struct opts {
     const char *model, *data, *data_dir, *csv, *save, *init_from;
-    int epochs, batch, threads, train_size, test_size, eval_every, image_size, channels, quiet;
+    int epochs, batch, threads, train_size, test_size, eval_every, image_h, image_w, channels, quiet;
     long seed;
     float lr, wd; int wd_set;
     /* model options; -1 / NULL = model default */
@@ -31,11 +32,12 @@ static void usage(FILE *f)
         "  --data NAME|DIR      fashion-mnist (IDX files) or an image folder DIR/{train,test}/CLASS/*.png|jpg\n"
         "                       (default fashion-mnist)\n"
         "  --data-dir DIR       where the Fashion-MNIST .gz files are (default: $ATTNLAB_FASHION_MNIST,\n"
-        "                       then " AL_FASHION_MNIST_DIR ")\n"
+        "                       $ATTNLAB_DATA/fashion-mnist, then " AL_FASHION_MNIST_DIR ")\n"
         "  --train-size N       stratified subset of N training images, seeded (default 0 = all)\n"
         "  --test-size N        evaluate on a stratified subset of N test images (quick checks only;\n"
         "                       default 0 = the whole test split, the reported protocol)\n"
-        "  --image-size S       image folders: resize to SxS (default: the most common size)\n"
+        "  --image-size HxW     image folders: resize to HxW, or SxS for a single number S (default: the\n"
+        "                       most common size in the folder)\n"
         "  --channels C         image folders: 1 (grey) or 3 (RGB) (default: 3 if any image has colour)\n"
         "training:\n"
         "  --epochs N           (default 10)\n"
@@ -138,13 +140,43 @@ static void warn_skip(void *ud, const char *msg) { (void)ud; fprintf(stderr, "at
 
 /* Load --data: "fashion-mnist" (IDX files in data_dir or the default directory) or an image folder.
  * name receives the dataset column of the CSV (the folder's last path component for a folder). */
-static al_status load_split(const char *data, const char *data_dir, int size, int channels, al_image_split *S,
+/* --image-size S or HxW, each side in [4, 4096]. */
+static int parse_hw(const char *s, int *h, int *w)
+{
+    char *end; long a = strtol(s, &end, 10), b = a;
+    if (end != s && (*end == 'x' || *end == 'X')) { const char *t = end + 1; b = strtol(t, &end, 10); if (end == t) end = (char *)s; }
+    if (end == s || *end || a < 4 || a > 4096 || b < 4 || b > 4096) {
+        fprintf(stderr, "attnlab train: --image-size wants S or HxW with sides 4..4096, got '%s'\n", s);
+        return 1;
+    }
+    *h = (int)a; *w = (int)b;
+    return 0;
+}
+
+/* Fashion-MNIST's directory: --data-dir, $ATTNLAB_FASHION_MNIST, $ATTNLAB_DATA/fashion-mnist, then
+ * the Debian package's /usr/share/datasets/fashion-mnist (al_fashion_mnist_load's default for NULL). */
+static const char *fmnist_dir(const char *data_dir, char *buf, size_t n)
+{
+    if (data_dir) return data_dir;
+    const char *e = getenv("ATTNLAB_FASHION_MNIST");
+    if (e && *e) return e;
+    const char *d = getenv("ATTNLAB_DATA");
+    if (d && *d) {
+        snprintf(buf, n, "%s/fashion-mnist", d);
+        struct stat st;
+        if (stat(buf, &st) == 0 && S_ISDIR(st.st_mode)) return buf;
+    }
+    return NULL;
+}
+
+static al_status load_split(const char *data, const char *data_dir, int size_h, int size_w, int channels, al_image_split *S,
                             char *name, size_t nn, al_error *err)
 {
     memset(S, 0, sizeof *S);
     if (!strcmp(data, "fashion-mnist")) {
         snprintf(name, nn, "fashion-mnist");
-        return al_fashion_mnist_load(data_dir ? data_dir : getenv("ATTNLAB_FASHION_MNIST"), S, err);
+        char buf[4096];
+        return al_fashion_mnist_load(fmnist_dir(data_dir, buf, sizeof buf), S, err);
     }
     const char *b = data + strlen(data);
     while (b > data && b[-1] == '/') b--;
@@ -154,7 +186,7 @@ static al_status load_split(const char *data, const char *data_dir, int size, in
     for (char *q = name; *q; q++) if (*q == ',' || *q == '"' || *q == '\n') *q = '_';
     al_folder_opts fo;
     memset(&fo, 0, sizeof fo);
-    fo.h = fo.w = size; fo.channels = channels; fo.split_seed = 0;   /* a fixed held-out split for every seed */
+    fo.h = size_h; fo.w = size_w; fo.channels = channels; fo.split_seed = 0;   /* a fixed held-out split for every seed */
     fo.warn = warn_skip;
     return al_image_folder_load(data, &fo, S, err);
 }
@@ -228,7 +260,7 @@ int train_image_main(int argc, char **argv)
 {
     opts o = {0};
     o.model = "cnn"; o.data = "fashion-mnist"; o.epochs = 10; o.batch = 64; o.seed = 1; o.lr = 1e-3f;
-    o.image_size = 0; o.channels = 0;
+    o.image_h = o.image_w = 0; o.channels = 0;
     o.heads = o.depth = o.dim = o.patch = o.window = -1;
     enum { O_TASK = 256, O_MODEL, O_DATA, O_DATADIR, O_TRAINSIZE, O_IMGSIZE, O_CHANNELS, O_EPOCHS, O_LR, O_WD,
            O_BATCH, O_SEED, O_THREADS, O_DIM, O_DEPTH, O_HEADS, O_PATCH, O_WINDOW, O_POS, O_SCORE, O_NORM,
@@ -250,7 +282,7 @@ int train_image_main(int argc, char **argv)
         case O_DATA: o.data = optarg; break;
         case O_DATADIR: o.data_dir = optarg; break;
         case O_TRAINSIZE: bad = parse_int(optarg, "--train-size", 0, &o.train_size); break;
-        case O_IMGSIZE: bad = parse_int(optarg, "--image-size", 4, &o.image_size); break;
+        case O_IMGSIZE: bad = parse_hw(optarg, &o.image_h, &o.image_w); break;
         case O_CHANNELS: bad = parse_int(optarg, "--channels", 1, &o.channels);
             if (!bad && o.channels != 1 && o.channels != 3) { fprintf(stderr, "attnlab train: --channels must be 1 or 3\n"); bad = -1; } break;
         case O_EPOCHS: bad = parse_int(optarg, "--epochs", 1, &o.epochs); break;
@@ -290,7 +322,7 @@ int train_image_main(int argc, char **argv)
 
     al_image_split D;
     char dname[64];
-    if (load_split(o.data, o.data_dir, o.image_size, o.channels, &D, dname, sizeof dname, &err) != AL_OK) {
+    if (load_split(o.data, o.data_dir, o.image_h, o.image_w, o.channels, &D, dname, sizeof dname, &err) != AL_OK) {
         fprintf(stderr, "attnlab train: %s\n", err.msg);
         al_image_split_free(&D);
         return 1;
