@@ -2,6 +2,8 @@
  *
  *   tradeoff  final test accuracy vs training-set size (log x), mean ± std over seeds, one line per model
  *   curves    test accuracy per epoch, mean ± std over seeds, one line per model, for one size
+ *   graph-attention  from the CSV of `attnlab train --task graph --attention` (layer,head,src,dst,weight):
+ *             the weight node N gives each of its neighbours, one bar per head, one panel per layer
  *
  * The gnuplot script (data inline as datablocks) is written to gnuplot's stdin; gnuplot writes
  * OUT.tmp.PID, which is renamed over OUT only when gnuplot succeeded.
@@ -23,11 +25,15 @@ static void usage(FILE *f)
 {
     fprintf(f,
         "usage: attnlab plot FILE.csv --out FILE.png [--kind tradeoff|curves] [--size N] [--script FILE.gp]\n"
+        "       attnlab plot ATTENTION.csv --kind graph-attention --node N [--layer L] --out FILE.png\n"
         "  --kind tradeoff  final test accuracy vs training-set size (log x), mean +- std over seeds as error\n"
         "                   bars, one line per model (default); for graph CSVs x is the number of labelled\n"
         "                   training nodes (labels per class x classes)\n"
         "  --kind curves    test accuracy per epoch (mean +- std over seeds), one line per model, at one size\n"
         "  --size N         curves: the training-set size to draw (default: the largest in the file)\n"
+        "  --kind graph-attention  the CSV of attnlab train --task graph --attention (layer,head,src,dst,weight,\n"
+        "                   a row = dst attends to src): the weights node --node gives its neighbours (and\n"
+        "                   itself), one bar per head, one panel per layer (or only --layer L)\n"
         "  --script FILE    also save the gnuplot script (data inline) to FILE\n"
         "  Needs gnuplot (Debian: gnuplot-nox); uses the pngcairo terminal, or png if cairo is missing.\n");
 }
@@ -117,6 +123,101 @@ static int curves(FILE *f, const al_results *r, const al_summary *s, long size, 
     return 0;
 }
 
+/* ---- graph-attention: the rows layer,head,src,dst,weight with dst = node ---- */
+typedef struct ga_row { int layer, head; long src; double w; } ga_row;
+
+static int ga_cmp(const void *a, const void *b)
+{
+    const ga_row *x = a, *y = b;
+    if (x->layer != y->layer) return x->layer < y->layer ? -1 : 1;
+    if (x->src != y->src) return x->src < y->src ? -1 : 1;
+    return (x->head > y->head) - (x->head < y->head);
+}
+
+static int graph_attention(FILE *f, const char *path, long node, int want_layer, const char *tmp_out)
+{
+    FILE *in = fopen(path, "r");
+    if (!in) { fprintf(stderr, "attnlab plot: cannot open %s: %s\n", path, strerror(errno)); return -1; }
+    char line[512];
+    long ln = 1, maxdst = -1;
+    int rc = -1;
+    ga_row *rows = NULL;
+    size_t n = 0, cap = 0;
+    if (!fgets(line, sizeof line, in) || strncmp(line, "layer,head,src,dst,weight", 25)) {
+        fprintf(stderr, "attnlab plot: %s is not an attention CSV (expected the header layer,head,src,dst,weight)\n", path);
+        goto done;
+    }
+    while (fgets(line, sizeof line, in)) {
+        ln++;
+        int layer, head; long src, dst; double w; char tail;
+        if (sscanf(line, "%d,%d,%ld,%ld,%lf %c", &layer, &head, &src, &dst, &w, &tail) != 5 || layer < 1 ||
+            layer > 64 || head < 0 || head >= 64 || src < 0 || dst < 0 || !isfinite(w)) {
+            fprintf(stderr, "attnlab plot: %s:%ld: expected layer,head,src,dst,weight\n", path, ln);
+            goto done;
+        }
+        if (dst > maxdst) maxdst = dst;
+        if (dst != node || (want_layer > 0 && layer != want_layer)) continue;
+        if (n == cap) {
+            ga_row *nr = realloc(rows, (cap = cap ? 2 * cap : 256) * sizeof *rows);
+            if (!nr) { fprintf(stderr, "attnlab plot: out of memory\n"); goto done; }
+            rows = nr;
+        }
+        rows[n++] = (ga_row){layer, head, src, w};
+    }
+    if (n == 0) {
+        if (want_layer > 0) fprintf(stderr, "attnlab plot: %s has no layer %d rows for node %ld (dst nodes 0..%ld)\n", path, want_layer, node, maxdst);
+        else fprintf(stderr, "attnlab plot: %s has no rows for node %ld (dst nodes 0..%ld)\n", path, node, maxdst);
+        goto done;
+    }
+    qsort(rows, n, sizeof *rows, ga_cmp);
+    int layers[64], nl = 0;
+    for (size_t i = 0; i < n; i++) if (nl == 0 || layers[nl - 1] != rows[i].layer) layers[nl++] = rows[i].layer;
+    long nb0 = 0;
+    for (size_t i = 0; i < n; i++) if (rows[i].layer == layers[0] && (i == 0 || rows[i - 1].src != rows[i].src)) nb0++;
+    fprintf(f, "set encoding utf8\n");
+    fprintf(f, "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) { set terminal pngcairo size 960,%d noenhanced font ',10' }"
+               " else { set terminal png size 960,%d noenhanced }\n", 80 + 340 * nl, 80 + 340 * nl);
+    fprintf(f, "set output '%s'\n", tmp_out);
+    fprintf(f, "set multiplot layout %d,1 title 'node %ld: attention weight it gives each neighbour (and itself), per head'\n", nl, node);
+    fprintf(f, "set style data histograms\nset style histogram clustered gap 1\nset style fill solid 0.85 border -1\n");
+    fprintf(f, "set grid ytics\nset yrange [0:*]\nset ylabel 'attention weight'\nset xlabel 'neighbour (src node)'\n");
+    fprintf(f, "set key outside right top\n%s\n", nb0 > 16 ? "set xtics rotate by -60 font ',8'" : "set xtics norotate");
+    size_t i = 0;
+    for (int L = 0; L < nl; L++) {
+        int heads = 0;
+        long nb = 0;
+        size_t start = i;
+        for (; i < n && rows[i].layer == layers[L]; i++) {
+            if (rows[i].head + 1 > heads) heads = rows[i].head + 1;
+            if (i == start || rows[i - 1].src != rows[i].src) nb++;
+        }
+        fprintf(f, "$L%d << EOD\n", L);
+        for (size_t j = start; j < i;) {   /* one line per neighbour: label, then the weight of every head */
+            long src = rows[j].src;
+            double w[64] = {0};
+            for (; j < i && rows[j].src == src; j++) w[rows[j].head] = rows[j].w;
+            fprintf(f, src == node ? "\"%ld (self)\"" : "\"%ld\"", src);
+            for (int h = 0; h < heads; h++) fprintf(f, " %.6g", w[h]);
+            fprintf(f, "\n");
+        }
+        fprintf(f, "EOD\n");
+        /* a dashed line at 1/k: what attention that ignores the features (uniform, as a GCN-like mean) gives */
+        fprintf(f, "unset arrow\nset arrow from graph 0, first %.6g to graph 1, first %.6g nohead dt 2 lw 1.5 lc rgb 'black' front\n",
+                1.0 / (double)nb, 1.0 / (double)nb);
+        fprintf(f, "set title 'layer %d: %ld neighbours incl. itself, %d head%s (dashed: uniform 1/%ld)'\nplot ", layers[L], nb,
+                heads, heads > 1 ? "s" : "", nb);
+        for (int h = 0; h < heads; h++)
+            fprintf(f, "%s$L%d using %d%s title 'head %d'", h ? ", " : "", L, h + 2, h ? "" : ":xtic(1)", h + 1);
+        fprintf(f, "\n");
+    }
+    fprintf(f, "unset multiplot\n");
+    rc = 0;
+done:
+    free(rows);
+    fclose(in);
+    return rc;
+}
+
 /* Feed the script to gnuplot on a pipe; returns gnuplot's exit status, or 127 if it cannot be run. */
 static int run_gnuplot(const char *script, size_t n)
 {
@@ -143,14 +244,52 @@ static int run_gnuplot(const char *script, size_t n)
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+/* Save the script if asked, run gnuplot, rename its output over out. Returns the exit status. */
+static int emit(const char *script, size_t slen, const char *script_path, const char *tmp_out, const char *out)
+{
+    int rc = 1;
+    if (script_path) {
+        FILE *g = fopen(script_path, "w");
+        if (!g || fwrite(script, 1, slen, g) != slen || fclose(g)) {
+            fprintf(stderr, "attnlab plot: cannot write %s: %s\n", script_path, strerror(errno));
+            return 1;
+        }
+    }
+    int st = run_gnuplot(script, slen);
+    struct stat sb;
+    if (st == 127) fprintf(stderr, "attnlab plot: cannot run gnuplot (is it installed? Debian: apt-get install gnuplot-nox)\n");
+    else if (st != 0) fprintf(stderr, "attnlab plot: gnuplot failed (status %d)\n", st);
+    else if (stat(tmp_out, &sb) || sb.st_size == 0) fprintf(stderr, "attnlab plot: gnuplot wrote no image\n");
+    else if (rename(tmp_out, out)) fprintf(stderr, "attnlab plot: cannot rename %s to %s: %s\n", tmp_out, out, strerror(errno));
+    else rc = 0;
+    if (rc) unlink(tmp_out);
+    return rc;
+}
+
+/* attnlab plot ATTENTION.csv --kind graph-attention --node N [--layer L] */
+static int plot_graph_attention(const char *path, long node, int layer, const char *tmp_out, const char *out,
+                                const char *script_path)
+{
+    char *script = NULL; size_t slen = 0;
+    FILE *f = open_memstream(&script, &slen);
+    if (!f) { fprintf(stderr, "attnlab plot: out of memory\n"); return 1; }
+    int bad = graph_attention(f, path, node, layer, tmp_out);
+    fprintf(f, "set output\n");
+    if (fclose(f)) { free(script); fprintf(stderr, "attnlab plot: out of memory\n"); return 1; }
+    int rc = bad ? 1 : emit(script, slen, script_path, tmp_out, out);
+    free(script);
+    return rc;
+}
+
 int cmd_plot(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"out", required_argument, 0, 'o'}, {"kind", required_argument, 0, 'k'}, {"size", required_argument, 0, 's'},
-        {"script", required_argument, 0, 'S'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+        {"script", required_argument, 0, 'S'}, {"node", required_argument, 0, 'N'}, {"layer", required_argument, 0, 'L'},
+        {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     const char *out = NULL, *kind = "tradeoff", *script_path = NULL;
-    long size = -1;
-    int ch;
+    long size = -1, node = -1;
+    int ch, layer = 0;
     optind = 0; opterr = 0;
     while ((ch = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
         switch (ch) {
@@ -163,13 +302,24 @@ int cmd_plot(int argc, char **argv)
             if (errno || *e || size < 1) { fprintf(stderr, "attnlab plot: --size: '%s' is not a positive integer\n", optarg); return 2; }
             break;
         }
+        case 'N': case 'L': {
+            char *e; errno = 0; long v = strtol(optarg, &e, 10);
+            if (e == optarg || errno || *e || v < (ch == 'N' ? 0 : 1) || v > 1000000000L) {
+                fprintf(stderr, "attnlab plot: --%s: '%s' is not a %s integer\n", ch == 'N' ? "node" : "layer", optarg,
+                        ch == 'N' ? "non-negative" : "positive");
+                return 2;
+            }
+            if (ch == 'N') node = v; else layer = (int)v;
+            break;
+        }
         default: fprintf(stderr, "attnlab plot: unknown or incomplete option '%s' (see --help)\n", argv[optind - 1]); return 2;
         }
     }
     if (optind != argc - 1) { fprintf(stderr, "attnlab plot: expected one CSV file (see --help)\n"); return 2; }
     if (!out) { fprintf(stderr, "attnlab plot: --out FILE.png is required\n"); return 2; }
-    if (strcmp(kind, "tradeoff") && strcmp(kind, "curves")) {
-        fprintf(stderr, "attnlab plot: --kind: unknown kind '%s' (expected tradeoff or curves)\n", kind);
+    int ga = !strcmp(kind, "graph-attention");
+    if (strcmp(kind, "tradeoff") && strcmp(kind, "curves") && !ga) {
+        fprintf(stderr, "attnlab plot: --kind: unknown kind '%s' (expected tradeoff, curves or graph-attention)\n", kind);
         return 2;
     }
     char tmp_out[4096];
@@ -178,6 +328,9 @@ int cmd_plot(int argc, char **argv)
         return 2;
     }
     const char *path = argv[optind];
+    if (ga && node < 0) { fprintf(stderr, "attnlab plot: --kind graph-attention needs --node N\n"); return 2; }
+    if (!ga && (node >= 0 || layer)) { fprintf(stderr, "attnlab plot: --node and --layer go with --kind graph-attention\n"); return 2; }
+    if (ga) return plot_graph_attention(path, node, layer, tmp_out, out, script_path);
     al_results r; al_summary s; al_error e = {{0}};
     if (al_results_read(path, &r, &e) != AL_OK) { fprintf(stderr, "attnlab plot: %s\n", e.msg); return 1; }
     if (al_results_summarize(&r, &s, &e) != AL_OK) { fprintf(stderr, "attnlab plot: %s\n", e.msg); al_results_free(&r); return 1; }
@@ -206,21 +359,7 @@ int cmd_plot(int argc, char **argv)
     if (fclose(f)) { f = NULL; fprintf(stderr, "attnlab plot: out of memory\n"); goto out; }
     f = NULL;
     if (bad) goto out;
-    if (script_path) {
-        FILE *g = fopen(script_path, "w");
-        if (!g || fwrite(script, 1, slen, g) != slen || fclose(g)) {
-            fprintf(stderr, "attnlab plot: cannot write %s: %s\n", script_path, strerror(errno));
-            goto out;
-        }
-    }
-    int st = run_gnuplot(script, slen);
-    struct stat sb;
-    if (st == 127) fprintf(stderr, "attnlab plot: cannot run gnuplot (is it installed? Debian: apt-get install gnuplot-nox)\n");
-    else if (st != 0) fprintf(stderr, "attnlab plot: gnuplot failed (status %d)\n", st);
-    else if (stat(tmp_out, &sb) || sb.st_size == 0) fprintf(stderr, "attnlab plot: gnuplot wrote no image\n");
-    else if (rename(tmp_out, out)) fprintf(stderr, "attnlab plot: cannot rename %s to %s: %s\n", tmp_out, out, strerror(errno));
-    else rc = 0;
-    if (rc) unlink(tmp_out);
+    rc = emit(script, slen, script_path, tmp_out, out);
 out:
     if (f) fclose(f);
     free(script);

@@ -1,0 +1,65 @@
+/* attnlab/attnmap.h — attention maps of image models: which pixels a query token looks at.
+ *
+ * al_attnmap_compute runs one image through an attention model (sa, local) with capture_attn set and
+ * scatters the weights of one block back onto the token grid: whatever the pattern's layout (full:
+ * (B,H,N,N); window2d: (B,H,N,win_h·win_w) by offset), map (q, h) holds, for every key token of the
+ * grid, the weight query token q gives it in head h (0 outside a window).
+ *
+ * al_attnmap_render draws a figure as an RGB image: one row per query; the input image with the
+ * query's token outlined, then one heat map per head (viridis, scaled to the panel's own maximum,
+ * which is printed under the panel) for each model side by side; model names, predictions and head
+ * numbers on top (a built-in 5×7 font); a colour bar at the bottom.
+ *
+ *   float *maps = malloc(nq * heads * N * sizeof *maps);
+ *   al_attnmap_compute(&m, x, -1, tokens, nq, maps, &pred, &err);      // last block
+ *   al_attnmap_model mm = {"sa", m.grid_h, m.grid_w, m.cfg.patch, m.cfg.heads, maps, pred_name};
+ *   al_attnmap_fig f = {pix, 1, 28, 28, caption, nq, qy, qx, &mm, 1, 4};
+ *   uint8_t *rgb; int w, h; al_attnmap_render(&f, &rgb, &w, &h, &err);  // then al_png_write
+ */
+#ifndef ATTNLAB_ATTNMAP_H
+#define ATTNLAB_ATTNMAP_H
+#include <stdint.h>
+#include "tensor.h"
+#include "models.h"
+
+#define AL_ATTNMAP_MAXQ 16      /* queries per figure */
+#define AL_ATTNMAP_MAXMODELS 4  /* models side by side */
+
+/* Attention of block `layer` (0-based, -1 = the last) of an sa/local model for one image
+ * x (C, H, W), already normalised as the model expects. queries[0..nq) are token indices of the
+ * model's grid (row-major, grid_h·grid_w tokens). maps (nq, heads, grid_h·grid_w) receives the
+ * weights; *pred (may be NULL) the predicted class. m->capture_attn is restored on return.
+ * Errors: a model without attention (cnn, conv-attn), a layer or query out of range. */
+al_status al_attnmap_compute(al_model *m, const float *x, int layer, const int *queries, int nq,
+                             float *maps, int *pred, al_error *err);
+
+/* One model's maps in a figure. */
+typedef struct al_attnmap_model {
+    const char *title;          /* e.g. "sa" (drawn upper-case) */
+    int grid_h, grid_w, patch;  /* token grid; a token covers patch×patch input pixels */
+    int heads;
+    const float *maps;          /* (nq, heads, grid_h·grid_w) */
+    const char *note;           /* second title line (e.g. "pred coat"), or NULL */
+} al_attnmap_model;
+
+/* A whole figure: the input image, the queries (input pixel coordinates), the models. */
+typedef struct al_attnmap_fig {
+    const uint8_t *image;       /* (c, h, w) uint8, c = 1 (grey) or 3 (RGB) */
+    int c, h, w;
+    const char *caption;        /* under "input" (e.g. "test #0\ncoat": up to two lines), or NULL */
+    int nq;
+    const int *qy, *qx;         /* (nq) pixel coordinates of the queries; each model uses the token holding it */
+    const al_attnmap_model *models;
+    int nmodels;
+    int scale;                  /* screen pixels per input pixel, 1..32 */
+} al_attnmap_fig;
+
+/* Where a panel lands: model -1 = the input column (head ignored). Writes its top-left corner and
+ * size in pixels; the figure's total size when model = -2. Returns AL_ERR for a bad index. */
+al_status al_attnmap_layout(const al_attnmap_fig *f, int model, int query, int head, int *x, int *y,
+                            int *w, int *h, al_error *err);
+/* The colour map (viridis-like, by hand) at t in [0, 1] (clamped). */
+void al_attnmap_color(float t, uint8_t rgb[3]);
+/* Draw the figure: *rgb (h·w·3, rows top to bottom) is malloc'd, the caller frees it. */
+al_status al_attnmap_render(const al_attnmap_fig *f, uint8_t **rgb, int *w, int *h, al_error *err);
+#endif

@@ -1,0 +1,337 @@
+/* attnmap.c — attention maps of image models (compute + figure), see attnlab/attnmap.h.
+ *
+ * Compute: one forward of a batch of one image with capture_attn set; the chosen block's weights
+ * are scattered from the pattern's layout onto the token grid. Render: a plain RGB canvas, panels
+ * up-scaled by nearest neighbour, a hand-made viridis-like colour map and a 5×7 bitmap font.
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "attnlab/attnmap.h"
+
+/* ------------------------------------------------------------------ compute */
+
+al_status al_attnmap_compute(al_model *m, const float *x, int layer, const int *queries, int nq,
+                             float *maps, int *pred, al_error *err)
+{
+    const al_model_config *g = &m->cfg;
+    if (strcmp(g->name, "sa") && strcmp(g->name, "local"))
+        return al_seterr(err, "attnmap: a '%s' model has no attention weights (only sa and local have)", g->name);
+    const int depth = g->depth, H = g->heads, gh = m->grid_h, gw = m->grid_w, N = gh * gw;
+    if (layer == -1) layer = depth - 1;
+    if (layer < 0 || layer >= depth)
+        return al_seterr(err, "attnmap: layer %d does not exist: the model has %d blocks (1..%d)", layer + 1, depth, depth);
+    if (nq < 1) return al_seterr(err, "attnmap: no query");
+    for (int i = 0; i < nq; i++)
+        if (queries[i] < 0 || queries[i] >= N)
+            return al_seterr(err, "attnmap: query token %d is outside the %dx%d token grid", queries[i], gh, gw);
+    /* the pattern the model attends with (as models_image.c builds it): local = window×window;
+     * sa with relative positions = a window covering the whole grid; otherwise full */
+    int wh = 0, ww = 0;
+    if (!strcmp(g->name, "local")) wh = ww = g->window;
+    else if (g->pos == AL_POS_RELATIVE) { wh = 2 * gh - 1; ww = 2 * gw - 1; }
+    const int K = wh ? wh * ww : N;   /* slots per query */
+
+    al_ctx *c = al_ctx_new(1);
+    if (!c) return al_seterr(err, "attnmap: out of memory");
+    c->grad_enabled = 0; c->training = 0;
+    al_status st = AL_OK;
+    int saved = m->capture_attn;
+    m->capture_attn = 1;
+    al_tensor *xt = al_new(c, 4, (int[]){1, g->channels, g->height, g->width});   /* (1,C,H,W) */
+    if (xt) memcpy(xt->data, x, (size_t)xt->numel * sizeof(float));
+    al_tensor *lg = al_model_forward(c, m, xt);                                     /* (1,classes) */
+    m->capture_attn = saved;
+    al_tensor *w = lg ? m->attn_weights[layer] : NULL;                              /* (1,H,N,K) */
+    if (!lg || !w) { st = al_seterr(err, "attnmap: forward failed: %s", al_ok(c) ? "no weights captured" : al_ctx_error(c)); goto out; }
+    if (w->ndim != 4 || w->shape[0] != 1 || w->shape[1] != H || w->shape[2] != N || w->shape[3] != K) {
+        char b[64];
+        st = al_seterr(err, "attnmap: block %d weights have shape %s, expected (1, %d, %d, %d)", layer + 1,
+                       al_shape_str(w, b, sizeof b), H, N, K);
+        goto out;
+    }
+    const int rh = wh / 2, rw = ww / 2;
+    for (int i = 0; i < nq; i++) {
+        const int q = queries[i], qy = q / gw, qx = q % gw;
+        for (int h = 0; h < H; h++) {
+            float *dst = maps + ((size_t)i * H + h) * N;                    /* (N) */
+            const float *row = w->data + ((size_t)h * N + q) * K;          /* (K) */
+            if (!wh) { memcpy(dst, row, (size_t)N * sizeof(float)); continue; }
+            memset(dst, 0, (size_t)N * sizeof(float));
+            for (int dy = -rh; dy <= rh; dy++) {
+                int ky = qy + dy;
+                if (ky < 0 || ky >= gh) continue;
+                for (int dx = -rw; dx <= rw; dx++) {
+                    int kx = qx + dx;
+                    if (kx < 0 || kx >= gw) continue;
+                    dst[ky * gw + kx] = row[(dy + rh) * ww + (dx + rw)];
+                }
+            }
+        }
+    }
+    if (pred) {
+        int best = 0;
+        for (int k = 1; k < lg->shape[1]; k++) if (lg->data[k] > lg->data[best]) best = k;
+        *pred = best;
+    }
+out:
+    for (int b = 0; b < AL_MODEL_MAXDEPTH; b++) m->attn_weights[b] = NULL;   /* arena memory, gone below */
+    al_ctx_free(c);
+    return st;
+}
+
+/* ------------------------------------------------------------------ colour map */
+
+void al_attnmap_color(float t, uint8_t rgb[3])
+{
+    /* nine anchors along viridis (dark purple → blue → teal → green → yellow), linear in between */
+    static const uint8_t a[9][3] = {{68, 1, 84},    {71, 44, 122},  {59, 81, 139},  {44, 113, 142}, {33, 144, 141},
+                                    {39, 173, 129}, {92, 200, 99},  {170, 220, 50}, {253, 231, 37}};
+    if (!(t > 0.f)) t = 0.f;   /* NaN → 0 */
+    if (t > 1.f) t = 1.f;
+    float s = t * 8.f;
+    int i = (int)s;
+    if (i >= 8) { memcpy(rgb, a[8], 3); return; }
+    float f = s - (float)i;
+    for (int k = 0; k < 3; k++) rgb[k] = (uint8_t)((float)a[i][k] + f * ((float)a[i + 1][k] - (float)a[i][k]) + 0.5f);
+}
+
+/* ------------------------------------------------------------------ font: 5×7, rows top to bottom,
+ * bit 4 = leftmost column; drawn by hand for the characters the figures need */
+
+typedef struct glyph { char ch; uint8_t row[7]; } glyph;
+static const glyph font[] = {
+    {'A', {0x0E, 0x11, 0x11, 0x1F, 0x11, 0x11, 0x11}}, {'B', {0x1E, 0x11, 0x11, 0x1E, 0x11, 0x11, 0x1E}},
+    {'C', {0x0E, 0x11, 0x10, 0x10, 0x10, 0x11, 0x0E}}, {'D', {0x1E, 0x11, 0x11, 0x11, 0x11, 0x11, 0x1E}},
+    {'E', {0x1F, 0x10, 0x10, 0x1E, 0x10, 0x10, 0x1F}}, {'F', {0x1F, 0x10, 0x10, 0x1E, 0x10, 0x10, 0x10}},
+    {'G', {0x0E, 0x11, 0x10, 0x17, 0x11, 0x11, 0x0F}}, {'H', {0x11, 0x11, 0x11, 0x1F, 0x11, 0x11, 0x11}},
+    {'I', {0x0E, 0x04, 0x04, 0x04, 0x04, 0x04, 0x0E}}, {'J', {0x07, 0x02, 0x02, 0x02, 0x02, 0x12, 0x0C}},
+    {'K', {0x11, 0x12, 0x14, 0x18, 0x14, 0x12, 0x11}}, {'L', {0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x1F}},
+    {'M', {0x11, 0x1B, 0x15, 0x15, 0x11, 0x11, 0x11}}, {'N', {0x11, 0x11, 0x19, 0x15, 0x13, 0x11, 0x11}},
+    {'O', {0x0E, 0x11, 0x11, 0x11, 0x11, 0x11, 0x0E}}, {'P', {0x1E, 0x11, 0x11, 0x1E, 0x10, 0x10, 0x10}},
+    {'Q', {0x0E, 0x11, 0x11, 0x11, 0x15, 0x12, 0x0D}}, {'R', {0x1E, 0x11, 0x11, 0x1E, 0x14, 0x12, 0x11}},
+    {'S', {0x0F, 0x10, 0x10, 0x0E, 0x01, 0x01, 0x1E}}, {'T', {0x1F, 0x04, 0x04, 0x04, 0x04, 0x04, 0x04}},
+    {'U', {0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x0E}}, {'V', {0x11, 0x11, 0x11, 0x11, 0x11, 0x0A, 0x04}},
+    {'W', {0x11, 0x11, 0x11, 0x15, 0x15, 0x15, 0x0A}}, {'X', {0x11, 0x11, 0x0A, 0x04, 0x0A, 0x11, 0x11}},
+    {'Y', {0x11, 0x11, 0x0A, 0x04, 0x04, 0x04, 0x04}}, {'Z', {0x1F, 0x01, 0x02, 0x04, 0x08, 0x10, 0x1F}},
+    {'0', {0x0E, 0x11, 0x13, 0x15, 0x19, 0x11, 0x0E}}, {'1', {0x04, 0x0C, 0x04, 0x04, 0x04, 0x04, 0x0E}},
+    {'2', {0x0E, 0x11, 0x01, 0x02, 0x04, 0x08, 0x1F}}, {'3', {0x1F, 0x02, 0x04, 0x02, 0x01, 0x11, 0x0E}},
+    {'4', {0x02, 0x06, 0x0A, 0x12, 0x1F, 0x02, 0x02}}, {'5', {0x1F, 0x10, 0x1E, 0x01, 0x01, 0x11, 0x0E}},
+    {'6', {0x06, 0x08, 0x10, 0x1E, 0x11, 0x11, 0x0E}}, {'7', {0x1F, 0x01, 0x02, 0x04, 0x08, 0x08, 0x08}},
+    {'8', {0x0E, 0x11, 0x11, 0x0E, 0x11, 0x11, 0x0E}}, {'9', {0x0E, 0x11, 0x11, 0x0F, 0x01, 0x02, 0x0C}},
+    {'-', {0x00, 0x00, 0x00, 0x1F, 0x00, 0x00, 0x00}}, {'/', {0x01, 0x01, 0x02, 0x04, 0x08, 0x10, 0x10}},
+    {':', {0x00, 0x0C, 0x0C, 0x00, 0x0C, 0x0C, 0x00}}, {'.', {0x00, 0x00, 0x00, 0x00, 0x00, 0x0C, 0x0C}},
+    {',', {0x00, 0x00, 0x00, 0x00, 0x0C, 0x04, 0x08}}, {'=', {0x00, 0x00, 0x1F, 0x00, 0x1F, 0x00, 0x00}},
+    {'(', {0x02, 0x04, 0x08, 0x08, 0x08, 0x04, 0x02}}, {')', {0x08, 0x04, 0x02, 0x02, 0x02, 0x04, 0x08}},
+    {'+', {0x00, 0x04, 0x04, 0x1F, 0x04, 0x04, 0x00}}, {'_', {0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x1F}},
+    {'?', {0x0E, 0x11, 0x01, 0x02, 0x04, 0x00, 0x04}}, {' ', {0, 0, 0, 0, 0, 0, 0}},
+    {'#', {0x0A, 0x0A, 0x1F, 0x0A, 0x1F, 0x0A, 0x0A}}, {'%', {0x18, 0x19, 0x02, 0x04, 0x08, 0x13, 0x03}},
+};
+
+static const uint8_t *glyph_rows(char ch)
+{
+    ch = (char)toupper((unsigned char)ch);
+    for (size_t i = 0; i < sizeof font / sizeof font[0]; i++) if (font[i].ch == ch) return font[i].row;
+    return glyph_rows('?');
+}
+
+typedef struct canvas { uint8_t *p; int w, h; } canvas;   /* p (h, w, 3) */
+
+static void put(canvas *cv, int x, int y, const uint8_t rgb[3])
+{
+    if (x < 0 || y < 0 || x >= cv->w || y >= cv->h) return;
+    memcpy(cv->p + ((size_t)y * cv->w + x) * 3, rgb, 3);
+}
+
+static void fill_rect(canvas *cv, int x, int y, int w, int h, const uint8_t rgb[3])
+{
+    for (int yy = y; yy < y + h; yy++) for (int xx = x; xx < x + w; xx++) put(cv, xx, yy, rgb);
+}
+
+/* An outline of thickness t drawn inside the box (x, y, w, h). */
+static void outline(canvas *cv, int x, int y, int w, int h, int t, const uint8_t rgb[3])
+{
+    if (t * 2 >= w || t * 2 >= h) { fill_rect(cv, x, y, w, h, rgb); return; }
+    fill_rect(cv, x, y, w, t, rgb); fill_rect(cv, x, y + h - t, w, t, rgb);
+    fill_rect(cv, x, y, t, h, rgb); fill_rect(cv, x + w - t, y, t, h, rgb);
+}
+
+static int text_width(const char *s, int ts) { int n = (int)strlen(s); return n ? (n * 6 - 1) * ts : 0; }
+
+static void draw_text(canvas *cv, int x, int y, const char *s, int ts, const uint8_t rgb[3])
+{
+    for (; *s; s++, x += 6 * ts) {
+        const uint8_t *r = glyph_rows(*s);
+        for (int gy = 0; gy < 7; gy++)
+            for (int gx = 0; gx < 5; gx++)
+                if (r[gy] & (0x10 >> gx)) fill_rect(cv, x + gx * ts, y + gy * ts, ts, ts, rgb);
+    }
+}
+
+/* Centred on cx, kept inside the canvas where it fits. */
+static void draw_text_centred(canvas *cv, int cx, int y, const char *s, int ts, const uint8_t rgb[3])
+{
+    int w = text_width(s, ts), x = cx - w / 2;
+    if (x + w > cv->w) x = cv->w - w;
+    if (x < 0) x = 0;
+    draw_text(cv, x, y, s, ts, rgb);
+}
+
+/* ------------------------------------------------------------------ layout */
+
+enum { MARGIN = 10, GAP = 4, GAP_BLOCK = 20, TS = 2, LINE = 7 * TS + 6, HEADER = MARGIN + 3 * LINE,
+       UNDER = 7 + 6, BAR_H = 12, FOOTER = 6 + BAR_H + 4 + 7 * TS + MARGIN };
+
+static al_status check_fig(const al_attnmap_fig *f, al_error *err)
+{
+    if (!f || !f->image || !f->models) return al_seterr(err, "attnmap: empty figure");
+    if (f->c != 1 && f->c != 3) return al_seterr(err, "attnmap: the input image has %d channels (1 or 3 drawn)", f->c);
+    if (f->h < 1 || f->w < 1 || f->h > 4096 || f->w > 4096) return al_seterr(err, "attnmap: bad image size %dx%d", f->h, f->w);
+    if (f->nq < 1 || f->nq > AL_ATTNMAP_MAXQ) return al_seterr(err, "attnmap: %d queries (1..%d)", f->nq, AL_ATTNMAP_MAXQ);
+    if (f->nmodels < 1 || f->nmodels > AL_ATTNMAP_MAXMODELS)
+        return al_seterr(err, "attnmap: %d models (1..%d)", f->nmodels, AL_ATTNMAP_MAXMODELS);
+    if (f->scale < 1 || f->scale > 32) return al_seterr(err, "attnmap: scale %d (1..32)", f->scale);
+    for (int i = 0; i < f->nq; i++)
+        if (f->qy[i] < 0 || f->qy[i] >= f->h || f->qx[i] < 0 || f->qx[i] >= f->w)
+            return al_seterr(err, "attnmap: query (%d, %d) is outside the %dx%d image", f->qy[i], f->qx[i], f->h, f->w);
+    for (int k = 0; k < f->nmodels; k++) {
+        const al_attnmap_model *m = &f->models[k];
+        if (!m->maps || m->heads < 1 || m->heads > 64 || m->patch < 1 || m->grid_h < 1 || m->grid_w < 1 ||
+            (int64_t)m->grid_h * m->patch > f->h || (int64_t)m->grid_w * m->patch > f->w)
+            return al_seterr(err, "attnmap: model %d: bad grid %dx%d, patch %d or heads %d for a %dx%d image", k + 1,
+                             m->grid_h, m->grid_w, m->patch, m->heads, f->h, f->w);
+    }
+    return AL_OK;
+}
+
+static int block_x(const al_attnmap_fig *f, int model)   /* left edge of model's block (model = nmodels: end) */
+{
+    int pw = f->w * f->scale, x = MARGIN + pw + GAP_BLOCK;
+    for (int k = 0; k < model; k++) x += f->models[k].heads * (pw + GAP) - GAP + GAP_BLOCK;
+    return x;
+}
+
+al_status al_attnmap_layout(const al_attnmap_fig *f, int model, int query, int head, int *x, int *y,
+                            int *w, int *h, al_error *err)
+{
+    if (check_fig(f, err) != AL_OK) return AL_ERR;
+    const int pw = f->w * f->scale, ph = f->h * f->scale;
+    if (model == -2) {
+        *x = 0; *y = 0;
+        *w = block_x(f, f->nmodels) - GAP_BLOCK + MARGIN;
+        *h = HEADER + f->nq * (ph + UNDER) + FOOTER;
+        return AL_OK;
+    }
+    if (model < -1 || model >= f->nmodels || query < 0 || query >= f->nq ||
+        (model >= 0 && (head < 0 || head >= f->models[model].heads)))
+        return al_seterr(err, "attnmap: no panel (model %d, query %d, head %d)", model, query, head);
+    *x = model < 0 ? MARGIN : block_x(f, model) + head * (pw + GAP);
+    *y = HEADER + query * (ph + UNDER);
+    *w = pw; *h = ph;
+    return AL_OK;
+}
+
+/* ------------------------------------------------------------------ render */
+
+al_status al_attnmap_render(const al_attnmap_fig *f, uint8_t **rgb, int *w, int *h, al_error *err)
+{
+    *rgb = NULL;
+    int x0, y0, W, Hh;
+    if (al_attnmap_layout(f, -2, 0, 0, &x0, &y0, &W, &Hh, err) != AL_OK) return AL_ERR;
+    canvas cv = {malloc((size_t)W * Hh * 3), W, Hh};
+    if (!cv.p) return al_seterr(err, "attnmap: out of memory (%dx%d figure)", W, Hh);
+    memset(cv.p, 255, (size_t)W * Hh * 3);
+    static const uint8_t ink[3] = {25, 25, 25}, red[3] = {240, 30, 30}, grey[3] = {128, 128, 128};
+    const int S = f->scale, pw = f->w * S, ph = f->h * S, t = S >= 3 ? 2 : 1;
+    char buf[64];
+
+    /* header: the input column, then each model's title, note and head numbers */
+    draw_text_centred(&cv, MARGIN + pw / 2, MARGIN, "input", TS, ink);
+    if (f->caption) {   /* up to two lines, split at '\n' */
+        const char *nl = strchr(f->caption, '\n');
+        int n1 = nl ? (int)(nl - f->caption) : (int)strlen(f->caption);
+        snprintf(buf, sizeof buf, "%.*s", n1, f->caption);
+        draw_text_centred(&cv, MARGIN + pw / 2, MARGIN + LINE, buf, TS, ink);
+        if (nl) draw_text_centred(&cv, MARGIN + pw / 2, MARGIN + 2 * LINE, nl + 1, TS, ink);
+    }
+    for (int k = 0; k < f->nmodels; k++) {
+        const al_attnmap_model *m = &f->models[k];
+        int bx = block_x(f, k), bw = m->heads * (pw + GAP) - GAP;
+        if (m->title) draw_text_centred(&cv, bx + bw / 2, MARGIN, m->title, TS, ink);
+        if (m->note) draw_text_centred(&cv, bx + bw / 2, MARGIN + LINE, m->note, TS, ink);
+        for (int hd = 0; hd < m->heads; hd++) {
+            snprintf(buf, sizeof buf, "head %d", hd + 1);
+            if (text_width(buf, TS) > pw) snprintf(buf, sizeof buf, "%d", hd + 1);
+            draw_text_centred(&cv, bx + hd * (pw + GAP) + pw / 2, MARGIN + 2 * LINE, buf, TS, ink);
+        }
+    }
+
+    for (int q = 0; q < f->nq; q++) {
+        int px, py, pw_, ph_;
+        al_attnmap_layout(f, -1, q, 0, &px, &py, &pw_, &ph_, err);
+        /* the input, nearest-neighbour up-scaled */
+        for (int y = 0; y < ph; y++)
+            for (int x = 0; x < pw; x++) {
+                size_t o = (size_t)(y / S) * f->w + (size_t)(x / S), plane = (size_t)f->h * f->w;
+                uint8_t c3[3];
+                for (int ch = 0; ch < 3; ch++) c3[ch] = f->image[(f->c == 3 ? (size_t)ch * plane : 0) + o];
+                put(&cv, px + x, py + y, c3);
+            }
+        snprintf(buf, sizeof buf, "(%d,%d)", f->qy[q], f->qx[q]);
+        draw_text(&cv, px, py + ph + 3, buf, 1, ink);
+        /* the query's token, outlined on the input for the first model's grid */
+        const al_attnmap_model *m0 = &f->models[0];
+        {
+            int ty = f->qy[q] / m0->patch, tx = f->qx[q] / m0->patch;
+            if (ty >= m0->grid_h) ty = m0->grid_h - 1;
+            if (tx >= m0->grid_w) tx = m0->grid_w - 1;
+            int bs = m0->patch * S;
+            outline(&cv, px + tx * bs, py + ty * bs, bs, bs, t, red);
+        }
+        for (int k = 0; k < f->nmodels; k++) {
+            const al_attnmap_model *m = &f->models[k];
+            const int gh = m->grid_h, gw = m->grid_w, N = gh * gw, P = m->patch;
+            int ty = f->qy[q] / P, tx = f->qx[q] / P;
+            if (ty >= gh) ty = gh - 1;
+            if (tx >= gw) tx = gw - 1;
+            for (int hd = 0; hd < m->heads; hd++) {
+                const float *mp = m->maps + ((size_t)q * m->heads + hd) * N;   /* (N) */
+                float mx = 0.f;
+                for (int j = 0; j < N; j++) if (mp[j] > mx) mx = mp[j];
+                al_attnmap_layout(f, k, q, hd, &px, &py, &pw_, &ph_, err);
+                for (int y = 0; y < ph; y++) {
+                    int gy = y / S / P;
+                    for (int x = 0; x < pw; x++) {
+                        int gx = x / S / P;
+                        uint8_t c3[3];
+                        if (gy >= gh || gx >= gw) memcpy(c3, grey, 3);   /* pixels no token covers */
+                        else al_attnmap_color(mx > 0.f ? mp[gy * gw + gx] / mx : 0.f, c3);
+                        put(&cv, px + x, py + y, c3);
+                    }
+                }
+                outline(&cv, px + tx * P * S, py + ty * P * S, P * S, P * S, t, red);
+                snprintf(buf, sizeof buf, "max %.3f", (double)mx);
+                if (text_width(buf, 1) > pw) snprintf(buf, sizeof buf, "%.2f", (double)mx);
+                draw_text(&cv, px, py + ph + 3, buf, 1, ink);
+            }
+        }
+    }
+
+    /* colour bar: 0 … the panel's own maximum */
+    {
+        int by = Hh - FOOTER + 6, bw = W - 2 * MARGIN;
+        if (bw > 320) bw = 320;
+        for (int x = 0; x < bw; x++) {
+            uint8_t c3[3];
+            al_attnmap_color(bw > 1 ? (float)x / (float)(bw - 1) : 1.f, c3);
+            fill_rect(&cv, MARGIN + x, by, 1, BAR_H, c3);
+        }
+        draw_text(&cv, MARGIN, by + BAR_H + 4, "0", TS, ink);
+        const char *lab = "weight / panel max";
+        int lx = MARGIN + bw - text_width(lab, TS);
+        draw_text(&cv, lx > MARGIN + 20 ? lx : MARGIN + 20, by + BAR_H + 4, lab, TS, ink);
+    }
+    *rgb = cv.p; *w = W; *h = Hh;
+    return AL_OK;
+}
