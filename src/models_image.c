@@ -225,12 +225,10 @@ static al_tensor *block_forward(al_ctx *c, al_model *m, int bi, al_tensor *x /* 
 {
     const al_model_config *g = &m->cfg;
     al_block_params *p = &m->blocks[bi];
-    int D = g->dim;
     al_tensor *h = al_layernorm(c, x, p->ln1_w, p->ln1_b, 1e-5f);
     al_tensor *qkv = al_linear(c, h, p->qkv_w, p->qkv_b);                       /* (B,N,3D) */
-    al_tensor *q = al_split_heads(c, al_slice_last(c, qkv, 0, D), g->heads);     /* (B,H,N,Dh) */
-    al_tensor *k = al_split_heads(c, al_slice_last(c, qkv, D, D), g->heads);
-    al_tensor *v = al_split_heads(c, al_slice_last(c, qkv, 2 * D, D), g->heads);
+    al_tensor *q, *k, *v;                                                       /* (B,H,N,Dh) each */
+    if (al_split_qkv(c, qkv, g->heads, &q, &k, &v) != AL_OK) return NULL;       /* one pass, not 3 slices + 3 splits */
     al_attn_desc d;
     memset(&d, 0, sizeof d);
     d.pattern = model_pattern(m);

@@ -204,6 +204,70 @@ al_tensor *al_merge_heads(al_ctx *c, al_tensor *x)
     return map_op(c, x, 3, (int[]){B, N, H * D}, &m, "merge_heads"); /* (B, N, H·D) */
 }
 
+/* ---------------- fused q/k/v split ---------------- */
+typedef struct qkv_node { al_tensor *x, *o[3]; int B, N, H, D; } qkv_node;
+
+/* Row t = (b, n) of x (B, N, 3·H·D) holds [q | k | v], each H blocks of D; block (s, h) goes to
+ * o[s] (B, H, N, D) at (b, h, n). dir 0: o = x[...] (forward). dir 1 (backward, x is dx): dx += g,
+ * dir 2: dx = g (dx fresh); a NULL g[s] counts as zeros. Each row of x is owned by one thread. */
+static void qkv_run(float *x, float *const o[3], int B, int N, int H, int D, int dir)
+{
+    const int64_t rows = (int64_t)B * N, HD = (int64_t)H * D, W = 3 * HD;
+    AL_OMP("omp parallel for schedule(static) if (rows * W >= SHAPE_PAR_MIN)")
+    for (int64_t t = 0; t < rows; t++) {
+        const int64_t b = t / N, n = t % N;
+        float *xr = x + t * W;
+        for (int s = 0; s < 3; s++)
+            for (int h = 0; h < H; h++) {
+                float *xs = xr + s * HD + (int64_t)h * D;
+                if (!o[s]) { if (dir == 2) memset(xs, 0, (size_t)D * sizeof(float)); continue; }
+                float *os = o[s] + ((b * H + h) * N + n) * D;
+                if (dir == 0) memcpy(os, xs, (size_t)D * sizeof(float));
+                else if (dir == 2) memcpy(xs, os, (size_t)D * sizeof(float));
+                else for (int d = 0; d < D; d++) xs[d] += os[d];
+            }
+    }
+}
+
+static void qkv_backward(al_ctx *c, void *p)
+{
+    qkv_node *nd = p;
+    float *g[3] = {nd->o[0]->grad, nd->o[1]->grad, nd->o[2]->grad};
+    if (!g[0] && !g[1] && !g[2]) return;
+    int fresh;
+    float *dx = al_grad_for_write(c, nd->x, &fresh);   /* (B, N, 3·H·D) */
+    if (!dx) return;
+    qkv_run(dx, g, nd->B, nd->N, nd->H, nd->D, fresh ? 2 : 1);
+}
+
+al_status al_split_qkv(al_ctx *c, al_tensor *x, int heads, al_tensor **q, al_tensor **k, al_tensor **v)
+{
+    *q = *k = *v = NULL;
+    if (!x || !al_ok(c)) return AL_ERR;
+    char s1[64];
+    if (x->ndim != 3 || heads < 1 || x->shape[2] % (3 * heads)) {
+        al_fail(c, "split_qkv: x %s must be (B, N, 3·H·D) with the last dim divisible by 3·%d heads",
+                al_shape_str(x, s1, sizeof s1), heads);
+        return AL_ERR;
+    }
+    const int B = x->shape[0], N = x->shape[1], D = x->shape[2] / (3 * heads);
+    const int os[4] = {B, heads, N, D};                               /* (B, H, N, D) */
+    al_tensor *o[3];
+    for (int s = 0; s < 3; s++)
+        if (!(o[s] = al_new(c, 4, os))) return AL_ERR;
+    float *od[3] = {o[0]->data, o[1]->data, o[2]->data};
+    qkv_run(x->data, od, B, N, heads, D, 0);
+    if (needs_grad(c, x)) {
+        qkv_node *nd = node_alloc(c, sizeof *nd, "split_qkv");
+        if (!nd) return AL_ERR;
+        nd->x = x; nd->B = B; nd->N = N; nd->H = heads; nd->D = D;
+        for (int s = 0; s < 3; s++) { nd->o[s] = o[s]; o[s]->requires_grad = 1; }
+        al_tape_push(c, qkv_backward, nd);
+    }
+    *q = o[0]; *k = o[1]; *v = o[2];
+    return AL_OK;
+}
+
 /* ---------------- slice / concat of the last dim ---------------- */
 al_tensor *al_slice_last(al_ctx *c, al_tensor *x, int start, int len)
 {

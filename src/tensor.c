@@ -247,6 +247,16 @@ float *al_grad(al_ctx *c, al_tensor *t)
     }
     return t->grad;
 }
+float *al_grad_for_write(al_ctx *c, al_tensor *t, int *fresh)
+{
+    *fresh = 0;
+    if (!t->grad) {
+        t->grad = al_arena_alloc(&c->arena, (size_t)t->numel * sizeof(float));
+        if (!t->grad) { al_fail(c, "out of memory allocating a gradient"); return NULL; }
+        *fresh = 1;
+    }
+    return t->grad;
+}
 int al_same_shape(const al_tensor *a, const al_tensor *b)
 {
     if (a->ndim != b->ndim) return 0;

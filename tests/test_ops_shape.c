@@ -168,6 +168,100 @@ static void test_split_merge_heads(void **st)
     free(d);
 }
 
+/* ---------------- fused q/k/v split ---------------- */
+static al_tensor *qkv_fn(al_ctx *c, al_tensor **t, void *ud)
+{
+    al_tensor *o[3];
+    if (al_split_qkv(c, t[0], *(int *)ud, &o[0], &o[1], &o[2]) != AL_OK) return NULL;
+    return al_concat_last(c, 3, o);   /* (B, H, N, 3·D): every output element reaches the loss */
+}
+
+/* al_split_qkv against 3 × al_slice_last + al_split_heads, forward and backward, on one shape.
+ * which: bit s set = output s receives a gradient; pre = x already holds a gradient (accumulate path). */
+static void qkv_case(int B, int N, int H, int D, int which, int pre)
+{
+    al_ctx *c = al_ctx_new(1);
+    const int64_t n = (int64_t)B * N * 3 * H * D, on = (int64_t)B * H * N * D;
+    {   /* poison the arena: memory handed out uninitialised (a fresh gradient) then holds NaNs, not zeros */
+        al_tensor *junk = al_new(c, 1, (int[]){(int)(16 * n + 4096)});
+        assert_non_null(junk);
+        memset(junk->data, 0xff, (size_t)junk->numel * sizeof(float));
+        al_ctx_reset(c);
+    }
+    float *xd = tu_alloc_rand(n, (uint64_t)(B * 1000 + N * 10 + H + D), -1, 1);
+    float *g = tu_alloc_rand(3 * on, 77, -1, 1), *p0 = tu_alloc_rand(n, 78, -1, 1);
+    al_tensor *x1 = al_wrap(c, xd, 3, (int[]){B, N, 3 * H * D}), *x2 = al_wrap(c, xd, 3, (int[]){B, N, 3 * H * D});
+    x1->requires_grad = x2->requires_grad = 1;
+    if (pre) {
+        memcpy(al_grad(c, x1), p0, (size_t)n * sizeof(float));
+        memcpy(al_grad(c, x2), p0, (size_t)n * sizeof(float));
+    }
+    al_tensor *f[3], *r[3];
+    assert_int_equal(al_split_qkv(c, x1, H, &f[0], &f[1], &f[2]), AL_OK);
+    for (int s = 0; s < 3; s++) r[s] = al_split_heads(c, al_slice_last(c, x2, s * H * D, H * D), H);
+    for (int s = 0; s < 3; s++) {
+        assert_non_null(f[s]); assert_non_null(r[s]);
+        assert_int_equal(f[s]->ndim, 4);
+        assert_int_equal(f[s]->shape[0], B); assert_int_equal(f[s]->shape[1], H);
+        assert_int_equal(f[s]->shape[2], N); assert_int_equal(f[s]->shape[3], D);
+        assert_memory_equal(f[s]->data, r[s]->data, (size_t)on * sizeof(float));
+        if (which >> s & 1) {
+            memcpy(al_grad(c, f[s]), g + s * on, (size_t)on * sizeof(float));
+            memcpy(al_grad(c, r[s]), g + s * on, (size_t)on * sizeof(float));
+        }
+    }
+    assert_int_equal(al_backward_run(c), AL_OK);
+    if (!which && !pre) { assert_null(x1->grad); }
+    else {
+        assert_non_null(x1->grad);
+        assert_memory_equal(x1->grad, x2->grad, (size_t)n * sizeof(float));
+    }
+    free(xd); free(g); free(p0);
+    al_ctx_free(c);
+}
+
+static void test_split_qkv(void **st)
+{
+    (void)st;
+    /* hand values: x (1, 2, 3·2·1), row n = [q0 q1 | k0 k1 | v0 v1] with H = 2, D = 1 */
+    al_ctx *c = al_ctx_new(1);
+    float xd[12]; iota(xd, 12);
+    al_tensor *x = al_wrap(c, xd, 3, (int[]){1, 2, 6}), *q, *k, *v;
+    assert_int_equal(al_split_qkv(c, x, 2, &q, &k, &v), AL_OK);
+    const float eq[4] = {0, 6, 1, 7}, ek[4] = {2, 8, 3, 9}, ev[4] = {4, 10, 5, 11};   /* (b, h, n, d) */
+    assert_memory_equal(q->data, eq, sizeof eq);
+    assert_memory_equal(k->data, ek, sizeof ek);
+    assert_memory_equal(v->data, ev, sizeof ev);
+    assert_int_equal(q->requires_grad, 0);                 /* x needs no gradient: no tape entry */
+    assert_int_equal(c->ntape, 0);
+    assert_int_equal(al_split_qkv(c, x, 4, &q, &k, &v), AL_ERR);
+    assert_null(q); assert_null(k); assert_null(v);
+    assert_non_null(strstr(al_ctx_error(c), "divisible by 3·4 heads"));
+    al_ctx_clear_error(c);
+    al_tensor *x2 = al_wrap(c, xd, 2, (int[]){2, 6});
+    assert_int_equal(al_split_qkv(c, x2, 1, &q, &k, &v), AL_ERR);
+    assert_non_null(strstr(al_ctx_error(c), "(2, 6) must be (B, N, 3·H·D)"));
+    al_ctx_clear_error(c);
+    assert_int_equal(al_split_qkv(c, NULL, 1, &q, &k, &v), AL_ERR);
+    assert_true(al_ok(c));                                 /* NULL input: no new error */
+    al_ctx_free(c);
+
+    /* against the unfused composition, odd shapes, serial and parallel sizes, every gradient pattern */
+    qkv_case(1, 1, 1, 1, 7, 0);
+    qkv_case(1, 7, 3, 5, 7, 0);
+    qkv_case(2, 63, 1, 7, 5, 0);       /* k gets no gradient: its part of a fresh dx must be zeros */
+    qkv_case(2, 65, 2, 3, 2, 1);       /* accumulates into an existing gradient */
+    qkv_case(3, 5, 2, 2, 0, 0);        /* no output gradient: x gets none */
+    qkv_case(2, 129, 4, 32, 7, 0);     /* 99 072 elements: the OpenMP path */
+    qkv_case(2, 129, 4, 32, 3, 1);
+
+    int heads = 2;
+    float *d = tu_alloc_rand(2 * 3 * 12, 5, -1, 1);
+    tu_input in[1] = {tu_in(d, 1, 3, 2, 3, 12, 0)};
+    TU_GRADCHECK("split_qkv", qkv_fn, &heads, in, 1, 1e-2, 1e-3);
+    free(d);
+}
+
 /* ---------------- concat / slice ---------------- */
 static al_tensor *concat_fn(al_ctx *c, al_tensor **t, void *ud) { (void)ud; return al_concat_last(c, 3, t); }
 typedef struct slice_args { int start, len; } slice_args;
@@ -370,6 +464,7 @@ int main(void)
         cmocka_unit_test(test_permute),
         cmocka_unit_test(test_mean_tokens),
         cmocka_unit_test(test_split_merge_heads),
+        cmocka_unit_test(test_split_qkv),
         cmocka_unit_test(test_concat_last),
         cmocka_unit_test(test_slice_last),
         cmocka_unit_test(test_embedding),

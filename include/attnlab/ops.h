@@ -57,6 +57,9 @@ al_tensor *al_permute(al_ctx *c, al_tensor *x, const int *perm);          /* out
 al_tensor *al_mean_tokens(al_ctx *c, al_tensor *x);                       /* (B,N,C) → (B,C) */
 al_tensor *al_split_heads(al_ctx *c, al_tensor *x, int heads);            /* (B,N,H·D) → (B,H,N,D) */
 al_tensor *al_merge_heads(al_ctx *c, al_tensor *x);                       /* (B,H,N,D) → (B,N,H·D) */
+/* x (B,N,3·H·D) → *q, *k, *v (B,H,N,D) each: al_split_heads(al_slice_last(x, s·H·D, H·D), heads) for
+ * s = 0, 1, 2 fused into one pass over x with one backward. AL_OK, or AL_ERR with the message in c. */
+al_status  al_split_qkv(al_ctx *c, al_tensor *x, int heads, al_tensor **q, al_tensor **k, al_tensor **v);
 /* Concatenate n tensors along the last dimension (all other dims equal). */
 al_tensor *al_concat_last(al_ctx *c, int n, al_tensor **xs);
 /* Slice [start, start+len) of the last dimension. */

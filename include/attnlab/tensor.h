@@ -88,6 +88,10 @@ al_tensor *al_zeros(al_ctx *c, int ndim, const int *shape);
 al_tensor *al_wrap(al_ctx *c, float *data, int ndim, const int *shape); /* borrows data */
 al_tensor *al_view(al_ctx *c, al_tensor *x, int ndim, const int *shape); /* same data, no tape */
 float     *al_grad(al_ctx *c, al_tensor *t);   /* t->grad, allocating it zeroed if NULL */
+/* For a backward that writes every element of t's gradient: t->grad, but when t has none yet it is
+ * allocated WITHOUT zeroing and *fresh is set to 1 — the caller must then store (=), not add (+=).
+ * *fresh = 0 when the gradient already existed (accumulate as usual). */
+float     *al_grad_for_write(al_ctx *c, al_tensor *t, int *fresh);
 int        al_same_shape(const al_tensor *a, const al_tensor *b);
 const char *al_shape_str(const al_tensor *t, char *buf, size_t n);  /* "(2, 3, 4)" */
 int64_t    al_shape_numel(int ndim, const int *shape);  /* -1 if a dim < 1 or overflow */
