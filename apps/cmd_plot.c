@@ -191,6 +191,7 @@ static int graph_attention(FILE *f, const char *path, long node, int want_layer,
             if (rows[i].head + 1 > heads) heads = rows[i].head + 1;
             if (i == start || rows[i - 1].src != rows[i].src) nb++;
         }
+        fprintf(f, "set style fill solid 0.85 %s\n", nb * heads > 200 ? "noborder" : "border -1");   /* borders hide thin bars */
         fprintf(f, "$L%d << EOD\n", L);
         for (size_t j = start; j < i;) {   /* one line per neighbour: label, then the weight of every head */
             long src = rows[j].src;
@@ -206,8 +207,13 @@ static int graph_attention(FILE *f, const char *path, long node, int want_layer,
                 1.0 / (double)nb, 1.0 / (double)nb);
         fprintf(f, "set title 'layer %d: %ld neighbours incl. itself, %d head%s (dashed: uniform 1/%ld)'\nplot ", layers[L], nb,
                 heads, heads > 1 ? "s" : "", nb);
-        for (int h = 0; h < heads; h++)
-            fprintf(f, "%s$L%d using %d%s title 'head %d'", h ? ", " : "", L, h + 2, h ? "" : ":xtic(1)", h + 1);
+        long every = (nb + 39) / 40;   /* at most ~40 tick labels */
+        for (int h = 0; h < heads; h++) {
+            fprintf(f, "%s$L%d using %d", h ? ", " : "", L, h + 2);
+            if (h == 0 && every > 1) fprintf(f, ":xtic(int($0) %% %ld == 0 ? stringcolumn(1) : '')", every);
+            else if (h == 0) fprintf(f, ":xtic(1)");
+            fprintf(f, " title 'head %d'", h + 1);
+        }
         fprintf(f, "\n");
     }
     fprintf(f, "unset multiplot\n");
