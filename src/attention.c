@@ -26,6 +26,7 @@
 #define BQ 128  /* queries per tile (full) */
 #define BK 128  /* keys per tile (full) */
 #define PAR_MIN 32768   /* below this much work a loop runs on one thread (a fork costs more) */
+#define FUSED_MIN_HEADS 4   /* full backward: one pass per head from this many (b, h) heads */
 
 #ifdef __FMA__
 #define FMA(a, b, c) fmaf(a, b, c)
@@ -578,6 +579,76 @@ static void full_backward(al_ctx *c, attn_node *nd)
     const int nthr = nd->nthr;
     (void)nthr;   /* unused without OpenMP */
     const float *aq = g->additive ? nd->aq->data : NULL, *ak = g->additive ? nd->ak->data : NULL;
+    if (!dbias && (int64_t)B * H >= FUSED_MIN_HEADS) {
+        /* One pass per head: each (b, h) is one task that owns its rows of dQ, dK, dV, dsq and dsk,
+         * so the scores, dP and the softmax are recomputed once instead of once per pass. Key tiles
+         * outside, query tiles inside: dK, dV of a key tile stay in the tile accumulators while dQ
+         * is accumulated in place (beta = 1), in the same order for any thread count. The choice of
+         * this path depends on the shapes only, never on the number of threads. */
+#pragma omp parallel num_threads(nthr) if (rows * N * (D + Dv) > PAR_MIN)
+        {
+            float *ws = scratch + (size_t)thread_id() * per;
+            float *S = ws, *dP = S + BQ * BK, *Pd = dP + BQ * BK;
+            float *kacc = Pd + BQ * BK, *vacc = kacc + (size_t)BK * D, *sacc = vacc + (size_t)BK * Dv;
+#pragma omp for schedule(static)
+            for (int64_t bh = 0; bh < (int64_t)B * H; bh++) {
+                int h = (int)(bh % H);
+                const float *Q = q + bh * N * D, *K = k + bh * N * D, *V = v + bh * N * Dv, *dOh = dO + bh * N * Dv;
+                const float *sqh = g->additive ? nd->sq + bh * N : NULL, *skh = g->additive ? nd->sk + bh * N : NULL;
+                float *dsqh = g->additive ? dsq + bh * N : NULL;
+                for (int kt = 0; kt < nkt; kt++) {
+                    int j0 = kt * BK, nk = N - j0 < BK ? N - j0 : BK;
+                    if (dk) memset(kacc, 0, (size_t)nk * D * sizeof(float));
+                    if (dv) memset(vacc, 0, (size_t)nk * Dv * sizeof(float));
+                    memset(sacc, 0, (size_t)nk * sizeof(float));
+                    for (int qt = 0; qt < nqt; qt++) {
+                        int i0 = qt * BQ, nq = N - i0 < BQ ? N - i0 : BQ;
+                        full_scores(g, h, i0, nq, j0, nk, Q, K, sqh, skh, NULL, S);
+                        al_gemm_serial(0, 1, nq, nk, Dv, 1.f, dOh + (int64_t)i0 * Dv, Dv, V + (int64_t)j0 * Dv, Dv, 0.f, dP, BK);
+                        full_ds_tile(g, bh, i0, nq, j0, nk, g->relu ? NULL : nd->lse + bh * N, delta + bh * N, S, dP,
+                                     dv ? Pd : NULL);
+                        /* vacc (nk, Dv) += P'ᵀ (nk, nq) · dO_tile (nq, Dv) */
+                        if (dv) al_gemm_serial(1, 0, nk, Dv, nq, 1.f, Pd, BK, dOh + (int64_t)i0 * Dv, Dv, 1.f, vacc, Dv);
+                        if (g->additive) {
+                            const float slope = g->slope;
+                            for (int ii = 0; ii < nq; ii++) {
+                                float *restrict ds = dP + ii * BK, *restrict sa = sacc;
+                                const float u0 = sqh[i0 + ii], *restrict skj = skh + j0;
+                                for (int jj = 0; jj < nk; jj++) {
+                                    float d = ds[jj] * (u0 + skj[jj] > 0.f ? 1.f : slope);
+                                    ds[jj] = d;
+                                    sa[jj] += d;
+                                }
+                                dsqh[i0 + ii] += row_sum(ds, nk);
+                            }
+                        } else {
+                            /* dQ_tile (nq, D) += scale · dS (nq, nk) · K_tile (nk, D), in place */
+                            if (dq) al_gemm_serial(0, 0, nq, D, nk, g->scale, dP, BK, K + (int64_t)j0 * D, D, 1.f,
+                                                   dq + (bh * N + i0) * D, D);
+                            /* kacc (nk, D) += scale · dSᵀ (nk, nq) · Q_tile (nq, D) */
+                            if (dk) al_gemm_serial(1, 0, nk, D, nq, g->scale, dP, BK, Q + (int64_t)i0 * D, D, 1.f, kacc, D);
+                        }
+                    }
+                    for (int jj = 0; jj < nk; jj++) {
+                        int64_t r = bh * N + j0 + jj;
+                        if (dv) for (int e = 0; e < Dv; e++) dv[r * Dv + e] += vacc[(size_t)jj * Dv + e];
+                        if (g->additive) {
+                            dsk[r] = sacc[jj];
+                            if (dk) for (int d = 0; d < D; d++) dk[r * D + d] += ak[(int64_t)h * D + d] * sacc[jj];
+                        } else if (dk) {
+                            for (int d = 0; d < D; d++) dk[r * D + d] += kacc[(size_t)jj * D + d];
+                        }
+                    }
+                }
+                if (g->additive && dq)
+                    for (int i = 0; i < N; i++)
+                        for (int d = 0; d < D; d++) dq[(bh * N + i) * D + d] += aq[(int64_t)h * D + d] * dsqh[i];
+            }
+        }
+        if (need_aq) head_dot_grad(g, q, dsq, al_grad(c, nd->aq));
+        if (need_ak) head_dot_grad(g, k, dsk, al_grad(c, nd->ak));
+        return;
+    }
     /* Pass 1: query tiles own dQ, dsq and their rows of dbias (batch innermost so dbias is owned). */
     if (dq || dbias || need_aq) {
 #pragma omp parallel num_threads(nthr) if (H * nqt > 1 && rows * N * (D + Dv) > PAR_MIN)

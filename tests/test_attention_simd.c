@@ -25,7 +25,7 @@ static void check(const acase *a, const char *what)
         if (!x.g[i] && !y.g[i]) continue;
         if (!x.g[i] || !y.g[i]) fail_msg("%s: gradient of %s missing on one side", what, in_names[i]);
         e = tu_max_rel_err(x.g[i], y.g[i], x.n[i]);
-        if (!(e <= BWD_TOL)) fail_msg("%s D=%d Dv=%d: grad %s rel err %.3g", what, a->D, a->Dv, in_names[i], e);
+        if (!(e <= BWD_TOL)) fail_msg("%s N=%d D=%d Dv=%d add=%d relu=%d drop=%g: grad %s rel err %.3g", what, a->N, a->D, a->Dv, a->additive, a->relu, (double)a->dropout, in_names[i], e);
     }
     aresult_free(&x); aresult_free(&y);
     acase_free_inputs(data);
@@ -84,12 +84,58 @@ static void test_full_dropout_tiles(void **st)
         }
 }
 
+/* Full attention backward in one pass per head (no bias gradient and B·H >= 4): every score,
+ * normaliser and dropout setting on N = 3, 65 and 200 (two query and key tiles), against the
+ * reference. */
+static void test_full_one_pass_backward(void **st)
+{
+    (void)st;
+    const int Ns[] = {3, 65, 200};   /* N = 1: dQ, dK are exactly 0 in theory, rounding noise in practice */
+    for (int ni = 0; ni < 3; ni++)
+        for (int score = 0; score < 2; score++)
+            for (int norm = 0; norm < 2; norm++)
+                for (int drop = 0; drop < 2; drop++) {
+                    acase a = {0};
+                    a.pat = al_pattern_full();
+                    a.B = 2; a.H = 3; a.N = Ns[ni]; a.D = 16; a.Dv = 7;
+                    a.additive = score; a.relu = norm; a.slope = 0.2f; a.dropout = drop ? 0.3f : 0.f;
+                    a.seed = 500 + (uint64_t)(ni * 8 + score * 4 + norm * 2 + drop);
+                    check(&a, "full one-pass backward");
+                }
+}
+
+/* Same bits on 1 and 2 threads for the per-head backward, the sparse kernels and the dropout
+ * mask (tasks are large enough to fork). */
+static void test_threads_bitwise(void **st)
+{
+    (void)st;
+    for (int kind = 0; kind < 2; kind++) {
+        acase a = {0};
+        a.pat = kind ? al_pattern_window2d(16, 16, 5, 5) : al_pattern_full();
+        a.B = 2; a.H = 4; a.N = 256; a.D = 16; a.Dv = 16; a.use_rel = kind; a.dropout = 0.2f;
+        a.seed = 1234 + (uint64_t)kind;
+        float *data[IN_COUNT];
+        acase_inputs(&a, data);
+        al_set_threads(1);
+        aresult x = acase_run(&a, data, 0);
+        al_set_threads(2);
+        aresult y = acase_run(&a, data, 0);
+        assert_memory_equal(x.out, y.out, (size_t)x.nout * sizeof(float));
+        for (int i = 0; i < IN_COUNT; i++)
+            if (x.g[i]) assert_memory_equal(x.g[i], y.g[i], (size_t)x.n[i] * sizeof(float));
+        aresult_free(&x); aresult_free(&y);
+        acase_free_inputs(data);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_wide_windows),
         cmocka_unit_test(test_graph_degrees_dropout),
         cmocka_unit_test(test_full_dropout_tiles),
+        cmocka_unit_test(test_full_one_pass_backward),
+        cmocka_unit_test(test_threads_bitwise),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
