@@ -19,7 +19,7 @@
 typedef struct bcase {
     const char *name;
     al_pattern pat;
-    int B, H, N, D, additive;
+    int B, H, N, D, additive, rel;   /* rel: a learned relative-position bias (H, offsets) */
 } bcase;
 
 static int cmp_double(const void *a, const void *b)
@@ -42,7 +42,8 @@ static void usage(FILE *f)
             "Times the attention kernels, forward and forward+backward (median of --reps runs),\n"
             "and reports GFLOP/s and peak memory (arena high-water mark and process peak RSS).\n"
             "  full attention  N = 196, 784, 3136 (28x28 = 784), batch 8, 4 heads, d = 16 (d_model 64)\n"
-            "  window2d        5x5 and 7x7 on a 28x28 grid, batch 8, 4 heads, d = 16\n"
+            "  window2d        5x5 and 7x7 on a 28x28 grid, batch 8, 4 heads, d = 16; and the local\n"
+            "                  model's layer: 5x5 on 14x14, batch 64, 4 heads, d = 16, relative bias\n"
             "  graph           additive (GAT) score, 100000 nodes, 1000000 edges, 4 heads, d = 16\n\n"
             "options:\n"
             "  --reps N      repetitions per measurement, median reported (default 3)\n"
@@ -76,14 +77,15 @@ static int run_case(const bcase *bc, int reps, double *t_fwd, double *t_all, dou
                     double *flops_f, double *flops_b)
 {
     int64_t nq = (int64_t)bc->B * bc->H * bc->N * bc->D;
-    float *buf = malloc((size_t)(3 * nq + 2 * bc->H * bc->D) * sizeof(float));
+    int noff = bc->rel ? al_pattern_offsets(&bc->pat) : 0;
+    float *buf = malloc((size_t)(3 * nq + 2 * bc->H * bc->D + bc->H * noff) * sizeof(float));
     double *tf = malloc((size_t)(reps + 1) * sizeof(double)), *ta = malloc((size_t)(reps + 1) * sizeof(double));
     double *ca = malloc((size_t)(reps + 1) * sizeof(double));
     al_ctx *c = al_ctx_new(1);
     if (!buf || !tf || !ta || !ca || !c) { free(ca); fprintf(stderr, "attnlab bench attention: out of memory\n"); free(buf); free(tf); free(ta); al_ctx_free(c); return -1; }
     al_rng r; al_rng_seed(&r, 7, AL_RNG_DATA);
-    for (int64_t i = 0; i < 3 * nq + 2 * bc->H * bc->D; i++) buf[i] = 2.f * al_rng_uniform(&r) - 1.f;
-    int sh[4] = {bc->B, bc->H, bc->N, bc->D}, ash[2] = {bc->H, bc->D};
+    for (int64_t i = 0; i < 3 * nq + 2 * bc->H * bc->D + bc->H * noff; i++) buf[i] = 2.f * al_rng_uniform(&r) - 1.f;
+    int sh[4] = {bc->B, bc->H, bc->N, bc->D}, ash[2] = {bc->H, bc->D}, rsh[2] = {bc->H, noff};
     al_attn_desc d = {.pattern = bc->pat, .score = bc->additive ? AL_SCORE_ADDITIVE : AL_SCORE_DOT, .slope = 0.2f};
     int rc = 0;
     for (int mode = 0; mode < 2 && !rc; mode++)
@@ -92,11 +94,13 @@ static int run_case(const bcase *bc, int reps, double *t_fwd, double *t_all, dou
             al_tensor *q = al_wrap(c, buf, 4, sh), *k = al_wrap(c, buf + nq, 4, sh), *v = al_wrap(c, buf + 2 * nq, 4, sh);
             al_tensor *aq = bc->additive ? al_wrap(c, buf + 3 * nq, 2, ash) : NULL;
             al_tensor *ak = bc->additive ? al_wrap(c, buf + 3 * nq + bc->H * bc->D, 2, ash) : NULL;
-            if (!q || !k || !v) { rc = -1; break; }
+            al_tensor *rel = noff ? al_wrap(c, buf + 3 * nq + 2 * bc->H * bc->D, 2, rsh) : NULL;
+            if (!q || !k || !v || (noff && !rel)) { rc = -1; break; }
             q->requires_grad = k->requires_grad = v->requires_grad = mode;
+            if (rel) rel->requires_grad = mode;
             if (aq) aq->requires_grad = ak->requires_grad = mode;
             double t0 = al_time(), c0 = cpu_time();
-            al_tensor *o = al_attention(c, &d, q, k, v, aq, ak, NULL, NULL);
+            al_tensor *o = al_attention(c, &d, q, k, v, aq, ak, rel, NULL);
             if (!o) { rc = -1; break; }
             if (mode) {
                 float *g = al_grad(c, o);
@@ -196,6 +200,7 @@ int bench_attention_main(int argc, char **argv)
         {"full", al_pattern_full(), 8, 4, 3136, 16, 0},
         {"window2d 5x5", al_pattern_window2d(28, 28, 5, 5), 8, 4, 784, 16, 0},
         {"window2d 7x7", al_pattern_window2d(28, 28, 7, 7), 8, 4, 784, 16, 0},
+        {"local 5x5 rel", al_pattern_window2d(14, 14, 5, 5), 64, 4, 196, 16, 0, 1},   /* the `local` model's layer */
         {"graph (GAT)", want_graph ? al_pattern_graph(&g) : al_pattern_full(), 1, 4, 100000, 16, 1},
     };
     int ncase = (int)(sizeof cases / sizeof cases[0]);
@@ -213,7 +218,7 @@ int bench_attention_main(int argc, char **argv)
     int rc = 0;
     for (int i = 0; i < ncase; i++) {
         const bcase *bc = &cases[i];
-        int kind = bc->pat.kind == AL_PAT_FULL && i < 3 ? 0 : (i < 5 ? 1 : 2);
+        int kind = bc->pat.kind == AL_PAT_FULL && i < 3 ? 0 : (i < 6 ? 1 : 2);
         if (only && strcmp(only, kind == 0 ? "full" : kind == 1 ? "window" : "graph")) continue;
         double tf = 0, ta = 0, ca = 0, ff = 0, fb = 0;
         size_t peak = 0;

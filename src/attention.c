@@ -420,6 +420,35 @@ static inline float row_sum(const float *s, int n)
     return r;
 }
 
+/* exp_shift(x, x, n, m) followed by row_sum(x, n), in one sweep: the same values and the same
+ * bits (the sum is kept in the same 16 lanes and reduced in the same order). */
+static inline float exp_shift_sum(float *x, int n, float m)
+{
+#if defined(__AVX512F__)
+    const __m512 mv = _mm512_set1_ps(m);
+    __m512 acc = _mm512_setzero_ps();
+    int j = 0;
+    for (; j + 16 <= n; j += 16) {
+        __m512 y = exp16(_mm512_sub_ps(_mm512_loadu_ps(x + j), mv));
+        _mm512_storeu_ps(x + j, y);
+        acc = _mm512_add_ps(acc, y);
+    }
+    if (j < n) {
+        __mmask16 msk = (__mmask16)((1u << (n - j)) - 1);
+        __m512 y = _mm512_maskz_mov_ps(msk, exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(msk, x + j), mv)));
+        _mm512_mask_storeu_ps(x + j, msk, y);
+        acc = _mm512_add_ps(acc, y);
+    }
+    float lane[16], r = 0.f;
+    _mm512_storeu_ps(lane, acc);
+    for (int t = 0; t < 16; t++) r += lane[t];
+    return r;
+#else
+    exp_shift(x, x, n, m);
+    return row_sum(x, n);
+#endif
+}
+
 /* S (nq, BK) = scores of queries i0.. against keys j0.. for head bh (h = head index):
  * dot: one small GEMM scale·Q_tile·K_tileᵀ; additive: LeakyReLU(sq_i + sk_j). Plus the bias.
  * Q, K (N,D) and sq, sk (N) point at head bh. */
@@ -479,8 +508,7 @@ static void full_forward(const al_attn_cfg *g, const float *q, const float *k, c
                         float mnew = mx > m[ii] ? mx : m[ii];
                         if (mnew == -INFINITY) { memset(s, 0, (size_t)nk * sizeof(float)); continue; }
                         float corr = m[ii] == -INFINITY ? 0.f : expf(m[ii] - mnew);
-                        exp_shift(s, s, nk, mnew);
-                        l[ii] = l[ii] * corr + row_sum(s, nk);
+                        l[ii] = l[ii] * corr + exp_shift_sum(s, nk, mnew);
                         m[ii] = mnew;
                         if (corr != 1.f) for (int e = 0; e < Dv; e++) a[e] *= corr;
                     } else {
