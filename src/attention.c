@@ -995,19 +995,38 @@ static void sparse_forward(const attn_node *nd, const float *q, const float *k, 
             int n = (int)(s1 - s0);
             const int *kc = nd->keyc + s0, *ky = key + s0;
             float *Pr = P + s0;
+            const float *rh = rel ? rel + (int64_t)h * g->noff : NULL, *bh_ = bias ? bias + (int64_t)h * slots + s0 : NULL;
             if (g->additive) additive_row(nd->sq[r], nd->sk + bh * N, kc, n, g->slope, Pr);
-            else {
-                dots_rows(qi, K, D, kc, n, Pr);
-                for (int t = 0; t < n; t++) Pr[t] *= g->scale;
+            else dots_rows(qi, K, D, kc, n, Pr);
+            float mx;
+#if defined(__AVX512F__)
+            {   /* scale, biases, absent keys → −inf and the row max in one masked sweep */
+                const __m512 sc = _mm512_set1_ps(g->additive ? 1.f : g->scale), ninf = _mm512_set1_ps(-INFINITY);
+                __m512 mv = ninf;
+                for (int t = 0; t < n; t += 16) {
+                    __mmask16 len = (__mmask16)(n - t >= 16 ? 0xffffu : (1u << (n - t)) - 1);
+                    __m512 x = _mm512_maskz_loadu_ps(len, Pr + t);
+                    if (!g->additive) x = _mm512_mul_ps(x, sc);
+                    if (rh) x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(len, rh + t));
+                    if (bh_) x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(len, bh_ + t));
+                    __mmask16 absent = _mm512_mask_cmplt_epi32_mask(len, _mm512_maskz_loadu_epi32(len, ky + t),
+                                                                     _mm512_setzero_si512());
+                    x = _mm512_mask_mov_ps(x, absent, ninf);
+                    _mm512_mask_storeu_ps(Pr + t, len, x);
+                    mv = _mm512_mask_max_ps(mv, len, mv, x);
+                }
+                mx = _mm512_reduce_max_ps(mv);
             }
-            if (rel) { const float *rh = rel + (int64_t)h * g->noff; for (int t = 0; t < n; t++) Pr[t] += rh[t]; }
-            if (bias) { const float *bh_ = bias + (int64_t)h * slots + s0; for (int t = 0; t < n; t++) Pr[t] += bh_[t]; }
+#else
+            if (!g->additive) for (int t = 0; t < n; t++) Pr[t] *= g->scale;
+            if (rh) for (int t = 0; t < n; t++) Pr[t] += rh[t];
+            if (bh_) for (int t = 0; t < n; t++) Pr[t] += bh_[t];
             for (int t = 0; t < n; t++) Pr[t] = ky[t] < 0 ? -INFINITY : Pr[t];   /* absent: weight 0 below */
-            float mx = row_max(Pr, n);
+            mx = row_max(Pr, n);
+#endif
             if (!g->relu) {
                 if (mx == -INFINITY) mx = 0.f;   /* no present key with a finite score: all weights 0 */
-                exp_shift(Pr, Pr, n, mx);
-                float sum = row_sum(Pr, n), inv = sum > 0.f ? 1.0f / sum : 0.f;
+                float sum = exp_shift_sum(Pr, n, mx), inv = sum > 0.f ? 1.0f / sum : 0.f;
                 for (int t = 0; t < n; t++) Pr[t] *= inv;
             } else {
                 for (int t = 0; t < n; t++) Pr[t] = Pr[t] > 0.f ? Pr[t] : 0.f;
