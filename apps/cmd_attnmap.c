@@ -5,6 +5,7 @@
  * map per head of the chosen block, models side by side (attnlab/attnmap.h does the drawing).
  */
 #include <errno.h>
+#include <math.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,10 @@ static void usage(FILE *f)
         "  --layer L            block to draw, 1-based (default: each model's last)\n"
         "  --scale S            screen pixels per input pixel, 1..32 (default 4)\n"
         "  --out FILE           PNG to write (atomically)\n"
+        "  --distance N         also print each head's mean attention distance (input pixels between the\n"
+        "                       query's and the keys' token centres, weighted by attention, averaged over\n"
+        "                       every query token of test images 0..N-1), for every block; with --distance,\n"
+        "                       --out may be left out\n"
         "  --threads N          OpenMP threads\n",
         AL_ATTNMAP_MAXMODELS, AL_ATTNMAP_MAXQ);
 }
@@ -73,15 +78,70 @@ bad:
     return -1;
 }
 
+/* Mean attention distance per model, block and head over test images 0..n-1 (all query tokens). */
+static int print_distances(al_model *m, int nm, const al_images *T, float mean[][4], float sd[][4], int n, float *x)
+{
+    if (n > T->n) n = T->n;
+    int rc = -1;
+    float *maps = NULL;
+    int *tok = NULL;
+    double *acc = NULL;
+    printf("mean attention distance in input pixels over test images 0..%d, every query token:\n", n - 1);
+    for (int k = 0; k < nm; k++) {
+        const al_model_config *g = &m[k].cfg;
+        const int gh = m[k].grid_h, gw = m[k].grid_w, N = gh * gw, H = g->heads, P = g->patch;
+        free(maps); free(tok); free(acc);
+        maps = malloc((size_t)N * H * N * sizeof *maps);
+        tok = malloc((size_t)N * sizeof *tok);
+        acc = calloc((size_t)g->depth * H, sizeof *acc);
+        if (!maps || !tok || !acc) { fprintf(stderr, "attnlab attnmap: out of memory\n"); goto out; }
+        for (int i = 0; i < N; i++) tok[i] = i;
+        for (int im = 0; im < n; im++) {
+            al_error err = {{0}};
+            if (al_images_batch(T, &im, 1, mean[k], sd[k], x, NULL, &err) != AL_OK) { fprintf(stderr, "attnlab attnmap: %s\n", err.msg); goto out; }
+            for (int L = 0; L < g->depth; L++) {
+                if (al_attnmap_compute(&m[k], x, L, tok, N, maps, NULL, &err) != AL_OK) { fprintf(stderr, "attnlab attnmap: %s\n", err.msg); goto out; }
+                for (int h = 0; h < H; h++) {
+                    double s = 0;
+                    for (int q = 0; q < N; q++) {
+                        const float *mp = maps + ((size_t)q * H + h) * N;   /* (N) */
+                        for (int j = 0; j < N; j++) {
+                            double dy = q / gw - j / gw, dx = q % gw - j % gw;
+                            s += mp[j] * sqrt(dy * dy + dx * dx) * P;
+                        }
+                    }
+                    acc[L * H + h] += s / N;
+                }
+            }
+        }
+        double uni = 0;   /* reference: every key of the grid weighted equally */
+        for (int q = 0; q < N; q++)
+            for (int j = 0; j < N; j++) {
+                double dy = q / gw - j / gw, dx = q % gw - j % gw;
+                uni += sqrt(dy * dy + dx * dx) * P / ((double)N * N);
+            }
+        printf("  %-6s uniform over the %dx%d grid: %.2f\n", g->name, gh, gw, uni);
+        for (int L = 0; L < g->depth; L++) {
+            printf("  %-6s block %d:", g->name, L + 1);
+            for (int h = 0; h < H; h++) printf("  head %d %5.2f", h + 1, acc[L * H + h] / n);
+            printf("\n");
+        }
+    }
+    rc = 0;
+out:
+    free(maps); free(tok); free(acc);
+    return rc;
+}
+
 int cmd_attnmap(int argc, char **argv)
 {
     const char *load = NULL, *data = "fashion-mnist", *data_dir = NULL, *out = NULL, *queries = NULL;
-    int index = 0, layer = 0, scale = 4, threads = 0;
-    enum { O_LOAD = 256, O_DATA, O_DATADIR, O_INDEX, O_QUERIES, O_LAYER, O_SCALE, O_OUT, O_THREADS, O_HELP };
+    int index = 0, layer = 0, scale = 4, threads = 0, distance = 0;
+    enum { O_LOAD = 256, O_DATA, O_DATADIR, O_INDEX, O_QUERIES, O_LAYER, O_SCALE, O_OUT, O_THREADS, O_DIST, O_HELP };
     static const struct option lo[] = {
         {"load", 1, 0, O_LOAD}, {"data", 1, 0, O_DATA}, {"data-dir", 1, 0, O_DATADIR}, {"index", 1, 0, O_INDEX},
         {"queries", 1, 0, O_QUERIES}, {"layer", 1, 0, O_LAYER}, {"scale", 1, 0, O_SCALE}, {"out", 1, 0, O_OUT},
-        {"threads", 1, 0, O_THREADS}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
+        {"threads", 1, 0, O_THREADS}, {"distance", 1, 0, O_DIST}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
     optind = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
@@ -94,6 +154,7 @@ int cmd_attnmap(int argc, char **argv)
         case O_INDEX: if (parse_int(optarg, "--index", 0, 1L << 30, &index)) return 2; break;
         case O_LAYER: if (parse_int(optarg, "--layer", 1, AL_MODEL_MAXDEPTH, &layer)) return 2; break;
         case O_SCALE: if (parse_int(optarg, "--scale", 1, 32, &scale)) return 2; break;
+        case O_DIST: if (parse_int(optarg, "--distance", 1, 1 << 30, &distance)) return 2; break;
         case O_THREADS: if (parse_int(optarg, "--threads", 1, 1 << 20, &threads)) return 2; break;
         case 'h': case O_HELP: usage(stdout); return 0;
         default: fprintf(stderr, "(attnlab attnmap --help lists the options)\n"); return 2;
@@ -101,7 +162,7 @@ int cmd_attnmap(int argc, char **argv)
     }
     if (optind < argc) { fprintf(stderr, "attnlab attnmap: unexpected argument '%s'\n", argv[optind]); return 2; }
     if (!load) { fprintf(stderr, "attnlab attnmap: --load FILE is required\n"); usage(stderr); return 2; }
-    if (!out) { fprintf(stderr, "attnlab attnmap: --out FILE.png is required\n"); return 2; }
+    if (!out && !distance) { fprintf(stderr, "attnlab attnmap: --out FILE.png is required\n"); return 2; }
     int qy[AL_ATTNMAP_MAXQ], qx[AL_ATTNMAP_MAXQ], nq = 0;
     if (queries && (nq = parse_queries(queries, qy, qx)) < 0) return 2;
     if (threads > 0) al_set_threads(threads);
@@ -219,6 +280,8 @@ int cmd_attnmap(int argc, char **argv)
     }
     al_attnmap_fig fig = {T->pix + (size_t)index * T->c * T->h * T->w, T->c, T->h, T->w, caption,
                           nq, qy, qx, mm, nm, scale};
+    if (distance && print_distances(m, nm, T, mean, sd, distance, x) != 0) goto out;
+    if (!out) { rc = 0; goto out; }
     int W, H;
     if (al_attnmap_render(&fig, &rgb, &W, &H, &err) != AL_OK ||
         al_png_write(out, rgb, W, H, 3, &err) != AL_OK) {
