@@ -330,6 +330,31 @@ static void test_cli(void **st)
     al_model_free(&m);
     stbi_image_free(png);
 
+    /* --distance without --out: a window-3 model's heads look at most sqrt(2) pixels away (patch 1) */
+    char outp[512];
+    snprintf(outp, sizeof outp, "%s/dist.txt", tmpdir);
+    snprintf(cmd, sizeof cmd, "%s attnmap --load %s/local.safetensors,%s/sa.safetensors --data %s/data --distance 3 "
+             "--threads 1 > %s 2>/dev/null", b, tmpdir, tmpdir, tmpdir, outp);
+    assert_int_equal(system(cmd), 0);
+    FILE *df = fopen(outp, "r");
+    assert_non_null(df);
+    char line[512];
+    int nlocal = 0, nsa = 0;
+    while (fgets(line, sizeof line, df)) {
+        int blk; char *hp = line;
+        if (sscanf(line, "  local block %d:", &blk) == 1) {
+            nlocal++;
+            while ((hp = strstr(hp, "head "))) {
+                double d = strtod(hp + 7, NULL);
+                if (!(d > 0.5 && d <= 1.4143)) fail_msg("local mean distance %g outside (0.5, sqrt 2]: %s", d, line);
+                hp += 5;
+            }
+        }
+        if (sscanf(line, "  sa block %d:", &blk) == 1) nsa++;
+    }
+    fclose(df);
+    assert_int_equal(nlocal, 2); assert_int_equal(nsa, 2);
+
     /* errors: no output written, a clear message, a non-zero status */
     struct { const char *args, *want; int rc; } bad[] = {
         {"--load %s/sa.safetensors --data %s/data --index 6", "out of range", 2},      /* 6 test images */
