@@ -4,9 +4,15 @@
 #include "attnlab/attention.h"
 #include "attnlab/ops.h"
 #include "attnlab/optim.h"
+#include "attnlab/kernels.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#define PAR_MIN 32768   /* work (multiply-adds, elements) below which a loop stays on one thread */
 
 /* ---------------- configuration ---------------- */
 void al_gnn_defaults(al_gnn_cfg *cfg, al_gnn_kind kind)
@@ -47,6 +53,26 @@ static al_init glorot(int fan_in, int fan_out)
 }
 static const al_init zeros = {AL_INIT_ZEROS, 0.f};
 
+/* Dense features for the first layer when at least AL_GNN_DENSE_MIN of the entries are stored:
+ * the CSR's own values when it holds every entry in row-major order (no copy), else a dense copy. */
+static al_status dense_features(al_gnn *m, al_error *err)
+{
+    const al_csr *x = m->feat;
+    m->xdense = NULL; m->xdense_own = NULL;
+    const int64_t full = (int64_t)x->rows * x->cols;
+    if (!x->val || full <= 0 || (double)x->nnz < AL_GNN_DENSE_MIN * (double)full) return AL_OK;
+    int complete = x->nnz == full;
+    for (int i = 0; complete && i < x->rows; i++) complete = x->rowptr[i] == (int64_t)i * x->cols;
+    for (int64_t k = 0; complete && k < x->nnz; k++) complete = x->col[k] == (int)(k % x->cols);
+    if (complete) { m->xdense = x->val; return AL_OK; }
+    float *d = calloc((size_t)full, sizeof *d);
+    if (!d) return al_seterr(err, "graph model: out of memory for %lld dense features", (long long)full);
+    for (int i = 0; i < x->rows; i++)
+        for (int64_t k = x->rowptr[i]; k < x->rowptr[i + 1]; k++) d[(int64_t)i * x->cols + x->col[k]] += x->val[k];
+    m->xdense = m->xdense_own = d;
+    return AL_OK;
+}
+
 al_status al_gnn_init(al_gnn *m, const al_gnn_cfg *cfg, const al_graph *g, uint64_t seed, al_error *err)
 {
     memset(m, 0, sizeof *m);
@@ -80,6 +106,7 @@ al_status al_gnn_init(al_gnn *m, const al_gnn_cfg *cfg, const al_graph *g, uint6
         if (!m->w1 || !m->b1 || !m->w2 || !m->b2) goto oom;
         if (cfg->kind == AL_GNN_GCN && al_graph_gcn_norm(g, &m->adj, err)) goto fail;
     }
+    if (dense_features(m, err)) goto fail;
     for (int i = 0; i < p->n; i++) p->decay[i] = cfg->decay_all ? 1 : p->t[i] == m->w1;
     al_rng r; al_rng_seed(&r, seed, AL_RNG_INIT);
     if (al_params_finalize(p, &r, err)) goto fail;
@@ -95,17 +122,30 @@ void al_gnn_free(al_gnn *m)
 {
     al_params_free(&m->params);
     al_csr_free(&m->adj);
+    free(m->xdense_own);
+    m->xdense_own = NULL; m->xdense = NULL;
 }
 
-/* Inverted dropout on the stored values of a constant sparse matrix (no gradient flows into it).
- * The mask is counter-based: entry k keeps its value when 32 bits of splitmix64(base + k/2) are
- * >= p·2^32, base being one draw of c->dropout_rng, so it does not depend on the thread count. */
+/* ---------------- dropout masks ---------------- */
 static inline uint64_t mix64(uint64_t z)
 {
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
     return z ^ (z >> 31);
 }
+/* Counter-based keep decision of stored entry k: 32 bits of splitmix64(base + k/2) (the low half
+ * for an even k, the high half for an odd one) >= thr = p·2^32. No state: the mask of any entry
+ * can be recomputed in the backward pass, and it does not depend on the thread count. */
+static inline int keep_entry(uint64_t base, uint32_t thr, int64_t k)
+{
+    uint64_t z = mix64(base + 0x9e3779b97f4a7c15ULL * (uint64_t)(k / 2 + 1));
+    return (uint32_t)(k & 1 ? z >> 32 : z) >= thr;
+}
+static uint32_t keep_threshold(float p) { return (uint32_t)fmin(4294967295.0, (double)p * 4294967296.0); }
+
+/* Inverted dropout on the stored values of a constant sparse matrix (no gradient flows into it):
+ * entry k keeps its value (times 1/(1−p)) when keep_entry(base, thr, k), base being one draw of
+ * c->dropout_rng. */
 const al_csr *al_csr_dropout(al_ctx *c, const al_csr *s, float p)
 {
     if (!s || !al_ok(c)) return NULL;
@@ -117,24 +157,461 @@ const al_csr *al_csr_dropout(al_ctx *c, const al_csr *s, float p)
     *o = *s; o->val = v;
     const float *sv = s->val;   /* (nnz) or NULL = ones */
     const uint64_t base = al_rng_u64(&c->dropout_rng);
-    const uint32_t thr = (uint32_t)fmin(4294967295.0, (double)p * 4294967296.0);
+    const uint32_t thr = keep_threshold(p);
     const float scale = 1.0f / (1.0f - p);
-    const int64_t npair = (s->nnz + 1) / 2, nnz = s->nnz;
-    #pragma omp parallel for schedule(static) if (npair > 65536)
-    for (int64_t q = 0; q < npair; q++) {
-        uint64_t z = mix64(base + 0x9e3779b97f4a7c15ULL * (uint64_t)(q + 1));
-        int64_t k = 2 * q;
-        v[k] = (uint32_t)z >= thr ? (sv ? sv[k] : 1.0f) * scale : 0.0f;
-        if (k + 1 < nnz) v[k + 1] = (uint32_t)(z >> 32) >= thr ? (sv ? sv[k + 1] : 1.0f) * scale : 0.0f;
-    }
+    const int64_t nnz = s->nnz;
+    #pragma omp parallel for schedule(static) if (nnz > 131072)
+    for (int64_t k = 0; k < nnz; k++) v[k] = keep_entry(base, thr, k) ? (sv ? sv[k] : 1.0f) * scale : 0.0f;
     return o;
 }
 
-/* One GAT layer's attention over h (n, heads·d) → (n, heads·d), q = k = v = h per head. */
-static al_tensor *gat_attend(al_ctx *c, al_gnn *m, al_tensor *h, int heads, al_tensor *aq, al_tensor *ak, int layer)
+/* The next draw of an al_rng stream: xoshiro256**, exactly al_rng_u64 (tensor.c), inlined here
+ * because the activation dropout takes one draw per two elements (a call each cost ~0.4 ms per
+ * Cora epoch). test_graph checks the masks against al_dropout bit for bit. */
+static inline uint64_t rotl64(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+static inline uint64_t rng_next(uint64_t *s)
+{
+    uint64_t res = rotl64(s[1] * 5, 7) * 9, t = s[1] << 17;
+    s[2] ^= s[0]; s[3] ^= s[1]; s[1] ^= s[2]; s[0] ^= s[3]; s[2] ^= t; s[3] = rotl64(s[3], 45);
+    return res;
+}
+
+/* eˣ and eˣ − 1 (x ≤ 0) as al_elu computes them (ops_elementwise.c: same polynomial, same
+ * operations, so the fused activation below gives al_elu's bits; test_graph checks it). */
+static inline float elu_expf(float x)
+{
+    float xc = x < -87.0f ? -87.0f : x;
+    xc = xc > 88.0f ? 88.0f : xc;
+    float t = xc * 1.44269504088896341f + 12582912.0f;
+    float n = t - 12582912.0f;
+    uint32_t tb; memcpy(&tb, &t, 4);
+    float r = xc - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    float e = p * (r * r) + r + 1.0f;
+    uint32_t sb = (tb - 0x4B400000u + 127u) << 23;
+    float s; memcpy(&s, &sb, 4);
+    return x < -87.0f ? 0.0f : e * s;
+}
+static inline float elu_expm1_neg(float x)
+{
+    float taylor = x * (1.0f + x * (0.5f + x * (1.0f / 6.0f + x * (1.0f / 24.0f))));
+    return x > -0.01f ? taylor : elu_expf(x) - 1.0f;
+}
+
+static inline int thread_id(void)
+{
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+
+/* y (n) += a · x (n); y and x never overlap. Written as al_spmm's axpy (no FMA contraction in
+ * ISO C mode), so the sparse first layer gives al_spmm's bits. */
+static inline void axpy(float *restrict y, const float *restrict x, float a, int n)
+{
+    for (int f = 0; f < n; f++) y[f] += a * x[f];
+}
+
+/* ---------------- first layer: dropout(X) · W, written head-major ----------------
+ * y[h, i, d] = Σ_f drop(X)[i, f] · W[f, h·D + d] for X (N, F) the features (CSR or dense) and
+ * W (F, H·D): the (N, H·D) product with its heads split, so the attention reads it as (1, H, N, D)
+ * with no copy (H = 1: the plain (N, D) product). The input dropout is the counter-based mask of
+ * al_csr_dropout, computed on the fly: no dropped copy of X is stored, dropped entries cost
+ * nothing, and the backward recomputes the mask. Gradient flows into W only. */
+#define PROJ_ROWS 128   /* dense path: rows per gemm block */
+#define PROJ_CHUNKS 16  /* dense path: fixed partial sums of dW (thread-count independent) */
+
+typedef struct proj_node {
+    al_tensor *w, *y;          /* w (F, H·D); y (H, N, D) head-major, any leading 1s */
+    const al_csr *x;           /* sparse features (N, F), or NULL */
+    const float *xd;           /* dense features (N, F), or NULL */
+    int n, F, H, D;
+    int drop; uint64_t base; uint32_t thr; float scale;
+    const uint8_t *keep;       /* sparse path with dropout: (nnz) the mask of X's entries */
+    int nthr;
+} proj_node;
+
+/* Longest row of a CSR matrix (at least 1). */
+static int csr_max_row(const al_csr *x)
+{
+    int64_t mx = 1;
+    for (int i = 0; i < x->rows; i++) if (x->rowptr[i + 1] - x->rowptr[i] > mx) mx = x->rowptr[i + 1] - x->rowptr[i];
+    return mx > INT32_MAX / 2 ? INT32_MAX / 2 : (int)mx;
+}
+
+/* Dropped, scaled copy of the dense rows [i0, i0+m) into xb (m, F); returns xb, or the rows
+ * themselves when nothing is dropped. */
+static const float *proj_dense_rows(const proj_node *nd, int i0, int m, float *xb)
+{
+    const int64_t F = nd->F;
+    const float *src = nd->xd + (int64_t)i0 * F;
+    if (!nd->drop) return src;
+    for (int64_t e = 0; e < (int64_t)m * F; e++)
+        xb[e] = keep_entry(nd->base, nd->thr, (int64_t)i0 * F + e) ? src[e] * nd->scale : 0.0f;
+    return xb;
+}
+
+static void proj_backward(al_ctx *c, void *p)
+{
+    proj_node *nd = p;
+    const float *dy = nd->y->grad;                  /* (H, N, D) */
+    if (!dy || !nd->w->requires_grad) return;
+    float *dw = al_grad(c, nd->w);                  /* (F, H·D) */
+    if (!dw) return;
+    const int n = nd->n, F = nd->F, H = nd->H, D = nd->D, HD = H * D;
+    if (nd->x) {
+        /* dW = drop(X)ᵀ · dY as a scatter over X's entries in CSR order, as al_spmm's backward:
+         * each thread owns a range of dW rows and applies only the entries whose column falls in
+         * it, so every dW row sums its terms in CSR order whatever the thread count. */
+        const al_csr *s = nd->x;
+        const int64_t *rp = s->rowptr; const int *col = s->col; const float *val = s->val;
+        const uint8_t *keep = nd->keep;
+        const int drop = nd->drop; const float scale = nd->scale;
+        const int64_t work = (drop ? 2 : 5) * s->nnz * (int64_t)HD / 5;
+        const int nparts = work >= PAR_MIN && nd->nthr > 1 ? nd->nthr : 1;
+        const int maxrow = csr_max_row(s);
+        const size_t per = (size_t)HD + (size_t)maxrow;
+        float *buf = al_arena_alloc(&c->arena, (size_t)nparts * per * sizeof(float));   /* (parts, H·D + maxrow) */
+        if (!buf) { al_fail(c, "graph layer 1 backward: out of memory (arena)"); return; }
+        #pragma omp parallel for schedule(static) num_threads(nparts) if (nparts > 1)
+        for (int part = 0; part < nparts; part++) {
+            const unsigned j0 = (unsigned)((int64_t)F * part / nparts), span = (unsigned)((int64_t)F * (part + 1) / nparts) - j0;
+            float *restrict dyi = buf + (size_t)part * per;   /* (H·D) row i of dY, gathered from the heads */
+            int *restrict sel = (int *)(dyi + HD);             /* (maxrow) this part's kept entries of row i */
+            for (int i = 0; i < n; i++) {
+                const int64_t k0 = rp[i];
+                const int len = (int)(rp[i + 1] - k0);
+                int nk = 0;   /* select without a branch per entry: column in range, entry kept */
+                if (keep) for (int t = 0; t < len; t++) { sel[nk] = t; nk += ((unsigned)col[k0 + t] - j0 < span) & keep[k0 + t]; }
+                else for (int t = 0; t < len; t++) { sel[nk] = t; nk += (unsigned)col[k0 + t] - j0 < span; }
+                if (!nk) continue;
+                for (int h = 0; h < H; h++)
+                    for (int d = 0; d < D; d++) dyi[h * D + d] = dy[((int64_t)h * n + i) * D + d];
+                for (int t = 0; t < nk; t++) {
+                    const int64_t k = k0 + sel[t];
+                    float v = val ? val[k] : 1.0f;
+                    if (drop) v *= scale;
+                    axpy(dw + (int64_t)col[k] * HD, dyi, v, HD);
+                }
+            }
+        }
+        return;
+    }
+    /* Dense: dW = Σ over fixed chunks of row blocks of drop(X_b)ᵀ · dY_b, each chunk into its own
+     * partial sum (gemm), the partials added in chunk order: bitwise the same for any thread count. */
+    const int nblk = (n + PROJ_ROWS - 1) / PROJ_ROWS, nch = nblk < PROJ_CHUNKS ? nblk : PROJ_CHUNKS;
+    const size_t per = (size_t)PROJ_ROWS * F + (size_t)PROJ_ROWS * HD;
+    float *part = al_arena_calloc(&c->arena, (size_t)nch * F * HD * sizeof(float));   /* (chunks, F, H·D) */
+    float *scr = al_arena_alloc(&c->arena, (size_t)nd->nthr * per * sizeof(float));
+    if (!part || !scr) { al_fail(c, "graph layer 1 backward: out of memory (arena)"); return; }
+    #pragma omp parallel num_threads(nd->nthr) if (nd->nthr > 1 && nch > 1 && (int64_t)n * F * HD >= PAR_MIN)
+    {
+        float *xb = scr + (size_t)thread_id() * per, *dyb = xb + (size_t)PROJ_ROWS * F;
+        #pragma omp for schedule(static)
+        for (int ch = 0; ch < nch; ch++) {
+            for (int b = (int)((int64_t)nblk * ch / nch); b < (int)((int64_t)nblk * (ch + 1) / nch); b++) {
+                const int i0 = b * PROJ_ROWS, m = n - i0 < PROJ_ROWS ? n - i0 : PROJ_ROWS;
+                const float *g = dy + (int64_t)i0 * D;
+                if (H > 1) {
+                    for (int h = 0; h < H; h++)
+                        for (int r = 0; r < m; r++)
+                            for (int d = 0; d < D; d++) dyb[(size_t)r * HD + h * D + d] = dy[((int64_t)h * n + i0 + r) * D + d];
+                    g = dyb;
+                }
+                const float *a = proj_dense_rows(nd, i0, m, xb);
+                al_gemm_serial(1, 0, F, HD, m, 1.0f, a, F, g, HD, 1.0f, part + (size_t)ch * F * HD, HD);
+            }
+        }
+    }
+    const int64_t nw = (int64_t)F * HD;
+    #pragma omp parallel for schedule(static) if (nw * nch >= PAR_MIN)
+    for (int64_t e = 0; e < nw; e++) {
+        float acc = dw[e];
+        for (int ch = 0; ch < nch; ch++) acc += part[(size_t)ch * nw + e];
+        dw[e] = acc;
+    }
+}
+
+/* The first layer of model m: H heads (1 for gcn and mlp). Returns (1, H, N, D) for H > 1 (and for
+ * a one-head gat, as4d), else (N, D). */
+static al_tensor *first_layer(al_ctx *c, al_gnn *m, al_tensor *w, int H, int as4d, float p)
+{
+    if (!w || !al_ok(c)) return NULL;
+    const al_csr *x = m->feat;
+    const int n = m->n, F = m->nfeat, HD = w->shape[1], D = HD / H;
+    if (w->ndim != 2 || w->shape[0] != F || HD % H || x->rows != n || x->cols != F) {
+        char b[64];
+        return al_fail(c, "graph layer 1: weight %s does not fit %d x %d features and %d heads",
+                       al_shape_str(w, b, sizeof b), x->rows, x->cols, H);
+    }
+    if (!(p >= 0.f && p < 1.f)) return al_fail(c, "graph layer 1: dropout %g outside [0, 1)", (double)p);
+    al_tensor *y = (H > 1 || as4d) ? al_new(c, 4, (int[]){1, H, n, D}) : al_new(c, 2, (int[]){n, D});
+    proj_node *nd = al_arena_calloc(&c->arena, sizeof *nd);
+    if (!y || !nd) return al_ok(c) ? al_fail(c, "graph layer 1: out of memory (arena)") : NULL;
+    nd->w = w; nd->y = y; nd->n = n; nd->F = F; nd->H = H; nd->D = D; nd->nthr = al_threads();
+    nd->x = m->xdense ? NULL : x; nd->xd = m->xdense;
+    if (c->training && p > 0.f) {   /* the draw al_csr_dropout would take, in the same place */
+        nd->drop = 1; nd->base = al_rng_u64(&c->dropout_rng); nd->thr = keep_threshold(p); nd->scale = 1.0f / (1.0f - p);
+    }
+    float *yd = y->data;
+    if (nd->x) {
+        const int64_t *rp = x->rowptr; const int *col = x->col; const float *val = x->val, *wd = w->data;
+        const float scale = nd->scale;
+        const int64_t work = (nd->drop ? 2 : 5) * x->nnz * (int64_t)HD / 5;
+        (void)work;   /* read by the OpenMP clause only */
+        const int maxrow = csr_max_row(x);
+        const size_t per = (size_t)HD + (size_t)maxrow;   /* per thread: a row of H·D floats, maxrow ints */
+        float *scr = al_arena_alloc(&c->arena, (size_t)nd->nthr * per * sizeof(float));
+        uint8_t *keep = nd->drop ? al_arena_alloc(&c->arena, (size_t)(x->nnz > 0 ? x->nnz : 1)) : NULL;     /* (nnz) */
+        if (!scr || (nd->drop && !keep)) return al_fail(c, "graph layer 1: out of memory (arena)");
+        if (keep) {   /* one hash per pair of entries, as al_csr_dropout */
+            const int64_t npair = (x->nnz + 1) / 2, nnz = x->nnz;
+            const uint64_t base = nd->base; const uint32_t thr = nd->thr;
+            #pragma omp parallel for schedule(static) num_threads(nd->nthr) if (nd->nthr > 1 && npair > 65536)
+            for (int64_t q = 0; q < npair; q++) {
+                uint64_t z = mix64(base + 0x9e3779b97f4a7c15ULL * (uint64_t)(q + 1));
+                keep[2 * q] = (uint32_t)z >= thr;
+                if (2 * q + 1 < nnz) keep[2 * q + 1] = (uint32_t)(z >> 32) >= thr;
+            }
+            nd->keep = keep;
+        }
+        #pragma omp parallel num_threads(nd->nthr) if (nd->nthr > 1 && work >= PAR_MIN)
+        {
+            float *buf = scr + (size_t)thread_id() * per;
+            int *sel = (int *)(buf + HD);   /* (maxrow) kept entries of row i, offsets from its start */
+            /* rows are owned by one thread each and summed in CSR order, as in al_spmm */
+            #pragma omp for schedule(static)
+            for (int i = 0; i < n; i++) {
+                float *acc = H > 1 ? buf : yd + (int64_t)i * HD;   /* (H·D) */
+                for (int f = 0; f < HD; f++) acc[f] = 0.f;
+                const int64_t k0 = rp[i];
+                const int len = (int)(rp[i + 1] - k0);
+                if (keep) {   /* the kept entries first (no branch per entry), then their products */
+                    int nk = 0;
+                    for (int t = 0; t < len; t++) { sel[nk] = t; nk += keep[k0 + t]; }
+                    for (int t = 0; t < nk; t++) {
+                        const int64_t k = k0 + sel[t];
+                        axpy(acc, wd + (int64_t)col[k] * HD, (val ? val[k] : 1.0f) * scale, HD);
+                    }
+                } else {
+                    for (int64_t k = k0; k < k0 + len; k++) axpy(acc, wd + (int64_t)col[k] * HD, val ? val[k] : 1.0f, HD);
+                }
+                if (H > 1)
+                    for (int h = 0; h < H; h++)
+                        for (int d = 0; d < D; d++) yd[((int64_t)h * n + i) * D + d] = acc[h * D + d];
+            }
+        }
+    } else {
+        const int nblk = (n + PROJ_ROWS - 1) / PROJ_ROWS;
+        const size_t per = (size_t)PROJ_ROWS * F + (size_t)PROJ_ROWS * HD;
+        float *scr = al_arena_alloc(&c->arena, (size_t)nd->nthr * per * sizeof(float));
+        if (!scr) return al_fail(c, "graph layer 1: out of memory (arena)");
+        /* fixed row blocks, one gemm each: every output row is computed the same way whatever
+         * the thread count */
+        #pragma omp parallel num_threads(nd->nthr) if (nd->nthr > 1 && nblk > 1 && (int64_t)n * F * HD >= PAR_MIN)
+        {
+            float *xb = scr + (size_t)thread_id() * per, *yb = xb + (size_t)PROJ_ROWS * F;
+            #pragma omp for schedule(static)
+            for (int b = 0; b < nblk; b++) {
+                const int i0 = b * PROJ_ROWS, mr = n - i0 < PROJ_ROWS ? n - i0 : PROJ_ROWS;
+                const float *a = proj_dense_rows(nd, i0, mr, xb);
+                float *o = H > 1 ? yb : yd + (int64_t)i0 * HD;
+                al_gemm_serial(0, 0, mr, HD, F, 1.0f, a, F, w->data, HD, 0.0f, o, HD);
+                if (H > 1)
+                    for (int h = 0; h < H; h++)
+                        for (int r = 0; r < mr; r++)
+                            for (int d = 0; d < D; d++) yd[((int64_t)h * n + i0 + r) * D + d] = yb[(size_t)r * HD + h * D + d];
+            }
+        }
+    }
+    if (c->grad_enabled && w->requires_grad) {
+        y->requires_grad = 1;
+        al_tape_push(c, proj_backward, nd);
+    }
+    return y;
+}
+
+/* ---------------- bias + activation + dropout, heads merged ----------------
+ * z (N, H·D) = dropout(act(merge(a) + b)) for a (1, H, N, D) head-major (or (N, D), one head),
+ * b (H·D), act = ELU(alpha) or ReLU: what al_merge_heads, al_add_bcast, al_elu / al_relu and
+ * al_dropout compute one after another, with the same arithmetic and the same dropout mask (the
+ * same draws of c->dropout_rng in the same order), in one pass and one output. Saved for the
+ * backward: the activation output before dropout (N·H·D floats) and the mask (N·H·D bytes). */
+typedef struct bact_node {
+    al_tensor *a, *b, *z;
+    const float *y;            /* (N, H·D) act output before dropout */
+    const uint8_t *keep;       /* (N, H·D) 1 = kept, or NULL (no dropout) */
+    int n, H, D, relu;
+    float alpha, scale;
+    int nthr;
+} bact_node;
+
+/* g (n) = the gradient of the activation's input from dz (n) of the output after dropout: the
+ * dropout (kept · s), then ReLU / ELU through y, the activation's output (y > 0 exactly when its
+ * input is > 0). The same operations as al_dropout's and al_relu / al_elu's backward. */
+static inline void bact_grad_row(float *restrict g, const float *restrict dz, const float *restrict y,
+                                 const uint8_t *restrict keep, int n, float s, float alpha, int relu)
+{
+    if (keep) for (int j = 0; j < n; j++) { float sd = s * dz[j]; g[j] = keep[j] ? sd : 0.f; }
+    else for (int j = 0; j < n; j++) g[j] = dz[j];
+    if (relu) for (int j = 0; j < n; j++) g[j] = y[j] > 0.f ? g[j] : 0.f;
+    else for (int j = 0; j < n; j++) { float e = g[j] * (y[j] + alpha); g[j] = y[j] > 0.f ? g[j] : e; }
+}
+static inline void add_row(float *restrict a, const float *restrict b, int n) { for (int j = 0; j < n; j++) a[j] += b[j]; }
+
+static void bact_backward(al_ctx *c, void *p)
+{
+    bact_node *nd = p;
+    const float *dz = nd->z->grad;                  /* (N, H·D) */
+    if (!dz) return;
+    float *da = nd->a->requires_grad ? al_grad(c, nd->a) : NULL;   /* (H, N, D) */
+    float *db = nd->b->requires_grad ? al_grad(c, nd->b) : NULL;   /* (H·D) */
+    const int n = nd->n, D = nd->D, HD = nd->H * D;
+    /* Threads own column ranges and run down the rows in order, so the bias gradient sums each
+     * column in row order (as al_add_bcast's backward) whatever the thread count. */
+    const int nparts = (int64_t)n * HD >= PAR_MIN && nd->nthr > 1 ? (nd->nthr < HD ? nd->nthr : HD) : 1;
+    float *acc = al_arena_calloc(&c->arena, (size_t)HD * sizeof(float));              /* (H·D) column sums */
+    float *gbuf = al_arena_alloc(&c->arena, (size_t)nparts * HD * sizeof(float));     /* (parts, H·D) */
+    if (!al_ok(c) || !acc || !gbuf) { al_fail(c, "graph activation backward: out of memory (arena)"); return; }
+    const float *y = nd->y, s = nd->scale, alpha = nd->alpha;
+    const uint8_t *keep = nd->keep;
+    const int relu = nd->relu;
+    #pragma omp parallel for schedule(static) num_threads(nparts) if (nparts > 1)
+    for (int part = 0; part < nparts; part++) {
+        const int j0 = HD * part / nparts, j1 = HD * (part + 1) / nparts;
+        float *g = gbuf + (size_t)part * HD;        /* (H·D) gradient of the pre-activation, row i */
+        for (int i = 0; i < n; i++) {
+            const int64_t r = (int64_t)i * HD;
+            bact_grad_row(g + j0, dz + r + j0, y + r + j0, keep ? keep + r + j0 : NULL, j1 - j0, s, alpha, relu);
+            add_row(acc + j0, g + j0, j1 - j0);
+            if (da)   /* heads split again: column h·D + d of row i is da[h, i, d] */
+                for (int h = j0 / D; h * D < j1; h++) {
+                    const int d0 = j0 > h * D ? j0 - h * D : 0, d1 = j1 < (h + 1) * D ? j1 - h * D : D;
+                    add_row(da + ((int64_t)h * n + i) * D + d0, g + h * D + d0, d1 - d0);
+                }
+        }
+    }
+    if (db) for (int j = 0; j < HD; j++) db[j] += acc[j];
+}
+
+static inline void sum_row(float *restrict u, const float *restrict a, const float *restrict b, int n)
+{
+    for (int j = 0; j < n; j++) u[j] = a[j] + b[j];
+}
+static inline void act_row(float *restrict v, const float *restrict u, int n, float alpha, int relu)
+{
+    if (relu) for (int j = 0; j < n; j++) v[j] = u[j] > 0.f ? u[j] : 0.f;
+    else for (int j = 0; j < n; j++) v[j] = u[j] > 0.f ? u[j] : alpha * elu_expm1_neg(u[j]);
+}
+/* z may be v itself (dropout in place) */
+static inline void drop_row(float *z, const float *v, const uint8_t *restrict keep, int n, float s)
+{
+    for (int j = 0; j < n; j++) { float sv = s * v[j]; z[j] = keep[j] ? sv : 0.f; }
+}
+
+static al_tensor *bias_act_dropout(al_ctx *c, al_tensor *a, al_tensor *b, int relu, float alpha, float p)
+{
+    if (!a || !b || !al_ok(c)) return NULL;
+    char b1[64], b2[64];
+    const int n = a->ndim == 4 ? a->shape[2] : a->shape[0];
+    const int H = a->ndim == 4 ? a->shape[1] : 1, D = a->shape[a->ndim - 1], HD = H * D;
+    if (!((a->ndim == 4 && a->shape[0] == 1) || a->ndim == 2) || b->ndim != 1 || b->shape[0] != HD)
+        return al_fail(c, "graph activation: input %s must be (1, H, N, D) or (N, D) with a bias (H·D), got bias %s",
+                       al_shape_str(a, b1, sizeof b1), al_shape_str(b, b2, sizeof b2));
+    if (!(p >= 0.f && p < 1.f)) return al_fail(c, "graph activation: dropout %g outside [0, 1)", (double)p);
+    const int64_t ne = (int64_t)n * HD;
+    const int drop = c->training && p > 0.f;
+    const int save = c->grad_enabled && (a->requires_grad || b->requires_grad);
+    al_tensor *z = al_new(c, 2, (int[]){n, HD});   /* (N, H·D) */
+    uint8_t *keep = drop ? al_arena_alloc(&c->arena, (size_t)ne) : NULL;          /* (N, H·D) */
+    float *y = save && drop ? al_arena_alloc(&c->arena, (size_t)ne * sizeof(float)) : NULL;   /* (N, H·D) */
+    if (!z || (drop && !keep) || (save && drop && !y)) return al_ok(c) ? al_fail(c, "graph activation: out of memory (arena)") : NULL;
+    if (drop) {   /* al_dropout's mask: two 24-bit uniforms per draw, in index order */
+        const uint64_t thr = (uint64_t)ceil((double)p * 16777216.0);
+        uint64_t st[4];   /* a local copy: the byte stores below could alias c's state */
+        memcpy(st, c->dropout_rng.s, sizeof st);
+        int64_t i = 0;
+        for (; i + 2 <= ne; i += 2) {
+            uint64_t u = rng_next(st);
+            keep[i] = (u >> 40) >= thr;
+            keep[i + 1] = ((u >> 8) & 0xFFFFFFu) >= thr;
+        }
+        if (i < ne) keep[i] = (rng_next(st) >> 40) >= thr;
+        memcpy(c->dropout_rng.s, st, sizeof st);
+    }
+    const float s = drop ? 1.0f / (1.0f - p) : 1.0f;
+    const float *ad = a->data, *bd = b->data;
+    float *zd = z->data;
+    float *ubuf = al_arena_alloc(&c->arena, (size_t)al_threads() * HD * sizeof(float));   /* (threads, H·D) */
+    if (!ubuf) return al_fail(c, "graph activation: out of memory (arena)");
+    #pragma omp parallel if (ne >= PAR_MIN / 4 && al_threads() > 1)
+    {
+        float *u = ubuf + (size_t)thread_id() * HD;   /* (H·D) row i: heads merged, bias added */
+        #pragma omp for schedule(static)
+        for (int i = 0; i < n; i++) {
+            const int64_t r = (int64_t)i * HD;
+            for (int h = 0; h < H; h++) sum_row(u + h * D, ad + ((int64_t)h * n + i) * D, bd + h * D, D);
+            float *v = y ? y + r : zd + r;             /* act output before dropout */
+            act_row(v, u, HD, alpha, relu);
+            if (drop) drop_row(zd + r, v, keep + r, HD, s);
+        }
+    }
+    if (save) {
+        bact_node *nd = al_arena_calloc(&c->arena, sizeof *nd);
+        if (!nd) return al_fail(c, "graph activation: out of memory (arena)");
+        nd->a = a; nd->b = b; nd->z = z; nd->y = y ? y : zd; nd->keep = keep;
+        nd->n = n; nd->H = H; nd->D = D; nd->relu = relu; nd->alpha = alpha; nd->scale = s; nd->nthr = al_threads();
+        z->requires_grad = 1;
+        al_tape_push(c, bact_backward, nd);
+    }
+    return z;
+}
+
+/* ---------------- rows of the training nodes ---------------- */
+typedef struct rows_node { al_tensor *x, *y; const int *ids; int m; } rows_node;   /* y (m, C) = x[ids] */
+
+static void rows_backward(al_ctx *c, void *p)
+{
+    rows_node *nd = p;
+    const float *dy = nd->y->grad;
+    if (!dy) return;
+    float *dx = al_grad(c, nd->x);
+    if (!dx) return;
+    const int C = nd->x->shape[1];
+    for (int r = 0; r < nd->m; r++)
+        for (int k = 0; k < C; k++) dx[(int64_t)nd->ids[r] * C + k] += dy[(int64_t)r * C + k];
+}
+
+/* x (N, C), ids[m] (m >= 1) → (m, C): the loss then looks at the labelled rows only. */
+static al_tensor *take_rows(al_ctx *c, al_tensor *x, const int *ids, int m)
+{
+    if (!x || !al_ok(c)) return NULL;
+    const int C = x->shape[1];
+    al_tensor *y = al_new(c, 2, (int[]){m, C});
+    if (!y) return NULL;
+    for (int r = 0; r < m; r++) memcpy(y->data + (int64_t)r * C, x->data + (int64_t)ids[r] * C, (size_t)C * sizeof(float));
+    if (c->grad_enabled && x->requires_grad) {
+        rows_node *nd = al_arena_alloc(&c->arena, sizeof *nd);
+        if (!nd) return al_fail(c, "graph loss: out of memory (arena)");
+        nd->x = x; nd->y = y; nd->ids = ids; nd->m = m;
+        y->requires_grad = 1;
+        al_tape_push(c, rows_backward, nd);
+    }
+    return y;
+}
+
+/* One GAT layer's attention over h (1, H, N, D) head-major → (1, H, N, D), q = k = v = h. */
+static al_tensor *gat_attend(al_ctx *c, al_gnn *m, al_tensor *h, al_tensor *aq, al_tensor *ak, int layer)
 {
     if (!h) return NULL;
-    int n = m->n, hd = h->shape[1];
     al_attn_desc d;
     memset(&d, 0, sizeof d);
     d.pattern = m->cfg.kind == AL_GNN_GAT ? al_pattern_graph(&m->adj) : al_pattern_full();
@@ -144,43 +621,43 @@ static al_tensor *gat_attend(al_ctx *c, al_gnn *m, al_tensor *h, int heads, al_t
     d.dropout = m->cfg.attn_dropout;
     m->attn[layer] = NULL;
     if (m->capture_attn) d.weights = &m->attn[layer];
-    al_tensor *x;
-    if (heads == 1) {   /* one head: (N, D) and (1, 1, N, D) share a layout, no copy */
-        x = al_reshape(c, h, 4, (int[]){1, 1, n, hd});                /* (1, 1, N, D) */
-        x = al_attention(c, &d, x, x, x, aq, ak, NULL, NULL);        /* (1, 1, N, D) */
-    } else {
-        x = al_reshape(c, h, 3, (int[]){1, n, hd});                   /* (1, N, H·D) */
-        x = al_split_heads(c, x, heads);                              /* (1, H, N, D) */
-        x = al_attention(c, &d, x, x, x, aq, ak, NULL, NULL);        /* (1, H, N, D) */
-        x = al_merge_heads(c, x);                                     /* (1, N, H·D) */
-    }
-    return al_reshape(c, x, 2, (int[]){n, hd});                       /* (N, H·D) */
+    return al_attention(c, &d, h, h, h, aq, ak, NULL, NULL);
 }
 
+/* GAT, two layers:
+ *   h  (1, H, N, D) = dropout(X) · W1, heads split as it is written      first_layer
+ *   h  (1, H, N, D) = attention over A + I (or all nodes), q = k = v = h  al_attention
+ *   z  (N, H·D)     = dropout(ELU(merge(h) + b1))                        bias_act_dropout
+ *   z  (N, C)       = z · W2, then one head of attention, + b2
+ * No tensor is copied only to change its layout. */
 al_tensor *al_gnn_forward(al_ctx *c, al_gnn *m)
 {
     if (!al_ok(c)) return NULL;
     const al_gnn_cfg *cfg = &m->cfg;
-    const al_csr *x = al_csr_dropout(c, m->feat, cfg->dropout);   /* (N, F) sparse */
-    al_tensor *h = al_spmm(c, x, m->w1);                             /* (N, hidden·heads) */
+    const int n = m->n, C = m->nclass;
     switch (cfg->kind) {
-    case AL_GNN_GAT: case AL_GNN_GAT_FULL:
-        h = gat_attend(c, m, h, cfg->heads, m->a1q, m->a1k, 0);
-        h = al_elu(c, al_add_bcast(c, h, m->b1), 1.0f);
-        h = al_dropout(c, h, cfg->dropout);
-        h = al_matmul(c, h, m->w2, 0, 0);                            /* (N, C) */
-        h = gat_attend(c, m, h, 1, m->a2q, m->a2k, 1);
+    case AL_GNN_GAT: case AL_GNN_GAT_FULL: {
+        al_tensor *h = first_layer(c, m, m->w1, cfg->heads, 1, cfg->dropout);    /* (1, H, N, D) */
+        h = gat_attend(c, m, h, m->a1q, m->a1k, 0);                               /* (1, H, N, D) */
+        h = bias_act_dropout(c, h, m->b1, 0, 1.0f, cfg->dropout);                 /* (N, H·D) */
+        h = al_matmul(c, h, m->w2, 0, 0);                                         /* (N, C) */
+        h = al_reshape(c, h, 4, (int[]){1, 1, n, C});                             /* (1, 1, N, C) */
+        h = gat_attend(c, m, h, m->a2q, m->a2k, 1);                               /* (1, 1, N, C) */
+        h = al_reshape(c, h, 2, (int[]){n, C});                                   /* (N, C) */
         return al_add_bcast(c, h, m->b2);
-    case AL_GNN_GCN:
-        h = al_spmm(c, &m->adj, h);                                  /* Â X W1: (N, hidden) */
-        h = al_relu(c, al_add_bcast(c, h, m->b1));
-        h = al_dropout(c, h, cfg->dropout);
-        h = al_spmm(c, &m->adj, al_matmul(c, h, m->w2, 0, 0));       /* (N, C) */
+    }
+    case AL_GNN_GCN: {
+        al_tensor *h = first_layer(c, m, m->w1, 1, 0, cfg->dropout);             /* X W1: (N, hidden) */
+        h = al_spmm(c, &m->adj, h);                                               /* Â X W1 */
+        h = bias_act_dropout(c, h, m->b1, 1, 0.f, cfg->dropout);                  /* (N, hidden) */
+        h = al_spmm(c, &m->adj, al_matmul(c, h, m->w2, 0, 0));                    /* (N, C) */
         return al_add_bcast(c, h, m->b2);
-    case AL_GNN_MLP:
-        h = al_relu(c, al_add_bcast(c, h, m->b1));
-        h = al_dropout(c, h, cfg->dropout);
+    }
+    case AL_GNN_MLP: {
+        al_tensor *h = first_layer(c, m, m->w1, 1, 0, cfg->dropout);             /* (N, hidden) */
+        h = bias_act_dropout(c, h, m->b1, 1, 0.f, cfg->dropout);
         return al_add_bcast(c, al_matmul(c, h, m->w2, 0, 0), m->b2);
+    }
     }
     return al_fail(c, "graph model: unknown kind %d", (int)cfg->kind);
 }
@@ -190,13 +667,19 @@ al_status al_gnn_step(al_gnn *m, const al_graph *g, al_ctx *c, al_optim *o, doub
 {
     al_ctx_reset(c);
     c->training = 1; c->grad_enabled = 1;
-    int *lab = al_arena_alloc(&c->arena, (size_t)g->n * sizeof *lab);        /* (N) */
+    /* the training nodes once each, in node order (the order al_cross_entropy's mask would sum them) */
     uint8_t *mask = al_arena_calloc(&c->arena, (size_t)g->n);                /* (N) */
-    if (!lab || !mask) return al_seterr(err, "graph training: out of memory");
-    for (int i = 0; i < g->n; i++) lab[i] = g->label[i] >= 0 ? g->label[i] : 0;
+    int *ids = al_arena_alloc(&c->arena, (size_t)(g->ntrain > 0 ? g->ntrain : 1) * sizeof *ids);   /* (ntrain) */
+    int *lab = al_arena_alloc(&c->arena, (size_t)(g->ntrain > 0 ? g->ntrain : 1) * sizeof *lab);
+    if (!mask || !ids || !lab) return al_seterr(err, "graph training: out of memory");
     for (int i = 0; i < g->ntrain; i++) mask[g->train[i]] = 1;
+    int nt = 0;
+    for (int i = 0; i < g->n; i++)
+        if (mask[i]) { ids[nt] = i; lab[nt] = g->label[i] >= 0 ? g->label[i] : 0; nt++; }
     al_tensor *logits = al_gnn_forward(c, m);
-    al_tensor *L = al_cross_entropy(c, logits, lab, mask);
+    al_tensor *L;
+    if (nt > 0) L = al_cross_entropy(c, take_rows(c, logits, ids, nt), lab, NULL);
+    else L = al_cross_entropy(c, logits, (int *)mask, mask);   /* no training node: a zero loss */
     al_params_zero_grad(&m->params);
     if (!L || al_backward(c, L) != AL_OK) return al_seterr(err, "graph training: %s", al_ctx_error(c));
     if (loss) *loss = L->data[0];

@@ -4,6 +4,9 @@
  * dozen epochs). */
 #include "testutil.h"
 #include "attnlab/graph.h"
+#include "attnlab/attention.h"
+#include "attnlab/ops.h"
+#include "attnlab/optim.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -413,6 +416,178 @@ static void test_gat_cora(void **st)
     al_gnn_free(&m); al_graph_free(&g);
 }
 
+/* ---------------- the fused layers against the chain of ops they replace ---------------- */
+/* The model's forward as it was built from the public ops before the GAT / GCN / MLP layers were
+ * fused: sparse input dropout, al_spmm, heads split / merged around al_attention, bias, activation
+ * and dropout as separate ops. The fused forward must give the same bits on sparse features. */
+static al_tensor *chain_attend(al_ctx *c, al_gnn *m, al_tensor *h, int heads, al_tensor *aq, al_tensor *ak)
+{
+    int n = m->n, hd = h->shape[1];
+    al_attn_desc d; memset(&d, 0, sizeof d);
+    d.pattern = m->cfg.kind == AL_GNN_GAT ? al_pattern_graph(&m->adj) : al_pattern_full();
+    d.score = AL_SCORE_ADDITIVE; d.norm = AL_NORM_SOFTMAX; d.slope = m->cfg.slope; d.dropout = m->cfg.attn_dropout;
+    al_tensor *x = al_reshape(c, h, 3, (int[]){1, n, hd});
+    x = al_split_heads(c, x, heads);
+    x = al_attention(c, &d, x, x, x, aq, ak, NULL, NULL);
+    x = al_merge_heads(c, x);
+    return al_reshape(c, x, 2, (int[]){n, hd});
+}
+static al_tensor *chain_forward(al_ctx *c, al_gnn *m)
+{
+    const al_gnn_cfg *cfg = &m->cfg;
+    al_tensor *h = al_spmm(c, al_csr_dropout(c, m->feat, cfg->dropout), m->w1);
+    switch (cfg->kind) {
+    case AL_GNN_GAT: case AL_GNN_GAT_FULL:
+        h = chain_attend(c, m, h, cfg->heads, m->a1q, m->a1k);
+        h = al_dropout(c, al_elu(c, al_add_bcast(c, h, m->b1), 1.0f), cfg->dropout);
+        h = chain_attend(c, m, al_matmul(c, h, m->w2, 0, 0), 1, m->a2q, m->a2k);
+        return al_add_bcast(c, h, m->b2);
+    case AL_GNN_GCN:
+        h = al_dropout(c, al_relu(c, al_add_bcast(c, al_spmm(c, &m->adj, h), m->b1)), cfg->dropout);
+        return al_add_bcast(c, al_spmm(c, &m->adj, al_matmul(c, h, m->w2, 0, 0)), m->b2);
+    case AL_GNN_MLP:
+        h = al_dropout(c, al_relu(c, al_add_bcast(c, h, m->b1)), cfg->dropout);
+        return al_add_bcast(c, al_matmul(c, h, m->w2, 0, 0), m->b2);
+    }
+    return NULL;
+}
+/* One training step through the chain, as al_gnn_step did it (loss over all rows with a mask). */
+static double chain_step(al_gnn *m, const al_graph *g, al_ctx *c, al_optim *o)
+{
+    al_ctx_reset(c);
+    c->training = 1; c->grad_enabled = 1;
+    int *lab = malloc((size_t)g->n * sizeof *lab);
+    uint8_t *mask = calloc((size_t)g->n, 1);
+    for (int i = 0; i < g->n; i++) lab[i] = g->label[i] >= 0 ? g->label[i] : 0;
+    for (int i = 0; i < g->ntrain; i++) mask[g->train[i]] = 1;
+    al_tensor *L = al_cross_entropy(c, chain_forward(c, m), lab, mask);
+    al_params_zero_grad(&m->params);
+    if (!L || al_backward(c, L)) fail_msg("chain step: %s", al_ctx_error(c));
+    al_optim_step(o, &m->params);
+    free(lab); free(mask);
+    return L->data[0];
+}
+
+/* Three training steps and an evaluation forward of every model on g: al_gnn_step / al_gnn_forward
+ * (on `threads` threads) against the chain on one thread, compared by `tol` (0: bit for bit) on the
+ * loss, the logits, the parameter gradients and the parameters after Adam; input_dropout 0 sets the
+ * models' input and hidden dropout to 0 (attention dropout stays). */
+static void compare_with_chain(const al_graph *g, int threads, double tol, int input_dropout, const char *what)
+{
+    const al_gnn_kind kinds[] = {AL_GNN_GAT, AL_GNN_GCN, AL_GNN_MLP};
+    int saved = al_threads();
+    for (int q = 0; q < 3; q++) {
+        al_gnn_cfg cfg; al_gnn_defaults(&cfg, kinds[q]);
+        if (!input_dropout) cfg.dropout = 0;
+        al_gnn a, b; al_error err = {{0}};
+        if (al_gnn_init(&a, &cfg, g, 7, &err) || al_gnn_init(&b, &cfg, g, 7, &err)) fail_msg("%s", err.msg);
+        al_ctx *ca = al_ctx_new(5), *cb = al_ctx_new(5);
+        al_optim oa, ob;
+        assert_int_equal(al_optim_init(&oa, AL_ADAM, a.params.total, cfg.lr, &err), AL_OK);
+        assert_int_equal(al_optim_init(&ob, AL_ADAM, b.params.total, cfg.lr, &err), AL_OK);
+        oa.weight_decay = ob.weight_decay = cfg.weight_decay;
+        const size_t bytes = (size_t)a.params.total * sizeof(float);
+        for (int step = 0; step < 3; step++) {
+            double la = 0;
+            al_set_threads(threads);
+            if (al_gnn_step(&a, g, ca, &oa, &la, &err)) fail_msg("%s", err.msg);
+            al_set_threads(1);
+            double lb = chain_step(&b, g, cb, &ob);
+            double e_loss = fabs(la - lb) / (fabs(lb) + 1e-12);
+            double e_grad = tu_max_rel_err(a.params.grad, b.params.grad, a.params.total);
+            double e_par = tu_max_rel_err(a.params.data, b.params.data, a.params.total);
+            if (tol == 0 ? la != lb || memcmp(a.params.grad, b.params.grad, bytes) || memcmp(a.params.data, b.params.data, bytes)
+                         : e_loss > tol || e_grad > tol || e_par > tol)
+                fail_msg("%s, %s, step %d, %d threads: fused vs chain: loss %.9g vs %.9g, grad err %.3g, param err %.3g",
+                         what, al_gnn_kind_name(kinds[q]), step + 1, threads, la, lb, e_grad, e_par);
+        }
+        /* evaluation mode: no dropout, no tape */
+        al_ctx_reset(ca); al_ctx_reset(cb);
+        ca->training = cb->training = 0; ca->grad_enabled = cb->grad_enabled = 0;
+        al_set_threads(threads);
+        al_tensor *za = al_gnn_forward(ca, &a);
+        al_set_threads(1);
+        al_tensor *zb = chain_forward(cb, &b);
+        if (!za || !zb) fail_msg("%s: %s %s", what, al_ctx_error(ca), al_ctx_error(cb));
+        double e = tu_max_rel_err(za->data, zb->data, za->numel);
+        if (tol == 0 ? memcmp(za->data, zb->data, (size_t)za->numel * sizeof(float)) != 0 : e > tol)
+            fail_msg("%s, %s, evaluation: fused vs chain logits differ (rel err %.3g)", what, al_gnn_kind_name(kinds[q]), e);
+        al_optim_free(&oa); al_optim_free(&ob);
+        al_ctx_free(ca); al_ctx_free(cb);
+        al_gnn_free(&a); al_gnn_free(&b);
+    }
+    al_set_threads(saved);
+}
+
+/* Sparse features (Cora): the fused layers give the chain's bits, on 1 and 2 threads. */
+static void test_fused_equals_chain_sparse(void **st)
+{
+    (void)st;
+    char dir[4096]; al_error err = {{0}};
+    if (al_graph_resolve("cora", NULL, dir, sizeof dir, &err)) fail_msg("%s", err.msg);
+    al_graph g;
+    if (al_graph_load(&g, dir, 1, &err)) fail_msg("%s", err.msg);
+    al_gnn m; al_gnn_cfg cfg; al_gnn_defaults(&cfg, AL_GNN_GAT);
+    assert_int_equal(al_gnn_init(&m, &cfg, &g, 1, &err), AL_OK);
+    assert_null(m.xdense);   /* 1.3 % of the entries: the sparse path */
+    al_gnn_free(&m);
+    compare_with_chain(&g, 1, 0, 1, "cora");
+    compare_with_chain(&g, 2, 0, 1, "cora");
+    al_graph_free(&g);
+}
+
+/* Dense features take the gemm path: the chain's results up to rounding, and the same bits on 1
+ * and 2 threads; both the CSR's own values (complete rows) and a dense copy (some entries absent). */
+static void test_dense_features(void **st)
+{
+    (void)st;
+    al_graph g; al_error err = {{0}};
+    assert_int_equal(al_graph_random(&g, 700, 3000, 16, 4, 9, &err), AL_OK);   /* 6 row blocks */
+    al_gnn m; al_gnn_cfg cfg; al_gnn_defaults(&cfg, AL_GNN_GAT);
+    assert_int_equal(al_gnn_init(&m, &cfg, &g, 1, &err), AL_OK);
+    assert_ptr_equal(m.xdense, g.feat.val);   /* complete CSR: no copy */
+    al_gnn_free(&m);
+    compare_with_chain(&g, 1, 2e-5, 1, "dense features");
+    /* bit for bit on 1 and 2 threads: logits and gradients of one training forward/backward */
+    float *res[2][2];
+    int saved = al_threads();
+    for (int t = 0; t < 2; t++) {
+        al_set_threads(t + 1);
+        assert_int_equal(al_gnn_init(&m, &cfg, &g, 3, &err), AL_OK);
+        al_ctx *c = al_ctx_new(4);
+        al_tensor *z = al_gnn_forward(c, &m);
+        if (!z) fail_msg("%s", al_ctx_error(c));
+        tu_fill(al_grad(c, z), z->numel, 6, -1, 1);
+        al_params_zero_grad(&m.params);
+        assert_int_equal(al_backward_run(c), AL_OK);
+        res[t][0] = malloc((size_t)z->numel * sizeof(float)); memcpy(res[t][0], z->data, (size_t)z->numel * sizeof(float));
+        res[t][1] = malloc((size_t)m.params.total * sizeof(float)); memcpy(res[t][1], m.params.grad, (size_t)m.params.total * sizeof(float));
+        if (t) {
+            assert_memory_equal(res[0][0], res[1][0], (size_t)z->numel * sizeof(float));
+            assert_memory_equal(res[0][1], res[1][1], (size_t)m.params.total * sizeof(float));
+        }
+        al_ctx_free(c); al_gnn_free(&m);
+    }
+    for (int t = 0; t < 2; t++) { free(res[t][0]); free(res[t][1]); }
+    al_set_threads(saved);
+    /* drop every 5th stored entry: 80 % dense, a dense copy with zeros where entries are absent */
+    int64_t w = 0;
+    for (int i = 0; i < g.n; i++) {
+        int64_t k0 = g.feat.rowptr[i], k1 = g.feat.rowptr[i + 1];
+        g.feat.rowptr[i] = w;
+        for (int64_t k = k0; k < k1; k++)
+            if (k % 5 != 2) { g.feat.col[w] = g.feat.col[k]; g.feat.val[w] = g.feat.val[k]; w++; }
+    }
+    g.feat.rowptr[g.n] = w; g.feat.nnz = w;
+    assert_int_equal(al_gnn_init(&m, &cfg, &g, 1, &err), AL_OK);
+    assert_non_null(m.xdense_own); assert_ptr_equal(m.xdense, m.xdense_own);
+    assert_true(m.xdense[2] == 0.f && m.xdense[1] == g.feat.val[1]);
+    al_gnn_free(&m);
+    /* (the input dropout masks entry i·F + f of the copy, not the CSR's entry k: no dropout here) */
+    compare_with_chain(&g, 1, 2e-5, 0, "dense copy");
+    al_graph_free(&g);
+}
+
 /* Errors are values: bad configurations and unknown names. */
 static void test_config_errors(void **st)
 {
@@ -441,6 +616,8 @@ int main(void)
         cmocka_unit_test(test_grad_gcn),
         cmocka_unit_test(test_grad_mlp),
         cmocka_unit_test(test_csr_dropout),
+        cmocka_unit_test(test_fused_equals_chain_sparse),
+        cmocka_unit_test(test_dense_features),
         cmocka_unit_test(test_config_errors),
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_train_small_graph),

@@ -2,9 +2,11 @@
  * four models (gat, gat-full, gcn, mlp) with their full-batch training loop.
  *
  * A dataset is a directory with features.libsvm, edges.txt, train.idx, val.idx, test.idx
- * (datasets/README.md, "Graph format"). Features stay sparse (CSR, nodes × features); the first
- * layer of every model is al_spmm(features, W). Every malformed line is reported as
- * "FILE:LINE: what is wrong" through al_error.
+ * (datasets/README.md, "Graph format"). Features are stored as CSR (nodes × features); the first
+ * layer of every model is dropout(features) · W, computed as a sparse product when the features
+ * are sparse and as a blocked dense gemm when at least AL_GNN_DENSE_MIN of the entries are stored
+ * (the random benchmark graphs). Every malformed line is reported as "FILE:LINE: what is wrong"
+ * through al_error.
  *
  *   al_graph g; al_error err = {{0}};
  *   char dir[4096];
@@ -63,6 +65,10 @@ al_status al_graph_random(al_graph *g, int n, int64_t m, int nfeat, int nclass, 
 /* ---------------- models ---------------- */
 typedef enum { AL_GNN_GAT, AL_GNN_GAT_FULL, AL_GNN_GCN, AL_GNN_MLP } al_gnn_kind;
 
+/* Fraction of stored feature entries (nnz / (n · nfeat)) from which the first layer multiplies a
+ * dense feature matrix (gemm) instead of the CSR (spmm). */
+#define AL_GNN_DENSE_MIN 0.25
+
 typedef struct al_gnn_cfg {
     al_gnn_kind kind;
     int hidden;             /* GAT: features per head of layer 1; GCN / MLP: hidden width */
@@ -89,6 +95,10 @@ typedef struct al_gnn {
     al_gnn_cfg cfg;
     int n, nfeat, nclass;
     const al_csr *feat;     /* borrowed from the graph: (n, nfeat) */
+    const float *xdense;    /* (n, nfeat) the features as a dense matrix when they are dense enough
+                             * (see AL_GNN_DENSE_MIN), else NULL: feat->val itself when the CSR stores
+                             * every entry in row-major order, otherwise xdense_own */
+    float *xdense_own;      /* owned dense copy, or NULL */
     al_csr adj;             /* gat: A + I; gcn: Â; gat-full, mlp: unused; owned */
     al_params params;       /* w1, b1, [a1_q, a1_k,] w2, b2, [a2_q, a2_k] */
     al_tensor *w1, *b1, *a1q, *a1k, *w2, *b2, *a2q, *a2k;
