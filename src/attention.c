@@ -1078,10 +1078,34 @@ static void sparse_backward(al_ctx *c, attn_node *nd)
             float *dsr = ds + s0;
             const float *Pr = P + s0;
             dots_rows(doi, V, Dv, kc, n, dsr);
-            if (g->drop) {
-                const uint8_t *kb = nd->keepb + bh * slots + s0;
-                for (int t = 0; t < n; t++) dsr[t] = kb[t] ? dsr[t] * g->inv_keep : 0.f;
+            const uint8_t *kb = g->drop ? nd->keepb + bh * slots + s0 : NULL;
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+            if (!g->additive) {   /* dropout, delta and dS in two masked sweeps */
+                const __m512 ik = _mm512_set1_ps(g->inv_keep), zero = _mm512_setzero_ps();
+                __m512 dv = zero;
+                for (int t = 0; t < n; t += 16) {
+                    __mmask16 len = (__mmask16)(n - t >= 16 ? 0xffffu : (1u << (n - t)) - 1);
+                    __mmask16 on = _mm512_mask_cmpge_epi32_mask(len, _mm512_maskz_loadu_epi32(len, ky + t), _mm512_setzero_si512());
+                    __m512 x = _mm512_maskz_loadu_ps(on, dsr + t);
+                    if (kb) x = _mm512_maskz_mul_ps(_mm_mask_test_epi8_mask(len, _mm_maskz_loadu_epi8(len, kb + t),
+                                                                            _mm_set1_epi8(1)), x, ik);
+                    _mm512_mask_storeu_ps(dsr + t, len, x);
+                    dv = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(len, Pr + t), x, dv);
+                }
+                const __m512 delta = _mm512_set1_ps(_mm512_reduce_add_ps(dv));
+                for (int t = 0; t < n; t += 16) {
+                    __mmask16 len = (__mmask16)(n - t >= 16 ? 0xffffu : (1u << (n - t)) - 1);
+                    __mmask16 on = _mm512_mask_cmpge_epi32_mask(len, _mm512_maskz_loadu_epi32(len, ky + t), _mm512_setzero_si512());
+                    __m512 x = _mm512_maskz_loadu_ps(len, dsr + t), pv = _mm512_maskz_loadu_ps(len, Pr + t);
+                    __m512 d = g->relu ? _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(pv, zero, _CMP_GT_OQ), x)
+                                       : _mm512_mul_ps(pv, _mm512_sub_ps(x, delta));
+                    _mm512_mask_storeu_ps(dsr + t, len, _mm512_maskz_mov_ps(on, d));
+                }
+                if (dq) axpy_rows(dsr, kc, n, K, D, g->scale, dq + r * D);
+                continue;
             }
+#endif
+            if (kb) for (int t = 0; t < n; t++) dsr[t] = kb[t] ? dsr[t] * g->inv_keep : 0.f;
             float delta = 0.f;
             for (int t = 0; t < n; t++) {
                 if (ky[t] < 0) { dsr[t] = 0.f; continue; }
