@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "cli.h"
 #include "attnlab/attnmap.h"
 #include "attnlab/data.h"
@@ -191,6 +192,9 @@ int cmd_attnmap(int argc, char **argv)
     al_image_split D;
     memset(&D, 0, sizeof D);
     for (; loaded < nm; loaded++) {
+        if (access(path[loaded], R_OK)) {
+            fprintf(stderr, "attnlab attnmap: --load %s: %s\n", path[loaded], strerror(errno)); goto out;
+        }
         if (al_model_load(path[loaded], &m[loaded], mean[loaded], sd[loaded], NULL, &err) != AL_OK) {
             fprintf(stderr, "attnlab attnmap: %s\n", err.msg); goto out;
         }
