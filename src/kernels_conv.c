@@ -231,7 +231,9 @@ void al_conv2d_fwd(const float *x, const float *w, const float *b, float *y,
     const size_t per = direct ? 0 : (size_t)K * P;
     float *slots = direct ? NULL : scratch(0, (size_t)nthr * per);   /* (nthr, K, P) */
     if (!direct && !slots) { al_conv2d_fwd_ref(x, w, b, y, B, C, H, W, O, KH, KW, stride, pad); return; }
-    AL_OMP("omp parallel for schedule(static) num_threads(nthr) if (par)")
+    /* dynamic: each image writes only its own output, so results do not depend on which thread
+     * ran it; on a shared machine a descheduled thread no longer holds up its half of the batch */
+    AL_OMP("omp parallel for schedule(dynamic, 1) num_threads(nthr) if (par)")
     for (int bi = 0; bi < B; bi++) {
         const float *xb = x + (size_t)bi * C * H * W;              /* (C, H, W) */
         float *yb = y + (size_t)bi * O * P;                        /* (O, P) */
@@ -321,7 +323,8 @@ void al_conv2d_bwd(const float *x, const float *w, const float *dy, float *dx, f
         al_conv2d_bwd_ref(x, w, dy, dx, dw, NULL, B, C, H, W, O, KH, KW, stride, pad);
         return;
     }
-    AL_OMP("omp parallel for schedule(static) num_threads(nthr) if (par)")
+    /* dynamic: group g owns its partial and its images' dx, whichever thread runs it (deterministic) */
+    AL_OMP("omp parallel for schedule(dynamic, 1) num_threads(nthr) if (par)")
     for (int g = 0; g < ng; g++) {
         const int b0 = (int)((int64_t)B * g / ng), b1 = (int)((int64_t)B * (g + 1) / ng);
         float *dwg = dw ? part + (size_t)g * O * K : NULL;         /* (O, K) or (K, O) */

@@ -185,8 +185,10 @@ void al_model_free(al_model *m)
 
 static al_tensor *cnn_forward(al_ctx *c, al_model *m, al_tensor *x /* (B,C,H,W) */)
 {
-    al_tensor *h = al_maxpool2d(c, al_relu(c, al_conv2d(c, x, m->c1_w, m->c1_b, 1, 1)), 2, 2);  /* (B,32,H/2,W/2) */
-    h = al_maxpool2d(c, al_relu(c, al_conv2d(c, h, m->c2_w, m->c2_b, 1, 1)), 2, 2);            /* (B,64,H/4,W/4) */
+    /* relu·maxpool = maxpool·relu (relu is monotone), forward and gradient, bitwise: the relu runs on
+     * the 4× smaller pooled map */
+    al_tensor *h = al_relu(c, al_maxpool2d(c, al_conv2d(c, x, m->c1_w, m->c1_b, 1, 1), 2, 2));  /* (B,32,H/2,W/2) */
+    h = al_relu(c, al_maxpool2d(c, al_conv2d(c, h, m->c2_w, m->c2_b, 1, 1), 2, 2));            /* (B,64,H/4,W/4) */
     if (!h) return NULL;
     h = al_reshape(c, h, 2, (int[]){h->shape[0], h->shape[1] * h->shape[2] * h->shape[3]});
     return al_linear(c, h, m->fc_w, m->fc_b);                                                    /* (B,classes) */
