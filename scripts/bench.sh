@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
-# make bench: attnlab's benchmarks, then the PyTorch peer when torch is importable.
+# make bench: attnlab's benchmarks, with the PyTorch peer run side by side when torch is importable.
 #   scripts/bench.sh               run everything that is implemented
 #   ATTNLAB_BIN=path scripts/bench.sh   use another binary (default bin/attnlab beside this script)
+#   BENCH_REPS=3 BENCH_STEPS=30 BENCH_THREADS=2 BENCH_BATCH=64   image-training comparison settings
+#   BENCH_ONLY=train               only the image-training table
+# Image training: for each model, attnlab and the peer alternate (attnlab, torch, attnlab, torch, ...)
+# BENCH_REPS times each, and one table reports the medians (this machine is shared and noisy).
+# For `local` the peer's figure is the faster of its `local` (masked dense) and `local-unfold`.
 # A subcommand that is not implemented yet ("not implemented" on stderr) is skipped with a note;
 # any other failure makes the script exit non-zero after the remaining benchmarks have run.
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 bin=${ATTNLAB_BIN:-$here/bin/attnlab}
 shared=${ATTNLAB_SHARED:-$here/../shared}
+reps=${BENCH_REPS:-3} steps=${BENCH_STEPS:-30} threads=${BENCH_THREADS:-2} batch=${BENCH_BATCH:-64}
 [ -x "$bin" ] || { echo "bench.sh: $bin not built (run make)" >&2; exit 1; }
 
 status=0
@@ -35,20 +41,72 @@ run() {   # run NAME ARGS... : one benchmark, its stdout/stderr shown, "not impl
   echo
 }
 
-run "gemm" bench gemm
-run "attention" bench attention
-for m in cnn sa local; do run "train $m" bench train --model "$m"; done
-run "graph" bench graph
-
+# torch is installed for Debian's python; the python3 first on PATH may be another one without it.
+py=
+for p in /usr/bin/python3 python3; do
+  if command -v "$p" >/dev/null 2>&1 && "$p" -c 'import torch' >/dev/null 2>&1; then py=$p; break; fi
+done
 peer=$shared/peers/torch_bench.py
-if python3 -c 'import torch' >/dev/null 2>&1; then
-  if [ -f "$peer" ]; then
-    echo "== PyTorch peer: OPENBLAS_NUM_THREADS=1 python3 $peer"
-    OPENBLAS_NUM_THREADS=1 python3 "$peer" || { echo "   (PyTorch peer failed)"; status=1; }
-  else
-    echo "== PyTorch peer: $peer not found, skipped"
-  fi
+[ -f "$peer" ] || py=
+
+only=${BENCH_ONLY:-}   # BENCH_ONLY=train: the image-training table alone
+[ "$only" = train ] || run "gemm" bench gemm
+[ "$only" = train ] || run "attention" bench attention
+
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+field() { awk -v m="$1" -v k="$2" '$1 == m { for (i = 2; i < NF; i++) if ($i == k) print $(i + 1) }'; }
+peer_models() { if [ "$1" = local ]; then echo local,local-unfold; else echo "$1"; fi; }
+
+echo "== image training, batch $batch, $threads threads, $steps steps, $reps alternating repetitions each"
+echo "   attnlab: $(basename "$bin") bench train --model M --batch $batch --threads $threads --steps $steps"
+if [ -n "$py" ]; then
+  echo "   PyTorch: OPENBLAS_NUM_THREADS=1 $py $peer --threads $threads --batch $batch --steps $steps --models M"
 else
-  echo "== PyTorch peer: skipped (python3 cannot import torch; apt-get install python3-torch)"
+  echo "   PyTorch: skipped ($([ -f "$peer" ] && echo "no python3 can import torch; apt-get install python3-torch" || echo "$peer not found"))"
+fi
+tmp=$(mktemp -d)
+for m in cnn sa local; do
+  for r in $(seq "$reps"); do
+    if ! "$bin" bench train --model "$m" --batch "$batch" --threads "$threads" --steps "$steps" >>"$tmp/al.$m" 2>>"$tmp/al.err"; then
+      echo "   (attnlab bench train --model $m failed)"; cat "$tmp/al.err" >&2; status=1
+    fi
+    if [ -n "$py" ]; then
+      if ! OPENBLAS_NUM_THREADS=1 "$py" "$peer" --threads "$threads" --batch "$batch" --steps "$steps" \
+           --models "$(peer_models "$m")" >>"$tmp/pt.$m" 2>>"$tmp/pt.err"; then
+        echo "   (PyTorch peer --models $(peer_models "$m") failed)"; status=1
+      fi
+    fi
+  done
+done
+printf '\n%-8s %16s %16s %8s %18s   %s\n' model "attnlab img/s" "PyTorch img/s" ratio "attnlab RSS (MB)" "runs (attnlab | PyTorch)"
+for m in cnn sa local; do
+  al_runs=$(field "$m" train_img_per_s <"$tmp/al.$m" 2>/dev/null | tr '\n' ' ')
+  al=$(field "$m" train_img_per_s <"$tmp/al.$m" 2>/dev/null | median)
+  rss=$(field "$m" peak_rss_mb <"$tmp/al.$m" 2>/dev/null | median)
+  pt=nan pt_runs=
+  if [ -n "$py" ] && [ -f "$tmp/pt.$m" ]; then
+    # per repetition, the peer's best variant (local: masked dense or unfold)
+    if [ "$m" = local ]; then
+      pt_list=$(awk '$1 == "local" || $1 == "local-unfold" { if (!($1 in seen)) seen[$1] = 0; seen[$1]++;
+                     r = seen[$1]; if (!(r in best) || $3 > best[r]) best[r] = $3; if (r > n) n = r }
+                     END { for (i = 1; i <= n; i++) print best[i] }' "$tmp/pt.$m")
+    else
+      pt_list=$(field "$m" train_img_per_s <"$tmp/pt.$m")
+    fi
+    pt_runs=$(echo "$pt_list" | tr '\n' ' ')
+    pt=$(echo "$pt_list" | median)
+  fi
+  ratio=$(awk -v a="$al" -v b="$pt" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2fx", a / b; else print "-" }')
+  printf '%-8s %16s %16s %8s %18s   %s| %s\n' "$m" "$al" "$pt" "$ratio" "$rss" "$al_runs" "$pt_runs"
+done
+echo "(medians; ratio = attnlab / PyTorch training img/s; PyTorch local = faster of local and local-unfold)"
+rm -rf "$tmp"
+echo
+
+[ "$only" = train ] && exit $status
+run "graph" bench graph
+if [ -n "$py" ]; then
+  echo "== PyTorch peer (graph): OPENBLAS_NUM_THREADS=1 $py $peer --threads $threads --models gat"
+  OPENBLAS_NUM_THREADS=1 "$py" "$peer" --threads "$threads" --models gat || { echo "   (PyTorch peer failed)"; status=1; }
 fi
 exit $status

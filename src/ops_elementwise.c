@@ -37,10 +37,16 @@ static void add_backward(al_ctx *c, void *p)
     for (int k = 0; k < 2; k++) {
         al_tensor *t = k ? nd->b : nd->a;
         if (!t->requires_grad) continue;
-        float *d = al_grad(c, t);
+        int fresh;                                 /* a fresh gradient is a copy of dy: no zeroing */
+        float *d = al_grad_for_write(c, t, &fresh);
         if (!d) return;
-        #pragma omp parallel for schedule(static) if (n >= PAR_MIN)
-        for (int64_t i = 0; i < n; i++) d[i] += dy[i];
+        if (fresh) {
+            #pragma omp parallel for schedule(static) if (n >= PAR_MIN)
+            for (int64_t i = 0; i < n; i++) d[i] = dy[i];
+        } else {
+            #pragma omp parallel for schedule(static) if (n >= PAR_MIN)
+            for (int64_t i = 0; i < n; i++) d[i] += dy[i];
+        }
     }
 }
 
@@ -250,18 +256,20 @@ static void act_backward(al_ctx *c, void *p)
     act_node *nd = p;
     const float *dy = nd->y->grad;
     if (!dy || !nd->x->requires_grad) return;
-    float *dx = al_grad(c, nd->x);
+    int fresh = 0;                                 /* dx not allocated yet: store (=), no zeroing */
+    float *dx = nd->kind == ACT_ELU ? al_grad(c, nd->x) : al_grad_for_write(c, nd->x, &fresh); /* ELU: += */
     if (!dx) return;
     const float *x = nd->x->data, *y = nd->y->data;
     const int64_t n = nd->x->numel; const float a = nd->a;
+#define ACC(i, v) (dx[i] = fresh ? (v) : dx[i] + (v))   /* loop-invariant test: unswitched by -O3 */
     switch (nd->kind) {
     case ACT_RELU:
         #pragma omp parallel for schedule(static) if (n >= PAR_MIN)
-        for (int64_t i = 0; i < n; i++) dx[i] += x[i] > 0.f ? dy[i] : 0.f;
+        for (int64_t i = 0; i < n; i++) ACC(i, x[i] > 0.f ? dy[i] : 0.f);
         break;
     case ACT_LEAKY:
         #pragma omp parallel for schedule(static) if (n >= PAR_MIN)
-        for (int64_t i = 0; i < n; i++) dx[i] += x[i] > 0.f ? dy[i] : a * dy[i];
+        for (int64_t i = 0; i < n; i++) ACC(i, x[i] > 0.f ? dy[i] : a * dy[i]);
         break;
     case ACT_ELU:   /* x ≤ 0: d/dx α(eˣ − 1) = αeˣ = y + α */
         #pragma omp parallel for schedule(static) if (n >= PAR_MIN)
@@ -272,11 +280,12 @@ static void act_backward(al_ctx *c, void *p)
         for (int64_t i = 0; i < n; i++) {
             float xi = x[i];
             float pdf = INV_SQRT2PI * fast_expf(-0.5f * xi * xi);
-            dx[i] += dy[i] * (normal_cdf(xi) + xi * pdf);
+            ACC(i, dy[i] * (normal_cdf(xi) + xi * pdf));
         }
         break;
     }
 }
+#undef ACC
 
 static al_tensor *activation(al_ctx *c, al_tensor *x, act_kind kind, float a)
 {

@@ -150,9 +150,10 @@ static void linear_backward(al_ctx *c, void *p)
     if (!dy) return;
     const int rows = nd->rows, in = nd->in, out = nd->out;
     if (nd->x->requires_grad) {                    /* dx (rows, in) += dy · W */
-        float *dx = al_grad(c, nd->x);
+        int fresh;                                 /* a fresh dx is written (beta 0), never zeroed first */
+        float *dx = al_grad_for_write(c, nd->x, &fresh);
         if (!dx) return;
-        al_gemm(0, 0, rows, in, out, 1.0f, dy, out, nd->w->data, in, 1.0f, dx, in);
+        al_gemm(0, 0, rows, in, out, 1.0f, dy, out, nd->w->data, in, fresh ? 0.0f : 1.0f, dx, in);
     }
     if (nd->w->requires_grad) {                    /* dW (out, in) += dyᵀ · x */
         float *dw = al_grad(c, nd->w);

@@ -67,7 +67,8 @@ static void layernorm_backward(al_ctx *c, void *p)
     const int64_t rows = nd->rows; const int n = nd->n;
     const float *x = nd->x->data;                         /* (rows, C) */
     const float *gamma = nd->gamma ? nd->gamma->data : NULL;   /* (C) */
-    float *dx = nd->x->requires_grad ? al_grad(c, nd->x) : NULL;             /* (rows, C) */
+    int fresh = 0;                                        /* dx not yet allocated: store, don't add */
+    float *dx = nd->x->requires_grad ? al_grad_for_write(c, nd->x, &fresh) : NULL; /* (rows, C) */
     float *dg = nd->gamma && nd->gamma->requires_grad ? al_grad(c, nd->gamma) : NULL; /* (C) */
     float *db = nd->beta && nd->beta->requires_grad ? al_grad(c, nd->beta) : NULL;    /* (C) */
     if (!al_ok(c)) return;
@@ -108,10 +109,12 @@ static void layernorm_backward(al_ctx *c, void *p)
                     for (int w = LANES / 2; w > 0; w /= 2)
                         for (int j = 0; j < w; j++) { acc_a[j] += acc_a[j + w]; acc_b[j] += acc_b[j + w]; }
                     a = acc_a[0] * inv_n; b = acc_b[0] * inv_n;
-                    for (int i = 0; i < n; i++) dxr[i] += rs * (dyr[i] * gamma[i] - a - xhr[i] * b);
+                    if (fresh) for (int i = 0; i < n; i++) dxr[i] = rs * (dyr[i] * gamma[i] - a - xhr[i] * b);
+                    else for (int i = 0; i < n; i++) dxr[i] += rs * (dyr[i] * gamma[i] - a - xhr[i] * b);
                 } else {
                     a = sum_lanes(dyr, n) * inv_n; b = dot_lanes(dyr, xhr, n) * inv_n;
-                    for (int i = 0; i < n; i++) dxr[i] += rs * (dyr[i] - a - xhr[i] * b);
+                    if (fresh) for (int i = 0; i < n; i++) dxr[i] = rs * (dyr[i] - a - xhr[i] * b);
+                    else for (int i = 0; i < n; i++) dxr[i] += rs * (dyr[i] - a - xhr[i] * b);
                 }
             }
         }

@@ -220,6 +220,47 @@ static void test_gradcheck_tiny_models(void **st)
 }
 
 /* conv-attn with a cnn's weights computes the cnn's function (exact construction, float rounding only). */
+/* Backward passes write fresh activation gradients without zeroing them (al_grad_for_write):
+ * a step on an arena full of NaN garbage must give the same parameter gradients, bitwise, as the
+ * first step on clean memory (every model, small batch, the default architectures). */
+static void test_grads_independent_of_arena_garbage(void **st)
+{
+    (void)st;
+    const char *names[] = {"cnn", "sa", "local"};
+    for (int mi = 0; mi < 3; mi++) {
+        al_model_config cfg; al_model m; al_error e = {{0}};
+        assert_int_equal(al_model_config_default(&cfg, names[mi], 1, 12, 12, 10, &e), AL_OK);
+        if (al_model_init(&m, &cfg, 3, &e) != AL_OK) fail_msg("%s", e.msg);
+        enum { B = 3 };
+        float *xin = tu_alloc_rand(B * 144, 21, -1, 1);
+        int y[B] = {1, 7, 4};
+        float *g0 = malloc((size_t)m.params.total * sizeof(float));
+        assert_non_null(g0);
+        al_ctx *c = al_ctx_new(1);
+        for (int pass = 0; pass < 2; pass++) {
+            if (pass) {   /* fill the whole arena block the step will reuse with NaNs */
+                size_t cap = al_arena_capacity(&c->arena);
+                al_ctx_reset(c);
+                float *junk = al_arena_alloc(&c->arena, cap / 2);
+                assert_non_null(junk);
+                memset(junk, 0xff, cap / 2);
+                al_ctx_reset(c);
+            }
+            al_ctx_reset(c);
+            al_tensor *x = al_wrap(c, xin, 4, (int[]){B, 1, 12, 12});
+            al_tensor *loss = al_cross_entropy(c, al_model_forward(c, &m, x), y, NULL);
+            assert_non_null(loss);
+            al_params_zero_grad(&m.params);
+            assert_int_equal(al_backward(c, loss), AL_OK);
+            if (!pass) memcpy(g0, m.params.grad, (size_t)m.params.total * sizeof(float));
+            else if (memcmp(g0, m.params.grad, (size_t)m.params.total * sizeof(float)))
+                fail_msg("%s: gradients differ after the arena held garbage", names[mi]);
+        }
+        for (int64_t i = 0; i < m.params.total; i++) assert_true(isfinite(g0[i]));
+        al_ctx_free(c); free(g0); free(xin); al_model_free(&m);
+    }
+}
+
 static void test_conv_attn_equals_cnn(void **st)
 {
     (void)st;
@@ -328,6 +369,7 @@ int main(void)
         cmocka_unit_test(test_forward_rejects_wrong_input),
         cmocka_unit_test(test_config_errors),
         cmocka_unit_test(test_gradcheck_tiny_models),
+        cmocka_unit_test(test_grads_independent_of_arena_garbage),
         cmocka_unit_test(test_conv_attn_equals_cnn),
         cmocka_unit_test(test_checkpoint_round_trip),
         cmocka_unit_test(test_run_canonical_covers_hyperparameters),
