@@ -254,8 +254,17 @@ static const float *proj_dense_rows(const proj_node *nd, int i0, int m, float *x
     const int64_t F = nd->F;
     const float *src = nd->xd + (int64_t)i0 * F;
     if (!nd->drop) return src;
-    for (int64_t e = 0; e < (int64_t)m * F; e++)
-        xb[e] = keep_entry(nd->base, nd->thr, (int64_t)i0 * F + e) ? src[e] * nd->scale : 0.0f;
+    const uint64_t base = nd->base, k0 = (uint64_t)i0 * (uint64_t)F;
+    const uint32_t thr = nd->thr;
+    const float scale = nd->scale;
+    const int64_t ne = (int64_t)m * F;
+    for (int64_t e = 0; e < ne; e++) {   /* keep_entry without branches: vectorises (64-bit lanes) */
+        const uint64_t k = k0 + (uint64_t)e;
+        const uint64_t z = mix64(base + 0x9e3779b97f4a7c15ULL * ((k >> 1) + 1));
+        const uint32_t bits = (uint32_t)(z >> (32 * (k & 1)));
+        const float sv = src[e] * scale;
+        xb[e] = bits >= thr ? sv : 0.0f;
+    }
     return xb;
 }
 
