@@ -475,13 +475,15 @@ static inline void bact_grad_row(float *restrict g, const float *restrict dz, co
     else for (int j = 0; j < n; j++) { float e = g[j] * (y[j] + alpha); g[j] = y[j] > 0.f ? g[j] : e; }
 }
 static inline void add_row(float *restrict a, const float *restrict b, int n) { for (int j = 0; j < n; j++) a[j] += b[j]; }
+static inline void copy_row(float *restrict a, const float *restrict b, int n) { for (int j = 0; j < n; j++) a[j] = b[j]; }
 
 static void bact_backward(al_ctx *c, void *p)
 {
     bact_node *nd = p;
     const float *dz = nd->z->grad;                  /* (N, H·D) */
     if (!dz) return;
-    float *da = nd->a->requires_grad ? al_grad(c, nd->a) : NULL;   /* (H, N, D) */
+    int fresh = 0;   /* every element of da is written once below: a fresh gradient is stored, not zeroed first */
+    float *da = nd->a->requires_grad ? al_grad_for_write(c, nd->a, &fresh) : NULL;   /* (H, N, D) */
     float *db = nd->b->requires_grad ? al_grad(c, nd->b) : NULL;   /* (H·D) */
     const int n = nd->n, D = nd->D, HD = nd->H * D;
     /* Threads own column ranges and run down the rows in order, so the bias gradient sums each
@@ -504,7 +506,9 @@ static void bact_backward(al_ctx *c, void *p)
             if (da)   /* heads split again: column h·D + d of row i is da[h, i, d] */
                 for (int h = j0 / D; h * D < j1; h++) {
                     const int d0 = j0 > h * D ? j0 - h * D : 0, d1 = j1 < (h + 1) * D ? j1 - h * D : D;
-                    add_row(da + ((int64_t)h * n + i) * D + d0, g + h * D + d0, d1 - d0);
+                    float *dah = da + ((int64_t)h * n + i) * D + d0;
+                    if (fresh) copy_row(dah, g + h * D + d0, d1 - d0);
+                    else add_row(dah, g + h * D + d0, d1 - d0);
                 }
         }
     }
