@@ -1142,11 +1142,12 @@ static void sparse_backward(al_ctx *c, attn_node *nd)
                 const int64_t *ks = nd->kslot + t0;
                 const int *kq = nd->kq + t0;
                 const uint8_t *kb = g->drop ? nd->keepb + bh * slots : NULL;
+                const float keepf[2] = {0.f, g->inv_keep};   /* no branch on a random bit */
                 float su = 0.f;
                 for (int t = 0; t < n; t++) {
                     int64_t s = ks[t];
                     float p = P[s];
-                    wp[t] = g->drop ? (kb[s] ? p * g->inv_keep : 0.f) : p;
+                    wp[t] = g->drop ? p * keepf[kb[s]] : p;   /* p >= 0: p·0 is +0, as the reference's 0 */
                     wd[t] = ds[s];
                     if (g->additive) su += (nd->sq[bh * N + kq[t]] + nd->sk[r] > 0.f ? 1.f : g->slope) * ds[s];
                 }
