@@ -553,6 +553,13 @@ static void gemm_own(int ta, int tb, int M, int N, int K, float alpha,
         part_c = ws_alloc((size_t)ks * M * N);
         if (!part_c) { al_gemm_ref(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc); return; }
     }
+    if (!ks && np == 1) {   /* one part (every al_gemm_serial call): the loop below with no OpenMP region,
+                               whose set-up costs as much as a small product even when inactive */
+        float *ws = ws_thread(wsn);
+        if (ws) gemm_blocked(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ws);
+        else al_gemm_ref(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
     int failed = 0;
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static) num_threads(nthreads) if (nthreads > 1 && np > 1) reduction(|:failed)
