@@ -398,6 +398,13 @@ static size_t full_scratch(const al_attn_cfg *g)
 /* Reductions over a row in 16 fixed lanes, so they vectorise and their order is fixed. */
 static inline float row_max(const float *s, int n)
 {
+#if defined(__AVX512F__)
+    __m512 mv = _mm512_set1_ps(-INFINITY);
+    int j = 0;
+    for (; j + 16 <= n; j += 16) mv = _mm512_max_ps(mv, _mm512_loadu_ps(s + j));
+    if (j < n) mv = _mm512_mask_max_ps(mv, (__mmask16)((1u << (n - j)) - 1), mv, _mm512_maskz_loadu_ps((__mmask16)((1u << (n - j)) - 1), s + j));
+    return _mm512_reduce_max_ps(mv);
+#else
     float m[16];
     for (int t = 0; t < 16; t++) m[t] = -INFINITY;
     int j = 0;
@@ -407,6 +414,7 @@ static inline float row_max(const float *s, int n)
     float r = m[0];
     for (int t = 1; t < 16; t++) r = m[t] > r ? m[t] : r;
     return r;
+#endif
 }
 static inline float row_sum(const float *s, int n)
 {
@@ -420,8 +428,8 @@ static inline float row_sum(const float *s, int n)
     return r;
 }
 
-/* exp_shift(x, x, n, m) followed by row_sum(x, n), in one sweep: the same values and the same
- * bits (the sum is kept in the same 16 lanes and reduced in the same order). */
+/* exp_shift(x, x, n, m) followed by the row sum, in one sweep (AVX-512: the sum in 16 lanes,
+ * then a fixed reduction tree, so not bitwise row_sum's sequential lane order). */
 static inline float exp_shift_sum(float *x, int n, float m)
 {
 #if defined(__AVX512F__)
@@ -439,10 +447,7 @@ static inline float exp_shift_sum(float *x, int n, float m)
         _mm512_mask_storeu_ps(x + j, msk, y);
         acc = _mm512_add_ps(acc, y);
     }
-    float lane[16], r = 0.f;
-    _mm512_storeu_ps(lane, acc);
-    for (int t = 0; t < 16; t++) r += lane[t];
-    return r;
+    return _mm512_reduce_add_ps(acc);   /* a fixed tree: deterministic, not row_sum's order */
 #else
     exp_shift(x, x, n, m);
     return row_sum(x, n);
