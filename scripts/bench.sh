@@ -4,6 +4,7 @@
 #   ATTNLAB_BIN=path scripts/bench.sh   use another binary (default bin/attnlab beside this script)
 #   BENCH_REPS=3 BENCH_STEPS=30 BENCH_THREADS=2 BENCH_BATCH=64   image-training comparison settings
 #   BENCH_ONLY=train               only the image-training table
+#   BENCH_PEER_UNFOLD=0            skip PyTorch's local-unfold (on a loaded machine it runs at a few img/s)
 # Image training: for each model, attnlab and the peer alternate (attnlab, torch, attnlab, torch, ...)
 # BENCH_REPS times each, and one table reports the medians (this machine is shared and noisy).
 # For `local` the peer's figure is the faster of its `local` (masked dense) and `local-unfold`.
@@ -55,7 +56,10 @@ only=${BENCH_ONLY:-}   # BENCH_ONLY=train: the image-training table alone
 
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 field() { awk -v m="$1" -v k="$2" '$1 == m { for (i = 2; i < NF; i++) if ($i == k) print $(i + 1) }'; }
-peer_models() { if [ "$1" = local ]; then echo local,local-unfold; else echo "$1"; fi; }
+# local: the peer's masked-dense `local` and its `local-unfold` in the first repetition; later
+# repetitions keep local-unfold only if it came within 2x of local (it is often >5x slower, and slow).
+unfold=${BENCH_PEER_UNFOLD:-1}   # BENCH_PEER_UNFOLD=0: never run the peer's local-unfold
+peer_models() { if [ "$1" = local ] && [ $unfold = 1 ]; then echo local,local-unfold; else echo "$1"; fi; }
 
 echo "== image training, batch $batch, $threads threads, $steps steps, $reps alternating repetitions each"
 echo "   attnlab: $(basename "$bin") bench train --model M --batch $batch --threads $threads --steps $steps"
@@ -74,6 +78,10 @@ for m in cnn sa local; do
       if ! OPENBLAS_NUM_THREADS=1 "$py" "$peer" --threads "$threads" --batch "$batch" --steps "$steps" \
            --models "$(peer_models "$m")" >>"$tmp/pt.$m" 2>>"$tmp/pt.err"; then
         echo "   (PyTorch peer --models $(peer_models "$m") failed)"; status=1
+      fi
+      if [ "$m" = local ] && [ "$r" = 1 ]; then
+        unfold=$(awk '$1 == "local" { a = $3 } $1 == "local-unfold" { u = $3 } END { print (u + 0 >= 0.5 * a) ? 1 : 0 }' "$tmp/pt.$m")
+        [ $unfold = 1 ] || echo "   (PyTorch local-unfold was under half of local's img/s in repetition 1: later repetitions run local only)"
       fi
     fi
   done
