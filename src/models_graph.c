@@ -1,5 +1,13 @@
 /* models_graph.c — node classifiers on a graph (gat, gat-full, gcn, mlp), sparse input dropout,
- * and the full-batch training loop with the GAT paper's early stopping. */
+ * and the full-batch training loop with the GAT paper's early stopping.
+ *
+ * The layers around the attention are three fused ops of this file, each with its backward beside
+ * it: the first layer dropout(X)·W1 written head-major (sparse or dense X), bias + activation +
+ * dropout with the heads merged, and the rows of the training nodes for the loss. On sparse
+ * features they give bit for bit what the chain of generic ops gave (al_csr_dropout, al_spmm,
+ * al_split_heads, al_merge_heads, al_add_bcast, al_elu / al_relu, al_dropout, a masked
+ * al_cross_entropy): same dropout masks, same arithmetic, same summation orders — test_graph
+ * checks it — with no layout copies and far fewer N·H·D intermediates. */
 #include "attnlab/graph.h"
 #include "attnlab/attention.h"
 #include "attnlab/ops.h"
