@@ -199,13 +199,13 @@ int bench_attention_main(int argc, char **argv)
     int want_graph = !only || !strcmp(only, "graph");
     if (want_graph && make_graph(&g, 100000, 10, 3) != 0) { fprintf(stderr, "attnlab bench attention: out of memory\n"); return 1; }
     bcase cases[] = {
-        {"full", al_pattern_full(), 8, 4, 196, 16, 0},
-        {"full", al_pattern_full(), 8, 4, 784, 16, 0},
-        {"full", al_pattern_full(), 8, 4, 3136, 16, 0},
-        {"window2d 5x5", al_pattern_window2d(28, 28, 5, 5), 8, 4, 784, 16, 0},
-        {"window2d 7x7", al_pattern_window2d(28, 28, 7, 7), 8, 4, 784, 16, 0},
+        {"full", al_pattern_full(), 8, 4, 196, 16, 0, 0},
+        {"full", al_pattern_full(), 8, 4, 784, 16, 0, 0},
+        {"full", al_pattern_full(), 8, 4, 3136, 16, 0, 0},
+        {"window2d 5x5", al_pattern_window2d(28, 28, 5, 5), 8, 4, 784, 16, 0, 0},
+        {"window2d 7x7", al_pattern_window2d(28, 28, 7, 7), 8, 4, 784, 16, 0, 0},
         {"local 5x5 rel", al_pattern_window2d(14, 14, 5, 5), 64, 4, 196, 16, 0, 1},   /* the `local` model's layer */
-        {"graph (GAT)", want_graph ? al_pattern_graph(&g) : al_pattern_full(), 1, 4, 100000, 16, 1},
+        {"graph (GAT)", want_graph ? al_pattern_graph(&g) : al_pattern_full(), 1, 4, 100000, 16, 1, 0},
     };
     int ncase = (int)(sizeof cases / sizeof cases[0]);
     printf("# attnlab bench attention: %d thread(s), gemm backend %s, median of %d\n", al_threads(), al_gemm_backend(), reps);
