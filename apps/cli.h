@@ -2,6 +2,16 @@
  * 2 usage error). Only apps/ print and exit. */
 #ifndef ATTNLAB_CLI_H
 #define ATTNLAB_CLI_H
+#include <getopt.h>
+#include <stdio.h>
+
+/* One-line error for an option getopt_long rejected (call with opterr = 0); returns exit status 2. */
+static inline int cli_bad_option(const char *cmd, char **argv)
+{
+    const char *arg = optind > 0 ? argv[optind - 1] : "?";
+    fprintf(stderr, "attnlab %s: unknown option or missing value: '%s' (see attnlab %s --help)\n", cmd, arg, cmd);
+    return 2;
+}
 int cmd_train(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);

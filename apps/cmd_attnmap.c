@@ -143,7 +143,7 @@ int cmd_attnmap(int argc, char **argv)
         {"load", 1, 0, O_LOAD}, {"data", 1, 0, O_DATA}, {"data-dir", 1, 0, O_DATADIR}, {"index", 1, 0, O_INDEX},
         {"queries", 1, 0, O_QUERIES}, {"layer", 1, 0, O_LAYER}, {"scale", 1, 0, O_SCALE}, {"out", 1, 0, O_OUT},
         {"threads", 1, 0, O_THREADS}, {"distance", 1, 0, O_DIST}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
-    optind = 0;
+    optind = 0; opterr = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
         switch (ch) {
@@ -158,7 +158,7 @@ int cmd_attnmap(int argc, char **argv)
         case O_DIST: if (parse_int(optarg, "--distance", 1, 1 << 30, &distance)) return 2; break;
         case O_THREADS: if (parse_int(optarg, "--threads", 1, 1 << 20, &threads)) return 2; break;
         case 'h': case O_HELP: usage(stdout); return 0;
-        default: fprintf(stderr, "(attnlab attnmap --help lists the options)\n"); return 2;
+        default: return cli_bad_option("attnmap", argv);
         }
     }
     if (optind < argc) { fprintf(stderr, "attnlab attnmap: unexpected argument '%s'\n", argv[optind]); return 2; }

@@ -32,7 +32,7 @@ int cmd_eval(int argc, char **argv)
     static const struct option lo[] = {
         {"load", 1, 0, O_LOAD}, {"data", 1, 0, O_DATA}, {"data-dir", 1, 0, O_DATADIR}, {"model", 1, 0, O_MODEL},
         {"batch", 1, 0, O_BATCH}, {"threads", 1, 0, O_THREADS}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
-    optind = 0;
+    optind = 0; opterr = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
         char *end;
@@ -48,7 +48,7 @@ int cmd_eval(int argc, char **argv)
             break;
         }
         case 'h': case O_HELP: usage(stdout); return 0;
-        default: fprintf(stderr, "(attnlab eval --help lists the options)\n"); return 2;
+        default: return cli_bad_option("eval", argv);
         }
     }
     if (optind < argc) { fprintf(stderr, "attnlab eval: unexpected argument '%s'\n", argv[optind]); return 2; }

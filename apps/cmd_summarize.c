@@ -25,11 +25,11 @@ int cmd_summarize(int argc, char **argv)
 {
     static const struct option opts[] = {{"csv", no_argument, 0, 'c'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     int as_csv = 0, ch;
-    optind = 0;
+    optind = 0; opterr = 0;
     while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         if (ch == 'c') as_csv = 1;
         else if (ch == 'h') { usage(stdout); return 0; }
-        else { usage(stderr); return 2; }
+        else return cli_bad_option("summarize", argv);
     }
     if (optind != argc - 1) {
         fprintf(stderr, "attnlab summarize: expected exactly one CSV file (see --help)\n");

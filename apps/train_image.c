@@ -273,7 +273,7 @@ int train_image_main(int argc, char **argv)
         {"heads", 1, 0, O_HEADS}, {"patch", 1, 0, O_PATCH}, {"window", 1, 0, O_WINDOW}, {"pos", 1, 0, O_POS},
         {"score", 1, 0, O_SCORE}, {"norm", 1, 0, O_NORM}, {"init-from", 1, 0, O_INIT}, {"csv", 1, 0, O_CSV},
         {"save", 1, 0, O_SAVE}, {"test-size", 1, 0, O_TESTSIZE}, {"eval-every", 1, 0, O_EVALEVERY}, {"quiet", 0, 0, O_QUIET}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
-    optind = 0; opterr = 1;
+    optind = 0; opterr = 0;
     int ch, seed_i = 1, bad = 0;
     while (!bad && (ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
         switch (ch) {
@@ -306,10 +306,10 @@ int train_image_main(int argc, char **argv)
         case O_TESTSIZE: bad = parse_int(optarg, "--test-size", 0, &o.test_size); break;
         case O_EVALEVERY: bad = parse_int(optarg, "--eval-every", 1, &o.eval_every); break;
         case 'h': case O_HELP: usage(stdout); return 0;
-        default: bad = -1; break;
+        default: return cli_bad_option("train", argv);
         }
     }
-    if (bad) { fprintf(stderr, "(attnlab train --help lists the options)\n"); return 2; }
+    if (bad) return 2;   /* the parser printed what was wrong */
     if (optind < argc) { fprintf(stderr, "attnlab train: unexpected argument '%s'\n", argv[optind]); return 2; }
     if (o.threads > 0) al_set_threads(o.threads);
     if (!o.wd_set) o.wd = !strcmp(o.model, "cnn") ? 0.f : 0.01f;
