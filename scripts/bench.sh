@@ -79,7 +79,7 @@ for m in cnn sa local; do
            --models "$(peer_models "$m")" >>"$tmp/pt.$m" 2>>"$tmp/pt.err"; then
         echo "   (PyTorch peer --models $(peer_models "$m") failed)"; status=1
       fi
-      if [ "$m" = local ] && [ "$r" = 1 ]; then
+      if [ "$m" = local ] && [ "$r" = 1 ] && [ $unfold = 1 ]; then
         unfold=$(awk '$1 == "local" { a = $3 } $1 == "local-unfold" { u = $3 } END { print (u + 0 >= 0.5 * a) ? 1 : 0 }' "$tmp/pt.$m")
         [ $unfold = 1 ] || echo "   (PyTorch local-unfold was under half of local's img/s in repetition 1: later repetitions run local only)"
       fi
