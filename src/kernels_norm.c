@@ -9,6 +9,7 @@
  * softmax uses) that vectorises; libm's expf does not without -ffast-math.
  */
 #include "attnlab/kernels.h"
+#include "fastmath_impl.h"
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -17,30 +18,6 @@
 /* Parallelise only when a call has enough work to pay for the fork/join (~20k floats). */
 #define PAR_MIN 20000
 
-/* exp(x) for finite x; 0 below -87 (true value < 1.7e-38), clamped above 88.
- * Range reduction x = n·ln2 + r with a two-constant (Cody–Waite) ln2, then a degree-5
- * polynomial for (e^r − 1 − r)/r² on |r| ≤ ln2/2. n is taken from the bits of
- * t + 1.5·2²³ so there is no float→int conversion (no UB for NaN, and it vectorises). */
-static inline float al__expf(float x)
-{
-    float xc = x < -87.0f ? -87.0f : x;
-    xc = xc > 88.0f ? 88.0f : xc;
-    float t = xc * 1.44269504088896341f + 12582912.0f;    /* round(x/ln2) in the low bits */
-    float n = t - 12582912.0f;
-    uint32_t tb; memcpy(&tb, &t, 4);
-    float r = xc - n * 0.693359375f;
-    r = r - n * -2.12194440e-4f;
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    float e = p * (r * r) + r + 1.0f;
-    uint32_t sb = (tb - 0x4B400000u + 127u) << 23;       /* 2^n */
-    float s; memcpy(&s, &sb, 4);
-    return x < -87.0f ? 0.0f : e * s;
-}
 
 static inline float row_max(const float *x, int n)
 {

@@ -9,6 +9,7 @@
  * al_cross_entropy): same dropout masks, same arithmetic, same summation orders — test_graph
  * checks it — with no layout copies and far fewer N·H·D intermediates. */
 #include "attnlab/graph.h"
+#include "fastmath_impl.h"
 #include "attnlab/attention.h"
 #include "attnlab/ops.h"
 #include "attnlab/optim.h"
@@ -184,33 +185,7 @@ static inline uint64_t rng_next(uint64_t *s)
     return res;
 }
 
-/* eˣ and eˣ − 1 (x ≤ 0) as al_elu computes them (ops_elementwise.c: same polynomial, same
- * operations, so the fused activation below gives al_elu's bits; test_graph checks it). */
-static inline float elu_expf(float x)
-{
-    float xc = x < -87.0f ? -87.0f : x;
-    xc = xc > 88.0f ? 88.0f : xc;
-    float t = xc * 1.44269504088896341f + 12582912.0f;
-    float n = t - 12582912.0f;
-    uint32_t tb; memcpy(&tb, &t, 4);
-    float r = xc - n * 0.693359375f;
-    r = r - n * -2.12194440e-4f;
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    float e = p * (r * r) + r + 1.0f;
-    uint32_t sb = (tb - 0x4B400000u + 127u) << 23;
-    float s; memcpy(&s, &sb, 4);
-    return x < -87.0f ? 0.0f : e * s;
-}
-static inline float elu_expm1_neg(float x)
-{
-    float taylor = x * (1.0f + x * (0.5f + x * (1.0f / 6.0f + x * (1.0f / 24.0f))));
-    return x > -0.01f ? taylor : elu_expf(x) - 1.0f;
-}
+/* ELU's eˣ − 1 is al_elu's own (fastmath_impl.h), so the fused activation gives al_elu's bits. */
 
 static inline int thread_id(void)
 {
@@ -530,7 +505,7 @@ static inline void sum_row(float *restrict u, const float *restrict a, const flo
 static inline void act_row(float *restrict v, const float *restrict u, int n, float alpha, int relu)
 {
     if (relu) for (int j = 0; j < n; j++) v[j] = u[j] > 0.f ? u[j] : 0.f;
-    else for (int j = 0; j < n; j++) v[j] = u[j] > 0.f ? u[j] : alpha * elu_expm1_neg(u[j]);
+    else for (int j = 0; j < n; j++) v[j] = u[j] > 0.f ? u[j] : alpha * al__expm1_neg(u[j]);
 }
 /* z may be v itself (dropout in place) */
 static inline void drop_row(float *z, const float *v, const uint8_t *restrict keep, int n, float s)

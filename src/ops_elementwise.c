@@ -2,6 +2,7 @@
  * beside its backward. All loops are elementwise and owned per index (OpenMP static), except
  * the broadcast reduction, which is split by column so each thread owns its outputs. */
 #include "attnlab/ops.h"
+#include "fastmath_impl.h"
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -198,36 +199,6 @@ typedef struct { al_tensor *x, *y; act_kind kind; float a; } act_node;
 #define INV_SQRT2 0.70710678118654752f
 #define INV_SQRT2PI 0.39894228040143268f
 
-/* exp(x), ≈1 ulp, 0 below −87: the same vectorisable polynomial as in kernels_norm.c
- * (Cody–Waite range reduction, degree-5 Cephes-style polynomial, 2ⁿ built from bits). */
-static inline float fast_expf(float x)
-{
-    float xc = x < -87.0f ? -87.0f : x;
-    xc = xc > 88.0f ? 88.0f : xc;
-    float t = xc * 1.44269504088896341f + 12582912.0f;
-    float n = t - 12582912.0f;
-    uint32_t tb; memcpy(&tb, &t, 4);
-    float r = xc - n * 0.693359375f;
-    r = r - n * -2.12194440e-4f;
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    float e = p * (r * r) + r + 1.0f;
-    uint32_t sb = (tb - 0x4B400000u + 127u) << 23;
-    float s; memcpy(&s, &sb, 4);
-    return x < -87.0f ? 0.0f : e * s;
-}
-
-/* eˣ − 1 for x ≤ 0 without libm (vectorises): a short Taylor series near 0, where eˣ − 1 would
- * cancel (error x⁵/120 < 1e-12 for |x| < 0.01), fast_expf − 1 elsewhere (abs. error ~1e-7). */
-static inline float expm1_neg(float x)
-{
-    float taylor = x * (1.0f + x * (0.5f + x * (1.0f / 6.0f + x * (1.0f / 24.0f))));
-    return x > -0.01f ? taylor : fast_expf(x) - 1.0f;
-}
 
 /* Φ(x), the standard normal CDF, through erfc(z) for z = |x|/√2 ≥ 0 with the Chebyshev fit of
  * Press et al. (Numerical Recipes, "erfcc"): fractional error < 1.2e-7 everywhere, so the tail
@@ -247,7 +218,7 @@ static inline float normal_cdf(float x)
     p = p * t + 0.37409196f;
     p = p * t + 1.00002368f;
     p = p * t - 1.26551223f;
-    float half_erfc = 0.5f * t * fast_expf(p - z * z);
+    float half_erfc = 0.5f * t * al__expf(p - z * z);
     return x < 0.f ? half_erfc : 1.0f - half_erfc;
 }
 
@@ -279,7 +250,7 @@ static void act_backward(al_ctx *c, void *p)
         #pragma omp parallel for schedule(static) if (n >= PAR_MIN / 8)
         for (int64_t i = 0; i < n; i++) {
             float xi = x[i];
-            float pdf = INV_SQRT2PI * fast_expf(-0.5f * xi * xi);
+            float pdf = INV_SQRT2PI * al__expf(-0.5f * xi * xi);
             ACC(i, dy[i] * (normal_cdf(xi) + xi * pdf));
         }
         break;
@@ -305,7 +276,7 @@ static al_tensor *activation(al_ctx *c, al_tensor *x, act_kind kind, float a)
         break;
     case ACT_ELU:
         #pragma omp parallel for schedule(static) if (n >= PAR_MIN / 8)
-        for (int64_t i = 0; i < n; i++) yd[i] = xd[i] > 0.f ? xd[i] : a * expm1_neg(xd[i]);
+        for (int64_t i = 0; i < n; i++) yd[i] = xd[i] > 0.f ? xd[i] : a * al__expm1_neg(xd[i]);
         break;
     case ACT_GELU:  /* exact form x·Φ(x) = ½x(1 + erf(x/√2)); Φ from normal_cdf (rel. err ~1e-7) */
         #pragma omp parallel for schedule(static) if (n >= PAR_MIN / 4)
