@@ -17,11 +17,7 @@
 #else
 #include <stb/stb_image_resize.h>
 #endif
-#ifdef _OPENMP
-#define AL_OMP(x) _Pragma(x)
-#else
-#define AL_OMP(x)
-#endif
+#include "omp_impl.h"
 
 void al_images_free(al_images *im)
 {

@@ -32,14 +32,7 @@
 #include <immintrin.h>
 #endif
 
-/* OpenMP pragmas through a macro so OPENMP=0 builds have no unknown-pragma warnings. */
-#ifndef AL_OMP
-#ifdef _OPENMP
-#define AL_OMP(x) _Pragma(x)
-#else
-#define AL_OMP(x)
-#endif
-#endif
+#include "omp_impl.h"
 
 #define AL_CONV_PARTIALS ((size_t)1 << 22) /* floats of dw partials (16 MB) at most */
 #define AL_CONV_GROUPS 16                   /* dw groups of images at most */

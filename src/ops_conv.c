@@ -8,14 +8,7 @@
 #include <immintrin.h>
 #endif
 
-/* OpenMP pragmas through a macro so OPENMP=0 builds have no unknown-pragma warnings. */
-#ifndef AL_OMP
-#ifdef _OPENMP
-#define AL_OMP(x) _Pragma(x)
-#else
-#define AL_OMP(x)
-#endif
-#endif
+#include "omp_impl.h"
 
 static int any_grad(al_ctx *c, const al_tensor *a, const al_tensor *b, const al_tensor *d)
 {

@@ -10,14 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-/* OpenMP pragmas through a macro so OPENMP=0 builds have no unknown-pragma warnings. */
-#ifndef AL_OMP
-#ifdef _OPENMP
-#define AL_OMP(x) _Pragma(x)
-#else
-#define AL_OMP(x)
-#endif
-#endif
+#include "omp_impl.h"
 
 #define SHAPE_PAR_MIN 65536   /* elements below which the copies stay serial */
 
