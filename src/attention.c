@@ -14,6 +14,7 @@
  */
 #include "attention_impl.h"
 #include "attnlab/kernels.h"
+#include "omp_impl.h"
 #include <math.h>
 #include <string.h>
 #ifdef _OPENMP
@@ -34,14 +35,6 @@
 #define FMA(a, b, c) ((a) * (b) + (c))
 #endif
 
-static inline int thread_id(void)
-{
-#ifdef _OPENMP
-    return omp_get_thread_num();
-#else
-    return 0;
-#endif
-}
 
 /* e^x (Cephes expf: x = n·ln2 + r, |r| ≤ ln2/2, a degree-7 polynomial for e^r, then ·2^n).
  * Max rel. error about 2 ulp; exactly 0 for x < −87 (including −inf); x clamped at 88. */
@@ -492,7 +485,7 @@ static void full_forward(const al_attn_cfg *g, const float *q, const float *k, c
     (void)nthr;   /* unused without OpenMP */
 #pragma omp parallel num_threads(nthr) if (tasks > 1 && tasks * BQ * (int64_t)N * (D + Dv) > PAR_MIN)
     {
-        float *ws = scratch + (size_t)thread_id() * per;
+        float *ws = scratch + (size_t)al__thread_id() * per;
         float *S = ws, *acc = S + BQ * BK;
         float *m = acc + (size_t)BQ * (D > Dv ? D : Dv), *l = m + BQ;
 #pragma omp for schedule(static)
@@ -620,7 +613,7 @@ static void full_backward(al_ctx *c, attn_node *nd)
          * this path depends on the shapes only, never on the number of threads. */
 #pragma omp parallel num_threads(nthr) if (rows * N * (D + Dv) > PAR_MIN)
         {
-            float *ws = scratch + (size_t)thread_id() * per;
+            float *ws = scratch + (size_t)al__thread_id() * per;
             float *S = ws, *dP = S + BQ * BK, *Pd = dP + BQ * BK;
             float *kacc = Pd + BQ * BK, *vacc = kacc + (size_t)BK * D, *sacc = vacc + (size_t)BK * Dv;
 #pragma omp for schedule(static)
@@ -686,7 +679,7 @@ static void full_backward(al_ctx *c, attn_node *nd)
     if (dq || dbias || need_aq) {
 #pragma omp parallel num_threads(nthr) if (H * nqt > 1 && rows * N * (D + Dv) > PAR_MIN)
         {
-            float *ws = scratch + (size_t)thread_id() * per;
+            float *ws = scratch + (size_t)al__thread_id() * per;
             float *S = ws, *dP = S + BQ * BK, *acc = dP + 2 * BQ * BK, *sacc = acc + (size_t)BQ * D;
 #pragma omp for schedule(static)
             for (int64_t t = 0; t < (int64_t)H * nqt; t++) {
@@ -737,7 +730,7 @@ static void full_backward(al_ctx *c, attn_node *nd)
     if (dk || dv || need_ak) {
 #pragma omp parallel num_threads(nthr) if (H * nkt > 1 && rows * N * (D + Dv) > PAR_MIN)
         {
-            float *ws = scratch + (size_t)thread_id() * per;
+            float *ws = scratch + (size_t)al__thread_id() * per;
             float *S = ws, *dP = S + BQ * BK, *Pd = dP + BQ * BK;
             float *kacc = Pd + BQ * BK, *vacc = kacc + (size_t)BK * D, *sacc = vacc + (size_t)BK * Dv;
 #pragma omp for schedule(static)
@@ -989,7 +982,7 @@ static void sparse_forward(const attn_node *nd, const float *q, const float *k, 
     const int64_t *qptr = nd->qptr; const int *key = nd->key;
 #pragma omp parallel num_threads(nd->nthr) if (rows * nd->maxdeg * (D + Dv) > PAR_MIN)
     {
-        float *w = scratch + (size_t)thread_id() * nd->maxdeg;
+        float *w = scratch + (size_t)al__thread_id() * nd->maxdeg;
 #pragma omp for schedule(static)
         for (int64_t r = 0; r < rows; r++) {
             int64_t bh = r / N;
@@ -1136,7 +1129,7 @@ static void sparse_backward(al_ctx *c, attn_node *nd)
     if (dk || dv || need_ak) {
 #pragma omp parallel num_threads(nd->nthr) if (rows * nd->maxdeg * (D + Dv) > PAR_MIN)
         {
-            float *wp = scratch + (size_t)thread_id() * 2 * nd->maxdeg, *wd = wp + nd->maxdeg;
+            float *wp = scratch + (size_t)al__thread_id() * 2 * nd->maxdeg, *wd = wp + nd->maxdeg;
 #pragma omp for schedule(static)
             for (int64_t r = 0; r < rows; r++) {
                 int64_t bh = r / N;

@@ -10,6 +10,7 @@
  * checks it — with no layout copies and far fewer N·H·D intermediates. */
 #include "attnlab/graph.h"
 #include "fastmath_impl.h"
+#include "omp_impl.h"
 #include "attnlab/attention.h"
 #include "attnlab/ops.h"
 #include "attnlab/optim.h"
@@ -187,14 +188,6 @@ static inline uint64_t rng_next(uint64_t *s)
 
 /* ELU's eˣ − 1 is al_elu's own (fastmath_impl.h), so the fused activation gives al_elu's bits. */
 
-static inline int thread_id(void)
-{
-#ifdef _OPENMP
-    return omp_get_thread_num();
-#else
-    return 0;
-#endif
-}
 
 /* y (n) += a · x (n); y and x never overlap. Written as al_spmm's axpy (no FMA contraction in
  * ISO C mode), so the sparse first layer gives al_spmm's bits. */
@@ -306,7 +299,7 @@ static void proj_backward(al_ctx *c, void *p)
     if (!part || !scr) { al_fail(c, "graph layer 1 backward: out of memory (arena)"); return; }
     #pragma omp parallel num_threads(nd->nthr) if (nd->nthr > 1 && nch > 1 && (int64_t)n * F * HD >= PAR_MIN)
     {
-        float *xb = scr + (size_t)thread_id() * per, *dyb = xb + (size_t)PROJ_ROWS * F;
+        float *xb = scr + (size_t)al__thread_id() * per, *dyb = xb + (size_t)PROJ_ROWS * F;
         #pragma omp for schedule(static)
         for (int ch = 0; ch < nch; ch++) {
             for (int b = (int)((int64_t)nblk * ch / nch); b < (int)((int64_t)nblk * (ch + 1) / nch); b++) {
@@ -377,7 +370,7 @@ static al_tensor *first_layer(al_ctx *c, al_gnn *m, al_tensor *w, int H, int as4
         }
         #pragma omp parallel num_threads(nd->nthr) if (nd->nthr > 1 && work >= PAR_MIN)
         {
-            float *buf = scr + (size_t)thread_id() * per;
+            float *buf = scr + (size_t)al__thread_id() * per;
             int *sel = (int *)(buf + HD);   /* (maxrow) kept entries of row i, offsets from its start */
             /* rows are owned by one thread each and summed in CSR order, as in al_spmm */
             #pragma omp for schedule(static)
@@ -410,7 +403,7 @@ static al_tensor *first_layer(al_ctx *c, al_gnn *m, al_tensor *w, int H, int as4
          * the thread count */
         #pragma omp parallel num_threads(nd->nthr) if (nd->nthr > 1 && nblk > 1 && (int64_t)n * F * HD >= PAR_MIN)
         {
-            float *xb = scr + (size_t)thread_id() * per, *yb = xb + (size_t)PROJ_ROWS * F;
+            float *xb = scr + (size_t)al__thread_id() * per, *yb = xb + (size_t)PROJ_ROWS * F;
             #pragma omp for schedule(static)
             for (int b = 0; b < nblk; b++) {
                 const int i0 = b * PROJ_ROWS, mr = n - i0 < PROJ_ROWS ? n - i0 : PROJ_ROWS;
@@ -550,7 +543,7 @@ static al_tensor *bias_act_dropout(al_ctx *c, al_tensor *a, al_tensor *b, int re
     if (!ubuf) return al_fail(c, "graph activation: out of memory (arena)");
     #pragma omp parallel if (ne >= PAR_MIN / 4 && al_threads() > 1)
     {
-        float *u = ubuf + (size_t)thread_id() * HD;   /* (H·D) row i: heads merged, bias added */
+        float *u = ubuf + (size_t)al__thread_id() * HD;   /* (H·D) row i: heads merged, bias added */
         #pragma omp for schedule(static)
         for (int i = 0; i < n; i++) {
             const int64_t r = (int64_t)i * HD;

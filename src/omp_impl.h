@@ -7,4 +7,17 @@
 #else
 #define AL_OMP(x)
 #endif
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+/* This thread's number inside a parallel region (0 outside one, or without OpenMP). */
+static inline int al__thread_id(void)
+{
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
 #endif

@@ -251,14 +251,6 @@ static void test_render(void **st)
 
 /* ---------------------------------------------------------------- CLI */
 
-static const char *bin(void)
-{
-    const char *b = getenv("ATTNLAB_BIN");
-    if (b && access(b, X_OK) == 0) return b;
-    if (access("bin/attnlab", X_OK) == 0) return "bin/attnlab";
-    fail_msg("bin/attnlab not found (build it first, or set ATTNLAB_BIN)");
-    return NULL;
-}
 
 static int run(const char *cmd, char *err, size_t n)   /* exit status; stderr's start in err */
 {
@@ -276,7 +268,7 @@ static int run(const char *cmd, char *err, size_t n)   /* exit status; stderr's 
 static void test_cli(void **st)
 {
     (void)st;
-    const char *b = bin();
+    const char *b = tu_attnlab_bin();
     char path[512], cmd[2048], err[2048];
     al_error e = {{0}};
     /* an image folder: train/ and test/ with classes a and b, three 8×8 grey images each */

@@ -12,14 +12,6 @@
 
 static char dir[64];
 
-static const char *bin(void)
-{
-    const char *b = getenv("ATTNLAB_BIN");
-    if (b && access(b, X_OK) == 0) return b;
-    if (access("bin/attnlab", X_OK) == 0) return "bin/attnlab";
-    fail_msg("bin/attnlab not found (build it first, or set ATTNLAB_BIN)");
-    return NULL;
-}
 static char *slurp(const char *path)
 {
     FILE *f = fopen(path, "rb");
@@ -42,7 +34,7 @@ static int count_lines(const char *s) { int n = 0; for (; *s; s++) n += *s == '\
 static int run(const char *args)
 {
     char cmd[2048];
-    snprintf(cmd, sizeof cmd, "%s %s > %s/out.txt 2> %s/err.txt", bin(), args, dir, dir);
+    snprintf(cmd, sizeof cmd, "%s %s > %s/out.txt 2> %s/err.txt", tu_attnlab_bin(), args, dir, dir);
     int rc = system(cmd);
     return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }

@@ -174,14 +174,6 @@ static void test_shape_and_label_checks(void **st)
 }
 
 /* ---- through bin/attnlab ---- */
-static const char *bin(void)
-{
-    const char *b = getenv("ATTNLAB_BIN");
-    if (b && access(b, X_OK) == 0) return b;
-    if (access("bin/attnlab", X_OK) == 0) return "bin/attnlab";
-    fail_msg("bin/attnlab not found (build it first, or set ATTNLAB_BIN)");
-    return NULL;
-}
 static char *slurp(const char *path)
 {
     FILE *f = fopen(path, "rb");
@@ -209,7 +201,7 @@ static char *strip_timing(const char *csv)
 static void test_cli_csv_deterministic_and_eval(void **st)
 {
     (void)st;
-    const char *b = bin();
+    const char *b = tu_attnlab_bin();
     char dir[] = "/tmp/attnlab_test_train_XXXXXX";
     assert_non_null(mkdtemp(dir));
     char cmd[2048], *csv[2];

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 void tu_fill(float *x, int64_t n, uint64_t seed, float lo, float hi)
 {
@@ -106,4 +107,13 @@ double tu_gradcheck(tu_fn fn, void *ud, tu_input *in, int n, double eps)
     free(r);
     al_ctx_free(c);
     return worst;
+}
+
+const char *tu_attnlab_bin(void)
+{
+    const char *b = getenv("ATTNLAB_BIN");
+    if (b && access(b, X_OK) == 0) return b;
+    if (access("bin/attnlab", X_OK) == 0) return "bin/attnlab";
+    fail_msg("bin/attnlab not found (build it first, or set ATTNLAB_BIN)");
+    return NULL;
 }

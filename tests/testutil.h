@@ -28,6 +28,8 @@ double tu_gradcheck(tu_fn fn, void *ud, tu_input *in, int n, double eps);
         double e_ = tu_gradcheck(fn, ud, in, n, eps); \
         if (!(e_ <= (tol))) fail_msg("%s: gradient check error %.3g > %.3g", what, e_, (double)(tol)); \
     } while (0)
+/* Path of the CLI under test: $ATTNLAB_BIN (the Makefile exports it), else bin/attnlab; fails the test if absent. */
+const char *tu_attnlab_bin(void);
 /* Build a 1-4 dim shape initializer. */
 static inline tu_input tu_in(float *data, int check, int ndim, int d0, int d1, int d2, int d3)
 { tu_input i = {ndim, {d0, d1, d2, d3}, data, check}; return i; }
