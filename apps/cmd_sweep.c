@@ -39,7 +39,7 @@
 #define MAXRUNS 100000      /* runs in one sweep */
 #define STEP_BUDGET 1000    /* image-tradeoff: optimisation steps per run (batch 64) */
 #define EVALS 5             /* image runs longer than this many epochs are evaluated ~EVALS times */
-#define GAT_FULL_EPOCHS 200 /* graph-tradeoff: gat-full's epoch cap */
+#define GAT_FULL_EPOCHS 100 /* graph-tradeoff: gat-full's epoch cap */
 #define DEMO_STEPS 400      /* demo: optimisation steps per run */
 #define DEMO_EVALS 4        /* demo: evaluations per run */
 #define BATCH 64            /* the image trainer's default batch size */
