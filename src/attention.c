@@ -575,6 +575,23 @@ static void full_ds_tile(const al_attn_cfg *g, int64_t bh, int i0, int nq, int j
     }
 }
 
+/* Adds a tile's accumulated gradients to rows r0 .. r0+n-1 of dX (n × D). Dot scores: acc holds the
+ * rows' dX. Additive scores (a_h = the head's score vector a, D floats): sacc holds the rows' score
+ * gradient, stored in ds_rows, and dX gets a_h · sacc. dX may be NULL (no gradient wanted). */
+static inline void flush_tile_rows(int64_t r0, int n, int D, const float *acc, const float *sacc,
+                                   const float *a_h, float *dX, float *ds_rows)
+{
+    for (int t = 0; t < n; t++) {
+        int64_t r = r0 + t;
+        if (a_h) {
+            ds_rows[r] = sacc[t];
+            if (dX) for (int d = 0; d < D; d++) dX[r * D + d] += a_h[d] * sacc[t];
+        } else if (dX) {
+            for (int d = 0; d < D; d++) dX[r * D + d] += acc[(size_t)t * D + d];
+        }
+    }
+}
+
 static void full_backward(al_ctx *c, attn_node *nd)
 {
     const al_attn_cfg *g = &nd->g;
@@ -655,16 +672,10 @@ static void full_backward(al_ctx *c, attn_node *nd)
                             if (dk) al_gemm_serial(1, 0, nk, D, nq, g->scale, dP, BK, Q + (int64_t)i0 * D, D, 1.f, kacc, D);
                         }
                     }
-                    for (int jj = 0; jj < nk; jj++) {
-                        int64_t r = bh * N + j0 + jj;
-                        if (dv) for (int e = 0; e < Dv; e++) dv[r * Dv + e] += vacc[(size_t)jj * Dv + e];
-                        if (g->additive) {
-                            dsk[r] = sacc[jj];
-                            if (dk) for (int d = 0; d < D; d++) dk[r * D + d] += ak[(int64_t)h * D + d] * sacc[jj];
-                        } else if (dk) {
-                            for (int d = 0; d < D; d++) dk[r * D + d] += kacc[(size_t)jj * D + d];
-                        }
-                    }
+                    if (dv)
+                        for (int jj = 0; jj < nk; jj++)
+                            for (int e = 0; e < Dv; e++) dv[(bh * N + j0 + jj) * Dv + e] += vacc[(size_t)jj * Dv + e];
+                    flush_tile_rows(bh * N + j0, nk, D, kacc, sacc, g->additive ? ak + (int64_t)h * D : NULL, dk, dsk);
                 }
                 if (g->additive && dq)
                     for (int i = 0; i < N; i++)
@@ -713,15 +724,7 @@ static void full_backward(al_ctx *c, attn_node *nd)
                             al_gemm_serial(0, 0, nq, D, nk, g->scale, dP, BK, K + (int64_t)j0 * D, D, 1.f, acc, D);
                         }
                     }
-                    for (int ii = 0; ii < nq; ii++) {
-                        int64_t r = bh * N + i0 + ii;
-                        if (g->additive) {
-                            dsq[r] = sacc[ii];
-                            if (dq) for (int d = 0; d < D; d++) dq[r * D + d] += aq[(int64_t)h * D + d] * sacc[ii];
-                        } else if (dq) {
-                            for (int d = 0; d < D; d++) dq[r * D + d] += acc[(size_t)ii * D + d];
-                        }
-                    }
+                    flush_tile_rows(bh * N + i0, nq, D, acc, sacc, g->additive ? aq + (int64_t)h * D : NULL, dq, dsq);
                 }
             }
         }
@@ -762,16 +765,10 @@ static void full_backward(al_ctx *c, attn_node *nd)
                             al_gemm_serial(1, 0, nk, D, nq, g->scale, dP, BK, Q + (int64_t)i0 * D, D, 1.f, kacc, D);
                         }
                     }
-                    for (int jj = 0; jj < nk; jj++) {
-                        int64_t r = bh * N + j0 + jj;
-                        if (dv) for (int e = 0; e < Dv; e++) dv[r * Dv + e] += vacc[(size_t)jj * Dv + e];
-                        if (g->additive) {
-                            dsk[r] = sacc[jj];
-                            if (dk) for (int d = 0; d < D; d++) dk[r * D + d] += ak[(int64_t)h * D + d] * sacc[jj];
-                        } else if (dk) {
-                            for (int d = 0; d < D; d++) dk[r * D + d] += kacc[(size_t)jj * D + d];
-                        }
-                    }
+                    if (dv)
+                        for (int jj = 0; jj < nk; jj++)
+                            for (int e = 0; e < Dv; e++) dv[(bh * N + j0 + jj) * Dv + e] += vacc[(size_t)jj * Dv + e];
+                    flush_tile_rows(bh * N + j0, nk, D, kacc, sacc, g->additive ? ak + (int64_t)h * D : NULL, dk, dsk);
                 }
             }
         }

@@ -210,17 +210,7 @@ static void test_deterministic_across_threads(void **st)
         a.use_bias = 1; a.dropout = 0.1f; a.seed = 50;
         a.pat = kind == AL_PAT_WINDOW2D ? al_pattern_window2d(10, 15, 5, 5) : pattern_for(kind, a.N, &g);
         a.use_rel = kind == AL_PAT_WINDOW2D || kind == AL_PAT_WINDOW1D;
-        float *data[IN_COUNT];
-        acase_inputs(&a, data);
-        al_set_threads(1);
-        aresult x = acase_run(&a, data, 0);
-        al_set_threads(2);
-        aresult y = acase_run(&a, data, 0);
-        assert_memory_equal(x.out, y.out, (size_t)x.nout * sizeof(float));
-        for (int i = 0; i < IN_COUNT; i++)
-            if (x.g[i]) assert_memory_equal(x.g[i], y.g[i], (size_t)x.n[i] * sizeof(float));
-        aresult_free(&x); aresult_free(&y);
-        acase_free_inputs(data);
+        acase_assert_same_across_threads(&a);
     }
     al_set_threads(saved);
     al_csr_free(&g);

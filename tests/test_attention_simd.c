@@ -114,17 +114,7 @@ static void test_threads_bitwise(void **st)
         a.pat = kind ? al_pattern_window2d(16, 16, 5, 5) : al_pattern_full();
         a.B = 2; a.H = 4; a.N = 256; a.D = 16; a.Dv = 16; a.use_rel = kind; a.dropout = 0.2f;
         a.seed = 1234 + (uint64_t)kind;
-        float *data[IN_COUNT];
-        acase_inputs(&a, data);
-        al_set_threads(1);
-        aresult x = acase_run(&a, data, 0);
-        al_set_threads(2);
-        aresult y = acase_run(&a, data, 0);
-        assert_memory_equal(x.out, y.out, (size_t)x.nout * sizeof(float));
-        for (int i = 0; i < IN_COUNT; i++)
-            if (x.g[i]) assert_memory_equal(x.g[i], y.g[i], (size_t)x.n[i] * sizeof(float));
-        aresult_free(&x); aresult_free(&y);
-        acase_free_inputs(data);
+        acase_assert_same_across_threads(&a);
     }
 }
 

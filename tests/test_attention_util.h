@@ -142,4 +142,21 @@ static inline void acase_free_inputs(float *data[IN_COUNT])
 {
     for (int i = 0; i < IN_COUNT; i++) { free(data[i]); data[i] = NULL; }
 }
+
+/* Runs case a on 1 and on 2 threads and asserts bitwise-identical outputs and gradients; leaves
+ * the thread count at 2 (callers restore their own). */
+static inline void acase_assert_same_across_threads(const acase *a)
+{
+    float *data[IN_COUNT];
+    acase_inputs(a, data);
+    al_set_threads(1);
+    aresult x = acase_run(a, data, 0);
+    al_set_threads(2);
+    aresult y = acase_run(a, data, 0);
+    assert_memory_equal(x.out, y.out, (size_t)x.nout * sizeof(float));
+    for (int i = 0; i < IN_COUNT; i++)
+        if (x.g[i]) assert_memory_equal(x.g[i], y.g[i], (size_t)x.n[i] * sizeof(float));
+    aresult_free(&x); aresult_free(&y);
+    acase_free_inputs(data);
+}
 #endif
