@@ -39,6 +39,9 @@
 #define MAXRUNS 100000      /* runs in one sweep */
 #define STEP_BUDGET 1000    /* image-tradeoff: optimisation steps per run (batch 64) */
 #define EVALS 5             /* image runs longer than this many epochs are evaluated ~EVALS times */
+/* Presets' epoch rules, stored in sweep_cfg.epochs (a positive value is a fixed count, 0 the trainer's
+ * default): the image step budget, the demo's step budget, the graph trainer's defaults with gat-full capped. */
+enum { EPOCHS_STEP_BUDGET = -1, EPOCHS_DEMO = -2, EPOCHS_GRAPH_CAPPED = -3 };
 #define GAT_FULL_EPOCHS 100 /* graph-tradeoff: gat-full's epoch cap */
 #define DEMO_STEPS 400      /* demo: optimisation steps per run */
 #define DEMO_EVALS 4        /* demo: evaluations per run */
@@ -67,8 +70,7 @@ typedef struct sweep_cfg {
     char *models[MAXLIST]; int nmodels;
     split splits[MAXLIST]; int nsplits;
     long seeds[MAXLIST]; int nseeds;
-    int epochs;               /* > 0 fixed; 0 trainer default; -1 step-budget rule; -2 demo rule;
-                                 -3 graph-tradeoff rule (trainer default, gat-full capped) */
+    int epochs;               /* > 0 fixed; 0 trainer default; < 0 one of the presets' EPOCHS_* rules */
     int jobs, dry_run, post;  /* post: demo's summary table and plot */
     const char *plot_out;
     char *models_buf;         /* storage of models[] from --models */
@@ -269,10 +271,10 @@ static void split_str(const split *sp, char *buf, size_t n)
 
 static int epochs_for(const sweep_cfg *c, const char *model, const split *sp)
 {
-    if (c->epochs == -3) return strcmp(model, "gat-full") ? 0 : GAT_FULL_EPOCHS;
+    if (c->epochs == EPOCHS_GRAPH_CAPPED) return strcmp(model, "gat-full") ? 0 : GAT_FULL_EPOCHS;
     if (c->epochs >= 0) return c->epochs;
     long steps = (sp->n + BATCH - 1) / BATCH;
-    if (c->epochs == -2) {                                              /* demo: ~DEMO_STEPS steps */
+    if (c->epochs == EPOCHS_DEMO) {                                     /* demo: ~DEMO_STEPS steps */
         long d = (DEMO_STEPS + steps - 1) / steps;
         return (int)(d < 1 ? 1 : d);
     }
@@ -433,7 +435,7 @@ static pid_t start_child(const sweep_cfg *c, plan_run *r, const char *exe, const
     /* Long image runs (small splits under the step budget) are evaluated about EVALS times, and after
      * the last epoch, instead of after each of hundreds of epochs: evaluation would dominate. */
     char ev[32];
-    int evals = c->epochs == -2 ? DEMO_EVALS : EVALS;
+    int evals = c->epochs == EPOCHS_DEMO ? DEMO_EVALS : EVALS;
     if (!strcmp(c->task, "image") && r->epochs > evals) {
         snprintf(ev, sizeof ev, "%d", (r->epochs + evals - 1) / evals);
         av[n++] = "--eval-every"; av[n++] = ev;
@@ -480,7 +482,7 @@ static int set_preset(sweep_cfg *c, const char *name)
         for (int i = 0; i < c->nsplits; i++) c->splits[i] = (split){SPLIT_SIZE, s[i], 0};
         c->nseeds = demo ? 1 : 3;
         for (int i = 0; i < c->nseeds; i++) c->seeds[i] = i + 1;
-        c->epochs = demo ? -2 : -1;
+        c->epochs = demo ? EPOCHS_DEMO : EPOCHS_STEP_BUDGET;
         c->post = demo;
     } else if (!strcmp(name, "graph-tradeoff")) {
         static const long lpc[] = {2, 5, 10, 20, 50, 100};
@@ -491,7 +493,7 @@ static int set_preset(sweep_cfg *c, const char *name)
         c->splits[c->nsplits++] = (split){SPLIT_FRAC, 0, 0.6};
         c->nseeds = 10;
         for (int i = 0; i < 10; i++) c->seeds[i] = i + 1;
-        c->epochs = -3;
+        c->epochs = EPOCHS_GRAPH_CAPPED;
     } else return bad("unknown preset '%s' (expected image-tradeoff, graph-tradeoff or demo)", name);
     return 0;
 }
