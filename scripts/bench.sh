@@ -27,11 +27,13 @@ if [ -z "${OMP_WAIT_POLICY:-}" ] && awk -v l="$load" -v n="$ncpu" 'BEGIN { exit 
   echo "#       for a CPU (docs/performance.md)."
 fi
 echo
-run() {   # run NAME ARGS... : one benchmark, its stdout/stderr shown, "not implemented" skipped
+outdir=$(mktemp -d)
+run() {   # run NAME ARGS... : one benchmark, its stdout/stderr shown (stdout kept in $outdir/NAME),
+          # "not implemented" skipped
   local name=$1; shift
   echo "== $name: $(basename "$bin") $*"
   local err; err=$(mktemp)
-  "$bin" "$@" 2>"$err"; local rc=$?
+  "$bin" "$@" 2>"$err" | tee "$outdir/$name"; local rc=${PIPESTATUS[0]}
   if [ $rc -ne 0 ] && grep -qi "not implemented" "$err"; then
     echo "   (skipped: $name is not implemented yet)"
   else
@@ -53,6 +55,13 @@ peer=$shared/peers/torch_bench.py
 only=${BENCH_ONLY:-}   # BENCH_ONLY=train: the image-training table alone
 [ "$only" = train ] || run "gemm" bench gemm
 [ "$only" = train ] || run "attention" bench attention
+if [ "$only" != train ]; then
+  # issue #6: pixel-level full attention (N = 784) fwd+bwd against the 1024^3 GEMM, both 2-thread wall clock
+  g=$(awk '$1 == "square" && $2 == "1024x1024x1024" && $4 == 2 && $5 == "attnlab" { print $7 }' "$outdir/gemm" 2>/dev/null)
+  a=$(awk '$1 == "full" && $2 == 784 { print $10 }' "$outdir/attention" 2>/dev/null)
+  awk -v a="$a" -v g="$g" 'BEGIN { if (a + 0 > 0 && g + 0 > 0)
+    printf "== full attention N=784 fwd+bwd %.1f GFLOP/s = %.0f%% of bench gemm 1024^3 (2 threads, %.1f GFLOP/s); target >= 50%%\n\n", a, 100 * a / g, g }'
+fi
 
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 field() { awk -v m="$1" -v k="$2" '$1 == m { for (i = 2; i < NF; i++) if ($i == k) print $(i + 1) }'; }
@@ -111,10 +120,11 @@ echo "(medians; ratio = attnlab / PyTorch training img/s; PyTorch local = faster
 rm -rf "$tmp"
 echo
 
-[ "$only" = train ] && exit $status
+[ "$only" = train ] && { rm -rf "$outdir"; exit $status; }
 run "graph" bench graph
 if [ -n "$py" ]; then
   echo "== PyTorch peer (graph): OPENBLAS_NUM_THREADS=1 $py $peer --threads $threads --models gat"
   OPENBLAS_NUM_THREADS=1 "$py" "$peer" --threads "$threads" --models gat || { echo "   (PyTorch peer failed)"; status=1; }
 fi
+rm -rf "$outdir"
 exit $status

@@ -8,6 +8,8 @@
  *             layout) and its transpose per key; only allowed keys are visited, the normalised
  *             weights are saved per slot (O(slots) per head). Backward: a pass over queries (dQ,
  *             dS) then a pass over keys through the transposed list (dK, dV).
+ * Full attention with a dot score, softmax, no dropout or bias and D = Dv = 16 runs the
+ * query-in-lanes kernels of attention_full16.c instead (same maths, no GEMM tiles).
  * Parameter gradients (a_q, a_k, rel_bias, bias) are reduced in a fixed order after the passes,
  * so results are bitwise independent of the schedule and of the thread count.
  * The maths of the backward passes is written up in docs/attention.md.
@@ -476,7 +478,7 @@ static void full_scores(const al_attn_cfg *g, int h, int i0, int nq, int j0, int
 
 static void full_forward(const al_attn_cfg *g, const float *q, const float *k, const float *v,
                          const float *sq, const float *sk, const float *bias, float *out, float *lse,
-                         float *wts, float *scratch, int nthr)
+                         float *scratch, int nthr)
 {
     const int N = g->N, D = g->D, Dv = g->Dv;
     const int nqt = (N + BQ - 1) / BQ, nkt = (N + BK - 1) / BK;
@@ -527,19 +529,50 @@ static void full_forward(const al_attn_cfg *g, const float *q, const float *k, c
                     memcpy(o, a, (size_t)Dv * sizeof(float));
                 }
             }
-            if (wts) {   /* second sweep: the normalised weights (before dropout) */
-                for (int kt = 0; kt < nkt; kt++) {
-                    int j0 = kt * BK, nk = N - j0 < BK ? N - j0 : BK;
-                    full_scores(g, h, i0, nq, j0, nk, Q, K, sqh, skh, bias, S);
-                    for (int ii = 0; ii < nq; ii++) {
-                        float *w = wts + (bh * N + i0 + ii) * (int64_t)N + j0, *s = S + ii * BK;
-                        if (!g->relu) exp_shift(s, w, nk, lse[bh * N + i0 + ii]);
-                        else for (int jj = 0; jj < nk; jj++) w[jj] = s[jj] > 0.f ? s[jj] : 0.f;
-                    }
+        }
+    }
+}
+
+/* The normalised weights (before dropout) of every head, (B,H,N,N), from the saved lse: a sweep
+ * of recomputed score tiles after either forward kernel (only when the caller asks for them). */
+static void full_weights(const al_attn_cfg *g, const float *q, const float *k, const float *sq, const float *sk,
+                         const float *bias, const float *lse, float *wts, float *scratch, int nthr)
+{
+    const int N = g->N, D = g->D;
+    const int nqt = (N + BQ - 1) / BQ, nkt = (N + BK - 1) / BK;
+    const int64_t tasks = (int64_t)g->B * g->H * nqt;
+    const size_t per = full_scratch(g);
+    (void)nthr;   /* unused without OpenMP */
+#pragma omp parallel num_threads(nthr) if (tasks > 1 && tasks * BQ * (int64_t)N * D > PAR_MIN)
+    {
+        float *S = scratch + (size_t)al__thread_id() * per;
+#pragma omp for schedule(static)
+        for (int64_t t = 0; t < tasks; t++) {
+            int64_t bh = t / nqt;
+            int h = (int)(bh % g->H), i0 = (int)(t % nqt) * BQ, nq = N - i0 < BQ ? N - i0 : BQ;
+            const float *Q = q + bh * N * D, *K = k + bh * N * D;
+            const float *sqh = sq ? sq + bh * N : NULL, *skh = sk ? sk + bh * N : NULL;
+            for (int kt = 0; kt < nkt; kt++) {
+                int j0 = kt * BK, nk = N - j0 < BK ? N - j0 : BK;
+                full_scores(g, h, i0, nq, j0, nk, Q, K, sqh, skh, bias, S);
+                for (int ii = 0; ii < nq; ii++) {
+                    float *w = wts + (bh * N + i0 + ii) * (int64_t)N + j0, *s = S + ii * BK;
+                    if (!g->relu) exp_shift(s, w, nk, lse[bh * N + i0 + ii]);
+                    else for (int jj = 0; jj < nk; jj++) w[jj] = s[jj] > 0.f ? s[jj] : 0.f;
                 }
             }
         }
     }
+}
+
+/* The d = 16 lane kernels apply (shapes and options only, never the thread count). */
+static int use_full16(const al_attn_cfg *g, const float *bias) { return !bias && al__full16_ok(g); }
+
+/* Scratch floats per thread for whichever full kernels run on this configuration. */
+static size_t full_scratch_for(const al_attn_cfg *g, const float *bias)
+{
+    size_t a = full_scratch(g), b = use_full16(g, bias) ? al__full16_scratch(g) : 0;
+    return a > b ? a : b;
 }
 
 /* One backward tile: from the recomputed scores S and dP = dO·Vᵀ, overwrite dP with dS and, when
@@ -608,7 +641,7 @@ static void full_backward(al_ctx *c, attn_node *nd)
     float *dsq = g->additive ? al_arena_calloc(&c->arena, (size_t)rows * sizeof(float)) : NULL;
     float *dsk = g->additive ? al_arena_calloc(&c->arena, (size_t)rows * sizeof(float)) : NULL;
     const size_t per = full_scratch(g);
-    float *scratch = al_arena_alloc(&c->arena, (size_t)nd->nthr * per * sizeof(float));
+    float *scratch = al_arena_alloc(&c->arena, (size_t)nd->nthr * full_scratch_for(g, bias) * sizeof(float));
     if (!delta || !scratch || (g->additive && (!dsq || !dsk))) { al_fail(c, "attention backward: out of memory"); return; }
     if (!al_ok(c)) return;
     /* delta_i = dO_i · O_i = Σ_j P_ij dP_ij (holds with dropout too) */
@@ -617,6 +650,10 @@ static void full_backward(al_ctx *c, attn_node *nd)
         float s = 0.f;
         for (int e = 0; e < Dv; e++) s = FMA(dO[r * Dv + e], o[r * Dv + e], s);
         delta[r] = s;
+    }
+    if (use_full16(g, bias) && (int64_t)B * H >= FUSED_MIN_HEADS) {
+        al__full16_backward(g, q, k, v, dO, nd->lse, delta, dq, dk, dv, scratch, nd->nthr);
+        return;
     }
     const int nqt = (N + BQ - 1) / BQ, nkt = (N + BK - 1) / BK;
     const int nthr = nd->nthr;
@@ -1220,10 +1257,12 @@ al_tensor *al_attention(al_ctx *c, const al_attn_desc *d, al_tensor *q, al_tenso
     if (d->pattern.kind == AL_PAT_FULL) {
         if (d->weights) { w = al_new(c, 4, (int[]){g.B, g.H, N, N}); if (!w) return NULL; }
         nd->lse = al_arena_alloc(&c->arena, (size_t)rows * sizeof(float));
-        float *scratch = al_arena_alloc(&c->arena, (size_t)nd->nthr * full_scratch(&g) * sizeof(float));
+        const float *bd = bias ? bias->data : NULL;
+        float *scratch = al_arena_alloc(&c->arena, (size_t)nd->nthr * full_scratch_for(&g, bd) * sizeof(float));
         if (!nd->lse || !scratch) return al_fail(c, "attention: out of memory");
-        full_forward(&g, q->data, k->data, v->data, nd->sq, nd->sk, bias ? bias->data : NULL, out->data,
-                     nd->lse, w ? w->data : NULL, scratch, nd->nthr);
+        if (use_full16(&g, bd)) al__full16_forward(&g, q->data, k->data, v->data, out->data, nd->lse, scratch, nd->nthr);
+        else full_forward(&g, q->data, k->data, v->data, nd->sq, nd->sk, bd, out->data, nd->lse, scratch, nd->nthr);
+        if (w) full_weights(&g, q->data, k->data, nd->sq, nd->sk, bd, nd->lse, w->data, scratch, nd->nthr);
     } else {
         if (sparse_build(c, &d->pattern, &g, nd) != 0) return NULL;
         if (g.drop) {

@@ -4,6 +4,7 @@
 #ifndef ATTNLAB_ATTENTION_IMPL_H
 #define ATTNLAB_ATTENTION_IMPL_H
 #include "attnlab/attention.h"
+#include <stddef.h>
 #include <stdint.h>
 
 /* Everything the kernels need to know besides the data pointers. */
@@ -25,6 +26,18 @@ typedef struct al_attn_cfg {
 int al_attn_setup(al_ctx *c, const char *op, const al_attn_desc *d, al_tensor *q, al_tensor *k,
                   al_tensor *v, al_tensor *a_q, al_tensor *a_k, al_tensor *rel_bias, al_tensor *bias,
                   al_attn_cfg *cfg);
+
+/* Full dot-product softmax attention for D = Dv = 16 with the queries in vector lanes
+ * (attention_full16.c). al__full16_ok says whether cfg is that case on this build (no dropout,
+ * no ReLU, AVX-512; the caller also requires no bias); the kernels then replace the generic
+ * forward and per-head backward. Scratch: al__full16_scratch floats per thread. */
+int al__full16_ok(const al_attn_cfg *cfg);
+size_t al__full16_scratch(const al_attn_cfg *cfg);
+void al__full16_forward(const al_attn_cfg *cfg, const float *q, const float *k, const float *v, float *out,
+                        float *lse, float *scratch, int nthr);
+void al__full16_backward(const al_attn_cfg *cfg, const float *q, const float *k, const float *v, const float *dO,
+                         const float *lse, const float *delta, float *dq, float *dk, float *dv, float *scratch,
+                         int nthr);
 
 /* Counter-based dropout mask: the weight in slot `slot` of head (b,h) (bh = b·H + h) is kept
  * iff this returns 1. Full attention uses slot = i·N + j. Any pass can regenerate any entry

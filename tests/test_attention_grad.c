@@ -120,6 +120,17 @@ static void test_gradcheck_dropout(void **st)
     gradcheck_case(&a, 0, 1e-2, "window2d additive dropout");
 }
 
+/* Full dot-product softmax with D = Dv = 16: the query-in-lanes kernels (attention_full16.c),
+ * forward and the per-head backward (B·H = 4), on N = 19 (one full and one partial query block). */
+static void test_gradcheck_full_d16(void **st)
+{
+    (void)st;
+    acase a = {0};
+    a.pat = al_pattern_full();
+    a.B = 2; a.H = 2; a.N = 19; a.D = 16; a.Dv = 16; a.seed = 61;
+    gradcheck_case(&a, 0, 1e-2, "full d16");
+}
+
 /* The reference has its own backward: check it too (it is what the fast kernels are held to). */
 static void test_gradcheck_reference(void **st)
 {
@@ -138,6 +149,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gradcheck_softmax),
         cmocka_unit_test(test_gradcheck_relu),
+        cmocka_unit_test(test_gradcheck_full_d16),
         cmocka_unit_test(test_gradcheck_dropout),
         cmocka_unit_test(test_gradcheck_reference),
     };

@@ -104,6 +104,24 @@ static void test_full_one_pass_backward(void **st)
                 }
 }
 
+/* Full dot-product softmax attention with D = Dv = 16 (the query-in-lanes kernels of
+ * attention_full16.c on AVX-512): N from 1 to 300 covers partial 16-query blocks, key tiles that
+ * are not a multiple of 8 keys and several 128-key tiles; B·H = 2 takes the generic two-pass
+ * backward after the d = 16 forward, B·H = 6 the d = 16 backward. */
+static void test_full_d16(void **st)
+{
+    (void)st;
+    const int Ns[] = {1, 5, 16, 17, 130, 300};
+    for (int ni = 0; ni < 6; ni++)
+        for (int heads = 0; heads < 2; heads++) {
+            acase a = {0};
+            a.pat = al_pattern_full();
+            a.B = heads ? 2 : 1; a.H = heads ? 3 : 2; a.N = Ns[ni]; a.D = 16; a.Dv = 16;
+            a.seed = 800 + (uint64_t)(ni * 2 + heads);
+            check(&a, "full d16");
+        }
+}
+
 /* Same bits on 1 and 2 threads for the per-head backward, the sparse kernels and the dropout
  * mask (tasks are large enough to fork). */
 static void test_threads_bitwise(void **st)
@@ -116,6 +134,10 @@ static void test_threads_bitwise(void **st)
         a.seed = 1234 + (uint64_t)kind;
         acase_assert_same_across_threads(&a);
     }
+    acase a = {0};   /* the d = 16 lane kernels (no dropout) */
+    a.pat = al_pattern_full();
+    a.B = 2; a.H = 4; a.N = 200; a.D = 16; a.Dv = 16; a.seed = 1240;
+    acase_assert_same_across_threads(&a);
 }
 
 int main(void)
@@ -125,6 +147,7 @@ int main(void)
         cmocka_unit_test(test_graph_degrees_dropout),
         cmocka_unit_test(test_full_dropout_tiles),
         cmocka_unit_test(test_full_one_pass_backward),
+        cmocka_unit_test(test_full_d16),
         cmocka_unit_test(test_threads_bitwise),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
