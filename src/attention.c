@@ -1207,7 +1207,8 @@ static inline hv hv_zero(void) { return _mm512_setzero_ps(); }
 static inline hv hv_set1(float a) { return _mm512_set1_ps(a); }
 static inline hv hv_load(hvm m, const float *p) { return _mm512_maskz_loadu_ps(m, p); }
 static inline void hv_store(hvm m, float *p, hv x) { _mm512_mask_storeu_ps(p, m, x); }
-static inline void hv_spill(float *p, hv x) { _mm512_storeu_ps(p, x); }
+static inline hv hv_ldl(const float *p) { return _mm512_load_ps(p); }   /* a whole 64-byte scratch line */
+static inline void hv_stl(float *p, hv x) { _mm512_store_ps(p, x); }
 static inline hv hv_add(hv a, hv b) { return _mm512_add_ps(a, b); }
 static inline hv hv_sub(hv a, hv b) { return _mm512_sub_ps(a, b); }
 static inline hv hv_mul(hv a, hv b) { return _mm512_mul_ps(a, b); }
@@ -1235,7 +1236,8 @@ static inline hv hv_zero(void) { hv r; for (int l = 0; l < HV; l++) r.v[l] = 0.f
 static inline hv hv_set1(float a) { hv r; for (int l = 0; l < HV; l++) r.v[l] = a; return r; }
 static inline hv hv_load(hvm m, const float *p) { hv r; for (int l = 0; l < HV; l++) r.v[l] = l < m ? p[l] : 0.f; return r; }
 static inline void hv_store(hvm m, float *p, hv x) { for (int l = 0; l < m; l++) p[l] = x.v[l]; }
-static inline void hv_spill(float *p, hv x) { for (int l = 0; l < HV; l++) p[l] = x.v[l]; }
+static inline hv hv_ldl(const float *p) { hv r; for (int l = 0; l < HV; l++) r.v[l] = p[l]; return r; }
+static inline void hv_stl(float *p, hv x) { for (int l = 0; l < HV; l++) p[l] = x.v[l]; }
 static inline hv hv_add(hv a, hv b) { for (int l = 0; l < HV; l++) a.v[l] += b.v[l]; return a; }
 static inline hv hv_sub(hv a, hv b) { for (int l = 0; l < HV; l++) a.v[l] -= b.v[l]; return a; }
 static inline hv hv_mul(hv a, hv b) { for (int l = 0; l < HV; l++) a.v[l] *= b.v[l]; return a; }
@@ -1254,6 +1256,9 @@ static inline hv hv_keep(uint32_t bits, hv x, float ik)
     return x;
 }
 #endif
+
+/* Floats of per-thread scratch: a line per slot of the longest list, and two more. */
+static size_t gat_scratch(int maxdeg) { return ((size_t)maxdeg + 2) * HV; }
 
 /* Counter steps between the dropout hashes of consecutive heads of one slot (l·slots·golden). */
 typedef struct gat_steps {
@@ -1307,15 +1312,27 @@ static inline void heads_inner(const float *restrict src, float *restrict dst, i
     }
 }
 
-/* dst (B,H,N,X) features x0..x0+xn (xn ≤ HV) of node i, heads h0..h0+hc of batch b: = (or +=)
- * lanes[e·HV + l] (feature x0 + e of head h0 + l). */
-static inline void heads_outer(float *dst, const float *lanes, int H, int N, int X, int x0, int xn, int64_t b,
-                               int64_t i, int h0, int hc, int add)
+/* Rows (b, h0 + l, i) of o (B,H,N,X), l < hc: = (or += with add) Σ_t W[t·HV + l] · Y[b, h0 + l,
+ * idx[t], :] + a1[h0 + l, :]·c1[l] + a2[h0 + l, :]·c2[l] (a1, a2 (H,X) optional). Head-major rows
+ * with the weight broadcast: the features are the lanes, so the result is stored as it is (no
+ * transpose) and one head (H = 1) takes one FMA per slot. */
+static inline void gat_wsum(const float *W, const int *idx, int64_t n, const float *Y, float *o, int add,
+                            const float *a1, const float *c1, const float *a2, const float *c2,
+                            int H, int N, int X, int64_t b, int64_t i, int h0, int hc)
 {
     for (int l = 0; l < hc; l++) {
-        float *o = dst + ((b * H + h0 + l) * N + i) * X + x0;
-        if (add) for (int e = 0; e < xn; e++) o[e] += lanes[e * HV + l];
-        else for (int e = 0; e < xn; e++) o[e] = lanes[e * HV + l];
+        const int64_t bh = b * H + h0 + l;
+        const float *Yh = Y + bh * N * X;
+        float *oh = o + (bh * N + i) * X;
+        for (int x0 = 0; x0 < X; x0 += HV) {
+            const hvm fm = hv_mask(X - x0);
+            hv acc = hv_zero();
+            for (int64_t t = 0; t < n; t++) acc = hv_fma(hv_set1(W[t * HV + l]), hv_load(fm, Yh + (int64_t)idx[t] * X + x0), acc);
+            if (a1) acc = hv_fma(hv_load(fm, a1 + (int64_t)(h0 + l) * X + x0), hv_set1(c1[l]), acc);
+            if (a2) acc = hv_fma(hv_load(fm, a2 + (int64_t)(h0 + l) * X + x0), hv_set1(c2[l]), acc);
+            if (add) acc = hv_add(hv_load(fm, oh + x0), acc);
+            hv_store(fm, oh + x0, acc);
+        }
     }
 }
 
@@ -1331,11 +1348,16 @@ static void gat_forward(attn_node *nd, const float *q, const float *k, const flo
     const gat_steps st = gat_keep_steps(g);
 #pragma omp parallel num_threads(nd->nthr) if ((rows + g->B * slots) * H * (D + Dv) > PAR_MIN)
     {
-#pragma omp for schedule(static)
+#pragma omp for schedule(static) nowait
         for (int64_t r = 0; r < rows; r++) {
             heads_inner(v, vt, H, N, Dv, r);
             if (qt != vt) heads_inner(q, qt, H, N, D, r);
             if (kt != vt && kt != qt) heads_inner(k, kt, H, N, D, r);
+        }
+        /* sq, sk: a separate sweep, so that the masked loads find the copies' scalar stores
+         * drained; static schedules of the same count give each thread the rows it copied. */
+#pragma omp for schedule(static)
+        for (int64_t r = 0; r < rows; r++)
             for (int h0 = 0; h0 < H; h0 += HV) {
                 const hvm m = hv_mask(H - h0);
                 hv a = hv_zero(), b = hv_zero();
@@ -1346,16 +1368,15 @@ static void gat_forward(attn_node *nd, const float *q, const float *k, const flo
                 hv_store(m, sq + r * H + h0, a);
                 hv_store(m, sk + r * H + h0, b);
             }
-        }
         /* E: this row's scores of HV heads, one 64-byte line per slot. Kept apart from P, whose
          * slots overlap at a stride of H < HV: a masked load right after a masked store to the
          * same line waits for the store (no forwarding), which serialised the exp chain. */
-        float *E = nd->scr + (size_t)al__thread_id() * nd->maxdeg * HV;
+        float *E = nd->scr + (size_t)al__thread_id() * gat_scratch(nd->maxdeg);
 #pragma omp for schedule(static)
         for (int64_t r = 0; r < rows; r++) {
             const int64_t b = r / N, i = r % N, s0 = qptr[i], s1 = qptr[i + 1];
             float *Pb = P + b * slots * H;                  /* slot s of head h at Pb[s·H + h] */
-            const float *skb = sk + b * N * H, *vtb = vt + b * N * Dv * H;
+            const float *skb = sk + b * N * H;
             for (int c = 0; c < nch; c++) {
                 const int h0 = c * HV, hc = H - h0 < HV ? H - h0 : HV;
                 const hvm m = hv_mask(hc);
@@ -1364,38 +1385,27 @@ static void gat_forward(attn_node *nd, const float *q, const float *k, const flo
                 for (int64_t s = s0; s < s1; s++) {   /* LeakyReLU(sq_i + sk_j) */
                     hv e = hv_add(sqi, hv_load(m, skb + (int64_t)key[s] * H + h0));
                     e = hv_pos_or(e, e, g->slope);
-                    hv_store(m, E + (s - s0) * HV, e);
+                    hv_stl(E + (s - s0) * HV, e);
                     mx = hv_max(mx, e);
                 }
                 for (int64_t s = s0; s < s1; s++) {
-                    hv p = hv_exp(hv_sub(hv_load(m, E + (s - s0) * HV), mx));
-                    hv_store(m, E + (s - s0) * HV, p);
+                    hv p = hv_exp(hv_sub(hv_ldl(E + (s - s0) * HV), mx));
+                    hv_stl(E + (s - s0) * HV, p);
                     sum = hv_add(sum, p);
                 }
                 const hv inv = hv_recip(sum);
-                for (int d0 = 0; d0 < Dv || d0 == 0; d0 += HV) {   /* the first block also normalises */
-                    const int dn = Dv - d0 < HV ? Dv - d0 : HV;
-                    hv acc[HV];
-                    for (int e = 0; e < HV; e++) acc[e] = hv_zero();
-                    for (int64_t s = s0; s < s1; s++) {
-                        hv p = hv_load(m, E + (s - s0) * HV);
-                        uint16_t *kb = g->drop ? nd->keepm + (b * slots + s) * nch + c : NULL;
-                        if (d0 == 0) {
-                            p = hv_mul(p, inv);
-                            hv_store(m, E + (s - s0) * HV, p);
-                            hv_store(m, Pb + s * H + h0, p);
-                            if (kb) *kb = (uint16_t)gat_keep_bits(g, &st, b * H + h0, s, hc);
-                        }
-                        const hv w = kb ? hv_keep(*kb, p, g->inv_keep) : p;
-                        const float *vj = vtb + ((int64_t)key[s] * Dv + d0) * H + h0;
-#pragma GCC unroll 16
-                        for (int e = 0; e < HV; e++)
-                            if (e < dn) acc[e] = hv_fma(w, hv_load(m, vj + (int64_t)e * H), acc[e]);
+                for (int64_t s = s0; s < s1; s++) {   /* normalise, keep bits; E: the applied weights */
+                    const hv p = hv_mul(hv_ldl(E + (s - s0) * HV), inv);
+                    hv_store(m, Pb + s * H + h0, p);
+                    hv w = p;
+                    if (g->drop) {
+                        const uint32_t kb = gat_keep_bits(g, &st, b * H + h0, s, hc);
+                        nd->keepm[(b * slots + s) * nch + c] = (uint16_t)kb;
+                        w = hv_keep(kb, p, g->inv_keep);
                     }
-                    float lanes[HV * HV];   /* acc spilled here, never by address (it stays in registers) */
-                    for (int e = 0; e < dn; e++) hv_spill(lanes + e * HV, acc[e]);
-                    heads_outer(out, lanes, H, N, Dv, d0, dn, b, i, h0, hc, 0);
+                    hv_stl(E + (s - s0) * HV, w);
                 }
+                gat_wsum(E, key + s0, s1 - s0, v, out, 0, NULL, NULL, NULL, NULL, H, N, Dv, b, i, h0, hc);
             }
         }
     }
@@ -1421,7 +1431,7 @@ static void gat_backward(al_ctx *c, attn_node *nd)
     float *dsq = al_arena_alloc(&c->arena, (size_t)(rows * H > 0 ? rows * H : 1) * sizeof(float));   /* (B,N,H) */
     /* (parts,2,D,chunks,HV): one line per feature, for the same reason as E */
     float *part = need_a ? al_arena_calloc(&c->arena, (size_t)nparts * 2 * D * nch * HV * sizeof(float)) : NULL;
-    float *scr = al_arena_alloc(&c->arena, (size_t)nd->nthr * nd->maxdeg * HV * sizeof(float));
+    float *scr = al_arena_alloc(&c->arena, (size_t)nd->nthr * gat_scratch(nd->maxdeg) * sizeof(float));
     if (!dot || !dS || !dsq || !scr || (need_a && !part)) { al_fail(c, "attention backward: out of memory"); return; }
     if (!al_ok(c)) return;
     const int64_t *qptr = nd->qptr; const int *key = nd->key;
@@ -1431,8 +1441,9 @@ static void gat_backward(al_ctx *c, attn_node *nd)
 #pragma omp for schedule(static)
         for (int64_t r = 0; r < rows; r++) heads_inner(dO, dot, H, N, Dv, r);
         /* Pass 1 over queries: dP = dO_i·v_j (dropped as the forward), delta, dS and dsq; dP kept
-         * in E (one line per slot, as in the forward) between the two sweeps. */
-        float *E = scr + (size_t)al__thread_id() * nd->maxdeg * HV;
+         * in E (one line per slot, as in the forward) between the two sweeps; pass 2 keeps the
+         * weights of a key's slots there. */
+        float *E = scr + (size_t)al__thread_id() * gat_scratch(nd->maxdeg), *lanes = E + (size_t)nd->maxdeg * HV;   /* 2 lines */
 #pragma omp for schedule(static)
         for (int64_t r = 0; r < rows; r++) {
             const int64_t b = r / N, i = r % N, s0 = qptr[i], s1 = qptr[i + 1];
@@ -1448,14 +1459,14 @@ static void gat_backward(al_ctx *c, attn_node *nd)
                     hv x = hv_zero();
                     for (int d = 0; d < Dv; d++) x = hv_fma(hv_load(m, doi + (int64_t)d * H), hv_load(m, vj + (int64_t)d * H), x);
                     if (g->drop) x = hv_keep(nd->keepm[(b * slots + s) * nch + c0], x, g->inv_keep);
-                    hv_store(m, E + (s - s0) * HV, x);
+                    hv_stl(E + (s - s0) * HV, x);
                     delta = hv_fma(hv_load(m, Pb + s * H + h0), x, delta);
                 }
                 const hv sqi = hv_load(m, sq + r * H + h0);
                 hv su = hv_zero();
                 for (int64_t s = s0; s < s1; s++) {
                     const hv p = hv_load(m, Pb + s * H + h0), u = hv_add(sqi, hv_load(m, skb + (int64_t)key[s] * H + h0));
-                    const hv x = hv_pos_or(u, hv_mul(p, hv_sub(hv_load(m, E + (s - s0) * HV), delta)), g->slope);
+                    const hv x = hv_pos_or(u, hv_mul(p, hv_sub(hv_ldl(E + (s - s0) * HV), delta)), g->slope);
                     hv_store(m, dSb + s * H + h0, x);
                     su = hv_add(su, x);
                 }
@@ -1468,56 +1479,32 @@ static void gat_backward(al_ctx *c, attn_node *nd)
             float *pq = part ? part + (size_t)pt * 2 * D * nch * HV : NULL, *pk = pq ? pq + (size_t)D * nch * HV : NULL;
             for (int64_t r = rows * pt / nparts; r < rows * (pt + 1) / nparts; r++) {
                 const int64_t b = r / N, j = r % N, t0 = nd->kptr[j], t1 = nd->kptr[j + 1];
-                const float *Pb = P + b * slots * H, *dSb = dS + b * slots * H, *dotb = dot + b * N * Dv * H;
+                const float *Pb = P + b * slots * H, *dSb = dS + b * slots * H;
                 for (int c0 = 0; c0 < nch; c0++) {
                     const int h0 = c0 * HV, hc = H - h0 < HV ? H - h0 : HV;
                     const hvm m = hv_mask(hc);
                     hv dsk = hv_zero();
+                    for (int64_t t = t0; t < t1; t++) {   /* E: the applied weights of the key's slots */
+                        const int64_t s = nd->kslot[t];
+                        hv w = hv_load(m, Pb + s * H + h0);
+                        if (g->drop) w = hv_keep(nd->keepm[(b * slots + s) * nch + c0], w, g->inv_keep);
+                        hv_stl(E + (t - t0) * HV, w);
+                        dsk = hv_add(dsk, hv_load(m, dSb + s * H + h0));
+                    }
                     const hv dsqj = hv_load(m, dsq + r * H + h0);
-                    float lanes[HV * HV];
-                    for (int d0 = 0; d0 == 0 || (dv && d0 < Dv); d0 += HV) {   /* the first block also sums dsk */
-                        const int dn = Dv - d0 < HV ? Dv - d0 : HV;
-                        hv acc[HV];
-                        for (int e = 0; e < HV; e++) acc[e] = hv_zero();
-                        for (int64_t t = t0; t < t1; t++) {
-                            const int64_t s = nd->kslot[t];
-                            hv w = hv_load(m, Pb + s * H + h0);
-                            if (g->drop) w = hv_keep(nd->keepm[(b * slots + s) * nch + c0], w, g->inv_keep);
-                            if (d0 == 0) dsk = hv_add(dsk, hv_load(m, dSb + s * H + h0));
-                            const float *doi = dotb + ((int64_t)nd->kq[t] * Dv + d0) * H + h0;
-#pragma GCC unroll 16
-                            for (int e = 0; e < HV; e++)
-                                if (e < dn) acc[e] = hv_fma(w, hv_load(m, doi + (int64_t)e * H), acc[e]);
-                        }
-                        if (!dv) break;
-                        if (Dv <= HV && D == Dv) {   /* q, k given as v itself (GAT): one write of the sum */
-                            for (int e = 0; e < dn; e++) {
-                                if (dk == dv) acc[e] = hv_fma(hv_load(m, nd->akt + (int64_t)e * H + h0), dsk, acc[e]);
-                                if (dq == dv) acc[e] = hv_fma(hv_load(m, nd->aqt + (int64_t)e * H + h0), dsqj, acc[e]);
-                            }
-                        }
-                        for (int e = 0; e < dn; e++) hv_spill(lanes + e * HV, acc[e]);
-                        heads_outer(dv, lanes, H, N, Dv, d0, dn, b, j, h0, hc, 1);
-                    }
-                    const int fused = dv && Dv <= HV && D == Dv;
-                    for (int d0 = 0; d0 < D; d0 += HV) {   /* dK = a_k·dsk, dQ = a_q·dsq */
-                        const int dn = D - d0 < HV ? D - d0 : HV;
-                        if (dk && !(fused && dk == dv)) {
-                            for (int e = 0; e < dn; e++)
-                                hv_spill(lanes + e * HV, hv_mul(hv_load(m, nd->akt + (int64_t)(d0 + e) * H + h0), dsk));
-                            heads_outer(dk, lanes, H, N, D, d0, dn, b, j, h0, hc, 1);
-                        }
-                        if (dq && !(fused && dq == dv)) {
-                            for (int e = 0; e < dn; e++)
-                                hv_spill(lanes + e * HV, hv_mul(hv_load(m, nd->aqt + (int64_t)(d0 + e) * H + h0), dsqj));
-                            heads_outer(dq, lanes, H, N, D, d0, dn, b, j, h0, hc, 1);
-                        }
-                    }
+                    float *lk = lanes, *lq = lanes + HV;   /* dsk, dsq of each head */
+                    hv_stl(lk, dsk); hv_stl(lq, dsqj);
+                    const int kin = dk && dk == dv && D == Dv, qin = dq && dq == dv && D == Dv;   /* q, k are v (GAT) */
+                    if (dv)   /* dV = Σ w·dO over the key's slots, with a_k·dsk and a_q·dsq when they share the row */
+                        gat_wsum(E, nd->kq + t0, t1 - t0, dO, dv, 1, kin ? nd->ak->data : NULL, lk, qin ? nd->aq->data : NULL,
+                                 lq, H, N, Dv, b, j, h0, hc);
+                    if (dk && !kin) gat_wsum(E, NULL, 0, NULL, dk, 1, nd->ak->data, lk, NULL, NULL, H, N, D, b, j, h0, hc);
+                    if (dq && !qin) gat_wsum(E, NULL, 0, NULL, dq, 1, nd->aq->data, lq, NULL, NULL, H, N, D, b, j, h0, hc);
                     if (pq)
                         for (int d = 0; d < D; d++) {
                             float *a = pq + ((int64_t)d * nch + c0) * HV, *e = pk + ((int64_t)d * nch + c0) * HV;
-                            hv_store(m, a, hv_fma(dsqj, hv_load(m, nd->qt + (r * D + d) * H + h0), hv_load(m, a)));
-                            hv_store(m, e, hv_fma(dsk, hv_load(m, nd->kt + (r * D + d) * H + h0), hv_load(m, e)));
+                            hv_stl(a, hv_fma(dsqj, hv_load(m, nd->qt + (r * D + d) * H + h0), hv_ldl(a)));
+                            hv_stl(e, hv_fma(dsk, hv_load(m, nd->kt + (r * D + d) * H + h0), hv_ldl(e)));
                         }
                 }
             }
@@ -1555,7 +1542,7 @@ static int gat_setup(al_ctx *c, attn_node *nd)
     nd->akt = al_arena_alloc(a, (size_t)D * H * sizeof(float));
     nd->P = al_arena_alloc(a, (size_t)nslot * H * sizeof(float));
     nd->keepm = g->drop ? al_arena_alloc(a, (size_t)nslot * nch * sizeof(uint16_t)) : NULL;
-    nd->scr = al_arena_alloc(a, (size_t)nd->nthr * nd->maxdeg * HV * sizeof(float));
+    nd->scr = al_arena_alloc(a, (size_t)nd->nthr * gat_scratch(nd->maxdeg) * sizeof(float));
     if (!nd->scr || !nd->vt || !nd->qt || !nd->kt || !nd->sq || !nd->sk || !nd->aqt || !nd->akt || !nd->P || (g->drop && !nd->keepm)) {
         al_fail(c, "attention: out of memory");
         return -1;
