@@ -1372,7 +1372,7 @@ static void gat_forward(attn_node *nd, const float *q, const float *k, const flo
          * slots overlap at a stride of H < HV: a masked load right after a masked store to the
          * same line waits for the store (no forwarding), which serialised the exp chain. */
         float *E = nd->scr + (size_t)al__thread_id() * gat_scratch(nd->maxdeg);
-#pragma omp for schedule(static)
+#pragma omp for schedule(static) nowait
         for (int64_t r = 0; r < rows; r++) {
             const int64_t b = r / N, i = r % N, s0 = qptr[i], s1 = qptr[i + 1];
             float *Pb = P + b * slots * H;                  /* slot s of head h at Pb[s·H + h] */
@@ -1438,7 +1438,9 @@ static void gat_backward(al_ctx *c, attn_node *nd)
     const float *P = nd->P, *sq = nd->sq, *sk = nd->sk, *vt = nd->vt;
 #pragma omp parallel num_threads(nd->nthr) if ((rows + g->B * slots) * H * (D + Dv) > PAR_MIN)
     {
-#pragma omp for schedule(static)
+        /* nowait: pass 1 reads the dO rows of its own queries only, which the same static
+         * schedule gave this thread here; pass 2 reads other rows after pass 1's barrier. */
+#pragma omp for schedule(static) nowait
         for (int64_t r = 0; r < rows; r++) heads_inner(dO, dot, H, N, Dv, r);
         /* Pass 1 over queries: dP = dO_i·v_j (dropped as the forward), delta, dS and dsq; dP kept
          * in E (one line per slot, as in the forward) between the two sweeps; pass 2 keeps the
@@ -1474,7 +1476,7 @@ static void gat_backward(al_ctx *c, attn_node *nd)
             }
         }
         /* Pass 2 over keys, in fixed chunks of nodes: each node's gradient rows are written once. */
-#pragma omp for schedule(static)
+#pragma omp for schedule(static) nowait
         for (int pt = 0; pt < nparts; pt++) {
             float *pq = part ? part + (size_t)pt * 2 * D * nch * HV : NULL, *pk = pq ? pq + (size_t)D * nch * HV : NULL;
             for (int64_t r = rows * pt / nparts; r < rows * (pt + 1) / nparts; r++) {
