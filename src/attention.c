@@ -377,6 +377,13 @@ typedef struct attn_node {
     int64_t *kptr, *kslot; int *kq;
     uint8_t *keepb;    /* sparse with dropout: (B,H,slots) keep bytes, drawn once in forward */
     int nthr;
+    /* gat (graph + additive + softmax, no bias): heads innermost, so P is (B,slots,H), sq and sk
+     * are (B,N,H); vt, qt, kt are v, q, k as (B,N,Dv|D,H) (qt, kt may be vt when q, k are v);
+     * aqt, akt are a_q, a_k as (D,H); keepm (B,slots,head chunks) the dropout bits of 16 heads. */
+    int gat;
+    float *vt, *qt, *kt, *aqt, *akt;
+    float *scr;        /* gat forward: (threads, maxdeg, HV) */
+    uint16_t *keepm;
 } attn_node;
 
 /* ------------------------------------------------------------------------------------------ */
@@ -1219,6 +1226,375 @@ static void sparse_backward(al_ctx *c, attn_node *nd)
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* Graph attention with the additive score and softmax (GAT): every head of a node at once      */
+/* ------------------------------------------------------------------------------------------ */
+/* The generic sparse kernels run per (b, h, row): at a graph's degree of ~5 their 16-key vectors
+ * are mostly masked and the per-row work (index loads, row max, three sweeps) is repeated for
+ * every head. Here the vector lanes are the heads (up to HV per chunk): one walk of a node's
+ * adjacency serves all of them, scores, softmax and keep bits are one vector op per slot, and with
+ * v (and dO) stored heads-innermost the weighted sums and dP = dO·V are plain vector FMAs, no
+ * horizontal sums. Graph keys are never absent, so there is no absent-slot handling either. */
+#define HV 16   /* heads per vector */
+
+#if defined(__AVX512F__)
+typedef __m512 hv;
+typedef __mmask16 hvm;
+static inline hvm hv_mask(int n) { return (hvm)(n >= 16 ? 0xffffu : (1u << n) - 1); }
+static inline hv hv_zero(void) { return _mm512_setzero_ps(); }
+static inline hv hv_set1(float a) { return _mm512_set1_ps(a); }
+static inline hv hv_load(hvm m, const float *p) { return _mm512_maskz_loadu_ps(m, p); }
+static inline void hv_store(hvm m, float *p, hv x) { _mm512_mask_storeu_ps(p, m, x); }
+static inline hv hv_ldl(const float *p) { return _mm512_load_ps(p); }   /* a whole 64-byte scratch line */
+static inline void hv_stl(float *p, hv x) { _mm512_store_ps(p, x); }
+static inline hv hv_add(hv a, hv b) { return _mm512_add_ps(a, b); }
+static inline hv hv_sub(hv a, hv b) { return _mm512_sub_ps(a, b); }
+static inline hv hv_mul(hv a, hv b) { return _mm512_mul_ps(a, b); }
+static inline hv hv_fma(hv a, hv b, hv c) { return _mm512_fmadd_ps(a, b, c); }
+static inline hv hv_max(hv a, hv b) { return _mm512_max_ps(a, b); }
+static inline hv hv_exp(hv x) { return exp16(x); }
+/* u > 0 ? x : slope·x per lane */
+static inline hv hv_pos_or(hv u, hv x, float slope)
+{
+    return _mm512_mask_mul_ps(x, _mm512_cmp_ps_mask(u, _mm512_setzero_ps(), _CMP_NGT_UQ), x, _mm512_set1_ps(slope));
+}
+/* 1/s where s > 0, else 0 */
+static inline hv hv_recip(hv s)
+{
+    return _mm512_maskz_div_ps(_mm512_cmp_ps_mask(s, _mm512_setzero_ps(), _CMP_GT_OQ), _mm512_set1_ps(1.f), s);
+}
+/* bit l of bits ? x·ik : 0 per lane */
+static inline hv hv_keep(uint32_t bits, hv x, float ik) { return _mm512_maskz_mul_ps((__mmask16)bits, x, _mm512_set1_ps(ik)); }
+#else
+/* The same operations lane by lane (portable builds): hvm is the count of live lanes. */
+typedef struct { float v[HV]; } hv;
+typedef int hvm;
+static inline hvm hv_mask(int n) { return n < HV ? n : HV; }
+static inline hv hv_zero(void) { hv r; for (int l = 0; l < HV; l++) r.v[l] = 0.f; return r; }
+static inline hv hv_set1(float a) { hv r; for (int l = 0; l < HV; l++) r.v[l] = a; return r; }
+static inline hv hv_load(hvm m, const float *p) { hv r; for (int l = 0; l < HV; l++) r.v[l] = l < m ? p[l] : 0.f; return r; }
+static inline void hv_store(hvm m, float *p, hv x) { for (int l = 0; l < m; l++) p[l] = x.v[l]; }
+static inline hv hv_ldl(const float *p) { hv r; for (int l = 0; l < HV; l++) r.v[l] = p[l]; return r; }
+static inline void hv_stl(float *p, hv x) { for (int l = 0; l < HV; l++) p[l] = x.v[l]; }
+static inline hv hv_add(hv a, hv b) { for (int l = 0; l < HV; l++) a.v[l] += b.v[l]; return a; }
+static inline hv hv_sub(hv a, hv b) { for (int l = 0; l < HV; l++) a.v[l] -= b.v[l]; return a; }
+static inline hv hv_mul(hv a, hv b) { for (int l = 0; l < HV; l++) a.v[l] *= b.v[l]; return a; }
+static inline hv hv_fma(hv a, hv b, hv c) { for (int l = 0; l < HV; l++) c.v[l] = FMA(a.v[l], b.v[l], c.v[l]); return c; }
+static inline hv hv_max(hv a, hv b) { for (int l = 0; l < HV; l++) a.v[l] = b.v[l] > a.v[l] ? b.v[l] : a.v[l]; return a; }
+static inline hv hv_exp(hv x) { for (int l = 0; l < HV; l++) x.v[l] = fast_expf(x.v[l]); return x; }
+static inline hv hv_pos_or(hv u, hv x, float slope)
+{
+    for (int l = 0; l < HV; l++) x.v[l] = u.v[l] > 0.f ? x.v[l] : slope * x.v[l];
+    return x;
+}
+static inline hv hv_recip(hv s) { for (int l = 0; l < HV; l++) s.v[l] = s.v[l] > 0.f ? 1.f / s.v[l] : 0.f; return s; }
+static inline hv hv_keep(uint32_t bits, hv x, float ik)
+{
+    for (int l = 0; l < HV; l++) x.v[l] = (bits >> l & 1u) ? x.v[l] * ik : 0.f;
+    return x;
+}
+#endif
+
+/* Floats of per-thread scratch: a line per slot of the longest list, and two more. */
+static size_t gat_scratch(int maxdeg) { return ((size_t)maxdeg + 2) * HV; }
+
+/* Counter steps between the dropout hashes of consecutive heads of one slot (l·slots·golden). */
+typedef struct gat_steps {
+#if defined(__AVX512F__) && defined(__AVX512DQ__)
+    __m512i lo, hi;   /* lanes l = 0..7 and 8..15 */
+#else
+    int unused;
+#endif
+} gat_steps;
+
+static gat_steps gat_keep_steps(const al_attn_cfg *g)
+{
+    gat_steps st;
+#if defined(__AVX512F__) && defined(__AVX512DQ__)
+    const __m512i step = _mm512_set1_epi64((long long)((uint64_t)g->slots * KEEP_G));
+    st.lo = _mm512_mullo_epi64(_mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0), step);
+    st.hi = _mm512_add_epi64(st.lo, _mm512_slli_epi64(step, 3));
+#else
+    (void)g; st.unused = 0;
+#endif
+    return st;
+}
+
+/* Bit l = al_attn_keep(g, bh0 + l, s) for l < hc ≤ HV: the mask of hc heads of one slot. */
+static inline uint32_t gat_keep_bits(const al_attn_cfg *g, const gat_steps *st, int64_t bh0, int64_t s, int hc)
+{
+#if defined(__AVX512F__) && defined(__AVX512DQ__)
+    const __m512i x0 = _mm512_set1_epi64((long long)(g->seed + (uint64_t)(bh0 * g->slots + s) * KEEP_G));
+    const __m512i th = _mm512_set1_epi64((long long)g->thresh);
+    uint32_t m = _mm512_cmp_epu64_mask(_mm512_srli_epi64(mix64x8(_mm512_add_epi64(x0, st->lo)), 32), th, _MM_CMPINT_NLT);
+    if (hc > 8)
+        m |= (uint32_t)_mm512_cmp_epu64_mask(_mm512_srli_epi64(mix64x8(_mm512_add_epi64(x0, st->hi)), 32), th,
+                                             _MM_CMPINT_NLT) << 8;
+    return m & (uint32_t)((1u << hc) - 1);
+#else
+    (void)st;
+    uint32_t m = 0;
+    for (int l = 0; l < hc; l++) m |= (uint32_t)al_attn_keep(g, bh0 + l, s) << l;
+    return m;
+#endif
+}
+
+/* dst (B,N,X,H) row r = b·N + i from src (B,H,N,X): the X features of every head of node i. */
+static inline void heads_inner(const float *restrict src, float *restrict dst, int H, int N, int X, int64_t r)
+{
+    const int64_t b = r / N, i = r % N;
+    float *o = dst + r * X * H;
+    for (int h = 0; h < H; h++) {
+        const float *s = src + ((b * H + h) * N + i) * X;
+        for (int x = 0; x < X; x++) o[(int64_t)x * H + h] = s[x];
+    }
+}
+
+/* Rows (b, h0 + l, i) of o (B,H,N,X), l < hc: = (or += with add) Σ_t W[t·HV + l] · Y[b, h0 + l,
+ * idx[t], :] + a1[h0 + l, :]·c1[l] + a2[h0 + l, :]·c2[l] (a1, a2 (H,X) optional). Head-major rows
+ * with the weight broadcast: the features are the lanes, so the result is stored as it is (no
+ * transpose) and one head (H = 1) takes one FMA per slot. */
+static inline void gat_wsum(const float *W, const int *idx, int64_t n, const float *Y, float *o, int add,
+                            const float *a1, const float *c1, const float *a2, const float *c2,
+                            int H, int N, int X, int64_t b, int64_t i, int h0, int hc)
+{
+    for (int l = 0; l < hc; l++) {
+        const int64_t bh = b * H + h0 + l;
+        const float *Yh = Y + bh * N * X;
+        float *oh = o + (bh * N + i) * X;
+        for (int x0 = 0; x0 < X; x0 += HV) {
+            const hvm fm = hv_mask(X - x0);
+            hv acc = hv_zero();
+            for (int64_t t = 0; t < n; t++) acc = hv_fma(hv_set1(W[t * HV + l]), hv_load(fm, Yh + (int64_t)idx[t] * X + x0), acc);
+            if (a1) acc = hv_fma(hv_load(fm, a1 + (int64_t)(h0 + l) * X + x0), hv_set1(c1[l]), acc);
+            if (a2) acc = hv_fma(hv_load(fm, a2 + (int64_t)(h0 + l) * X + x0), hv_set1(c2[l]), acc);
+            if (add) acc = hv_add(hv_load(fm, oh + x0), acc);
+            hv_store(fm, oh + x0, acc);
+        }
+    }
+}
+
+/* Forward: transposes (vt, qt, kt), sq = a_q·q and sk = a_k·k per node, then per query node the
+ * scores of all heads, softmax, dropout and o = Σ w·v, in one parallel region. */
+static void gat_forward(attn_node *nd, const float *q, const float *k, const float *v, float *out)
+{
+    const al_attn_cfg *g = &nd->g;
+    const int N = g->N, D = g->D, Dv = g->Dv, H = g->H, nch = (H + HV - 1) / HV;
+    const int64_t rows = (int64_t)g->B * N, slots = g->slots;
+    const int64_t *qptr = nd->qptr; const int *key = nd->key;
+    float *vt = nd->vt, *qt = nd->qt, *kt = nd->kt, *P = nd->P, *sq = nd->sq, *sk = nd->sk;
+    const gat_steps st = gat_keep_steps(g);
+#pragma omp parallel num_threads(nd->nthr) if ((rows + g->B * slots) * H * (D + Dv) > PAR_MIN)
+    {
+#pragma omp for schedule(static) nowait
+        for (int64_t r = 0; r < rows; r++) {
+            heads_inner(v, vt, H, N, Dv, r);
+            if (qt != vt) heads_inner(q, qt, H, N, D, r);
+            if (kt != vt && kt != qt) heads_inner(k, kt, H, N, D, r);
+        }
+        /* sq, sk: a separate sweep, so that the masked loads find the copies' scalar stores
+         * drained; static schedules of the same count give each thread the rows it copied. */
+#pragma omp for schedule(static)
+        for (int64_t r = 0; r < rows; r++)
+            for (int h0 = 0; h0 < H; h0 += HV) {
+                const hvm m = hv_mask(H - h0);
+                hv a = hv_zero(), b = hv_zero();
+                for (int d = 0; d < D; d++) {
+                    a = hv_fma(hv_load(m, nd->aqt + d * H + h0), hv_load(m, qt + (r * D + d) * H + h0), a);
+                    b = hv_fma(hv_load(m, nd->akt + d * H + h0), hv_load(m, kt + (r * D + d) * H + h0), b);
+                }
+                hv_store(m, sq + r * H + h0, a);
+                hv_store(m, sk + r * H + h0, b);
+            }
+        /* E: this row's scores of HV heads, one 64-byte line per slot. Kept apart from P, whose
+         * slots overlap at a stride of H < HV: a masked load right after a masked store to the
+         * same line waits for the store (no forwarding), which serialised the exp chain. */
+        float *E = nd->scr + (size_t)al__thread_id() * gat_scratch(nd->maxdeg);
+#pragma omp for schedule(static) nowait
+        for (int64_t r = 0; r < rows; r++) {
+            const int64_t b = r / N, i = r % N, s0 = qptr[i], s1 = qptr[i + 1];
+            float *Pb = P + b * slots * H;                  /* slot s of head h at Pb[s·H + h] */
+            const float *skb = sk + b * N * H;
+            for (int c = 0; c < nch; c++) {
+                const int h0 = c * HV, hc = H - h0 < HV ? H - h0 : HV;
+                const hvm m = hv_mask(hc);
+                const hv sqi = hv_load(m, sq + r * H + h0);
+                hv mx = hv_set1(-INFINITY), sum = hv_zero();
+                for (int64_t s = s0; s < s1; s++) {   /* LeakyReLU(sq_i + sk_j) */
+                    hv e = hv_add(sqi, hv_load(m, skb + (int64_t)key[s] * H + h0));
+                    e = hv_pos_or(e, e, g->slope);
+                    hv_stl(E + (s - s0) * HV, e);
+                    mx = hv_max(mx, e);
+                }
+                for (int64_t s = s0; s < s1; s++) {
+                    hv p = hv_exp(hv_sub(hv_ldl(E + (s - s0) * HV), mx));
+                    hv_stl(E + (s - s0) * HV, p);
+                    sum = hv_add(sum, p);
+                }
+                const hv inv = hv_recip(sum);
+                for (int64_t s = s0; s < s1; s++) {   /* normalise, keep bits; E: the applied weights */
+                    const hv p = hv_mul(hv_ldl(E + (s - s0) * HV), inv);
+                    hv_store(m, Pb + s * H + h0, p);
+                    hv w = p;
+                    if (g->drop) {
+                        const uint32_t kb = gat_keep_bits(g, &st, b * H + h0, s, hc);
+                        nd->keepm[(b * slots + s) * nch + c] = (uint16_t)kb;
+                        w = hv_keep(kb, p, g->inv_keep);
+                    }
+                    hv_stl(E + (s - s0) * HV, w);
+                }
+                gat_wsum(E, key + s0, s1 - s0, v, out, 0, NULL, NULL, NULL, NULL, H, N, Dv, b, i, h0, hc);
+            }
+        }
+    }
+}
+
+#define GAT_PARTS 64   /* backward: fixed node chunks whose a_q, a_k gradient partials are added in order */
+
+/* Backward: dO transposed, a pass over queries (dS per slot and head, dsq), then a pass over keys
+ * through the transposed lists (dV, dK, dQ of node j, and the a_q/a_k partials of its chunk). */
+static void gat_backward(al_ctx *c, attn_node *nd)
+{
+    const al_attn_cfg *g = &nd->g;
+    const int N = g->N, D = g->D, Dv = g->Dv, H = g->H, nch = (H + HV - 1) / HV;
+    const int64_t rows = (int64_t)g->B * N, slots = g->slots;
+    const float *dO = nd->out->grad;
+    float *dq = nd->q->requires_grad ? al_grad(c, nd->q) : NULL;
+    float *dk = nd->k->requires_grad ? al_grad(c, nd->k) : NULL;
+    float *dv = nd->v->requires_grad ? al_grad(c, nd->v) : NULL;
+    const int need_a = nd->aq->requires_grad || nd->ak->requires_grad;
+    const int nparts = rows < GAT_PARTS ? (int)(rows > 0 ? rows : 1) : GAT_PARTS;
+    float *dot = al_arena_alloc(&c->arena, (size_t)(rows * Dv * H > 0 ? rows * Dv * H : 1) * sizeof(float));   /* (B,N,Dv,H) */
+    float *dS = al_arena_alloc(&c->arena, (size_t)(g->B * slots * H > 0 ? g->B * slots * H : 1) * sizeof(float));   /* (B,slots,H) */
+    float *dsq = al_arena_alloc(&c->arena, (size_t)(rows * H > 0 ? rows * H : 1) * sizeof(float));   /* (B,N,H) */
+    /* (parts,2,D,chunks,HV): one line per feature, for the same reason as E */
+    float *part = need_a ? al_arena_calloc(&c->arena, (size_t)nparts * 2 * D * nch * HV * sizeof(float)) : NULL;
+    float *scr = al_arena_alloc(&c->arena, (size_t)nd->nthr * gat_scratch(nd->maxdeg) * sizeof(float));
+    if (!dot || !dS || !dsq || !scr || (need_a && !part)) { al_fail(c, "attention backward: out of memory"); return; }
+    if (!al_ok(c)) return;
+    const int64_t *qptr = nd->qptr; const int *key = nd->key;
+    const float *P = nd->P, *sq = nd->sq, *sk = nd->sk, *vt = nd->vt;
+#pragma omp parallel num_threads(nd->nthr) if ((rows + g->B * slots) * H * (D + Dv) > PAR_MIN)
+    {
+        /* nowait: pass 1 reads the dO rows of its own queries only, which the same static
+         * schedule gave this thread here; pass 2 reads other rows after pass 1's barrier. */
+#pragma omp for schedule(static) nowait
+        for (int64_t r = 0; r < rows; r++) heads_inner(dO, dot, H, N, Dv, r);
+        /* Pass 1 over queries: dP = dO_i·v_j (dropped as the forward), delta, dS and dsq; dP kept
+         * in E (one line per slot, as in the forward) between the two sweeps; pass 2 keeps the
+         * weights of a key's slots there. */
+        float *E = scr + (size_t)al__thread_id() * gat_scratch(nd->maxdeg), *lanes = E + (size_t)nd->maxdeg * HV;   /* 2 lines */
+#pragma omp for schedule(static)
+        for (int64_t r = 0; r < rows; r++) {
+            const int64_t b = r / N, i = r % N, s0 = qptr[i], s1 = qptr[i + 1];
+            const float *Pb = P + b * slots * H, *skb = sk + b * N * H, *vtb = vt + b * N * Dv * H;
+            float *dSb = dS + b * slots * H;
+            for (int c0 = 0; c0 < nch; c0++) {
+                const int h0 = c0 * HV;
+                const hvm m = hv_mask(H - h0);
+                const float *doi = dot + r * Dv * H + h0;
+                hv delta = hv_zero();
+                for (int64_t s = s0; s < s1; s++) {
+                    const float *vj = vtb + (int64_t)key[s] * Dv * H + h0;
+                    hv x = hv_zero();
+                    for (int d = 0; d < Dv; d++) x = hv_fma(hv_load(m, doi + (int64_t)d * H), hv_load(m, vj + (int64_t)d * H), x);
+                    if (g->drop) x = hv_keep(nd->keepm[(b * slots + s) * nch + c0], x, g->inv_keep);
+                    hv_stl(E + (s - s0) * HV, x);
+                    delta = hv_fma(hv_load(m, Pb + s * H + h0), x, delta);
+                }
+                const hv sqi = hv_load(m, sq + r * H + h0);
+                hv su = hv_zero();
+                for (int64_t s = s0; s < s1; s++) {
+                    const hv p = hv_load(m, Pb + s * H + h0), u = hv_add(sqi, hv_load(m, skb + (int64_t)key[s] * H + h0));
+                    const hv x = hv_pos_or(u, hv_mul(p, hv_sub(hv_ldl(E + (s - s0) * HV), delta)), g->slope);
+                    hv_store(m, dSb + s * H + h0, x);
+                    su = hv_add(su, x);
+                }
+                hv_store(m, dsq + r * H + h0, su);
+            }
+        }
+        /* Pass 2 over keys, in fixed chunks of nodes: each node's gradient rows are written once. */
+#pragma omp for schedule(static) nowait
+        for (int pt = 0; pt < nparts; pt++) {
+            float *pq = part ? part + (size_t)pt * 2 * D * nch * HV : NULL, *pk = pq ? pq + (size_t)D * nch * HV : NULL;
+            for (int64_t r = rows * pt / nparts; r < rows * (pt + 1) / nparts; r++) {
+                const int64_t b = r / N, j = r % N, t0 = nd->kptr[j], t1 = nd->kptr[j + 1];
+                const float *Pb = P + b * slots * H, *dSb = dS + b * slots * H;
+                for (int c0 = 0; c0 < nch; c0++) {
+                    const int h0 = c0 * HV, hc = H - h0 < HV ? H - h0 : HV;
+                    const hvm m = hv_mask(hc);
+                    hv dsk = hv_zero();
+                    for (int64_t t = t0; t < t1; t++) {   /* E: the applied weights of the key's slots */
+                        const int64_t s = nd->kslot[t];
+                        hv w = hv_load(m, Pb + s * H + h0);
+                        if (g->drop) w = hv_keep(nd->keepm[(b * slots + s) * nch + c0], w, g->inv_keep);
+                        hv_stl(E + (t - t0) * HV, w);
+                        dsk = hv_add(dsk, hv_load(m, dSb + s * H + h0));
+                    }
+                    const hv dsqj = hv_load(m, dsq + r * H + h0);
+                    float *lk = lanes, *lq = lanes + HV;   /* dsk, dsq of each head */
+                    hv_stl(lk, dsk); hv_stl(lq, dsqj);
+                    const int kin = dk && dk == dv && D == Dv, qin = dq && dq == dv && D == Dv;   /* q, k are v (GAT) */
+                    if (dv)   /* dV = Σ w·dO over the key's slots, with a_k·dsk and a_q·dsq when they share the row */
+                        gat_wsum(E, nd->kq + t0, t1 - t0, dO, dv, 1, kin ? nd->ak->data : NULL, lk, qin ? nd->aq->data : NULL,
+                                 lq, H, N, Dv, b, j, h0, hc);
+                    if (dk && !kin) gat_wsum(E, NULL, 0, NULL, dk, 1, nd->ak->data, lk, NULL, NULL, H, N, D, b, j, h0, hc);
+                    if (dq && !qin) gat_wsum(E, NULL, 0, NULL, dq, 1, nd->aq->data, lq, NULL, NULL, H, N, D, b, j, h0, hc);
+                    if (pq)
+                        for (int d = 0; d < D; d++) {
+                            float *a = pq + ((int64_t)d * nch + c0) * HV, *e = pk + ((int64_t)d * nch + c0) * HV;
+                            hv_stl(a, hv_fma(dsqj, hv_load(m, nd->qt + (r * D + d) * H + h0), hv_ldl(a)));
+                            hv_stl(e, hv_fma(dsk, hv_load(m, nd->kt + (r * D + d) * H + h0), hv_ldl(e)));
+                        }
+                }
+            }
+        }
+    }
+    /* a_q, a_k gradients: the chunk partials added in chunk order (independent of the threads) */
+    for (int w = 0; w < 2 && need_a; w++) {
+        al_tensor *a = w ? nd->ak : nd->aq;
+        if (!a->requires_grad) continue;
+        float *da = al_grad(c, a);
+        if (!da) return;
+        for (int h = 0; h < H; h++)
+            for (int d = 0; d < D; d++) {
+                float acc = da[h * D + d];
+                for (int pt = 0; pt < nparts; pt++) acc += part[(((size_t)pt * 2 + w) * D + d) * nch * HV + h];
+                da[h * D + d] = acc;
+            }
+    }
+}
+
+/* Scratch of the gat path (arena): transposed inputs, sq/sk, P, the keep bits, a_q/a_k as (D,H). */
+static int gat_setup(al_ctx *c, attn_node *nd)
+{
+    const al_attn_cfg *g = &nd->g;
+    const int H = g->H, D = g->D, nch = (H + HV - 1) / HV;
+    const int64_t rows = (int64_t)g->B * g->N, nslot = g->B * g->slots > 0 ? g->B * g->slots : 1;
+    al_arena *a = &c->arena;
+    nd->vt = al_arena_alloc(a, (size_t)(rows * g->Dv * H) * sizeof(float));
+    nd->qt = nd->q->data == nd->v->data && D == g->Dv ? nd->vt : al_arena_alloc(a, (size_t)(rows * D * H) * sizeof(float));
+    nd->kt = nd->k->data == nd->v->data && D == g->Dv ? nd->vt
+           : nd->k->data == nd->q->data ? nd->qt : al_arena_alloc(a, (size_t)(rows * D * H) * sizeof(float));
+    nd->sq = al_arena_alloc(a, (size_t)rows * H * sizeof(float));
+    nd->sk = al_arena_alloc(a, (size_t)rows * H * sizeof(float));
+    nd->aqt = al_arena_alloc(a, (size_t)D * H * sizeof(float));
+    nd->akt = al_arena_alloc(a, (size_t)D * H * sizeof(float));
+    nd->P = al_arena_alloc(a, (size_t)nslot * H * sizeof(float));
+    nd->keepm = g->drop ? al_arena_alloc(a, (size_t)nslot * nch * sizeof(uint16_t)) : NULL;
+    nd->scr = al_arena_alloc(a, (size_t)nd->nthr * gat_scratch(nd->maxdeg) * sizeof(float));
+    if (!nd->scr || !nd->vt || !nd->qt || !nd->kt || !nd->sq || !nd->sk || !nd->aqt || !nd->akt || !nd->P || (g->drop && !nd->keepm)) {
+        al_fail(c, "attention: out of memory");
+        return -1;
+    }
+    for (int h = 0; h < H; h++)
+        for (int d = 0; d < D; d++) {
+            nd->aqt[d * H + h] = nd->aq->data[h * D + d];
+            nd->akt[d * H + h] = nd->ak->data[h * D + d];
+        }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
 /* The op                                                                                       */
 /* ------------------------------------------------------------------------------------------ */
 
@@ -1227,6 +1603,7 @@ static void attention_backward(al_ctx *c, void *p)
     attn_node *nd = p;
     if (!nd->out->grad) return;
     if (nd->pat.kind == AL_PAT_FULL) full_backward(c, nd);
+    else if (nd->gat) gat_backward(c, nd);
     else sparse_backward(c, nd);
 }
 
@@ -1246,7 +1623,8 @@ al_tensor *al_attention(al_ctx *c, const al_attn_desc *d, al_tensor *q, al_tenso
     nd->g = g; nd->pat = d->pattern;
     nd->q = q; nd->k = k; nd->v = v; nd->aq = a_q; nd->ak = a_k; nd->rel = rel_bias; nd->bias = bias; nd->out = out;
     nd->nthr = al_threads();
-    if (g.additive) {
+    nd->gat = d->pattern.kind == AL_PAT_GRAPH && g.additive && !g.relu && !bias;
+    if (g.additive && !nd->gat) {
         nd->sq = al_arena_alloc(&c->arena, (size_t)rows * sizeof(float));
         nd->sk = al_arena_alloc(&c->arena, (size_t)rows * sizeof(float));
         if (!nd->sq || !nd->sk) return al_fail(c, "attention: out of memory");
@@ -1263,6 +1641,17 @@ al_tensor *al_attention(al_ctx *c, const al_attn_desc *d, al_tensor *q, al_tenso
         if (use_full16(&g, bd)) al__full16_forward(&g, q->data, k->data, v->data, out->data, nd->lse, scratch, nd->nthr);
         else full_forward(&g, q->data, k->data, v->data, nd->sq, nd->sk, bd, out->data, nd->lse, scratch, nd->nthr);
         if (w) full_weights(&g, q->data, k->data, nd->sq, nd->sk, bd, nd->lse, w->data, scratch, nd->nthr);
+    } else if (nd->gat) {
+        if (sparse_build(c, &d->pattern, &g, nd) != 0 || gat_setup(c, nd) != 0) return NULL;
+        gat_forward(nd, q->data, k->data, v->data, out->data);
+        if (d->weights) {   /* P is (B,slots,H): the weights are (B,H,slots) */
+            w = al_new(c, 3, (int[]){g.B, g.H, g.slots > 0 ? (int)g.slots : 1});
+            if (!w) return NULL;
+            if (g.slots == 0) w->data[0] = 0.f;
+            for (int64_t bh = 0; bh < (int64_t)g.B * g.H; bh++)
+                for (int64_t s = 0; s < g.slots; s++)
+                    w->data[bh * g.slots + s] = nd->P[((bh / g.H) * g.slots + s) * g.H + bh % g.H];
+        }
     } else {
         if (sparse_build(c, &d->pattern, &g, nd) != 0) return NULL;
         if (g.drop) {

@@ -68,6 +68,91 @@ static void test_graph_degrees_dropout(void **st)
     al_csr_free(&g);
 }
 
+/* CSR on n nodes for the head-vectorised GAT kernel: row 0 attends to every node, row 1 to itself
+ * only, row 2 to nothing, the other rows to themselves and each node with probability p. */
+static al_csr gat_graph(int n, double p, uint64_t seed)
+{
+    al_csr m = rand_graph(n, p, 1, 2, seed);
+    al_csr o = {0};
+    o.rows = o.cols = n;
+    o.rowptr = calloc((size_t)n + 1, sizeof(int64_t));
+    o.col = malloc((size_t)(m.nnz + 2 * n) * sizeof(int));
+    for (int i = 0; i < n; i++) {
+        if (i == 0) for (int j = 0; j < n; j++) o.col[o.nnz++] = j;
+        else if (i == 1) o.col[o.nnz++] = 1;
+        else for (int64_t e = m.rowptr[i]; e < m.rowptr[i + 1]; e++) o.col[o.nnz++] = m.col[e];
+        o.rowptr[i + 1] = o.nnz;
+    }
+    al_csr_free(&m);
+    return o;
+}
+
+/* The graph kernel for the additive score with softmax (heads as vector lanes, no bias): one head
+ * chunk (H = 1, 3, 8) and two (H = 17), D and Dv of 7, 8, 16 and 20 (two feature blocks), B = 2,
+ * rows of degree 0, 1 and N, with and without dropout, against the reference. */
+static void test_gat_heads(void **st)
+{
+    (void)st;
+    al_csr g = gat_graph(37, 0.15, 31);
+    const int Hs[] = {1, 3, 8, 17}, Ds[] = {7, 8, 16, 20};
+    for (int hi = 0; hi < 4; hi++)
+        for (int di = 0; di < 4; di++)
+            for (int drop = 0; drop < 2; drop++) {
+                acase a = {0};
+                a.pat = al_pattern_graph(&g);
+                a.B = 2; a.H = Hs[hi]; a.N = 37; a.D = Ds[di]; a.Dv = Ds[(di + hi) % 4];
+                a.additive = 1; a.slope = 0.2f; a.dropout = drop ? 0.6f : 0.f;
+                a.seed = 1100 + (uint64_t)(hi * 8 + di * 2 + drop);
+                check(&a, "gat heads");
+            }
+    al_csr_free(&g);
+}
+
+/* GAT passes one tensor as q, k and v: its gradient collects the three (written together by the
+ * graph kernel), checked against the reference with dropout, H = 8 and H = 1 (D = 8, 7). */
+static void test_gat_shared_qkv(void **st)
+{
+    (void)st;
+    al_csr g = gat_graph(29, 0.2, 5);
+    const int Hs[] = {8, 1}, Ds[] = {8, 7};
+    for (int ci = 0; ci < 2; ci++) {
+        const int H = Hs[ci], D = Ds[ci], N = 29;
+        float *x = tu_alloc_rand((int64_t)2 * H * N * D, 61 + (uint64_t)ci, -1.f, 1.f);
+        float *aq = tu_alloc_rand((int64_t)H * D, 62, -0.5f, 0.5f), *ak = tu_alloc_rand((int64_t)H * D, 63, -0.5f, 0.5f);
+        float *res[2][4];
+        int64_t n[4];
+        for (int ref = 0; ref < 2; ref++) {
+            al_ctx *c = al_ctx_new(77);
+            al_tensor *h = al_wrap(c, x, 4, (int[]){2, H, N, D});
+            al_tensor *tq = al_wrap(c, aq, 2, (int[]){H, D}), *tk = al_wrap(c, ak, 2, (int[]){H, D});
+            h->requires_grad = tq->requires_grad = tk->requires_grad = 1;
+            acase a = {0};
+            a.pat = al_pattern_graph(&g); a.additive = 1; a.slope = 0.2f; a.dropout = 0.6f;
+            al_attn_desc d = acase_desc(&a, NULL);
+            al_tensor *o = (ref ? al_attention_ref : al_attention)(c, &d, h, h, h, tq, tk, NULL, NULL);
+            if (!o) fail_msg("attention failed: %s", al_ctx_error(c));
+            tu_fill(al_grad(c, o), o->numel, 4242, -1.f, 1.f);
+            if (al_backward_run(c) != AL_OK) fail_msg("backward failed: %s", al_ctx_error(c));
+            al_tensor *t[4] = {o, h, tq, tk};
+            for (int i = 0; i < 4; i++) {
+                const float *src = i ? t[i]->grad : o->data;
+                n[i] = t[i]->numel;
+                res[ref][i] = malloc((size_t)n[i] * sizeof(float));
+                memcpy(res[ref][i], src, (size_t)n[i] * sizeof(float));
+            }
+            al_ctx_free(c);
+        }
+        const char *what[4] = {"output", "grad of q=k=v", "grad of a_q", "grad of a_k"};
+        for (int i = 0; i < 4; i++) {
+            double e = tu_max_rel_err(res[0][i], res[1][i], n[i]);
+            if (!(e <= (i ? BWD_TOL : FWD_TOL))) fail_msg("shared qkv H=%d: %s rel err %.3g", H, what[i], e);
+            free(res[0][i]); free(res[1][i]);
+        }
+        free(x); free(aq); free(ak);
+    }
+    al_csr_free(&g);
+}
+
 /* Full attention with dropout across tiles (N = 150: a row crosses the 128-key tile edge and its
  * 16-entry mask groups straddle it), additive and dot, softmax and ReLU. */
 static void test_full_dropout_tiles(void **st)
@@ -122,8 +207,8 @@ static void test_full_d16(void **st)
         }
 }
 
-/* Same bits on 1 and 2 threads for the per-head backward, the sparse kernels and the dropout
- * mask (tasks are large enough to fork). */
+/* Same bits on 1 and 2 threads for the per-head backward, the sparse kernels (window, and the
+ * graph kernel for GAT) and the dropout mask (tasks are large enough to fork). */
 static void test_threads_bitwise(void **st)
 {
     (void)st;
@@ -138,6 +223,16 @@ static void test_threads_bitwise(void **st)
     a.pat = al_pattern_full();
     a.B = 2; a.H = 4; a.N = 200; a.D = 16; a.Dv = 16; a.seed = 1240;
     acase_assert_same_across_threads(&a);
+    al_csr g = gat_graph(300, 0.05, 3);   /* the head-vectorised graph kernel, with dropout */
+    const int Hs[] = {8, 1};
+    for (int hi = 0; hi < 2; hi++) {
+        acase a = {0};
+        a.pat = al_pattern_graph(&g);
+        a.B = 1; a.H = Hs[hi]; a.N = 300; a.D = 8; a.Dv = 8 - hi; a.additive = 1; a.slope = 0.2f; a.dropout = 0.6f;
+        a.seed = 77 + (uint64_t)hi;
+        acase_assert_same_across_threads(&a);
+    }
+    al_csr_free(&g);
 }
 
 int main(void)
@@ -145,6 +240,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_wide_windows),
         cmocka_unit_test(test_graph_degrees_dropout),
+        cmocka_unit_test(test_gat_heads),
+        cmocka_unit_test(test_gat_shared_qkv),
         cmocka_unit_test(test_full_dropout_tiles),
         cmocka_unit_test(test_full_one_pass_backward),
         cmocka_unit_test(test_full_d16),
