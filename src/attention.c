@@ -19,9 +19,6 @@
 #include "omp_impl.h"
 #include <math.h>
 #include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 #if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
 #include <immintrin.h>
 #endif
@@ -36,7 +33,6 @@
 #else
 #define FMA(a, b, c) ((a) * (b) + (c))
 #endif
-
 
 /* e^x (Cephes expf: x = n·ln2 + r, |r| ≤ ln2/2, a degree-7 polynomial for e^r, then ·2^n).
  * Max rel. error about 2 ulp; exactly 0 for x < −87 (including −inf); x clamped at 88. */
@@ -575,10 +571,11 @@ static void full_weights(const al_attn_cfg *g, const float *q, const float *k, c
 /* The d = 16 lane kernels apply (shapes and options only, never the thread count). */
 static int use_full16(const al_attn_cfg *g, const float *bias) { return !bias && al__full16_ok(g); }
 
-/* Scratch floats per thread for whichever full kernels run on this configuration. */
-static size_t full_scratch_for(const al_attn_cfg *g, const float *bias)
+/* Scratch floats per thread for whichever full kernels run on this configuration, forward (with
+ * the weights sweep) or backward. */
+static size_t full_scratch_for(const al_attn_cfg *g, const float *bias, int backward)
 {
-    size_t a = full_scratch(g), b = use_full16(g, bias) ? al__full16_scratch(g) : 0;
+    size_t a = full_scratch(g), b = use_full16(g, bias) ? al__full16_scratch(g, backward) : 0;
     return a > b ? a : b;
 }
 
@@ -648,7 +645,7 @@ static void full_backward(al_ctx *c, attn_node *nd)
     float *dsq = g->additive ? al_arena_calloc(&c->arena, (size_t)rows * sizeof(float)) : NULL;
     float *dsk = g->additive ? al_arena_calloc(&c->arena, (size_t)rows * sizeof(float)) : NULL;
     const size_t per = full_scratch(g);
-    float *scratch = al_arena_alloc(&c->arena, (size_t)nd->nthr * full_scratch_for(g, bias) * sizeof(float));
+    float *scratch = al_arena_alloc(&c->arena, (size_t)nd->nthr * full_scratch_for(g, bias, 1) * sizeof(float));
     if (!delta || !scratch || (g->additive && (!dsq || !dsk))) { al_fail(c, "attention backward: out of memory"); return; }
     if (!al_ok(c)) return;
     /* delta_i = dO_i · O_i = Σ_j P_ij dP_ij (holds with dropout too) */
@@ -1636,7 +1633,7 @@ al_tensor *al_attention(al_ctx *c, const al_attn_desc *d, al_tensor *q, al_tenso
         if (d->weights) { w = al_new(c, 4, (int[]){g.B, g.H, N, N}); if (!w) return NULL; }
         nd->lse = al_arena_alloc(&c->arena, (size_t)rows * sizeof(float));
         const float *bd = bias ? bias->data : NULL;
-        float *scratch = al_arena_alloc(&c->arena, (size_t)nd->nthr * full_scratch_for(&g, bd) * sizeof(float));
+        float *scratch = al_arena_alloc(&c->arena, (size_t)nd->nthr * full_scratch_for(&g, bd, 0) * sizeof(float));
         if (!nd->lse || !scratch) return al_fail(c, "attention: out of memory");
         if (use_full16(&g, bd)) al__full16_forward(&g, q->data, k->data, v->data, out->data, nd->lse, scratch, nd->nthr);
         else full_forward(&g, q->data, k->data, v->data, nd->sq, nd->sk, bd, out->data, nd->lse, scratch, nd->nthr);

@@ -33,10 +33,11 @@ int al__full16_ok(const al_attn_cfg *g)
     return !g->additive && !g->relu && !g->drop && g->D == 16 && g->Dv == 16;
 }
 
-size_t al__full16_scratch(const al_attn_cfg *g)
+size_t al__full16_scratch(const al_attn_cfg *g, int backward)
 {
+    if (!backward) return (size_t)F16_BK * 16 + 16 * 16;   /* a score strip and a 16×16 transpose */
     size_t npad = (size_t)(g->N + 15) / 16 * 16;
-    return 3 * npad * 16 + 2 * npad + 4 * (size_t)F16_BK * 16 + 16 * 16 + 64;
+    return 3 * npad * 16 + 2 * npad + 4 * (size_t)F16_BK * 16;
 }
 
 /* 2^x (the scores here are in log2 units: log2(e) is folded into the query scale): x = n + r,
@@ -190,7 +191,7 @@ void al__full16_forward(const al_attn_cfg *g, const float *q, const float *k, co
 {
     const int N = g->N, nqb = (N + 15) / 16;
     const int64_t tasks = (int64_t)g->B * g->H * nqb;
-    const size_t per = al__full16_scratch(g);
+    const size_t per = al__full16_scratch(g, 0);
     (void)nthr;   /* unused without OpenMP */
 #pragma omp parallel num_threads(nthr) if (tasks > 1 && tasks * 16 * (int64_t)N > 4096)
     {
@@ -205,7 +206,7 @@ void al__full16_forward(const al_attn_cfg *g, const float *q, const float *k, co
     }
 }
 
-/* One head's dQ, dK, dV (each NULL when not wanted; added to what is there). ws: al__full16_scratch. */
+/* One head's dQ, dK, dV (each NULL when not wanted; added to what is there). ws: al__full16_scratch(g, 1). */
 static void backward_head(const float *Q, const float *K, const float *V, const float *dO, const float *lse,
                           const float *delta, int N, float scale, float *dq, float *dk, float *dv, float *ws)
 {
@@ -293,7 +294,7 @@ void al__full16_backward(const al_attn_cfg *g, const float *q, const float *k, c
 {
     const int N = g->N;
     const int64_t heads = (int64_t)g->B * g->H;
-    const size_t per = al__full16_scratch(g);
+    const size_t per = al__full16_scratch(g, 1);
     (void)nthr;   /* unused without OpenMP */
 #pragma omp parallel num_threads(nthr) if (heads > 1 && heads * (int64_t)N * N > 4096)
     {
@@ -310,7 +311,7 @@ void al__full16_backward(const al_attn_cfg *g, const float *q, const float *k, c
 #else   /* no AVX-512: the generic kernel handles every shape */
 
 int al__full16_ok(const al_attn_cfg *g) { (void)g; return 0; }
-size_t al__full16_scratch(const al_attn_cfg *g) { (void)g; return 0; }
+size_t al__full16_scratch(const al_attn_cfg *g, int backward) { (void)g; (void)backward; return 0; }
 void al__full16_forward(const al_attn_cfg *g, const float *q, const float *k, const float *v, float *out,
                         float *lse, float *scratch, int nthr)
 {

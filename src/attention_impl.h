@@ -30,9 +30,10 @@ int al_attn_setup(al_ctx *c, const char *op, const al_attn_desc *d, al_tensor *q
 /* Full dot-product softmax attention for D = Dv = 16 with the queries in vector lanes
  * (attention_full16.c). al__full16_ok says whether cfg is that case on this build (no dropout,
  * no ReLU, AVX-512; the caller also requires no bias); the kernels then replace the generic
- * forward and per-head backward. Scratch: al__full16_scratch floats per thread. */
+ * forward and per-head backward. Scratch: al__full16_scratch(cfg, 0 forward / 1 backward) floats
+ * per thread. */
 int al__full16_ok(const al_attn_cfg *cfg);
-size_t al__full16_scratch(const al_attn_cfg *cfg);
+size_t al__full16_scratch(const al_attn_cfg *cfg, int backward);
 void al__full16_forward(const al_attn_cfg *cfg, const float *q, const float *k, const float *v, float *out,
                         float *lse, float *scratch, int nthr);
 void al__full16_backward(const al_attn_cfg *cfg, const float *q, const float *k, const float *v, const float *dO,

@@ -188,7 +188,6 @@ static inline uint64_t rng_next(uint64_t *s)
 
 /* ELU's eˣ − 1 is al_elu's own (fastmath_impl.h), so the fused activation gives al_elu's bits. */
 
-
 /* y (n) += a · x (n); y and x never overlap. Written as al_spmm's axpy (no FMA contraction in
  * ISO C mode), so the sparse first layer gives al_spmm's bits. */
 static inline void axpy(float *restrict y, const float *restrict x, float a, int n)

@@ -251,7 +251,6 @@ static void test_render(void **st)
 
 /* ---------------------------------------------------------------- CLI */
 
-
 static int run(const char *cmd, char *err, size_t n)   /* exit status; stderr's start in err */
 {
     char full[4096], ep[256];
