@@ -33,7 +33,7 @@ endif
 CFLAGS  += $(CFLAGS_BASE) $(ARCH) $(OMPFLAGS) $(SANFLAGS)
 LDFLAGS += $(OMPFLAGS) $(SANFLAGS)
 
-LIB_SRC  = $(wildcard src/*.c)
+LIB_SRC  = $(wildcard src/*/*.c)
 LIB_OBJ  = $(LIB_SRC:src/%.c=$(BUILD)/src/%.o)
 APP_SRC  = $(wildcard apps/*.c)
 APP_OBJ  = $(APP_SRC:apps/%.c=$(BUILD)/apps/%.o)

@@ -17,7 +17,7 @@
 #else
 #include <stb/stb_image_resize.h>
 #endif
-#include "omp_impl.h"
+#include "core/omp_impl.h"
 
 void al_images_free(al_images *im)
 {

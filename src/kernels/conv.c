@@ -32,7 +32,7 @@
 #include <immintrin.h>
 #endif
 
-#include "omp_impl.h"
+#include "core/omp_impl.h"
 
 #define AL_CONV_PARTIALS ((size_t)1 << 22) /* floats of dw partials (16 MB) at most */
 #define AL_CONV_GROUPS 16                   /* dw groups of images at most */

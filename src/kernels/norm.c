@@ -9,7 +9,7 @@
  * softmax uses) that vectorises; libm's expf does not without -ffast-math.
  */
 #include "attnlab/kernels.h"
-#include "fastmath_impl.h"
+#include "core/fastmath_impl.h"
 #include <math.h>
 #include <stdint.h>
 #include <string.h>

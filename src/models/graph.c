@@ -9,8 +9,8 @@
  * al_cross_entropy): same dropout masks, same arithmetic, same summation orders — test_graph
  * checks it — with no layout copies and far fewer N·H·D intermediates. */
 #include "attnlab/graph.h"
-#include "fastmath_impl.h"
-#include "omp_impl.h"
+#include "core/fastmath_impl.h"
+#include "core/omp_impl.h"
 #include "attnlab/attention.h"
 #include "attnlab/ops.h"
 #include "attnlab/optim.h"

@@ -6,7 +6,7 @@
  * the counter-based dropout mask (attention_impl.h). A graph with duplicate edges cannot be
  * represented densely: the last duplicate wins here (the fast kernel sums them).
  */
-#include "attention_impl.h"
+#include "attention/attention_impl.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

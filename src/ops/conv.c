@@ -8,7 +8,7 @@
 #include <immintrin.h>
 #endif
 
-#include "omp_impl.h"
+#include "core/omp_impl.h"
 
 static int any_grad(al_ctx *c, const al_tensor *a, const al_tensor *b, const al_tensor *d)
 {

@@ -14,8 +14,8 @@
  * Every sum has a fixed order that depends on N only, so results are the same bits on any number
  * of threads. Without AVX-512 al__full16_ok is false and the generic kernel runs.
  */
-#include "attention_impl.h"
-#include "omp_impl.h"
+#include "attention/attention_impl.h"
+#include "core/omp_impl.h"
 #include <math.h>
 #include <string.h>
 #if defined(__AVX512F__)

@@ -14,9 +14,9 @@
  * so results are bitwise independent of the schedule and of the thread count.
  * The maths of the backward passes is written up in docs/attention.md.
  */
-#include "attention_impl.h"
+#include "attention/attention_impl.h"
 #include "attnlab/kernels.h"
-#include "omp_impl.h"
+#include "core/omp_impl.h"
 #include <math.h>
 #include <string.h>
 #if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "omp_impl.h"
+#include "core/omp_impl.h"
 
 #define SHAPE_PAR_MIN 65536   /* elements below which the copies stay serial */
 

@@ -2,7 +2,7 @@
  * beside its backward. All loops are elementwise and owned per index (OpenMP static), except
  * the broadcast reduction, which is split by column so each thread owns its outputs. */
 #include "attnlab/ops.h"
-#include "fastmath_impl.h"
+#include "core/fastmath_impl.h"
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
