@@ -12,12 +12,15 @@ export OMP_NUM_THREADS=2
 cut_timing() {  # drop epoch_seconds and samples_per_second (columns 12, 13) of a results CSV
   awk -F, 'BEGIN{OFS=","} {s=""; for(i=1;i<=NF;i++) if(i!=12 && i!=13) s = s (s==""?"":",") $i; print s}' "$1"
 }
+normalise() {  # the output folder's name and wall-clock seconds are not results
+  sed -i -E "s# seconds [0-9.]+##; s#$out/#OUT/#g" "$1"
+}
 for seed in 1 2; do
   for m in cnn sa local; do
     "$bin" train --model "$m" --train-size 1000 --epochs 3 --seed "$seed" --threads 2 --quiet \
       --csv "$out/img-$m-$seed.raw.csv" --save "$out/img-$m-$seed.safetensors" > "$out/img-$m-$seed.stdout" 2>/dev/null
     cut_timing "$out/img-$m-$seed.raw.csv" > "$out/img-$m-$seed.csv"; rm "$out/img-$m-$seed.raw.csv"
-    sed -i -E 's/ seconds [0-9.]+//' "$out/img-$m-$seed.stdout"
+    normalise "$out/img-$m-$seed.stdout"
   done
   for m in gat gcn gat-full mlp; do
     ep=""; [ "$m" = gat-full ] && ep="--epochs 30"
@@ -28,6 +31,8 @@ for seed in 1 2; do
 done
 "$bin" attnmap --load "$out/img-sa-1.safetensors,$out/img-local-1.safetensors" --index 3 --threads 2 \
   --out "$out/attnmap.png" --distance 8 > "$out/attnmap-distance.txt" 2>/dev/null
-"$bin" eval --load "$out/img-cnn-1.safetensors" --threads 2 2>/dev/null | sed -E 's/ [0-9.]+ s\b.*//' > "$out/eval-cnn.txt"
+normalise "$out/attnmap-distance.txt"
+"$bin" eval --load "$out/img-cnn-1.safetensors" --threads 2 > "$out/eval-cnn.txt" 2>/dev/null
+normalise "$out/eval-cnn.txt"
 ( cd "$out" && sha256sum -- * > SHA256SUMS.all && grep -v SHA256SUMS SHA256SUMS.all > SHA256SUMS && rm SHA256SUMS.all )
 echo "bitwise-outputs: $(wc -l < "$out/SHA256SUMS") files in $out"

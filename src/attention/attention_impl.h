@@ -6,6 +6,7 @@
 #include "attnlab/attention.h"
 #include <stddef.h>
 #include <stdint.h>
+#include "core/rng_impl.h"
 
 /* Everything the kernels need to know besides the data pointers. */
 typedef struct al_attn_cfg {
@@ -45,10 +46,6 @@ void al__full16_backward(const al_attn_cfg *cfg, const float *q, const float *k,
  * in any order, so backward needs no stored mask. */
 static inline int al_attn_keep(const al_attn_cfg *g, int64_t bh, int64_t slot)
 {
-    uint64_t x = g->seed + (uint64_t)(bh * g->slots + slot) * 0x9e3779b97f4a7c15ULL;
-    x ^= x >> 30; x *= 0xbf58476d1ce4e5b9ULL;
-    x ^= x >> 27; x *= 0x94d049bb133111ebULL;
-    x ^= x >> 31;
-    return (uint32_t)(x >> 32) >= g->thresh;
+    return al__keep_hash(g->seed, (uint64_t)(bh * g->slots + slot), g->thresh);
 }
 #endif

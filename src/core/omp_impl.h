@@ -11,6 +11,12 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
+
+/* Work (elements, multiply-adds) below which a loop stays on one thread: forking a team costs a
+ * few microseconds, more than such a loop takes. The one threshold of the library; a loop whose
+ * work per element differs scales its count, e.g. `if (n * d > AL_PAR_MIN)`. Results never depend
+ * on it (no reduction is split by thread count). */
+#define AL_PAR_MIN 32768
 /* This thread's number inside a parallel region (0 outside one, or without OpenMP). */
 static inline int al__thread_id(void)
 {

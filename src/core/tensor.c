@@ -1,5 +1,6 @@
 /* tensor.c — errors, RNG, arena, context, tape, tensors, parameters, CSR, misc. */
 #include "attnlab/tensor.h"
+#include "core/rng_impl.h"
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -36,25 +37,12 @@ const char *al_ctx_error(const al_ctx *c) { return c->status == AL_OK ? "" : c->
 void al_ctx_clear_error(al_ctx *c) { c->status = AL_OK; c->err[0] = 0; }
 
 /* ---------------- RNG ---------------- */
-static uint64_t splitmix64(uint64_t *x)
-{
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
 void al_rng_seed(al_rng *r, uint64_t seed, uint64_t stream)
 {
-    uint64_t x = seed * 0x9e3779b97f4a7c15ULL ^ (stream + 1) * 0xd1b54a32d192ed03ULL;
-    for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&x);
+    uint64_t x = seed * AL__GOLDEN64 ^ (stream + 1) * 0xd1b54a32d192ed03ULL;
+    for (int i = 0; i < 4; i++) r->s[i] = al__splitmix64(&x);
 }
-static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-uint64_t al_rng_u64(al_rng *r)
-{
-    uint64_t *s = r->s, res = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-    s[2] ^= s[0]; s[3] ^= s[1]; s[1] ^= s[2]; s[0] ^= s[3]; s[2] ^= t; s[3] = rotl(s[3], 45);
-    return res;
-}
+uint64_t al_rng_u64(al_rng *r) { return al__xoshiro_next(r->s); }
 float al_rng_uniform(al_rng *r) { return (float)(al_rng_u64(r) >> 40) * (1.0f / 16777216.0f); }
 float al_rng_normal(al_rng *r)
 {
