@@ -1,13 +1,23 @@
-# attnlab — build, test, bench.  `make help` lists the targets.
+# attnlab — build, test, bench, install.  `make help` lists the targets.
+# Installing packages is scripts/install-deps.sh's job: make never runs apt-get.
 CC       ?= gcc
 OPENMP   ?= 1
 PORTABLE ?= 0
-BLAS     ?= openblas
 SAN      ?= 0
 BUILD    ?= build
 WERROR   ?= 0
+PREFIX   ?= /usr/local
+DESTDIR  ?=
+BINDIR    = $(PREFIX)/bin
+LIBDIR    = $(PREFIX)/lib
+INCDIR    = $(PREFIX)/include
+MANDIR    = $(PREFIX)/share/man
+DATADIR   = $(PREFIX)/share/attnlab
+VERSION  := $(shell sed -n 's/^\#define AL_VERSION_STRING "\(.*\)"/\1/p' include/attnlab/version.h)
+SOMAJOR  := $(firstword $(subst ., ,$(VERSION)))
 
-CFLAGS_BASE = -std=c11 -O3 -Wall -Wextra -MMD -MP -Iinclude -Isrc -D_GNU_SOURCE -fno-math-errno
+CFLAGS_BASE = -std=c11 -O3 -Wall -Wextra -MMD -MP -Iinclude -Isrc -D_GNU_SOURCE -fno-math-errno \
+              -DAL_DATADIR='"$(DATADIR)/datasets"'
 ifeq ($(PORTABLE),1)
   ARCH = -march=x86-64 -mtune=generic
 else
@@ -26,10 +36,6 @@ ifeq ($(SAN),1)
   SANFLAGS = -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g
 endif
 LIBS = -lpng -lz -lm
-ifeq ($(BLAS),openblas)
-  CFLAGS_BASE += -DAL_USE_CBLAS -I/usr/include/x86_64-linux-gnu/openblas-pthread
-  LIBS := -lopenblas $(LIBS)
-endif
 CFLAGS  += $(CFLAGS_BASE) $(ARCH) $(OMPFLAGS) $(SANFLAGS)
 LDFLAGS += $(OMPFLAGS) $(SANFLAGS)
 
@@ -40,7 +46,8 @@ APP_OBJ  = $(APP_SRC:apps/%.c=$(BUILD)/apps/%.o)
 TEST_SRC = $(filter-out tests/testutil.c,$(wildcard tests/test_*.c))
 TEST_BIN = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 LIBA     = $(BUILD)/libattnlab.a
-DEPSTAMP = .deps-ok
+LIBSO    = $(BUILD)/libattnlab.so.$(VERSION)
+PIC_OBJ  = $(LIB_SRC:src/%.c=$(BUILD)/pic/%.o)
 ifeq ($(BUILD),build)
   BIN = bin/attnlab
 else
@@ -48,7 +55,7 @@ else
 endif
 export ATTNLAB_BIN = $(abspath $(BIN))
 
-.PHONY: all test asan bench deps clean help plots demo
+.PHONY: all test asan bench clean help plots demo shared install uninstall examples
 all: $(LIBA) $(BIN)
 
 help:
@@ -57,17 +64,19 @@ help:
 	@echo "make asan       the same suite under AddressSanitizer + UBSan"
 	@echo "make bench      benchmarks (and the PyTorch peer when torch is importable)"
 	@echo "make demo       the README's main job: demo sweep, summary table, plot"
-	@echo "options: PORTABLE=1 OPENMP=0 BLAS=none WERROR=1 CC=clang"
+	@echo "make install    bin, libattnlab.a/.so, headers, attnlab.pc, man page, datasets under PREFIX"
+	@echo "                (PREFIX=$(PREFIX), DESTDIR= for staging); make uninstall removes them"
+	@echo "make examples   build examples/*.c against the installed copy through pkg-config"
+	@echo "options: PORTABLE=1 OPENMP=0 WERROR=1 CC=clang PREFIX=DIR"
+	@echo "packages: scripts/install-deps.sh installs what is missing (make never runs apt-get)"
 
-# Missing system packages are installed once by scripts/install-deps.sh.
-$(DEPSTAMP): scripts/install-deps.sh
-	@scripts/install-deps.sh --check >/dev/null 2>&1 || scripts/install-deps.sh
-	@touch $@
-
-$(BUILD)/src/%.o: src/%.c | $(DEPSTAMP)
+$(BUILD)/src/%.o: src/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
-$(BUILD)/apps/%.o: apps/%.c | $(DEPSTAMP)
+$(BUILD)/pic/%.o: src/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fPIC -c $< -o $@
+$(BUILD)/apps/%.o: apps/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 $(LIBA): $(LIB_OBJ)
@@ -79,7 +88,7 @@ $(BIN): $(APP_OBJ) $(LIBA)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $(APP_OBJ) $(LIBA) $(LIBS)
 
-$(BUILD)/tests/testutil.o: tests/testutil.c | $(DEPSTAMP)
+$(BUILD)/tests/testutil.o: tests/testutil.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 $(BUILD)/tests/%: tests/%.c $(BUILD)/tests/testutil.o $(LIBA)
@@ -98,7 +107,45 @@ bench: all
 demo: all
 	bin/attnlab sweep --preset demo
 
-clean:
-	rm -rf build build-asan bin $(DEPSTAMP)
+# The shared library: the same objects built position-independent, soname libattnlab.so.MAJOR.
+shared: $(LIBSO)
+$(LIBSO): $(PIC_OBJ)
+	$(CC) -shared -Wl,-soname,libattnlab.so.$(SOMAJOR) $(LDFLAGS) -o $@ $^ $(LIBS)
 
--include $(LIB_OBJ:.o=.d) $(APP_OBJ:.o=.d) $(TEST_BIN:=.d)
+$(BUILD)/attnlab.pc: scripts/attnlab.pc.in include/attnlab/version.h
+	@mkdir -p $(dir $@)
+	sed -e 's|@PREFIX@|$(PREFIX)|; s|@VERSION@|$(VERSION)|; s|@OMPFLAGS@|$(OMPFLAGS)|' $< > $@
+
+install: all $(LIBSO) $(BUILD)/attnlab.pc
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCDIR)/attnlab \
+	        $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(DATADIR)/datasets
+	install -m 755 $(BIN) $(DESTDIR)$(BINDIR)/attnlab
+	install -m 644 $(LIBA) $(DESTDIR)$(LIBDIR)/libattnlab.a
+	install -m 755 $(LIBSO) $(DESTDIR)$(LIBDIR)/libattnlab.so.$(VERSION)
+	ln -sf libattnlab.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libattnlab.so.$(SOMAJOR)
+	ln -sf libattnlab.so.$(SOMAJOR) $(DESTDIR)$(LIBDIR)/libattnlab.so
+	install -m 644 include/attnlab/*.h $(DESTDIR)$(INCDIR)/attnlab/
+	install -m 644 $(BUILD)/attnlab.pc $(DESTDIR)$(LIBDIR)/pkgconfig/attnlab.pc
+	install -m 644 docs/attnlab.1 $(DESTDIR)$(MANDIR)/man1/attnlab.1
+	cp -R datasets/. $(DESTDIR)$(DATADIR)/datasets/
+	@echo "installed attnlab $(VERSION) under $(DESTDIR)$(PREFIX)"
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/attnlab $(DESTDIR)$(LIBDIR)/libattnlab.a $(DESTDIR)$(LIBDIR)/libattnlab.so* \
+	      $(DESTDIR)$(LIBDIR)/pkgconfig/attnlab.pc $(DESTDIR)$(MANDIR)/man1/attnlab.1
+	rm -rf $(DESTDIR)$(INCDIR)/attnlab $(DESTDIR)$(DATADIR)
+
+# The examples build against an installed copy (make install PREFIX=...) through pkg-config, as a
+# user's program would; they are run once to show that they work.
+EXAMPLES = $(patsubst examples/%.c,$(BUILD)/examples/%,$(wildcard examples/*.c))
+examples: $(EXAMPLES)
+	@for e in $(EXAMPLES); do echo "== $$e"; $$e || exit 1; done
+$(BUILD)/examples/%: examples/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -O2 -Wall -Wextra $(if $(filter 1,$(WERROR)),-Werror) -o $@ $< \
+	  $$(PKG_CONFIG_PATH=$(DESTDIR)$(LIBDIR)/pkgconfig pkg-config --cflags --libs attnlab) -lm -Wl,-rpath,$(DESTDIR)$(LIBDIR)
+
+clean:
+	rm -rf build build-asan bin
+
+-include $(LIB_OBJ:.o=.d) $(PIC_OBJ:.o=.d) $(APP_OBJ:.o=.d) $(TEST_BIN:=.d)

@@ -1,6 +1,9 @@
 /* bench_gemm.c — attnlab bench gemm: SGEMM time and GFLOP/s of attnlab's own kernel and OpenBLAS
  * on a big square and on the models' shapes, per thread count. Each result is first checked against
- * al_gemm_ref on a sample of entries (a mismatch is an error exit), then timed; the median is reported. */
+ * al_gemm_ref on a sample of entries (a mismatch is an error exit), then timed; the median is reported.
+ * OpenBLAS is not linked: this bench alone opens libopenblas.so.0 at run time when it is installed,
+ * so nothing else in attnlab depends on it. */
+#include <dlfcn.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -13,9 +16,28 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-#ifdef AL_USE_CBLAS
-#include <cblas.h>
-#endif
+
+/* The CBLAS entry points this bench needs, resolved from libopenblas.so.0 (the CBLAS enum values
+ * are fixed by the standard: RowMajor 101, NoTrans 111, Trans 112). */
+enum { CBLAS_ROW_MAJOR = 101, CBLAS_NO_TRANS = 111, CBLAS_TRANS = 112 };
+typedef void (*sgemm_fn)(int order, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                         const float *B, int ldb, float beta, float *C, int ldc);
+static struct { void *lib; sgemm_fn sgemm; void (*set_threads)(int); char *(*corename)(void); } blas;
+
+/* 1 if OpenBLAS could be opened (once), else 0. */
+static int blas_open(void)
+{
+    static int tried;
+    if (tried) return blas.lib != NULL;
+    tried = 1;
+    blas.lib = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
+    if (!blas.lib) return 0;
+    *(void **)&blas.sgemm = dlsym(blas.lib, "cblas_sgemm");
+    *(void **)&blas.set_threads = dlsym(blas.lib, "openblas_set_num_threads");
+    *(void **)&blas.corename = dlsym(blas.lib, "openblas_get_corename");
+    if (!blas.sgemm || !blas.set_threads || !blas.corename) { dlclose(blas.lib); blas.lib = NULL; }
+    return blas.lib != NULL;
+}
 
 typedef struct shape { const char *what; int ta, tb, M, N, K, batch; } shape;
 static const shape shapes[] = {
@@ -52,8 +74,8 @@ static void usage(FILE *f)
             "shared machine) and the GFLOP/s of each.\n\n"
             "  --threads LIST   comma-separated thread counts (default 1,2)\n"
             "  --reps N         timed repetitions, the median is reported (default 5)\n"
-            "  --backend B      attnlab, openblas or both (default: both when built with OpenBLAS,\n"
-            "                   else attnlab)\n"
+            "  --backend B      attnlab, openblas or both (default: both when libopenblas.so.0 is\n"
+            "                   installed, else attnlab; OpenBLAS is opened at run time, not linked)\n"
             "  --clock C        wall (default) or cpu: CPU time, not inflated by other processes on a\n"
             "                   shared machine; with 1 thread the calling thread's, with T threads the\n"
             "                   process's divided by T (run with OMP_WAIT_POLICY=passive so waiting\n"
@@ -64,9 +86,7 @@ static void usage(FILE *f)
 static void set_threads(int t)
 {
     al_set_threads(t);
-#ifdef AL_USE_CBLAS
-    openblas_set_num_threads(t);
-#endif
+    if (blas.lib) blas.set_threads(t);
 }
 
 /* One run of shape s on backend bk; batched shapes run one serial GEMM per item, items in parallel. */
@@ -78,18 +98,13 @@ static void run(const shape *s, int bk, int threads, const float *A, const float
         if (bk == BK_ATTNLAB) {
             al_gemm_attnlab(s->ta, s->tb, s->M, s->N, s->K, 1.f, A, lda, B, ldb, 0.f, C, ldc);
         } else {
-#ifdef AL_USE_CBLAS
-            openblas_set_num_threads(threads);
-            cblas_sgemm(CblasRowMajor, s->ta ? CblasTrans : CblasNoTrans, s->tb ? CblasTrans : CblasNoTrans,
-                        s->M, s->N, s->K, 1.f, A, lda, B, ldb, 0.f, C, ldc);
-#endif
+            blas.set_threads(threads);
+            blas.sgemm(CBLAS_ROW_MAJOR, s->ta ? CBLAS_TRANS : CBLAS_NO_TRANS, s->tb ? CBLAS_TRANS : CBLAS_NO_TRANS,
+                       s->M, s->N, s->K, 1.f, A, lda, B, ldb, 0.f, C, ldc);
         }
         return;
     }
-#ifdef AL_USE_CBLAS
-    if (bk == BK_OPENBLAS) openblas_set_num_threads(1);   /* one BLAS thread per OpenMP thread */
-#endif
-    (void)threads;
+    if (bk == BK_OPENBLAS) blas.set_threads(1);   /* one BLAS thread per OpenMP thread */
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static)
 #endif
@@ -99,10 +114,8 @@ static void run(const shape *s, int bk, int threads, const float *A, const float
         if (bk == BK_ATTNLAB) {
             al_gemm_serial(s->ta, s->tb, s->M, s->N, s->K, 1.f, a, lda, bb, ldb, 0.f, c, ldc);
         } else {
-#ifdef AL_USE_CBLAS
-            cblas_sgemm(CblasRowMajor, s->ta ? CblasTrans : CblasNoTrans, s->tb ? CblasTrans : CblasNoTrans,
-                        s->M, s->N, s->K, 1.f, a, lda, bb, ldb, 0.f, c, ldc);
-#endif
+            blas.sgemm(CBLAS_ROW_MAJOR, s->ta ? CBLAS_TRANS : CBLAS_NO_TRANS, s->tb ? CBLAS_TRANS : CBLAS_NO_TRANS,
+                       s->M, s->N, s->K, 1.f, a, lda, bb, ldb, 0.f, c, ldc);
         }
     }
 }
@@ -166,11 +179,7 @@ int bench_gemm_main(int argc, char **argv)
 {
     int threads[16], nthreads = 2, reps = 5;
     threads[0] = 1; threads[1] = 2;
-#ifdef AL_USE_CBLAS
-    int backends = BK_ATTNLAB | BK_OPENBLAS;
-#else
-    int backends = BK_ATTNLAB;
-#endif
+    int backends = blas_open() ? BK_ATTNLAB | BK_OPENBLAS : BK_ATTNLAB;
     static const struct option opts[] = {
         {"threads", required_argument, 0, 't'}, {"reps", required_argument, 0, 'r'},
         {"backend", required_argument, 0, 'b'}, {"clock", required_argument, 0, 'c'},
@@ -207,9 +216,11 @@ int bench_gemm_main(int argc, char **argv)
             else if (!strcmp(optarg, "openblas")) backends = BK_OPENBLAS;
             else if (!strcmp(optarg, "both")) backends = BK_ATTNLAB | BK_OPENBLAS;
             else { fprintf(stderr, "attnlab bench gemm: bad --backend '%s' (attnlab|openblas|both)\n", optarg); return 2; }
-#ifndef AL_USE_CBLAS
-            if (backends & BK_OPENBLAS) { fprintf(stderr, "attnlab bench gemm: built without OpenBLAS (BLAS=none)\n"); return 2; }
-#endif
+            if ((backends & BK_OPENBLAS) && !blas_open()) {
+                fprintf(stderr, "attnlab bench gemm: --backend %s: libopenblas.so.0 is not installed (%s)\n", optarg,
+                        dlerror());
+                return 2;
+            }
             break;
         case 'c':
             if (!strcmp(optarg, "wall")) cpu_clock = 0;
@@ -248,9 +259,7 @@ int bench_gemm_main(int argc, char **argv)
     for (size_t i = 0; i < maxb; i++) B[i] = 2.f * al_rng_uniform(&r) - 1.f;
 
     printf("# attnlab bench gemm: kernel %s, default backend %s", al_gemm_isa(), al_gemm_backend());
-#ifdef AL_USE_CBLAS
-    printf(", OpenBLAS core %s", openblas_get_corename());
-#endif
+    if (backends & BK_OPENBLAS) printf(", OpenBLAS core %s", blas.corename());
     printf(", reps %d, %s clock\n", reps, cpu_clock ? "CPU (1 thread: its own; T threads: process / T)" : "wall");
     printf("%-18s %-16s %5s %4s %-9s %10s %9s %10s %9s\n", "shape", "MxNxK", "trans", "thr", "backend", "median_ms",
            "GFLOP/s", "min_ms", "best_GF/s");

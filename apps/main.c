@@ -1,6 +1,8 @@
 /* main.c — bin/attnlab: dispatch to a subcommand. */
 #include <stdio.h>
 #include <string.h>
+#include "attnlab/kernels.h"
+#include "attnlab/version.h"
 #include "cli.h"
 
 static const struct { const char *name; int (*fn)(int, char **); const char *help; } cmds[] = {
@@ -16,13 +18,32 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: attnlab COMMAND [OPTIONS]   (attnlab COMMAND --help for its options)\n\ncommands:\n");
+    fprintf(f, "usage: attnlab COMMAND [OPTIONS]   (attnlab COMMAND --help for its options)\n"
+               "       attnlab --version              (version, kernels and what the build includes)\n\ncommands:\n");
     for (int i = 0; i < NCMDS; i++) fprintf(f, "  %-10s %s\n", cmds[i].name, cmds[i].help);
+}
+
+/* attnlab --version: the version and what this build has in it. */
+static int version(void)
+{
+#ifdef _OPENMP
+    const char *omp = "yes";
+#else
+    const char *omp = "no";
+#endif
+#ifdef AL_HAVE_MPI
+    const char *mpi = "yes";
+#else
+    const char *mpi = "no";
+#endif
+    printf("attnlab %s (kernels %s, OpenMP %s, MPI %s)\n", AL_VERSION_STRING, al_gemm_isa(), omp, mpi);
+    return 0;
 }
 
 int main(int argc, char **argv)
 {
     if (argc < 2) { usage(stderr); return 2; }
+    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) return version();
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) { usage(stdout); return 0; }
     for (int i = 0; i < NCMDS; i++)
         if (!strcmp(argv[1], cmds[i].name)) return cmds[i].fn(argc - 1, argv + 1);
