@@ -2,8 +2,15 @@
 # Installs the Debian packages attnlab needs to build, test and plot.
 #   scripts/install-deps.sh           install whatever is missing (apt-get, through sudo when not root)
 #   scripts/install-deps.sh --check   exit 0 if everything is present, 1 otherwise (lists what is missing)
+#   scripts/install-deps.sh --bench   also what `make bench` compares with: PyTorch 1.13 (python3-torch),
+#                                     OpenBLAS (opened at run time by `bench gemm`) and linux-perf
+# make never installs anything itself: this script is the one place that does.
 set -u
-PKGS="gcc make libc6-dev libpng-dev libstb-dev libcmocka-dev zlib1g-dev libopenblas-dev dataset-fashion-mnist gnuplot-nox"
+PKGS="gcc make libc6-dev pkg-config libpng-dev libstb-dev libcmocka-dev zlib1g-dev dataset-fashion-mnist gnuplot-nox
+      python3 python3-numpy man-db"
+case "${1:-}" in
+  --bench) PKGS="$PKGS python3-torch libopenblas0-pthread linux-perf"; shift ;;
+esac
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
 missing=()
 for p in $PKGS; do have_pkg "$p" || missing+=("$p"); done
