@@ -64,6 +64,7 @@ help:
 	@echo "make asan       the same suite under AddressSanitizer + UBSan"
 	@echo "make bench      benchmarks (and the PyTorch peer when torch is importable)"
 	@echo "make demo       the README's main job: demo sweep, summary table, plot"
+	@echo "make plots      redraw results/*.png from the committed CSVs"
 	@echo "make install    bin, libattnlab.a/.so, headers, attnlab.pc, man page, datasets under PREFIX"
 	@echo "                (PREFIX=$(PREFIX), DESTDIR= for staging); make uninstall removes them"
 	@echo "make examples   build examples/*.c against the installed copy through pkg-config"
@@ -106,6 +107,17 @@ bench: all
 
 demo: all
 	bin/attnlab sweep --preset demo
+
+# Redraws the committed plots of results/ from their committed CSVs (no training).
+plots: all
+	bin/attnlab plot results/image-tradeoff.csv --out results/image-tradeoff.png
+	bin/attnlab plot results/image-tradeoff.csv --kind curves --size 500 --out results/image-curves-500.png
+	bin/attnlab plot results/image-tradeoff.csv --kind curves --size 10000 --out results/image-curves-10000.png
+	bin/attnlab plot results/graph-tradeoff.csv --out results/graph-tradeoff.png
+	bin/attnlab plot results/graph_attention_cora_gat_node24.csv --kind graph-attention --node 24 \
+	  --out results/graph_attention_cora_gat_node24.png
+	bin/attnlab plot results/graph_attention_cora_gat_node1358.csv --kind graph-attention --node 1358 \
+	  --out results/graph_attention_cora_gat_node1358.png
 
 # The shared library: the same objects built position-independent, soname libattnlab.so.MAJOR.
 shared: $(LIBSO)

@@ -9,6 +9,7 @@
  * OUT.tmp.PID, which is renamed over OUT only when gnuplot succeeded.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
 #include <signal.h>
@@ -73,6 +74,23 @@ static int tradeoff(FILE *f, const al_results *r, const al_summary *s, const cha
     (void)r;
     fprintf(f, "set logscale x\nset xlabel '%s'\n", strcmp(task, "graph") ? "training-set size (images)"
                                                       : "labelled training nodes (labels per class x classes)");
+    /* gnuplot's log axis labels only powers of ten: a sweep narrower than two decades would show
+     * no label at all, so there the ticks are the sizes themselves */
+    long lo = 0, hi = 0, sizes[32]; int ns = 0;
+    for (int i = 0; i < s->n; i++) {
+        long v = s->g[i].train_size;
+        if (v <= 0) continue;
+        if (!lo || v < lo) lo = v;
+        if (v > hi) hi = v;
+        int seen = 0;
+        for (int j = 0; j < ns; j++) seen |= sizes[j] == v;
+        if (!seen && ns < 32) sizes[ns++] = v;
+    }
+    if (lo > 0 && hi < 100 * lo && ns <= 24) {
+        fprintf(f, "set xtics (");
+        for (int j = 0; j < ns; j++) fprintf(f, "%s%ld", j ? ", " : "", sizes[j]);
+        fprintf(f, ")\n");
+    }
     if (maxruns > 1)
         fprintf(f, "set title '%s: final test accuracy vs training-set size (mean ± std over up to %d seeds)'\n",
                 dataset, maxruns);
@@ -256,8 +274,11 @@ static int emit(const char *script, size_t slen, const char *script_path, const 
     int rc = 1;
     if (script_path) {
         FILE *g = fopen(script_path, "w");
-        if (!g || fwrite(script, 1, slen, g) != slen || fclose(g)) {
+        int bad = !g || fwrite(script, 1, slen, g) != slen;
+        if (g && fclose(g)) bad = 1;
+        if (bad) {
             fprintf(stderr, "attnlab plot: cannot write %s: %s\n", script_path, strerror(errno));
+            unlink(tmp_out);
             return 1;
         }
     }
@@ -283,6 +304,7 @@ static int plot_graph_attention(const char *path, long node, int layer, const ch
     fprintf(f, "set output\n");
     if (fclose(f)) { free(script); fprintf(stderr, "attnlab plot: out of memory\n"); return 1; }
     int rc = bad ? 1 : emit(script, slen, script_path, tmp_out, out);
+    if (rc) unlink(tmp_out);
     free(script);
     return rc;
 }
@@ -333,9 +355,14 @@ int cmd_plot(int argc, char **argv)
         fprintf(stderr, "attnlab plot: cannot use output path '%s' (too long, or contains a quote)\n", out);
         return 2;
     }
+    /* the output must be writable before any work: otherwise gnuplot, unable to open it, would
+     * write the PNG to the terminal */
     const char *path = argv[optind];
     if (ga && node < 0) { fprintf(stderr, "attnlab plot: --kind graph-attention needs --node N\n"); return 2; }
     if (!ga && (node >= 0 || layer)) { fprintf(stderr, "attnlab plot: --node and --layer go with --kind graph-attention\n"); return 2; }
+    int fd = open(tmp_out, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (fd < 0) { fprintf(stderr, "attnlab plot: cannot write %s: %s\n", out, strerror(errno)); return 1; }
+    close(fd);
     if (ga) return plot_graph_attention(path, node, layer, tmp_out, out, script_path);
     al_results r; al_summary s; al_error e = {{0}};
     if (al_results_read(path, &r, &e) != AL_OK) { fprintf(stderr, "attnlab plot: %s\n", e.msg); return 1; }
@@ -368,6 +395,7 @@ int cmd_plot(int argc, char **argv)
     rc = emit(script, slen, script_path, tmp_out, out);
 out:
     if (f) fclose(f);
+    if (rc) unlink(tmp_out);
     free(script);
     al_summary_free(&s);
     al_results_free(&r);

@@ -1,0 +1,127 @@
+/* test_cmd_plot.c — `attnlab plot` end to end through $ATTNLAB_BIN: a trade-off plot is a PNG and
+ * leaves no temporary file; a narrow sweep (less than two decades of sizes) gets its sizes as tick
+ * labels (gnuplot's log axis would label none); an output that cannot be written is one error line
+ * and nothing on stdout, decided before any work. */
+#include "testutil.h"
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char dir[64];
+
+static int run(const char *args)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s %s > %s/out.txt 2> %s/err.txt", tu_attnlab_bin(), args, dir, dir);
+    int rc = system(cmd);
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+static char *slurp(const char *name)
+{
+    char p[256]; snprintf(p, sizeof p, "%s/%s", dir, name);
+    FILE *f = fopen(p, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END); long n = ftell(f); fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)n + 1);
+    size_t r = fread(b, 1, (size_t)n, f);
+    fclose(f);
+    b[r] = 0;
+    return b;
+}
+/* A results CSV: models a, b at sizes s[0..ns) x seeds 1-2, two epochs each. */
+static void write_csv(const char *name, const long *sz, int ns)
+{
+    char p[256]; snprintf(p, sizeof p, "%s/%s", dir, name);
+    FILE *f = fopen(p, "w"); assert_non_null(f);
+    fprintf(f, "run_id,task,dataset,model,train_size,seed,epoch,train_loss,train_acc,val_acc,test_acc,"
+               "epoch_seconds,samples_per_second,params\n");
+    int id = 0;
+    for (int m = 0; m < 2; m++)
+        for (int i = 0; i < ns; i++)
+            for (int seed = 1; seed <= 2; seed++, id++)
+                for (int ep = 1; ep <= 2; ep++)
+                    fprintf(f, "%016x,image,toy,%s,%ld,%d,%d,0.5,0.8,,%.4f,1.0,100,1000\n", id, m ? "b" : "a", sz[i],
+                            seed, ep, 0.5 + 0.1 * m + 0.01 * i + 0.001 * seed);
+    fclose(f);
+}
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(dir, sizeof dir, "/tmp/attnlab-plot-XXXXXX");
+    return mkdtemp(dir) ? 0 : -1;
+}
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[128]; snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+static int have_gnuplot(void) { return system("command -v gnuplot > /dev/null 2>&1") == 0; }
+
+static void test_narrow_sweep_labels_its_sizes(void **state)
+{
+    (void)state;
+    write_csv("narrow.csv", (long[]){500, 1000}, 2);
+    char args[512];
+    snprintf(args, sizeof args, "plot %s/narrow.csv --out %s/n.png --script %s/n.gp", dir, dir, dir);
+    int rc = run(args);
+    char *gp = slurp("n.gp");
+    assert_non_null(gp);
+    assert_non_null(strstr(gp, "set xtics (500, 1000)"));
+    free(gp);
+    write_csv("wide.csv", (long[]){100, 1000, 60000}, 3);      /* over two decades: gnuplot's own ticks */
+    snprintf(args, sizeof args, "plot %s/wide.csv --out %s/w.png --script %s/w.gp", dir, dir, dir);
+    int rc2 = run(args);
+    gp = slurp("w.gp");
+    assert_non_null(gp);
+    assert_null(strstr(gp, "set xtics ("));
+    free(gp);
+    if (!have_gnuplot()) skip();
+    assert_int_equal(rc, 0);
+    assert_int_equal(rc2, 0);
+}
+
+static void test_png_written_atomically(void **state)
+{
+    (void)state;
+    if (!have_gnuplot()) skip();
+    write_csv("r.csv", (long[]){100, 1000, 10000}, 3);
+    char args[512]; snprintf(args, sizeof args, "plot %s/r.csv --out %s/r.png", dir, dir);
+    assert_int_equal(run(args), 0);
+    char *png = slurp("r.png");
+    assert_non_null(png);
+    assert_memory_equal(png, "\x89PNG", 4);
+    free(png);
+    DIR *d = opendir(dir); assert_non_null(d);
+    struct dirent *e;
+    while ((e = readdir(d))) assert_null(strstr(e->d_name, ".tmp."));
+    closedir(d);
+}
+
+static void test_unwritable_output_is_one_clear_error(void **state)
+{
+    (void)state;
+    write_csv("r.csv", (long[]){100, 1000}, 2);
+    char args[512]; snprintf(args, sizeof args, "plot %s/r.csv --out %s/no/such/dir/r.png", dir, dir);
+    assert_int_equal(run(args), 1);
+    char *out = slurp("out.txt"), *err = slurp("err.txt");
+    assert_string_equal(out, "");                   /* never the PNG's bytes on the terminal */
+    assert_non_null(strstr(err, "cannot write"));
+    assert_non_null(strstr(err, "no/such/dir/r.png"));
+    int lines = 0; for (char *s = err; *s; s++) lines += *s == '\n';
+    assert_int_equal(lines, 1);
+    free(out); free(err);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_narrow_sweep_labels_its_sizes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_png_written_atomically, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unwritable_output_is_one_clear_error, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
