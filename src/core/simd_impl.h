@@ -54,6 +54,8 @@ static inline al_vf al_v_fma(al_vf a, al_vf b, al_vf c) { return _mm512_fmadd_ps
 static inline al_vm al_v_mask(int n) { return (al_vm)(n >= 16 ? 0xffffu : (1u << n) - 1); }   /* 0 ≤ n */
 static inline al_vf al_v_loadm(al_vm m, const float *p) { return _mm512_maskz_loadu_ps(m, p); }
 static inline void al_v_storem(al_vm m, float *p, al_vf x) { _mm512_mask_storeu_ps(p, m, x); }
+static inline al_vf al_v_maskz(al_vm m, al_vf x) { return _mm512_maskz_mov_ps(m, x); }   /* dead lanes 0 */
+static inline al_vf al_v_max_m(al_vm m, al_vf a, al_vf b) { return _mm512_mask_max_ps(a, m, a, b); }   /* dead: a */
 static inline float al_v_reduce_add(al_vf x) { return _mm512_reduce_add_ps(x); }   /* a fixed tree */
 static inline float al_v_reduce_max(al_vf x) { return _mm512_reduce_max_ps(x); }
 #elif defined(__AVX2__) && defined(__FMA__)
@@ -77,6 +79,8 @@ static inline al_vm al_v_mask(int n)
 }
 static inline al_vf al_v_loadm(al_vm m, const float *p) { return _mm256_maskload_ps(p, m); }
 static inline void al_v_storem(al_vm m, float *p, al_vf x) { _mm256_maskstore_ps(p, m, x); }
+static inline al_vf al_v_maskz(al_vm m, al_vf x) { return _mm256_and_ps(_mm256_castsi256_ps(m), x); }
+static inline al_vf al_v_max_m(al_vm m, al_vf a, al_vf b) { return _mm256_blendv_ps(a, _mm256_max_ps(a, b), _mm256_castsi256_ps(m)); }
 /* (lanes 0..3 + 4..7), then pairs, then the last two: a fixed tree */
 static inline float al_v_reduce_add(al_vf x)
 {
@@ -110,6 +114,8 @@ static inline al_vf al_v_fma(al_vf a, al_vf b, al_vf c) { return a * b + c; }   
 static inline al_vm al_v_mask(int n) { return n > 0; }
 static inline al_vf al_v_loadm(al_vm m, const float *p) { return m ? *p : 0.0f; }
 static inline void al_v_storem(al_vm m, float *p, al_vf x) { if (m) *p = x; }
+static inline al_vf al_v_maskz(al_vm m, al_vf x) { return m ? x : 0.0f; }
+static inline al_vf al_v_max_m(al_vm m, al_vf a, al_vf b) { return m ? al_v_max(a, b) : a; }
 static inline float al_v_reduce_add(al_vf x) { return x; }
 static inline float al_v_reduce_max(al_vf x) { return x; }
 #endif
