@@ -33,8 +33,8 @@ static size_t full_scratch(const al_attn_cfg *g)
  * dot: one small GEMM scale·Q_tile·K_tileᵀ; additive: LeakyReLU(sq_i + sk_j). Plus the bias.
  * Q, K (N,D) and sq, sk (N) point at head bh. */
 static void full_scores(const al_attn_cfg *g, int h, int i0, int nq, int j0, int nk,
-                        const float *Q, const float *K, const float *sq, const float *sk,
-                        const float *bias, float *S)
+                        const float *Q /* (N,D) of head bh */, const float *K /* (N,D) of head bh */, const float *sq /* (N) or NULL */, const float *sk /* (N) or NULL */,
+                        const float *bias /* (H,N·N) or NULL */, float *S /* (nq, BK) */)
 {
     int D = g->D;
     if (!g->additive) {
@@ -56,9 +56,9 @@ static void full_scores(const al_attn_cfg *g, int h, int i0, int nq, int j0, int
     }
 }
 
-void al__attn_full_forward(const al_attn_cfg *g, const float *q, const float *k, const float *v,
-                         const float *sq, const float *sk, const float *bias, float *out, float *lse,
-                         float *scratch, int nthr)
+void al__attn_full_forward(const al_attn_cfg *g, const float *q /* (B,H,N,D) */, const float *k /* (B,H,N,D) */, const float *v /* (B,H,N,Dv) */,
+                         const float *sq /* (B,H,N) or NULL */, const float *sk /* (B,H,N) or NULL */, const float *bias /* (H,N·N) or NULL */, float *out /* (B,H,N,Dv) */, float *lse /* (B,H,N) */,
+                         float *scratch /* (nthr, full_scratch) */, int nthr)
 {
     const int N = g->N, D = g->D, Dv = g->Dv;
     const int nqt = (N + BQ - 1) / BQ, nkt = (N + BK - 1) / BK;
@@ -115,8 +115,8 @@ void al__attn_full_forward(const al_attn_cfg *g, const float *q, const float *k,
 
 /* The normalised weights (before dropout) of every head, (B,H,N,N), from the saved lse: a sweep
  * of recomputed score tiles after either forward kernel (only when the caller asks for them). */
-void al__attn_full_weights(const al_attn_cfg *g, const float *q, const float *k, const float *sq, const float *sk,
-                         const float *bias, const float *lse, float *wts, float *scratch, int nthr)
+void al__attn_full_weights(const al_attn_cfg *g, const float *q /* (B,H,N,D) */, const float *k /* (B,H,N,D) */, const float *sq /* (B,H,N) or NULL */, const float *sk /* (B,H,N) or NULL */,
+                         const float *bias /* (H,N·N) or NULL */, const float *lse /* (B,H,N) */, float *wts /* (B,H,N,N) */, float *scratch /* (nthr, full_scratch) */, int nthr)
 {
     const int N = g->N, D = g->D;
     const int nqt = (N + BQ - 1) / BQ, nkt = (N + BK - 1) / BK;
@@ -146,11 +146,11 @@ void al__attn_full_weights(const al_attn_cfg *g, const float *q, const float *k,
 }
 
 /* The d = 16 lane kernels apply (shapes and options only, never the thread count). */
-int al__attn_use_full16(const al_attn_cfg *g, const float *bias) { return !bias && al__full16_ok(g); }
+int al__attn_use_full16(const al_attn_cfg *g, const float *bias /* (H,N·N) or NULL */) { return !bias && al__full16_ok(g); }
 
 /* Scratch floats per thread for whichever full kernels run on this configuration, forward (with
  * the weights sweep) or backward. */
-size_t al__attn_full_scratch_for(const al_attn_cfg *g, const float *bias, int backward)
+size_t al__attn_full_scratch_for(const al_attn_cfg *g, const float *bias /* (H,N·N) or NULL */, int backward)
 {
     size_t a = full_scratch(g), b = al__attn_use_full16(g, bias) ? al__full16_scratch(g, backward) : 0;
     return a > b ? a : b;
@@ -159,7 +159,7 @@ size_t al__attn_full_scratch_for(const al_attn_cfg *g, const float *bias, int ba
 /* One backward tile: from the recomputed scores S and dP = dO·Vᵀ, overwrite dP with dS and, when
  * Pd != NULL, write the applied (dropped) weights P' into Pd. lse, delta point at head bh. */
 static void full_ds_tile(const al_attn_cfg *g, int64_t bh, int i0, int nq, int j0, int nk,
-                         const float *lse, const float *delta, float *S, float *dP, float *Pd)
+                         const float *lse /* (N) of head bh, NULL for ReLU */, const float *delta /* (N) of head bh */, float *S /* (nq, BK) */, float *dP /* (nq, BK) */, float *Pd /* (nq, BK) or NULL */)
 {
     const int N = g->N;
     for (int ii = 0; ii < nq; ii++) {
@@ -192,8 +192,8 @@ static void full_ds_tile(const al_attn_cfg *g, int64_t bh, int i0, int nq, int j
 /* Adds a tile's accumulated gradients to rows r0 .. r0+n-1 of dX (n × D). Dot scores: acc holds the
  * rows' dX. Additive scores (a_h = the head's score vector a, D floats): sacc holds the rows' score
  * gradient, stored in ds_rows, and dX gets a_h · sacc. dX may be NULL (no gradient wanted). */
-static inline void flush_tile_rows(int64_t r0, int n, int D, const float *acc, const float *sacc,
-                                   const float *a_h, float *dX, float *ds_rows)
+static inline void flush_tile_rows(int64_t r0, int n, int D, const float *acc /* (n, D) */, const float *sacc /* (n) */,
+                                   const float *a_h /* (D) or NULL */, float *dX /* (rows, D) or NULL */, float *ds_rows /* (rows) */)
 {
     for (int t = 0; t < n; t++) {
         int64_t r = r0 + t;

@@ -21,7 +21,7 @@ static size_t gat_scratch(int maxdeg) { return ((size_t)maxdeg + 2) * HV; }
 
 
 /* dst (B,N,X,H) row r = b·N + i from src (B,H,N,X): the X features of every head of node i. */
-static inline void heads_inner(const float *restrict src, float *restrict dst, int H, int N, int X, int64_t r)
+static inline void heads_inner(const float *restrict src /* (B,H,N,X) */, float *restrict dst /* (B,N,X,H) */, int H, int N, int X, int64_t r)
 {
     const int64_t b = r / N, i = r % N;
     float *o = dst + r * X * H;
@@ -35,8 +35,8 @@ static inline void heads_inner(const float *restrict src, float *restrict dst, i
  * idx[t], :] + a1[h0 + l, :]·c1[l] + a2[h0 + l, :]·c2[l] (a1, a2 (H,X) optional). Head-major rows
  * with the weight broadcast: the features are the lanes, so the result is stored as it is (no
  * transpose) and one head (H = 1) takes one FMA per slot. */
-static inline void gat_wsum(const float *W, const int *idx, int64_t n, const float *Y, float *o, int add,
-                            const float *a1, const float *c1, const float *a2, const float *c2,
+static inline void gat_wsum(const float *W /* (n, HV) */, const int *idx /* (n) */, int64_t n, const float *Y /* (B,H,N,X) */, float *o /* (B,H,N,X) */, int add,
+                            const float *a1 /* (H,X) or NULL */, const float *c1 /* (hc) */, const float *a2 /* (H,X) or NULL */, const float *c2 /* (hc) */,
                             int H, int N, int X, int64_t b, int64_t i, int h0, int hc)
 {
     for (int l = 0; l < hc; l++) {

@@ -12,7 +12,7 @@
 #include <string.h>
 
 /* a · b over D elements (SIMD lanes, then a fixed-order horizontal sum). */
-static inline float dot_lanes(const float *restrict a, const float *restrict b, int D)
+static inline float dot_lanes(const float *restrict a /* (D) */, const float *restrict b /* (D) */, int D)
 {
     int d = 0;
     float r = 0.f;
@@ -39,8 +39,8 @@ static inline float dot_lanes(const float *restrict a, const float *restrict b, 
 
 /* o (Dv) += alpha · Σ_t w[t] · Y[idx[t]] (rows of length Dv), the sum kept in vector registers
  * 16 (or 8) columns at a time while t runs inside. */
-static inline void axpy_rows(const float *restrict w, const int *restrict idx, int n, const float *restrict Y,
-                             int Dv, float alpha, float *restrict o)
+static inline void axpy_rows(const float *restrict w /* (n) */, const int *restrict idx /* (n) */, int n, const float *restrict Y /* (rows, Dv) */,
+                             int Dv, float alpha, float *restrict o /* (Dv) */)
 {
     int e0 = 0;
 #if defined(__AVX512F__)
@@ -93,8 +93,8 @@ static inline __m512 reduce16(const __m512 v[16])
 
 /* out[t] = x · Y[idx[t]] (rows of length D) for t < n. AVX-512: sixteen rows at a time, one FMA
  * chain per row over D (16 floats per vector, masked tail), then one transposing reduction. */
-static void dots_rows(const float *restrict x, const float *restrict Y, int D, const int *restrict idx, int n,
-                      float *restrict out)
+static void dots_rows(const float *restrict x /* (D) */, const float *restrict Y /* (rows, D) */, int D, const int *restrict idx /* (n) */, int n,
+                      float *restrict out /* (n) */)
 {
 #if defined(__AVX512F__)
     const int nfull = D / 16, rem = D % 16;
@@ -121,8 +121,8 @@ static void dots_rows(const float *restrict x, const float *restrict Y, int D, c
 }
 
 /* out[t] = LeakyReLU(u + sk[idx[t]]) for t < n (additive scores of one query row). */
-static void additive_row(float u, const float *restrict sk, const int *restrict idx, int n, float slope,
-                         float *restrict out)
+static void additive_row(float u, const float *restrict sk /* (N) */, const int *restrict idx /* (n) */, int n, float slope,
+                         float *restrict out /* (n) */)
 {
     int t = 0;
 #if defined(__AVX512F__)
