@@ -227,7 +227,7 @@ static void full_bwd_fused(const full_bwd *w)
     const size_t per = w->per;
     const float *q = w->q, *k = w->k, *v = w->v, *dO = w->dO, *delta = w->delta;
     float *scratch = w->scratch;
-    (void)nthr;   /* unused without OpenMP */
+    (void)nthr; (void)rows;   /* unused without OpenMP */
     const float *aq = w->aq, *ak = w->ak;
     float *dq = w->dq, *dk = w->dk, *dv = w->dv, *dsq = w->dsq, *dsk = w->dsk;
     /* One pass per head: each (b, h) is one task that owns its rows of dQ, dK, dV, dsq and dsk,
@@ -301,7 +301,7 @@ static void full_bwd_queries(const full_bwd *w)
     const size_t per = w->per;
     const float *q = w->q, *k = w->k, *v = w->v, *dO = w->dO, *delta = w->delta;
     float *scratch = w->scratch;
-    (void)nthr;   /* unused without OpenMP */
+    (void)nthr; (void)rows;   /* unused without OpenMP */
     const float *bias = w->bias, *aq = w->aq;
     float *dq = w->dq, *dbias = w->dbias, *dsq = w->dsq;
     AL_OMP("omp parallel num_threads(nthr) if (H * nqt > 1 && rows * N * (D + Dv) > AL_PAR_MIN)")
@@ -356,7 +356,7 @@ static void full_bwd_keys(const full_bwd *w)
     const size_t per = w->per;
     const float *q = w->q, *k = w->k, *v = w->v, *dO = w->dO, *delta = w->delta;
     float *scratch = w->scratch;
-    (void)nthr;   /* unused without OpenMP */
+    (void)nthr; (void)rows;   /* unused without OpenMP */
     const float *bias = w->bias, *ak = w->ak;
     float *dk = w->dk, *dv = w->dv, *dsk = w->dsk;
     AL_OMP("omp parallel num_threads(nthr) if (H * nkt > 1 && rows * N * (D + Dv) > AL_PAR_MIN)")
