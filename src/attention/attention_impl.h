@@ -1,6 +1,13 @@
-/* attention_impl.h — internals shared by the fast attention kernels (attention.c) and the dense
- * masked reference (attention_ref.c): argument checking and the dropout mask, so that both
- * implementations see the same configuration and draw exactly the same mask. */
+/* attention_impl.h — internals shared by the attention files (internal header):
+ *   attention.c   the op al_attention and its tape node (attn_node), the additive head projections
+ *   pattern.c     argument/pattern checking (al_attn_setup) and the sparse slot lists
+ *   dropout.c     the vectorised counter-based dropout (dropout_impl.h: its inline hash lanes)
+ *   full.c        streamed full attention (full16.c: the D = Dv = 16 lane kernels)
+ *   sparse.c      window2d / window1d / graph through slot lists
+ *   gat.c         graph + additive + softmax with the heads in vector lanes
+ *   ref.c         the dense masked reference, conv_attn.c convolution as attention
+ * The fast kernels and the reference share the configuration and the dropout mask, so both see the
+ * same arguments and draw exactly the same mask. */
 #ifndef ATTNLAB_ATTENTION_IMPL_H
 #define ATTNLAB_ATTENTION_IMPL_H
 #include "attnlab/attention.h"
@@ -24,22 +31,97 @@ typedef struct al_attn_cfg {
 /* Validate the arguments of al_attention / al_attention_ref (op names the caller in messages)
  * and fill cfg. Draws one number from c->dropout_rng when dropout is active.
  * Returns 0, or -1 after al_fail. */
-int al_attn_setup(al_ctx *c, const char *op, const al_attn_desc *d, al_tensor *q, al_tensor *k,
-                  al_tensor *v, al_tensor *a_q, al_tensor *a_k, al_tensor *rel_bias, al_tensor *bias,
-                  al_attn_cfg *cfg);
+int al_attn_setup(al_ctx *c, const char *op, const al_attn_desc *d, al_tensor *q /* (B,H,N,D) */,
+                  al_tensor *k /* (B,H,N,D) */, al_tensor *v /* (B,H,N,Dv) */, al_tensor *a_q /* (H,D) or NULL */,
+                  al_tensor *a_k /* (H,D) or NULL */, al_tensor *rel_bias /* (H,offsets) or NULL */,
+                  al_tensor *bias /* (H,slots) or NULL */, al_attn_cfg *cfg);
 
 /* Full dot-product softmax attention for D = Dv = 16 with the queries in vector lanes
- * (attention_full16.c). al__full16_ok says whether cfg is that case on this build (no dropout,
+ * (full16.c). al__full16_ok says whether cfg is that case on this build (no dropout,
  * no ReLU, AVX-512; the caller also requires no bias); the kernels then replace the generic
  * forward and per-head backward. Scratch: al__full16_scratch(cfg, 0 forward / 1 backward) floats
  * per thread. */
 int al__full16_ok(const al_attn_cfg *cfg);
 size_t al__full16_scratch(const al_attn_cfg *cfg, int backward);
-void al__full16_forward(const al_attn_cfg *cfg, const float *q, const float *k, const float *v, float *out,
-                        float *lse, float *scratch, int nthr);
-void al__full16_backward(const al_attn_cfg *cfg, const float *q, const float *k, const float *v, const float *dO,
-                         const float *lse, const float *delta, float *dq, float *dk, float *dv, float *scratch,
-                         int nthr);
+void al__full16_forward(const al_attn_cfg *cfg, const float *q /* (B,H,N,16) */, const float *k /* (B,H,N,16) */,
+                        const float *v /* (B,H,N,16) */, float *out /* (B,H,N,16) */, float *lse /* (B,H,N) */,
+                        float *scratch /* (nthr, al__full16_scratch(cfg, 0)) */, int nthr);
+void al__full16_backward(const al_attn_cfg *cfg, const float *q /* (B,H,N,16) */, const float *k /* (B,H,N,16) */,
+                         const float *v /* (B,H,N,16) */, const float *dO /* (B,H,N,16) */, const float *lse /* (B,H,N) */,
+                         const float *delta /* (B,H,N) */, float *dq /* (B,H,N,16) or NULL */,
+                         float *dk /* (B,H,N,16) or NULL */, float *dv /* (B,H,N,16) or NULL */,
+                         float *scratch /* (nthr, al__full16_scratch(cfg, 1)) */, int nthr);
+
+/* The backward node shared by every kernel family (built by al_attention). */
+typedef struct attn_node {
+    al_attn_cfg g;
+    al_pattern pat;
+    al_tensor *q, *k, *v, *aq, *ak, *rel, *bias, *out;
+    float *lse;        /* full, softmax: (B,H,N) */
+    float *P;          /* sparse: (B,H,slots) normalised weights before dropout */
+    float *sq, *sk;    /* additive: (B,H,N) a_q·q and a_k·k */
+    /* sparse pattern: slots of query i are qptr[i]..qptr[i+1], key[s] (−1 = absent);
+     * the present slots of key j are kslot[kptr[j]..kptr[j+1]] with their queries kq[..]. */
+    const int64_t *qptr; const int *key;
+    const int *keyc;   /* key with absent entries replaced by the query itself (safe to load) */
+    int maxdeg;        /* longest slot list of a query or a key (per-thread scratch size) */
+    int64_t *kptr, *kslot; int *kq;
+    uint8_t *keepb;    /* sparse with dropout: (B,H,slots) keep bytes, drawn once in forward */
+    int nthr;
+    /* gat (graph + additive + softmax, no bias): heads innermost, so P is (B,slots,H), sq and sk
+     * are (B,N,H); vt, qt, kt are v, q, k as (B,N,Dv|D,H) (qt, kt may be vt when q, k are v);
+     * aqt, akt are a_q, a_k as (D,H); keepm (B,slots,head chunks) the dropout bits of 16 heads. */
+    int gat;
+    float *vt, *qt, *kt, *aqt, *akt;
+    float *scr;        /* gat forward: (threads, maxdeg, HV) */
+    uint16_t *keepm;
+} attn_node;
+
+/* attention.c: s (B,H,N) = a[h] · x[b,h,i]; da (H,D) += Σ_{b,i} ds[b,h,i] · x[b,h,i,:] in a fixed order. */
+void al__attn_head_dot(const al_attn_cfg *g, const float *x /* (B,H,N,D) */, const float *a /* (H,D) */,
+                       float *s /* (B,H,N) */);
+void al__attn_head_dot_grad(const al_attn_cfg *g, const float *x /* (B,H,N,D) */, const float *ds /* (B,H,N) */,
+                            float *da /* (H,D) */);
+
+/* pattern.c: qptr/key/keyc of the pattern (window patterns built, graphs borrow the CSR), the
+ * transposed lists kptr/kslot/kq and maxdeg, in nd (arena). Returns 0, or -1 after al_fail. */
+int al__attn_slot_lists(al_ctx *c, const al_pattern *p, const al_attn_cfg *g, attn_node *nd);
+
+/* dropout.c: y[t] = keep(bh, slot0 + t) ? x[t] / (1 − p) : 0 for t < n (y may be x); drop_mul2 does
+ * two rows with one mask; keep_bytes draws keepb[bh·slots + s] ∈ {0, 1} for every head and slot. */
+void al__attn_drop_mul(const al_attn_cfg *g, int64_t bh, int64_t slot0, const float *x /* (n) */,
+                       float *y /* (n) */, int n);
+void al__attn_drop_mul2(const al_attn_cfg *g, int64_t bh, int64_t slot0, const float *x1 /* (n) */,
+                        float *y1 /* (n) */, const float *x2 /* (n) */, float *y2 /* (n) */, int n);
+void al__attn_keep_bytes(const al_attn_cfg *g, uint8_t *keepb /* (B,H,slots) */);
+
+/* full.c: the streamed full kernels. Scratch: al__attn_full_scratch_for(g, bias, backward) floats
+ * per thread (either full kernel family). */
+int al__attn_use_full16(const al_attn_cfg *g, const float *bias /* (H,N·N) or NULL */);
+size_t al__attn_full_scratch_for(const al_attn_cfg *g, const float *bias /* (H,N·N) or NULL */, int backward);
+void al__attn_full_forward(const al_attn_cfg *g, const float *q /* (B,H,N,D) */, const float *k /* (B,H,N,D) */,
+                           const float *v /* (B,H,N,Dv) */, const float *sq /* (B,H,N) or NULL */,
+                           const float *sk /* (B,H,N) or NULL */, const float *bias /* (H,N·N) or NULL */,
+                           float *out /* (B,H,N,Dv) */, float *lse /* (B,H,N) */,
+                           float *scratch /* (nthr, scratch_for) */, int nthr);
+void al__attn_full_weights(const al_attn_cfg *g, const float *q /* (B,H,N,D) */, const float *k /* (B,H,N,D) */,
+                           const float *sq /* (B,H,N) or NULL */, const float *sk /* (B,H,N) or NULL */,
+                           const float *bias /* (H,N·N) or NULL */, const float *lse /* (B,H,N) */,
+                           float *wts /* (B,H,N,N) */, float *scratch /* (nthr, scratch_for) */, int nthr);
+void al__attn_full_backward(al_ctx *c, attn_node *nd);
+
+/* sparse.c: the slot-list kernels (window2d, window1d, graph). */
+void al__attn_sparse_forward(const attn_node *nd, const float *q /* (B,H,N,D) */, const float *k /* (B,H,N,D) */,
+                             const float *v /* (B,H,N,Dv) */, const float *rel /* (H,noff) or NULL */,
+                             const float *bias /* (H,slots) or NULL */, float *out /* (B,H,N,Dv) */,
+                             float *scratch /* (nthr, maxdeg) */);
+void al__attn_sparse_backward(al_ctx *c, attn_node *nd);
+
+/* gat.c: graph + additive + softmax, heads in lanes. gat_setup allocates its arena scratch. */
+int al__attn_gat_setup(al_ctx *c, attn_node *nd);
+void al__attn_gat_forward(attn_node *nd, const float *q /* (B,H,N,D) */, const float *k /* (B,H,N,D) */,
+                          const float *v /* (B,H,N,Dv) */, float *out /* (B,H,N,Dv) */);
+void al__attn_gat_backward(al_ctx *c, attn_node *nd);
 
 /* Counter-based dropout mask: the weight in slot `slot` of head (b,h) (bh = b·H + h) is kept
  * iff this returns 1. Full attention uses slot = i·N + j. Any pass can regenerate any entry

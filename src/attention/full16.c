@@ -1,7 +1,7 @@
-/* attention_full16.c — full dot-product softmax attention for heads of size 16 (D = Dv = 16, the
+/* full16.c — full dot-product softmax attention for heads of size 16 (D = Dv = 16, the
  * pixel-level `sa` shape), with the query index in the vector lanes.
  *
- * The generic streamed kernel (attention.c) computes each tile as small GEMMs with K = 16: the
+ * The generic streamed kernel (full.c) computes each tile as small GEMMs with K = 16: the
  * scores go out to a (128, 128) tile in L2, come back for the softmax and again for P·V. Here a
  * block of 16 queries is one set of registers: lane i of every vector belongs to query i, so
  *   - a score vector s_j = Σ_d K[j,d]·Qᵀ[d] is 16 broadcast-FMAs with Qᵀ held in 16 registers,
@@ -15,6 +15,7 @@
  * of threads. Without AVX-512 al__full16_ok is false and the generic kernel runs.
  */
 #include "attention/attention_impl.h"
+#include "core/exp_impl.h"
 #include "core/omp_impl.h"
 #include <math.h>
 #include <string.h>
@@ -40,25 +41,10 @@ size_t al__full16_scratch(const al_attn_cfg *g, int backward)
     return 3 * npad * 16 + 2 * npad + 4 * (size_t)F16_BK * 16;
 }
 
-/* 2^x (the scores here are in log2 units: log2(e) is folded into the query scale): x = n + r,
- * |r| ≤ 1/2, 2^r = 1 + r·P(r) with Cephes exp2f's degree-5 P (≈1e-7 relative), ·2^n by vscalefps.
- * x is clamped at −125, so very negative x and −inf give at most 2^−124.5 ≈ 3e−38 instead of 0:
- * nothing next to a softmax sum ≥ 1, and it stays a normal number. */
-static inline __m512 exp2_16(__m512 x)
-{
-    x = _mm512_max_ps(x, _mm512_set1_ps(-125.f));
-    __m512 n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_sub_ps(x, n);
-    __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(1.535336188319500e-4f), r, _mm512_set1_ps(1.339887440266574e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(9.618437357674640e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.550332471162809e-2f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(2.402264791363012e-1f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(6.931472028550421e-1f));
-    return _mm512_scalef_ps(_mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f)), n);
-}
-
+/* 2^x: al__exp2_v16 of core/exp_impl.h (the scores here are in log2 units: log2(e) is folded into
+ * the query scale). */
 /* t[d·16 + i] = alpha · X[i·16 + d] for rows i < n of X, 0 for i ≥ n (16 rows of 16 floats). */
-static void transpose16(const float *X, int n, float alpha, float *t)
+static void transpose16(const float *X /* (16, 16) */, int n, float alpha, float *t /* (16, 16) */)
 {
     for (int d = 0; d < 16; d++)
         for (int i = 0; i < 16; i++) t[d * 16 + i] = i < n ? alpha * X[i * 16 + d] : 0.f;
@@ -66,7 +52,7 @@ static void transpose16(const float *X, int n, float alpha, float *t)
 
 /* s[k] = Σ_d X[(j+k)·16 + d] · T[d] for k < 8: eight keys (rows of X) against a block held
  * transposed in T, one FMA chain per key. */
-static inline void rows8_dot_t(const float *X, const __m512 T[16], __m512 s[8])
+static inline void rows8_dot_t(const float *X /* (8, 16) */, const __m512 T[16], __m512 s[8])
 {
 #pragma GCC unroll 8
     for (int k = 0; k < 8; k++) s[k] = _mm512_mul_ps(_mm512_set1_ps(X[k * 16]), T[0]);
@@ -77,7 +63,7 @@ static inline void rows8_dot_t(const float *X, const __m512 T[16], __m512 s[8])
 }
 
 /* One key row against T (the remainder of a tile that is not a multiple of 8 keys). */
-static inline __m512 row_dot_t(const float *x, const __m512 T[16])
+static inline __m512 row_dot_t(const float *x /* (16) */, const __m512 T[16])
 {
     __m512 s = _mm512_mul_ps(_mm512_set1_ps(x[0]), T[0]);
 #pragma GCC unroll 15
@@ -87,7 +73,7 @@ static inline __m512 row_dot_t(const float *x, const __m512 T[16])
 
 /* out[j] = Σ_d X[j·16 + d] · T[d] for the n key rows of a tile: 16 lanes of scores per key.
  * With mx (inlined away when NULL), also *mx = the lane-wise max of *mx and the scores. */
-static inline void dots_t(const float *X, const __m512 T[16], int n, float *out, __m512 *mx)
+static inline void dots_t(const float *X /* (n, 16) */, const __m512 T[16], int n, float *out /* (n, 16) */, __m512 *mx /* (16) or NULL */)
 {
     int j = 0;
     for (; j + 8 <= n; j += 8) {
@@ -108,7 +94,7 @@ static inline void dots_t(const float *X, const __m512 T[16], int n, float *out,
 
 /* acc[j] += Σ_i W[j·16 + i] · R[i] for the n keys j of a tile: the key's 16 per-query weights
  * (lanes of W) against the block's 16 rows R, eight keys at a time. */
-static void wt_rows_acc(const float *W, const __m512 R[16], int n, float *acc)
+static void wt_rows_acc(const float *W /* (n, 16) */, const __m512 R[16], int n, float *acc /* (n, 16) */)
 {
     int j = 0;
     for (; j + 8 <= n; j += 8) {
@@ -131,8 +117,8 @@ static void wt_rows_acc(const float *W, const __m512 R[16], int n, float *acc)
 }
 
 /* Queries i0 .. i0+nq−1 (nq ≤ 16) of one head: out rows and lse. sbuf: F16_BK·16 floats, tb: 256. */
-static void forward_block(const float *Q, const float *K, const float *V, int N, int i0, int nq, float scale,
-                          float *out, float *lse, float *sbuf, float *tb)
+static void forward_block(const float *Q /* (N,16) */, const float *K /* (N,16) */, const float *V /* (N,16) */, int N, int i0, int nq, float scale,
+                          float *out /* (N,16) */, float *lse /* (N) */, float *sbuf /* (F16_BK, 16) */, float *tb /* (16, 16) */)
 {
     __m512 qt[16], ot[16];
     transpose16(Q + (int64_t)i0 * 16, nq, scale * LOG2E_F, tb);
@@ -146,7 +132,7 @@ static void forward_block(const float *Q, const float *K, const float *V, int N,
         dots_t(Kt, qt, nk, sbuf, &mx);
         int j;
         /* online softmax: rescale the running sums to the new max (≈0 on the first tile, m = −inf) */
-        __m512 mn = _mm512_max_ps(m, mx), corr = exp2_16(_mm512_sub_ps(m, mn));
+        __m512 mn = _mm512_max_ps(m, mx), corr = al__exp2_v16(_mm512_sub_ps(m, mn));
         l = _mm512_mul_ps(l, corr);
 #pragma GCC unroll 16
         for (int e = 0; e < 16; e++) ot[e] = _mm512_mul_ps(ot[e], corr);
@@ -154,15 +140,15 @@ static void forward_block(const float *Q, const float *K, const float *V, int N,
         /* the weights in one sweep of independent exps, then P·V (two partial sums of l for latency) */
         __m512 l1 = _mm512_setzero_ps();
         for (j = 0; j + 2 <= nk; j += 2) {
-            __m512 p0 = exp2_16(_mm512_sub_ps(_mm512_loadu_ps(sbuf + j * 16), m));
-            __m512 p1 = exp2_16(_mm512_sub_ps(_mm512_loadu_ps(sbuf + j * 16 + 16), m));
+            __m512 p0 = al__exp2_v16(_mm512_sub_ps(_mm512_loadu_ps(sbuf + j * 16), m));
+            __m512 p1 = al__exp2_v16(_mm512_sub_ps(_mm512_loadu_ps(sbuf + j * 16 + 16), m));
             _mm512_storeu_ps(sbuf + j * 16, p0);
             _mm512_storeu_ps(sbuf + j * 16 + 16, p1);
             l = _mm512_add_ps(l, p0);
             l1 = _mm512_add_ps(l1, p1);
         }
         if (j < nk) {
-            __m512 p0 = exp2_16(_mm512_sub_ps(_mm512_loadu_ps(sbuf + j * 16), m));
+            __m512 p0 = al__exp2_v16(_mm512_sub_ps(_mm512_loadu_ps(sbuf + j * 16), m));
             _mm512_storeu_ps(sbuf + j * 16, p0);
             l = _mm512_add_ps(l, p0);
         }
@@ -186,17 +172,17 @@ static void forward_block(const float *Q, const float *K, const float *V, int N,
     }
 }
 
-void al__full16_forward(const al_attn_cfg *g, const float *q, const float *k, const float *v, float *out,
-                        float *lse, float *scratch, int nthr)
+void al__full16_forward(const al_attn_cfg *g, const float *q /* (B,H,N,16) */, const float *k /* (B,H,N,16) */, const float *v /* (B,H,N,16) */, float *out /* (B,H,N,16) */,
+                        float *lse /* (B,H,N) */, float *scratch /* (nthr, al__full16_scratch) */, int nthr)
 {
     const int N = g->N, nqb = (N + 15) / 16;
     const int64_t tasks = (int64_t)g->B * g->H * nqb;
     const size_t per = al__full16_scratch(g, 0);
     (void)nthr;   /* unused without OpenMP */
-#pragma omp parallel num_threads(nthr) if (tasks > 1 && tasks * 16 * (int64_t)N > 4096)
+    AL_OMP("omp parallel num_threads(nthr) if (tasks > 1 && tasks * 16 * (int64_t)N > AL_PAR_MIN / 8)")
     {
         float *sbuf = scratch + (size_t)al__thread_id() * per, *tb = sbuf + F16_BK * 16;
-#pragma omp for schedule(static)
+        AL_OMP("omp for schedule(static)")
         for (int64_t t = 0; t < tasks; t++) {
             int64_t bh = t / nqb;
             int i0 = (int)(t % nqb) * 16, nq = N - i0 < 16 ? N - i0 : 16;
@@ -207,8 +193,8 @@ void al__full16_forward(const al_attn_cfg *g, const float *q, const float *k, co
 }
 
 /* One head's dQ, dK, dV (each NULL when not wanted; added to what is there). ws: al__full16_scratch(g, 1). */
-static void backward_head(const float *Q, const float *K, const float *V, const float *dO, const float *lse,
-                          const float *delta, int N, float scale, float *dq, float *dk, float *dv, float *ws)
+static void backward_head(const float *Q /* (N,16) */, const float *K /* (N,16) */, const float *V /* (N,16) */, const float *dO /* (N,16) */, const float *lse /* (N) */,
+                          const float *delta /* (N) */, int N, float scale, float *dq /* (N,16) or NULL */, float *dk /* (N,16) or NULL */, float *dv /* (N,16) or NULL */, float *ws /* (al__full16_scratch(g, 1)) */)
 {
     const int nqb = (N + 15) / 16, npad = nqb * 16;
     float *qtb = ws, *dotb = qtb + (size_t)npad * 16, *dqtb = dotb + (size_t)npad * 16;
@@ -238,7 +224,7 @@ static void backward_head(const float *Q, const float *K, const float *V, const 
                 const __m512 L = _mm512_loadu_ps(lseb + i0);
                 dots_t(Kt, R, nk, pbuf, NULL);
                 for (int j = 0; j < nk; j++)
-                    _mm512_storeu_ps(pbuf + j * 16, exp2_16(_mm512_sub_ps(_mm512_loadu_ps(pbuf + j * 16), L)));
+                    _mm512_storeu_ps(pbuf + j * 16, al__exp2_v16(_mm512_sub_ps(_mm512_loadu_ps(pbuf + j * 16), L)));
             }
             {   /* dS = scale · P∘(dO·Vᵀ − δ) with dOᵀ resident */
 #pragma GCC unroll 16
@@ -288,18 +274,18 @@ static void backward_head(const float *Q, const float *K, const float *V, const 
         }
 }
 
-void al__full16_backward(const al_attn_cfg *g, const float *q, const float *k, const float *v, const float *dO,
-                         const float *lse, const float *delta, float *dq, float *dk, float *dv, float *scratch,
+void al__full16_backward(const al_attn_cfg *g, const float *q /* (B,H,N,16) */, const float *k /* (B,H,N,16) */, const float *v /* (B,H,N,16) */, const float *dO /* (B,H,N,16) */,
+                         const float *lse /* (B,H,N) */, const float *delta /* (B,H,N) */, float *dq /* (B,H,N,16) or NULL */, float *dk /* (B,H,N,16) or NULL */, float *dv /* (B,H,N,16) or NULL */, float *scratch /* (nthr, al__full16_scratch) */,
                          int nthr)
 {
     const int N = g->N;
     const int64_t heads = (int64_t)g->B * g->H;
     const size_t per = al__full16_scratch(g, 1);
     (void)nthr;   /* unused without OpenMP */
-#pragma omp parallel num_threads(nthr) if (heads > 1 && heads * (int64_t)N * N > 4096)
+    AL_OMP("omp parallel num_threads(nthr) if (heads > 1 && heads * (int64_t)N * N > AL_PAR_MIN / 8)")
     {
         float *ws = scratch + (size_t)al__thread_id() * per;
-#pragma omp for schedule(static)
+        AL_OMP("omp for schedule(static)")
         for (int64_t bh = 0; bh < heads; bh++) {
             const int64_t o = bh * N * 16;
             backward_head(q + o, k + o, v + o, dO + o, lse + bh * N, delta + bh * N, N, g->scale,
@@ -312,13 +298,13 @@ void al__full16_backward(const al_attn_cfg *g, const float *q, const float *k, c
 
 int al__full16_ok(const al_attn_cfg *g) { (void)g; return 0; }
 size_t al__full16_scratch(const al_attn_cfg *g, int backward) { (void)g; (void)backward; return 0; }
-void al__full16_forward(const al_attn_cfg *g, const float *q, const float *k, const float *v, float *out,
-                        float *lse, float *scratch, int nthr)
+void al__full16_forward(const al_attn_cfg *g, const float *q /* (B,H,N,16) */, const float *k /* (B,H,N,16) */, const float *v /* (B,H,N,16) */, float *out /* (B,H,N,16) */,
+                        float *lse /* (B,H,N) */, float *scratch /* (nthr, al__full16_scratch) */, int nthr)
 {
     (void)g; (void)q; (void)k; (void)v; (void)out; (void)lse; (void)scratch; (void)nthr;
 }
-void al__full16_backward(const al_attn_cfg *g, const float *q, const float *k, const float *v, const float *dO,
-                         const float *lse, const float *delta, float *dq, float *dk, float *dv, float *scratch,
+void al__full16_backward(const al_attn_cfg *g, const float *q /* (B,H,N,16) */, const float *k /* (B,H,N,16) */, const float *v /* (B,H,N,16) */, const float *dO /* (B,H,N,16) */,
+                         const float *lse /* (B,H,N) */, const float *delta /* (B,H,N) */, float *dq /* (B,H,N,16) or NULL */, float *dk /* (B,H,N,16) or NULL */, float *dv /* (B,H,N,16) or NULL */, float *scratch /* (nthr, al__full16_scratch) */,
                          int nthr)
 {
     (void)g; (void)q; (void)k; (void)v; (void)dO; (void)lse; (void)delta; (void)dq; (void)dk; (void)dv;

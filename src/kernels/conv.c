@@ -1,4 +1,4 @@
-/* kernels_conv.c — 2-D convolution (NCHW, weights (O,C,KH,KW), stride, zero padding).
+/* conv.c — 2-D convolution (NCHW, weights (O,C,KH,KW), stride, zero padding).
  *
  * Fast path: one image at a time, im2col into a buffer that stays in L2, then GEMMs on that image
  * (K = C·KH·KW, P = Ho·Wo):
@@ -28,15 +28,11 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-#ifdef __AVX512F__
-#include <immintrin.h>
-#endif
-
 #include "core/omp_impl.h"
+#include "core/simd_impl.h"
 
 #define AL_CONV_PARTIALS ((size_t)1 << 22) /* floats of dw partials (16 MB) at most */
 #define AL_CONV_GROUPS 16                   /* dw groups of images at most */
-#define AL_CONV_PAR_MIN 16384               /* below this many floats of work, stay serial */
 #define AL_CONV_PAR_MACS ((int64_t)1 << 20) /* a convolution under ~1M multiply-adds runs on one thread */
 
 static inline int conv_out(int in, int k, int stride, int pad) { return (in + 2 * pad - k) / stride + 1; }
@@ -66,40 +62,29 @@ static float *scratch(int i, size_t n)
 }
 
 /* Short-row copy / zero / add (rows of an output image are often 7-28 floats: library calls and
- * vector-loop epilogues would dominate). AVX-512 masked tails; plain loops otherwise. */
-static inline void row_copy(float *d, const float *s, int n)
+ * vector-loop epilogues would dominate): whole vectors, then one masked tail (core/simd_impl.h). */
+static inline void row_copy(float *d /* (n) */, const float *s /* (n) */, int n)
 {
-#ifdef __AVX512F__
-    for (; n >= 16; n -= 16, d += 16, s += 16) _mm512_storeu_ps(d, _mm512_loadu_ps(s));
-    if (n > 0) { __mmask16 m = (__mmask16)((1u << n) - 1); _mm512_mask_storeu_ps(d, m, _mm512_maskz_loadu_ps(m, s)); }
-#else
-    for (int i = 0; i < n; i++) d[i] = s[i];
-#endif
+    for (; n >= AL_VL; n -= AL_VL, d += AL_VL, s += AL_VL) al_v_store(d, al_v_load(s));
+    if (n > 0) { const al_vm m = al_v_mask(n); al_v_storem(m, d, al_v_loadm(m, s)); }
 }
-static inline void row_zero(float *d, int n)
+static inline void row_zero(float *d /* (n) */, int n)
 {
-#ifdef __AVX512F__
-    for (; n >= 16; n -= 16, d += 16) _mm512_storeu_ps(d, _mm512_setzero_ps());
-    if (n > 0) _mm512_mask_storeu_ps(d, (__mmask16)((1u << n) - 1), _mm512_setzero_ps());
-#else
-    for (int i = 0; i < n; i++) d[i] = 0.f;
-#endif
+    for (; n >= AL_VL; n -= AL_VL, d += AL_VL) al_v_store(d, al_v_zero());
+    if (n > 0) al_v_storem(al_v_mask(n), d, al_v_zero());
 }
-static inline void row_add(float *d, const float *s, int n)
+static inline void row_add(float *d /* (n) */, const float *s /* (n) */, int n)
 {
-#ifdef __AVX512F__
-    for (; n >= 16; n -= 16, d += 16, s += 16) _mm512_storeu_ps(d, _mm512_add_ps(_mm512_loadu_ps(d), _mm512_loadu_ps(s)));
+    for (; n >= AL_VL; n -= AL_VL, d += AL_VL, s += AL_VL) al_v_store(d, al_v_add(al_v_load(d), al_v_load(s)));
     if (n > 0) {
-        __mmask16 m = (__mmask16)((1u << n) - 1);
-        _mm512_mask_storeu_ps(d, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, d), _mm512_maskz_loadu_ps(m, s)));
+        const al_vm m = al_v_mask(n);
+        al_v_storem(m, d, al_v_add(al_v_loadm(m, d), al_v_loadm(m, s)));
     }
-#else
-    for (int i = 0; i < n; i++) d[i] += s[i];
-#endif
 }
 
 /* One stride-1 im2col row: d[ow] = xr[ow + off] for ow in [lo, hi), 0 elsewhere in [0, Wo).
- * AVX-512: per 16 lanes one masked load of the valid run, one lane shift, one store; the store may
+ * AVX-512 (raw intrinsics: a lane permute, which core/simd_impl.h does not express): per 16 lanes
+ * one masked load of the valid run, one lane shift, one store; the store may
  * run up to 15 floats past the row when `spill` (the caller guarantees those floats are later rows
  * of the same (c, kh, kw) block, written afterwards by the same thread), which avoids a slow masked
  * store on most rows. */
@@ -135,7 +120,7 @@ static void im2col(const float *x, float *cols, int C, int H, int W,
 {
     const int K = C * KH * KW, P = Ho * Wo;
     (void)par;
-    AL_OMP("omp parallel for schedule(static) if (par && (int64_t)K * P >= AL_CONV_PAR_MIN)")
+    AL_OMP("omp parallel for schedule(static) if (par && (int64_t)K * P >= AL_PAR_MIN / 2)")
     for (int r = 0; r < K; r++) {
         int c = r / (KH * KW), kh = (r / KW) % KH, kw = r % KW;
         const float *xp = x + (size_t)c * H * W;                  /* (H, W) */
@@ -167,7 +152,7 @@ static void col2im_add(const float *dcols, float *dx, int C, int H, int W,
 {
     const int P = Ho * Wo;
     (void)par;
-    AL_OMP("omp parallel for schedule(static) if (par && (int64_t)C * KH * KW * P >= AL_CONV_PAR_MIN)")
+    AL_OMP("omp parallel for schedule(static) if (par && (int64_t)C * KH * KW * P >= AL_PAR_MIN / 2)")
     for (int c = 0; c < C; c++) {
         float *dxp = dx + (size_t)c * H * W;                       /* (H, W) */
         for (int kh = 0; kh < KH; kh++)
@@ -199,14 +184,6 @@ static int max_threads(void)
     return 1;
 #endif
 }
-static int thread_id(void)
-{
-#ifdef _OPENMP
-    return omp_get_thread_num();
-#else
-    return 0;
-#endif
-}
 
 /* ---------------- forward ---------------- */
 void al_conv2d_fwd(const float *x, const float *w, const float *b, float *y,
@@ -232,7 +209,7 @@ void al_conv2d_fwd(const float *x, const float *w, const float *b, float *y,
         float *yb = y + (size_t)bi * O * P;                        /* (O, P) */
         const float *cols = xb;                                    /* (K, P) */
         if (!direct) {
-            float *buf = slots + (size_t)thread_id() * per;
+            float *buf = slots + (size_t)al__thread_id() * per;
             im2col(xb, buf, C, H, W, KH, KW, stride, pad, Ho, Wo, one);
             cols = buf;
         }
@@ -286,7 +263,7 @@ void al_conv2d_bwd(const float *x, const float *w, const float *dy, float *dx, f
     const int K = C * KH * KW, P = Ho * Wo;
 
     if (db) {   /* fixed order: images, then 16 lanes of positions; double across images */
-        AL_OMP("omp parallel for schedule(static) if ((int64_t)B * O * P >= 4 * AL_CONV_PAR_MIN)")
+        AL_OMP("omp parallel for schedule(static) if ((int64_t)B * O * P >= 2 * AL_PAR_MIN)")
         for (int o = 0; o < O; o++) {
             double s = 0;
             for (int bi = 0; bi < B; bi++) s += sum_lanes(dy + ((size_t)bi * O + o) * P, P);
@@ -321,7 +298,7 @@ void al_conv2d_bwd(const float *x, const float *w, const float *dy, float *dx, f
     for (int g = 0; g < ng; g++) {
         const int b0 = (int)((int64_t)B * g / ng), b1 = (int)((int64_t)B * (g + 1) / ng);
         float *dwg = dw ? part + (size_t)g * O * K : NULL;         /* (O, K) or (K, O) */
-        float *buf = slots ? slots + (size_t)thread_id() * per : NULL;   /* (K, P) */
+        float *buf = slots ? slots + (size_t)al__thread_id() * per : NULL;   /* (K, P) */
         float *dyT = trans ? buf + ncols : NULL;                   /* (P, O) */
         for (int bi = b0; bi < b1; bi++) {
             const float *xb = x + (size_t)bi * C * H * W;          /* (C, H, W) */
@@ -351,7 +328,7 @@ void al_conv2d_bwd(const float *x, const float *w, const float *dy, float *dx, f
     if (!dw) return;
     /* dw += Σ_g part_g in group order (transposing back when the partials hold dwᵀ) */
     const int64_t n = (int64_t)O * K;
-    AL_OMP("omp parallel for schedule(static) if (n * ng >= AL_CONV_PAR_MIN)")
+    AL_OMP("omp parallel for schedule(static) if (n * ng >= AL_PAR_MIN / 2)")
     for (int o = 0; o < O; o++)
         for (int r = 0; r < K; r++) {
             const size_t at = trans ? (size_t)r * O + o : (size_t)o * K + r;

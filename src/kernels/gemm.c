@@ -17,7 +17,8 @@
  * The micro-kernel keeps MR×NR sums in vector registers (B vectors × broadcast A scalars, FMA) and
  * folds them into C as  first block: C = alpha·acc + beta·C (beta == 0: C is not read),
  *                       later blocks: C = C + alpha·acc.
- * SIMD sits behind a tiny macro layer: AVX-512 (MR 12, NR 32), AVX2+FMA (MR 6, NR 16), scalar (MR 4, NR 8).
+ * SIMD through the library's lane layer (core/simd_impl.h): AVX-512 (MR 12, NR 32), AVX2+FMA (MR 6, NR 16),
+ * scalar (MR 4, NR 8).
  *
  * Threads: al_gemm splits C into one block of whole MR/NR tiles per thread (rows when M is the long
  * side, else columns) and runs the serial kernel on each. Every element of C is computed by the same
@@ -31,55 +32,23 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
-#include <immintrin.h>
-#endif
+#include "core/omp_impl.h"
+#include "core/simd_impl.h"
 
-/* ---------------- SIMD macro layer ---------------- */
-#if defined(__AVX512F__)
-typedef __m512 vf;
-#define VL 16
+/* ---------------- SIMD: the library's lane layer (core/simd_impl.h) ---------------- */
+/* Register tiles per ISA: MR rows × NV vectors of AL_VL columns. */
+#if defined(AL_SIMD_AVX512)
 #define NV 2
 #define MR 12
-#define v_load(p) _mm512_loadu_ps(p)
-#define v_store(p, x) _mm512_storeu_ps(p, x)
-#define v_set1(x) _mm512_set1_ps(x)
-#define v_zero() _mm512_setzero_ps()
-#define v_fma(a, b, c) _mm512_fmadd_ps(a, b, c)       /* a·b + c, one rounding */
-#define v_mul(a, b) _mm512_mul_ps(a, b)
-#define v_add(a, b) _mm512_add_ps(a, b)
-#define GEMM_ISA "avx512"
-#elif defined(__AVX2__) && defined(__FMA__)
-typedef __m256 vf;
-#define VL 8
+#elif defined(AL_SIMD_AVX2)
 #define NV 2
 #define MR 6
-#define v_load(p) _mm256_loadu_ps(p)
-#define v_store(p, x) _mm256_storeu_ps(p, x)
-#define v_set1(x) _mm256_set1_ps(x)
-#define v_zero() _mm256_setzero_ps()
-#define v_fma(a, b, c) _mm256_fmadd_ps(a, b, c)
-#define v_mul(a, b) _mm256_mul_ps(a, b)
-#define v_add(a, b) _mm256_add_ps(a, b)
-#define GEMM_ISA "avx2"
 #else
-typedef float vf;
-#define VL 1
 #define NV 8
 #define MR 4
-#define v_load(p) (*(p))
-#define v_store(p, x) (*(p) = (x))
-#define v_set1(x) (x)
-#define v_zero() 0.0f
-#define v_fma(a, b, c) ((a) * (b) + (c))   /* no hardware FMA assumed: multiply, then add */
-#define v_mul(a, b) ((a) * (b))
-#define v_add(a, b) ((a) + (b))
-#define GEMM_ISA "scalar"
 #endif
-#define NR (NV * VL)
+#define GEMM_ISA AL_SIMD_ISA
+#define NR (NV * AL_VL)
 
 /* Cache blocking: the A sliver (KC·MR floats) stays in L1, the B panel (KC·NC) in L2. */
 #ifndef KC
@@ -132,7 +101,8 @@ static void pack_a(int ta, int mrk, int mr, int kc, const float *A, int lda, flo
 }
 
 #if defined(__AVX512F__)
-/* dst[c·lds + r] = src[r·ld + c] for a 16×16 block: 32-bit and 64-bit unpacks within 128-bit lanes,
+/* Raw intrinsics: an in-register transpose, which core/simd_impl.h does not express.
+ * dst[c·lds + r] = src[r·ld + c] for a 16×16 block: 32-bit and 64-bit unpacks within 128-bit lanes,
  * then a 4×4 transpose of the lanes with two rounds of shuffle_f32x4. */
 static inline void transpose16(const float *src, int ld, float *dst, int lds)
 {
@@ -172,7 +142,7 @@ static void pack_b(int tb, int nrk, int kc, int nc, const float *B, int ldb, flo
                 const float *src = B + (size_t)k * ldb + j0;
                 float *d = dst + (size_t)k * nrk;
                 if (nr == nrk) {
-                    for (int j = 0; j < nrk; j += VL) v_store(d + j, v_load(src + j));
+                    for (int j = 0; j < nrk; j += AL_VL) al_v_store(d + j, al_v_load(src + j));
                 } else {
                     int j = 0;
                     for (; j < nr; j++) d[j] = src[j];
@@ -202,12 +172,12 @@ static void pack_b(int tb, int nrk, int kc, int nc, const float *B, int ldb, flo
 /* ---------------- micro-kernels ---------------- */
 /* Variants, all computing every c_ij by the same chain of FMAs over k (so all give the same bits):
  *   wide    MR × NV vectors;
- *   narrow  one vector wide, for N <= VL (per-head products with head size 16): 2·MR rows when A is
+ *   narrow  one vector wide, for N <= AL_VL (per-head products with head size 16): 2·MR rows when A is
  *           packed or read along contiguous rows of a transposed A, MR rows when read from MR rows.
  * Operands are either packed or read in place (amode/bmode below). Reading in place saves the copy,
  * which costs about as much as the FMAs when the packed sliver would serve only a few kernel calls. */
 #define MRX (2 * MR)
-#if VL > 1
+#if AL_VL > 1
 #define HAVE_NARROW 1
 #else
 #define HAVE_NARROW 0
@@ -220,42 +190,42 @@ kernel_body(const int mrk, const int nvk, const int amode, const int bmode, int 
             const float *restrict a, int lda, const float *restrict b, int ldb,
             float *restrict c /* (mr, nr), ldc */, int ldc, int mr, int nr, float alpha, float beta, int first)
 {
-    const int nrk = nvk * VL;
+    const int nrk = nvk * AL_VL;
     const size_t astep = amode == A_PACKED ? (size_t)mrk : amode == A_TRANS ? (size_t)lda : 1;
     const size_t bstep = bmode == B_PACKED ? (size_t)nrk : (size_t)ldb;
-    vf acc[MRX][NV];
+    al_vf acc[MRX][NV];
     const float *row[MRX];
 #pragma GCC unroll 32
     for (int i = 0; i < mrk; i++) {
         row[i] = a + (size_t)i * lda;
 #pragma GCC unroll 8
-        for (int v = 0; v < nvk; v++) acc[i][v] = v_zero();
+        for (int v = 0; v < nvk; v++) acc[i][v] = al_v_zero();
     }
     for (int k = 0; k < kc; k++) {
-        vf bv[NV];
+        al_vf bv[NV];
 #pragma GCC unroll 8
-        for (int v = 0; v < nvk; v++) bv[v] = v_load(b + v * VL);
+        for (int v = 0; v < nvk; v++) bv[v] = al_v_load(b + v * AL_VL);
 #pragma GCC unroll 32
         for (int i = 0; i < mrk; i++) {
-            vf av = v_set1(amode == A_ROWS ? row[i][k] : a[i]);
+            al_vf av = al_v_set1(amode == A_ROWS ? row[i][k] : a[i]);
 #pragma GCC unroll 8
-            for (int v = 0; v < nvk; v++) acc[i][v] = v_fma(av, bv[v], acc[i][v]);
+            for (int v = 0; v < nvk; v++) acc[i][v] = al_v_fma(av, bv[v], acc[i][v]);
         }
         if (amode != A_ROWS) a += astep;
         b += bstep;
     }
-    vf va = v_set1(alpha);
+    al_vf va = al_v_set1(alpha);
     if (mr == mrk && nr == nrk) {
-        vf vb = v_set1(beta);
+        al_vf vb = al_v_set1(beta);
 #pragma GCC unroll 32
         for (int i = 0; i < mrk; i++)
 #pragma GCC unroll 8
             for (int v = 0; v < nvk; v++) {
-                float *p = c + (size_t)i * ldc + v * VL;
-                vf t = v_mul(va, acc[i][v]);
-                if (!first) t = v_add(v_load(p), t);
-                else if (beta != 0.f) t = v_add(t, v_mul(vb, v_load(p)));
-                v_store(p, t);
+                float *p = c + (size_t)i * ldc + v * AL_VL;
+                al_vf t = al_v_mul(va, acc[i][v]);
+                if (!first) t = al_v_add(al_v_load(p), t);
+                else if (beta != 0.f) t = al_v_add(t, al_v_mul(vb, al_v_load(p)));
+                al_v_store(p, t);
             }
         return;
     }
@@ -264,7 +234,7 @@ kernel_body(const int mrk, const int nvk, const int amode, const int bmode, int 
 #pragma GCC unroll 32
     for (int i = 0; i < mrk; i++)
 #pragma GCC unroll 8
-        for (int v = 0; v < nvk; v++) v_store(tmp + i * nrk + v * VL, v_mul(va, acc[i][v]));
+        for (int v = 0; v < nvk; v++) al_v_store(tmp + i * nrk + v * AL_VL, al_v_mul(va, acc[i][v]));
     for (int i = 0; i < mr; i++)
         for (int j = 0; j < nr; j++) {
             float *p = c + (size_t)i * ldc + j, t = tmp[i * nrk + j];
@@ -308,56 +278,49 @@ static inline int tile_rows(int narrow, int amode) { return narrow && amode != A
 /* When both operands run along K in memory (A (M,K), B (N,K)) and K is long next to M and N (weight
  * gradients of convolutions: 32×9 over K = 50176), packing B would transpose it at a cost far above
  * the FMAs. Instead each c_ij is a dot product of two contiguous rows: DTM×DTN tiles of lane-wise
- * accumulators (lane l sums the k ≡ l mod VL in increasing k), K in blocks that keep the rows in L2,
- * and a fixed-order sum of the VL lanes at the end. A function of the shape only: deterministic. */
-#if VL > 1
+ * accumulators (lane l sums the k ≡ l mod AL_VL in increasing k), K in blocks that keep the rows in L2,
+ * and a fixed-order sum of the AL_VL lanes at the end. A function of the shape only: deterministic. */
+#if AL_VL > 1
 #define HAVE_DOT 1
-#if defined(__AVX512F__)
+#if defined(AL_SIMD_AVX512)
 #define DTM 4
 #define DTN 4
-#define v_loadn(p, n) _mm512_maskz_loadu_ps((__mmask16)((1u << (n)) - 1u), p)
 #else
 #define DTM 3
 #define DTN 3
-static inline __m256 v_loadn_avx2(const float *p, int n)
-{
-    __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-    return _mm256_maskload_ps(p, m);
-}
-#define v_loadn(p, n) v_loadn_avx2(p, n)
 #endif
 #define DOT_KB 512
 
-static void dot_tile(int kb, const float *const *ar, const float *const *br, vf *t /* (DTM·DTN) */)
+static void dot_tile(int kb, const float *const *ar, const float *const *br, al_vf *t /* (DTM·DTN) */)
 {
-    vf s[DTM][DTN];
+    al_vf s[DTM][DTN];
 #pragma GCC unroll 4
     for (int i = 0; i < DTM; i++)
 #pragma GCC unroll 4
         for (int j = 0; j < DTN; j++) s[i][j] = t[i * DTN + j];
     int k = 0;
-    for (; k + VL <= kb; k += VL) {
-        vf a[DTM], b[DTN];
+    for (; k + AL_VL <= kb; k += AL_VL) {
+        al_vf a[DTM], b[DTN];
 #pragma GCC unroll 4
-        for (int i = 0; i < DTM; i++) a[i] = v_load(ar[i] + k);
+        for (int i = 0; i < DTM; i++) a[i] = al_v_load(ar[i] + k);
 #pragma GCC unroll 4
         for (int j = 0; j < DTN; j++) {
-            b[j] = v_load(br[j] + k);
+            b[j] = al_v_load(br[j] + k);
             __asm__("" : "+v"(b[j]));            /* keep it in a register: GCC would reload it per FMA */
         }
 #pragma GCC unroll 4
         for (int i = 0; i < DTM; i++)
 #pragma GCC unroll 4
-            for (int j = 0; j < DTN; j++) s[i][j] = v_fma(a[i], b[j], s[i][j]);
+            for (int j = 0; j < DTN; j++) s[i][j] = al_v_fma(a[i], b[j], s[i][j]);
     }
     if (k < kb) {                                 /* tail: zero-filled lanes add exact zeros */
-        vf a[DTM], b[DTN];
-        for (int i = 0; i < DTM; i++) a[i] = v_loadn(ar[i] + k, kb - k);
-        for (int j = 0; j < DTN; j++) b[j] = v_loadn(br[j] + k, kb - k);
+        al_vf a[DTM], b[DTN];
+        for (int i = 0; i < DTM; i++) a[i] = al_v_loadm(al_v_mask(kb - k), ar[i] + k);
+        for (int j = 0; j < DTN; j++) b[j] = al_v_loadm(al_v_mask(kb - k), br[j] + k);
 #pragma GCC unroll 4
         for (int i = 0; i < DTM; i++)
 #pragma GCC unroll 4
-            for (int j = 0; j < DTN; j++) s[i][j] = v_fma(a[i], b[j], s[i][j]);
+            for (int j = 0; j < DTN; j++) s[i][j] = al_v_fma(a[i], b[j], s[i][j]);
     }
 #pragma GCC unroll 4
     for (int i = 0; i < DTM; i++)
@@ -371,9 +334,9 @@ static int gemm_dot(int M, int N, int K, float alpha, const float *A, int lda, c
 {
     const int mt = ceil_div(M, DTM), nt = ceil_div(N, DTN);
     const size_t nacc = (size_t)mt * nt * DTM * DTN;
-    vf *acc = aligned_alloc(64, nacc * sizeof(vf));   /* (mt, nt, DTM, DTN) lane vectors */
+    al_vf *acc = aligned_alloc(64, nacc * sizeof(al_vf));   /* (mt, nt, DTM, DTN) lane vectors */
     if (!acc) return -1;
-    for (size_t q = 0; q < nacc; q++) acc[q] = v_zero();
+    for (size_t q = 0; q < nacc; q++) acc[q] = al_v_zero();
     for (int k0 = 0; k0 < K; k0 += DOT_KB) {
         const int kb = imin(DOT_KB, K - k0);
         for (int it = 0; it < mt; it++) {
@@ -387,9 +350,9 @@ static int gemm_dot(int M, int N, int K, float alpha, const float *A, int lda, c
     }
     for (int i = 0; i < M; i++)
         for (int j = 0; j < N; j++) {
-            float lane[VL], sum = 0.f;
-            v_store(lane, acc[((size_t)(i / DTM) * nt + j / DTN) * DTM * DTN + (i % DTM) * DTN + j % DTN]);
-            for (int l = 0; l < VL; l++) sum += lane[l];
+            float lane[AL_VL], sum = 0.f;
+            al_v_store(lane, acc[((size_t)(i / DTM) * nt + j / DTN) * DTM * DTN + (i % DTM) * DTN + j % DTN]);
+            for (int l = 0; l < AL_VL; l++) sum += lane[l];
             float *p = C + (size_t)i * ldc + j, t = alpha * sum;
             if (beta != 0.f) t = t + beta * *p;
             *p = t;
@@ -427,7 +390,7 @@ static void gemm_blocked(int ta, int tb, int M, int N, int K, float alpha,
     if (use_dot(ta, tb, M, N, K) && gemm_dot(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc) == 0) return;
 #endif
     const int kcb = kc_of(K);
-    const int narrow = HAVE_NARROW && N <= VL, nrk = narrow ? VL : NR;
+    const int narrow = HAVE_NARROW && N <= AL_VL, nrk = narrow ? AL_VL : NR;
     float *ap = ws;                               /* (kcb, MRX) */
     float *bp = ws + (size_t)kcb * MRX;           /* (ceil(NC/nrk), kcb, nrk) */
     /* In place, not packed: A always (a sliver is only MR rows or MR columns of A, which stay in L1;
@@ -435,8 +398,8 @@ static void gemm_blocked(int ta, int tb, int M, int N, int K, float alpha,
      * transpose), B when few A slivers reuse it (short C; a B sliver strided by a leading dimension
      * that is a multiple of 4 KiB would fall into a handful of cache sets). Not in the scalar build,
      * where it kept gcc from vectorising. */
-    const int adirect = VL > 1;
-    const int bdirect = VL > 1 && !tb && ceil_div(M, MR) <= 6 && (ldb % 1024) != 0;
+    const int adirect = AL_VL > 1;
+    const int bdirect = AL_VL > 1 && !tb && ceil_div(M, MR) <= 6 && (ldb % 1024) != 0;
     const int amode = adirect ? (ta ? A_TRANS : A_ROWS) : A_PACKED;
     const int mrk = tile_rows(narrow, amode), mrp = tile_rows(narrow, A_PACKED);
     for (int jc = 0; jc < N; jc += NC) {
@@ -561,9 +524,7 @@ static void gemm_own(int ta, int tb, int M, int N, int K, float alpha,
         return;
     }
     int failed = 0;
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static) num_threads(nthreads) if (nthreads > 1 && np > 1) reduction(|:failed)
-#endif
+    AL_OMP("omp parallel for schedule(static) num_threads(nthreads) if (nthreads > 1 && np > 1) reduction(|:failed)")
     for (int t = 0; t < np; t++) {
         part q = p[t];
         float *ws = ws_thread(wsn);

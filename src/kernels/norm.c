@@ -1,4 +1,4 @@
-/* kernels_norm.c — row-wise softmax, log-softmax and layernorm kernels, each with a naive
+/* norm.c — row-wise softmax, log-softmax and layernorm kernels, each with a naive
  * double-precision reference (suffix _ref) that the tests compare against.
  *
  * Rows are independent: OpenMP splits them statically, so each thread owns its output rows
@@ -9,14 +9,15 @@
  * softmax uses) that vectorises; libm's expf does not without -ffast-math.
  */
 #include "attnlab/kernels.h"
-#include "core/fastmath_impl.h"
+#include "core/exp_impl.h"
+#include "core/omp_impl.h"
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
 #define LANES 16
-/* Parallelise only when a call has enough work to pay for the fork/join (~20k floats). */
-#define PAR_MIN 20000
+/* Parallelise only when a call has enough work to pay for the fork/join: AL_PAR_MIN / 2 floats
+ * (each costs an exp or two passes, about twice a plain multiply-add). */
 
 
 static inline float row_max(const float *x, int n)
@@ -67,7 +68,7 @@ static inline float row_exp_sum(const float *x, float *y, float m, int n)
 /* ---------------- softmax ---------------- */
 void al_softmax_rows(const float *x /* (rows, n) */, float *y /* (rows, n) */, int64_t rows, int n)
 {
-    #pragma omp parallel for schedule(static) if (rows * n >= PAR_MIN && rows > 1)
+    AL_OMP("omp parallel for schedule(static) if (rows * n >= AL_PAR_MIN / 2 && rows > 1)")
     for (int64_t r = 0; r < rows; r++) {
         const float *xr = x + r * n;
         float *yr = y + r * n;
@@ -92,7 +93,7 @@ void al_softmax_rows_ref(const float *x, float *y, int64_t rows, int n)
 /* ---------------- log-softmax ---------------- */
 void al_log_softmax_rows(const float *x /* (rows, n) */, float *y /* (rows, n) */, int64_t rows, int n)
 {
-    #pragma omp parallel for schedule(static) if (rows * n >= PAR_MIN && rows > 1)
+    AL_OMP("omp parallel for schedule(static) if (rows * n >= AL_PAR_MIN / 2 && rows > 1)")
     for (int64_t r = 0; r < rows; r++) {
         const float *xr = x + r * n;
         float *yr = y + r * n;
@@ -122,7 +123,7 @@ void al_layernorm_rows(const float *x /* (rows, n) */, const float *gamma /* (n)
                        int64_t rows, int n, float eps)
 {
     const float inv_n = 1.0f / (float)n;
-    #pragma omp parallel for schedule(static) if (rows * n >= PAR_MIN && rows > 1)
+    AL_OMP("omp parallel for schedule(static) if (rows * n >= AL_PAR_MIN / 2 && rows > 1)")
     for (int64_t r = 0; r < rows; r++) {
         const float *xr = x + r * n;
         float *yr = y + r * n;

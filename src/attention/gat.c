@@ -1,0 +1,279 @@
+/* gat.c — graph attention with the additive score and softmax (GAT): every head of a node at once.
+ *
+ * The generic sparse kernels (sparse.c) run per (b, h, row): at a graph's degree of ~5 their 16-key vectors
+ * are mostly masked and the per-row work (index loads, row max, three sweeps) is repeated for
+ * every head. Here the vector lanes are the heads (up to HV per chunk): one walk of a node's
+ * adjacency serves all of them, scores, softmax and keep bits are one vector op per slot, and with
+ * v (and dO) stored heads-innermost the weighted sums and dP = dO·V are plain vector FMAs, no
+ * horizontal sums. Graph keys are never absent, so there is no absent-slot handling either. */
+#include "attention/attention_impl.h"
+#include "attention/dropout_impl.h"
+#include "core/exp_impl.h"
+#include "core/omp_impl.h"
+#include "core/simd_impl.h"
+#include <math.h>
+
+#define HV 16   /* heads per vector: the lanes of al_v16 (core/simd_impl.h) */
+
+
+/* Floats of per-thread scratch: a line per slot of the longest list, and two more. */
+static size_t gat_scratch(int maxdeg) { return ((size_t)maxdeg + 2) * HV; }
+
+
+/* dst (B,N,X,H) row r = b·N + i from src (B,H,N,X): the X features of every head of node i. */
+static inline void heads_inner(const float *restrict src /* (B,H,N,X) */, float *restrict dst /* (B,N,X,H) */, int H, int N, int X, int64_t r)
+{
+    const int64_t b = r / N, i = r % N;
+    float *o = dst + r * X * H;
+    for (int h = 0; h < H; h++) {
+        const float *s = src + ((b * H + h) * N + i) * X;
+        for (int x = 0; x < X; x++) o[(int64_t)x * H + h] = s[x];
+    }
+}
+
+/* Rows (b, h0 + l, i) of o (B,H,N,X), l < hc: = (or += with add) Σ_t W[t·HV + l] · Y[b, h0 + l,
+ * idx[t], :] + a1[h0 + l, :]·c1[l] + a2[h0 + l, :]·c2[l] (a1, a2 (H,X) optional). Head-major rows
+ * with the weight broadcast: the features are the lanes, so the result is stored as it is (no
+ * transpose) and one head (H = 1) takes one FMA per slot. */
+static inline void gat_wsum(const float *W /* (n, HV) */, const int *idx /* (n) */, int64_t n, const float *Y /* (B,H,N,X) */, float *o /* (B,H,N,X) */, int add,
+                            const float *a1 /* (H,X) or NULL */, const float *c1 /* (hc) */, const float *a2 /* (H,X) or NULL */, const float *c2 /* (hc) */,
+                            int H, int N, int X, int64_t b, int64_t i, int h0, int hc)
+{
+    for (int l = 0; l < hc; l++) {
+        const int64_t bh = b * H + h0 + l;
+        const float *Yh = Y + bh * N * X;
+        float *oh = o + (bh * N + i) * X;
+        for (int x0 = 0; x0 < X; x0 += HV) {
+            const al_m16 fm = al_v16_mask(X - x0);
+            al_v16 acc = al_v16_zero();
+            for (int64_t t = 0; t < n; t++) acc = al_v16_fma(al_v16_set1(W[t * HV + l]), al_v16_load(fm, Yh + (int64_t)idx[t] * X + x0), acc);
+            if (a1) acc = al_v16_fma(al_v16_load(fm, a1 + (int64_t)(h0 + l) * X + x0), al_v16_set1(c1[l]), acc);
+            if (a2) acc = al_v16_fma(al_v16_load(fm, a2 + (int64_t)(h0 + l) * X + x0), al_v16_set1(c2[l]), acc);
+            if (add) acc = al_v16_add(al_v16_load(fm, oh + x0), acc);
+            al_v16_store(fm, oh + x0, acc);
+        }
+    }
+}
+
+/* Forward: transposes (vt, qt, kt), sq = a_q·q and sk = a_k·k per node, then per query node the
+ * scores of all heads, softmax, dropout and o = Σ w·v, in one parallel region. */
+void al__attn_gat_forward(attn_node *nd, const float *q /* (B,H,N,D) */, const float *k /* (B,H,N,D) */,
+                          const float *v /* (B,H,N,Dv) */, float *out /* (B,H,N,Dv) */)
+{
+    const al_attn_cfg *g = &nd->g;
+    const int N = g->N, D = g->D, Dv = g->Dv, H = g->H, nch = (H + HV - 1) / HV;
+    const int64_t rows = (int64_t)g->B * N, slots = g->slots;
+    const int64_t *qptr = nd->qptr; const int *key = nd->key;
+    float *vt = nd->vt, *qt = nd->qt, *kt = nd->kt, *P = nd->P, *sq = nd->sq, *sk = nd->sk;
+    const gat_steps st = gat_keep_steps(g);
+    AL_OMP("omp parallel num_threads(nd->nthr) if ((rows + g->B * slots) * H * (D + Dv) > AL_PAR_MIN)")
+    {
+        AL_OMP("omp for schedule(static) nowait")
+        for (int64_t r = 0; r < rows; r++) {
+            heads_inner(v, vt, H, N, Dv, r);
+            if (qt != vt) heads_inner(q, qt, H, N, D, r);
+            if (kt != vt && kt != qt) heads_inner(k, kt, H, N, D, r);
+        }
+        /* sq, sk: a separate sweep, so that the masked loads find the copies' scalar stores
+         * drained; static schedules of the same count give each thread the rows it copied. */
+        AL_OMP("omp for schedule(static)")
+        for (int64_t r = 0; r < rows; r++)
+            for (int h0 = 0; h0 < H; h0 += HV) {
+                const al_m16 m = al_v16_mask(H - h0);
+                al_v16 a = al_v16_zero(), b = al_v16_zero();
+                for (int d = 0; d < D; d++) {
+                    a = al_v16_fma(al_v16_load(m, nd->aqt + d * H + h0), al_v16_load(m, qt + (r * D + d) * H + h0), a);
+                    b = al_v16_fma(al_v16_load(m, nd->akt + d * H + h0), al_v16_load(m, kt + (r * D + d) * H + h0), b);
+                }
+                al_v16_store(m, sq + r * H + h0, a);
+                al_v16_store(m, sk + r * H + h0, b);
+            }
+        /* E: this row's scores of HV heads, one 64-byte line per slot. Kept apart from P, whose
+         * slots overlap at a stride of H < HV: a masked load right after a masked store to the
+         * same line waits for the store (no forwarding), which serialised the exp chain. */
+        float *E = nd->scr + (size_t)al__thread_id() * gat_scratch(nd->maxdeg);
+        AL_OMP("omp for schedule(static) nowait")
+        for (int64_t r = 0; r < rows; r++) {
+            const int64_t b = r / N, i = r % N, s0 = qptr[i], s1 = qptr[i + 1];
+            float *Pb = P + b * slots * H;                  /* slot s of head h at Pb[s·H + h] */
+            const float *skb = sk + b * N * H;
+            for (int c = 0; c < nch; c++) {
+                const int h0 = c * HV, hc = H - h0 < HV ? H - h0 : HV;
+                const al_m16 m = al_v16_mask(hc);
+                const al_v16 sqi = al_v16_load(m, sq + r * H + h0);
+                al_v16 mx = al_v16_set1(-INFINITY), sum = al_v16_zero();
+                for (int64_t s = s0; s < s1; s++) {   /* LeakyReLU(sq_i + sk_j) */
+                    al_v16 e = al_v16_add(sqi, al_v16_load(m, skb + (int64_t)key[s] * H + h0));
+                    e = al_v16_pos_or(e, e, g->slope);
+                    al_v16_stl(E + (s - s0) * HV, e);
+                    mx = al_v16_max(mx, e);
+                }
+                for (int64_t s = s0; s < s1; s++) {
+                    al_v16 p = al__exp_cephes_v16(al_v16_sub(al_v16_ldl(E + (s - s0) * HV), mx));
+                    al_v16_stl(E + (s - s0) * HV, p);
+                    sum = al_v16_add(sum, p);
+                }
+                const al_v16 inv = al_v16_recip(sum);
+                for (int64_t s = s0; s < s1; s++) {   /* normalise, keep bits; E: the applied weights */
+                    const al_v16 p = al_v16_mul(al_v16_ldl(E + (s - s0) * HV), inv);
+                    al_v16_store(m, Pb + s * H + h0, p);
+                    al_v16 w = p;
+                    if (g->drop) {
+                        const uint32_t kb = gat_keep_bits(g, &st, b * H + h0, s, hc);
+                        nd->keepm[(b * slots + s) * nch + c] = (uint16_t)kb;
+                        w = al_v16_keep(kb, p, g->inv_keep);
+                    }
+                    al_v16_stl(E + (s - s0) * HV, w);
+                }
+                gat_wsum(E, key + s0, s1 - s0, v, out, 0, NULL, NULL, NULL, NULL, H, N, Dv, b, i, h0, hc);
+            }
+        }
+    }
+}
+
+#define GAT_PARTS 64   /* backward: fixed node chunks whose a_q, a_k gradient partials are added in order */
+
+/* Backward: dO transposed, a pass over queries (dS per slot and head, dsq), then a pass over keys
+ * through the transposed lists (dV, dK, dQ of node j, and the a_q/a_k partials of its chunk). */
+void al__attn_gat_backward(al_ctx *c, attn_node *nd)
+{
+    const al_attn_cfg *g = &nd->g;
+    const int N = g->N, D = g->D, Dv = g->Dv, H = g->H, nch = (H + HV - 1) / HV;
+    const int64_t rows = (int64_t)g->B * N, slots = g->slots;
+    const float *dO = nd->out->grad;
+    float *dq = nd->q->requires_grad ? al_grad(c, nd->q) : NULL;
+    float *dk = nd->k->requires_grad ? al_grad(c, nd->k) : NULL;
+    float *dv = nd->v->requires_grad ? al_grad(c, nd->v) : NULL;
+    const int need_a = nd->aq->requires_grad || nd->ak->requires_grad;
+    const int nparts = rows < GAT_PARTS ? (int)(rows > 0 ? rows : 1) : GAT_PARTS;
+    float *dot = al_arena_alloc(&c->arena, (size_t)(rows * Dv * H > 0 ? rows * Dv * H : 1) * sizeof(float));   /* (B,N,Dv,H) */
+    float *dS = al_arena_alloc(&c->arena, (size_t)(g->B * slots * H > 0 ? g->B * slots * H : 1) * sizeof(float));   /* (B,slots,H) */
+    float *dsq = al_arena_alloc(&c->arena, (size_t)(rows * H > 0 ? rows * H : 1) * sizeof(float));   /* (B,N,H) */
+    /* (parts,2,D,chunks,HV): one line per feature, for the same reason as E */
+    float *part = need_a ? al_arena_calloc(&c->arena, (size_t)nparts * 2 * D * nch * HV * sizeof(float)) : NULL;
+    float *scr = al_arena_alloc(&c->arena, (size_t)nd->nthr * gat_scratch(nd->maxdeg) * sizeof(float));
+    if (!dot || !dS || !dsq || !scr || (need_a && !part)) { al_fail(c, "attention backward: out of memory"); return; }
+    if (!al_ok(c)) return;
+    const int64_t *qptr = nd->qptr; const int *key = nd->key;
+    const float *P = nd->P, *sq = nd->sq, *sk = nd->sk, *vt = nd->vt;
+    AL_OMP("omp parallel num_threads(nd->nthr) if ((rows + g->B * slots) * H * (D + Dv) > AL_PAR_MIN)")
+    {
+        /* nowait: pass 1 reads the dO rows of its own queries only, which the same static
+         * schedule gave this thread here; pass 2 reads other rows after pass 1's barrier. */
+        AL_OMP("omp for schedule(static) nowait")
+        for (int64_t r = 0; r < rows; r++) heads_inner(dO, dot, H, N, Dv, r);
+        /* Pass 1 over queries: dP = dO_i·v_j (dropped as the forward), delta, dS and dsq; dP kept
+         * in E (one line per slot, as in the forward) between the two sweeps; pass 2 keeps the
+         * weights of a key's slots there. */
+        float *E = scr + (size_t)al__thread_id() * gat_scratch(nd->maxdeg), *lanes = E + (size_t)nd->maxdeg * HV;   /* 2 lines */
+        AL_OMP("omp for schedule(static)")
+        for (int64_t r = 0; r < rows; r++) {
+            const int64_t b = r / N, i = r % N, s0 = qptr[i], s1 = qptr[i + 1];
+            const float *Pb = P + b * slots * H, *skb = sk + b * N * H, *vtb = vt + b * N * Dv * H;
+            float *dSb = dS + b * slots * H;
+            for (int c0 = 0; c0 < nch; c0++) {
+                const int h0 = c0 * HV;
+                const al_m16 m = al_v16_mask(H - h0);
+                const float *doi = dot + r * Dv * H + h0;
+                al_v16 delta = al_v16_zero();
+                for (int64_t s = s0; s < s1; s++) {
+                    const float *vj = vtb + (int64_t)key[s] * Dv * H + h0;
+                    al_v16 x = al_v16_zero();
+                    for (int d = 0; d < Dv; d++) x = al_v16_fma(al_v16_load(m, doi + (int64_t)d * H), al_v16_load(m, vj + (int64_t)d * H), x);
+                    if (g->drop) x = al_v16_keep(nd->keepm[(b * slots + s) * nch + c0], x, g->inv_keep);
+                    al_v16_stl(E + (s - s0) * HV, x);
+                    delta = al_v16_fma(al_v16_load(m, Pb + s * H + h0), x, delta);
+                }
+                const al_v16 sqi = al_v16_load(m, sq + r * H + h0);
+                al_v16 su = al_v16_zero();
+                for (int64_t s = s0; s < s1; s++) {
+                    const al_v16 p = al_v16_load(m, Pb + s * H + h0), u = al_v16_add(sqi, al_v16_load(m, skb + (int64_t)key[s] * H + h0));
+                    const al_v16 x = al_v16_pos_or(u, al_v16_mul(p, al_v16_sub(al_v16_ldl(E + (s - s0) * HV), delta)), g->slope);
+                    al_v16_store(m, dSb + s * H + h0, x);
+                    su = al_v16_add(su, x);
+                }
+                al_v16_store(m, dsq + r * H + h0, su);
+            }
+        }
+        /* Pass 2 over keys, in fixed chunks of nodes: each node's gradient rows are written once. */
+        AL_OMP("omp for schedule(static) nowait")
+        for (int pt = 0; pt < nparts; pt++) {
+            float *pq = part ? part + (size_t)pt * 2 * D * nch * HV : NULL, *pk = pq ? pq + (size_t)D * nch * HV : NULL;
+            for (int64_t r = rows * pt / nparts; r < rows * (pt + 1) / nparts; r++) {
+                const int64_t b = r / N, j = r % N, t0 = nd->kptr[j], t1 = nd->kptr[j + 1];
+                const float *Pb = P + b * slots * H, *dSb = dS + b * slots * H;
+                for (int c0 = 0; c0 < nch; c0++) {
+                    const int h0 = c0 * HV, hc = H - h0 < HV ? H - h0 : HV;
+                    const al_m16 m = al_v16_mask(hc);
+                    al_v16 dsk = al_v16_zero();
+                    for (int64_t t = t0; t < t1; t++) {   /* E: the applied weights of the key's slots */
+                        const int64_t s = nd->kslot[t];
+                        al_v16 w = al_v16_load(m, Pb + s * H + h0);
+                        if (g->drop) w = al_v16_keep(nd->keepm[(b * slots + s) * nch + c0], w, g->inv_keep);
+                        al_v16_stl(E + (t - t0) * HV, w);
+                        dsk = al_v16_add(dsk, al_v16_load(m, dSb + s * H + h0));
+                    }
+                    const al_v16 dsqj = al_v16_load(m, dsq + r * H + h0);
+                    float *lk = lanes, *lq = lanes + HV;   /* dsk, dsq of each head */
+                    al_v16_stl(lk, dsk); al_v16_stl(lq, dsqj);
+                    const int kin = dk && dk == dv && D == Dv, qin = dq && dq == dv && D == Dv;   /* q, k are v (GAT) */
+                    if (dv)   /* dV = Σ w·dO over the key's slots, with a_k·dsk and a_q·dsq when they share the row */
+                        gat_wsum(E, nd->kq + t0, t1 - t0, dO, dv, 1, kin ? nd->ak->data : NULL, lk, qin ? nd->aq->data : NULL,
+                                 lq, H, N, Dv, b, j, h0, hc);
+                    if (dk && !kin) gat_wsum(E, NULL, 0, NULL, dk, 1, nd->ak->data, lk, NULL, NULL, H, N, D, b, j, h0, hc);
+                    if (dq && !qin) gat_wsum(E, NULL, 0, NULL, dq, 1, nd->aq->data, lq, NULL, NULL, H, N, D, b, j, h0, hc);
+                    if (pq)
+                        for (int d = 0; d < D; d++) {
+                            float *a = pq + ((int64_t)d * nch + c0) * HV, *e = pk + ((int64_t)d * nch + c0) * HV;
+                            al_v16_stl(a, al_v16_fma(dsqj, al_v16_load(m, nd->qt + (r * D + d) * H + h0), al_v16_ldl(a)));
+                            al_v16_stl(e, al_v16_fma(dsk, al_v16_load(m, nd->kt + (r * D + d) * H + h0), al_v16_ldl(e)));
+                        }
+                }
+            }
+        }
+    }
+    /* a_q, a_k gradients: the chunk partials added in chunk order (independent of the threads) */
+    for (int w = 0; w < 2 && need_a; w++) {
+        al_tensor *a = w ? nd->ak : nd->aq;
+        if (!a->requires_grad) continue;
+        float *da = al_grad(c, a);
+        if (!da) return;
+        for (int h = 0; h < H; h++)
+            for (int d = 0; d < D; d++) {
+                float acc = da[h * D + d];
+                for (int pt = 0; pt < nparts; pt++) acc += part[(((size_t)pt * 2 + w) * D + d) * nch * HV + h];
+                da[h * D + d] = acc;
+            }
+    }
+}
+
+/* Scratch of the gat path (arena): transposed inputs, sq/sk, P, the keep bits, a_q/a_k as (D,H). */
+int al__attn_gat_setup(al_ctx *c, attn_node *nd)
+{
+    const al_attn_cfg *g = &nd->g;
+    const int H = g->H, D = g->D, nch = (H + HV - 1) / HV;
+    const int64_t rows = (int64_t)g->B * g->N, nslot = g->B * g->slots > 0 ? g->B * g->slots : 1;
+    al_arena *a = &c->arena;
+    nd->vt = al_arena_alloc(a, (size_t)(rows * g->Dv * H) * sizeof(float));
+    nd->qt = nd->q->data == nd->v->data && D == g->Dv ? nd->vt : al_arena_alloc(a, (size_t)(rows * D * H) * sizeof(float));
+    nd->kt = nd->k->data == nd->v->data && D == g->Dv ? nd->vt
+           : nd->k->data == nd->q->data ? nd->qt : al_arena_alloc(a, (size_t)(rows * D * H) * sizeof(float));
+    nd->sq = al_arena_alloc(a, (size_t)rows * H * sizeof(float));
+    nd->sk = al_arena_alloc(a, (size_t)rows * H * sizeof(float));
+    nd->aqt = al_arena_alloc(a, (size_t)D * H * sizeof(float));
+    nd->akt = al_arena_alloc(a, (size_t)D * H * sizeof(float));
+    nd->P = al_arena_alloc(a, (size_t)nslot * H * sizeof(float));
+    nd->keepm = g->drop ? al_arena_alloc(a, (size_t)nslot * nch * sizeof(uint16_t)) : NULL;
+    nd->scr = al_arena_alloc(a, (size_t)nd->nthr * gat_scratch(nd->maxdeg) * sizeof(float));
+    if (!nd->scr || !nd->vt || !nd->qt || !nd->kt || !nd->sq || !nd->sk || !nd->aqt || !nd->akt || !nd->P || (g->drop && !nd->keepm)) {
+        al_fail(c, "attention: out of memory");
+        return -1;
+    }
+    for (int h = 0; h < H; h++)
+        for (int d = 0; d < D; d++) {
+            nd->aqt[d * H + h] = nd->aq->data[h * D + d];
+            nd->akt[d * H + h] = nd->ak->data[h * D + d];
+        }
+    return 0;
+}
+

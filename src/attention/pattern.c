@@ -1,0 +1,180 @@
+/* pattern.c — the attention patterns: slot counts and offsets, argument checking (al_attn_setup,
+ * shared by al_attention and the reference) and the slot lists of the sparse patterns (per query,
+ * and transposed per key). The one file a new pattern touches besides the reference mask (ref.c). */
+#include "attention/attention_impl.h"
+#include <math.h>
+#include <string.h>
+
+int64_t al_pattern_slots(const al_pattern *p, int n)
+{
+    switch (p->kind) {
+    case AL_PAT_FULL: return (int64_t)n * n;
+    case AL_PAT_WINDOW2D: return (int64_t)n * p->win_h * p->win_w;
+    case AL_PAT_WINDOW1D: return (int64_t)n * (2 * p->radius + 1);
+    case AL_PAT_GRAPH: return p->adj ? p->adj->nnz : 0;
+    }
+    return 0;
+}
+
+int al_pattern_offsets(const al_pattern *p)
+{
+    if (p->kind == AL_PAT_WINDOW2D) return p->win_h * p->win_w;
+    if (p->kind == AL_PAT_WINDOW1D) return 2 * p->radius + 1;
+    return 0;
+}
+
+int al_attn_setup(al_ctx *c, const char *op, const al_attn_desc *d, al_tensor *q /* (B,H,N,D) */,
+                  al_tensor *k /* (B,H,N,D) */, al_tensor *v /* (B,H,N,Dv) */, al_tensor *a_q /* (H,D) or NULL */,
+                  al_tensor *a_k /* (H,D) or NULL */, al_tensor *rel_bias /* (H,offsets) or NULL */,
+                  al_tensor *bias /* (H,slots) or NULL */, al_attn_cfg *g)
+{
+    char b1[64], b2[64], b3[64];
+    if (!d) { al_fail(c, "%s: descriptor is NULL", op); return -1; }
+    if (q->ndim != 4 || k->ndim != 4 || v->ndim != 4 || !al_same_shape(q, k) ||
+        v->shape[0] != q->shape[0] || v->shape[1] != q->shape[1] || v->shape[2] != q->shape[2]) {
+        al_fail(c, "%s: expected q, k (B,H,N,D) and v (B,H,N,Dv), got q %s, k %s, v %s", op,
+                al_shape_str(q, b1, sizeof b1), al_shape_str(k, b2, sizeof b2), al_shape_str(v, b3, sizeof b3));
+        return -1;
+    }
+    memset(g, 0, sizeof *g);
+    g->B = q->shape[0]; g->H = q->shape[1]; g->N = q->shape[2]; g->D = q->shape[3]; g->Dv = v->shape[3];
+    const al_pattern *p = &d->pattern;
+    switch (p->kind) {
+    case AL_PAT_FULL: break;
+    case AL_PAT_WINDOW2D:
+        if (p->grid_h < 1 || p->grid_w < 1 || (int64_t)p->grid_h * p->grid_w != g->N) {
+            al_fail(c, "%s: window2d grid %dx%d does not hold N = %d tokens", op, p->grid_h, p->grid_w, g->N);
+            return -1;
+        }
+        if (p->win_h < 1 || p->win_w < 1 || !(p->win_h & 1) || !(p->win_w & 1)) {
+            al_fail(c, "%s: window2d size %dx%d must be odd and positive", op, p->win_h, p->win_w);
+            return -1;
+        }
+        break;
+    case AL_PAT_WINDOW1D:
+        if (p->radius < 0) { al_fail(c, "%s: window1d radius %d < 0", op, p->radius); return -1; }
+        break;
+    case AL_PAT_GRAPH: {
+        const al_csr *a = p->adj;
+        if (!a || !a->rowptr || (a->nnz > 0 && !a->col)) { al_fail(c, "%s: graph pattern without an adjacency", op); return -1; }
+        if (a->rows != g->N || a->cols != g->N) {
+            al_fail(c, "%s: adjacency is %dx%d but N = %d", op, a->rows, a->cols, g->N);
+            return -1;
+        }
+        if (a->rowptr[0] != 0 || a->rowptr[a->rows] != a->nnz) {
+            al_fail(c, "%s: adjacency rowptr does not span 0..nnz (%lld)", op, (long long)a->nnz);
+            return -1;
+        }
+        for (int i = 0; i < a->rows; i++)
+            if (a->rowptr[i + 1] < a->rowptr[i]) { al_fail(c, "%s: adjacency rowptr decreases at row %d", op, i); return -1; }
+        for (int64_t e = 0; e < a->nnz; e++)
+            if (a->col[e] < 0 || a->col[e] >= g->N) {
+                al_fail(c, "%s: adjacency edge %lld has column %d outside [0, %d)", op, (long long)e, a->col[e], g->N);
+                return -1;
+            }
+        break;
+    }
+    default: al_fail(c, "%s: unknown pattern kind %d", op, (int)p->kind); return -1;
+    }
+    g->slots = al_pattern_slots(p, g->N);
+    g->noff = al_pattern_offsets(p);
+
+    if (d->score == AL_SCORE_ADDITIVE) {
+        g->additive = 1;
+        if (!a_q || !a_k) { al_fail(c, "%s: additive score needs a_q and a_k (H,D)", op); return -1; }
+        if (a_q->ndim != 2 || a_k->ndim != 2 || a_q->shape[0] != g->H || a_q->shape[1] != g->D || !al_same_shape(a_q, a_k)) {
+            al_fail(c, "%s: a_q %s and a_k %s must be (H,D) = (%d, %d)", op, al_shape_str(a_q, b1, sizeof b1),
+                    al_shape_str(a_k, b2, sizeof b2), g->H, g->D);
+            return -1;
+        }
+    } else if (d->score == AL_SCORE_DOT) {
+        if (a_q || a_k) { al_fail(c, "%s: a_q/a_k given for a dot-product score", op); return -1; }
+    } else { al_fail(c, "%s: unknown score kind %d", op, (int)d->score); return -1; }
+    if (d->norm != AL_NORM_SOFTMAX && d->norm != AL_NORM_RELU) { al_fail(c, "%s: unknown normaliser %d", op, (int)d->norm); return -1; }
+    g->relu = d->norm == AL_NORM_RELU;
+    g->scale = d->scale != 0.f ? d->scale : 1.0f / sqrtf((float)g->D);
+    g->slope = d->slope;
+
+    if (rel_bias) {
+        if (!g->noff) { al_fail(c, "%s: rel_bias is only defined for window patterns", op); return -1; }
+        if (rel_bias->ndim != 2 || rel_bias->shape[0] != g->H || rel_bias->shape[1] != g->noff) {
+            al_fail(c, "%s: rel_bias %s must be (H, offsets) = (%d, %d)", op, al_shape_str(rel_bias, b1, sizeof b1), g->H, g->noff);
+            return -1;
+        }
+    }
+    if (bias && (bias->ndim != 2 || bias->shape[0] != g->H || bias->shape[1] != g->slots)) {
+        al_fail(c, "%s: bias %s must be (H, slots) = (%d, %lld)", op, al_shape_str(bias, b1, sizeof b1), g->H, (long long)g->slots);
+        return -1;
+    }
+    if (!(d->dropout >= 0.f && d->dropout < 1.f)) { al_fail(c, "%s: dropout %g outside [0, 1)", op, (double)d->dropout); return -1; }
+    if (c->training && d->dropout > 0.f) {
+        g->drop = 1;
+        double t = (double)d->dropout * 4294967296.0;
+        g->thresh = t >= 4294967295.0 ? 0xffffffffu : (uint32_t)t;
+        g->inv_keep = 1.0f / (1.0f - d->dropout);
+        g->seed = al_rng_u64(&c->dropout_rng);
+    }
+    return 0;
+}
+
+/* Build qptr/key (window patterns; graphs borrow the CSR) and the transposed slot lists. */
+int al__attn_slot_lists(al_ctx *c, const al_pattern *p, const al_attn_cfg *g, attn_node *nd)
+{
+    const int N = g->N;
+    const int64_t slots = g->slots;
+    if (p->kind == AL_PAT_GRAPH) {
+        nd->qptr = p->adj->rowptr; nd->key = nd->keyc = p->adj->col;
+    } else {
+        int64_t *qptr = al_arena_alloc(&c->arena, (size_t)(N + 1) * sizeof(int64_t));
+        int *key = al_arena_alloc(&c->arena, (size_t)(slots > 0 ? slots : 1) * sizeof(int));
+        int *keyc = al_arena_alloc(&c->arena, (size_t)(slots > 0 ? slots : 1) * sizeof(int));
+        if (!qptr || !key || !keyc) { al_fail(c, "attention: out of memory"); return -1; }
+        int K = g->noff;
+        for (int i = 0; i <= N; i++) qptr[i] = (int64_t)i * K;
+        if (p->kind == AL_PAT_WINDOW2D) {
+            int rh = p->win_h / 2, rw = p->win_w / 2, W = p->grid_w, Hg = p->grid_h;
+            for (int i = 0; i < N; i++) {
+                int y = i / W, x = i % W;
+                for (int dy = -rh; dy <= rh; dy++)
+                    for (int dx = -rw; dx <= rw; dx++) {
+                        int yy = y + dy, xx = x + dx;
+                        key[(int64_t)i * K + (dy + rh) * p->win_w + dx + rw] =
+                            (yy >= 0 && yy < Hg && xx >= 0 && xx < W) ? yy * W + xx : -1;
+                    }
+            }
+        } else {
+            int r = p->radius;
+            for (int i = 0; i < N; i++)
+                for (int o = 0; o < K; o++) { int j = i + o - r; key[(int64_t)i * K + o] = (j >= 0 && j < N) ? j : -1; }
+        }
+        for (int i = 0; i < N; i++)
+            for (int64_t s = qptr[i]; s < qptr[i + 1]; s++) keyc[s] = key[s] >= 0 ? key[s] : i;
+        nd->qptr = qptr; nd->key = key; nd->keyc = keyc;
+    }
+    /* transpose: counting sort of present slots by key, slots ascending within a key */
+    int64_t *kptr = al_arena_calloc(&c->arena, (size_t)(N + 1) * sizeof(int64_t));
+    if (!kptr) { al_fail(c, "attention: out of memory"); return -1; }
+    for (int64_t s = 0; s < slots; s++) if (nd->key[s] >= 0) kptr[nd->key[s] + 1]++;
+    for (int j = 0; j < N; j++) kptr[j + 1] += kptr[j];
+    int64_t present = kptr[N];
+    int64_t *kslot = al_arena_alloc(&c->arena, (size_t)(present > 0 ? present : 1) * sizeof(int64_t));
+    int *kq = al_arena_alloc(&c->arena, (size_t)(present > 0 ? present : 1) * sizeof(int));
+    int64_t *fill = al_arena_alloc(&c->arena, (size_t)(N + 1) * sizeof(int64_t));
+    if (!kslot || !kq || !fill) { al_fail(c, "attention: out of memory"); return -1; }
+    memcpy(fill, kptr, (size_t)(N + 1) * sizeof(int64_t));
+    for (int i = 0; i < N; i++)
+        for (int64_t s = nd->qptr[i]; s < nd->qptr[i + 1]; s++) {
+            int j = nd->key[s];
+            if (j < 0) continue;
+            kslot[fill[j]] = s; kq[fill[j]] = i; fill[j]++;
+        }
+    nd->kptr = kptr; nd->kslot = kslot; nd->kq = kq;
+    int64_t md = 1;
+    for (int i = 0; i < N; i++) {
+        if (nd->qptr[i + 1] - nd->qptr[i] > md) md = nd->qptr[i + 1] - nd->qptr[i];
+        if (kptr[i + 1] - kptr[i] > md) md = kptr[i + 1] - kptr[i];
+    }
+    if (md > INT32_MAX / 2) { al_fail(c, "attention: a node with %lld edges is too many", (long long)md); return -1; }
+    nd->maxdeg = (int)md;
+    return 0;
+}
