@@ -90,7 +90,7 @@ int al_text_lower(const char *s, char *out, size_t n);
 void al_text_shape(const char *word, float bits[4]);
 
 /* A sorted set of distinct strings; string i has id i + 2 (0 = padding, 1 = <unk>). */
-typedef struct al_vocab { int n; char **s; } al_vocab;
+typedef struct al_vocab { int n; char **s; char *pool; } al_vocab;   /* s[i] point into pool */
 /* Id of s (>= 2), or 1 (<unk>) when absent. Binary search. */
 int al_vocab_id(const al_vocab *v, const char *s);
 
