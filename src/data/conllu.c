@@ -69,6 +69,8 @@ typedef struct reader {
     size_t beg, end;         /* unread bytes buf[beg, end) */
     int eof;
     long line;               /* number of the line last returned */
+    int zerr;                /* zlib reported an error after returning data: report it at the next read */
+    char zmsg[200];
 } reader;
 
 /* Next line in *s (NUL-terminated in place, '\n' and a trailing '\r' removed), length in *len.
@@ -96,16 +98,24 @@ static int next_line(reader *r, char **s, size_t *len, al_error *err)
             al_seterr(err, "%s:%ld: line longer than %d bytes", r->path, r->line + 1, AL_CONLLU_MAX_LINE);
             return -1;
         }
+        if (r->zerr) {   /* the previous read returned its data and then hit an error */
+            al_seterr(err, "%s:%ld: %s", r->path, r->line + 1, r->zmsg);
+            return -1;
+        }
         memmove(r->buf, r->buf + r->beg, r->end - r->beg);
         r->end -= r->beg; r->beg = 0;
         int got = gzread(r->gz, r->buf + r->end, (unsigned)(WIN - 1 - r->end));
         int zerr = Z_OK;
         const char *zmsg = gzerror(r->gz, &zerr);
-        if (got < 0 || (zerr != Z_OK && zerr != Z_STREAM_END)) {
-            al_seterr(err, "%s:%ld: %s (%s)", r->path, r->line + 1,
-                      zerr == Z_BUF_ERROR ? "gzip stream truncated" : "cannot decompress",
-                      zerr == Z_ERRNO ? strerror(errno) : zmsg);
-            return -1;
+        if (zerr != Z_OK && zerr != Z_STREAM_END) {
+            /* zlib's message starts with the path: keep only what follows it */
+            const size_t pl = strlen(r->path);
+            if (zmsg && strncmp(zmsg, r->path, pl) == 0 && zmsg[pl] == ':') zmsg += pl + 1 + (zmsg[pl + 1] == ' ');
+            snprintf(r->zmsg, sizeof r->zmsg, "%s (%s)",
+                     zerr == Z_BUF_ERROR ? "gzip stream truncated" : "cannot decompress",
+                     zerr == Z_ERRNO ? strerror(errno) : zmsg ? zmsg : "?");
+            r->zerr = 1;
+            if (got <= 0) { al_seterr(err, "%s:%ld: %s", r->path, r->line + 1, r->zmsg); return -1; }
         }
         if (got == 0) r->eof = 1;
         r->end += (size_t)got;

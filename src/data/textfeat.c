@@ -259,6 +259,18 @@ al_status al_feat_save(const al_featurizer *fz, char **out, size_t *len, al_erro
     return AL_OK;
 }
 
+/* s[0, n) is UTF-8 without NUL bytes (lead and continuation bytes checked; overlongs not). */
+static int utf8_ok(const char *s, size_t n)
+{
+    const unsigned char *q = (const unsigned char *)s, *e = q + n;
+    while (q < e) {
+        const unsigned char *q0 = q;
+        uint32_t c = utf8_next(&q);
+        if (c == 0 || (c >= 0x80 && q == q0 + 1) || q > e) return 0;
+    }
+    return 1;
+}
+
 /* Next line of text[0, len) from *pos as [*s, *s + *n) without its '\n'; 0 at the end. */
 static int text_line(const char *text, size_t len, size_t *pos, long *line, const char **s, size_t *n)
 {
@@ -304,9 +316,7 @@ al_status al_feat_load(const char *text, size_t len, al_featurizer *fz, al_error
             text_line(text, len, &pos, &line, &s, &n);
             if (n == 0) { al_seterr(err, "vocab:%ld: empty entry in '%s'", line, SECTION[k]); goto fail; }
             memcpy(v[k]->pool + off, s, n); v[k]->pool[off + n] = 0;
-            const unsigned char *q = (const unsigned char *)v[k]->pool + off;
-            while (*q) { const unsigned char *q0 = q; uint32_t c = utf8_next(&q); if (c >= 0x80 && q == q0 + 1) break; }
-            if ((size_t)(q - (const unsigned char *)(v[k]->pool + off)) != n) {
+            if (!utf8_ok(s, n)) {
                 al_seterr(err, "vocab:%ld: entry is not valid UTF-8", line); goto fail;
             }
             if (i > 0 && strcmp(v[k]->s[i - 1], v[k]->pool + off) >= 0) {
