@@ -318,9 +318,9 @@ static int find_split(const char *dir, const char *split, char *out, size_t n, a
         while ((de = readdir(d))) {
             size_t nl = strlen(de->d_name);
             if (nl <= sl || strcmp(de->d_name + nl - sl, suf) != 0) continue;
-            if (found++) {
-                closedir(d);
+            if (found++) {   /* de belongs to d: use it before closedir */
                 al_seterr(err, "conllu: %s: more than one *%s file (%s, %s)", dir, suf, first, de->d_name);
+                closedir(d);
                 return -1;
             }
             snprintf(first, sizeof first, "%s", de->d_name);
