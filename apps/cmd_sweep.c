@@ -29,7 +29,7 @@
 #include <unistd.h>
 #include <zlib.h>
 #include "attnlab/data.h"
-#include "attnlab/graph.h"
+#include "attnlab/gnn.h"
 #include "attnlab/io.h"
 #include "attnlab/results.h"
 #include "cli.h"

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "cli.h"
-#include "attnlab/graph.h"
+#include "attnlab/gnn.h"
 #include "attnlab/io.h"
 #include "attnlab/kernels.h"
 

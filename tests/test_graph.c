@@ -3,7 +3,7 @@
  * training end to end on a small graph written by the test, and GAT on Cora (>= 75 % in a few
  * dozen epochs). */
 #include "testutil.h"
-#include "attnlab/graph.h"
+#include "attnlab/gnn.h"
 #include "attnlab/attention.h"
 #include "attnlab/ops.h"
 #include "attnlab/optim.h"
