@@ -54,7 +54,7 @@ const al_csr *al_csr_dropout(al_ctx *c, const al_csr *s /* (rows, cols) */, floa
 
 /* y (n) += a · x (n); y and x never overlap. Written as al_spmm's axpy (no FMA contraction in
  * ISO C mode), so the sparse first layer gives al_spmm's bits. */
-static inline void axpy(float *restrict y, const float *restrict x, float a, int n)
+static inline void axpy(float *restrict y /* (n) */, const float *restrict x /* (n) */, float a, int n)
 {
     for (int f = 0; f < n; f++) y[f] += a * x[f];
 }
@@ -79,7 +79,7 @@ typedef struct proj_node {
 } proj_node;
 
 /* Longest row of a CSR matrix (at least 1). */
-static int csr_max_row(const al_csr *x)
+static int csr_max_row(const al_csr *x /* (rows, cols) */)
 {
     int64_t mx = 1;
     for (int i = 0; i < x->rows; i++) if (x->rowptr[i + 1] - x->rowptr[i] > mx) mx = x->rowptr[i + 1] - x->rowptr[i];
@@ -88,7 +88,7 @@ static int csr_max_row(const al_csr *x)
 
 /* Dropped, scaled copy of the dense rows [i0, i0+m) into xb (m, F); returns xb, or the rows
  * themselves when nothing is dropped. */
-static const float *proj_dense_rows(const proj_node *nd, int i0, int m, float *xb)
+static const float *proj_dense_rows(const proj_node *nd, int i0, int m, float *xb /* (m, F) */)
 {
     const int64_t F = nd->F;
     const float *src = nd->xd + (int64_t)i0 * F;
@@ -302,16 +302,16 @@ typedef struct bact_node {
 /* g (n) = the gradient of the activation's input from dz (n) of the output after dropout: the
  * dropout (kept · s), then ReLU / ELU through y, the activation's output (y > 0 exactly when its
  * input is > 0). The same operations as al_dropout's and al_relu / al_elu's backward. */
-static inline void bact_grad_row(float *restrict g, const float *restrict dz, const float *restrict y,
-                                 const uint8_t *restrict keep, int n, float s, float alpha, int relu)
+static inline void bact_grad_row(float *restrict g /* (n) */, const float *restrict dz /* (n) */, const float *restrict y /* (n) */,
+                                 const uint8_t *restrict keep /* (n) or NULL */, int n, float s, float alpha, int relu)
 {
     if (keep) for (int j = 0; j < n; j++) { float sd = s * dz[j]; g[j] = keep[j] ? sd : 0.f; }
     else for (int j = 0; j < n; j++) g[j] = dz[j];
     if (relu) for (int j = 0; j < n; j++) g[j] = y[j] > 0.f ? g[j] : 0.f;
     else for (int j = 0; j < n; j++) { float e = g[j] * (y[j] + alpha); g[j] = y[j] > 0.f ? g[j] : e; }
 }
-static inline void add_row(float *restrict a, const float *restrict b, int n) { for (int j = 0; j < n; j++) a[j] += b[j]; }
-static inline void copy_row(float *restrict a, const float *restrict b, int n) { for (int j = 0; j < n; j++) a[j] = b[j]; }
+static inline void add_row(float *restrict a /* (n) */, const float *restrict b /* (n) */, int n) { for (int j = 0; j < n; j++) a[j] += b[j]; }
+static inline void copy_row(float *restrict a /* (n) */, const float *restrict b /* (n) */, int n) { for (int j = 0; j < n; j++) a[j] = b[j]; }
 
 static void bact_backward(al_ctx *c, void *p)
 {
@@ -351,17 +351,17 @@ static void bact_backward(al_ctx *c, void *p)
     if (db) for (int j = 0; j < HD; j++) db[j] += acc[j];
 }
 
-static inline void sum_row(float *restrict u, const float *restrict a, const float *restrict b, int n)
+static inline void sum_row(float *restrict u /* (n) */, const float *restrict a /* (n) */, const float *restrict b /* (n) */, int n)
 {
     for (int j = 0; j < n; j++) u[j] = a[j] + b[j];
 }
-static inline void act_row(float *restrict v, const float *restrict u, int n, float alpha, int relu)
+static inline void act_row(float *restrict v /* (n) */, const float *restrict u /* (n) */, int n, float alpha, int relu)
 {
     if (relu) for (int j = 0; j < n; j++) v[j] = u[j] > 0.f ? u[j] : 0.f;
     else for (int j = 0; j < n; j++) v[j] = u[j] > 0.f ? u[j] : alpha * al__expm1_neg(u[j]);
 }
 /* z may be v itself (dropout in place) */
-static inline void drop_row(float *z, const float *v, const uint8_t *restrict keep, int n, float s)
+static inline void drop_row(float *z /* (n) */, const float *v /* (n) */, const uint8_t *restrict keep /* (n) */, int n, float s)
 {
     for (int j = 0; j < n; j++) { float sv = s * v[j]; z[j] = keep[j] ? sv : 0.f; }
 }
