@@ -5,6 +5,8 @@
 #include "attnlab/graph.h"
 #include "attnlab/ops.h"
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* ---------------- sparse dropout ---------------- */
 static void test_csr_dropout(void **st)
