@@ -8,7 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cli.h"
-#include "attnlab/graph.h"
+#include "attnlab/gnn.h"
 #include "attnlab/kernels.h"
 
 static void usage(FILE *f)

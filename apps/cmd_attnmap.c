@@ -199,7 +199,7 @@ int cmd_attnmap(int argc, char **argv)
             fprintf(stderr, "attnlab attnmap: %s\n", err.msg); goto out;
         }
         const al_model_config *g = &m[loaded].cfg;
-        if (strcmp(g->name, "sa") && strcmp(g->name, "local")) {
+        if (!m[loaded].kind->attention) {
             fprintf(stderr, "attnlab attnmap: %s holds a '%s' model, which has no attention to draw (use an sa or local checkpoint)\n",
                     path[loaded], g->name);
             loaded++; goto out;
@@ -278,7 +278,7 @@ int cmd_attnmap(int argc, char **argv)
     char titles[AL_ATTNMAP_MAXMODELS][48];
     for (int k = 0; k < nm; k++) {
         const al_model_config *g = &m[k].cfg;
-        if (!strcmp(g->name, "local")) snprintf(titles[k], sizeof titles[k], "local %dx%d", g->window, g->window);
+        if (m[k].kind->windowed) snprintf(titles[k], sizeof titles[k], "local %dx%d", g->window, g->window);
         else snprintf(titles[k], sizeof titles[k], "%.15s (full)", g->name);
         mm[k].title = titles[k];
     }

@@ -29,8 +29,9 @@
 #include <unistd.h>
 #include <zlib.h>
 #include "attnlab/data.h"
-#include "attnlab/graph.h"
+#include "attnlab/gnn.h"
 #include "attnlab/io.h"
+#include "attnlab/models.h"
 #include "attnlab/results.h"
 #include "cli.h"
 
@@ -226,13 +227,34 @@ static int add_splits(const char *opt, const char *s, int kind, sweep_cfg *c)
 }
 
 /* ---------------- validation tables ---------------- */
-static const char *image_models[] = {"cnn", "sa", "local", NULL};
-static const char *graph_models[] = {"gat", "gat-full", "gcn", "mlp", NULL};
-
-static int in_list(const char *const *l, const char *s)
+/* The models a sweep can run, from the library's tables: the trainable image models (cnn, sa,
+ * local) or every graph model. Writes up to max names into out; returns how many. */
+static int task_models(int image, const char **out, int max)
 {
-    for (; *l; l++) if (!strcmp(*l, s)) return 1;
-    return 0;
+    int n = 0;
+    if (image) {
+        for (int i = 0; i < al_model_kind_count() && n < max; i++)
+            if (al_model_kind_at(i)->trainable) out[n++] = al_model_kind_at(i)->name;
+    } else {
+        for (int i = 0; i < al_gnn_model_count() && n < max; i++) out[n++] = al_gnn_model_at(i)->name;
+    }
+    return n;
+}
+static int known_model(int image, const char *name)
+{
+    if (image) { const al_model_kind *k = al_model_kind_find(name); return k && k->trainable; }
+    return al_gnn_model_find(name) != NULL;
+}
+/* "a, b or c" of the task's models */
+static const char *task_model_list(int image, char *buf, size_t n)
+{
+    const char *names[MAXLIST];
+    int k = task_models(image, names, MAXLIST);
+    size_t o = 0;
+    buf[0] = 0;
+    for (int i = 0; i < k && o < n; i++)
+        o += (size_t)snprintf(buf + o, n - o, "%s%s", i == 0 ? "" : i == k - 1 ? " or " : ", ", names[i]);
+    return buf;
 }
 
 /* Training images of Fashion-MNIST: the count in the IDX header (or 60000 if unreadable);
@@ -271,7 +293,10 @@ static void split_str(const split *sp, char *buf, size_t n)
 
 static int epochs_for(const sweep_cfg *c, const char *model, const split *sp)
 {
-    if (c->epochs == EPOCHS_GRAPH_CAPPED) return strcmp(model, "gat-full") ? 0 : GAT_FULL_EPOCHS;
+    if (c->epochs == EPOCHS_GRAPH_CAPPED) {   /* gat-full: the attention model over every node */
+        const al_gnn_model *gm = al_gnn_model_find(model);
+        return gm && gm->attention && !gm->graph ? GAT_FULL_EPOCHS : 0;
+    }
     if (c->epochs >= 0) return c->epochs;
     long steps = (sp->n + BATCH - 1) / BATCH;
     if (c->epochs == EPOCHS_DEMO) {                                     /* demo: ~DEMO_STEPS steps */
@@ -470,13 +495,12 @@ static pid_t start_child(const sweep_cfg *c, plan_run *r, const char *exe, const
 /* ---------------- argument parsing ---------------- */
 static int set_preset(sweep_cfg *c, const char *name)
 {
-    static char *img[] = {"cnn", "sa", "local"}, *gr[] = {"gat", "gat-full", "gcn", "mlp"};
     c->preset = name;
     if (!strcmp(name, "image-tradeoff") || !strcmp(name, "demo")) {
         int demo = !strcmp(name, "demo");
         static const long sizes[] = {500, 1000, 2000, 5000, 10000, 30000, 60000}, dsizes[] = {1000, 10000};
         c->task = "image";
-        c->nmodels = 3; memcpy(c->models, img, sizeof img);
+        c->nmodels = task_models(1, (const char **)c->models, MAXLIST);
         const long *s = demo ? dsizes : sizes;
         c->nsplits = demo ? 2 : 7;
         for (int i = 0; i < c->nsplits; i++) c->splits[i] = (split){SPLIT_SIZE, s[i], 0};
@@ -487,7 +511,7 @@ static int set_preset(sweep_cfg *c, const char *name)
     } else if (!strcmp(name, "graph-tradeoff")) {
         static const long lpc[] = {2, 5, 10, 20, 50, 100};
         c->task = "graph";
-        c->nmodels = 4; memcpy(c->models, gr, sizeof gr);
+        c->nmodels = task_models(0, (const char **)c->models, MAXLIST);
         c->nsplits = 0;
         for (int i = 0; i < 6; i++) c->splits[c->nsplits++] = (split){SPLIT_LPC, lpc[i], 0};
         c->splits[c->nsplits++] = (split){SPLIT_FRAC, 0, 0.6};
@@ -556,9 +580,10 @@ static int parse_args(int argc, char **argv, sweep_cfg *c)
         c->nmodels = split_list("--models", models, c->models, MAXLIST, &c->models_buf);
         if (c->nmodels < 0) return 2;
         for (int i = 0; i < c->nmodels; i++) {
-            if (!in_list(image ? image_models : graph_models, c->models[i]))
+            char list[256];
+            if (!known_model(image, c->models[i]))
                 return bad("--models: unknown %s model '%s' (expected %s)", c->task, c->models[i],
-                           image ? "cnn, sa or local" : "gat, gat-full, gcn or mlp");
+                           task_model_list(image, list, sizeof list));
             for (int j = 0; j < i; j++)
                 if (!strcmp(c->models[i], c->models[j])) return bad("--models: '%s' appears twice", c->models[i]);
         }

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "cli.h"
-#include "attnlab/graph.h"
+#include "attnlab/gnn.h"
 #include "attnlab/io.h"
 #include "attnlab/kernels.h"
 
@@ -167,7 +167,7 @@ static int on_epoch(const al_gnn_epoch *e, void *ud)
 /* Attention of the kept model: layer,head,src,dst,weight (evaluation mode), written atomically. */
 static al_status write_attention(const char *path, al_gnn *m, const al_graph *g, al_error *err)
 {
-    if (m->cfg.kind != AL_GNN_GAT && m->cfg.kind != AL_GNN_GAT_FULL)
+    if (!al_gnn_model_at((int)m->cfg.kind)->attention)
         return al_seterr(err, "--attention: model %s has no attention", al_gnn_kind_name(m->cfg.kind));
     al_csr a;
     if (al_graph_adj_self_loops(g, &a, err)) return AL_ERR;
@@ -180,7 +180,7 @@ static al_status write_attention(const char *path, al_gnn *m, const al_graph *g,
     al_status st = AL_OK;
     char *buf = NULL; size_t len = 0, cap = 0;
     if (!lg || !m->attn[0] || !m->attn[1]) { st = al_seterr(err, "--attention: forward failed: %s", al_ctx_error(c)); goto out; }
-    int full = m->cfg.kind == AL_GNN_GAT_FULL, N = g->n;
+    int full = !al_gnn_model_at((int)m->cfg.kind)->graph, N = g->n;
     cap = (size_t)(a.nnz * (m->cfg.heads + 1)) * 40 + 64;
     buf = malloc(cap);
     if (!buf) { st = al_seterr(err, "--attention: out of memory"); goto out; }
@@ -335,7 +335,7 @@ int train_graph_main(int argc, char **argv)
     al_error err = {{0}};
     al_gnn_kind kind;
     if (al_gnn_kind_parse(o.model, &kind, &err)) { fprintf(stderr, "attnlab train: %s\n", err.msg); return 2; }
-    if (o.attn && kind != AL_GNN_GAT && kind != AL_GNN_GAT_FULL) {
+    if (o.attn && !al_gnn_model_at((int)kind)->attention) {
         fprintf(stderr, "attnlab train: --attention needs an attention model (gat or gat-full)\n"); return 2;
     }
     al_gnn_cfg cfg; al_gnn_defaults(&cfg, kind);

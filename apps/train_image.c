@@ -25,7 +25,7 @@ typedef struct opts {
 static void usage(FILE *f)
 {
     fprintf(f,
-        "usage: attnlab train [--task image] --model cnn|sa|local|conv-attn [OPTIONS]\n\n"
+        "usage: attnlab train [--task image] --model %s [OPTIONS]\n\n"
         "Trains an image classifier with AdamW and cross-entropy; evaluates the whole test split after\n"
         "every epoch; one CSV row per epoch (--csv); summary line on stdout; progress on stderr.\n\n"
         "data:\n"
@@ -59,7 +59,7 @@ static void usage(FILE *f)
         "  --csv FILE           append one row per epoch (columns: " AL_CSV_HEADER ")\n"
         "                       val_acc is empty: image runs hold out no validation split\n"
         "  --save FILE          safetensors checkpoint with the model and hyperparameters in __metadata__\n"
-        "  --quiet              no progress on stderr\n");
+        "  --quiet              no progress on stderr\n", al_model_names());
 }
 
 /* ---- progress on stderr ---- */
@@ -213,7 +213,8 @@ static int run_conv_attn(const opts *o, al_model *m, const al_image_split *D, co
     if (al_model_load(o->init_from, &cnn, mean, std, NULL, err) != AL_OK) return 1;
     int rc = 1;
     int *p1 = malloc((size_t)D->test.n * sizeof(int)), *p2 = malloc((size_t)D->test.n * sizeof(int));
-    if (strcmp(cnn.cfg.name, "cnn") || cnn.params.total != m->params.total || cnn.cfg.channels != m->cfg.channels ||
+    /* a trained model with conv-attn's own parameters: the cnn */
+    if (!cnn.kind->trainable || cnn.kind->init != m->kind->init || cnn.params.total != m->params.total || cnn.cfg.channels != m->cfg.channels ||
         cnn.cfg.height != m->cfg.height || cnn.cfg.width != m->cfg.width || cnn.cfg.classes != m->cfg.classes) {
         al_seterr(err, "--init-from %s: conv-attn needs a cnn checkpoint for %dx%dx%d images and %d classes (it holds a %s model)",
                   o->init_from, m->cfg.channels, m->cfg.height, m->cfg.width, m->cfg.classes, cnn.cfg.name);
@@ -312,7 +313,10 @@ int train_image_main(int argc, char **argv)
     if (bad) return 2;   /* the parser printed what was wrong */
     if (optind < argc) { fprintf(stderr, "attnlab train: unexpected argument '%s'\n", argv[optind]); return 2; }
     if (o.threads > 0) al_set_threads(o.threads);
-    if (!o.wd_set) o.wd = !strcmp(o.model, "cnn") ? 0.f : 0.01f;
+    if (!o.wd_set) {
+        const al_model_kind *kind = al_model_kind_find(o.model);
+        o.wd = kind ? kind->weight_decay : 0.01f;
+    }
 
     al_error err = {{0}};
     al_model_config cfg;
@@ -355,19 +359,11 @@ int train_image_main(int argc, char **argv)
     if (o.patch > 0) cfg.patch = o.patch;
     if (o.window > 0) cfg.window = o.window;
     if (o.pos && al_pos_parse(o.pos, &cfg.pos)) { al_seterr(&err, "--pos must be none, learned, sinusoidal or relative"); rc = 2; goto out; }
-    if (o.score) {
-        if (!strcmp(o.score, "dot")) cfg.score = AL_SCORE_DOT;
-        else if (!strcmp(o.score, "additive")) cfg.score = AL_SCORE_ADDITIVE;
-        else { al_seterr(&err, "--score must be dot or additive"); rc = 2; goto out; }
-    }
-    if (o.norm) {
-        if (!strcmp(o.norm, "softmax")) cfg.norm = AL_NORM_SOFTMAX;
-        else if (!strcmp(o.norm, "relu")) cfg.norm = AL_NORM_RELU;
-        else { al_seterr(&err, "--norm must be softmax or relu"); rc = 2; goto out; }
-    }
+    if (o.score && al_score_parse(o.score, &cfg.score)) { al_seterr(&err, "--score must be dot or additive"); rc = 2; goto out; }
+    if (o.norm && al_norm_parse(o.norm, &cfg.norm)) { al_seterr(&err, "--norm must be softmax or relu"); rc = 2; goto out; }
     if (al_model_init(&m, &cfg, (uint64_t)o.seed, &err) != AL_OK) { rc = 2; goto out; }
     have_model = 1;
-    if (!strcmp(o.model, "conv-attn")) {
+    if (!m.kind->trainable) {
         if (!o.init_from) { al_seterr(&err, "--model conv-attn needs --init-from CNN_CHECKPOINT (it is built from a trained cnn)"); rc = 2; goto out; }
         rc = run_conv_attn(&o, &m, &D, dname, &err);
         goto out;

@@ -1,9 +1,9 @@
 /* test_graph.c — graph models: forward against a naive double-precision reference, gradient checks of
- * the GAT / GCN / MLP layers, gat-full = gat on a complete graph, sparse dropout, determinism,
+ * the GAT / GCN / MLP layers, gat-full = gat on a complete graph, fused layers = the chain of generic ops, determinism,
  * training end to end on a small graph written by the test, and GAT on Cora (>= 75 % in a few
  * dozen epochs). */
 #include "testutil.h"
-#include "attnlab/graph.h"
+#include "attnlab/gnn.h"
 #include "attnlab/attention.h"
 #include "attnlab/ops.h"
 #include "attnlab/optim.h"
@@ -233,37 +233,6 @@ static void check_grad(al_gnn_kind kind, int training)
 static void test_grad_gat(void **st) { (void)st; check_grad(AL_GNN_GAT, 0); check_grad(AL_GNN_GAT, 1); }
 static void test_grad_gcn(void **st) { (void)st; check_grad(AL_GNN_GCN, 0); check_grad(AL_GNN_GCN, 1); }
 static void test_grad_mlp(void **st) { (void)st; check_grad(AL_GNN_MLP, 0); check_grad(AL_GNN_MLP, 1); }
-
-/* ---------------- sparse dropout ---------------- */
-static void test_csr_dropout(void **st)
-{
-    (void)st;
-    al_graph g; al_error err = {{0}};
-    assert_int_equal(al_graph_random(&g, 1000, 10, 50, 2, 3, &err), AL_OK);   /* 50 000 values */
-    al_ctx *c = al_ctx_new(9);
-    al_rng r0 = c->dropout_rng;
-    const al_csr *d = al_csr_dropout(c, &g.feat, 0.6f);
-    assert_non_null(d);
-    assert_ptr_equal(d->rowptr, g.feat.rowptr); assert_ptr_equal(d->col, g.feat.col);
-    int64_t kept = 0;
-    for (int64_t k = 0; k < d->nnz; k++) {
-        if (d->val[k] != 0) { kept++; assert_true(fabsf(d->val[k] - g.feat.val[k] / 0.4f) <= 1e-6f * fabsf(d->val[k])); }
-    }
-    assert_true(kept > 0.38 * d->nnz && kept < 0.42 * d->nnz);
-    float *first = malloc((size_t)d->nnz * sizeof *first);
-    memcpy(first, d->val, (size_t)d->nnz * sizeof *first);
-    c->dropout_rng = r0;   /* same stream state → same mask, whatever the thread count */
-    const al_csr *d2 = al_csr_dropout(c, &g.feat, 0.6f);
-    assert_memory_equal(first, d2->val, (size_t)d->nnz * sizeof *first);
-    const al_csr *d3 = al_csr_dropout(c, &g.feat, 0.6f);   /* next draw differs */
-    assert_true(memcmp(first, d3->val, (size_t)d->nnz * sizeof *first) != 0);
-    c->training = 0;
-    assert_ptr_equal(al_csr_dropout(c, &g.feat, 0.6f), &g.feat);
-    c->training = 1;
-    assert_null(al_csr_dropout(c, &g.feat, 1.0f));
-    assert_false(al_ok(c));
-    free(first); al_ctx_free(c); al_graph_free(&g);
-}
 
 /* ---------------- training ---------------- */
 static char tmpdir[256];
@@ -615,7 +584,6 @@ int main(void)
         cmocka_unit_test(test_grad_gat),
         cmocka_unit_test(test_grad_gcn),
         cmocka_unit_test(test_grad_mlp),
-        cmocka_unit_test(test_csr_dropout),
         cmocka_unit_test(test_fused_equals_chain_sparse),
         cmocka_unit_test(test_dense_features),
         cmocka_unit_test(test_config_errors),

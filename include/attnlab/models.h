@@ -52,8 +52,11 @@ typedef struct al_block_params {
     al_tensor *ln2_w, *ln2_b, *fc1_w, *fc1_b, *fc2_w, *fc2_b;
 } al_block_params;
 
+struct al_model_kind;
+
 typedef struct al_model {
     al_model_config cfg;
+    const struct al_model_kind *kind;   /* the table entry of cfg.name (set by al_model_init) */
     al_params params;               /* all parameters, flat; every tensor has decay = 1 (as PyTorch's AdamW) */
     /* cnn / conv-attn */
     al_tensor *c1_w, *c1_b, *c2_w, *c2_b, *fc_w, *fc_b;
@@ -71,6 +74,30 @@ typedef struct al_model {
     al_conv_attn ca[2];
     int ca_ready;
 } al_model;
+
+/* ---------------- the model table ----------------
+ * One entry per image model: adding a model is one entry (image.c) plus its parameters and
+ * forward (a file of src/models/). The entry, never the name, decides what a model does. */
+typedef struct al_model_kind {
+    const char *name;       /* "cnn", "sa", "local", "conv-attn": al_model_config.name, checkpoint "model" */
+    const char *summary;    /* one line for help texts */
+    float weight_decay;     /* default AdamW weight decay of the training command (0 cnn, 0.01 otherwise) */
+    int trainable;          /* 0: built from another model's weights, evaluated only (conv-attn) */
+    int attention;          /* 1: a transformer over patch tokens (--dim, --heads, --pos, --score, --norm
+                             * apply; the forward can capture attention weights) */
+    int windowed;           /* 1: attention restricted to a cfg.window-side window of the token grid */
+    void (*defaults)(al_model_config *cfg);                             /* after the common defaults, or NULL */
+    al_status (*check)(const al_model_config *cfg, al_error *err);      /* after the common checks */
+    al_status (*init)(al_model *m);     /* register m's parameters in m->params; AL_ERR = out of memory */
+    al_tensor *(*forward)(al_ctx *c, al_model *m, al_tensor *x /* (B,C,H,W) */);   /* → (B,classes) */
+} al_model_kind;
+
+/* The entry named `name`, or NULL. */
+const al_model_kind *al_model_kind_find(const char *name);
+int                  al_model_kind_count(void);
+const al_model_kind *al_model_kind_at(int i);      /* 0 <= i < al_model_kind_count(), else NULL */
+/* Every model name, "cnn|sa|local|conv-attn" (table order). */
+const char          *al_model_names(void);
 
 /* Fill cfg with the defaults of model `name` for (C, H, W) inputs and `classes` classes.
  * Returns AL_ERR (with a message) for an unknown name. */
@@ -96,6 +123,10 @@ al_status al_model_config_from_meta(al_model_config *cfg, const char *meta_json,
 al_status al_safetensors_read_meta(const char *path, char **meta, al_error *err);
 const char *al_pos_name(al_pos_kind k);
 int         al_pos_parse(const char *s, al_pos_kind *k);   /* 0 ok, -1 unknown */
+const char *al_score_name(al_score_kind k);                /* "dot", "additive" */
+int         al_score_parse(const char *s, al_score_kind *k); /* 0 ok, -1 unknown */
+const char *al_norm_name(al_norm_kind k);                  /* "softmax", "relu" */
+int         al_norm_parse(const char *s, al_norm_kind *k);   /* 0 ok, -1 unknown */
 
 /* ---------------- training and evaluation ---------------- */
 

@@ -69,4 +69,19 @@ al_tensor *al_embedding(al_ctx *c, al_tensor *table, const int *ids, int n);
 /* (B,C,H,W) → (B, (H/p)(W/p), C·p·p): non-overlapping p×p patches, row-major over the grid,
  * each patch flattened as (c, dy, dx). H and W must be multiples of p. */
 al_tensor *al_patchify(al_ctx *c, al_tensor *x, int p);
+
+/* ---- graph layers, fused (the graph models' building blocks; src/ops/graph.c) ---- */
+/* Sparse inverted dropout of a constant CSR's values (p = 0 or !c->training: s itself).
+ * Returns arena memory sharing s's structure; the mask comes from c->dropout_rng. */
+const al_csr *al_csr_dropout(al_ctx *c, const al_csr *s, float p);
+/* dropout(X) · W with the heads split as it is written: X (N, F) the features as CSR x, or as the
+ * dense rows xd (N, F) when xd is non-NULL (x still gives N and F); w (F, H·D). The input dropout is
+ * al_csr_dropout's mask, computed on the fly. → (1, H, N, D) when H > 1 or as4d, else (N, D).
+ * Gradient flows into w only. */
+al_tensor *al_gnn_project(al_ctx *c, const al_csr *x, const float *xd, al_tensor *w, int H, int as4d, float p);
+/* dropout(act(merge(a) + b)) for a (1, H, N, D) head-major or (N, D), b (H·D); act = ELU(alpha), or
+ * ReLU when relu: al_merge_heads, al_add_bcast, al_elu / al_relu, al_dropout in one pass → (N, H·D). */
+al_tensor *al_gnn_bias_act_dropout(al_ctx *c, al_tensor *a, al_tensor *b, int relu, float alpha, float p);
+/* x (N, C), ids[m] (m >= 1) → (m, C): the rows ids of x, gradient scattered back. */
+al_tensor *al_take_rows(al_ctx *c, al_tensor *x, const int *ids, int m);
 #endif

@@ -1,6 +1,7 @@
 /* ops_conv.c — differentiable conv2d and max-pooling (NCHW) on the tape.
  * The compute lives in kernels_conv.c; this file checks shapes and records the backward. */
 #include "attnlab/ops.h"
+#include "ops_impl.h"
 #include "attnlab/kernels.h"
 #include <stdlib.h>
 #include <string.h>
@@ -9,11 +10,6 @@
 #endif
 
 #include "core/omp_impl.h"
-
-static int any_grad(al_ctx *c, const al_tensor *a, const al_tensor *b, const al_tensor *d)
-{
-    return c->grad_enabled && ((a && a->requires_grad) || (b && b->requires_grad) || (d && d->requires_grad));
-}
 
 /* ---------------- conv2d ---------------- */
 typedef struct conv_node {
@@ -66,7 +62,7 @@ al_tensor *al_conv2d(al_ctx *c, al_tensor *x, al_tensor *w, al_tensor *b, int st
     al_tensor *out = al_new(c, 4, (int[]){B, O, Ho, Wo});            /* (B, O, Ho, Wo) */
     if (!out) return NULL;
     al_conv2d_fwd(x->data, w->data, b ? b->data : NULL, out->data, B, C, H, W, O, KH, KW, stride, pad);
-    if (any_grad(c, x, w, b)) {
+    if (al__any_grad(c, x, w, b)) {
         conv_node *n = al_arena_alloc(&c->arena, sizeof *n);
         if (!n) return al_fail(c, "conv2d: out of memory (arena)");
         n->x = x; n->w = w; n->b = b; n->out = out; n->stride = stride; n->pad = pad;
@@ -190,7 +186,7 @@ al_tensor *al_maxpool2d(al_ctx *c, al_tensor *x, int k, int stride)
     const int Ho = (H - k) / stride + 1, Wo = (W - k) / stride + 1;
     al_tensor *out = al_new(c, 4, (int[]){B, C, Ho, Wo});            /* (B, C, Ho, Wo) */
     if (!out) return NULL;
-    const int need = any_grad(c, x, NULL, NULL);
+    const int need = al__any_grad(c, x, NULL, NULL);
     int32_t *arg = need ? al_arena_alloc(&c->arena, (size_t)out->numel * sizeof(int32_t)) : NULL;
     if (need && !arg) return al_fail(c, "maxpool2d: out of memory (arena)");
     const int64_t planes = (int64_t)B * C, P = (int64_t)Ho * Wo;

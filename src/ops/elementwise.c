@@ -2,29 +2,12 @@
  * beside its backward. All loops are elementwise and owned per index (OpenMP static), except
  * the broadcast reduction, which is split by column so each thread owns its outputs. */
 #include "attnlab/ops.h"
+#include "core/omp_impl.h"
+#include "ops_impl.h"
 #include "core/fastmath_impl.h"
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
-
-#define PAR_MIN 32768   /* elements below which a loop stays serial */
-
-static void *node_new(al_ctx *c, size_t bytes)
-{
-    void *p = al_arena_calloc(&c->arena, bytes);
-    if (!p) al_fail(c, "out of memory (arena) for a tape node");
-    return p;
-}
-static int wants(const al_ctx *c, const al_tensor *a) { return c->grad_enabled && a && a->requires_grad; }
-
-/* Record a node whose output requires a gradient. */
-static int record(al_ctx *c, al_tensor *y, al_backward_fn fn, void *nd)
-{
-    if (!nd) return 0;
-    y->requires_grad = 1;
-    al_tape_push(c, fn, nd);
-    return al_ok(c);
-}
 
 /* ======================= add / mul ======================= */
 typedef struct { al_tensor *a, *b, *y; } bin_node;   /* all the same shape */
@@ -42,10 +25,10 @@ static void add_backward(al_ctx *c, void *p)
         float *d = al_grad_for_write(c, t, &fresh);
         if (!d) return;
         if (fresh) {
-            #pragma omp parallel for schedule(static) if (n >= PAR_MIN)
+            AL_OMP("omp parallel for schedule(static) if (n >= AL_PAR_MIN)")
             for (int64_t i = 0; i < n; i++) d[i] = dy[i];
         } else {
-            #pragma omp parallel for schedule(static) if (n >= PAR_MIN)
+            AL_OMP("omp parallel for schedule(static) if (n >= AL_PAR_MIN)")
             for (int64_t i = 0; i < n; i++) d[i] += dy[i];
         }
     }
@@ -63,7 +46,7 @@ static void mul_backward(al_ctx *c, void *p)
         if (!t->requires_grad) continue;
         float *d = al_grad(c, t);
         if (!d) return;
-        #pragma omp parallel for schedule(static) if (n >= PAR_MIN)
+        AL_OMP("omp parallel for schedule(static) if (n >= AL_PAR_MIN)")
         for (int64_t i = 0; i < n; i++) d[i] += dy[i] * o[i];
     }
 }
@@ -82,16 +65,16 @@ static al_tensor *binary(al_ctx *c, al_tensor *a, al_tensor *b, int mul)
     float *o = y->data;
     const int64_t n = y->numel;
     if (mul) {
-        #pragma omp parallel for schedule(static) if (n >= PAR_MIN)
+        AL_OMP("omp parallel for schedule(static) if (n >= AL_PAR_MIN)")
         for (int64_t i = 0; i < n; i++) o[i] = x0[i] * x1[i];
     } else {
-        #pragma omp parallel for schedule(static) if (n >= PAR_MIN)
+        AL_OMP("omp parallel for schedule(static) if (n >= AL_PAR_MIN)")
         for (int64_t i = 0; i < n; i++) o[i] = x0[i] + x1[i];
     }
-    if (wants(c, a) || wants(c, b)) {
-        bin_node *nd = node_new(c, sizeof *nd);
+    if (al__wants_grad(c, a) || al__wants_grad(c, b)) {
+        bin_node *nd = al__node_new(c, sizeof *nd);
         if (nd) { nd->a = a; nd->b = b; nd->y = y; }
-        if (!record(c, y, mul ? mul_backward : add_backward, nd)) return NULL;
+        if (!al__record(c, y, mul ? mul_backward : add_backward, nd)) return NULL;
     }
     return y;
 }
@@ -109,7 +92,7 @@ static void scale_backward(al_ctx *c, void *p)
     float *dx = al_grad(c, nd->x);
     if (!dx) return;
     const int64_t n = nd->y->numel; const float s = nd->s;
-    #pragma omp parallel for schedule(static) if (n >= PAR_MIN)
+    AL_OMP("omp parallel for schedule(static) if (n >= AL_PAR_MIN)")
     for (int64_t i = 0; i < n; i++) dx[i] += s * dy[i];
 }
 
@@ -120,12 +103,12 @@ al_tensor *al_scale(al_ctx *c, al_tensor *x, float s)
     if (!y) return NULL;
     const int64_t n = x->numel;
     const float *xd = x->data; float *yd = y->data;
-    #pragma omp parallel for schedule(static) if (n >= PAR_MIN)
+    AL_OMP("omp parallel for schedule(static) if (n >= AL_PAR_MIN)")
     for (int64_t i = 0; i < n; i++) yd[i] = s * xd[i];
-    if (wants(c, x)) {
-        scale_node *nd = node_new(c, sizeof *nd);
+    if (al__wants_grad(c, x)) {
+        scale_node *nd = al__node_new(c, sizeof *nd);
         if (nd) { nd->x = x; nd->y = y; nd->s = s; }
-        if (!record(c, y, scale_backward, nd)) return NULL;
+        if (!al__record(c, y, scale_backward, nd)) return NULL;
     }
     return y;
 }
@@ -145,7 +128,7 @@ static void add_bcast_backward(al_ctx *c, void *p)
         float *dx = al_grad(c, nd->x);              /* (R, T) */
         if (!dx) return;
         const int64_t n = R * T;
-        #pragma omp parallel for schedule(static) if (n >= PAR_MIN)
+        AL_OMP("omp parallel for schedule(static) if (n >= AL_PAR_MIN)")
         for (int64_t i = 0; i < n; i++) dx[i] += dy[i];
     }
     if (nd->b->requires_grad) {
@@ -153,7 +136,7 @@ static void add_bcast_backward(al_ctx *c, void *p)
         if (!db) return;
         /* db[j] += Σ_r dy[r, j]: each thread owns a block of columns, rows summed in order. */
         const int64_t nblk = (T + BC_COLS - 1) / BC_COLS;
-        #pragma omp parallel for schedule(static) if (R * T >= PAR_MIN && nblk > 1)
+        AL_OMP("omp parallel for schedule(static) if (R * T >= AL_PAR_MIN && nblk > 1)")
         for (int64_t bk = 0; bk < nblk; bk++) {
             const int64_t j0 = bk * BC_COLS, j1 = j0 + BC_COLS < T ? j0 + BC_COLS : T;
             float acc[BC_COLS];
@@ -181,13 +164,13 @@ al_tensor *al_add_bcast(al_ctx *c, al_tensor *x, al_tensor *b)
     al_tensor *y = al_new(c, x->ndim, x->shape);    /* (R, T) */
     if (!y) return NULL;
     const float *xd = x->data, *bd = b->data; float *yd = y->data;
-    #pragma omp parallel for schedule(static) if (R * T >= PAR_MIN && R > 1)
+    AL_OMP("omp parallel for schedule(static) if (R * T >= AL_PAR_MIN && R > 1)")
     for (int64_t r = 0; r < R; r++)
         for (int64_t j = 0; j < T; j++) yd[r * T + j] = xd[r * T + j] + bd[j];
-    if (wants(c, x) || wants(c, b)) {
-        bc_node *nd = node_new(c, sizeof *nd);
+    if (al__wants_grad(c, x) || al__wants_grad(c, b)) {
+        bc_node *nd = al__node_new(c, sizeof *nd);
         if (nd) { nd->x = x; nd->b = b; nd->y = y; nd->R = R; nd->T = T; }
-        if (!record(c, y, add_bcast_backward, nd)) return NULL;
+        if (!al__record(c, y, add_bcast_backward, nd)) return NULL;
     }
     return y;
 }
@@ -198,7 +181,6 @@ typedef struct { al_tensor *x, *y; act_kind kind; float a; } act_node;
 
 #define INV_SQRT2 0.70710678118654752f
 #define INV_SQRT2PI 0.39894228040143268f
-
 
 /* Φ(x), the standard normal CDF, through erfc(z) for z = |x|/√2 ≥ 0 with the Chebyshev fit of
  * Press et al. (Numerical Recipes, "erfcc"): fractional error < 1.2e-7 everywhere, so the tail
@@ -235,19 +217,19 @@ static void act_backward(al_ctx *c, void *p)
 #define ACC(i, v) (dx[i] = fresh ? (v) : dx[i] + (v))   /* loop-invariant test: unswitched by -O3 */
     switch (nd->kind) {
     case ACT_RELU:
-        #pragma omp parallel for schedule(static) if (n >= PAR_MIN)
+        AL_OMP("omp parallel for schedule(static) if (n >= AL_PAR_MIN)")
         for (int64_t i = 0; i < n; i++) ACC(i, x[i] > 0.f ? dy[i] : 0.f);
         break;
     case ACT_LEAKY:
-        #pragma omp parallel for schedule(static) if (n >= PAR_MIN)
+        AL_OMP("omp parallel for schedule(static) if (n >= AL_PAR_MIN)")
         for (int64_t i = 0; i < n; i++) ACC(i, x[i] > 0.f ? dy[i] : a * dy[i]);
         break;
     case ACT_ELU:   /* x ≤ 0: d/dx α(eˣ − 1) = αeˣ = y + α */
-        #pragma omp parallel for schedule(static) if (n >= PAR_MIN)
+        AL_OMP("omp parallel for schedule(static) if (n >= AL_PAR_MIN)")
         for (int64_t i = 0; i < n; i++) dx[i] += x[i] > 0.f ? dy[i] : dy[i] * (y[i] + a);
         break;
     case ACT_GELU:  /* d/dx x·Φ(x) = Φ(x) + x·φ(x) */
-        #pragma omp parallel for schedule(static) if (n >= PAR_MIN / 8)
+        AL_OMP("omp parallel for schedule(static) if (n >= AL_PAR_MIN / 8)")
         for (int64_t i = 0; i < n; i++) {
             float xi = x[i];
             float pdf = INV_SQRT2PI * al__expf(-0.5f * xi * xi);
@@ -267,26 +249,26 @@ static al_tensor *activation(al_ctx *c, al_tensor *x, act_kind kind, float a)
     const int64_t n = x->numel;
     switch (kind) {
     case ACT_RELU:
-        #pragma omp parallel for schedule(static) if (n >= PAR_MIN)
+        AL_OMP("omp parallel for schedule(static) if (n >= AL_PAR_MIN)")
         for (int64_t i = 0; i < n; i++) yd[i] = xd[i] > 0.f ? xd[i] : 0.f;
         break;
     case ACT_LEAKY:
-        #pragma omp parallel for schedule(static) if (n >= PAR_MIN)
+        AL_OMP("omp parallel for schedule(static) if (n >= AL_PAR_MIN)")
         for (int64_t i = 0; i < n; i++) yd[i] = xd[i] > 0.f ? xd[i] : a * xd[i];
         break;
     case ACT_ELU:
-        #pragma omp parallel for schedule(static) if (n >= PAR_MIN / 8)
+        AL_OMP("omp parallel for schedule(static) if (n >= AL_PAR_MIN / 8)")
         for (int64_t i = 0; i < n; i++) yd[i] = xd[i] > 0.f ? xd[i] : a * al__expm1_neg(xd[i]);
         break;
     case ACT_GELU:  /* exact form x·Φ(x) = ½x(1 + erf(x/√2)); Φ from normal_cdf (rel. err ~1e-7) */
-        #pragma omp parallel for schedule(static) if (n >= PAR_MIN / 4)
+        AL_OMP("omp parallel for schedule(static) if (n >= AL_PAR_MIN / 4)")
         for (int64_t i = 0; i < n; i++) yd[i] = xd[i] * normal_cdf(xd[i]);
         break;
     }
-    if (wants(c, x)) {
-        act_node *nd = node_new(c, sizeof *nd);
+    if (al__wants_grad(c, x)) {
+        act_node *nd = al__node_new(c, sizeof *nd);
         if (nd) { nd->x = x; nd->y = y; nd->kind = kind; nd->a = a; }
-        if (!record(c, y, act_backward, nd)) return NULL;
+        if (!al__record(c, y, act_backward, nd)) return NULL;
     }
     return y;
 }
@@ -307,7 +289,7 @@ static void dropout_backward(al_ctx *c, void *p)
     if (!dx) return;
     const int64_t n = nd->x->numel; const float s = nd->scale;
     const uint8_t *k = nd->keep;
-    #pragma omp parallel for schedule(static) if (n >= PAR_MIN)
+    AL_OMP("omp parallel for schedule(static) if (n >= AL_PAR_MIN)")
     for (int64_t i = 0; i < n; i++) dx[i] += k[i] ? s * dy[i] : 0.f;
 }
 
@@ -334,12 +316,12 @@ al_tensor *al_dropout(al_ctx *c, al_tensor *x, float p)
     if (i < n) keep[i] = (al_rng_u64(&c->dropout_rng) >> 40) >= thr;
     const float s = 1.0f / (1.0f - p);
     const float *xd = x->data; float *yd = y->data;
-    #pragma omp parallel for schedule(static) if (n >= PAR_MIN)
+    AL_OMP("omp parallel for schedule(static) if (n >= AL_PAR_MIN)")
     for (int64_t i = 0; i < n; i++) yd[i] = keep[i] ? s * xd[i] : 0.f;
-    if (wants(c, x)) {
-        drop_node *nd = node_new(c, sizeof *nd);
+    if (al__wants_grad(c, x)) {
+        drop_node *nd = al__node_new(c, sizeof *nd);
         if (nd) { nd->x = x; nd->y = y; nd->keep = keep; nd->scale = s; }
-        if (!record(c, y, dropout_backward, nd)) return NULL;
+        if (!al__record(c, y, dropout_backward, nd)) return NULL;
     }
     return y;
 }

@@ -8,20 +8,14 @@
  * each dX row is summed in CSR order whatever the thread count.
  */
 #include "attnlab/ops.h"
+#include "core/omp_impl.h"
+#include "ops_impl.h"
 #include "attnlab/kernels.h"
 #include <string.h>
 
-#define PAR_MIN 32768
 /* Batched matmul: per-batch products at most this many multiply-adds run one batch per thread
  * (al_gemm_serial); bigger ones run one after another, each gemm using every thread. */
 #define SMALL_GEMM (64 * 64 * 64)
-
-static void *node_new(al_ctx *c, size_t bytes)
-{
-    void *p = al_arena_calloc(&c->arena, bytes);
-    if (!p) al_fail(c, "out of memory (arena) for a tape node");
-    return p;
-}
 
 /* C_b = op(A_b)·op(B_b) (+ beta·C_b) for b < Bt, with batch strides sA, sB, sC (0 = shared).
  * A shared C (sC == 0, a broadcast operand's gradient) is accumulated in batch order. */
@@ -35,7 +29,7 @@ static void gemm_batched(int Bt, int ta, int tb, int M, int N, int K,
         return;
     }
     /* below ~1M multiply-adds in total a fork/join costs more than it saves */
-    #pragma omp parallel for schedule(static) if ((int64_t)Bt * M * N * K >= (1 << 20))
+    AL_OMP("omp parallel for schedule(static) if ((int64_t)Bt * M * N * K >= (1 << 20))")
     for (int b = 0; b < Bt; b++)
         al_gemm_serial(ta, tb, M, N, K, 1.0f, A + b * sA, lda, B + b * sB, ldb, beta, C + b * sC, ldc);
 }
@@ -111,7 +105,7 @@ al_tensor *al_matmul(al_ctx *c, al_tensor *a, al_tensor *b, int trans_a, int tra
     else
         gemm_batched(Bt, ta, tb, M, N, K, a->data, lda, sa, b->data, ldb, sb, 0.0f, y->data, N, (int64_t)M * N);
     if (c->grad_enabled && (a->requires_grad || b->requires_grad)) {
-        mm_node *nd = node_new(c, sizeof *nd);
+        mm_node *nd = al__node_new(c, sizeof *nd);
         if (!nd) return NULL;
         nd->a = a; nd->b = b; nd->y = y; nd->ta = ta; nd->tb = tb;
         nd->Bt = Bt; nd->M = M; nd->N = N; nd->K = K; nd->sa = sa; nd->sb = sb;
@@ -130,7 +124,7 @@ typedef struct { al_tensor *x, *w, *b, *y; int rows, in, out; } lin_node;
 static void colsum_acc(const float *dy /* (rows, n) */, float *db /* (n) */, int rows, int n)
 {
     const int nblk = (n + CS_COLS - 1) / CS_COLS;
-    #pragma omp parallel for schedule(static) if ((int64_t)rows * n >= PAR_MIN && nblk > 1)
+    AL_OMP("omp parallel for schedule(static) if ((int64_t)rows * n >= AL_PAR_MIN && nblk > 1)")
     for (int bk = 0; bk < nblk; bk++) {
         const int j0 = bk * CS_COLS, j1 = j0 + CS_COLS < n ? j0 + CS_COLS : n;
         float acc[CS_COLS];
@@ -190,12 +184,12 @@ al_tensor *al_linear(al_ctx *c, al_tensor *x, al_tensor *w, al_tensor *b)
     float *yd = y->data;
     if (b) {                                       /* bias first, then y += x · Wᵀ (fused: beta = 1) */
         const float *bd = b->data;
-        #pragma omp parallel for schedule(static) if (rows64 * out >= PAR_MIN)
+        AL_OMP("omp parallel for schedule(static) if (rows64 * out >= AL_PAR_MIN)")
         for (int r = 0; r < rows; r++) memcpy(yd + (int64_t)r * out, bd, (size_t)out * sizeof(float));
     }
     al_gemm(0, 1, rows, out, in, 1.0f, x->data, in, w->data, in, b ? 1.0f : 0.0f, yd, out);
     if (c->grad_enabled && (x->requires_grad || w->requires_grad || (b && b->requires_grad))) {
-        lin_node *nd = node_new(c, sizeof *nd);
+        lin_node *nd = al__node_new(c, sizeof *nd);
         if (!nd) return NULL;
         nd->x = x; nd->w = w; nd->b = b; nd->y = y; nd->rows = rows; nd->in = in; nd->out = out;
         y->requires_grad = 1;
@@ -232,8 +226,8 @@ static void spmm_backward(al_ctx *c, void *p)
      * its own). No atomics, no transposed copy of S, no shared cache lines between threads,
      * and every dX row sums its terms in CSR order whatever the thread count: bitwise
      * identical results for any number of threads. */
-    const int nparts = s->nnz * (int64_t)F >= PAR_MIN ? al_threads() : 1;
-    #pragma omp parallel for schedule(static) if (nparts > 1)
+    const int nparts = s->nnz * (int64_t)F >= AL_PAR_MIN ? al_threads() : 1;
+    AL_OMP("omp parallel for schedule(static) if (nparts > 1)")
     for (int part = 0; part < nparts; part++) {
         const int j0 = (int)((int64_t)s->cols * part / nparts), j1 = (int)((int64_t)s->cols * (part + 1) / nparts);
         for (int i = 0; i < s->rows; i++) {
@@ -271,7 +265,7 @@ al_tensor *al_spmm(al_ctx *c, const al_csr *s, al_tensor *x)
     const float *xd = x->data; float *yd = y->data;
     const int64_t *rp = s->rowptr; const int *col = s->col; const float *val = s->val;
     /* Rows are owned by one thread each and summed in CSR order: any schedule gives the same bits. */
-    #pragma omp parallel for schedule(dynamic, 32) if (s->nnz * (int64_t)F >= PAR_MIN)
+    AL_OMP("omp parallel for schedule(dynamic, 32) if (s->nnz * (int64_t)F >= AL_PAR_MIN)")
     for (int i = 0; i < rows; i++) {
         float *yr = yd + (int64_t)i * F;
         for (int f = 0; f < F; f++) yr[f] = 0.f;
@@ -279,7 +273,7 @@ al_tensor *al_spmm(al_ctx *c, const al_csr *s, al_tensor *x)
             axpy(yr, xd + (int64_t)col[k] * F, val ? val[k] : 1.0f, F);
     }
     if (c->grad_enabled && x->requires_grad) {
-        spmm_node *nd = node_new(c, sizeof *nd);
+        spmm_node *nd = al__node_new(c, sizeof *nd);
         if (!nd) return NULL;
         nd->x = x; nd->y = y; nd->s = *s;
         y->requires_grad = 1;

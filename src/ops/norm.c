@@ -6,6 +6,8 @@
  * chunk partials reduced in chunk order, so results do not depend on the thread count.
  */
 #include "attnlab/ops.h"
+#include "core/omp_impl.h"
+#include "ops_impl.h"
 #include "attnlab/kernels.h"
 #include <math.h>
 #include <string.h>
@@ -37,12 +39,6 @@ static inline float sum_lanes(const float *a, int n)
     return acc[0];
 }
 
-static void *node_new(al_ctx *c, size_t bytes)
-{
-    void *p = al_arena_calloc(&c->arena, bytes);
-    if (!p) al_fail(c, "out of memory (arena) for a tape node");
-    return p;
-}
 static void *scratch(al_ctx *c, int64_t nfloats)
 {
     void *p = al_arena_alloc(&c->arena, (size_t)nfloats * sizeof(float));
@@ -81,7 +77,7 @@ static void layernorm_backward(al_ctx *c, void *p)
     float *xh = scratch(c, nch * n);                      /* (nch, C) one x̂ row per chunk */
     if (!xh) return;
     const float inv_n = 1.0f / (float)n;
-    #pragma omp parallel for schedule(static) if (rows * n >= PAR_MIN && nch > 1)
+    AL_OMP("omp parallel for schedule(static) if (rows * n >= PAR_MIN && nch > 1)")
     for (int64_t ch = 0; ch < nch; ch++) {
         int64_t r0 = rows * ch / nch, r1 = rows * (ch + 1) / nch;
         float *xhr = xh + ch * n;
@@ -120,7 +116,7 @@ static void layernorm_backward(al_ctx *c, void *p)
         }
     }
     if (pg) {
-        #pragma omp parallel for schedule(static) if (nch * n >= PAR_MIN)
+        AL_OMP("omp parallel for schedule(static) if (nch * n >= PAR_MIN)")
         for (int i = 0; i < n; i++) {
             float sg = 0, sb = 0;
             for (int64_t ch = 0; ch < nch; ch++) { sg += pg[ch * n + i]; sb += pb[ch * n + i]; }
@@ -148,7 +144,7 @@ al_tensor *al_layernorm(al_ctx *c, al_tensor *x, al_tensor *gamma, al_tensor *be
     al_layernorm_rows(x->data, gamma ? gamma->data : NULL, beta ? beta->data : NULL, y->data,
                       mean, rstd, rows, n, eps);
     if (c->grad_enabled && (x->requires_grad || (gamma && gamma->requires_grad) || (beta && beta->requires_grad))) {
-        ln_node *nd = node_new(c, sizeof *nd);
+        ln_node *nd = al__node_new(c, sizeof *nd);
         if (!nd) return NULL;
         nd->x = x; nd->gamma = gamma; nd->beta = beta; nd->y = y;
         nd->mean = mean; nd->rstd = rstd; nd->rows = rows; nd->n = n;
@@ -170,7 +166,7 @@ static void softmax_backward(al_ctx *c, void *p)
     if (!dx) return;
     const int64_t rows = nd->rows; const int n = nd->n;
     /* dx = y ⊙ (dy − Σ dy⊙y) */
-    #pragma omp parallel for schedule(static) if (rows * n >= PAR_MIN && rows > 1)
+    AL_OMP("omp parallel for schedule(static) if (rows * n >= PAR_MIN && rows > 1)")
     for (int64_t r = 0; r < rows; r++) {
         const float *yr = y + r * n, *dyr = dy + r * n;
         float *dxr = dx + r * n;
@@ -191,7 +187,7 @@ static void log_softmax_backward(al_ctx *c, void *p)
     if (!sm) return;
     al_softmax_rows(y, sm, rows, n);                     /* softmax(log-softmax(x)) = softmax(x) */
     /* dx = dy − softmax ⊙ Σ dy */
-    #pragma omp parallel for schedule(static) if (rows * n >= PAR_MIN && rows > 1)
+    AL_OMP("omp parallel for schedule(static) if (rows * n >= PAR_MIN && rows > 1)")
     for (int64_t r = 0; r < rows; r++) {
         const float *dyr = dy + r * n, *pr = sm + r * n;
         float *dxr = dx + r * n;
@@ -210,7 +206,7 @@ static al_tensor *softmax_common(al_ctx *c, al_tensor *x, int log)
     if (log) al_log_softmax_rows(x->data, y->data, rows, n);
     else     al_softmax_rows(x->data, y->data, rows, n);
     if (c->grad_enabled && x->requires_grad) {
-        sm_node *nd = node_new(c, sizeof *nd);
+        sm_node *nd = al__node_new(c, sizeof *nd);
         if (!nd) return NULL;
         nd->x = x; nd->y = y; nd->rows = rows; nd->n = n;
         y->requires_grad = 1;
@@ -241,7 +237,7 @@ static void cross_entropy_backward(al_ctx *c, void *p)
     const int B = nd->B, C = nd->C;
     al_softmax_rows(nd->logp, sm, B, C);
     /* dlogits = (softmax − onehot(label)) · dL / count, on counted rows only */
-    #pragma omp parallel for schedule(static) if ((int64_t)B * C >= PAR_MIN && B > 1)
+    AL_OMP("omp parallel for schedule(static) if ((int64_t)B * C >= PAR_MIN && B > 1)")
     for (int r = 0; r < B; r++) {
         if (nd->mask && !nd->mask[r]) continue;
         const float *pr = sm + (int64_t)r * C;
@@ -276,7 +272,7 @@ al_tensor *al_cross_entropy(al_ctx *c, al_tensor *logits, const int *labels, con
         if (!mask || mask[r]) s -= logp[(int64_t)r * C + labels[r]];
     loss->data[0] = count ? (float)(s / (double)count) : 0.0f;
     if (c->grad_enabled && logits->requires_grad) {
-        ce_node *nd = node_new(c, sizeof *nd);
+        ce_node *nd = al__node_new(c, sizeof *nd);
         int *lab = al_arena_alloc(&c->arena, (size_t)B * sizeof(int));
         uint8_t *mk = mask ? al_arena_alloc(&c->arena, (size_t)B) : NULL;
         if (!nd || !lab || (mask && !mk)) return al_fail(c, "out of memory (arena) in cross_entropy");

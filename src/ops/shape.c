@@ -7,14 +7,13 @@
  * the same gradient element.
  */
 #include "attnlab/ops.h"
+#include "ops_impl.h"
 #include <stdio.h>
 #include <string.h>
 
 #include "core/omp_impl.h"
 
 #define SHAPE_PAR_MIN 65536   /* elements below which the copies stay serial */
-
-static int needs_grad(al_ctx *c, const al_tensor *x) { return c->grad_enabled && x->requires_grad; }
 
 static void *node_alloc(al_ctx *c, size_t bytes, const char *op)
 {
@@ -89,7 +88,7 @@ static al_tensor *map_op(al_ctx *c, al_tensor *x, int ondim, const int *oshape, 
     al_tensor *out = al_new(c, ondim, oshape);
     if (!out) return NULL;
     imap_run(m, x->data, out->data, 0);
-    if (needs_grad(c, x)) {
+    if (al__wants_grad(c, x)) {
         map_node *n = node_alloc(c, sizeof *n, op);
         if (!n) return NULL;
         n->x = x; n->out = out; n->m = *m;
@@ -130,7 +129,7 @@ al_tensor *al_reshape(al_ctx *c, al_tensor *x, int ndim, const int *shape)
                        al_shape_str(x, s1, sizeof s1), (long long)x->numel, (long long)n);
     al_tensor *out = al_view(c, x, ndim, shape);   /* shares x->data */
     if (!out) return NULL;
-    if (needs_grad(c, x)) {
+    if (al__wants_grad(c, x)) {
         reshape_node *nd = node_alloc(c, sizeof *nd, "reshape");
         if (!nd) return NULL;
         nd->x = x; nd->out = out;
@@ -250,7 +249,7 @@ al_status al_split_qkv(al_ctx *c, al_tensor *x, int heads, al_tensor **q, al_ten
         if (!(o[s] = al_new(c, 4, os))) return AL_ERR;
     float *od[3] = {o[0]->data, o[1]->data, o[2]->data};
     qkv_run(x->data, od, B, N, heads, D, 0);
-    if (needs_grad(c, x)) {
+    if (al__wants_grad(c, x)) {
         qkv_node *nd = node_alloc(c, sizeof *nd, "split_qkv");
         if (!nd) return AL_ERR;
         nd->x = x; nd->B = B; nd->N = N; nd->H = heads; nd->D = D;
@@ -324,7 +323,7 @@ al_tensor *al_concat_last(al_ctx *c, int n, al_tensor **xs)
             return al_fail(c, "concat_last: tensor %d %s does not match tensor 0 %s except in the last dim",
                            i, al_shape_str(x, s1, sizeof s1), al_shape_str(x0, s2, sizeof s2));
         Lo += x->shape[x->ndim - 1];
-        grad |= needs_grad(c, x);
+        grad |= al__wants_grad(c, x);
     }
     if (Lo > INT32_MAX) return al_fail(c, "concat_last: concatenated last dim %lld too large", (long long)Lo);
     int oshape[AL_MAXDIM];
@@ -393,7 +392,7 @@ al_tensor *al_mean_tokens(al_ctx *c, al_tensor *x)
             for (int k = 0; k < C; k++) o[k] += xb[(size_t)n * C + k];
         for (int k = 0; k < C; k++) o[k] *= invN;
     }
-    if (needs_grad(c, x)) {
+    if (al__wants_grad(c, x)) {
         mean_node *nd = node_alloc(c, sizeof *nd, "mean_tokens");
         if (!nd) return NULL;
         nd->x = x; nd->out = out;
@@ -442,7 +441,7 @@ al_tensor *al_embedding(al_ctx *c, al_tensor *table, const int *ids, int n)
     AL_OMP("omp parallel for schedule(static) if ((int64_t)n * C >= SHAPE_PAR_MIN)")
     for (int i = 0; i < n; i++)
         memcpy(out->data + (size_t)i * C, table->data + (size_t)ids[i] * C, (size_t)C * sizeof(float));
-    if (needs_grad(c, table)) {
+    if (al__wants_grad(c, table)) {
         embed_node *nd = node_alloc(c, sizeof *nd, "embedding");
         int *keep = nd ? al_arena_alloc(&c->arena, (size_t)n * sizeof *keep) : NULL;
         if (!keep) return al_fail(c, "embedding: out of memory (arena)");

@@ -1,154 +1,29 @@
-/* models_graph.c — node classifiers on a graph (gat, gat-full, gcn, mlp), sparse input dropout,
- * and the full-batch training loop with the GAT paper's early stopping.
+/* ops/graph.c — the fused layers of the graph models, each with its backward beside it: sparse
+ * input dropout (al_csr_dropout), the first layer dropout(X)·W written head-major for a sparse or
+ * dense X (al_gnn_project), bias + activation + dropout with the heads merged
+ * (al_gnn_bias_act_dropout), and the rows of the training nodes for the loss (al_take_rows).
  *
- * The layers around the attention are three fused ops of this file, each with its backward beside
- * it: the first layer dropout(X)·W1 written head-major (sparse or dense X), bias + activation +
- * dropout with the heads merged, and the rows of the training nodes for the loss. On sparse
- * features they give bit for bit what the chain of generic ops gave (al_csr_dropout, al_spmm,
- * al_split_heads, al_merge_heads, al_add_bcast, al_elu / al_relu, al_dropout, a masked
+ * On sparse features they give bit for bit what the chain of generic ops gave (al_csr_dropout,
+ * al_spmm, al_split_heads, al_merge_heads, al_add_bcast, al_elu / al_relu, al_dropout, a masked
  * al_cross_entropy): same dropout masks, same arithmetic, same summation orders — test_graph
  * checks it — with no layout copies and far fewer N·H·D intermediates. */
-#include "attnlab/graph.h"
+#include "attnlab/ops.h"
+#include "attnlab/kernels.h"
 #include "core/fastmath_impl.h"
 #include "core/omp_impl.h"
-#include "attnlab/attention.h"
-#include "attnlab/ops.h"
-#include "attnlab/optim.h"
-#include "attnlab/kernels.h"
+#include "core/rng_impl.h"
+#include "ops_impl.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
-#define PAR_MIN 32768   /* work (multiply-adds, elements) below which a loop stays on one thread */
-
-/* ---------------- configuration ---------------- */
-void al_gnn_defaults(al_gnn_cfg *cfg, al_gnn_kind kind)
-{
-    memset(cfg, 0, sizeof *cfg);
-    cfg->kind = kind;
-    cfg->weight_decay = 5e-4f;
-    switch (kind) {
-    case AL_GNN_GAT: case AL_GNN_GAT_FULL:
-        cfg->hidden = 8; cfg->heads = 8; cfg->dropout = 0.6f; cfg->attn_dropout = 0.6f; cfg->slope = 0.2f;
-        cfg->lr = 0.005f; cfg->decay_all = 1; cfg->epochs = 1000; cfg->patience = 100;
-        break;
-    case AL_GNN_GCN:
-        cfg->hidden = 16; cfg->heads = 1; cfg->dropout = 0.5f; cfg->lr = 0.01f; cfg->decay_all = 0;
-        cfg->epochs = 200; cfg->patience = 0;
-        break;
-    case AL_GNN_MLP:
-        cfg->hidden = 64; cfg->heads = 1; cfg->dropout = 0.5f; cfg->lr = 0.01f; cfg->decay_all = 0;
-        cfg->epochs = 200; cfg->patience = 0;
-        break;
-    }
-}
-
-static const char *kind_names[] = {"gat", "gat-full", "gcn", "mlp"};
-const char *al_gnn_kind_name(al_gnn_kind kind) { return (unsigned)kind < 4 ? kind_names[kind] : "?"; }
-al_status al_gnn_kind_parse(const char *name, al_gnn_kind *out, al_error *err)
-{
-    for (int i = 0; i < 4; i++) if (name && !strcmp(name, kind_names[i])) { *out = (al_gnn_kind)i; return AL_OK; }
-    return al_seterr(err, "unknown graph model '%s' (expected gat, gat-full, gcn or mlp)", name ? name : "(null)");
-}
-
-/* ---------------- model ---------------- */
-static al_init glorot(int fan_in, int fan_out)
-{
-    al_init i = {AL_INIT_UNIFORM, 0.f};
-    i.a = (float)sqrt(6.0 / (double)(fan_in + fan_out));
-    return i;
-}
-static const al_init zeros = {AL_INIT_ZEROS, 0.f};
-
-/* Dense features for the first layer when at least AL_GNN_DENSE_MIN of the entries are stored:
- * the CSR's own values when it holds every entry in row-major order (no copy), else a dense copy. */
-static al_status dense_features(al_gnn *m, al_error *err)
-{
-    const al_csr *x = m->feat;
-    m->xdense = NULL; m->xdense_own = NULL;
-    const int64_t full = (int64_t)x->rows * x->cols;
-    if (!x->val || full <= 0 || (double)x->nnz < AL_GNN_DENSE_MIN * (double)full) return AL_OK;
-    int complete = x->nnz == full;
-    for (int i = 0; complete && i < x->rows; i++) complete = x->rowptr[i] == (int64_t)i * x->cols;
-    for (int64_t k = 0; complete && k < x->nnz; k++) complete = x->col[k] == (int)(k % x->cols);
-    if (complete) { m->xdense = x->val; return AL_OK; }
-    float *d = calloc((size_t)full, sizeof *d);
-    if (!d) return al_seterr(err, "graph model: out of memory for %lld dense features", (long long)full);
-    for (int i = 0; i < x->rows; i++)
-        for (int64_t k = x->rowptr[i]; k < x->rowptr[i + 1]; k++) d[(int64_t)i * x->cols + x->col[k]] += x->val[k];
-    m->xdense = m->xdense_own = d;
-    return AL_OK;
-}
-
-al_status al_gnn_init(al_gnn *m, const al_gnn_cfg *cfg, const al_graph *g, uint64_t seed, al_error *err)
-{
-    memset(m, 0, sizeof *m);
-    m->cfg = *cfg;
-    m->n = g->n; m->nfeat = g->nfeat; m->nclass = g->nclass; m->feat = &g->feat;
-    if (cfg->hidden < 1 || cfg->heads < 1) return al_seterr(err, "graph model: hidden and heads must be >= 1");
-    if (!(cfg->dropout >= 0 && cfg->dropout < 1) || !(cfg->attn_dropout >= 0 && cfg->attn_dropout < 1))
-        return al_seterr(err, "graph model: dropout must be in [0, 1)");
-    if (cfg->epochs < 1) return al_seterr(err, "graph model: epochs must be >= 1");
-    al_params_init(&m->params);
-    al_params *p = &m->params;
-    int C = g->nclass, F = g->nfeat;
-    if (cfg->kind == AL_GNN_GAT || cfg->kind == AL_GNN_GAT_FULL) {
-        int H = cfg->heads, D = cfg->hidden;
-        m->w1 = al_params_add(p, "layer1.weight", 2, (int[]){F, H * D}, glorot(F, H * D));
-        m->a1q = al_params_add(p, "layer1.att_dst", 2, (int[]){H, D}, glorot(D, 1));
-        m->a1k = al_params_add(p, "layer1.att_src", 2, (int[]){H, D}, glorot(D, 1));
-        m->b1 = al_params_add(p, "layer1.bias", 1, (int[]){H * D}, zeros);
-        m->w2 = al_params_add(p, "layer2.weight", 2, (int[]){H * D, C}, glorot(H * D, C));
-        m->a2q = al_params_add(p, "layer2.att_dst", 2, (int[]){1, C}, glorot(C, 1));
-        m->a2k = al_params_add(p, "layer2.att_src", 2, (int[]){1, C}, glorot(C, 1));
-        m->b2 = al_params_add(p, "layer2.bias", 1, (int[]){C}, zeros);
-        if (!m->w1 || !m->a1q || !m->a1k || !m->b1 || !m->w2 || !m->a2q || !m->a2k || !m->b2) goto oom;
-        if (cfg->kind == AL_GNN_GAT && al_graph_adj_self_loops(g, &m->adj, err)) goto fail;
-    } else {
-        int Hd = cfg->hidden;
-        m->w1 = al_params_add(p, "layer1.weight", 2, (int[]){F, Hd}, glorot(F, Hd));
-        m->b1 = al_params_add(p, "layer1.bias", 1, (int[]){Hd}, zeros);
-        m->w2 = al_params_add(p, "layer2.weight", 2, (int[]){Hd, C}, glorot(Hd, C));
-        m->b2 = al_params_add(p, "layer2.bias", 1, (int[]){C}, zeros);
-        if (!m->w1 || !m->b1 || !m->w2 || !m->b2) goto oom;
-        if (cfg->kind == AL_GNN_GCN && al_graph_gcn_norm(g, &m->adj, err)) goto fail;
-    }
-    if (dense_features(m, err)) goto fail;
-    for (int i = 0; i < p->n; i++) p->decay[i] = cfg->decay_all ? 1 : p->t[i] == m->w1;
-    al_rng r; al_rng_seed(&r, seed, AL_RNG_INIT);
-    if (al_params_finalize(p, &r, err)) goto fail;
-    return AL_OK;
-oom:
-    al_seterr(err, "graph model: out of memory registering parameters");
-fail:
-    al_gnn_free(m);
-    return AL_ERR;
-}
-
-void al_gnn_free(al_gnn *m)
-{
-    al_params_free(&m->params);
-    al_csr_free(&m->adj);
-    free(m->xdense_own);
-    m->xdense_own = NULL; m->xdense = NULL;
-}
 
 /* ---------------- dropout masks ---------------- */
-static inline uint64_t mix64(uint64_t z)
-{
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
 /* Counter-based keep decision of stored entry k: 32 bits of splitmix64(base + k/2) (the low half
  * for an even k, the high half for an odd one) >= thr = p·2^32. No state: the mask of any entry
  * can be recomputed in the backward pass, and it does not depend on the thread count. */
 static inline int keep_entry(uint64_t base, uint32_t thr, int64_t k)
 {
-    uint64_t z = mix64(base + 0x9e3779b97f4a7c15ULL * (uint64_t)(k / 2 + 1));
+    uint64_t z = al__mix64(base + AL__GOLDEN64 * (uint64_t)(k / 2 + 1));
     return (uint32_t)(k & 1 ? z >> 32 : z) >= thr;
 }
 static uint32_t keep_threshold(float p) { return (uint32_t)fmin(4294967295.0, (double)p * 4294967296.0); }
@@ -156,7 +31,7 @@ static uint32_t keep_threshold(float p) { return (uint32_t)fmin(4294967295.0, (d
 /* Inverted dropout on the stored values of a constant sparse matrix (no gradient flows into it):
  * entry k keeps its value (times 1/(1−p)) when keep_entry(base, thr, k), base being one draw of
  * c->dropout_rng. */
-const al_csr *al_csr_dropout(al_ctx *c, const al_csr *s, float p)
+const al_csr *al_csr_dropout(al_ctx *c, const al_csr *s /* (rows, cols) */, float p)
 {
     if (!s || !al_ok(c)) return NULL;
     if (!c->training || p <= 0.f) return s;
@@ -170,27 +45,16 @@ const al_csr *al_csr_dropout(al_ctx *c, const al_csr *s, float p)
     const uint32_t thr = keep_threshold(p);
     const float scale = 1.0f / (1.0f - p);
     const int64_t nnz = s->nnz;
-    #pragma omp parallel for schedule(static) if (nnz > 131072)
+    AL_OMP("omp parallel for schedule(static) if (nnz > 131072)")
     for (int64_t k = 0; k < nnz; k++) v[k] = keep_entry(base, thr, k) ? (sv ? sv[k] : 1.0f) * scale : 0.0f;
     return o;
-}
-
-/* The next draw of an al_rng stream: xoshiro256**, exactly al_rng_u64 (tensor.c), inlined here
- * because the activation dropout takes one draw per two elements (a call each cost ~0.4 ms per
- * Cora epoch). test_graph checks the masks against al_dropout bit for bit. */
-static inline uint64_t rotl64(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-static inline uint64_t rng_next(uint64_t *s)
-{
-    uint64_t res = rotl64(s[1] * 5, 7) * 9, t = s[1] << 17;
-    s[2] ^= s[0]; s[3] ^= s[1]; s[1] ^= s[2]; s[0] ^= s[3]; s[2] ^= t; s[3] = rotl64(s[3], 45);
-    return res;
 }
 
 /* ELU's eˣ − 1 is al_elu's own (fastmath_impl.h), so the fused activation gives al_elu's bits. */
 
 /* y (n) += a · x (n); y and x never overlap. Written as al_spmm's axpy (no FMA contraction in
  * ISO C mode), so the sparse first layer gives al_spmm's bits. */
-static inline void axpy(float *restrict y, const float *restrict x, float a, int n)
+static inline void axpy(float *restrict y /* (n) */, const float *restrict x /* (n) */, float a, int n)
 {
     for (int f = 0; f < n; f++) y[f] += a * x[f];
 }
@@ -215,7 +79,7 @@ typedef struct proj_node {
 } proj_node;
 
 /* Longest row of a CSR matrix (at least 1). */
-static int csr_max_row(const al_csr *x)
+static int csr_max_row(const al_csr *x /* (rows, cols) */)
 {
     int64_t mx = 1;
     for (int i = 0; i < x->rows; i++) if (x->rowptr[i + 1] - x->rowptr[i] > mx) mx = x->rowptr[i + 1] - x->rowptr[i];
@@ -224,7 +88,7 @@ static int csr_max_row(const al_csr *x)
 
 /* Dropped, scaled copy of the dense rows [i0, i0+m) into xb (m, F); returns xb, or the rows
  * themselves when nothing is dropped. */
-static const float *proj_dense_rows(const proj_node *nd, int i0, int m, float *xb)
+static const float *proj_dense_rows(const proj_node *nd, int i0, int m, float *xb /* (m, F) */)
 {
     const int64_t F = nd->F;
     const float *src = nd->xd + (int64_t)i0 * F;
@@ -235,7 +99,7 @@ static const float *proj_dense_rows(const proj_node *nd, int i0, int m, float *x
     const int64_t ne = (int64_t)m * F;
     for (int64_t e = 0; e < ne; e++) {   /* keep_entry without branches: vectorises (64-bit lanes) */
         const uint64_t k = k0 + (uint64_t)e;
-        const uint64_t z = mix64(base + 0x9e3779b97f4a7c15ULL * ((k >> 1) + 1));
+        const uint64_t z = al__mix64(base + AL__GOLDEN64 * ((k >> 1) + 1));
         const uint32_t bits = (uint32_t)(z >> (32 * (k & 1)));
         const float sv = src[e] * scale;
         xb[e] = bits >= thr ? sv : 0.0f;
@@ -260,12 +124,12 @@ static void proj_backward(al_ctx *c, void *p)
         const uint8_t *keep = nd->keep;
         const int drop = nd->drop; const float scale = nd->scale;
         const int64_t work = (drop ? 2 : 5) * s->nnz * (int64_t)HD / 5;
-        const int nparts = work >= PAR_MIN && nd->nthr > 1 ? nd->nthr : 1;
+        const int nparts = work >= AL_PAR_MIN && nd->nthr > 1 ? nd->nthr : 1;
         const int maxrow = csr_max_row(s);
         const size_t per = (size_t)HD + (size_t)maxrow;
         float *buf = al_arena_alloc(&c->arena, (size_t)nparts * per * sizeof(float));   /* (parts, H·D + maxrow) */
         if (!buf) { al_fail(c, "graph layer 1 backward: out of memory (arena)"); return; }
-        #pragma omp parallel for schedule(static) num_threads(nparts) if (nparts > 1)
+        AL_OMP("omp parallel for schedule(static) num_threads(nparts) if (nparts > 1)")
         for (int part = 0; part < nparts; part++) {
             const unsigned j0 = (unsigned)((int64_t)F * part / nparts), span = (unsigned)((int64_t)F * (part + 1) / nparts) - j0;
             float *restrict dyi = buf + (size_t)part * per;   /* (H·D) row i of dY, gathered from the heads */
@@ -296,10 +160,10 @@ static void proj_backward(al_ctx *c, void *p)
     float *part = al_arena_calloc(&c->arena, (size_t)nch * F * HD * sizeof(float));   /* (chunks, F, H·D) */
     float *scr = al_arena_alloc(&c->arena, (size_t)nd->nthr * per * sizeof(float));
     if (!part || !scr) { al_fail(c, "graph layer 1 backward: out of memory (arena)"); return; }
-    #pragma omp parallel num_threads(nd->nthr) if (nd->nthr > 1 && nch > 1 && (int64_t)n * F * HD >= PAR_MIN)
+    AL_OMP("omp parallel num_threads(nd->nthr) if (nd->nthr > 1 && nch > 1 && (int64_t)n * F * HD >= AL_PAR_MIN)")
     {
         float *xb = scr + (size_t)al__thread_id() * per, *dyb = xb + (size_t)PROJ_ROWS * F;
-        #pragma omp for schedule(static)
+        AL_OMP("omp for schedule(static)")
         for (int ch = 0; ch < nch; ch++) {
             for (int b = (int)((int64_t)nblk * ch / nch); b < (int)((int64_t)nblk * (ch + 1) / nch); b++) {
                 const int i0 = b * PROJ_ROWS, m = n - i0 < PROJ_ROWS ? n - i0 : PROJ_ROWS;
@@ -316,7 +180,7 @@ static void proj_backward(al_ctx *c, void *p)
         }
     }
     const int64_t nw = (int64_t)F * HD;
-    #pragma omp parallel for schedule(static) if (nw * nch >= PAR_MIN)
+    AL_OMP("omp parallel for schedule(static) if (nw * nch >= AL_PAR_MIN)")
     for (int64_t e = 0; e < nw; e++) {
         float acc = dw[e];
         for (int ch = 0; ch < nch; ch++) acc += part[(size_t)ch * nw + e];
@@ -324,14 +188,14 @@ static void proj_backward(al_ctx *c, void *p)
     }
 }
 
-/* The first layer of model m: H heads (1 for gcn and mlp). Returns (1, H, N, D) for H > 1 (and for
- * a one-head gat, as4d), else (N, D). */
-static al_tensor *first_layer(al_ctx *c, al_gnn *m, al_tensor *w, int H, int as4d, float p)
+/* A graph model's first layer with H heads (1 for gcn and mlp). Returns (1, H, N, D) for H > 1 (and
+ * for a one-head gat, as4d), else (N, D). */
+al_tensor *al_gnn_project(al_ctx *c, const al_csr *x /* (N, F) */, const float *xd /* (N, F) or NULL */,
+                          al_tensor *w /* (F, H·D) */, int H, int as4d, float p)
 {
     if (!w || !al_ok(c)) return NULL;
-    const al_csr *x = m->feat;
-    const int n = m->n, F = m->nfeat, HD = w->shape[1], D = HD / H;
-    if (w->ndim != 2 || w->shape[0] != F || HD % H || x->rows != n || x->cols != F) {
+    const int n = x->rows, F = x->cols, HD = w->shape[1], D = HD / H;
+    if (w->ndim != 2 || w->shape[0] != F || HD % H) {
         char b[64];
         return al_fail(c, "graph layer 1: weight %s does not fit %d x %d features and %d heads",
                        al_shape_str(w, b, sizeof b), x->rows, x->cols, H);
@@ -341,7 +205,7 @@ static al_tensor *first_layer(al_ctx *c, al_gnn *m, al_tensor *w, int H, int as4
     proj_node *nd = al_arena_calloc(&c->arena, sizeof *nd);
     if (!y || !nd) return al_ok(c) ? al_fail(c, "graph layer 1: out of memory (arena)") : NULL;
     nd->w = w; nd->y = y; nd->n = n; nd->F = F; nd->H = H; nd->D = D; nd->nthr = al_threads();
-    nd->x = m->xdense ? NULL : x; nd->xd = m->xdense;
+    nd->x = xd ? NULL : x; nd->xd = xd;
     if (c->training && p > 0.f) {   /* the draw al_csr_dropout would take, in the same place */
         nd->drop = 1; nd->base = al_rng_u64(&c->dropout_rng); nd->thr = keep_threshold(p); nd->scale = 1.0f / (1.0f - p);
     }
@@ -359,20 +223,20 @@ static al_tensor *first_layer(al_ctx *c, al_gnn *m, al_tensor *w, int H, int as4
         if (keep) {   /* one hash per pair of entries, as al_csr_dropout */
             const int64_t npair = (x->nnz + 1) / 2, nnz = x->nnz;
             const uint64_t base = nd->base; const uint32_t thr = nd->thr;
-            #pragma omp parallel for schedule(static) num_threads(nd->nthr) if (nd->nthr > 1 && npair > 65536)
+            AL_OMP("omp parallel for schedule(static) num_threads(nd->nthr) if (nd->nthr > 1 && npair > 65536)")
             for (int64_t q = 0; q < npair; q++) {
-                uint64_t z = mix64(base + 0x9e3779b97f4a7c15ULL * (uint64_t)(q + 1));
+                uint64_t z = al__mix64(base + AL__GOLDEN64 * (uint64_t)(q + 1));
                 keep[2 * q] = (uint32_t)z >= thr;
                 if (2 * q + 1 < nnz) keep[2 * q + 1] = (uint32_t)(z >> 32) >= thr;
             }
             nd->keep = keep;
         }
-        #pragma omp parallel num_threads(nd->nthr) if (nd->nthr > 1 && work >= PAR_MIN)
+        AL_OMP("omp parallel num_threads(nd->nthr) if (nd->nthr > 1 && work >= AL_PAR_MIN)")
         {
             float *buf = scr + (size_t)al__thread_id() * per;
             int *sel = (int *)(buf + HD);   /* (maxrow) kept entries of row i, offsets from its start */
             /* rows are owned by one thread each and summed in CSR order, as in al_spmm */
-            #pragma omp for schedule(static)
+            AL_OMP("omp for schedule(static)")
             for (int i = 0; i < n; i++) {
                 float *acc = H > 1 ? buf : yd + (int64_t)i * HD;   /* (H·D) */
                 for (int f = 0; f < HD; f++) acc[f] = 0.f;
@@ -400,10 +264,10 @@ static al_tensor *first_layer(al_ctx *c, al_gnn *m, al_tensor *w, int H, int as4
         if (!scr) return al_fail(c, "graph layer 1: out of memory (arena)");
         /* fixed row blocks, one gemm each: every output row is computed the same way whatever
          * the thread count */
-        #pragma omp parallel num_threads(nd->nthr) if (nd->nthr > 1 && nblk > 1 && (int64_t)n * F * HD >= PAR_MIN)
+        AL_OMP("omp parallel num_threads(nd->nthr) if (nd->nthr > 1 && nblk > 1 && (int64_t)n * F * HD >= AL_PAR_MIN)")
         {
             float *xb = scr + (size_t)al__thread_id() * per, *yb = xb + (size_t)PROJ_ROWS * F;
-            #pragma omp for schedule(static)
+            AL_OMP("omp for schedule(static)")
             for (int b = 0; b < nblk; b++) {
                 const int i0 = b * PROJ_ROWS, mr = n - i0 < PROJ_ROWS ? n - i0 : PROJ_ROWS;
                 const float *a = proj_dense_rows(nd, i0, mr, xb);
@@ -416,10 +280,7 @@ static al_tensor *first_layer(al_ctx *c, al_gnn *m, al_tensor *w, int H, int as4
             }
         }
     }
-    if (c->grad_enabled && w->requires_grad) {
-        y->requires_grad = 1;
-        al_tape_push(c, proj_backward, nd);
-    }
+    if (al__wants_grad(c, w)) al__record(c, y, proj_backward, nd);
     return y;
 }
 
@@ -441,16 +302,16 @@ typedef struct bact_node {
 /* g (n) = the gradient of the activation's input from dz (n) of the output after dropout: the
  * dropout (kept · s), then ReLU / ELU through y, the activation's output (y > 0 exactly when its
  * input is > 0). The same operations as al_dropout's and al_relu / al_elu's backward. */
-static inline void bact_grad_row(float *restrict g, const float *restrict dz, const float *restrict y,
-                                 const uint8_t *restrict keep, int n, float s, float alpha, int relu)
+static inline void bact_grad_row(float *restrict g /* (n) */, const float *restrict dz /* (n) */, const float *restrict y /* (n) */,
+                                 const uint8_t *restrict keep /* (n) or NULL */, int n, float s, float alpha, int relu)
 {
     if (keep) for (int j = 0; j < n; j++) { float sd = s * dz[j]; g[j] = keep[j] ? sd : 0.f; }
     else for (int j = 0; j < n; j++) g[j] = dz[j];
     if (relu) for (int j = 0; j < n; j++) g[j] = y[j] > 0.f ? g[j] : 0.f;
     else for (int j = 0; j < n; j++) { float e = g[j] * (y[j] + alpha); g[j] = y[j] > 0.f ? g[j] : e; }
 }
-static inline void add_row(float *restrict a, const float *restrict b, int n) { for (int j = 0; j < n; j++) a[j] += b[j]; }
-static inline void copy_row(float *restrict a, const float *restrict b, int n) { for (int j = 0; j < n; j++) a[j] = b[j]; }
+static inline void add_row(float *restrict a /* (n) */, const float *restrict b /* (n) */, int n) { for (int j = 0; j < n; j++) a[j] += b[j]; }
+static inline void copy_row(float *restrict a /* (n) */, const float *restrict b /* (n) */, int n) { for (int j = 0; j < n; j++) a[j] = b[j]; }
 
 static void bact_backward(al_ctx *c, void *p)
 {
@@ -463,14 +324,14 @@ static void bact_backward(al_ctx *c, void *p)
     const int n = nd->n, D = nd->D, HD = nd->H * D;
     /* Threads own column ranges and run down the rows in order, so the bias gradient sums each
      * column in row order (as al_add_bcast's backward) whatever the thread count. */
-    const int nparts = (int64_t)n * HD >= PAR_MIN && nd->nthr > 1 ? (nd->nthr < HD ? nd->nthr : HD) : 1;
+    const int nparts = (int64_t)n * HD >= AL_PAR_MIN && nd->nthr > 1 ? (nd->nthr < HD ? nd->nthr : HD) : 1;
     float *acc = al_arena_calloc(&c->arena, (size_t)HD * sizeof(float));              /* (H·D) column sums */
     float *gbuf = al_arena_alloc(&c->arena, (size_t)nparts * HD * sizeof(float));     /* (parts, H·D) */
     if (!al_ok(c) || !acc || !gbuf) { al_fail(c, "graph activation backward: out of memory (arena)"); return; }
     const float *y = nd->y, s = nd->scale, alpha = nd->alpha;
     const uint8_t *keep = nd->keep;
     const int relu = nd->relu;
-    #pragma omp parallel for schedule(static) num_threads(nparts) if (nparts > 1)
+    AL_OMP("omp parallel for schedule(static) num_threads(nparts) if (nparts > 1)")
     for (int part = 0; part < nparts; part++) {
         const int j0 = HD * part / nparts, j1 = HD * (part + 1) / nparts;
         float *g = gbuf + (size_t)part * HD;        /* (H·D) gradient of the pre-activation, row i */
@@ -490,22 +351,23 @@ static void bact_backward(al_ctx *c, void *p)
     if (db) for (int j = 0; j < HD; j++) db[j] += acc[j];
 }
 
-static inline void sum_row(float *restrict u, const float *restrict a, const float *restrict b, int n)
+static inline void sum_row(float *restrict u /* (n) */, const float *restrict a /* (n) */, const float *restrict b /* (n) */, int n)
 {
     for (int j = 0; j < n; j++) u[j] = a[j] + b[j];
 }
-static inline void act_row(float *restrict v, const float *restrict u, int n, float alpha, int relu)
+static inline void act_row(float *restrict v /* (n) */, const float *restrict u /* (n) */, int n, float alpha, int relu)
 {
     if (relu) for (int j = 0; j < n; j++) v[j] = u[j] > 0.f ? u[j] : 0.f;
     else for (int j = 0; j < n; j++) v[j] = u[j] > 0.f ? u[j] : alpha * al__expm1_neg(u[j]);
 }
 /* z may be v itself (dropout in place) */
-static inline void drop_row(float *z, const float *v, const uint8_t *restrict keep, int n, float s)
+static inline void drop_row(float *z /* (n) */, const float *v /* (n) */, const uint8_t *restrict keep /* (n) */, int n, float s)
 {
     for (int j = 0; j < n; j++) { float sv = s * v[j]; z[j] = keep[j] ? sv : 0.f; }
 }
 
-static al_tensor *bias_act_dropout(al_ctx *c, al_tensor *a, al_tensor *b, int relu, float alpha, float p)
+al_tensor *al_gnn_bias_act_dropout(al_ctx *c, al_tensor *a /* (1, H, N, D) or (N, D) */, al_tensor *b /* (H·D) */,
+                                   int relu, float alpha, float p)
 {
     if (!a || !b || !al_ok(c)) return NULL;
     char b1[64], b2[64];
@@ -517,22 +379,22 @@ static al_tensor *bias_act_dropout(al_ctx *c, al_tensor *a, al_tensor *b, int re
     if (!(p >= 0.f && p < 1.f)) return al_fail(c, "graph activation: dropout %g outside [0, 1)", (double)p);
     const int64_t ne = (int64_t)n * HD;
     const int drop = c->training && p > 0.f;
-    const int save = c->grad_enabled && (a->requires_grad || b->requires_grad);
+    const int save = al__any_grad(c, a, b, NULL);
     al_tensor *z = al_new(c, 2, (int[]){n, HD});   /* (N, H·D) */
     uint8_t *keep = drop ? al_arena_alloc(&c->arena, (size_t)ne) : NULL;          /* (N, H·D) */
     float *y = save && drop ? al_arena_alloc(&c->arena, (size_t)ne * sizeof(float)) : NULL;   /* (N, H·D) */
     if (!z || (drop && !keep) || (save && drop && !y)) return al_ok(c) ? al_fail(c, "graph activation: out of memory (arena)") : NULL;
     if (drop) {   /* al_dropout's mask: two 24-bit uniforms per draw, in index order */
         const uint64_t thr = (uint64_t)ceil((double)p * 16777216.0);
-        uint64_t st[4];   /* a local copy: the byte stores below could alias c's state */
+        uint64_t st[4];   /* a local copy (al_rng_u64 inlined: one draw per two elements): the byte stores below could alias c's state */
         memcpy(st, c->dropout_rng.s, sizeof st);
         int64_t i = 0;
         for (; i + 2 <= ne; i += 2) {
-            uint64_t u = rng_next(st);
+            uint64_t u = al__xoshiro_next(st);
             keep[i] = (u >> 40) >= thr;
             keep[i + 1] = ((u >> 8) & 0xFFFFFFu) >= thr;
         }
-        if (i < ne) keep[i] = (rng_next(st) >> 40) >= thr;
+        if (i < ne) keep[i] = (al__xoshiro_next(st) >> 40) >= thr;
         memcpy(c->dropout_rng.s, st, sizeof st);
     }
     const float s = drop ? 1.0f / (1.0f - p) : 1.0f;
@@ -540,10 +402,10 @@ static al_tensor *bias_act_dropout(al_ctx *c, al_tensor *a, al_tensor *b, int re
     float *zd = z->data;
     float *ubuf = al_arena_alloc(&c->arena, (size_t)al_threads() * HD * sizeof(float));   /* (threads, H·D) */
     if (!ubuf) return al_fail(c, "graph activation: out of memory (arena)");
-    #pragma omp parallel if (ne >= PAR_MIN / 4 && al_threads() > 1)
+    AL_OMP("omp parallel if (ne >= AL_PAR_MIN / 4 && al_threads() > 1)")
     {
         float *u = ubuf + (size_t)al__thread_id() * HD;   /* (H·D) row i: heads merged, bias added */
-        #pragma omp for schedule(static)
+        AL_OMP("omp for schedule(static)")
         for (int i = 0; i < n; i++) {
             const int64_t r = (int64_t)i * HD;
             for (int h = 0; h < H; h++) sum_row(u + h * D, ad + ((int64_t)h * n + i) * D, bd + h * D, D);
@@ -557,8 +419,7 @@ static al_tensor *bias_act_dropout(al_ctx *c, al_tensor *a, al_tensor *b, int re
         if (!nd) return al_fail(c, "graph activation: out of memory (arena)");
         nd->a = a; nd->b = b; nd->z = z; nd->y = y ? y : zd; nd->keep = keep;
         nd->n = n; nd->H = H; nd->D = D; nd->relu = relu; nd->alpha = alpha; nd->scale = s; nd->nthr = al_threads();
-        z->requires_grad = 1;
-        al_tape_push(c, bact_backward, nd);
+        al__record(c, z, bact_backward, nd);
     }
     return z;
 }
@@ -579,190 +440,19 @@ static void rows_backward(al_ctx *c, void *p)
 }
 
 /* x (N, C), ids[m] (m >= 1) → (m, C): the loss then looks at the labelled rows only. */
-static al_tensor *take_rows(al_ctx *c, al_tensor *x, const int *ids, int m)
+al_tensor *al_take_rows(al_ctx *c, al_tensor *x /* (N, C) */, const int *ids /* (m) */, int m)
 {
     if (!x || !al_ok(c)) return NULL;
     const int C = x->shape[1];
     al_tensor *y = al_new(c, 2, (int[]){m, C});
     if (!y) return NULL;
     for (int r = 0; r < m; r++) memcpy(y->data + (int64_t)r * C, x->data + (int64_t)ids[r] * C, (size_t)C * sizeof(float));
-    if (c->grad_enabled && x->requires_grad) {
+    if (al__wants_grad(c, x)) {
         rows_node *nd = al_arena_alloc(&c->arena, sizeof *nd);
         if (!nd) return al_fail(c, "graph loss: out of memory (arena)");
         nd->x = x; nd->y = y; nd->ids = ids; nd->m = m;
-        y->requires_grad = 1;
-        al_tape_push(c, rows_backward, nd);
+        al__record(c, y, rows_backward, nd);
     }
     return y;
 }
 
-/* One GAT layer's attention over h (1, H, N, D) head-major → (1, H, N, D), q = k = v = h. */
-static al_tensor *gat_attend(al_ctx *c, al_gnn *m, al_tensor *h, al_tensor *aq, al_tensor *ak, int layer)
-{
-    if (!h) return NULL;
-    al_attn_desc d;
-    memset(&d, 0, sizeof d);
-    d.pattern = m->cfg.kind == AL_GNN_GAT ? al_pattern_graph(&m->adj) : al_pattern_full();
-    d.score = AL_SCORE_ADDITIVE;
-    d.norm = AL_NORM_SOFTMAX;
-    d.slope = m->cfg.slope;
-    d.dropout = m->cfg.attn_dropout;
-    m->attn[layer] = NULL;
-    if (m->capture_attn) d.weights = &m->attn[layer];
-    return al_attention(c, &d, h, h, h, aq, ak, NULL, NULL);
-}
-
-/* GAT, two layers:
- *   h  (1, H, N, D) = dropout(X) · W1, heads split as it is written      first_layer
- *   h  (1, H, N, D) = attention over A + I (or all nodes), q = k = v = h  al_attention
- *   z  (N, H·D)     = dropout(ELU(merge(h) + b1))                        bias_act_dropout
- *   z  (N, C)       = z · W2, then one head of attention, + b2
- * No tensor is copied only to change its layout. */
-al_tensor *al_gnn_forward(al_ctx *c, al_gnn *m)
-{
-    if (!al_ok(c)) return NULL;
-    const al_gnn_cfg *cfg = &m->cfg;
-    const int n = m->n, C = m->nclass;
-    switch (cfg->kind) {
-    case AL_GNN_GAT: case AL_GNN_GAT_FULL: {
-        al_tensor *h = first_layer(c, m, m->w1, cfg->heads, 1, cfg->dropout);    /* (1, H, N, D) */
-        h = gat_attend(c, m, h, m->a1q, m->a1k, 0);                               /* (1, H, N, D) */
-        h = bias_act_dropout(c, h, m->b1, 0, 1.0f, cfg->dropout);                 /* (N, H·D) */
-        h = al_matmul(c, h, m->w2, 0, 0);                                         /* (N, C) */
-        h = al_reshape(c, h, 4, (int[]){1, 1, n, C});                             /* (1, 1, N, C) */
-        h = gat_attend(c, m, h, m->a2q, m->a2k, 1);                               /* (1, 1, N, C) */
-        h = al_reshape(c, h, 2, (int[]){n, C});                                   /* (N, C) */
-        return al_add_bcast(c, h, m->b2);
-    }
-    case AL_GNN_GCN: {
-        al_tensor *h = first_layer(c, m, m->w1, 1, 0, cfg->dropout);             /* X W1: (N, hidden) */
-        h = al_spmm(c, &m->adj, h);                                               /* Â X W1 */
-        h = bias_act_dropout(c, h, m->b1, 1, 0.f, cfg->dropout);                  /* (N, hidden) */
-        h = al_spmm(c, &m->adj, al_matmul(c, h, m->w2, 0, 0));                    /* (N, C) */
-        return al_add_bcast(c, h, m->b2);
-    }
-    case AL_GNN_MLP: {
-        al_tensor *h = first_layer(c, m, m->w1, 1, 0, cfg->dropout);             /* (N, hidden) */
-        h = bias_act_dropout(c, h, m->b1, 1, 0.f, cfg->dropout);
-        return al_add_bcast(c, al_matmul(c, h, m->w2, 0, 0), m->b2);
-    }
-    }
-    return al_fail(c, "graph model: unknown kind %d", (int)cfg->kind);
-}
-
-/* ---------------- training ---------------- */
-al_status al_gnn_step(al_gnn *m, const al_graph *g, al_ctx *c, al_optim *o, double *loss, al_error *err)
-{
-    al_ctx_reset(c);
-    c->training = 1; c->grad_enabled = 1;
-    /* the training nodes once each, in node order (the order al_cross_entropy's mask would sum them) */
-    uint8_t *mask = al_arena_calloc(&c->arena, (size_t)g->n);                /* (N) */
-    int *ids = al_arena_alloc(&c->arena, (size_t)(g->ntrain > 0 ? g->ntrain : 1) * sizeof *ids);   /* (ntrain) */
-    int *lab = al_arena_alloc(&c->arena, (size_t)(g->ntrain > 0 ? g->ntrain : 1) * sizeof *lab);
-    if (!mask || !ids || !lab) return al_seterr(err, "graph training: out of memory");
-    for (int i = 0; i < g->ntrain; i++) mask[g->train[i]] = 1;
-    int nt = 0;
-    for (int i = 0; i < g->n; i++)
-        if (mask[i]) { ids[nt] = i; lab[nt] = g->label[i] >= 0 ? g->label[i] : 0; nt++; }
-    al_tensor *logits = al_gnn_forward(c, m);
-    al_tensor *L;
-    if (nt > 0) L = al_cross_entropy(c, take_rows(c, logits, ids, nt), lab, NULL);
-    else L = al_cross_entropy(c, logits, (int *)mask, mask);   /* no training node: a zero loss */
-    al_params_zero_grad(&m->params);
-    if (!L || al_backward(c, L) != AL_OK) return al_seterr(err, "graph training: %s", al_ctx_error(c));
-    if (loss) *loss = L->data[0];
-    al_optim_step(o, &m->params);
-    return AL_OK;
-}
-
-static void split_stats(const float *lg, int C, const int *label, const int *ids, int n, double *loss, double *acc)
-{
-    double ls = 0; long hit = 0;
-    for (int t = 0; t < n; t++) {
-        const float *z = lg + (int64_t)ids[t] * C;        /* (C) */
-        int y = label[ids[t]], arg = 0;
-        double mx = z[0];
-        for (int k = 1; k < C; k++) if (z[k] > mx) { mx = z[k]; arg = k; }
-        double s = 0;
-        for (int k = 0; k < C; k++) s += exp((double)z[k] - mx);
-        ls += mx + log(s) - z[y];
-        hit += arg == y;
-    }
-    *loss = n ? ls / n : NAN;
-    *acc = n ? (double)hit / n : NAN;
-}
-
-al_status al_gnn_evaluate(al_gnn *m, const al_graph *g, al_ctx *c, al_gnn_eval *ev, al_error *err)
-{
-    al_ctx_reset(c);
-    int tr = c->training, ge = c->grad_enabled;
-    c->training = 0; c->grad_enabled = 0;
-    al_tensor *lg = al_gnn_forward(c, m);       /* (N, C) */
-    c->training = tr; c->grad_enabled = ge;
-    if (!lg) return al_seterr(err, "graph evaluation: %s", al_ctx_error(c));
-    split_stats(lg->data, m->nclass, g->label, g->train, g->ntrain, &ev->train_loss, &ev->train_acc);
-    split_stats(lg->data, m->nclass, g->label, g->val, g->nval, &ev->val_loss, &ev->val_acc);
-    split_stats(lg->data, m->nclass, g->label, g->test, g->ntest, &ev->test_loss, &ev->test_acc);
-    return AL_OK;
-}
-
-al_status al_gnn_train(al_gnn *m, const al_graph *g, uint64_t seed, al_gnn_epoch_fn fn, void *ud,
-                       al_gnn_result *res, al_error *err)
-{
-    memset(res, 0, sizeof *res);
-    al_ctx *c = al_ctx_new(seed);
-    float *best = malloc((size_t)(m->params.total > 0 ? m->params.total : 1) * sizeof *best);
-    al_optim o; memset(&o, 0, sizeof o);
-    if (!c || !best) { al_ctx_free(c); free(best); return al_seterr(err, "graph training: out of memory"); }
-    if (al_optim_init(&o, AL_ADAM, m->params.total, m->cfg.lr, err)) { al_ctx_free(c); free(best); return AL_ERR; }
-    o.weight_decay = m->cfg.weight_decay;
-    memcpy(best, m->params.data, (size_t)m->params.total * sizeof *best);
-    double acc_max = -1, loss_min = INFINITY, step_total = 0;
-    int bad = 0, best_epoch = 0, e;
-    al_status st = AL_OK;
-    int capture = m->capture_attn;
-    m->capture_attn = 0;
-    for (e = 1; e <= m->cfg.epochs; e++) {
-        double t0 = al_time(), loss = 0;
-        if (al_gnn_step(m, g, c, &o, &loss, err)) { st = AL_ERR; break; }
-        double dt = al_time() - t0;
-        step_total += dt;
-        al_gnn_eval ev;
-        if (al_gnn_evaluate(m, g, c, &ev, err)) { st = AL_ERR; break; }
-        int stop = 0;
-        if (ev.val_acc >= acc_max || ev.val_loss <= loss_min) {
-            if (ev.val_acc >= acc_max && ev.val_loss <= loss_min) {
-                memcpy(best, m->params.data, (size_t)m->params.total * sizeof *best);
-                best_epoch = e;
-            }
-            if (ev.val_acc > acc_max) acc_max = ev.val_acc;
-            if (ev.val_loss < loss_min) loss_min = ev.val_loss;
-            bad = 0;
-        } else if (m->cfg.patience > 0 && ++bad >= m->cfg.patience) {
-            stop = 1;
-        }
-        al_gnn_epoch rec = {e, 0, loss, ev.train_acc, ev.val_loss, ev.val_acc, ev.test_acc, dt};
-        if (fn && fn(&rec, ud)) stop = 1;
-        if (stop) { e++; break; }
-    }
-    res->epochs_run = e - 1;
-    if (st == AL_OK) {
-        memcpy(m->params.data, best, (size_t)m->params.total * sizeof *best);
-        al_gnn_eval ev;
-        if (al_gnn_evaluate(m, g, c, &ev, err)) st = AL_ERR;
-        else {
-            res->best_epoch = best_epoch;
-            res->train_acc = ev.train_acc; res->val_loss = ev.val_loss;
-            res->val_acc = ev.val_acc; res->test_acc = ev.test_acc;
-            res->step_seconds = res->epochs_run ? step_total / res->epochs_run : 0;
-            al_gnn_epoch rec = {best_epoch, 1, ev.train_loss, ev.train_acc, ev.val_loss, ev.val_acc, ev.test_acc, NAN};
-            if (fn) fn(&rec, ud);
-        }
-    }
-    m->capture_attn = capture;
-    m->attn[0] = m->attn[1] = NULL;
-    al_optim_free(&o);
-    al_ctx_free(c);
-    free(best);
-    return st;
-}

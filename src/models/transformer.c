@@ -1,0 +1,156 @@
+/* transformer.c — the sa and local image models: patch embedding, positions, pre-LN blocks of
+ * multi-head self-attention (full for sa, a window of the token grid for local) and a GELU MLP;
+ * entries of the model table in image.c. Layers, names and initialisation are the PyTorch peer's. */
+#include "image_impl.h"
+#include "attnlab/ops.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void al__local_defaults(al_model_config *cfg) { cfg->pos = AL_POS_RELATIVE; }
+
+static al_status attn_check(const al_model_config *cfg, int windowed, al_error *err)
+{
+    if (cfg->dim < 1 || cfg->heads < 1 || cfg->dim % cfg->heads)
+        return al_seterr(err, "%s: --dim %d must be a positive multiple of --heads %d", cfg->name, cfg->dim, cfg->heads);
+    if (cfg->depth < 1 || cfg->depth > AL_MODEL_MAXDEPTH)
+        return al_seterr(err, "%s: --depth must be 1..%d, got %d", cfg->name, AL_MODEL_MAXDEPTH, cfg->depth);
+    if (cfg->hidden < 1) return al_seterr(err, "%s: MLP hidden size must be positive", cfg->name);
+    if (cfg->patch < 1 || cfg->height % cfg->patch || cfg->width % cfg->patch)
+        return al_seterr(err, "%s: --patch %d must divide the image size %dx%d", cfg->name, cfg->patch, cfg->height, cfg->width);
+    if (windowed && (cfg->window < 1 || cfg->window % 2 == 0))
+        return al_seterr(err, "local: --window must be odd and positive, got %d", cfg->window);
+    if (cfg->pos == AL_POS_SINUSOIDAL && cfg->dim % 4)
+        return al_seterr(err, "%s: sinusoidal positions need --dim divisible by 4, got %d", cfg->name, cfg->dim);
+    if ((int)cfg->score < 0 || cfg->score > AL_SCORE_ADDITIVE || (int)cfg->norm < 0 || cfg->norm > AL_NORM_RELU ||
+        (int)cfg->pos < 0 || cfg->pos > AL_POS_RELATIVE)
+        return al_seterr(err, "%s: bad score/norm/pos setting", cfg->name);
+    return AL_OK;
+}
+al_status al__sa_check(const al_model_config *cfg, al_error *err) { return attn_check(cfg, 0, err); }
+al_status al__local_check(const al_model_config *cfg, al_error *err) { return attn_check(cfg, 1, err); }
+
+/* 2-D sinusoidal positions: the first dim/2 channels encode the row, the rest the column,
+ * each as sin/cos pairs with frequencies 10000^(-2i/(dim/2)). */
+static void fill_sincos(float *pe /* (gh·gw, D) */, int gh, int gw, int D)
+{
+    int half = D / 2;
+    for (int y = 0; y < gh; y++)
+        for (int x = 0; x < gw; x++) {
+            float *r = pe + ((size_t)y * gw + x) * D;
+            for (int i = 0; i < half / 2; i++) {
+                double f = pow(10000.0, -2.0 * i / half);
+                r[2 * i] = (float)sin(y * f); r[2 * i + 1] = (float)cos(y * f);
+                r[half + 2 * i] = (float)sin(x * f); r[half + 2 * i + 1] = (float)cos(x * f);
+            }
+        }
+}
+
+/* The parameters of block b (names "blocks.b.*"); offs = relative-bias offsets per head, or 0. */
+static al_status block_init(al_model *m, int b, int offs)
+{
+    const al_model_config *cfg = &m->cfg;
+    const int D = cfg->dim, Hh = cfg->heads, Dh = D / Hh;
+    const al_init zeros = {AL_INIT_ZEROS, 0}, ones = {AL_INIT_ONES, 0};
+    al_block_params *p = &m->blocks[b];
+    char nm[64];
+#define NAME(s) (snprintf(nm, sizeof nm, "blocks.%d.%s", b, s), nm)
+    AL__ADD(m, p->ln1_w, NAME("ln1.weight"), 1, AL__S1(D), ones);
+    AL__ADD(m, p->ln1_b, NAME("ln1.bias"), 1, AL__S1(D), zeros);
+    AL__ADD(m, p->qkv_w, NAME("attn.qkv.weight"), 2, AL__S2(3 * D, D), al_init_kaiming(D));
+    AL__ADD(m, p->qkv_b, NAME("attn.qkv.bias"), 1, AL__S1(3 * D), al_init_kaiming(D));
+    AL__ADD(m, p->proj_w, NAME("attn.proj.weight"), 2, AL__S2(D, D), al_init_kaiming(D));
+    AL__ADD(m, p->proj_b, NAME("attn.proj.bias"), 1, AL__S1(D), al_init_kaiming(D));
+    if (offs) AL__ADD(m, p->rel, NAME("attn.rel"), 2, AL__S2(Hh, offs), zeros);
+    if (cfg->score == AL_SCORE_ADDITIVE) {
+        AL__ADD(m, p->a_q, NAME("attn.a_q"), 2, AL__S2(Hh, Dh), al_init_kaiming(Dh));
+        AL__ADD(m, p->a_k, NAME("attn.a_k"), 2, AL__S2(Hh, Dh), al_init_kaiming(Dh));
+    }
+    AL__ADD(m, p->ln2_w, NAME("ln2.weight"), 1, AL__S1(D), ones);
+    AL__ADD(m, p->ln2_b, NAME("ln2.bias"), 1, AL__S1(D), zeros);
+    AL__ADD(m, p->fc1_w, NAME("fc1.weight"), 2, AL__S2(cfg->hidden, D), al_init_kaiming(D));
+    AL__ADD(m, p->fc1_b, NAME("fc1.bias"), 1, AL__S1(cfg->hidden), al_init_kaiming(D));
+    AL__ADD(m, p->fc2_w, NAME("fc2.weight"), 2, AL__S2(D, cfg->hidden), al_init_kaiming(cfg->hidden));
+    AL__ADD(m, p->fc2_b, NAME("fc2.bias"), 1, AL__S1(D), al_init_kaiming(cfg->hidden));
+#undef NAME
+    return AL_OK;
+oom:
+    return AL_ERR;
+}
+
+al_status al__transformer_init(al_model *m)
+{
+    const al_model_config *cfg = &m->cfg;
+    const al_init zeros = {AL_INIT_ZEROS, 0}, ones = {AL_INIT_ONES, 0};
+    int D = cfg->dim, pin = cfg->channels * cfg->patch * cfg->patch;
+    m->grid_h = cfg->height / cfg->patch; m->grid_w = cfg->width / cfg->patch;
+    int N = m->grid_h * m->grid_w;
+    int offs = 0;
+    if (cfg->pos == AL_POS_RELATIVE) {
+        int wh = m->kind->windowed ? cfg->window : 2 * m->grid_h - 1;
+        int ww = m->kind->windowed ? cfg->window : 2 * m->grid_w - 1;
+        offs = wh * ww;
+    }
+    AL__ADD(m, m->embed_w, "embed.weight", 2, AL__S2(D, pin), al_init_kaiming(pin));
+    AL__ADD(m, m->embed_b, "embed.bias", 1, AL__S1(D), al_init_kaiming(pin));
+    if (cfg->pos == AL_POS_LEARNED) AL__ADD(m, m->pos, "pos", 2, AL__S2(N, D), ((al_init){AL_INIT_NORMAL, 0.02f}));
+    for (int b = 0; b < cfg->depth; b++)
+        if (block_init(m, b, offs) != AL_OK) return AL_ERR;
+    AL__ADD(m, m->ln_w, "ln.weight", 1, AL__S1(D), ones);
+    AL__ADD(m, m->ln_b, "ln.bias", 1, AL__S1(D), zeros);
+    AL__ADD(m, m->head_w, "head.weight", 2, AL__S2(cfg->classes, D), al_init_kaiming(D));
+    AL__ADD(m, m->head_b, "head.bias", 1, AL__S1(cfg->classes), al_init_kaiming(D));
+    if (cfg->pos == AL_POS_SINUSOIDAL) {
+        m->sincos = malloc((size_t)N * D * sizeof(float));
+        if (!m->sincos) goto oom;
+        fill_sincos(m->sincos, m->grid_h, m->grid_w, D);
+    }
+    return AL_OK;
+oom:
+    return AL_ERR;
+}
+
+static al_pattern model_pattern(const al_model *m)
+{
+    const al_model_config *cfg = &m->cfg;
+    if (m->kind->windowed) return al_pattern_window2d(m->grid_h, m->grid_w, cfg->window, cfg->window);
+    if (cfg->pos == AL_POS_RELATIVE) /* full attention written as a window that covers the whole grid */
+        return al_pattern_window2d(m->grid_h, m->grid_w, 2 * m->grid_h - 1, 2 * m->grid_w - 1);
+    return al_pattern_full();
+}
+
+static al_tensor *block_forward(al_ctx *c, al_model *m, int bi, al_tensor *x /* (B,N,D) */)
+{
+    const al_model_config *cfg = &m->cfg;
+    al_block_params *p = &m->blocks[bi];
+    al_tensor *h = al_layernorm(c, x, p->ln1_w, p->ln1_b, 1e-5f);
+    al_tensor *qkv = al_linear(c, h, p->qkv_w, p->qkv_b);                       /* (B,N,3D) */
+    al_tensor *q, *k, *v;                                                       /* (B,H,N,Dh) each */
+    if (al_split_qkv(c, qkv, cfg->heads, &q, &k, &v) != AL_OK) return NULL;     /* one pass, not 3 slices + 3 splits */
+    al_attn_desc d;
+    memset(&d, 0, sizeof d);
+    d.pattern = model_pattern(m);
+    d.score = cfg->score; d.norm = cfg->norm; d.slope = 0.2f;
+    m->attn_weights[bi] = NULL;
+    d.weights = m->capture_attn ? &m->attn_weights[bi] : NULL;
+    al_tensor *o = al_attention(c, &d, q, k, v, p->a_q, p->a_k, p->rel, NULL);  /* (B,H,N,Dh) */
+    o = al_linear(c, al_merge_heads(c, o), p->proj_w, p->proj_b);               /* (B,N,D) */
+    x = al_add(c, x, o);
+    h = al_gelu(c, al_linear(c, al_layernorm(c, x, p->ln2_w, p->ln2_b, 1e-5f), p->fc1_w, p->fc1_b)); /* (B,N,hidden) */
+    return al_add(c, x, al_linear(c, h, p->fc2_w, p->fc2_b));                  /* (B,N,D) */
+}
+
+al_tensor *al__transformer_forward(al_ctx *c, al_model *m, al_tensor *x /* (B,C,H,W) */)
+{
+    const al_model_config *cfg = &m->cfg;
+    al_tensor *h = al_linear(c, al_patchify(c, x, cfg->patch), m->embed_w, m->embed_b);  /* (B,N,D) */
+    if (m->pos) h = al_add_bcast(c, h, m->pos);
+    if (m->sincos && h) {
+        al_tensor *pe = al_wrap(c, m->sincos, 2, (int[]){m->grid_h * m->grid_w, cfg->dim});
+        h = al_add_bcast(c, h, pe);
+    }
+    for (int b = 0; b < cfg->depth; b++) h = block_forward(c, m, b, h);
+    h = al_mean_tokens(c, al_layernorm(c, h, m->ln_w, m->ln_b, 1e-5f));   /* (B,D) */
+    return al_linear(c, h, m->head_w, m->head_b);                         /* (B,classes) */
+}
