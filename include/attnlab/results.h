@@ -15,6 +15,7 @@
 #define ATTNLAB_RESULTS_H
 #include <stddef.h>
 #include "tensor.h"
+#include "io.h"   /* al_read_file, AL_CSV_HEADER */
 
 /* One parsed row. Strings are NUL-terminated copies; `line` is its 1-based line in the file. */
 typedef struct al_result_row {
@@ -62,7 +63,4 @@ void      al_summary_free(al_summary *s);
 
 /* Mean and sample standard deviation of x[0..n) (std 0 when n < 2). */
 void al_mean_std(const double *x, int n, double *mean, double *std);
-
-/* Read a whole file into a malloc'd NUL-terminated buffer (*len bytes). Caller frees. */
-al_status al_read_file(const char *path, char **data, size_t *len, al_error *err);
 #endif

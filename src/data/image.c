@@ -1,6 +1,6 @@
 /* data_image.c — image datasets: IDX (gzip or raw) readers, image folders via stb_image, seeded
- * class-stratified subsets, per-channel statistics and normalised float batches. See data.h. */
-#include "attnlab/data.h"
+ * class-stratified subsets, per-channel statistics and normalised float batches. See images.h. */
+#include "attnlab/images.h"
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
@@ -133,6 +133,21 @@ out:
     return st;
 }
 
+al_status al_idx_count(const char *path, int64_t *n, al_error *err)
+{
+    gzr g = {0};
+    unsigned char h[8];
+    *n = 0;
+    if (gz_open(&g, path, err)) return AL_ERR;
+    al_status st = gz_exact(&g, h, 8, "the idx header", err);
+    uint32_t magic = be32(h);
+    if (st == AL_OK && magic != 0x00000801 && magic != 0x00000803)
+        st = al_seterr(err, "%s: bad magic number 0x%08x at byte offset 0 (not an idx1 or idx3 file)", path, magic);
+    if (st == AL_OK) *n = be32(h + 4);
+    gzclose(g.f);
+    return st;
+}
+
 static const char *const fashion_names[10] = {
     "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"};
 
@@ -154,10 +169,35 @@ static al_status set_names(al_images *im, const char *const *names, int k, al_er
     for (int i = 0; i < k; i++) if (!(im->class_names[i] = strdup(names[i]))) return al_seterr(err, "out of memory");
     return AL_OK;
 }
+/* dir, or (NULL or empty) where al_data_locate finds fashion-mnist (into buf). */
+static const char *fashion_dir(const char *dir, char *buf, size_t n, al_error *err)
+{
+    if (dir && dir[0]) return dir;
+    return al_data_locate("fashion-mnist", NULL, buf, n, err) == AL_OK ? buf : NULL;
+}
+
+al_status al_fashion_mnist_count(const char *dir, int64_t *ntrain, int64_t *ntest, al_error *err)
+{
+    char buf[4200];
+    if (!(dir = fashion_dir(dir, buf, sizeof buf, err))) return AL_ERR;
+    const char *base[2] = {"train-images-idx3-ubyte", "t10k-images-idx3-ubyte"};
+    int64_t *cnt[2] = {ntrain, ntest};
+    for (int k = 0; k < 2; k++) {
+        if (!cnt[k]) continue;
+        char *p = idx_path(dir, base[k]);
+        if (!p) return al_seterr(err, "out of memory");
+        al_status st = al_idx_count(p, cnt[k], err);
+        free(p);
+        if (st != AL_OK) return st;
+    }
+    return AL_OK;
+}
+
 al_status al_fashion_mnist_load(const char *dir, al_image_split *out, al_error *err)
 {
     memset(out, 0, sizeof *out);
-    if (!dir || !dir[0]) dir = AL_FASHION_MNIST_DIR;
+    char buf[4200];
+    if (!(dir = fashion_dir(dir, buf, sizeof buf, err))) return AL_ERR;
     const char *base[4] = {"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"};
     char *p[4];
     for (int i = 0; i < 4; i++) p[i] = idx_path(dir, base[i]);

@@ -5,7 +5,8 @@
  * no malloc. Data order comes only from the AL_RNG_SHUFFLE stream of the seed, and every
  * kernel is deterministic for a fixed thread count, so runs repeat bit for bit.
  */
-#include "attnlab/models.h"
+#include "attnlab/train.h"
+#include "attnlab/optim.h"
 #include "attnlab/ops.h"
 #include <math.h>
 #include <stdlib.h>

@@ -17,30 +17,6 @@ void al_results_free(al_results *r)
 
 void al_summary_free(al_summary *s) { free(s->g); s->g = NULL; s->n = 0; }
 
-al_status al_read_file(const char *path, char **data, size_t *len, al_error *err)
-{
-    *data = NULL; *len = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return al_seterr(err, "%s: %s", path, strerror(errno));
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap + 1);
-    while (buf) {
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (n < cap) break;
-        char *nb = realloc(buf, 2 * cap + 1);
-        if (!nb) { free(buf); buf = NULL; break; }
-        buf = nb; cap *= 2;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (!buf) return al_seterr(err, "%s: out of memory", path);
-    if (bad) { free(buf); return al_seterr(err, "%s: read error", path); }
-    buf[n] = 0;
-    *data = buf; *len = n;
-    return AL_OK;
-}
-
 /* ---------------- field parsing ---------------- */
 static int copy_field(char *dst, size_t cap, const char *s, size_t n)
 {
