@@ -82,14 +82,16 @@ al_status al_image_data_load(const char *data, const char *data_dir, int channel
 /* n image indices of im, class-stratified (each class gets its share, largest remainders first) and
  * seeded (stream AL_RNG_DATA): idx (n) is caller-allocated and receives ascending indices. For one seed
  * a smaller subset is (nearly) contained in a larger one. n < 1 or n > im->n is an error. */
-al_status al_images_subset(const al_images *im, int n, uint64_t seed, int *idx, al_error *err);
+al_status al_images_subset(const al_images *im, int n, uint64_t seed, int *idx /* (n) */, al_error *err);
 /* Per-channel mean and (population) standard deviation of pixel/255 over the images idx[0..n)
  * (all images if idx is NULL; n is then ignored). mean, std: (c). Exact integer sums, so the result
  * does not depend on the thread count. An index outside [0, im->n) is an error. */
-al_status al_images_stats(const al_images *im, const int *idx, int n, float *mean, float *std, al_error *err);
+al_status al_images_stats(const al_images *im, const int *idx /* (n) or NULL */, int n, float *mean /* (c) */,
+                          float *std /* (c) */, al_error *err);
 /* x (b, c, h, w) = (pix/255 - mean[c]) / std[c] for images idx[0..b); labels (b) if non-NULL.
  * mean/std may be NULL (then 0 and 1); a std below 1e-8 is treated as 1. Parallel over images.
  * An index outside [0, im->n) is an error (nothing is written past x). */
-al_status al_images_batch(const al_images *im, const int *idx, int b, const float *mean, const float *std,
-                          float *x, int *labels, al_error *err);
+al_status al_images_batch(const al_images *im, const int *idx /* (b) */, int b, const float *mean /* (c) or NULL */,
+                          const float *std /* (c) or NULL */, float *x /* (b, c, h, w) */, int *labels /* (b) or NULL */,
+                          al_error *err);
 #endif

@@ -47,5 +47,5 @@ al_status al_safetensors_read_meta(const char *path, char **meta, al_error *err)
 char *al_meta_get(const char *meta_json, const char *key);
 
 /* 8-bit PNG, channels 1 (grey), 3 (RGB) or 4 (RGBA), rows top to bottom, via libpng, atomic. */
-al_status al_png_write(const char *path, const uint8_t *pix, int w, int h, int channels, al_error *err);
+al_status al_png_write(const char *path, const uint8_t *pix /* (h, w, channels) */, int w, int h, int channels, al_error *err);
 #endif

@@ -39,5 +39,5 @@ al_status al_train_image(al_model *m, const al_images *train, const al_images *t
                          const al_train_config *tc, al_train_cb cb, void *ud, al_error *err);
 /* Accuracy of m on d (grad and training off, batches of `batch`). pred (d->n) may be NULL. */
 al_status al_eval_image(al_model *m, const al_images *d, const float mean[4], const float std[4],
-                        int batch, double *acc, int *pred, al_error *err);
+                        int batch, double *acc, int *pred /* (d->n) or NULL */, al_error *err);
 #endif
