@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "attnlab/kernels.h"
 #include "attnlab/models.h"
+#include "attnlab/optim.h"
 #include "attnlab/ops.h"
 
 static void usage(FILE *f)

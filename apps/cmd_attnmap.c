@@ -13,9 +13,9 @@
 #include <unistd.h>
 #include "cli.h"
 #include "attnlab/attnmap.h"
-#include "attnlab/data.h"
+#include "attnlab/images.h"
 #include "attnlab/io.h"
-#include "attnlab/models.h"
+#include "attnlab/checkpoint.h"
 
 static void usage(FILE *f)
 {
@@ -26,8 +26,8 @@ static void usage(FILE *f)
         "scaled to each panel's own maximum, printed under it), the models of --load side by side.\n\n"
         "  --load LIST          up to %d checkpoints of sa or local models (attnlab train --save), comma-separated\n"
         "  --data NAME|DIR      fashion-mnist (default) or an image folder (resized to the model's input)\n"
-        "  --data-dir DIR       where the Fashion-MNIST files are (default: $ATTNLAB_FASHION_MNIST, then\n"
-        "                       " AL_FASHION_MNIST_DIR ")\n"
+        "  --data-dir DIR       where the Fashion-MNIST files are (default: $ATTNLAB_FASHION_MNIST, $ATTNLAB_DATA/fashion-mnist,\n"
+        "                       datasets/fashion-mnist, " AL_DATADIR "/fashion-mnist, then " AL_FASHION_MNIST_DIR ")\n"
         "  --index I            test image index, 0-based (default 0)\n"
         "  --queries LIST       query pixels as ROW:COL, comma-separated, e.g. 14:14,4:4 (up to %d;\n"
         "                       default: the centre and three points a quarter in from the edges)\n"
@@ -215,14 +215,7 @@ int cmd_attnmap(int argc, char **argv)
         }
     }
     const al_model_config *g0 = &m[0].cfg;
-    al_status st;
-    if (!strcmp(data, "fashion-mnist")) st = al_fashion_mnist_load(data_dir ? data_dir : getenv("ATTNLAB_FASHION_MNIST"), &D, &err);
-    else {
-        al_folder_opts fo;
-        memset(&fo, 0, sizeof fo);
-        fo.h = g0->height; fo.w = g0->width; fo.channels = g0->channels; fo.warn = warn_skip;
-        st = al_image_folder_load(data, &fo, &D, &err);
-    }
+    al_status st = al_image_data_load(data, data_dir, g0->channels, g0->height, g0->width, warn_skip, NULL, &D, &err);
     if (st != AL_OK) { fprintf(stderr, "attnlab attnmap: %s\n", err.msg); goto out; }
     const al_images *T = &D.test;
     if (T->c != g0->channels || T->h != g0->height || T->w != g0->width) {

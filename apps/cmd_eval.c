@@ -4,9 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
-#include "attnlab/data.h"
-#include "attnlab/io.h"
-#include "attnlab/models.h"
+#include "attnlab/images.h"
+#include "attnlab/checkpoint.h"
+#include "attnlab/train.h"
 
 static void usage(FILE *f)
 {
@@ -16,7 +16,8 @@ static void usage(FILE *f)
         "(model, shape, hyperparameters, normalisation) and prints its accuracy on the whole test split.\n\n"
         "  --load FILE          safetensors checkpoint written by attnlab train --save\n"
         "  --data NAME|DIR      fashion-mnist (default) or an image folder (resized to the model's input)\n"
-        "  --data-dir DIR       where the Fashion-MNIST files are (default " AL_FASHION_MNIST_DIR ")\n"
+        "  --data-dir DIR       where the Fashion-MNIST files are (default: $ATTNLAB_FASHION_MNIST, $ATTNLAB_DATA/fashion-mnist,\n"
+        "                       datasets/fashion-mnist, " AL_DATADIR "/fashion-mnist, then " AL_FASHION_MNIST_DIR ")\n"
         "  --model M            refuse the checkpoint unless it holds model M\n"
         "  --batch N            evaluation batch size (default 256)\n"
         "  --threads N          OpenMP threads\n");
@@ -67,14 +68,7 @@ int cmd_eval(int argc, char **argv)
         fprintf(stderr, "attnlab eval: %s holds a '%s' model, not '%s'\n", load, m.cfg.name, want_model);
         rc = 2; goto out;
     }
-    al_status st;
-    if (!strcmp(data, "fashion-mnist")) st = al_fashion_mnist_load(data_dir ? data_dir : getenv("ATTNLAB_FASHION_MNIST"), &D, &err);
-    else {
-        al_folder_opts fo;
-        memset(&fo, 0, sizeof fo);
-        fo.h = m.cfg.height; fo.w = m.cfg.width; fo.channels = m.cfg.channels; fo.warn = warn_skip;
-        st = al_image_folder_load(data, &fo, &D, &err);
-    }
+    al_status st = al_image_data_load(data, data_dir, m.cfg.channels, m.cfg.height, m.cfg.width, warn_skip, NULL, &D, &err);
     if (st != AL_OK) { fprintf(stderr, "attnlab eval: %s\n", err.msg); goto out; }
     if (D.test.c != m.cfg.channels || D.test.h != m.cfg.height || D.test.w != m.cfg.width) {
         fprintf(stderr, "attnlab eval: %s expects %dx%dx%d images but %s has %dx%dx%d\n", load, m.cfg.channels,

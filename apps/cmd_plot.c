@@ -47,7 +47,7 @@ static int models_of(const al_summary *s, const char **m, int max)
 {
     int n = 0;
     for (int i = 0; i < s->n; i++)
-        if ((n == 0 || strcmp(m[n - 1], s->g[i].model)) && n < max) m[n++] = s->g[i].model;
+        if ((n == 0 || strcmp(m[n - 1], s->grp[i].model)) && n < max) m[n++] = s->grp[i].model;
     return n;
 }
 
@@ -63,12 +63,12 @@ static int tradeoff(FILE *f, const al_results *r, const al_summary *s, const cha
 {
     const char *m[64]; int nm = models_of(s, m, 64);
     int maxruns = 0;
-    for (int i = 0; i < s->n; i++) if (s->g[i].nruns > maxruns) maxruns = s->g[i].nruns;
+    for (int i = 0; i < s->n; i++) if (s->grp[i].nruns > maxruns) maxruns = s->grp[i].nruns;
     for (int k = 0; k < nm; k++) {
         fprintf(f, "$d%d << EOD\n", k);
         for (int i = 0; i < s->n; i++)
-            if (!strcmp(s->g[i].model, m[k]) && s->g[i].train_size > 0)
-                fprintf(f, "%ld %.6f %.6f %d\n", s->g[i].train_size, s->g[i].mean, s->g[i].std, s->g[i].nruns);
+            if (!strcmp(s->grp[i].model, m[k]) && s->grp[i].train_size > 0)
+                fprintf(f, "%ld %.6f %.6f %d\n", s->grp[i].train_size, s->grp[i].mean, s->grp[i].std, s->grp[i].nruns);
         fprintf(f, "EOD\n");
     }
     (void)r;
@@ -78,7 +78,7 @@ static int tradeoff(FILE *f, const al_results *r, const al_summary *s, const cha
      * no label at all, so there the ticks are the sizes themselves */
     long lo = 0, hi = 0, sizes[32]; int ns = 0;
     for (int i = 0; i < s->n; i++) {
-        long v = s->g[i].train_size;
+        long v = s->grp[i].train_size;
         if (v <= 0) continue;
         if (!lo || v < lo) lo = v;
         if (v > hi) hi = v;
@@ -372,22 +372,22 @@ int cmd_plot(int argc, char **argv)
     FILE *f = NULL;
     if (s.n == 0) { fprintf(stderr, "attnlab plot: %s holds no runs\n", path); goto out; }
     for (int i = 1; i < s.n; i++)
-        if (strcmp(s.g[i].task, s.g[0].task) || strcmp(s.g[i].dataset, s.g[0].dataset)) {
+        if (strcmp(s.grp[i].task, s.grp[0].task) || strcmp(s.grp[i].dataset, s.grp[0].dataset)) {
             fprintf(stderr, "attnlab plot: %s mixes %s/%s and %s/%s runs; plot one task and dataset per file\n", path,
-                    s.g[0].task, s.g[0].dataset, s.g[i].task, s.g[i].dataset);
+                    s.grp[0].task, s.grp[0].dataset, s.grp[i].task, s.grp[i].dataset);
             goto out;
         }
     for (int i = 0; i < s.n; i++)
-        if (!quotable(s.g[i].model) || !quotable(s.g[i].dataset)) {
+        if (!quotable(s.grp[i].model) || !quotable(s.grp[i].dataset)) {
             fprintf(stderr, "attnlab plot: %s: a model or dataset name contains a quote\n", path);
             goto out;
         }
-    if (size < 0) for (int i = 0; i < s.n; i++) if (s.g[i].train_size > size) size = s.g[i].train_size;
+    if (size < 0) for (int i = 0; i < s.n; i++) if (s.grp[i].train_size > size) size = s.grp[i].train_size;
     f = open_memstream(&script, &slen);
     if (!f) { fprintf(stderr, "attnlab plot: out of memory\n"); goto out; }
     preamble(f, tmp_out);
-    int bad = !strcmp(kind, "tradeoff") ? tradeoff(f, &r, &s, s.g[0].task, s.g[0].dataset)
-                                        : curves(f, &r, &s, size, s.g[0].dataset);
+    int bad = !strcmp(kind, "tradeoff") ? tradeoff(f, &r, &s, s.grp[0].task, s.grp[0].dataset)
+                                        : curves(f, &r, &s, size, s.grp[0].dataset);
     fprintf(f, "set output\n");
     if (fclose(f)) { f = NULL; fprintf(stderr, "attnlab plot: out of memory\n"); goto out; }
     f = NULL;

@@ -46,25 +46,25 @@ int cmd_summarize(int argc, char **argv)
     if (as_csv) {
         printf("task,dataset,model,train_size,runs,test_acc_mean,test_acc_std,epochs_mean,params,seconds_per_run\n");
         for (int i = 0; i < s.n; i++) {
-            const al_summary_group *g = &s.g[i];
-            printf("%s,%s,%s,%ld,%d,%.6f,%.6f,%.2f,%ld,%.3f\n", g->task, g->dataset, g->model, g->train_size,
-                   g->nruns, g->mean, g->std, g->mean_epochs, g->params, g->mean_seconds);
+            const al_summary_group *grp = &s.grp[i];
+            printf("%s,%s,%s,%ld,%d,%.6f,%.6f,%.2f,%ld,%.3f\n", grp->task, grp->dataset, grp->model, grp->train_size,
+                   grp->nruns, grp->mean, grp->std, grp->mean_epochs, grp->params, grp->mean_seconds);
         }
     } else if (s.n == 0) {
         printf("%s: no runs\n", path);
     } else {
         int wt = 4, wd = 7, wm = 5;
         for (int i = 0; i < s.n; i++) {
-            wt = width(s.g[i].task, wt); wd = width(s.g[i].dataset, wd); wm = width(s.g[i].model, wm);
+            wt = width(s.grp[i].task, wt); wd = width(s.grp[i].dataset, wd); wm = width(s.grp[i].model, wm);
         }
         printf("%-*s  %-*s  %-*s  %8s  %4s  %-17s  %6s  %9s  %9s\n", wt, "task", wd, "dataset", wm, "model",
                "size", "runs", "test_acc (+- std)", "epochs", "params", "s/run");
         for (int i = 0; i < s.n; i++) {
-            const al_summary_group *g = &s.g[i];
+            const al_summary_group *grp = &s.grp[i];
             char acc[32];
-            snprintf(acc, sizeof acc, "%.4f +- %.4f", g->mean, g->std);
-            printf("%-*s  %-*s  %-*s  %8ld  %4d  %-17s  %6.1f  %9ld  %9.1f\n", wt, g->task, wd, g->dataset, wm,
-                   g->model, g->train_size, g->nruns, acc, g->mean_epochs, g->params, g->mean_seconds);
+            snprintf(acc, sizeof acc, "%.4f +- %.4f", grp->mean, grp->std);
+            printf("%-*s  %-*s  %-*s  %8ld  %4d  %-17s  %6.1f  %9ld  %9.1f\n", wt, grp->task, wd, grp->dataset, wm,
+                   grp->model, grp->train_size, grp->nruns, acc, grp->mean_epochs, grp->params, grp->mean_seconds);
         }
     }
     al_summary_free(&s);

@@ -27,9 +27,8 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <zlib.h>
-#include "attnlab/data.h"
 #include "attnlab/gnn.h"
+#include "attnlab/images.h"
 #include "attnlab/io.h"
 #include "attnlab/models.h"
 #include "attnlab/results.h"
@@ -257,24 +256,15 @@ static const char *task_model_list(int image, char *buf, size_t n)
     return buf;
 }
 
-/* Training images of Fashion-MNIST: the count in the IDX header (or 60000 if unreadable);
- * -1 for a dataset we cannot size (an image folder: the trainer checks). */
+/* Training images of Fashion-MNIST: the count in the IDX header (or 60000 if unreadable), found
+ * where `attnlab train` finds it (al_data_locate); -1 for a dataset we cannot size (an image folder:
+ * the trainer checks). */
 static long image_train_count(const char *data)
 {
     if (strcmp(data, "fashion-mnist")) return -1;
-    long n = 60000;
-    const char *dir = getenv("ATTNLAB_FASHION_MNIST");   /* as attnlab train */
-    char p[PATH_MAX];
-    snprintf(p, sizeof p, "%s/train-images-idx3-ubyte.gz", dir && *dir ? dir : AL_FASHION_MNIST_DIR);
-    gzFile g = gzopen(p, "rb");
-    if (!g) { p[strlen(p) - 3] = 0; g = gzopen(p, "rb"); }
-    if (g) {
-        unsigned char h[8];
-        if (gzread(g, h, 8) == 8 && h[0] == 0 && h[1] == 0 && h[2] == 8 && h[3] == 3)
-            n = (long)h[4] << 24 | (long)h[5] << 16 | (long)h[6] << 8 | (long)h[7];
-        gzclose(g);
-    }
-    return n;
+    int64_t n = 0;
+    al_error e = {{0}};
+    return al_fashion_mnist_count(NULL, &n, NULL, &e) == AL_OK ? (long)n : 60000;
 }
 
 /* Graph training candidates (labelled nodes outside val and test) and classes of known graphs. */

@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "attnlab/gnn.h"
 #include "attnlab/io.h"
+#include "attnlab/datadir.h"
 #include "attnlab/kernels.h"
 
 #define MAX_SEEDS 1000
@@ -34,8 +35,9 @@ static void usage(FILE *f)
         "their best so far (the GAT paper's rule); the reported test accuracy is that model's.\n\n"
         "data:\n"
         "  --data NAME|DIR       a directory with features.libsvm, edges.txt, train.idx, val.idx, test.idx\n"
-        "                        (datasets/README.md); a NAME is looked up in $ATTNLAB_DATA, ./datasets,\n"
-        "                        ../shared/datasets, and the same next to the executable (default cora)\n"
+        "                        (datasets/README.md); a NAME is looked up in $ATTNLAB_DATA, the\n"
+        "                        repository's datasets/ (next to the executable, then ./datasets) and\n"
+        "                        " AL_DATADIR " (default cora)\n"
         "  --no-normalize        keep raw feature values (default: each row divided by its sum)\n"
         "  --split planetoid|per-class|frac\n"
         "                        planetoid (default): train.idx as given; per-class: --labels-per-class N\n"

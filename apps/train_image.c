@@ -7,10 +7,11 @@
 #include <string.h>
 #include <unistd.h>
 #include "cli.h"
-#include "attnlab/data.h"
+#include "attnlab/images.h"
 #include "attnlab/io.h"
 #include "attnlab/kernels.h"
-#include "attnlab/models.h"
+#include "attnlab/checkpoint.h"
+#include "attnlab/train.h"
 
 typedef struct opts {
     const char *model, *data, *data_dir, *csv, *save, *init_from;
@@ -31,8 +32,8 @@ static void usage(FILE *f)
         "data:\n"
         "  --data NAME|DIR      fashion-mnist (IDX files) or an image folder DIR/{train,test}/CLASS/*.png|jpg\n"
         "                       (default fashion-mnist)\n"
-        "  --data-dir DIR       where the Fashion-MNIST .gz files are (default: $ATTNLAB_FASHION_MNIST,\n"
-        "                       $ATTNLAB_DATA/fashion-mnist, then " AL_FASHION_MNIST_DIR ")\n"
+        "  --data-dir DIR       where the Fashion-MNIST .gz files are (default: $ATTNLAB_FASHION_MNIST, $ATTNLAB_DATA/fashion-mnist,\n"
+        "                       datasets/fashion-mnist, " AL_DATADIR "/fashion-mnist, then " AL_FASHION_MNIST_DIR ")\n"
         "  --train-size N       stratified subset of N training images, seeded (default 0 = all)\n"
         "  --test-size N        evaluate on a stratified subset of N test images (quick checks only;\n"
         "                       default 0 = the whole test split, the reported protocol)\n"
@@ -138,8 +139,6 @@ static int parse_float(const char *s, const char *flag, float *out)
 
 static void warn_skip(void *ud, const char *msg) { (void)ud; fprintf(stderr, "attnlab: warning: %s\n", msg); }
 
-/* Load --data: "fashion-mnist" (IDX files in data_dir or the default directory) or an image folder.
- * name receives the dataset column of the CSV (the folder's last path component for a folder). */
 /* --image-size S or HxW, each side in [4, 4096]. */
 static int parse_hw(const char *s, int *h, int *w)
 {
@@ -153,42 +152,22 @@ static int parse_hw(const char *s, int *h, int *w)
     return 0;
 }
 
-/* Fashion-MNIST's directory: --data-dir, $ATTNLAB_FASHION_MNIST, $ATTNLAB_DATA/fashion-mnist, then
- * the Debian package's /usr/share/datasets/fashion-mnist (al_fashion_mnist_load's default for NULL). */
-static const char *fmnist_dir(const char *data_dir, char *buf, size_t n)
-{
-    if (data_dir) return data_dir;
-    const char *e = getenv("ATTNLAB_FASHION_MNIST");
-    if (e && *e) return e;
-    const char *d = getenv("ATTNLAB_DATA");
-    if (d && *d) {
-        snprintf(buf, n, "%s/fashion-mnist", d);
-        struct stat st;
-        if (stat(buf, &st) == 0 && S_ISDIR(st.st_mode)) return buf;
-    }
-    return NULL;
-}
-
+/* Load --data: "fashion-mnist" (IDX files in data_dir or where al_data_locate finds them) or an image
+ * folder. name receives the dataset column of the CSV (the folder's last path component for a folder). */
 static al_status load_split(const char *data, const char *data_dir, int size_h, int size_w, int channels, al_image_split *S,
                             char *name, size_t nn, al_error *err)
 {
     memset(S, 0, sizeof *S);
-    if (!strcmp(data, "fashion-mnist")) {
-        snprintf(name, nn, "fashion-mnist");
-        char buf[4096];
-        return al_fashion_mnist_load(fmnist_dir(data_dir, buf, sizeof buf), S, err);
+    if (!strcmp(data, "fashion-mnist")) snprintf(name, nn, "fashion-mnist");
+    else {
+        const char *b = data + strlen(data);
+        while (b > data && b[-1] == '/') b--;
+        const char *e = b;
+        while (b > data && b[-1] != '/') b--;
+        snprintf(name, nn, "%.*s", (int)(e - b), b);
+        for (char *q = name; *q; q++) if (*q == ',' || *q == '"' || *q == '\n') *q = '_';
     }
-    const char *b = data + strlen(data);
-    while (b > data && b[-1] == '/') b--;
-    const char *e = b;
-    while (b > data && b[-1] != '/') b--;
-    snprintf(name, nn, "%.*s", (int)(e - b), b);
-    for (char *q = name; *q; q++) if (*q == ',' || *q == '"' || *q == '\n') *q = '_';
-    al_folder_opts fo;
-    memset(&fo, 0, sizeof fo);
-    fo.h = size_h; fo.w = size_w; fo.channels = channels; fo.split_seed = 0;   /* a fixed held-out split for every seed */
-    fo.warn = warn_skip;
-    return al_image_folder_load(data, &fo, S, err);
+    return al_image_data_load(data, data_dir, channels, size_h, size_w, warn_skip, NULL, S, err);
 }
 
 /* Replace im by the n images idx[0..n) (copied). */

@@ -5,6 +5,8 @@
 #include "attnlab/attnmap.h"
 #include "attnlab/io.h"
 #include "attnlab/models.h"
+#include "attnlab/checkpoint.h"
+#include "attnlab/train.h"
 #include <math.h>
 #include <stb/stb_image.h>
 #include <stdio.h>

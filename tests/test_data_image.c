@@ -2,7 +2,7 @@
  * (sorting, 80/20 split, resize, channels, skipped files, hostile headers), subsets, stats, batches. */
 #define _XOPEN_SOURCE 700
 #include "testutil.h"
-#include "attnlab/data.h"
+#include "attnlab/images.h"
 #include "attnlab/io.h"
 #include <ftw.h>
 #include <math.h>

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 #include "attnlab/models.h"
+#include "attnlab/checkpoint.h"
+#include "attnlab/train.h"
 #include "attnlab/ops.h"
 #include "attnlab/io.h"
 

@@ -75,19 +75,19 @@ static void test_summarize(void **st)
     assert_int_equal(al_results_summarize(&r, &s, &e), AL_OK);
     /* sorted by model then size: cnn 500, cnn 5000, sa 1000 */
     assert_int_equal(s.n, 3);
-    assert_string_equal(s.g[0].model, "cnn"); assert_int_equal(s.g[0].train_size, 500);
-    assert_string_equal(s.g[1].model, "cnn"); assert_int_equal(s.g[1].train_size, 5000);
-    assert_string_equal(s.g[2].model, "sa");  assert_int_equal(s.g[2].train_size, 1000);
+    assert_string_equal(s.grp[0].model, "cnn"); assert_int_equal(s.grp[0].train_size, 500);
+    assert_string_equal(s.grp[1].model, "cnn"); assert_int_equal(s.grp[1].train_size, 5000);
+    assert_string_equal(s.grp[2].model, "sa");  assert_int_equal(s.grp[2].train_size, 1000);
     /* sa 1000: final rows of a and b are 0.80 and 0.90 (not the epoch-1 values) */
-    assert_int_equal(s.g[2].nruns, 2);
-    assert_true(fabs(s.g[2].mean - 0.85) < 1e-12);
-    assert_true(fabs(s.g[2].std - sqrt(0.005)) < 1e-12);
-    assert_true(fabs(s.g[2].mean_epochs - 2) < 1e-12);
-    assert_true(fabs(s.g[2].mean_seconds - 4.0) < 1e-12);   /* 1.5 + 2.5 per run */
-    assert_int_equal(s.g[0].nruns, 1);
-    assert_true(fabs(s.g[0].mean - 0.60) < 1e-12 && s.g[0].std == 0.0);
-    assert_true(s.g[0].mean_seconds == 0.0);                 /* empty timing column */
-    assert_int_equal(s.g[1].params, 999);
+    assert_int_equal(s.grp[2].nruns, 2);
+    assert_true(fabs(s.grp[2].mean - 0.85) < 1e-12);
+    assert_true(fabs(s.grp[2].std - sqrt(0.005)) < 1e-12);
+    assert_true(fabs(s.grp[2].mean_epochs - 2) < 1e-12);
+    assert_true(fabs(s.grp[2].mean_seconds - 4.0) < 1e-12);   /* 1.5 + 2.5 per run */
+    assert_int_equal(s.grp[0].nruns, 1);
+    assert_true(fabs(s.grp[0].mean - 0.60) < 1e-12 && s.grp[0].std == 0.0);
+    assert_true(s.grp[0].mean_seconds == 0.0);                 /* empty timing column */
+    assert_int_equal(s.grp[1].params, 999);
     al_summary_free(&s);
     al_results_free(&r);
 }

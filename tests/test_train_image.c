@@ -7,8 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "attnlab/models.h"
-#include "attnlab/data.h"
+#include "attnlab/train.h"
+#include "attnlab/checkpoint.h"
+#include "attnlab/images.h"
 
 static al_image_split fm;   /* Fashion-MNIST, loaded once */
 

@@ -30,8 +30,8 @@
  * model's grid (row-major, grid_h·grid_w tokens). maps (nq, heads, grid_h·grid_w) receives the
  * weights; *pred (may be NULL) the predicted class. m->capture_attn is restored on return.
  * Errors: a model without attention (cnn, conv-attn), a layer or query out of range. */
-al_status al_attnmap_compute(al_model *m, const float *x, int layer, const int *queries, int nq,
-                             float *maps, int *pred, al_error *err);
+al_status al_attnmap_compute(al_model *m, const float *x /* (C, H, W) */, int layer, const int *queries /* (nq) */,
+                             int nq, float *maps /* (nq, heads, grid_h·grid_w) */, int *pred, al_error *err);
 
 /* One model's maps in a figure. */
 typedef struct al_attnmap_model {
@@ -61,5 +61,5 @@ al_status al_attnmap_layout(const al_attnmap_fig *f, int model, int query, int h
 /* The colour map (viridis-like, by hand) at t in [0, 1] (clamped). */
 void al_attnmap_color(float t, uint8_t rgb[3]);
 /* Draw the figure: *rgb (h·w·3, rows top to bottom) is malloc'd, the caller frees it. */
-al_status al_attnmap_render(const al_attnmap_fig *f, uint8_t **rgb, int *w, int *h, al_error *err);
+al_status al_attnmap_render(const al_attnmap_fig *f, uint8_t **rgb /* *rgb: (h, w, 3) */, int *w, int *h, al_error *err);
 #endif

@@ -33,9 +33,9 @@ typedef struct al_graph {
 } al_graph;
 
 /* Find a dataset: if `name` names an existing directory (or contains '/'), it is used as is;
- * otherwise NAME is looked up in $ATTNLAB_DATA, then ./datasets and ../shared/datasets relative to
- * the current directory, then the same relative to the directory above the executable's directory
- * (exe may be argv[0] or NULL; /proc/self/exe is used when available). Writes the directory to out. */
+ * otherwise al_data_locate (datadir.h) looks NAME up ($ATTNLAB_DATA/NAME, the repository's
+ * datasets/NAME, the installed data directory). exe is unused (/proc/self/exe is). Writes the
+ * directory to out. */
 al_status al_graph_resolve(const char *name, const char *exe, char *out, size_t n, al_error *err);
 /* Read and validate a dataset directory; normalize = divide every feature row by its sum.
  * Caller frees with al_graph_free (also safe after a failed load). */

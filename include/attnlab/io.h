@@ -1,4 +1,5 @@
-/* attnlab/io.h — results CSV, run ids, safetensors checkpoints, PNG output, atomic files.
+/* attnlab/io.h — files: atomic writes and whole-file reads (fileio.c), the results CSV and run ids
+ * (csv.c), JSON metadata look-ups (json.c), safetensors checkpoints (safetensors.c), PNG (png.c).
  *
  * Every file attnlab writes goes to PATH.tmp.PID and is renamed over PATH, so an interrupted run
  * never leaves a half-written file. The results CSV is append-only: one write(2) per row, and
@@ -30,15 +31,21 @@ void al_run_id(char out[17], const char *canonical);
 
 /* Write bytes to path atomically (tmp file + fsync + rename). */
 al_status al_write_atomic(const char *path, const void *data, size_t n, al_error *err);
+/* Read a whole file into a malloc'd NUL-terminated buffer (*len bytes). Caller frees. */
+al_status al_read_file(const char *path, char **data, size_t *len, al_error *err);
 
 /* safetensors: all parameters as F32 under their names; metadata as string pairs kv[0..2·nkv). */
 al_status al_safetensors_save(const char *path, const al_params *p, const char *const *kv, int nkv, al_error *err);
 /* Load into already-registered parameters (names and shapes must match exactly).
  * If meta is non-NULL it receives a malloc'd copy of the __metadata__ JSON object text. */
 al_status al_safetensors_load(const char *path, al_params *p, char **meta, al_error *err);
+/* Read only the header of a safetensors file (its 8-byte length, then the JSON, through the same
+ * reader as al_safetensors_load) and return a malloc'd copy of its __metadata__ object text in *meta.
+ * A file without __metadata__ is an error. */
+al_status al_safetensors_read_meta(const char *path, char **meta, al_error *err);
 /* Read one metadata value (a string) from the JSON text returned above; NULL if absent. Caller frees. */
 char *al_meta_get(const char *meta_json, const char *key);
 
 /* 8-bit PNG, channels 1 (grey), 3 (RGB) or 4 (RGBA), rows top to bottom, via libpng, atomic. */
-al_status al_png_write(const char *path, const uint8_t *pix, int w, int h, int channels, al_error *err);
+al_status al_png_write(const char *path, const uint8_t *pix /* (h, w, channels) */, int w, int h, int channels, al_error *err);
 #endif

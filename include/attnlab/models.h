@@ -1,4 +1,4 @@
-/* attnlab/models.h — image classifiers built by name, and the image training / evaluation loop.
+/* attnlab/models.h — image classifiers built by name (training: train.h; checkpoints: checkpoint.h).
  *
  * Models take (B, C, H, W) float images and return (B, classes) logits. Their default
  * architectures are exactly those of the PyTorch peer (/work/shared/peers/torch_bench.py),
@@ -17,17 +17,12 @@
  *   al_model m; if (al_model_init(&m, &cfg, seed, &err) != AL_OK) ...;
  *   al_tensor *logits = al_model_forward(c, &m, x);          // (B, 10), on c's tape
  *   ... al_model_free(&m);
- *
- * Training (al_train_image) runs AdamW over shuffled mini-batches, evaluates the whole test set
- * after each epoch and reports each epoch through a callback; it never prints.
  */
 #ifndef ATTNLAB_MODELS_H
 #define ATTNLAB_MODELS_H
 #include <stdint.h>
 #include "tensor.h"
 #include "attention.h"
-#include "optim.h"
-#include "data.h"
 
 #define AL_MODEL_MAXDEPTH 16
 
@@ -114,13 +109,6 @@ void      al_model_refresh(al_model *m);
 /* x (B, C, H, W) → logits (B, classes). Honours c->grad_enabled. */
 al_tensor *al_model_forward(al_ctx *c, al_model *m, al_tensor *x);
 
-/* Model configuration as metadata strings: writes up to max pairs (key, value) into kv[0..2·n),
- * values in buf (bufsize bytes). Returns n, or -1 if the space is too small. */
-int       al_model_config_to_kv(const al_model_config *cfg, const char **kv, int max, char *buf, size_t bufsize);
-/* Rebuild a configuration from a checkpoint's __metadata__ JSON (see al_safetensors_load). */
-al_status al_model_config_from_meta(al_model_config *cfg, const char *meta_json, al_error *err);
-/* Read the __metadata__ object of a safetensors file without loading tensors; *meta is malloc'd. */
-al_status al_safetensors_read_meta(const char *path, char **meta, al_error *err);
 const char *al_pos_name(al_pos_kind k);
 int         al_pos_parse(const char *s, al_pos_kind *k);   /* 0 ok, -1 unknown */
 const char *al_score_name(al_score_kind k);                /* "dot", "additive" */
@@ -128,51 +116,4 @@ int         al_score_parse(const char *s, al_score_kind *k); /* 0 ok, -1 unknown
 const char *al_norm_name(al_norm_kind k);                  /* "softmax", "relu" */
 int         al_norm_parse(const char *s, al_norm_kind *k);   /* 0 ok, -1 unknown */
 
-/* ---------------- training and evaluation ---------------- */
-
-typedef struct al_train_config {
-    int epochs, batch, eval_batch;  /* eval_batch default 256 */
-    float lr, weight_decay;
-    uint64_t seed;                  /* shuffling uses the AL_RNG_SHUFFLE stream of seed */
-    float mean[4], std[4];          /* per-channel normalisation: x = (pix/255 − mean)/std (al_images_stats) */
-    int max_steps;                  /* 0 = whole epochs; > 0 stops after this many steps (tests) */
-    int eval_every;                 /* evaluate the test set every this many epochs and after the last
-                                     * (0 or 1 = every epoch); skipped epochs report test_acc NaN */
-} al_train_config;
-
-/* What the progress callback receives: after every step (kind 0) and at the end of an epoch (kind 1). */
-typedef struct al_train_progress {
-    int kind;                       /* 0 step, 1 epoch end */
-    int epoch, epochs;              /* 1-based */
-    int step, steps_per_epoch;      /* 1-based within the epoch */
-    double loss;                    /* step: this batch; epoch: mean over the epoch */
-    double train_acc, test_acc;     /* epoch end only (train_acc: running, over the epoch's batches) */
-    double epoch_seconds;           /* wall time of the epoch's training steps (not evaluation) */
-    double img_per_s;               /* training images per second so far this epoch */
-    double elapsed;                 /* seconds since training started */
-} al_train_progress;
-/* Return nonzero to stop training (the call then returns AL_ERR with "stopped"). */
-typedef int (*al_train_cb)(void *ud, const al_train_progress *p);
-
-/* Train m on train, evaluating on test after every epoch. cb may be NULL. */
-al_status al_train_image(al_model *m, const al_images *train, const al_images *test,
-                         const al_train_config *tc, al_train_cb cb, void *ud, al_error *err);
-/* Accuracy of m on d (grad and training off, batches of `batch`). pred (d->n) may be NULL. */
-al_status al_eval_image(al_model *m, const al_images *d, const float mean[4], const float std[4],
-                        int batch, double *acc, int *pred, al_error *err);
-/* ---------------- checkpoints and run ids ---------------- */
-
-/* Save m as safetensors; __metadata__ holds format "attnlab-image", the configuration
- * (al_model_config_to_kv), the normalisation ("mean", "std": comma lists per channel) and the
- * extra (key, value) pairs kv[0..2·nkv). */
-al_status al_model_save(const char *path, const al_model *m, const float mean[4], const float std[4],
-                        const char *const *kv, int nkv, al_error *err);
-/* Rebuild a model from a checkpoint written by al_model_save: configuration from the metadata,
- * then the tensors (names and shapes must match). mean/std receive the normalisation; *meta (if
- * meta is non-NULL) a malloc'd copy of the metadata JSON. On error m is left freed. */
-al_status al_model_load(const char *path, al_model *m, float mean[4], float std[4], char **meta, al_error *err);
-/* Canonical description of an image run (task, data, model and its whole configuration, split,
- * hyperparameters, seed), the input of al_run_id. Returns the length written. */
-int al_image_run_canonical(char *buf, size_t n, const al_model_config *cfg, const char *dataset, long train_size,
-                           int epochs, float lr, float wd, int batch, long seed);
 #endif

@@ -4,7 +4,7 @@
  *   al_results r; al_error e = {{0}};
  *   if (al_results_read("results/demo.csv", &r, &e) != AL_OK) { puts(e.msg); ... }  // "FILE:LINE: ..."
  *   al_summary s; al_results_summarize(&r, &s, &e);
- *   for (int i = 0; i < s.n; i++) printf("%s %ld %.3f\n", s.g[i].model, s.g[i].train_size, s.g[i].mean);
+ *   for (int i = 0; i < s.n; i++) printf("%s %ld %.3f\n", s.grp[i].model, s.grp[i].train_size, s.grp[i].mean);
  *   al_summary_free(&s); al_results_free(&r);
  *
  * A run is the set of rows sharing a run_id (one row per epoch, in file order); its last row in
@@ -15,6 +15,7 @@
 #define ATTNLAB_RESULTS_H
 #include <stddef.h>
 #include "tensor.h"
+#include "io.h"   /* al_read_file, AL_CSV_HEADER */
 
 /* One parsed row. Strings are NUL-terminated copies; `line` is its 1-based line in the file. */
 typedef struct al_result_row {
@@ -54,15 +55,12 @@ typedef struct al_summary_group {
     double mean_seconds;       /* mean total training seconds per run (sum of epoch_seconds) */
     long params;               /* parameter count of the last run seen */
 } al_summary_group;
-typedef struct al_summary { al_summary_group *g; int n; } al_summary;
+typedef struct al_summary { al_summary_group *grp; int n; } al_summary;
 
 /* Groups sorted by task, dataset, model, then train_size. Caller frees with al_summary_free. */
 al_status al_results_summarize(const al_results *r, al_summary *s, al_error *err);
 void      al_summary_free(al_summary *s);
 
 /* Mean and sample standard deviation of x[0..n) (std 0 when n < 2). */
-void al_mean_std(const double *x, int n, double *mean, double *std);
-
-/* Read a whole file into a malloc'd NUL-terminated buffer (*len bytes). Caller frees. */
-al_status al_read_file(const char *path, char **data, size_t *len, al_error *err);
+void al_mean_std(const double *x /* (n) */, int n, double *mean, double *std);
 #endif

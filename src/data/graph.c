@@ -1,4 +1,4 @@
-/* data_graph.c — graph datasets: the text format reader (features.libsvm, edges.txt, *.idx),
+/* graph.c — graph datasets (located by al_data_locate, locate.c): the text format reader (features.libsvm, edges.txt, *.idx),
  * training splits, adjacency with self-loops, GCN normalisation, random graphs for benchmarks. */
 #include "attnlab/graph.h"
 #include <errno.h>
@@ -10,57 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* ---------------- locating a dataset ---------------- */
 static int is_dir(const char *p) { struct stat st; return stat(p, &st) == 0 && S_ISDIR(st.st_mode); }
-
-static int has_files(const char *dir)
-{
-    char p[4200];
-    int k = snprintf(p, sizeof p, "%s/features.libsvm", dir);
-    return k > 0 && (size_t)k < sizeof p && access(p, R_OK) == 0;
-}
-
-al_status al_graph_resolve(const char *name, const char *exe, char *out, size_t n, al_error *err)
-{
-    if (!name || !*name) return al_seterr(err, "graph: empty dataset name");
-    if (strchr(name, '/') || is_dir(name)) {
-        if (!is_dir(name)) return al_seterr(err, "graph: %s: no such directory", name);
-        if (strlen(name) + 1 > n) return al_seterr(err, "graph: path too long: %s", name);
-        strcpy(out, name);
-        return AL_OK;
-    }
-    /* the directory above the executable's directory */
-    char exe_up[4096] = "";
-    char self[4096];
-    ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (k > 0) self[k] = 0;
-    else if (exe && strchr(exe, '/')) snprintf(self, sizeof self, "%s", exe);
-    else self[0] = 0;
-    char *slash = strrchr(self, '/');
-    if (slash) { *slash = 0; snprintf(exe_up, sizeof exe_up, "%s/..", self[0] ? self : "/"); }
-
-    char cand[8][4200]; int nc = 0;
-    const char *env = getenv("ATTNLAB_DATA");
-    if (env && *env) snprintf(cand[nc++], sizeof cand[0], "%s/%s", env, name);
-    snprintf(cand[nc++], sizeof cand[0], "datasets/%s", name);
-    snprintf(cand[nc++], sizeof cand[0], "../shared/datasets/%s", name);
-    if (exe_up[0]) {
-        snprintf(cand[nc++], sizeof cand[0], "%s/datasets/%s", exe_up, name);
-        snprintf(cand[nc++], sizeof cand[0], "%s/../shared/datasets/%s", exe_up, name);
-        /* tests live one level deeper (build/tests/) */
-        snprintf(cand[nc++], sizeof cand[0], "%s/../datasets/%s", exe_up, name);
-        snprintf(cand[nc++], sizeof cand[0], "%s/../../shared/datasets/%s", exe_up, name);
-    }
-    for (int i = 0; i < nc; i++) {
-        if (is_dir(cand[i]) && has_files(cand[i])) {
-            if (strlen(cand[i]) + 1 > n) return al_seterr(err, "graph: path too long: %s", cand[i]);
-            strcpy(out, cand[i]);
-            return AL_OK;
-        }
-    }
-    return al_seterr(err, "graph: dataset '%s' not found in $ATTNLAB_DATA, ./datasets, ../shared/datasets "
-                     "(or next to the executable); pass --data DIR", name);
-}
 
 /* ---------------- reading text files ---------------- */
 typedef struct text { char *buf; size_t len, pos; long line; char path[4200]; } text;

@@ -1,6 +1,6 @@
 /* data_image.c — image datasets: IDX (gzip or raw) readers, image folders via stb_image, seeded
- * class-stratified subsets, per-channel statistics and normalised float batches. See data.h. */
-#include "attnlab/data.h"
+ * class-stratified subsets, per-channel statistics and normalised float batches. See images.h. */
+#include "attnlab/images.h"
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
@@ -38,51 +38,51 @@ void al_image_split_free(al_image_split *s)
 typedef struct gzr { gzFile f; const char *path; uint64_t off; } gzr;
 
 /* Reads exactly n bytes or reports where the data ran out (offset in the uncompressed stream). */
-static al_status gz_exact(gzr *g, void *buf, uint64_t n, const char *what, al_error *err)
+static al_status gz_exact(gzr *gz, void *buf, uint64_t n, const char *what, al_error *err)
 {
     unsigned char *p = buf;
     uint64_t done = 0;
     while (done < n) {
         unsigned chunk = n - done > (1u << 30) ? (1u << 30) : (unsigned)(n - done);
-        int k = gzread(g->f, p + done, chunk);
+        int k = gzread(gz->f, p + done, chunk);
         if (k < 0) {
-            int zerr; const char *zm = gzerror(g->f, &zerr);
+            int zerr; const char *zm = gzerror(gz->f, &zerr);
             return al_seterr(err, "%s: corrupt data at byte %llu of the uncompressed stream while reading %s: %s",
-                             g->path, (unsigned long long)(g->off + done), what, zm ? zm : "zlib error");
+                             gz->path, (unsigned long long)(gz->off + done), what, zm ? zm : "zlib error");
         }
         if (k == 0) {
-            int zerr; const char *zm = gzerror(g->f, &zerr);
+            int zerr; const char *zm = gzerror(gz->f, &zerr);
             return al_seterr(err, "%s: data ran out at byte offset %llu while reading %s (%llu more bytes expected)%s%s",
-                             g->path, (unsigned long long)(g->off + done), what, (unsigned long long)(n - done),
+                             gz->path, (unsigned long long)(gz->off + done), what, (unsigned long long)(n - done),
                              zerr != Z_OK && zm && zm[0] ? ": " : "", zerr != Z_OK && zm ? zm : "");
         }
         done += (uint64_t)k;
     }
-    g->off += n;
+    gz->off += n;
     return AL_OK;
 }
 static uint32_t be32(const unsigned char *b) { return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3]; }
-static al_status gz_open(gzr *g, const char *path, al_error *err)
+static al_status gz_open(gzr *gz, const char *path, al_error *err)
 {
-    g->path = path; g->off = 0;
+    gz->path = path; gz->off = 0;
     errno = 0;
-    g->f = gzopen(path, "rb");
-    if (!g->f) return al_seterr(err, "%s: cannot open: %s", path, errno ? strerror(errno) : "out of memory");
-    gzbuffer(g->f, 1 << 17);
+    gz->f = gzopen(path, "rb");
+    if (!gz->f) return al_seterr(err, "%s: cannot open: %s", path, errno ? strerror(errno) : "out of memory");
+    gzbuffer(gz->f, 1 << 17);
     return AL_OK;
 }
 /* After the declared data: one more byte means the file is longer than its header says. */
-static al_status gz_expect_end(gzr *g, const char *what, al_error *err)
+static al_status gz_expect_end(gzr *gz, const char *what, al_error *err)
 {
     unsigned char extra;
-    int k = gzread(g->f, &extra, 1);
+    int k = gzread(gz->f, &extra, 1);
     if (k > 0)
         return al_seterr(err, "%s: unexpected trailing data at byte offset %llu (after the %s the header declares)",
-                         g->path, (unsigned long long)g->off, what);
+                         gz->path, (unsigned long long)gz->off, what);
     if (k < 0) {
-        int zerr; const char *zm = gzerror(g->f, &zerr);
-        return al_seterr(err, "%s: corrupt data at byte %llu of the uncompressed stream: %s", g->path,
-                         (unsigned long long)g->off, zm ? zm : "zlib error");
+        int zerr; const char *zm = gzerror(gz->f, &zerr);
+        return al_seterr(err, "%s: corrupt data at byte %llu of the uncompressed stream: %s", gz->path,
+                         (unsigned long long)gz->off, zm ? zm : "zlib error");
     }
     return AL_OK;
 }
@@ -133,6 +133,21 @@ out:
     return st;
 }
 
+al_status al_idx_count(const char *path, int64_t *n, al_error *err)
+{
+    gzr gz = {0};
+    unsigned char h[8];
+    *n = 0;
+    if (gz_open(&gz, path, err)) return AL_ERR;
+    al_status st = gz_exact(&gz, h, 8, "the idx header", err);
+    uint32_t magic = st == AL_OK ? be32(h) : 0;
+    if (st == AL_OK && magic != 0x00000801 && magic != 0x00000803)
+        st = al_seterr(err, "%s: bad magic number 0x%08x at byte offset 0 (not an idx1 or idx3 file)", path, magic);
+    if (st == AL_OK) *n = be32(h + 4);
+    gzclose(gz.f);
+    return st;
+}
+
 static const char *const fashion_names[10] = {
     "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"};
 
@@ -154,10 +169,35 @@ static al_status set_names(al_images *im, const char *const *names, int k, al_er
     for (int i = 0; i < k; i++) if (!(im->class_names[i] = strdup(names[i]))) return al_seterr(err, "out of memory");
     return AL_OK;
 }
+/* dir, or (NULL or empty) where al_data_locate finds fashion-mnist (into buf). */
+static const char *fashion_dir(const char *dir, char *buf, size_t n, al_error *err)
+{
+    if (dir && dir[0]) return dir;
+    return al_data_locate("fashion-mnist", NULL, buf, n, err) == AL_OK ? buf : NULL;
+}
+
+al_status al_fashion_mnist_count(const char *dir, int64_t *ntrain, int64_t *ntest, al_error *err)
+{
+    char buf[4200];
+    if (!(dir = fashion_dir(dir, buf, sizeof buf, err))) return AL_ERR;
+    const char *base[2] = {"train-images-idx3-ubyte", "t10k-images-idx3-ubyte"};
+    int64_t *cnt[2] = {ntrain, ntest};
+    for (int k = 0; k < 2; k++) {
+        if (!cnt[k]) continue;
+        char *p = idx_path(dir, base[k]);
+        if (!p) return al_seterr(err, "out of memory");
+        al_status st = al_idx_count(p, cnt[k], err);
+        free(p);
+        if (st != AL_OK) return st;
+    }
+    return AL_OK;
+}
+
 al_status al_fashion_mnist_load(const char *dir, al_image_split *out, al_error *err)
 {
     memset(out, 0, sizeof *out);
-    if (!dir || !dir[0]) dir = AL_FASHION_MNIST_DIR;
+    char buf[4200];
+    if (!(dir = fashion_dir(dir, buf, sizeof buf, err))) return AL_ERR;
     const char *base[4] = {"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"};
     char *p[4];
     for (int i = 0; i < 4; i++) p[i] = idx_path(dir, base[i]);
@@ -366,6 +406,57 @@ static al_status make_images(al_images *im, int n, int C, int H, int W, const st
     return set_names(im, (const char *const *)classes->s, classes->n, err);
 }
 
+/* The most common image size of the scanned files (ties: smallest h, then w). */
+static al_status common_size(const fload *L, int *H, int *W, al_error *err)
+{
+    sizecount *sc = malloc((size_t)L->n * sizeof *sc);
+    if (!sc) return al_seterr(err, "out of memory");
+    for (int i = 0; i < L->n; i++) { sc[i].h = L->e[i].h; sc[i].w = L->e[i].w; }
+    qsort(sc, (size_t)L->n, sizeof *sc, cmp_size);
+    int best = 0;
+    for (int i = 0, j; i < L->n; i = j) {
+        for (j = i; j < L->n && sc[j].h == sc[i].h && sc[j].w == sc[i].w; j++) {}
+        if (j - i > best) { best = j - i; *H = sc[i].h; *W = sc[i].w; }
+    }
+    free(sc);
+    return AL_OK;
+}
+
+/* Hold out round(frac · n_k) usable images of each of the nclass classes for the test split, chosen
+ * with the split seed (stream AL_RNG_DATA); file order kept. */
+static al_status hold_out(fload *L, int nclass, double frac, uint64_t seed, al_error *err)
+{
+    al_rng rng; al_rng_seed(&rng, seed, AL_RNG_DATA);
+    int *members = malloc((size_t)L->n * sizeof *members);
+    if (!members) return al_seterr(err, "out of memory");
+    for (int k = 0; k < nclass; k++) {
+        int m = 0;
+        for (int i = 0; i < L->n; i++) if (L->e[i].ok && L->e[i].label == k) members[m++] = i;
+        int nt = (int)floor(frac * m + 0.5);
+        if (nt >= m) nt = m - 1;
+        al_rng_shuffle(&rng, members, m);
+        for (int j = 0; j < nt; j++) L->e[members[j]].split = 1;
+    }
+    free(members);
+    return AL_OK;
+}
+
+/* Copies the usable decoded images all (L->n, per bytes each) into out's train and test splits (already
+ * sized), class-major (classes by name, files by name). */
+static void fill_splits(const fload *L, int nclass, const uint8_t *all /* (L->n, per) */, int64_t per, al_image_split *out)
+{
+    int pos[2] = {0, 0};
+    for (int k = 0; k < nclass; k++)
+        for (int i = 0; i < L->n; i++) {
+            const fentry *f = &L->e[i];
+            if (!f->ok || f->label != k) continue;
+            al_images *im = f->split ? &out->test : &out->train;
+            int j = pos[f->split]++;
+            memcpy(im->pix + (size_t)j * (size_t)per, all + (size_t)i * (size_t)per, (size_t)per);
+            im->labels[j] = k;
+        }
+}
+
 al_status al_image_folder_load(const char *dir, const al_folder_opts *opts, al_image_split *out, al_error *err)
 {
     memset(out, 0, sizeof *out);
@@ -424,18 +515,7 @@ al_status al_image_folder_load(const char *dir, const al_folder_opts *opts, al_i
 
     /* Target size: the caller's, else the most common (ties: smallest h, then w). */
     int H = opts->h, W = opts->w;
-    if (!H) {
-        sizecount *sc = malloc((size_t)L.n * sizeof *sc);
-        if (!sc) { al_seterr(err, "out of memory"); goto out; }
-        for (int i = 0; i < L.n; i++) { sc[i].h = L.e[i].h; sc[i].w = L.e[i].w; }
-        qsort(sc, (size_t)L.n, sizeof *sc, cmp_size);
-        int best = 0;
-        for (int i = 0, j; i < L.n; i = j) {
-            for (j = i; j < L.n && sc[j].h == sc[i].h && sc[j].w == sc[i].w; j++) {}
-            if (j - i > best) { best = j - i; H = sc[i].h; W = sc[i].w; }
-        }
-        free(sc);
-    }
+    if (!H && common_size(&L, &H, &W, err)) goto out;
     int C = opts->channels;
     if (!C) { C = 1; for (int i = 0; i < L.n; i++) if (L.e[i].comp >= 3) C = 3; }
     int64_t per = (int64_t)C * H * W;
@@ -462,19 +542,7 @@ al_status al_image_folder_load(const char *dir, const al_folder_opts *opts, al_i
     for (int k = 0; k < classes.n; k++)
         if (cnt[2 * k] == 0) { al_seterr(err, "%s/%s: the class has no usable images", cbase, classes.s[k]); goto out; }
     if (!split_mode) {
-        /* Hold out round(frac · n_k) images per class, chosen with the split seed; file order kept. */
-        al_rng rng; al_rng_seed(&rng, opts->split_seed, AL_RNG_DATA);
-        int *members = malloc((size_t)ne * sizeof *members);
-        if (!members) { al_seterr(err, "out of memory"); goto out; }
-        for (int k = 0; k < classes.n; k++) {
-            int m = 0;
-            for (int i = 0; i < ne; i++) if (L.e[i].ok && L.e[i].label == k) members[m++] = i;
-            int nt = (int)floor(frac * m + 0.5);
-            if (nt >= m) nt = m - 1;
-            al_rng_shuffle(&rng, members, m);
-            for (int j = 0; j < nt; j++) L.e[members[j]].split = 1;
-        }
-        free(members);
+        if (hold_out(&L, classes.n, frac, opts->split_seed, err)) goto out;
     } else {
         int ntest = 0;
         for (int k = 0; k < classes.n; k++) ntest += cnt[2 * k + 1];
@@ -484,17 +552,7 @@ al_status al_image_folder_load(const char *dir, const al_folder_opts *opts, al_i
     for (int i = 0; i < ne; i++) if (L.e[i].ok) nsplit[L.e[i].split]++;
     if (make_images(&out->train, nsplit[0], C, H, W, &classes, err)) goto out;
     if (make_images(&out->test, nsplit[1], C, H, W, &classes, err)) goto out;
-    /* Class-major order (train: classes by name, files by name; test likewise). */
-    int pos[2] = {0, 0};
-    for (int k = 0; k < classes.n; k++)
-        for (int i = 0; i < ne; i++) {
-            fentry *f = &L.e[i];
-            if (!f->ok || f->label != k) continue;
-            al_images *im = f->split ? &out->test : &out->train;
-            int j = pos[f->split]++;
-            memcpy(im->pix + (size_t)j * (size_t)per, all + (size_t)i * (size_t)per, (size_t)per);
-            im->labels[j] = k;
-        }
+    fill_splits(&L, classes.n, all, per, out);
     out->skipped = L.skipped;
     st = AL_OK;
 out:
@@ -508,7 +566,7 @@ out:
 /* ====================================================================================== */
 /* subsets, statistics, batches                                                           */
 /* ====================================================================================== */
-al_status al_images_subset(const al_images *im, int n, uint64_t seed, int *idx, al_error *err)
+al_status al_images_subset(const al_images *im, int n, uint64_t seed, int *idx /* (n) */, al_error *err)
 {
     if (!im || im->n < 1 || im->classes < 1) return al_seterr(err, "subset: empty image set");
     if (n < 1 || n > im->n) return al_seterr(err, "subset: asked for %d images, the split has %d", n, im->n);
@@ -559,7 +617,8 @@ static al_status check_idx(const al_images *im, const int *idx, int n, const cha
     return AL_OK;
 }
 
-al_status al_images_stats(const al_images *im, const int *idx, int n, float *mean, float *std, al_error *err)
+al_status al_images_stats(const al_images *im, const int *idx /* (n) or NULL */, int n, float *mean /* (c) */,
+                          float *std /* (c) */, al_error *err)
 {
     if (!idx) n = im->n;
     if (n < 1) return al_seterr(err, "stats: no images");
@@ -582,8 +641,9 @@ al_status al_images_stats(const al_images *im, const int *idx, int n, float *mea
     return AL_OK;
 }
 
-al_status al_images_batch(const al_images *im, const int *idx, int b, const float *mean, const float *std,
-                          float *x, int *labels, al_error *err)
+al_status al_images_batch(const al_images *im, const int *idx /* (b) */, int b, const float *mean /* (c) or NULL */,
+                          const float *std /* (c) or NULL */, float *x /* (b, c, h, w) */, int *labels /* (b) or NULL */,
+                          al_error *err)
 {
     if (b < 0 || im->c > 4) return al_seterr(err, "batch: bad batch size %d or %d channels", b, im->c);
     if (check_idx(im, idx, b, "batch", err)) return AL_ERR;

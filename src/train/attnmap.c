@@ -12,13 +12,13 @@
 
 /* ------------------------------------------------------------------ compute */
 
-al_status al_attnmap_compute(al_model *m, const float *x, int layer, const int *queries, int nq,
-                             float *maps, int *pred, al_error *err)
+al_status al_attnmap_compute(al_model *m, const float *x /* (C, H, W) */, int layer, const int *queries /* (nq) */,
+                             int nq, float *maps /* (nq, heads, grid_h·grid_w) */, int *pred, al_error *err)
 {
-    const al_model_config *g = &m->cfg;
-    if (strcmp(g->name, "sa") && strcmp(g->name, "local"))
-        return al_seterr(err, "attnmap: a '%s' model has no attention weights (only sa and local have)", g->name);
-    const int depth = g->depth, H = g->heads, gh = m->grid_h, gw = m->grid_w, N = gh * gw;
+    const al_model_config *cfg = &m->cfg;
+    if (strcmp(cfg->name, "sa") && strcmp(cfg->name, "local"))
+        return al_seterr(err, "attnmap: a '%s' model has no attention weights (only sa and local have)", cfg->name);
+    const int depth = cfg->depth, H = cfg->heads, gh = m->grid_h, gw = m->grid_w, N = gh * gw;
     if (layer == -1) layer = depth - 1;
     if (layer < 0 || layer >= depth)
         return al_seterr(err, "attnmap: layer %d does not exist: the model has %d blocks (1..%d)", layer + 1, depth, depth);
@@ -29,8 +29,8 @@ al_status al_attnmap_compute(al_model *m, const float *x, int layer, const int *
     /* the pattern the model attends with (as models_image.c builds it): local = window×window;
      * sa with relative positions = a window covering the whole grid; otherwise full */
     int wh = 0, ww = 0;
-    if (!strcmp(g->name, "local")) wh = ww = g->window;
-    else if (g->pos == AL_POS_RELATIVE) { wh = 2 * gh - 1; ww = 2 * gw - 1; }
+    if (!strcmp(cfg->name, "local")) wh = ww = cfg->window;
+    else if (cfg->pos == AL_POS_RELATIVE) { wh = 2 * gh - 1; ww = 2 * gw - 1; }
     const int K = wh ? wh * ww : N;   /* slots per query */
 
     al_ctx *c = al_ctx_new(1);
@@ -39,7 +39,7 @@ al_status al_attnmap_compute(al_model *m, const float *x, int layer, const int *
     al_status st = AL_OK;
     int saved = m->capture_attn;
     m->capture_attn = 1;
-    al_tensor *xt = al_new(c, 4, (int[]){1, g->channels, g->height, g->width});   /* (1,C,H,W) */
+    al_tensor *xt = al_new(c, 4, (int[]){1, cfg->channels, cfg->height, cfg->width});   /* (1,C,H,W) */
     if (xt) memcpy(xt->data, x, (size_t)xt->numel * sizeof(float));
     al_tensor *lg = al_model_forward(c, m, xt);                                     /* (1,classes) */
     m->capture_attn = saved;

@@ -5,7 +5,8 @@
  * no malloc. Data order comes only from the AL_RNG_SHUFFLE stream of the seed, and every
  * kernel is deterministic for a fixed thread count, so runs repeat bit for bit.
  */
-#include "attnlab/models.h"
+#include "attnlab/train.h"
+#include "attnlab/optim.h"
 #include "attnlab/ops.h"
 #include <math.h>
 #include <stdlib.h>
@@ -66,19 +67,19 @@ al_status al_eval_image(al_model *m, const al_images *d, const float mean[4], co
 al_status al_train_image(al_model *m, const al_images *train, const al_images *test,
                          const al_train_config *tc, al_train_cb cb, void *ud, al_error *err)
 {
-    const al_model_config *g = &m->cfg;
+    const al_model_config *cfg = &m->cfg;
     if (tc->epochs < 1 || tc->batch < 1) return al_seterr(err, "training: epochs and batch must be positive");
     if (train->n < 1) return al_seterr(err, "training: the training set is empty");
     if (!(tc->lr > 0) || !(tc->weight_decay >= 0)) return al_seterr(err, "training: need lr > 0 and weight decay >= 0");
     const al_images *sets[2] = {train, test};
     for (int i = 0; i < 2; i++)
-        if (sets[i] && (sets[i]->c != g->channels || sets[i]->h != g->height || sets[i]->w != g->width))
+        if (sets[i] && (sets[i]->c != cfg->channels || sets[i]->h != cfg->height || sets[i]->w != cfg->width))
             return al_seterr(err, "training: %s images are %dx%dx%d but the %s model expects %dx%dx%d",
                              i ? "test" : "training", sets[i]->c, sets[i]->h, sets[i]->w,
-                             g->name, g->channels, g->height, g->width);
+                             cfg->name, cfg->channels, cfg->height, cfg->width);
     for (int i = 0; i < train->n; i++)
-        if (train->labels[i] < 0 || train->labels[i] >= g->classes)
-            return al_seterr(err, "training: label %d of image %d is outside [0, %d)", train->labels[i], i, g->classes);
+        if (train->labels[i] < 0 || train->labels[i] >= cfg->classes)
+            return al_seterr(err, "training: label %d of image %d is outside [0, %d)", train->labels[i], i, cfg->classes);
 
     int batch = tc->batch, eval_batch = tc->eval_batch > 0 ? tc->eval_batch : 256;
     int scratch = batch > eval_batch ? batch : eval_batch;
@@ -106,7 +107,7 @@ al_status al_train_image(al_model *m, const al_images *train, const al_images *t
         for (step = 1; step <= steps_per_epoch; step++) {
             int s = (step - 1) * batch, B = train->n - s < batch ? train->n - s : batch;
             al_ctx_reset(c);
-            al_tensor *x = al_new(c, 4, (int[]){B, g->channels, g->height, g->width});
+            al_tensor *x = al_new(c, 4, (int[]){B, cfg->channels, cfg->height, cfg->width});
             if (x && al_images_batch(train, perm + s, B, tc->mean, tc->std, x->data, lab, err) != AL_OK) { st = AL_ERR; break; }
             al_tensor *logits = al_model_forward(c, m, x);                 /* (B, classes) */
             al_tensor *loss = al_cross_entropy(c, logits, lab, NULL);      /* (1) */

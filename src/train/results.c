@@ -15,31 +15,7 @@ void al_results_free(al_results *r)
     memset(r, 0, sizeof *r);
 }
 
-void al_summary_free(al_summary *s) { free(s->g); s->g = NULL; s->n = 0; }
-
-al_status al_read_file(const char *path, char **data, size_t *len, al_error *err)
-{
-    *data = NULL; *len = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return al_seterr(err, "%s: %s", path, strerror(errno));
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap + 1);
-    while (buf) {
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (n < cap) break;
-        char *nb = realloc(buf, 2 * cap + 1);
-        if (!nb) { free(buf); buf = NULL; break; }
-        buf = nb; cap *= 2;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (!buf) return al_seterr(err, "%s: out of memory", path);
-    if (bad) { free(buf); return al_seterr(err, "%s: read error", path); }
-    buf[n] = 0;
-    *data = buf; *len = n;
-    return AL_OK;
-}
+void al_summary_free(al_summary *s) { free(s->grp); s->grp = NULL; s->n = 0; }
 
 /* ---------------- field parsing ---------------- */
 static int copy_field(char *dst, size_t cap, const char *s, size_t n)
@@ -239,22 +215,22 @@ static int cmp_final(const void *x, const void *y)
 
 al_status al_results_summarize(const al_results *r, al_summary *s, al_error *err)
 {
-    s->g = NULL; s->n = 0;
+    s->grp = NULL; s->n = 0;
     if (r->nrun == 0) return AL_OK;
     final_ref *ord = malloc((size_t)r->nrun * sizeof *ord);
     double *acc = malloc((size_t)r->nrun * sizeof *acc);
-    s->g = calloc((size_t)r->nrun, sizeof *s->g);
-    if (!ord || !acc || !s->g) { free(ord); free(acc); al_summary_free(s); return al_seterr(err, "summarize: out of memory"); }
+    s->grp = calloc((size_t)r->nrun, sizeof *s->grp);
+    if (!ord || !acc || !s->grp) { free(ord); free(acc); al_summary_free(s); return al_seterr(err, "summarize: out of memory"); }
     for (int k = 0; k < r->nrun; k++) ord[k] = (final_ref){&r->row[r->run[k].last], k};
     qsort(ord, (size_t)r->nrun, sizeof *ord, cmp_final);
     for (int a = 0; a < r->nrun;) {
         const al_result_row *key = ord[a].fin;
         int b = a;
-        al_summary_group *g = &s->g[s->n++];
-        memcpy(g->task, key->task, sizeof g->task);
-        memcpy(g->dataset, key->dataset, sizeof g->dataset);
-        memcpy(g->model, key->model, sizeof g->model);
-        g->train_size = key->train_size;
+        al_summary_group *grp = &s->grp[s->n++];
+        memcpy(grp->task, key->task, sizeof grp->task);
+        memcpy(grp->dataset, key->dataset, sizeof grp->dataset);
+        memcpy(grp->model, key->model, sizeof grp->model);
+        grp->train_size = key->train_size;
         double ep = 0, sec = 0;
         for (; b < r->nrun && !cmp_group(ord[b].fin, key); b++) {
             const al_run *u = &r->run[ord[b].run];
@@ -265,12 +241,12 @@ al_status al_results_summarize(const al_results *r, al_summary *s, al_error *err
             for (int i = u->first; i >= 0; i = r->next[i])
                 if (!isnan(r->row[i].epoch_seconds)) t += r->row[i].epoch_seconds;
             sec += t;
-            g->params = fin->params;
+            grp->params = fin->params;
         }
-        g->nruns = b - a;
-        al_mean_std(acc, g->nruns, &g->mean, &g->std);
-        g->mean_epochs = ep / g->nruns;
-        g->mean_seconds = sec / g->nruns;
+        grp->nruns = b - a;
+        al_mean_std(acc, grp->nruns, &grp->mean, &grp->std);
+        grp->mean_epochs = ep / grp->nruns;
+        grp->mean_seconds = sec / grp->nruns;
         a = b;
     }
     free(ord); free(acc);

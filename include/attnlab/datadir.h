@@ -1,0 +1,28 @@
+/* attnlab/datadir.h — where datasets are found: one resolver for image and graph datasets alike.
+ *
+ *   char dir[4096]; al_error e = {{0}};
+ *   if (al_data_locate("cora", NULL, dir, sizeof dir, &e) != AL_OK) { fprintf(stderr, "%s\n", e.msg); ... }
+ *
+ * Lookup order for dataset NAME (the first that exists as a directory wins):
+ *   1. explicit (--data PATH / --data-dir DIR) if non-NULL: used as is; an error if it is not a directory
+ *   2. $ATTNLAB_FASHION_MNIST (NAME fashion-mnist only; kept for compatibility)
+ *   3. $ATTNLAB_DATA/NAME
+ *   4. the repository's datasets/NAME: <dir of /proc/self/exe>/../datasets/NAME (bin/attnlab),
+ *      <dir of /proc/self/exe>/../../datasets/NAME (test binaries in BUILD/tests/), ./datasets/NAME
+ *   5. AL_DATADIR/NAME, the installed data directory
+ *   6. NAME fashion-mnist only: AL_FASHION_MNIST_DIR (Debian's fashion-mnist package)
+ * When nothing is found the error is one line listing every place looked at.
+ */
+#ifndef ATTNLAB_DATADIR_H
+#define ATTNLAB_DATADIR_H
+#include <stddef.h>
+#include "tensor.h"
+
+#ifndef AL_DATADIR
+#define AL_DATADIR "/usr/local/share/attnlab/datasets"   /* the Makefile may define it */
+#endif
+#define AL_FASHION_MNIST_DIR "/usr/share/datasets/fashion-mnist"
+
+/* Writes the directory of dataset `name` to out (n bytes). */
+al_status al_data_locate(const char *name, const char *explicit_dir, char *out, size_t n, al_error *err);
+#endif

@@ -1,0 +1,43 @@
+/* attnlab/train.h — the image training and evaluation loop.
+ *
+ * Training (al_train_image) runs AdamW over shuffled mini-batches, evaluates the whole test set
+ * after each epoch and reports each epoch through a callback; it never prints.
+ */
+#ifndef ATTNLAB_TRAIN_H
+#define ATTNLAB_TRAIN_H
+#include <stdint.h>
+#include "tensor.h"
+#include "images.h"
+#include "models.h"
+
+typedef struct al_train_config {
+    int epochs, batch, eval_batch;  /* eval_batch default 256 */
+    float lr, weight_decay;
+    uint64_t seed;                  /* shuffling uses the AL_RNG_SHUFFLE stream of seed */
+    float mean[4], std[4];          /* per-channel normalisation: x = (pix/255 − mean)/std (al_images_stats) */
+    int max_steps;                  /* 0 = whole epochs; > 0 stops after this many steps (tests) */
+    int eval_every;                 /* evaluate the test set every this many epochs and after the last
+                                     * (0 or 1 = every epoch); skipped epochs report test_acc NaN */
+} al_train_config;
+
+/* What the progress callback receives: after every step (kind 0) and at the end of an epoch (kind 1). */
+typedef struct al_train_progress {
+    int kind;                       /* 0 step, 1 epoch end */
+    int epoch, epochs;              /* 1-based */
+    int step, steps_per_epoch;      /* 1-based within the epoch */
+    double loss;                    /* step: this batch; epoch: mean over the epoch */
+    double train_acc, test_acc;     /* epoch end only (train_acc: running, over the epoch's batches) */
+    double epoch_seconds;           /* wall time of the epoch's training steps (not evaluation) */
+    double img_per_s;               /* training images per second so far this epoch */
+    double elapsed;                 /* seconds since training started */
+} al_train_progress;
+/* Return nonzero to stop training (the call then returns AL_ERR with "stopped"). */
+typedef int (*al_train_cb)(void *ud, const al_train_progress *p);
+
+/* Train m on train, evaluating on test after every epoch. cb may be NULL. */
+al_status al_train_image(al_model *m, const al_images *train, const al_images *test,
+                         const al_train_config *tc, al_train_cb cb, void *ud, al_error *err);
+/* Accuracy of m on d (grad and training off, batches of `batch`). pred (d->n) may be NULL. */
+al_status al_eval_image(al_model *m, const al_images *d, const float mean[4], const float std[4],
+                        int batch, double *acc, int *pred /* (d->n) or NULL */, al_error *err);
+#endif

@@ -1,0 +1,94 @@
+/* locate.c — the one dataset resolver (datadir.h) for image and graph datasets, and loading an image
+ * dataset by name for a model's input shape (images.h). */
+#include "attnlab/datadir.h"
+#include "attnlab/images.h"
+#include "attnlab/graph.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+enum { CAND_MAX = 8, CAND_LEN = 4200 };
+typedef struct cands { char p[CAND_MAX][CAND_LEN]; int n; } cands;
+
+static int is_dir(const char *p) { struct stat st; return stat(p, &st) == 0 && S_ISDIR(st.st_mode); }
+
+static void cand_add(cands *c, const char *a, const char *b)
+{
+    if (c->n >= CAND_MAX) return;
+    int k = snprintf(c->p[c->n], CAND_LEN, "%s%s%s", a, b ? "/" : "", b ? b : "");
+    if (k > 0 && k < CAND_LEN) c->n++;
+}
+
+static al_status copy_out(const char *dir, char *out, size_t n, al_error *err)
+{
+    if (strlen(dir) + 1 > n) return al_seterr(err, "%s: path too long", dir);
+    strcpy(out, dir);
+    return AL_OK;
+}
+
+/* The candidates for dataset `name`, in lookup order (see datadir.h). */
+static void candidates(const char *name, cands *c)
+{
+    c->n = 0;
+    int fm = !strcmp(name, "fashion-mnist");
+    const char *e = fm ? getenv("ATTNLAB_FASHION_MNIST") : NULL;
+    if (e && *e) cand_add(c, e, NULL);
+    const char *d = getenv("ATTNLAB_DATA");
+    if (d && *d) cand_add(c, d, name);
+    char self[4096];
+    ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
+    char *slash = k > 0 ? (self[k] = 0, strrchr(self, '/')) : NULL;
+    if (slash) {
+        *slash = 0;
+        char up[4200];
+        snprintf(up, sizeof up, "%s/../datasets", self);
+        cand_add(c, up, name);
+        snprintf(up, sizeof up, "%s/../../datasets", self);   /* test binaries live in BUILD/tests/ */
+        cand_add(c, up, name);
+    }
+    cand_add(c, "./datasets", name);
+    cand_add(c, AL_DATADIR, name);
+    if (fm) cand_add(c, AL_FASHION_MNIST_DIR, NULL);
+}
+
+al_status al_data_locate(const char *name, const char *explicit_dir, char *out, size_t n, al_error *err)
+{
+    if (explicit_dir && *explicit_dir) {
+        if (!is_dir(explicit_dir)) return al_seterr(err, "%s: no such directory", explicit_dir);
+        return copy_out(explicit_dir, out, n, err);
+    }
+    if (!name || !*name) return al_seterr(err, "empty dataset name");
+    cands c;
+    candidates(name, &c);
+    for (int i = 0; i < c.n; i++)
+        if (is_dir(c.p[i])) return copy_out(c.p[i], out, n, err);
+    char list[2048] = "";
+    size_t o = 0;
+    for (int i = 0; i < c.n && o < sizeof list; i++)
+        o += (size_t)snprintf(list + o, sizeof list - o, "%s%s", i ? ", " : "", c.p[i]);
+    return al_seterr(err, "dataset '%s' not found; looked in %s%s; pass --data DIR", name, list,
+                     getenv("ATTNLAB_DATA") && *getenv("ATTNLAB_DATA") ? "" : " ($ATTNLAB_DATA is not set)");
+}
+
+al_status al_graph_resolve(const char *name, const char *exe, char *out, size_t n, al_error *err)
+{
+    (void)exe;   /* the executable is found through /proc/self/exe */
+    if (!name || !*name) return al_seterr(err, "graph: empty dataset name");
+    if (strchr(name, '/') || is_dir(name)) return al_data_locate(name, name, out, n, err);
+    return al_data_locate(name, NULL, out, n, err);
+}
+
+al_status al_image_data_load(const char *data, const char *data_dir, int channels, int height, int width,
+                             al_warn_fn warn, void *warn_ud, al_image_split *out, al_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (!strcmp(data, "fashion-mnist")) return al_fashion_mnist_load(data_dir, out, err);
+    al_folder_opts fo;
+    memset(&fo, 0, sizeof fo);
+    fo.h = height; fo.w = width; fo.channels = channels;
+    fo.split_seed = 0;   /* a fixed held-out split for every seed */
+    fo.warn = warn; fo.warn_ud = warn_ud;
+    return al_image_folder_load(data, &fo, out, err);
+}

@@ -1,0 +1,138 @@
+/* checkpoint.c — image-model checkpoints: the model configuration as safetensors metadata and back,
+ * save and load (metadata read through the one safetensors header reader of io.c), and the canonical
+ * run description that run ids hash. */
+#include "attnlab/checkpoint.h"
+#include "attnlab/io.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------- configuration <-> metadata ---------------- */
+
+int al_model_config_to_kv(const al_model_config *cfg, const char **kv, int max, char *buf, size_t bufsize)
+{
+    int n = 0; size_t off = 0;
+#define KV(key, ...) do { \
+        if (n >= max) return -1; \
+        int w_ = snprintf(buf + off, bufsize - off, __VA_ARGS__); \
+        if (w_ < 0 || (size_t)w_ >= bufsize - off) return -1; \
+        kv[2 * n] = key; kv[2 * n + 1] = buf + off; off += (size_t)w_ + 1; n++; \
+    } while (0)
+    KV("model", "%s", cfg->name);
+    KV("channels", "%d", cfg->channels); KV("height", "%d", cfg->height); KV("width", "%d", cfg->width);
+    KV("classes", "%d", cfg->classes);
+    KV("dim", "%d", cfg->dim); KV("depth", "%d", cfg->depth); KV("heads", "%d", cfg->heads); KV("hidden", "%d", cfg->hidden);
+    KV("patch", "%d", cfg->patch); KV("window", "%d", cfg->window);
+    KV("pos", "%s", al_pos_name(cfg->pos));
+    KV("score", "%s", cfg->score == AL_SCORE_ADDITIVE ? "additive" : "dot");
+    KV("norm", "%s", cfg->norm == AL_NORM_RELU ? "relu" : "softmax");
+#undef KV
+    return n;
+}
+
+al_status al_model_config_from_meta(al_model_config *cfg, const char *meta, al_error *err)
+{
+    char *name = al_meta_get(meta, "model");
+    if (!name) return al_seterr(err, "checkpoint metadata has no 'model' entry (not an attnlab image checkpoint?)");
+    al_status st = al_model_config_default(cfg, name, 1, 1, 1, 2, err);
+    free(name);
+    if (st != AL_OK) return st;
+    static const char *const ikeys[] = {"channels", "height", "width", "classes", "dim", "depth", "heads", "hidden", "patch", "window"};
+    int *ivals[] = {&cfg->channels, &cfg->height, &cfg->width, &cfg->classes, &cfg->dim, &cfg->depth,
+                    &cfg->heads, &cfg->hidden, &cfg->patch, &cfg->window};
+    for (int i = 0; i < 10; i++) {
+        char *v = al_meta_get(meta, ikeys[i]);
+        if (!v) return al_seterr(err, "checkpoint metadata lacks '%s'", ikeys[i]);
+        char *end; long x = strtol(v, &end, 10);
+        int bad = end == v || *end || x < 0 || x > 1 << 20;
+        free(v);
+        if (bad) return al_seterr(err, "checkpoint metadata: bad value for '%s'", ikeys[i]);
+        *ivals[i] = (int)x;
+    }
+    char *v = al_meta_get(meta, "pos");
+    if (!v || al_pos_parse(v, &cfg->pos)) { free(v); return al_seterr(err, "checkpoint metadata: bad or missing 'pos'"); }
+    free(v);
+    v = al_meta_get(meta, "score");
+    if (!v || (strcmp(v, "dot") && strcmp(v, "additive"))) { free(v); return al_seterr(err, "checkpoint metadata: bad or missing 'score'"); }
+    cfg->score = !strcmp(v, "additive") ? AL_SCORE_ADDITIVE : AL_SCORE_DOT;
+    free(v);
+    v = al_meta_get(meta, "norm");
+    if (!v || (strcmp(v, "softmax") && strcmp(v, "relu"))) { free(v); return al_seterr(err, "checkpoint metadata: bad or missing 'norm'"); }
+    cfg->norm = !strcmp(v, "relu") ? AL_NORM_RELU : AL_NORM_SOFTMAX;
+    free(v);
+    return al_model_config_check(cfg, err);
+}
+
+/* ---------------- checkpoints and run ids ---------------- */
+
+static void fmt_floats(char *b, size_t n, const float *v, int k)
+{
+    size_t o = 0;
+    b[0] = 0;
+    for (int i = 0; i < k && o < n; i++) o += (size_t)snprintf(b + o, n - o, i ? ",%.9g" : "%.9g", (double)v[i]);
+}
+static int parse_floats(const char *s, float *v, int k)
+{
+    for (int i = 0; i < k; i++) {
+        char *end; double x = strtod(s, &end);
+        if (end == s || !isfinite(x)) return -1;
+        v[i] = (float)x; s = end;
+        if (i + 1 < k) { if (*s != ',') return -1; s++; }
+    }
+    return *s ? -1 : 0;
+}
+
+al_status al_model_save(const char *path, const al_model *m, const float mean[4], const float std[4],
+                        const char *const *extra, int nextra, al_error *err)
+{
+    enum { MAXKV = 64 };
+    const char *kv[2 * MAXKV];
+    char buf[1024], ms[160], ss[160];
+    int n = al_model_config_to_kv(&m->cfg, kv + 2, MAXKV - 3, buf, sizeof buf);
+    if (n < 0 || n + 3 + nextra > MAXKV) return al_seterr(err, "%s: too much checkpoint metadata", path);
+    kv[0] = "format"; kv[1] = "attnlab-image";
+    n++;
+    fmt_floats(ms, sizeof ms, mean, m->cfg.channels);
+    fmt_floats(ss, sizeof ss, std, m->cfg.channels);
+    kv[2 * n] = "mean"; kv[2 * n + 1] = ms; n++;
+    kv[2 * n] = "std"; kv[2 * n + 1] = ss; n++;
+    for (int i = 0; i < nextra; i++, n++) { kv[2 * n] = extra[2 * i]; kv[2 * n + 1] = extra[2 * i + 1]; }
+    return al_safetensors_save(path, &m->params, kv, n, err);
+}
+
+al_status al_model_load(const char *path, al_model *m, float mean[4], float std[4], char **meta_out, al_error *err)
+{
+    memset(m, 0, sizeof *m);
+    if (meta_out) *meta_out = NULL;
+    char *meta = NULL;
+    if (al_safetensors_read_meta(path, &meta, err) != AL_OK) return AL_ERR;
+    al_model_config cfg;
+    char *fmt = al_meta_get(meta, "format");
+    int ok = fmt && !strcmp(fmt, "attnlab-image");
+    free(fmt);
+    if (!ok) { free(meta); return al_seterr(err, "%s: not an attnlab image-model checkpoint (metadata format is not attnlab-image)", path); }
+    if (al_model_config_from_meta(&cfg, meta, err) != AL_OK) { free(meta); return AL_ERR; }
+    char *ms = al_meta_get(meta, "mean"), *ss = al_meta_get(meta, "std");
+    for (int i = 0; i < 4; i++) { mean[i] = 0.f; std[i] = 1.f; }
+    ok = ms && ss && !parse_floats(ms, mean, cfg.channels) && !parse_floats(ss, std, cfg.channels);
+    free(ms); free(ss);
+    if (!ok) { free(meta); return al_seterr(err, "%s: bad or missing normalisation (mean/std) in the metadata", path); }
+    if (al_model_init(m, &cfg, 0, err) != AL_OK) { free(meta); return AL_ERR; }
+    if (al_safetensors_load(path, &m->params, NULL, err) != AL_OK) { al_model_free(m); free(meta); return AL_ERR; }
+    al_model_refresh(m);
+    if (meta_out) *meta_out = meta; else free(meta);
+    return AL_OK;
+}
+
+int al_image_run_canonical(char *buf, size_t n, const al_model_config *cfg, const char *dataset, long train_size,
+                           int epochs, float lr, float wd, int batch, long seed)
+{
+    const char *kv[64];
+    char vb[1024];
+    int k = al_model_config_to_kv(cfg, kv, 32, vb, sizeof vb);
+    int o = snprintf(buf, n, "task=image;data=%s;split=stratified;train_size=%ld;epochs=%d;lr=%.9g;wd=%.9g;batch=%d;optim=adamw;seed=%ld",
+                     dataset, train_size, epochs, (double)lr, (double)wd, batch, seed);
+    for (int i = 0; i < k && o >= 0 && (size_t)o < n; i++) o += snprintf(buf + o, n - (size_t)o, ";%s=%s", kv[2 * i], kv[2 * i + 1]);
+    return o;
+}

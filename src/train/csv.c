@@ -1,0 +1,172 @@
+/* csv.c — the results CSV writer (append-only, locked, torn lines repaired) and run ids.
+ *
+ * CSV number formats (chosen so a row is short, exact enough and locale-free — the library never calls
+ * setlocale, so '.' is the decimal point):
+ *   train_loss, train_acc, val_acc, test_acc   %.6g   (six significant digits)
+ *   epoch_seconds                              %.4f   (0.1 ms resolution)
+ *   samples_per_second                         %.1f
+ *   integers                                   %ld / %d
+ * A NaN double or a NULL string is an empty field. Strings holding ',', '"', CR or LF are quoted
+ * with '"' and inner quotes doubled (RFC 4180).
+ */
+#include "attnlab/io.h"
+#include "train/io_impl.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ====================================================================================== */
+/* CSV                                                                                    */
+/* ====================================================================================== */
+static void csv_str(al_sbuf *b, const char *s)
+{
+    if (!s) return;
+    if (!strpbrk(s, ",\"\r\n")) { al_sb_put(b, s, strlen(s)); return; }
+    al_sb_put(b, "\"", 1);
+    for (const char *q = s; *q; q++) { if (*q == '"') al_sb_put(b, "\"", 1); al_sb_put(b, q, 1); }
+    al_sb_put(b, "\"", 1);
+}
+static void csv_num(al_sbuf *b, const char *fmt, double v)
+{
+    if (isnan(v)) return;
+    al_sb_printf(b, fmt, v);
+}
+/* The row into a growable buffer (no newline). */
+static void csv_row(al_sbuf *b, const al_csv_row *r)
+{
+    csv_str(b, r->run_id); al_sb_put(b, ",", 1);
+    csv_str(b, r->task); al_sb_put(b, ",", 1);
+    csv_str(b, r->dataset); al_sb_put(b, ",", 1);
+    csv_str(b, r->model); al_sb_put(b, ",", 1);
+    al_sb_printf(b, "%ld,%ld,%d,", r->train_size, r->seed, r->epoch);
+    csv_num(b, "%.6g", r->train_loss); al_sb_put(b, ",", 1);
+    csv_num(b, "%.6g", r->train_acc); al_sb_put(b, ",", 1);
+    csv_num(b, "%.6g", r->val_acc); al_sb_put(b, ",", 1);
+    csv_num(b, "%.6g", r->test_acc); al_sb_put(b, ",", 1);
+    csv_num(b, "%.4f", r->epoch_seconds); al_sb_put(b, ",", 1);
+    csv_num(b, "%.1f", r->samples_per_second); al_sb_put(b, ",", 1);
+    al_sb_printf(b, "%ld", r->params);
+}
+
+/* Returns the row's length; if it does not fit in n bytes (with its NUL), returns -1 and buf is "". */
+int al_csv_format(char *buf, size_t n, const al_csv_row *r)
+{
+    al_sbuf b = {0};
+    csv_row(&b, r);
+    int len = -1;
+    if (!b.oom && b.n < n && b.n <= INT_MAX) { memcpy(buf, b.p, b.n + 1); len = (int)b.n; }
+    else if (n) buf[0] = 0;
+    free(b.p);
+    return len;
+}
+
+/* Offset just after the last '\n' in [0, size), or 0 if there is none. */
+static off_t last_line_end(int fd, off_t size, int *ioerr)
+{
+    char chunk[4096];
+    off_t end = size;
+    *ioerr = 0;
+    while (end > 0) {
+        off_t beg = end > (off_t)sizeof chunk ? end - (off_t)sizeof chunk : 0;
+        if (al_pread_all(fd, chunk, (size_t)(end - beg), beg) != 0) { *ioerr = 1; return 0; }
+        for (off_t i = end - beg; i > 0; i--)
+            if (chunk[i - 1] == '\n') return beg + i;
+        end = beg;
+    }
+    return 0;
+}
+
+al_status al_csv_append(const char *path, const al_csv_row *r, al_error *err)
+{
+    al_sbuf row = {0};
+    csv_row(&row, r);
+    al_sb_put(&row, "\n", 1);
+    if (row.oom) { free(row.p); return al_seterr(err, "%s: out of memory formatting a CSV row", path); }
+
+    int fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) { free(row.p); return al_seterr(err, "%s: cannot open results CSV: %s", path, strerror(errno)); }
+    al_status st = AL_ERR;
+    /* Exclusive advisory lock: two runs appending to one CSV never interleave repair and append. */
+    while (flock(fd, LOCK_EX) != 0 && errno == EINTR) {}
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) { al_seterr(err, "%s: stat failed: %s", path, strerror(errno)); goto out; }
+    off_t size = sb.st_size;
+    const size_t hl = strlen(AL_CSV_HEADER);
+
+    if (size > 0) {
+        /* Check the header line. */
+        char first[sizeof AL_CSV_HEADER + 2];
+        size_t want = (size_t)size < sizeof first ? (size_t)size : sizeof first;
+        if (al_pread_all(fd, first, want, 0) != 0) { al_seterr(err, "%s: read failed: %s", path, strerror(errno)); goto out; }
+        int complete = want > hl && first[hl] == '\n';
+        if (complete) {
+            if (memcmp(first, AL_CSV_HEADER, hl) != 0) {
+                al_seterr(err, "%s: the header line is not attnlab's results header (%s); refusing to append to it",
+                          path, AL_CSV_HEADER);
+                goto out;
+            }
+        } else {
+            /* No full header line: either a header torn by a killed process (a prefix of ours) or foreign. */
+            size_t nl = 0; while (nl < want && first[nl] != '\n') nl++;
+            if (nl < want || want > hl || memcmp(first, AL_CSV_HEADER, want) != 0) {
+                al_seterr(err, "%s: the header line is not attnlab's results header (%s); refusing to append to it",
+                          path, AL_CSV_HEADER);
+                goto out;
+            }
+            if (ftruncate(fd, 0) != 0) { al_seterr(err, "%s: cannot truncate a torn header: %s", path, strerror(errno)); goto out; }
+            size = 0;
+        }
+    }
+    if (size > 0) {
+        /* Repair a torn last line (a row cut short by a killed process has no '\n'). */
+        char last;
+        if (al_pread_all(fd, &last, 1, size - 1) != 0) { al_seterr(err, "%s: read failed: %s", path, strerror(errno)); goto out; }
+        if (last != '\n') {
+            int ioerr;
+            off_t keep = last_line_end(fd, size, &ioerr);
+            if (ioerr) { al_seterr(err, "%s: read failed: %s", path, strerror(errno)); goto out; }
+            if (ftruncate(fd, keep) != 0) { al_seterr(err, "%s: cannot truncate a torn last line: %s", path, strerror(errno)); goto out; }
+            size = keep;
+        }
+    }
+    al_sbuf all = {0};
+    if (size == 0) { al_sb_put(&all, AL_CSV_HEADER, hl); al_sb_put(&all, "\n", 1); }
+    al_sb_put(&all, row.p, row.n);
+    if (all.oom) { free(all.p); al_seterr(err, "%s: out of memory", path); goto out; }
+    /* One write(2) on an O_APPEND descriptor: the row lands whole or (if killed mid-write) torn and repaired later. */
+    ssize_t k;
+    do k = write(fd, all.p, all.n); while (k < 0 && errno == EINTR);
+    if (k < 0 || (size_t)k != all.n) {
+        int e = k < 0 ? errno : EIO;
+        free(all.p);
+        al_seterr(err, "%s: writing a CSV row failed: %s", path, strerror(e));
+        goto out;
+    }
+    free(all.p);
+    if (fsync(fd) != 0) { al_seterr(err, "%s: fsync failed: %s", path, strerror(errno)); goto out; }
+    st = AL_OK;
+out:
+    close(fd);   /* also releases the lock */
+    free(row.p);
+    return st;
+}
+
+/* ====================================================================================== */
+/* run id                                                                                 */
+/* ====================================================================================== */
+void al_run_id(char out[17], const char *canonical)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (const unsigned char *s = (const unsigned char *)(canonical ? canonical : ""); *s; s++) {
+        h ^= *s;
+        h *= 0x100000001b3ULL;
+    }
+    snprintf(out, 17, "%016llx", (unsigned long long)h);
+}
