@@ -12,6 +12,19 @@ static inline int cli_bad_option(const char *cmd, char **argv)
     fprintf(stderr, "attnlab %s: unknown option or missing value: '%s' (see attnlab %s --help)\n", cmd, arg, cmd);
     return 2;
 }
+/* ---- shared parsers (cli.c): print one line "attnlab CMD: FLAG ..." and return -1 on bad input ---- */
+#define CLI_NOMAX 1000000000L          /* hi of an integer without a real upper bound */
+#define CLI_MAX_THREADS 1024           /* and never more than 4 threads per online core */
+int  cli_int(const char *cmd, const char *flag, const char *s, long lo, long hi, long *out);
+int  cli_int32(const char *cmd, const char *flag, const char *s, long lo, long hi, int *out);
+int  cli_num(const char *cmd, const char *flag, const char *s, double lo, double hi, double *out);
+/* "1-10", "3", "1,2,5-7": up to max distinct non-negative seeds in seeds[0..*n) */
+int  cli_seeds(const char *cmd, const char *s, long *seeds, int max, int *n);
+int  cli_max_threads(void);
+int  cli_threads(const char *cmd, const char *s, int *out);    /* --threads: 1 .. cli_max_threads() */
+int  cli_check_env_threads(const char *cmd);                   /* OMP_NUM_THREADS sane, or -1 */
+void cli_warn(void *ud, const char *msg);                       /* an al_warn_fn: "attnlab: warning: MSG" */
+
 int cmd_train(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
