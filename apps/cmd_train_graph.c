@@ -1,6 +1,7 @@
-/* train_graph.c — attnlab train --task graph: node classification (gat, gat-full, gcn, mlp) on a
- * graph dataset, one or several seeds, CSV log, checkpoint, learned attention as CSV. */
-#include <errno.h>
+/* cmd_train_graph.c — attnlab train --task graph: node classification (gat, gat-full, gcn, mlp) on a
+ * graph dataset, one or several seeds, CSV log, checkpoint, learned attention as CSV.
+ * parse (options struct, the flag table of train_flags.h) → load the graph → build the config →
+ * run each seed (train, save, attention) → the mean over seeds. */
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -8,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "cli.h"
+#include "train_flags.h"
 #include "attnlab/gnn.h"
 #include "attnlab/io.h"
 #include "attnlab/datadir.h"
@@ -15,15 +17,17 @@
 
 #define MAX_SEEDS 1000
 
-typedef struct gopts {
+typedef struct train_graph_opts {
     const char *data, *model, *split, *csv, *save, *attn;
-    int per_class, epochs, threads, quiet, normalize, sequential;
+    int per_class, epochs, threads, quiet, normalize, sequential, split_set;
     double frac;
     long seeds[MAX_SEEDS]; int nseeds;
     /* overrides; < 0 (or NaN) = model default */
     int hidden, heads, patience;
     double dropout, attn_dropout, lr, wd;
-} gopts;
+    unsigned char seen[TF_NFLAGS];      /* flags given on the command line */
+} train_graph_opts;
+typedef train_graph_opts gopts;
 
 static void usage(FILE *f)
 {
@@ -72,59 +76,12 @@ static void usage(FILE *f)
         "                        train_size = labelled training nodes, samples_per_second = nodes / step s\n"
         "  --save FILE           safetensors checkpoint of the kept model (several seeds: FILE-seedS.ext)\n"
         "  --attention FILE      CSV layer,head,src,dst,weight of the kept model's attention, evaluation mode\n"
-        "                        (gat, gat-full; gat-full writes the weights on the edges of A+I only)\n"
+        "                        (gat, gat-full; gat-full writes the weights on the edges of A+I only;\n"
+        "                        gcn and mlp have no attention weights: an error)\n"
         "  --quiet               no progress on stderr\n"
+        "A flag that does not apply to the model, split or seeds (e.g. --heads with gcn, --labels-per-class\n"
+        "with --split frac, an image option) is an error (exit 2).\n"
         "  --help\n");
-}
-
-static int parse_int(const char *s, const char *flag, int lo, int *out)
-{
-    char *e; errno = 0;
-    long v = strtol(s, &e, 10);
-    if (e == s || *e || errno || v < lo || v > 1000000000L) {
-        fprintf(stderr, "attnlab train: %s expects an integer >= %d, got '%s'\n", flag, lo, s);
-        return -1;
-    }
-    *out = (int)v;
-    return 0;
-}
-static int parse_num(const char *s, const char *flag, double lo, double hi, double *out)
-{
-    char *e; errno = 0;
-    double v = strtod(s, &e);
-    if (e == s || *e || errno || !isfinite(v) || v < lo || v > hi) {
-        fprintf(stderr, "attnlab train: %s expects a number in [%g, %g], got '%s'\n", flag, lo, hi, s);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-/* "1-10", "3", "1,2,5-7" */
-static int parse_seeds(const char *s, gopts *o)
-{
-    o->nseeds = 0;
-    const char *p = s;
-    while (*p) {
-        char *e; errno = 0;
-        long a = strtol(p, &e, 10), b;
-        if (e == p || errno || a < 0) goto bad;
-        p = e; b = a;
-        if (*p == '-') {
-            p++; b = strtol(p, &e, 10);
-            if (e == p || errno || b < a) goto bad;
-            p = e;
-        }
-        for (long v = a; v <= b; v++) {
-            if (o->nseeds >= MAX_SEEDS) { fprintf(stderr, "attnlab train: --seeds: more than %d seeds\n", MAX_SEEDS); return -1; }
-            o->seeds[o->nseeds++] = v;
-        }
-        if (*p == ',') p++;
-        else if (*p) goto bad;
-    }
-    if (o->nseeds > 0) return 0;
-bad:
-    fprintf(stderr, "attnlab train: --seeds expects a list like 1-10 or 1,3,5-7, got '%s'\n", s);
-    return -1;
 }
 
 /* FILE → FILE-seedS.ext when several seeds write the same output. */
@@ -212,6 +169,47 @@ out:
     return st;
 }
 
+/* The run's split description and id (canonical description of the run, hashed). */
+static void graph_run_id(const gopts *o, const al_gnn_cfg *cfg, const al_graph *g, long seed, char *split_desc,
+                         size_t sn, char run_id[17])
+{
+    char canon[1024];
+    if (!strcmp(o->split, "per-class")) snprintf(split_desc, sn, "per-class:%d", o->per_class);
+    else if (!strcmp(o->split, "frac")) snprintf(split_desc, sn, "frac:%.6g", o->frac);
+    else snprintf(split_desc, sn, "planetoid");
+    snprintf(canon, sizeof canon,
+             "task=graph;dataset=%s;model=%s;split=%s;train_size=%d;seed=%ld;epochs=%d;hidden=%d;heads=%d;"
+             "dropout=%g;attn_dropout=%g;lr=%g;wd=%g;decay_all=%d;patience=%d;normalize=%d",
+             g->name, o->model, split_desc, g->ntrain, seed, cfg->epochs, cfg->hidden, cfg->heads, (double)cfg->dropout,
+             (double)cfg->attn_dropout, (double)cfg->lr, (double)cfg->weight_decay, cfg->decay_all, cfg->patience, o->normalize);
+    al_run_id(run_id, canon);
+}
+
+/* The kept model as safetensors with what eval --task graph needs to rebuild it in __metadata__. */
+static al_status save_graph(const gopts *o, const al_gnn_cfg *cfg, const al_graph *g, al_gnn *m, long seed,
+                            const al_gnn_result *res, const char *split_desc, const char *run_id, al_error *err)
+{
+    char path[4200], vb[8][32];
+    seed_path(path, sizeof path, o->save, seed, o->nseeds > 1);
+    snprintf(vb[0], 32, "%d", g->ntrain); snprintf(vb[1], 32, "%ld", seed); snprintf(vb[2], 32, "%d", res->best_epoch);
+    snprintf(vb[3], 32, "%.6f", res->test_acc); snprintf(vb[4], 32, "%d", g->n); snprintf(vb[5], 32, "%d", g->nfeat);
+    snprintf(vb[6], 32, "%d", g->nclass); snprintf(vb[7], 32, "%d", cfg->heads);
+    const char *kv[] = {"task", "graph", "dataset", g->name, "model", o->model, "split", split_desc,
+                        "train_size", vb[0], "seed", vb[1], "best_epoch", vb[2], "test_acc", vb[3],
+                        "nodes", vb[4], "features", vb[5], "classes", vb[6], "heads", vb[7], "run_id", run_id};
+    return al_safetensors_save(path, &m->params, kv, (int)(sizeof kv / sizeof *kv / 2), err);
+}
+
+/* g's training split for this seed (--split per-class / frac); *own: g->train is this run's own. */
+static al_status seed_split(const gopts *o, al_graph *g, long seed, int *own, al_error *err)
+{
+    *own = 0;
+    if (strcmp(o->split, "per-class") && strcmp(o->split, "frac")) return AL_OK;
+    g->train = NULL; g->ntrain = 0; *own = 1;
+    return !strcmp(o->split, "per-class") ? al_graph_split_per_class(g, o->per_class, (uint64_t)seed, err)
+                                          : al_graph_split_frac(g, o->frac, (uint64_t)seed, err);
+}
+
 /* One seed: split, model, training, outputs; prints its result line. Thread-safe: runs of several
  * seeds may execute concurrently (each with its own model, context and training split). */
 typedef struct run_out { int ok, failed, ntrain; al_gnn_result res; al_error err; } run_out;
@@ -221,24 +219,11 @@ static int run_seed(const gopts *o, const al_gnn_cfg *cfg, const al_graph *g0, l
     if (single) al_set_threads(1);   /* this worker's own thread count: ops run serially, as --threads 1 */
     al_error *err = &ro->err;
     al_graph g = *g0;           /* shallow: shares everything but the training split */
-    int own_train = 0;
-    if (!strcmp(o->split, "per-class") || !strcmp(o->split, "frac")) {
-        g.train = NULL; g.ntrain = 0; own_train = 1;
-        al_status st = !strcmp(o->split, "per-class") ? al_graph_split_per_class(&g, o->per_class, (uint64_t)seed, err)
-                                                      : al_graph_split_frac(&g, o->frac, (uint64_t)seed, err);
-        if (st) { ro->failed = 1; free(g.train); return 1; }
-    }
+    int own_train;
+    if (seed_split(o, &g, seed, &own_train, err)) { ro->failed = 1; free(g.train); return 1; }
     ro->ntrain = g.ntrain;
-    char canon[1024], run_id[17], split_desc[64];
-    if (!strcmp(o->split, "per-class")) snprintf(split_desc, sizeof split_desc, "per-class:%d", o->per_class);
-    else if (!strcmp(o->split, "frac")) snprintf(split_desc, sizeof split_desc, "frac:%.6g", o->frac);
-    else snprintf(split_desc, sizeof split_desc, "planetoid");
-    snprintf(canon, sizeof canon,
-             "task=graph;dataset=%s;model=%s;split=%s;train_size=%d;seed=%ld;epochs=%d;hidden=%d;heads=%d;"
-             "dropout=%g;attn_dropout=%g;lr=%g;wd=%g;decay_all=%d;patience=%d;normalize=%d",
-             g.name, o->model, split_desc, g.ntrain, seed, cfg->epochs, cfg->hidden, cfg->heads, (double)cfg->dropout,
-             (double)cfg->attn_dropout, (double)cfg->lr, (double)cfg->weight_decay, cfg->decay_all, cfg->patience, o->normalize);
-    al_run_id(run_id, canon);
+    char run_id[17], split_desc[64];
+    graph_run_id(o, cfg, &g, seed, split_desc, sizeof split_desc, run_id);
     al_gnn m;
     if (al_gnn_init(&m, cfg, &g, (uint64_t)seed, err)) { ro->failed = 1; if (own_train) free(g.train); return 1; }
     run_ctx rctx = {o, &g, &m, run_id, seed, tty, err, 0};
@@ -247,17 +232,7 @@ static int run_seed(const gopts *o, const al_gnn_cfg *cfg, const al_graph *g0, l
     al_status st = al_gnn_train(&m, &g, (uint64_t)seed, on_epoch, &rctx, &res, err);
     if (tty && !o->quiet) fprintf(stderr, "\r\033[K");
     if (st == AL_OK && rctx.failed) st = AL_ERR;
-    if (st == AL_OK && o->save) {
-        char path[4200], vb[8][32];
-        seed_path(path, sizeof path, o->save, seed, o->nseeds > 1);
-        snprintf(vb[0], 32, "%d", g.ntrain); snprintf(vb[1], 32, "%ld", seed); snprintf(vb[2], 32, "%d", res.best_epoch);
-        snprintf(vb[3], 32, "%.6f", res.test_acc); snprintf(vb[4], 32, "%d", g.n); snprintf(vb[5], 32, "%d", g.nfeat);
-        snprintf(vb[6], 32, "%d", g.nclass); snprintf(vb[7], 32, "%d", cfg->heads);
-        const char *kv[] = {"task", "graph", "dataset", g.name, "model", o->model, "split", split_desc,
-                            "train_size", vb[0], "seed", vb[1], "best_epoch", vb[2], "test_acc", vb[3],
-                            "nodes", vb[4], "features", vb[5], "classes", vb[6], "heads", vb[7], "run_id", run_id};
-        st = al_safetensors_save(path, &m.params, kv, (int)(sizeof kv / sizeof *kv / 2), err);
-    }
+    if (st == AL_OK && o->save) st = save_graph(o, cfg, &g, &m, seed, &res, split_desc, run_id, err);
     if (st == AL_OK && o->attn) {
         char path[4200];
         seed_path(path, sizeof path, o->attn, seed, o->nseeds > 1);
@@ -277,82 +252,165 @@ static int run_seed(const gopts *o, const al_gnn_cfg *cfg, const al_graph *g0, l
     return 0;
 }
 
-enum { O_TASK = 256, O_DATA, O_MODEL, O_SPLIT, O_LPC, O_FRAC, O_SEED, O_SEEDS, O_EPOCHS, O_CSV, O_SAVE, O_ATTN,
-       O_THREADS, O_QUIET, O_NONORM, O_HIDDEN, O_HEADS, O_DROPOUT, O_ADROP, O_LR, O_WD, O_PATIENCE, O_SEQ, O_HELP };
+/* ---- parse ---- */
+static int parse_split(gopts *o, const char *a)
+{
+    o->split = a; o->split_set = 1;
+    if (!strcmp(a, "planetoid") || !strcmp(a, "per-class") || !strcmp(a, "frac")) return 0;
+    fprintf(stderr, "attnlab train: --split expects planetoid, per-class or frac, got '%s'\n", a);
+    return -1;
+}
+
+/* One flag's value into o; 0 ok, -1 (message printed) bad. Flags of the image task are only noted
+ * (train_flags_check refuses them). */
+static int parse_flag(gopts *o, int f, const char *a)
+{
+    const char *c = "train";
+    switch (f) {
+    case TF_TASK: if (!strcmp(a, "graph")) return 0;
+        fprintf(stderr, "attnlab train: this is the graph task, got --task %s\n", a); return -1;
+    case TF_DATA: o->data = a; return 0;
+    case TF_MODEL: o->model = a; return 0;
+    case TF_SPLIT: return parse_split(o, a);
+    case TF_LPC: if (!o->split_set) o->split = "per-class";
+        return cli_int32(c, "--labels-per-class", a, 1, CLI_NOMAX, &o->per_class);
+    case TF_FRAC: if (!o->split_set) o->split = "frac";
+        return cli_num(c, "--train-frac", a, 1e-9, 1, &o->frac);
+    case TF_SEED: o->nseeds = 1; return cli_int(c, "--seed", a, 0, CLI_NOMAX, &o->seeds[0]);
+    case TF_SEEDS: return cli_seeds(c, a, o->seeds, MAX_SEEDS, &o->nseeds);
+    case TF_EPOCHS: return cli_int32(c, "--epochs", a, 1, CLI_NOMAX, &o->epochs);
+    case TF_CSV: o->csv = a; return 0;
+    case TF_SAVE: o->save = a; return 0;
+    case TF_ATTENTION: o->attn = a; return 0;
+    case TF_THREADS: return cli_threads(c, a, &o->threads);
+    case TF_QUIET: o->quiet = 1; return 0;
+    case TF_SEQUENTIAL: o->sequential = 1; return 0;
+    case TF_NO_NORMALIZE: o->normalize = 0; return 0;
+    case TF_HIDDEN: return cli_int32(c, "--hidden", a, 1, CLI_NOMAX, &o->hidden);
+    case TF_HEADS: return cli_int32(c, "--heads", a, 1, CLI_NOMAX, &o->heads);
+    case TF_PATIENCE: return cli_int32(c, "--patience", a, 0, CLI_NOMAX, &o->patience);
+    case TF_DROPOUT: return cli_num(c, "--dropout", a, 0, 0.999, &o->dropout);
+    case TF_ATTN_DROPOUT: return cli_num(c, "--attn-dropout", a, 0, 0.999, &o->attn_dropout);
+    case TF_LR: return cli_num(c, "--lr", a, 1e-12, 1e3, &o->lr);
+    case TF_WD: case TF_WEIGHT_DECAY: return cli_num(c, "--wd", a, 0, 1e3, &o->wd);
+    default: return 0;
+    }
+}
+
+/* argv → o. Returns -1 to go on, else the exit status (0 after --help). */
+static int parse_graph_opts(int argc, char **argv, gopts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->data = "cora"; o->model = NULL; o->split = "planetoid"; o->per_class = 20; o->frac = 0.1; o->normalize = 1;
+    o->seeds[0] = 1; o->nseeds = 1; o->epochs = -1; o->threads = 0;
+    o->hidden = o->heads = o->patience = -1; o->dropout = o->attn_dropout = o->lr = o->wd = NAN;
+    const struct option *lo = train_flags_options();
+    optind = 0; opterr = 0;
+    int ch;
+    while ((ch = getopt_long(argc, argv, ":h", lo, NULL)) != -1) {
+        if (ch == 'h' || ch == TF_BASE + TF_HELP) { usage(stdout); return 0; }
+        if (ch == ':') { fprintf(stderr, "attnlab train: %s needs a value (see attnlab train --task graph --help)\n", argv[optind - 1]); return 2; }
+        if (ch < TF_BASE || ch >= TF_BASE + TF_NFLAGS) {
+            fprintf(stderr, "attnlab train: unknown option '%s' (see attnlab train --task graph --help)\n", argv[optind - 1]);
+            return 2;
+        }
+        o->seen[ch - TF_BASE] = 1;
+        if (parse_flag(o, ch - TF_BASE, optarg)) return 2;
+    }
+    if (optind < argc) { fprintf(stderr, "attnlab train: unexpected argument '%s'\n", argv[optind]); return 2; }
+    return -1;
+}
+
+/* The model exists and every flag applies to it, to the split and to the seeds. */
+static int check_graph_opts(const gopts *o)
+{
+    if (!o->model) { fprintf(stderr, "attnlab train: --model is required (%s)\n", al_gnn_names()); return 2; }
+    al_error err = {{0}};
+    al_gnn_kind kind;
+    if (al_gnn_kind_parse(o->model, &kind, &err)) { fprintf(stderr, "attnlab train: %s\n", err.msg); return 2; }
+    flag_ctx fc = {TASK_GRAPH, o->model, train_model_props(TASK_GRAPH, o->model)};
+    if (!strcmp(o->split, "per-class")) fc.props |= AP_PERCLASS;
+    if (!strcmp(o->split, "frac")) fc.props |= AP_FRAC;
+    if (o->nseeds > 1) fc.props |= AP_SEEDS;
+    return train_flags_check(&fc, o->seen);
+}
+
+/* ---- build ---- */
+static void graph_config(const gopts *o, al_gnn_cfg *cfg)
+{
+    al_gnn_defaults(cfg, al_gnn_model_find(o->model)->kind);
+    if (o->hidden > 0) cfg->hidden = o->hidden;
+    if (o->heads > 0) cfg->heads = o->heads;
+    if (o->patience >= 0) cfg->patience = o->patience;
+    if (o->epochs > 0) cfg->epochs = o->epochs;
+    if (!isnan(o->dropout)) cfg->dropout = (float)o->dropout;
+    if (!isnan(o->attn_dropout)) cfg->attn_dropout = (float)o->attn_dropout;
+    if (!isnan(o->lr)) cfg->lr = (float)o->lr;
+    if (!isnan(o->wd)) cfg->weight_decay = (float)o->wd;
+}
+
+/* --labels-per-class beyond what the classes have: the split takes what there is; say so. */
+static void note_clamped(const gopts *o, const al_graph *g0)
+{
+    if (strcmp(o->split, "per-class")) return;
+    al_graph g = *g0;
+    al_error err = {{0}};
+    int own;
+    if (seed_split(o, &g, o->seeds[0], &own, &err) == AL_OK && g.ntrain < (long)o->per_class * g.nclass)
+        fprintf(stderr, "attnlab train: note: --labels-per-class %d asks for %ld training nodes (%d classes), but the "
+                "classes have only %d labelled nodes outside val/test to give; training on %d\n", o->per_class,
+                (long)o->per_class * g.nclass, g.nclass, g.ntrain, g.ntrain);
+    free(g.train);
+}
+
+/* ---- run ---- */
+/* Every seed (concurrently with one thread each, or one after the other); ro[s] their results. */
+static void run_seeds(const gopts *o, const al_gnn_cfg *cfg, const al_graph *g, run_out *ro)
+{
+    int tty = isatty(2);
+    int conc = o->nseeds > 1 && !o->sequential && al_threads() > 1;
+    int workers = conc ? (al_threads() < o->nseeds ? al_threads() : o->nseeds) : 1;
+    if (!o->quiet && conc)
+        fprintf(stderr, "attnlab train: %d seeds, %d at a time with one thread each (--sequential: one at a time)\n",
+                o->nseeds, workers);
+    if (conc) {
+        #pragma omp parallel for schedule(dynamic, 1) num_threads(workers)
+        for (int s = 0; s < o->nseeds; s++) run_seed(o, cfg, g, o->seeds[s], 0, 1, &ro[s]);
+    } else {
+        for (int s = 0; s < o->nseeds; s++) if (run_seed(o, cfg, g, o->seeds[s], tty, 0, &ro[s])) break;
+    }
+}
+
+/* Failures on stderr; with several seeds, the mean +- sample std of the test accuracy. Returns the exit status. */
+static int report_seeds(const gopts *o, const al_graph *g, const run_out *ro, double t_all)
+{
+    int done = 0, rc = 0;
+    double mean = 0, var = 0;
+    for (int s = 0; s < o->nseeds; s++) {
+        if (ro[s].failed) { rc = 1; fprintf(stderr, "attnlab train: seed %ld: %s\n", o->seeds[s], ro[s].err.msg[0] ? ro[s].err.msg : "failed"); }
+        if (ro[s].ok) { mean += ro[s].res.test_acc; done++; }
+    }
+    if (done > 0) mean /= done;
+    for (int s = 0; s < o->nseeds; s++) if (ro[s].ok) var += (ro[s].res.test_acc - mean) * (ro[s].res.test_acc - mean);
+    if (o->nseeds > 1 && done > 0) {
+        double sd = done > 1 ? sqrt(var / (done - 1)) : 0;
+        printf("%s %s (%s split, %d training nodes): test_acc %.2f +- %.2f %% over %d seeds, %.1f s\n",
+               g->name, o->model, o->split, ro[0].ntrain, 100 * mean, 100 * sd, done, al_time() - t_all);
+    }
+    return rc;
+}
 
 int train_graph_main(int argc, char **argv)
 {
     static gopts o;
-    memset(&o, 0, sizeof o);
-    o.data = "cora"; o.model = NULL; o.split = "planetoid"; o.per_class = 20; o.frac = 0.1; o.normalize = 1;
-    o.seeds[0] = 1; o.nseeds = 1; o.epochs = -1; o.threads = 0;
-    o.hidden = o.heads = o.patience = -1; o.dropout = o.attn_dropout = o.lr = o.wd = NAN;
-    static const struct option lo[] = {
-        {"task", 1, 0, O_TASK}, {"data", 1, 0, O_DATA}, {"model", 1, 0, O_MODEL}, {"split", 1, 0, O_SPLIT},
-        {"labels-per-class", 1, 0, O_LPC}, {"train-frac", 1, 0, O_FRAC}, {"seed", 1, 0, O_SEED},
-        {"seeds", 1, 0, O_SEEDS}, {"epochs", 1, 0, O_EPOCHS}, {"csv", 1, 0, O_CSV}, {"save", 1, 0, O_SAVE},
-        {"attention", 1, 0, O_ATTN}, {"threads", 1, 0, O_THREADS}, {"quiet", 0, 0, O_QUIET},
-        {"no-normalize", 0, 0, O_NONORM}, {"hidden", 1, 0, O_HIDDEN}, {"heads", 1, 0, O_HEADS},
-        {"dropout", 1, 0, O_DROPOUT}, {"attn-dropout", 1, 0, O_ADROP}, {"lr", 1, 0, O_LR}, {"wd", 1, 0, O_WD},
-        {"weight-decay", 1, 0, O_WD}, {"patience", 1, 0, O_PATIENCE}, {"sequential", 0, 0, O_SEQ}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
-    optind = 0; opterr = 0;
-    int ch, bad = 0, split_set = 0;
-    while (!bad && (ch = getopt_long(argc, argv, ":h", lo, NULL)) != -1) {
-        switch (ch) {
-        case O_TASK: if (strcmp(optarg, "graph")) { fprintf(stderr, "attnlab train: this is the graph task, got --task %s\n", optarg); return 2; } break;
-        case O_DATA: o.data = optarg; break;
-        case O_MODEL: o.model = optarg; break;
-        case O_SPLIT: o.split = optarg; split_set = 1;
-            if (strcmp(optarg, "planetoid") && strcmp(optarg, "per-class") && strcmp(optarg, "frac")) {
-                fprintf(stderr, "attnlab train: --split expects planetoid, per-class or frac, got '%s'\n", optarg); bad = -1;
-            }
-            break;
-        case O_LPC: bad = parse_int(optarg, "--labels-per-class", 1, &o.per_class); if (!split_set) o.split = "per-class"; break;
-        case O_FRAC: bad = parse_num(optarg, "--train-frac", 1e-9, 1, &o.frac); if (!split_set) o.split = "frac"; break;
-        case O_SEED: { int s = 0; bad = parse_int(optarg, "--seed", 0, &s); o.seeds[0] = s; o.nseeds = 1; break; }
-        case O_SEEDS: bad = parse_seeds(optarg, &o); break;
-        case O_EPOCHS: bad = parse_int(optarg, "--epochs", 1, &o.epochs); break;
-        case O_CSV: o.csv = optarg; break;
-        case O_SAVE: o.save = optarg; break;
-        case O_ATTN: o.attn = optarg; break;
-        case O_THREADS: bad = parse_int(optarg, "--threads", 1, &o.threads); break;
-        case O_QUIET: o.quiet = 1; break;
-        case O_SEQ: o.sequential = 1; break;
-        case O_NONORM: o.normalize = 0; break;
-        case O_HIDDEN: bad = parse_int(optarg, "--hidden", 1, &o.hidden); break;
-        case O_HEADS: bad = parse_int(optarg, "--heads", 1, &o.heads); break;
-        case O_PATIENCE: bad = parse_int(optarg, "--patience", 0, &o.patience); break;
-        case O_DROPOUT: bad = parse_num(optarg, "--dropout", 0, 0.999, &o.dropout); break;
-        case O_ADROP: bad = parse_num(optarg, "--attn-dropout", 0, 0.999, &o.attn_dropout); break;
-        case O_LR: bad = parse_num(optarg, "--lr", 1e-12, 1e3, &o.lr); break;
-        case O_WD: bad = parse_num(optarg, "--wd", 0, 1e3, &o.wd); break;
-        case 'h': case O_HELP: usage(stdout); return 0;
-        case ':': fprintf(stderr, "attnlab train: %s needs a value (see attnlab train --task graph --help)\n", argv[optind - 1]); return 2;
-        default: fprintf(stderr, "attnlab train: unknown option '%s' (see attnlab train --task graph --help)\n", argv[optind - 1]); return 2;
-        }
-    }
-    if (bad) return 2;
-    if (optind < argc) { fprintf(stderr, "attnlab train: unexpected argument '%s'\n", argv[optind]); return 2; }
-    if (!o.model) { fprintf(stderr, "attnlab train: --model is required (gat, gat-full, gcn or mlp)\n"); return 2; }
-    al_error err = {{0}};
-    al_gnn_kind kind;
-    if (al_gnn_kind_parse(o.model, &kind, &err)) { fprintf(stderr, "attnlab train: %s\n", err.msg); return 2; }
-    if (o.attn && !al_gnn_model_at((int)kind)->attention) {
-        fprintf(stderr, "attnlab train: --attention needs an attention model (gat or gat-full)\n"); return 2;
-    }
-    al_gnn_cfg cfg; al_gnn_defaults(&cfg, kind);
-    if (o.hidden > 0) cfg.hidden = o.hidden;
-    if (o.heads > 0) cfg.heads = o.heads;
-    if (o.patience >= 0) cfg.patience = o.patience;
-    if (o.epochs > 0) cfg.epochs = o.epochs;
-    if (!isnan(o.dropout)) cfg.dropout = (float)o.dropout;
-    if (!isnan(o.attn_dropout)) cfg.attn_dropout = (float)o.attn_dropout;
-    if (!isnan(o.lr)) cfg.lr = (float)o.lr;
-    if (!isnan(o.wd)) cfg.weight_decay = (float)o.wd;
+    int rc = parse_graph_opts(argc, argv, &o);
+    if (rc >= 0) return rc;
+    if (cli_check_env_threads("train") || check_graph_opts(&o)) return 2;
+    al_gnn_cfg cfg;
+    graph_config(&o, &cfg);
     if (o.threads > 0) al_set_threads(o.threads);
-
-    int tty = isatty(2);
     char dir[4096];
+    al_error err = {{0}};
     al_graph g; memset(&g, 0, sizeof g);
     if (al_graph_resolve(o.data, argv[0], dir, sizeof dir, &err) || al_graph_load(&g, dir, o.normalize, &err)) {
         fprintf(stderr, "attnlab train: %s\n", err.msg);
@@ -361,33 +419,12 @@ int train_graph_main(int argc, char **argv)
     if (!o.quiet)
         fprintf(stderr, "attnlab train: %s on %s (%s): %d nodes, %d features, %d classes, %lld edges; %d threads, gemm %s\n",
                 o.model, g.name, dir, g.n, g.nfeat, g.nclass, (long long)g.adj.nnz, al_threads(), al_gemm_backend());
-    int conc = o.nseeds > 1 && !o.sequential && al_threads() > 1;
-    int workers = conc ? (al_threads() < o.nseeds ? al_threads() : o.nseeds) : 1;
-    if (!o.quiet && conc)
-        fprintf(stderr, "attnlab train: %d seeds, %d at a time with one thread each (--sequential: one at a time)\n",
-                o.nseeds, workers);
+    note_clamped(&o, &g);
     run_out *ro = calloc((size_t)o.nseeds, sizeof *ro);
     if (!ro) { fprintf(stderr, "attnlab train: out of memory\n"); al_graph_free(&g); return 1; }
     double t_all = al_time();
-    if (conc) {
-        #pragma omp parallel for schedule(dynamic, 1) num_threads(workers)
-        for (int s = 0; s < o.nseeds; s++) run_seed(&o, &cfg, &g, o.seeds[s], 0, 1, &ro[s]);
-    } else {
-        for (int s = 0; s < o.nseeds; s++) if (run_seed(&o, &cfg, &g, o.seeds[s], tty, 0, &ro[s])) break;
-    }
-    int done = 0, rc = 0;
-    double mean = 0, var = 0;
-    for (int s = 0; s < o.nseeds; s++) {
-        if (ro[s].failed) { rc = 1; fprintf(stderr, "attnlab train: seed %ld: %s\n", o.seeds[s], ro[s].err.msg[0] ? ro[s].err.msg : "failed"); }
-        if (ro[s].ok) { mean += ro[s].res.test_acc; done++; }
-    }
-    if (done > 0) mean /= done;
-    for (int s = 0; s < o.nseeds; s++) if (ro[s].ok) var += (ro[s].res.test_acc - mean) * (ro[s].res.test_acc - mean);
-    if (o.nseeds > 1 && done > 0) {
-        double sd = done > 1 ? sqrt(var / (done - 1)) : 0;
-        printf("%s %s (%s split, %d training nodes): test_acc %.2f +- %.2f %% over %d seeds, %.1f s\n",
-               g.name, o.model, o.split, ro[0].ntrain, 100 * mean, 100 * sd, done, al_time() - t_all);
-    }
+    run_seeds(&o, &cfg, &g, ro);
+    rc = report_seeds(&o, &g, ro, t_all);
     free(ro);
     al_graph_free(&g);
     return rc;
