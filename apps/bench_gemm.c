@@ -195,8 +195,8 @@ int bench_gemm_main(int argc, char **argv)
             char *s = optarg, *end;
             while (*s) {
                 long v = strtol(s, &end, 10);
-                if (end == s || v < 1 || v > 1024 || nthreads == 16 || (*end && *end != ',')) {
-                    fprintf(stderr, "attnlab bench gemm: bad --threads '%s' (want e.g. 1,2)\n", optarg);
+                if (end == s || v < 1 || v > cli_max_threads() || nthreads == 16 || (*end && *end != ',')) {
+                    fprintf(stderr, "attnlab bench gemm: bad --threads '%s' (want e.g. 1,2; each in [1, %d])\n", optarg, cli_max_threads());
                     return 2;
                 }
                 threads[nthreads++] = (int)v;
@@ -236,6 +236,7 @@ int bench_gemm_main(int argc, char **argv)
         }
     }
     if (optind < argc) { fprintf(stderr, "attnlab bench gemm: unexpected argument '%s'\n", argv[optind]); return 2; }
+    if (cli_check_env_threads("bench gemm")) return 2;
     for (int i = 0; i < nthreads && cpu_clock; i++)
         if (threads[i] != 1 && !(getenv("OMP_WAIT_POLICY") && !strcmp(getenv("OMP_WAIT_POLICY"), "passive"))) {
             fprintf(stderr, "attnlab bench gemm: note: --clock cpu with %d threads counts spinning waits; "

@@ -87,12 +87,14 @@ int bench_train_main(int argc, char **argv)
         if (ch == O_MODEL) { models = optarg; continue; }
         if (ch == 'h' || ch == O_HELP) { usage(stdout); return 0; }
         if (ch < O_BATCH || ch > O_PATCH) { fprintf(stderr, "(attnlab bench train --help lists the options)\n"); return 2; }
+        if (ch == O_THREADS) { if (cli_threads("bench train", optarg, &threads)) return 2; continue; }
         char *end; long v = strtol(optarg, &end, 10);
         if (end == optarg || *end || v < (ch == O_WARMUP ? 0 : 1) || v > 1 << 20) { fprintf(stderr, "attnlab bench train: bad number '%s'\n", optarg); return 2; }
         if (ch == O_BATCH) batch = (int)v; else if (ch == O_THREADS) threads = (int)v;
         else if (ch == O_STEPS) steps = (int)v; else if (ch == O_WARMUP) warmup = (int)v; else patch = (int)v;
     }
     if (optind < argc) { fprintf(stderr, "attnlab bench train: unexpected argument '%s'\n", argv[optind]); return 2; }
+    if (cli_check_env_threads("bench train")) return 2;
     al_set_threads(threads);
     fprintf(stderr, "attnlab bench train: %d threads, gemm %s, batch %d, %d steps after %d warm-up\n", al_threads(),
             al_gemm_backend(), batch, steps, warmup);
