@@ -27,6 +27,7 @@ void cli_warn(void *ud, const char *msg);                       /* an al_warn_fn
 
 int cmd_train(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
+int cmd_predict(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
 int cmd_summarize(int argc, char **argv);
 int cmd_plot(int argc, char **argv);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include "cli.h"
 #include "train_flags.h"
+#include "image_common.h"
 #include "attnlab/images.h"
 #include "attnlab/io.h"
 #include "attnlab/kernels.h"
@@ -271,54 +272,18 @@ static int check_image_opts(train_image_opts *o)
 }
 
 /* ---- load ---- */
-/* The dataset column of the CSV: fashion-mnist, or an image folder's last path component. */
-static void dataset_name(const char *data, char *name, size_t nn)
-{
-    if (!strcmp(data, "fashion-mnist")) { snprintf(name, nn, "fashion-mnist"); return; }
-    const char *b = data + strlen(data);
-    while (b > data && b[-1] == '/') b--;
-    const char *e = b;
-    while (b > data && b[-1] != '/') b--;
-    snprintf(name, nn, "%.*s", (int)(e - b), b);
-    for (char *q = name; *q; q++) if (*q == ',' || *q == '"' || *q == '\n') *q = '_';
-}
-
-/* Replace im by the n images idx[0..n) (copied). */
-static al_status take_subset(al_images *im, const int *idx, int n, al_error *err)
-{
-    size_t per = (size_t)im->c * im->h * im->w;
-    uint8_t *pix = malloc((size_t)n * per);
-    int *lab = malloc((size_t)n * sizeof(int));
-    if (!pix || !lab) { free(pix); free(lab); return al_seterr(err, "out of memory taking a subset of %d images", n); }
-    for (int i = 0; i < n; i++) { memcpy(pix + (size_t)i * per, im->pix + (size_t)idx[i] * per, per); lab[i] = im->labels[idx[i]]; }
-    free(im->pix); free(im->labels);
-    im->pix = pix; im->labels = lab; im->n = n;
-    return AL_OK;
-}
-
-/* Keep a stratified subset of n images of im (seeded); nothing if n is 0 or not below im->n. */
-static al_status stratified(al_images *im, int n, uint64_t seed, al_error *err)
-{
-    if (n <= 0 || n >= im->n) return AL_OK;
-    int *idx = malloc((size_t)n * sizeof(int));
-    al_status st = idx ? al_images_subset(im, n, seed, idx, err) : al_seterr(err, "out of memory");
-    if (st == AL_OK) st = take_subset(im, idx, n, err);
-    free(idx);
-    return st;
-}
-
 /* --data into R->D, with the --train-size and --test-size subsets. Returns an exit status. */
 static int load_image_data(const train_image_opts *o, image_run *R, al_error *err)
 {
-    dataset_name(o->data, R->dname, sizeof R->dname);
+    app_dataset_name(o->data, R->dname, sizeof R->dname);
     if (al_image_data_load(o->data, o->data_dir, o->channels, o->image_h, o->image_w, cli_warn, NULL, &R->D, err) != AL_OK)
         return 1;
     if (o->train_size > R->D.train.n) {
         al_seterr(err, "--train-size %d is larger than the training split (%d images)", o->train_size, R->D.train.n);
         return 2;
     }
-    if (stratified(&R->D.train, o->train_size, (uint64_t)o->seed, err) != AL_OK) return 1;
-    if (stratified(&R->D.test, o->test_size, 0, err) != AL_OK) return 1;
+    if (app_images_keep(&R->D.train, o->train_size, (uint64_t)o->seed, NULL, err) != AL_OK) return 1;
+    if (app_images_keep(&R->D.test, o->test_size, 0, NULL, err) != AL_OK) return 1;
     R->classes = R->D.train.classes > R->D.test.classes ? R->D.train.classes : R->D.test.classes;
     return 0;
 }
@@ -442,18 +407,23 @@ static void image_run_id(const train_image_opts *o, const image_run *R, char run
     al_run_id(run_id, canon);
 }
 
-/* The checkpoint: the model, the normalisation, the run's hyperparameters. */
+/* The checkpoint: the model, the normalisation, the run's hyperparameters, the class names (predict
+ * prints them). */
 static al_status save_image(const train_image_opts *o, const image_run *R, const al_train_config *tc, const char *run_id,
                             double test_acc, al_error *err)
 {
-    char vb[6][48];
+    char vb[6][48], names[8192] = "";
     snprintf(vb[0], 48, "%d", R->D.train.n); snprintf(vb[1], 48, "%d", o->epochs); snprintf(vb[2], 48, "%.9g", (double)o->lr);
     snprintf(vb[3], 48, "%.9g", (double)o->wd); snprintf(vb[4], 48, "%d", o->batch); snprintf(vb[5], 48, "%ld", o->seed);
     char acc[32]; snprintf(acc, sizeof acc, "%.6f", test_acc);
     const char *kv[] = {"task", "image", "data", R->dname, "train_size", vb[0], "epochs", vb[1], "lr", vb[2],
                         "wd", vb[3], "batch", vb[4], "seed", vb[5], "optim", "adamw", "run_id", run_id,
-                        "test_acc", acc};
-    return al_model_save(o->save, &R->m, tc->mean, tc->std, kv, (int)(sizeof kv / sizeof *kv / 2), err);
+                        "test_acc", acc, APP_CLASS_NAMES_KEY, names};
+    int nkv = (int)(sizeof kv / sizeof *kv / 2);
+    const al_images *T = R->D.train.class_names ? &R->D.train : &R->D.test;
+    if (!T->class_names || T->classes != R->classes || app_class_names_join(T->class_names, T->classes, names, sizeof names))
+        nkv--;   /* no names (or too long): predict prints class indices */
+    return al_model_save(o->save, &R->m, tc->mean, tc->std, kv, nkv, err);
 }
 
 static void start_progress(prog *pg, const train_image_opts *o, const image_run *R, const char *run_id, al_error *err)
