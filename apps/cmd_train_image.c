@@ -238,7 +238,7 @@ static int parse_flag(train_image_opts *o, int f, const char *a)
 static int parse_image_opts(int argc, char **argv, train_image_opts *o)
 {
     memset(o, 0, sizeof *o);
-    o->model = "cnn"; o->data = "fashion-mnist"; o->epochs = 10; o->batch = 64; o->seed = 1; o->lr = 1e-3f;
+    o->model = al_model_kind_at(0)->name; o->data = "fashion-mnist"; o->epochs = 10; o->batch = 64; o->seed = 1; o->lr = 1e-3f;
     o->heads = o->depth = o->dim = o->patch = o->window = -1;
     const struct option *lo = train_flags_options();
     optind = 0; opterr = 0;
@@ -381,7 +381,7 @@ static int run_conv_attn(const train_image_opts *o, image_run *R, al_error *err)
     if (o->csv) {
         al_csv_row r;
         memset(&r, 0, sizeof r);
-        r.run_id = run_id; r.task = "image"; r.dataset = R->dname; r.model = "conv-attn"; r.train_size = 0;
+        r.run_id = run_id; r.task = "image"; r.dataset = R->dname; r.model = o->model; r.train_size = 0;
         r.seed = o->seed; r.epoch = 0; r.train_loss = r.train_acc = r.val_acc = NAN; r.test_acc = acc[1];
         r.epoch_seconds = t[2] - t[1]; r.samples_per_second = T->n / (t[2] - t[1] > 1e-9 ? t[2] - t[1] : 1e-9);
         r.params = (long)m->params.total;
