@@ -179,8 +179,7 @@ int bench_attention_main(int argc, char **argv)
         case 'r': reps = (int)strtol(optarg, &end, 10);
             if (!end || *end || reps < 1) { fprintf(stderr, "attnlab bench attention: --reps needs a positive integer, got '%s'\n", optarg); return 2; }
             break;
-        case 't': threads = (int)strtol(optarg, &end, 10);
-            if (!end || *end || threads < 1) { fprintf(stderr, "attnlab bench attention: --threads needs a positive integer, got '%s'\n", optarg); return 2; }
+        case 't': if (cli_threads("bench attention", optarg, &threads)) return 2;
             break;
         case 'o': only = optarg;
             if (strcmp(only, "full") && strcmp(only, "window") && strcmp(only, "graph")) {
@@ -193,6 +192,7 @@ int bench_attention_main(int argc, char **argv)
         }
     }
     if (optind < argc) { fprintf(stderr, "attnlab bench attention: unexpected argument '%s' (see --help)\n", argv[optind]); return 2; }
+    if (cli_check_env_threads("bench attention")) return 2;
     if (threads) al_set_threads(threads);
 
     al_csr g;

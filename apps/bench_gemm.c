@@ -175,6 +175,25 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* --threads LIST: up to 16 counts, each in [1, cli_max_threads()]; 0 or -1 (message printed). */
+static int parse_thread_list(const char *arg, int *threads, int *nthreads)
+{
+    *nthreads = 0;
+    const char *s = arg;
+    char *end;
+    while (*s) {
+        long v = strtol(s, &end, 10);
+        if (end == s || v < 1 || v > cli_max_threads() || *nthreads == 16 || (*end && *end != ',')) {
+            fprintf(stderr, "attnlab bench gemm: bad --threads '%s' (want e.g. 1,2; each in [1, %d])\n", arg, cli_max_threads());
+            return -1;
+        }
+        threads[(*nthreads)++] = (int)v;
+        s = *end ? end + 1 : end;
+    }
+    if (!*nthreads) { fprintf(stderr, "attnlab bench gemm: empty --threads\n"); return -1; }
+    return 0;
+}
+
 int bench_gemm_main(int argc, char **argv)
 {
     int threads[16], nthreads = 2, reps = 5;
@@ -190,21 +209,7 @@ int bench_gemm_main(int argc, char **argv)
     while ((ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (ch) {
         case 'h': usage(stdout); return 0;
-        case 't': {
-            nthreads = 0;
-            char *s = optarg, *end;
-            while (*s) {
-                long v = strtol(s, &end, 10);
-                if (end == s || v < 1 || v > 1024 || nthreads == 16 || (*end && *end != ',')) {
-                    fprintf(stderr, "attnlab bench gemm: bad --threads '%s' (want e.g. 1,2)\n", optarg);
-                    return 2;
-                }
-                threads[nthreads++] = (int)v;
-                s = *end ? end + 1 : end;
-            }
-            if (!nthreads) { fprintf(stderr, "attnlab bench gemm: empty --threads\n"); return 2; }
-            break;
-        }
+        case 't': if (parse_thread_list(optarg, threads, &nthreads)) return 2; break;
         case 'r': {
             char *end; long v = strtol(optarg, &end, 10);
             if (*end || v < 1 || v > 10000) { fprintf(stderr, "attnlab bench gemm: bad --reps '%s'\n", optarg); return 2; }
@@ -236,6 +241,7 @@ int bench_gemm_main(int argc, char **argv)
         }
     }
     if (optind < argc) { fprintf(stderr, "attnlab bench gemm: unexpected argument '%s'\n", argv[optind]); return 2; }
+    if (cli_check_env_threads("bench gemm")) return 2;
     for (int i = 0; i < nthreads && cpu_clock; i++)
         if (threads[i] != 1 && !(getenv("OMP_WAIT_POLICY") && !strcmp(getenv("OMP_WAIT_POLICY"), "passive"))) {
             fprintf(stderr, "attnlab bench gemm: note: --clock cpu with %d threads counts spinning waits; "

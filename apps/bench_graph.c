@@ -120,7 +120,8 @@ int bench_graph_main(int argc, char **argv)
         else if (!strcmp(a, "--quick")) graphs = "cora,100000x1000000";
         else if (!strcmp(a, "--graphs") && has) graphs = argv[++i];
         else if (!strcmp(a, "--models") && has) models = argv[++i];
-        else if ((!strcmp(a, "--epochs") || !strcmp(a, "--features") || !strcmp(a, "--threads")) && has) {
+        else if (!strcmp(a, "--threads") && has) { if (cli_threads("bench graph", argv[++i], &o.threads)) return 2; }
+        else if ((!strcmp(a, "--epochs") || !strcmp(a, "--features")) && has) {
             char *e; long v = strtol(argv[++i], &e, 10);
             if (*e || e == argv[i] || v < 1 || v > 100000000) {
                 fprintf(stderr, "attnlab bench graph: %s expects a positive integer, got '%s'\n", a, argv[i]); return 2;
@@ -131,6 +132,7 @@ int bench_graph_main(int argc, char **argv)
             return 2;
         }
     }
+    if (cli_check_env_threads("bench graph")) return 2;
     if (o.threads > 0) al_set_threads(o.threads);
     printf("# attnlab bench graph: %d threads, gemm %s; wall ms per training epoch (median, min), CPU ms per epoch\n"
            "# (all threads; on an idle machine about threads x wall), peak RSS of the run, arena = peak\n"

@@ -35,7 +35,7 @@ static int bench_one(const char *model, int batch, int steps, int warmup, int pa
     if (al_model_init(&m, &cfg, 0, &err) != AL_OK) { fprintf(stderr, "attnlab bench train: %s\n", err.msg); return 2; }
     al_optim opt;
     if (al_optim_init(&opt, AL_ADAMW, m.params.total, 1e-3f, &err) != AL_OK) { fprintf(stderr, "attnlab bench train: %s\n", err.msg); al_model_free(&m); return 1; }
-    opt.weight_decay = strcmp(model, "cnn") ? 0.01f : 0.f;
+    opt.weight_decay = al_model_kind_find(model)->weight_decay;
     float *xin = malloc((size_t)batch * 784 * sizeof(float));
     int *y = malloc((size_t)batch * sizeof(int));
     al_ctx *c = al_ctx_new(0);
@@ -87,12 +87,14 @@ int bench_train_main(int argc, char **argv)
         if (ch == O_MODEL) { models = optarg; continue; }
         if (ch == 'h' || ch == O_HELP) { usage(stdout); return 0; }
         if (ch < O_BATCH || ch > O_PATCH) { fprintf(stderr, "(attnlab bench train --help lists the options)\n"); return 2; }
+        if (ch == O_THREADS) { if (cli_threads("bench train", optarg, &threads)) return 2; continue; }
         char *end; long v = strtol(optarg, &end, 10);
         if (end == optarg || *end || v < (ch == O_WARMUP ? 0 : 1) || v > 1 << 20) { fprintf(stderr, "attnlab bench train: bad number '%s'\n", optarg); return 2; }
         if (ch == O_BATCH) batch = (int)v; else if (ch == O_THREADS) threads = (int)v;
         else if (ch == O_STEPS) steps = (int)v; else if (ch == O_WARMUP) warmup = (int)v; else patch = (int)v;
     }
     if (optind < argc) { fprintf(stderr, "attnlab bench train: unexpected argument '%s'\n", argv[optind]); return 2; }
+    if (cli_check_env_threads("bench train")) return 2;
     al_set_threads(threads);
     fprintf(stderr, "attnlab bench train: %d threads, gemm %s, batch %d, %d steps after %d warm-up\n", al_threads(),
             al_gemm_backend(), batch, steps, warmup);

@@ -27,14 +27,15 @@ void cli_warn(void *ud, const char *msg);                       /* an al_warn_fn
 
 int cmd_train(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
+int cmd_predict(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
 int cmd_summarize(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 int cmd_attnmap(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 /* Task- and benchmark-specific entry points, one file each (argv[0] is the subcommand name). */
-int train_image_main(int argc, char **argv);   /* apps/train_image.c */
-int train_graph_main(int argc, char **argv);   /* apps/train_graph.c */
+int train_image_main(int argc, char **argv);   /* apps/cmd_train_image.c */
+int train_graph_main(int argc, char **argv);   /* apps/cmd_train_graph.c */
 int bench_gemm_main(int argc, char **argv);    /* apps/bench_gemm.c */
 int bench_attention_main(int argc, char **argv); /* apps/bench_attention.c */
 int bench_train_main(int argc, char **argv);   /* apps/bench_train.c */

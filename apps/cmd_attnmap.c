@@ -3,6 +3,7 @@
  * Loads one or more sa/local checkpoints, runs one test image through each with the attention
  * weights captured, and draws, for each query position, the input (query outlined) and one heat
  * map per head of the chosen block, models side by side (attnlab/attnmap.h does the drawing).
+ * parse → load the models → load and check the test image → compute the maps → render / distances.
  */
 #include <errno.h>
 #include <math.h>
@@ -16,6 +17,27 @@
 #include "attnlab/images.h"
 #include "attnlab/io.h"
 #include "attnlab/checkpoint.h"
+
+#define MAXM AL_ATTNMAP_MAXMODELS
+
+typedef struct attnmap_opts {
+    const char *load, *data, *data_dir, *out, *queries;
+    int index, layer, scale, threads, distance, quiet;
+    int qy[AL_ATTNMAP_MAXQ], qx[AL_ATTNMAP_MAXQ], nq;
+} attnmap_opts;
+
+/* The models, the data and the figure's pieces. */
+typedef struct attnmap_run {
+    char *paths, *path[MAXM];
+    int nm, loaded;
+    al_model m[MAXM];
+    float mean[MAXM][4], sd[MAXM][4];
+    float *maps[MAXM], *x;
+    char notes[MAXM][64], titles[MAXM][48], caption[64];
+    al_attnmap_model mm[MAXM];
+    uint8_t *rgb;
+    al_image_split D;
+} attnmap_run;
 
 static void usage(FILE *f)
 {
@@ -38,22 +60,9 @@ static void usage(FILE *f)
         "                       query's and the keys' token centres, weighted by attention, averaged over\n"
         "                       every query token of test images 0..N-1), for every block; with --distance,\n"
         "                       --out may be left out\n"
-        "  --threads N          OpenMP threads\n",
+        "  --threads N          OpenMP threads\n"
+        "  --quiet              no per-model lines on stderr\n",
         AL_ATTNMAP_MAXMODELS, AL_ATTNMAP_MAXQ);
-}
-
-static void warn_skip(void *ud, const char *msg) { (void)ud; fprintf(stderr, "attnlab: warning: %s\n", msg); }
-
-static int parse_int(const char *s, const char *flag, long lo, long hi, int *out)
-{
-    char *e; errno = 0;
-    long v = strtol(s, &e, 10);
-    if (e == s || *e || errno || v < lo || v > hi) {
-        fprintf(stderr, "attnlab attnmap: %s expects an integer in [%ld, %ld], got '%s'\n", flag, lo, hi, s);
-        return -1;
-    }
-    *out = (int)v;
-    return 0;
 }
 
 /* "R:C,R:C" → qy, qx; returns the count or -1. */
@@ -79,217 +88,266 @@ bad:
     return -1;
 }
 
-/* Mean attention distance per model, block and head over test images 0..n-1 (all query tokens). */
-static int print_distances(al_model *m, int nm, const al_images *T, float mean[][4], float sd[][4], int n, float *x)
+
+/* Mean attention distance of every block and head of model k over test images 0..n-1 (all query
+ * tokens) into acc (depth × heads); uni = the same for uniform weights. x: scratch (one image). */
+static int model_distances(attnmap_run *R, int k, const al_images *T, int n, double *acc, double *uni)
 {
-    if (n > T->n) n = T->n;
-    int rc = -1;
-    float *maps = NULL;
-    int *tok = NULL;
-    double *acc = NULL;
-    printf("mean attention distance in input pixels over test images 0..%d, every query token:\n", n - 1);
-    for (int k = 0; k < nm; k++) {
-        const al_model_config *g = &m[k].cfg;
-        const int gh = m[k].grid_h, gw = m[k].grid_w, N = gh * gw, H = g->heads, P = g->patch;
-        free(maps); free(tok); free(acc);
-        maps = malloc((size_t)N * H * N * sizeof *maps);
-        tok = malloc((size_t)N * sizeof *tok);
-        acc = calloc((size_t)g->depth * H, sizeof *acc);
-        if (!maps || !tok || !acc) { fprintf(stderr, "attnlab attnmap: out of memory\n"); goto out; }
-        for (int i = 0; i < N; i++) tok[i] = i;
-        for (int im = 0; im < n; im++) {
-            al_error err = {{0}};
-            if (al_images_batch(T, &im, 1, mean[k], sd[k], x, NULL, &err) != AL_OK) { fprintf(stderr, "attnlab attnmap: %s\n", err.msg); goto out; }
-            for (int L = 0; L < g->depth; L++) {
-                if (al_attnmap_compute(&m[k], x, L, tok, N, maps, NULL, &err) != AL_OK) { fprintf(stderr, "attnlab attnmap: %s\n", err.msg); goto out; }
-                for (int h = 0; h < H; h++) {
-                    double s = 0;
-                    for (int q = 0; q < N; q++) {
-                        const float *mp = maps + ((size_t)q * H + h) * N;   /* (N) */
-                        for (int j = 0; j < N; j++) {
-                            double dy = q / gw - j / gw, dx = q % gw - j % gw;
-                            s += mp[j] * sqrt(dy * dy + dx * dx) * P;
-                        }
+    al_model *m = &R->m[k];
+    const al_model_config *cfg = &m->cfg;
+    const int gw = m->grid_w, N = m->grid_h * gw, H = cfg->heads, P = cfg->patch;
+    float *maps = malloc((size_t)N * H * N * sizeof *maps);
+    int *tok = malloc((size_t)N * sizeof *tok), rc = -1;
+    if (!maps || !tok) { fprintf(stderr, "attnlab attnmap: out of memory\n"); goto out; }
+    for (int i = 0; i < N; i++) tok[i] = i;
+    for (int im = 0; im < n; im++) {
+        al_error err = {{0}};
+        if (al_images_batch(T, &im, 1, R->mean[k], R->sd[k], R->x, NULL, &err) != AL_OK) { fprintf(stderr, "attnlab attnmap: %s\n", err.msg); goto out; }
+        for (int L = 0; L < cfg->depth; L++) {
+            if (al_attnmap_compute(m, R->x, L, tok, N, maps, NULL, &err) != AL_OK) { fprintf(stderr, "attnlab attnmap: %s\n", err.msg); goto out; }
+            for (int h = 0; h < H; h++) {
+                double s = 0;
+                for (int q = 0; q < N; q++) {
+                    const float *mp = maps + ((size_t)q * H + h) * N;   /* (N) */
+                    for (int j = 0; j < N; j++) {
+                        double dy = q / gw - j / gw, dx = q % gw - j % gw;
+                        s += mp[j] * sqrt(dy * dy + dx * dx) * P;
                     }
-                    acc[L * H + h] += s / N;
                 }
+                acc[L * H + h] += s / N;
             }
         }
-        double uni = 0;   /* reference: every key of the grid weighted equally */
-        for (int q = 0; q < N; q++)
-            for (int j = 0; j < N; j++) {
-                double dy = q / gw - j / gw, dx = q % gw - j % gw;
-                uni += sqrt(dy * dy + dx * dx) * P / ((double)N * N);
-            }
-        printf("  %-6s uniform over the %dx%d grid: %.2f\n", g->name, gh, gw, uni);
-        for (int L = 0; L < g->depth; L++) {
-            printf("  %-6s block %d:", g->name, L + 1);
+    }
+    *uni = 0;   /* reference: every key of the grid weighted equally */
+    for (int q = 0; q < N; q++)
+        for (int j = 0; j < N; j++) {
+            double dy = q / gw - j / gw, dx = q % gw - j % gw;
+            *uni += sqrt(dy * dy + dx * dx) * P / ((double)N * N);
+        }
+    rc = 0;
+out:
+    free(maps); free(tok);
+    return rc;
+}
+
+/* Mean attention distance per model, block and head over test images 0..n-1 (all query tokens). */
+static int print_distances(attnmap_run *R, const al_images *T, int n)
+{
+    if (n > T->n) n = T->n;
+    printf("mean attention distance in input pixels over test images 0..%d, every query token:\n", n - 1);
+    for (int k = 0; k < R->nm; k++) {
+        const al_model_config *cfg = &R->m[k].cfg;
+        const int H = cfg->heads;
+        double uni, *acc = calloc((size_t)cfg->depth * H, sizeof *acc);
+        if (!acc) { fprintf(stderr, "attnlab attnmap: out of memory\n"); return -1; }
+        if (model_distances(R, k, T, n, acc, &uni)) { free(acc); return -1; }
+        printf("  %-6s uniform over the %dx%d grid: %.2f\n", cfg->name, R->m[k].grid_h, R->m[k].grid_w, uni);
+        for (int L = 0; L < cfg->depth; L++) {
+            printf("  %-6s block %d:", cfg->name, L + 1);
             for (int h = 0; h < H; h++) printf("  head %d %5.2f", h + 1, acc[L * H + h] / n);
             printf("\n");
         }
+        free(acc);
     }
-    rc = 0;
-out:
-    free(maps); free(tok); free(acc);
-    return rc;
+    return 0;
+}
+
+/* ---- parse ---- */
+static int parse_opt(attnmap_opts *o, int ch, const char *a)
+{
+    enum { O_LOAD = 256, O_DATA, O_DATADIR, O_INDEX, O_QUERIES, O_LAYER, O_SCALE, O_OUT, O_THREADS, O_DIST, O_QUIET };
+    const char *c = "attnmap";
+    switch (ch) {
+    case O_LOAD: o->load = a; return 0;
+    case O_DATA: o->data = a; return 0;
+    case O_DATADIR: o->data_dir = a; return 0;
+    case O_OUT: o->out = a; return 0;
+    case O_QUERIES: o->queries = a; return (o->nq = parse_queries(a, o->qy, o->qx)) < 0 ? -1 : 0;
+    case O_INDEX: return cli_int32(c, "--index", a, 0, 1L << 30, &o->index);
+    case O_LAYER: return cli_int32(c, "--layer", a, 1, AL_MODEL_MAXDEPTH, &o->layer);
+    case O_SCALE: return cli_int32(c, "--scale", a, 1, 32, &o->scale);
+    case O_DIST: return cli_int32(c, "--distance", a, 1, 1 << 30, &o->distance);
+    case O_THREADS: return cli_threads(c, a, &o->threads);
+    case O_QUIET: o->quiet = 1; return 0;
+    default: return 1;
+    }
+}
+
+/* argv → o. Returns -1 to go on, else the exit status (0 after --help). */
+static int parse_attnmap_opts(int argc, char **argv, attnmap_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->data = "fashion-mnist"; o->scale = 4;
+    static const struct option lo[] = {
+        {"load", 1, 0, 256}, {"data", 1, 0, 257}, {"data-dir", 1, 0, 258}, {"index", 1, 0, 259},
+        {"queries", 1, 0, 260}, {"layer", 1, 0, 261}, {"scale", 1, 0, 262}, {"out", 1, 0, 263},
+        {"threads", 1, 0, 264}, {"distance", 1, 0, 265}, {"quiet", 0, 0, 266}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+    optind = 0; opterr = 0;
+    int ch;
+    while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+        if (ch == 'h') { usage(stdout); return 0; }
+        int r = parse_opt(o, ch, optarg);
+        if (r > 0) return cli_bad_option("attnmap", argv);
+        if (r < 0) return 2;
+    }
+    if (optind < argc) { fprintf(stderr, "attnlab attnmap: unexpected argument '%s'\n", argv[optind]); return 2; }
+    if (!o->load) { fprintf(stderr, "attnlab attnmap: --load FILE is required\n"); usage(stderr); return 2; }
+    if (!o->out && !o->distance) { fprintf(stderr, "attnlab attnmap: --out FILE.png is required\n"); return 2; }
+    return -1;
+}
+
+/* ---- load ---- */
+/* --load into R->path[0..nm). Returns an exit status (-1: go on). */
+static int split_paths(const char *load, attnmap_run *R)
+{
+    if (!(R->paths = strdup(load))) { fprintf(stderr, "attnlab attnmap: out of memory\n"); return 1; }
+    for (char *sv = NULL, *tok = strtok_r(R->paths, ",", &sv); tok; tok = strtok_r(NULL, ",", &sv)) {
+        if (R->nm == MAXM) { fprintf(stderr, "attnlab attnmap: --load: at most %d checkpoints\n", MAXM); return 2; }
+        R->path[R->nm++] = tok;
+    }
+    if (R->nm == 0) { fprintf(stderr, "attnlab attnmap: --load: no checkpoint named\n"); return 2; }
+    return -1;
+}
+
+/* Checkpoint k, which must hold an attention model with --layer blocks and model 0's input shape. */
+static int load_model(const attnmap_opts *o, attnmap_run *R, int k)
+{
+    al_error err = {{0}};
+    if (access(R->path[k], R_OK)) { fprintf(stderr, "attnlab attnmap: --load %s: %s\n", R->path[k], strerror(errno)); return 1; }
+    if (al_model_load(R->path[k], &R->m[k], R->mean[k], R->sd[k], NULL, &err) != AL_OK) {
+        fprintf(stderr, "attnlab attnmap: %s\n", err.msg); return 1;
+    }
+    R->loaded = k + 1;
+    const al_model_config *cfg = &R->m[k].cfg, *c0 = &R->m[0].cfg;
+    if (!R->m[k].kind->attention) {
+        fprintf(stderr, "attnlab attnmap: %s holds a '%s' model, which has no attention to draw (use an sa or local checkpoint)\n",
+                R->path[k], cfg->name);
+        return 1;
+    }
+    if (o->layer > cfg->depth) {
+        fprintf(stderr, "attnlab attnmap: --layer %d: %s has %d blocks (1..%d)\n", o->layer, R->path[k], cfg->depth, cfg->depth);
+        return 2;
+    }
+    if (k && (cfg->channels != c0->channels || cfg->height != c0->height || cfg->width != c0->width)) {
+        fprintf(stderr, "attnlab attnmap: %s takes %dx%dx%d images but %s takes %dx%dx%d; draw them separately\n",
+                R->path[k], cfg->channels, cfg->height, cfg->width, R->path[0], c0->channels, c0->height, c0->width);
+        return 2;
+    }
+    return 0;
+}
+
+/* The test split for model 0's input; the index and the queries inside it (default queries: the
+ * centre, and points a quarter in from the edges). Returns an exit status. */
+static int load_test(attnmap_opts *o, attnmap_run *R)
+{
+    const al_model_config *c0 = &R->m[0].cfg;
+    al_error err = {{0}};
+    if (al_image_data_load(o->data, o->data_dir, c0->channels, c0->height, c0->width, cli_warn, NULL, &R->D, &err) != AL_OK) {
+        fprintf(stderr, "attnlab attnmap: %s\n", err.msg); return 1;
+    }
+    const al_images *T = &R->D.test;
+    if (T->c != c0->channels || T->h != c0->height || T->w != c0->width) {
+        fprintf(stderr, "attnlab attnmap: %s expects %dx%dx%d images but %s has %dx%dx%d\n", R->path[0], c0->channels,
+                c0->height, c0->width, o->data, T->c, T->h, T->w);
+        return 2;
+    }
+    if (o->index >= T->n) {
+        fprintf(stderr, "attnlab attnmap: --index %d is out of range: the test split of %s has %d images (0..%d)\n",
+                o->index, o->data, T->n, T->n - 1);
+        return 2;
+    }
+    if (!o->queries) {
+        int H = T->h, W = T->w;
+        int dy[4] = {H / 2, H / 4, H / 4, (3 * H) / 4}, dx[4] = {W / 2, W / 4, (3 * W) / 4, W / 2};
+        o->nq = 4;
+        for (int i = 0; i < o->nq; i++) { o->qy[i] = dy[i]; o->qx[i] = dx[i]; }
+    }
+    for (int i = 0; i < o->nq; i++)
+        if (o->qy[i] >= T->h || o->qx[i] >= T->w) {
+            fprintf(stderr, "attnlab attnmap: --queries: %d:%d is outside the %dx%d image\n", o->qy[i], o->qx[i], T->h, T->w);
+            return 2;
+        }
+    return 0;
+}
+
+/* ---- compute ---- */
+/* Model k's maps for the queries, its note and title. Returns an exit status. */
+static int compute_model(const attnmap_opts *o, attnmap_run *R, int k)
+{
+    const al_images *T = &R->D.test;
+    al_model *m = &R->m[k];
+    const al_model_config *cfg = &m->cfg;
+    int N = m->grid_h * m->grid_w, tok[AL_ATTNMAP_MAXQ], pred = -1;
+    for (int i = 0; i < o->nq; i++) {
+        int ty = o->qy[i] / cfg->patch, tx = o->qx[i] / cfg->patch;
+        if (ty >= m->grid_h) ty = m->grid_h - 1;
+        if (tx >= m->grid_w) tx = m->grid_w - 1;
+        tok[i] = ty * m->grid_w + tx;
+    }
+    R->maps[k] = malloc((size_t)o->nq * cfg->heads * N * sizeof(float));
+    if (!R->maps[k]) { fprintf(stderr, "attnlab attnmap: out of memory\n"); return 1; }
+    al_error err = {{0}};
+    if (al_images_batch(T, &o->index, 1, R->mean[k], R->sd[k], R->x, NULL, &err) != AL_OK ||
+        al_attnmap_compute(m, R->x, o->layer ? o->layer - 1 : -1, tok, o->nq, R->maps[k], &pred, &err) != AL_OK) {
+        fprintf(stderr, "attnlab attnmap: %s: %s\n", R->path[k], err.msg); return 1;
+    }
+    const char *pn = T->class_names && pred < T->classes ? T->class_names[pred] : NULL;
+    int L = o->layer ? o->layer : cfg->depth;
+    if (pn) snprintf(R->notes[k], sizeof R->notes[k], "block %d  pred %s", L, pn);
+    else snprintf(R->notes[k], sizeof R->notes[k], "block %d  pred %d", L, pred);
+    if (m->kind->windowed) snprintf(R->titles[k], sizeof R->titles[k], "local %dx%d", cfg->window, cfg->window);
+    else snprintf(R->titles[k], sizeof R->titles[k], "%.15s (full)", cfg->name);
+    R->mm[k] = (al_attnmap_model){R->titles[k], m->grid_h, m->grid_w, cfg->patch, cfg->heads, R->maps[k], R->notes[k]};
+    if (!o->quiet)
+        fprintf(stderr, "attnlab attnmap: %s: %s, %dx%d tokens, %d heads, block %d; predicts %d (%s), label %d\n",
+                R->path[k], cfg->name, m->grid_h, m->grid_w, cfg->heads, L, pred, pn ? pn : "-", T->labels[o->index]);
+    return 0;
+}
+
+/* The figure as a PNG. Returns an exit status. */
+static int render(const attnmap_opts *o, attnmap_run *R)
+{
+    const al_images *T = &R->D.test;
+    const char *cls = T->class_names ? T->class_names[T->labels[o->index]] : NULL;
+    if (cls) snprintf(R->caption, sizeof R->caption, "test #%d\n%s", o->index, cls);
+    else snprintf(R->caption, sizeof R->caption, "test #%d\nclass %d", o->index, T->labels[o->index]);
+    al_attnmap_fig fig = {T->pix + (size_t)o->index * T->c * T->h * T->w, T->c, T->h, T->w, R->caption,
+                          o->nq, o->qy, o->qx, R->mm, R->nm, o->scale};
+    int W, H;
+    al_error err = {{0}};
+    if (al_attnmap_render(&fig, &R->rgb, &W, &H, &err) != AL_OK || al_png_write(o->out, R->rgb, W, H, 3, &err) != AL_OK) {
+        fprintf(stderr, "attnlab attnmap: %s\n", err.msg); return 1;
+    }
+    printf("attnmap %s: %dx%d pixels, %d models, %d queries, test image %d\n", o->out, W, H, R->nm, o->nq, o->index);
+    return 0;
+}
+
+static int attnmap_run_all(attnmap_opts *o, attnmap_run *R)
+{
+    int rc = split_paths(o->load, R);
+    if (rc >= 0) return rc;
+    for (int k = 0; k < R->nm; k++) if ((rc = load_model(o, R, k))) return rc;
+    if ((rc = load_test(o, R))) return rc;
+    const al_images *T = &R->D.test;
+    if (!(R->x = malloc((size_t)T->c * T->h * T->w * sizeof *R->x))) { fprintf(stderr, "attnlab attnmap: out of memory\n"); return 1; }
+    for (int k = 0; k < R->nm; k++) if ((rc = compute_model(o, R, k))) return rc;
+    if (o->distance && print_distances(R, T, o->distance) != 0) return 1;
+    return o->out ? render(o, R) : 0;
 }
 
 int cmd_attnmap(int argc, char **argv)
 {
-    const char *load = NULL, *data = "fashion-mnist", *data_dir = NULL, *out = NULL, *queries = NULL;
-    int index = 0, layer = 0, scale = 4, threads = 0, distance = 0;
-    enum { O_LOAD = 256, O_DATA, O_DATADIR, O_INDEX, O_QUERIES, O_LAYER, O_SCALE, O_OUT, O_THREADS, O_DIST, O_HELP };
-    static const struct option lo[] = {
-        {"load", 1, 0, O_LOAD}, {"data", 1, 0, O_DATA}, {"data-dir", 1, 0, O_DATADIR}, {"index", 1, 0, O_INDEX},
-        {"queries", 1, 0, O_QUERIES}, {"layer", 1, 0, O_LAYER}, {"scale", 1, 0, O_SCALE}, {"out", 1, 0, O_OUT},
-        {"threads", 1, 0, O_THREADS}, {"distance", 1, 0, O_DIST}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
-    optind = 0; opterr = 0;
-    int ch;
-    while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-        switch (ch) {
-        case O_LOAD: load = optarg; break;
-        case O_DATA: data = optarg; break;
-        case O_DATADIR: data_dir = optarg; break;
-        case O_OUT: out = optarg; break;
-        case O_QUERIES: queries = optarg; break;
-        case O_INDEX: if (parse_int(optarg, "--index", 0, 1L << 30, &index)) return 2; break;
-        case O_LAYER: if (parse_int(optarg, "--layer", 1, AL_MODEL_MAXDEPTH, &layer)) return 2; break;
-        case O_SCALE: if (parse_int(optarg, "--scale", 1, 32, &scale)) return 2; break;
-        case O_DIST: if (parse_int(optarg, "--distance", 1, 1 << 30, &distance)) return 2; break;
-        case O_THREADS: if (parse_int(optarg, "--threads", 1, 1 << 20, &threads)) return 2; break;
-        case 'h': case O_HELP: usage(stdout); return 0;
-        default: return cli_bad_option("attnmap", argv);
-        }
-    }
-    if (optind < argc) { fprintf(stderr, "attnlab attnmap: unexpected argument '%s'\n", argv[optind]); return 2; }
-    if (!load) { fprintf(stderr, "attnlab attnmap: --load FILE is required\n"); usage(stderr); return 2; }
-    if (!out && !distance) { fprintf(stderr, "attnlab attnmap: --out FILE.png is required\n"); return 2; }
-    int qy[AL_ATTNMAP_MAXQ], qx[AL_ATTNMAP_MAXQ], nq = 0;
-    if (queries && (nq = parse_queries(queries, qy, qx)) < 0) return 2;
-    if (threads > 0) al_set_threads(threads);
-
-    /* split --load into paths */
-    char *paths = strdup(load), *path[AL_ATTNMAP_MAXMODELS];
-    int nm = 0;
-    if (!paths) { fprintf(stderr, "attnlab attnmap: out of memory\n"); return 1; }
-    for (char *sv = NULL, *tok = strtok_r(paths, ",", &sv); tok; tok = strtok_r(NULL, ",", &sv)) {
-        if (nm == AL_ATTNMAP_MAXMODELS) {
-            fprintf(stderr, "attnlab attnmap: --load: at most %d checkpoints\n", AL_ATTNMAP_MAXMODELS);
-            free(paths); return 2;
-        }
-        path[nm++] = tok;
-    }
-    if (nm == 0) { fprintf(stderr, "attnlab attnmap: --load: no checkpoint named\n"); free(paths); return 2; }
-
-    int rc = 1, loaded = 0;
-    al_error err = {{0}};
-    al_model m[AL_ATTNMAP_MAXMODELS];
-    float mean[AL_ATTNMAP_MAXMODELS][4], sd[AL_ATTNMAP_MAXMODELS][4];
-    float *maps[AL_ATTNMAP_MAXMODELS] = {0}, *x = NULL;
-    char notes[AL_ATTNMAP_MAXMODELS][64], caption[64];
-    al_attnmap_model mm[AL_ATTNMAP_MAXMODELS];
-    uint8_t *rgb = NULL;
-    al_image_split D;
-    memset(&D, 0, sizeof D);
-    for (; loaded < nm; loaded++) {
-        if (access(path[loaded], R_OK)) {
-            fprintf(stderr, "attnlab attnmap: --load %s: %s\n", path[loaded], strerror(errno)); goto out;
-        }
-        if (al_model_load(path[loaded], &m[loaded], mean[loaded], sd[loaded], NULL, &err) != AL_OK) {
-            fprintf(stderr, "attnlab attnmap: %s\n", err.msg); goto out;
-        }
-        const al_model_config *g = &m[loaded].cfg;
-        if (!m[loaded].kind->attention) {
-            fprintf(stderr, "attnlab attnmap: %s holds a '%s' model, which has no attention to draw (use an sa or local checkpoint)\n",
-                    path[loaded], g->name);
-            loaded++; goto out;
-        }
-        if (layer > g->depth) {
-            fprintf(stderr, "attnlab attnmap: --layer %d: %s has %d blocks (1..%d)\n", layer, path[loaded], g->depth, g->depth);
-            loaded++; rc = 2; goto out;
-        }
-        if (loaded && (g->channels != m[0].cfg.channels || g->height != m[0].cfg.height || g->width != m[0].cfg.width)) {
-            fprintf(stderr, "attnlab attnmap: %s takes %dx%dx%d images but %s takes %dx%dx%d; draw them separately\n",
-                    path[loaded], g->channels, g->height, g->width, path[0], m[0].cfg.channels, m[0].cfg.height, m[0].cfg.width);
-            loaded++; rc = 2; goto out;
-        }
-    }
-    const al_model_config *g0 = &m[0].cfg;
-    al_status st = al_image_data_load(data, data_dir, g0->channels, g0->height, g0->width, warn_skip, NULL, &D, &err);
-    if (st != AL_OK) { fprintf(stderr, "attnlab attnmap: %s\n", err.msg); goto out; }
-    const al_images *T = &D.test;
-    if (T->c != g0->channels || T->h != g0->height || T->w != g0->width) {
-        fprintf(stderr, "attnlab attnmap: %s expects %dx%dx%d images but %s has %dx%dx%d\n", path[0], g0->channels,
-                g0->height, g0->width, data, T->c, T->h, T->w);
-        rc = 2; goto out;
-    }
-    if (index >= T->n) {
-        fprintf(stderr, "attnlab attnmap: --index %d is out of range: the test split of %s has %d images (0..%d)\n",
-                index, data, T->n, T->n - 1);
-        rc = 2; goto out;
-    }
-    if (!queries) {   /* the centre, and points a quarter in from the edges */
-        int H = T->h, W = T->w;
-        int dy[4] = {H / 2, H / 4, H / 4, (3 * H) / 4}, dx[4] = {W / 2, W / 4, (3 * W) / 4, W / 2};
-        nq = 4;
-        for (int i = 0; i < nq; i++) { qy[i] = dy[i]; qx[i] = dx[i]; }
-    }
-    for (int i = 0; i < nq; i++)
-        if (qy[i] >= T->h || qx[i] >= T->w) {
-            fprintf(stderr, "attnlab attnmap: --queries: %d:%d is outside the %dx%d image\n", qy[i], qx[i], T->h, T->w);
-            rc = 2; goto out;
-        }
-    const char *cls = T->class_names ? T->class_names[T->labels[index]] : NULL;
-    if (cls) snprintf(caption, sizeof caption, "test #%d\n%s", index, cls);
-    else snprintf(caption, sizeof caption, "test #%d\nclass %d", index, T->labels[index]);
-    x = malloc((size_t)T->c * T->h * T->w * sizeof *x);
-    if (!x) { fprintf(stderr, "attnlab attnmap: out of memory\n"); goto out; }
-    for (int k = 0; k < nm; k++) {
-        const al_model_config *g = &m[k].cfg;
-        int N = m[k].grid_h * m[k].grid_w, tok[AL_ATTNMAP_MAXQ], pred = -1;
-        for (int i = 0; i < nq; i++) {
-            int ty = qy[i] / g->patch, tx = qx[i] / g->patch;
-            if (ty >= m[k].grid_h) ty = m[k].grid_h - 1;
-            if (tx >= m[k].grid_w) tx = m[k].grid_w - 1;
-            tok[i] = ty * m[k].grid_w + tx;
-        }
-        maps[k] = malloc((size_t)nq * g->heads * N * sizeof(float));
-        if (!maps[k]) { fprintf(stderr, "attnlab attnmap: out of memory\n"); goto out; }
-        if (al_images_batch(T, &index, 1, mean[k], sd[k], x, NULL, &err) != AL_OK ||
-            al_attnmap_compute(&m[k], x, layer ? layer - 1 : -1, tok, nq, maps[k], &pred, &err) != AL_OK) {
-            fprintf(stderr, "attnlab attnmap: %s: %s\n", path[k], err.msg); goto out;
-        }
-        const char *pn = T->class_names && pred < T->classes ? T->class_names[pred] : NULL;
-        int L = layer ? layer : g->depth;
-        if (pn) snprintf(notes[k], sizeof notes[k], "block %d  pred %s", L, pn);
-        else snprintf(notes[k], sizeof notes[k], "block %d  pred %d", L, pred);
-        mm[k].grid_h = m[k].grid_h; mm[k].grid_w = m[k].grid_w; mm[k].patch = g->patch; mm[k].heads = g->heads;
-        mm[k].maps = maps[k]; mm[k].note = notes[k];
-        fprintf(stderr, "attnlab attnmap: %s: %s, %dx%d tokens, %d heads, block %d; predicts %d (%s), label %d\n",
-                path[k], g->name, m[k].grid_h, m[k].grid_w, g->heads, L, pred, pn ? pn : "-", T->labels[index]);
-    }
-    char titles[AL_ATTNMAP_MAXMODELS][48];
-    for (int k = 0; k < nm; k++) {
-        const al_model_config *g = &m[k].cfg;
-        if (m[k].kind->windowed) snprintf(titles[k], sizeof titles[k], "local %dx%d", g->window, g->window);
-        else snprintf(titles[k], sizeof titles[k], "%.15s (full)", g->name);
-        mm[k].title = titles[k];
-    }
-    al_attnmap_fig fig = {T->pix + (size_t)index * T->c * T->h * T->w, T->c, T->h, T->w, caption,
-                          nq, qy, qx, mm, nm, scale};
-    if (distance && print_distances(m, nm, T, mean, sd, distance, x) != 0) goto out;
-    if (!out) { rc = 0; goto out; }
-    int W, H;
-    if (al_attnmap_render(&fig, &rgb, &W, &H, &err) != AL_OK ||
-        al_png_write(out, rgb, W, H, 3, &err) != AL_OK) {
-        fprintf(stderr, "attnlab attnmap: %s\n", err.msg); goto out;
-    }
-    printf("attnmap %s: %dx%d pixels, %d models, %d queries, test image %d\n", out, W, H, nm, nq, index);
-    rc = 0;
-out:
-    for (int k = 0; k < loaded; k++) al_model_free(&m[k]);
-    for (int k = 0; k < nm; k++) free(maps[k]);
-    free(x); free(rgb); free(paths);
-    al_image_split_free(&D);
+    attnmap_opts o;
+    int rc = parse_attnmap_opts(argc, argv, &o);
+    if (rc >= 0) return rc;
+    if (cli_check_env_threads("attnmap")) return 2;
+    if (o.threads > 0) al_set_threads(o.threads);
+    static attnmap_run R;
+    memset(&R, 0, sizeof R);
+    rc = attnmap_run_all(&o, &R);
+    for (int k = 0; k < R.loaded; k++) al_model_free(&R.m[k]);
+    for (int k = 0; k < R.nm; k++) free(R.maps[k]);
+    free(R.x); free(R.rgb); free(R.paths);
+    al_image_split_free(&R.D);
     return rc;
 }

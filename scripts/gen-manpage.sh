@@ -36,7 +36,7 @@ HDR
 printf '.SH OPTIONS\n'
 section "attnlab train (images)" train
 section "attnlab train \\-\\-task graph" train --task graph
-for c in eval sweep summarize plot attnmap bench; do section "attnlab $c" "$c"; done
+for c in eval predict sweep summarize plot attnmap bench; do section "attnlab $c" "$c"; done
 for b in gemm attention train graph; do section "attnlab bench $b" bench "$b"; done
 cat <<'FTR'
 .SH ENVIRONMENT
@@ -62,6 +62,8 @@ for programs that embed the library: \fBcc prog.c $(pkg\-config \-\-cflags \-\-l
 .nf
 attnlab train \-\-model cnn \-\-train\-size 1000 \-\-epochs 30 \-\-csv runs.csv \-\-save cnn.safetensors
 attnlab train \-\-task graph \-\-data cora \-\-model gat \-\-seeds 1\-10
+attnlab predict \-\-load cnn.safetensors photos/ > predictions.csv
+attnlab eval \-\-task graph \-\-load gat.safetensors
 attnlab sweep \-\-preset demo
 attnlab summarize results/demo.csv
 .fi

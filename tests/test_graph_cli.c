@@ -180,11 +180,49 @@ static void test_other_models_and_splits(void **st)
     assert_int_equal(count_lines(csv), 1 + 6);
     assert_non_null(strstr(csv, ",graph,g,gcn,6,4,1,"));   /* 3 asked per class, only 2 per class outside val/test */
     free(csv);
+    char *note = out_file("err.txt");   /* ... and a note says so, even with --quiet */
+    assert_non_null(strstr(note, "--labels-per-class 3 asks for 9 training nodes"));
+    free(note);
     snprintf(args, sizeof args, "train --task graph --data %s/g --model mlp --epochs 3 --train-frac 0.5 --threads 1 --quiet", dir);
     assert_int_equal(run(args), 0);
     char *out = out_file("out.txt");
     assert_non_null(strstr(out, "train_size 3 "));   /* candidates: 60 − 14 val − 40 test = 6; half of them */
     free(out);
+}
+
+/* eval --task graph rebuilds a saved model (gat: heads from the metadata, hidden from the shapes) and
+ * reproduces the test accuracy train printed; without --task the checkpoint's own task is used. */
+static void test_eval_graph_checkpoint(void **st)
+{
+    (void)st;
+    const char *models[] = {"gat", "gcn", "mlp"};
+    for (int i = 0; i < 3; i++) {
+        char args[1024];
+        snprintf(args, sizeof args, "train --task graph --data %s/g --model %s --epochs 15 --hidden 6 --seed 3 --threads 1 "
+                 "--quiet --save %s/e.safetensors", dir, models[i], dir);
+        assert_int_equal(run(args), 0);
+        char *out = out_file("out.txt");
+        char *t = strstr(out, "test_acc ");
+        assert_non_null(t);
+        double want = strtod(t + 9, NULL) / 100;
+        free(out);
+        for (int k = 0; k < 2; k++) {
+            snprintf(args, sizeof args, "eval %s --load %s/e.safetensors --data %s/g --threads 1", k ? "" : "--task graph", dir, dir);
+            int rc = run(args);
+            if (rc) { char *e = out_file("err.txt"); fail_msg("eval exited %d: %s", rc, e ? e : "?"); }
+            out = out_file("out.txt");
+            t = strstr(out, "test_acc ");
+            assert_non_null(t);
+            assert_non_null(strstr(out, "test_nodes 40 "));
+            double got = strtod(t + 9, NULL);
+            if (fabs(got - want) > 0.006) fail_msg("%s: eval test_acc %.4f, train said %.4f", models[i], got, want);
+            free(out);
+        }
+    }
+    /* a graph with other features is refused */
+    char args[512];
+    snprintf(args, sizeof args, "eval --task graph --load %s/e.safetensors --data cora --threads 1", dir);
+    assert_int_not_equal(run(args), 0);
 }
 
 static void test_errors(void **st)
@@ -234,6 +272,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_train_csv_seeds_attention),
         cmocka_unit_test(test_other_models_and_splits),
+        cmocka_unit_test(test_eval_graph_checkpoint),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_bench_small),
     };

@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include "attnlab/io.h"
 #include "attnlab/train.h"
 #include "attnlab/checkpoint.h"
 #include "attnlab/images.h"
@@ -246,6 +249,66 @@ static void test_cli_csv_deterministic_and_eval(void **st)
     assert_non_null(ta);
     double got = strtod(ta + 9, NULL);
     if (!(fabs(got - want) < 1e-4 && got > 0.3)) fail_msg("eval --load: test_acc %.4f, the run's final row says %.4f", got, want);
+    /* eval --test-size N --logits: N rows index,label,logit_0..9; --quiet: nothing on stderr */
+    snprintf(cmd, sizeof cmd, "%s eval --load %s/m.safetensors --test-size 50 --logits %s/l.csv --threads 1 --quiet "
+             "> %s/eval2.txt 2> %s/eval2.err", b, dir, dir, dir, dir);
+    assert_int_equal(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "%s/eval2.txt", dir);
+    char *ev2 = slurp(cmd);
+    assert_non_null(strstr(ev2, "test_images 50 "));
+    snprintf(cmd, sizeof cmd, "%s/eval2.err", dir);
+    char *er2 = slurp(cmd);
+    assert_string_equal(er2, "");
+    snprintf(cmd, sizeof cmd, "%s/l.csv", dir);
+    char *lg = slurp(cmd);
+    assert_non_null(lg);
+    assert_true(!strncmp(lg, "index,label,logit_0,logit_1,", 28) && strstr(lg, ",logit_9\n"));
+    int rows = 0, prev = -1;
+    for (char *p = strchr(lg, '\n') + 1; *p; p = strchr(p, '\n') + 1) {
+        int idx, lab, commas = 0;
+        assert_int_equal(sscanf(p, "%d,%d", &idx, &lab), 2);
+        assert_true(idx > prev && idx < 10000 && lab >= 0 && lab < 10);   /* ascending positions in the test split */
+        for (char *q = p; *q != '\n'; q++) commas += *q == ',';
+        assert_int_equal(commas, 11);
+        prev = idx; rows++;
+    }
+    assert_int_equal(rows, 50);
+    free(ev2); free(er2); free(lg);
+    /* predict: one row per image file, the class by its Fashion-MNIST name (stored in the checkpoint) */
+    snprintf(cmd, sizeof cmd, "%s/imgs", dir);
+    mkdir(cmd, 0700);
+    for (int k = 0; k < 2; k++) {
+        uint8_t px[28 * 28];
+        for (int i = 0; i < 28 * 28; i++) px[i] = (uint8_t)(k ? (i % 28 > 8 && i % 28 < 20 ? 200 : 0) : i / 4);
+        al_error pe = {{0}};
+        snprintf(cmd, sizeof cmd, "%s/imgs/%d.png", dir, k);
+        assert_int_equal(al_png_write(cmd, px, 28, 28, 1, &pe), AL_OK);
+    }
+    snprintf(cmd, sizeof cmd, "%s predict --load %s/m.safetensors %s/imgs --threads 1 --quiet > %s/pred.csv", b, dir, dir, dir);
+    assert_int_equal(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "%s/pred.csv", dir);
+    char *pred = slurp(cmd);
+    assert_true(!strncmp(pred, "file,class,prob\n", 16));
+    const char *names[] = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"};
+    int nrows = 0;
+    for (char *p = strchr(pred, '\n') + 1; *p; p = strchr(p, '\n') + 1, nrows++) {
+        char *c1 = strchr(p, ','), *c2 = c1 ? strchr(c1 + 1, ',') : NULL;
+        assert_non_null(c2);
+        int known = 0;
+        for (int k = 0; k < 10; k++) known |= (size_t)(c2 - c1 - 1) == strlen(names[k]) && !strncmp(c1 + 1, names[k], strlen(names[k]));
+        if (!known) fail_msg("predict row '%.*s': not a class name", (int)(strchr(p, '\n') - p), p);
+        double prob = strtod(c2 + 1, NULL);
+        assert_true(prob >= 0.1 && prob <= 1.0);
+    }
+    assert_int_equal(nrows, 2);
+    free(pred);
+    /* train --help points to the graph task's options */
+    snprintf(cmd, sizeof cmd, "%s train --help > %s/help.txt", b, dir);
+    assert_int_equal(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "%s/help.txt", dir);
+    char *help = slurp(cmd);
+    assert_non_null(strstr(help, "train --task graph --help"));
+    free(help);
     /* a checkpoint for another model is refused */
     snprintf(cmd, sizeof cmd, "%s eval --load %s/m.safetensors --model cnn > /dev/null 2>&1", b, dir);
     int rc = system(cmd);

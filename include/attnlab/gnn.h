@@ -117,4 +117,11 @@ al_status al_gnn_step(al_gnn *m, const al_graph *g, al_ctx *c, al_optim *o, doub
 /* Evaluation without dropout, one forward pass over all nodes. */
 typedef struct al_gnn_eval { double train_loss, train_acc, val_loss, val_acc, test_loss, test_acc; } al_gnn_eval;
 al_status al_gnn_evaluate(al_gnn *m, const al_graph *g, al_ctx *c, al_gnn_eval *ev, al_error *err);
+
+/* ---------------- checkpoints ---------------- */
+/* Rebuild the model saved by `attnlab train --task graph --save` for graph g: model and heads from the
+ * checkpoint's __metadata__ (whose features and classes must match g), hidden width from the tensor
+ * shapes, then the weights. *meta (if meta is non-NULL) receives the metadata JSON (caller frees).
+ * Caller frees m with al_gnn_free (src/train/graph_checkpoint.c). */
+al_status al_gnn_load(const char *path, const al_graph *g, al_gnn *m, char **meta, al_error *err);
 #endif

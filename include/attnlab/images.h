@@ -94,4 +94,9 @@ al_status al_images_stats(const al_images *im, const int *idx /* (n) or NULL */,
 al_status al_images_batch(const al_images *im, const int *idx /* (b) */, int b, const float *mean /* (c) or NULL */,
                           const float *std /* (c) or NULL */, float *x /* (b, c, h, w) */, int *labels /* (b) or NULL */,
                           al_error *err);
+/* ---------- one image file ---------- */
+/* Decode an image file (PNG, JPEG, BMP, ... via stb_image) into out (channels, height, width), converted
+ * to `channels` and resized (linear) to height × width as an image folder's files are (src/data/image_file.c). */
+al_status al_image_file_load(const char *path, int channels, int height, int width, uint8_t *out /* (c, h, w) */,
+                             al_error *err);
 #endif

@@ -40,4 +40,10 @@ al_status al_train_image(al_model *m, const al_images *train, const al_images *t
 /* Accuracy of m on d (grad and training off, batches of `batch`). pred (d->n) may be NULL. */
 al_status al_eval_image(al_model *m, const al_images *d, const float mean[4], const float std[4],
                         int batch, double *acc, int *pred /* (d->n) or NULL */, al_error *err);
+/* al_eval_image with more out: logits (d->n × classes, row-major) may be NULL; fn(ud, done, total)
+ * after every batch (may be NULL). Same batches and results as al_eval_image (src/train/image_eval.c). */
+typedef void (*al_eval_progress_fn)(void *ud, int done, int total);
+al_status al_eval_image_ex(al_model *m, const al_images *d, const float mean[4], const float std[4], int batch,
+                           double *acc, int *pred /* (d->n) or NULL */, float *logits /* (d->n, classes) or NULL */,
+                           al_eval_progress_fn fn, void *ud, al_error *err);
 #endif

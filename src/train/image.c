@@ -51,17 +51,7 @@ static al_status eval_with(al_ctx *c, al_model *m, const al_images *d, const flo
 al_status al_eval_image(al_model *m, const al_images *d, const float mean[4], const float std[4],
                         int batch, double *acc, int *pred, al_error *err)
 {
-    if (batch < 1) batch = 256;
-    if (d->c != m->cfg.channels || d->h != m->cfg.height || d->w != m->cfg.width)
-        return al_seterr(err, "evaluation: images are %dx%dx%d but the %s model expects %dx%dx%d", d->c,
-                         d->h, d->w, m->cfg.name, m->cfg.channels, m->cfg.height, m->cfg.width);
-    al_ctx *c = al_ctx_new(0);
-    int *idx = malloc((size_t)batch * sizeof(int)), *lab = malloc((size_t)batch * sizeof(int));
-    al_status st;
-    if (!c || !idx || !lab) st = al_seterr(err, "evaluation: out of memory");
-    else st = eval_with(c, m, d, mean, std, batch, acc, pred, idx, lab, err);
-    free(idx); free(lab); al_ctx_free(c);
-    return st;
+    return al_eval_image_ex(m, d, mean, std, batch, acc, pred, NULL, NULL, NULL, err);   /* image_eval.c */
 }
 
 al_status al_train_image(al_model *m, const al_images *train, const al_images *test,

@@ -1,0 +1,485 @@
+/* cmd_train_image.c — attnlab train --task image: train an image classifier, log CSV, save a
+ * checkpoint. parse (options struct, the flag table of train_flags.h) → load data → build the model →
+ * run (train, or evaluate conv-attn) → save. */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "cli.h"
+#include "train_flags.h"
+#include "image_common.h"
+#include "attnlab/images.h"
+#include "attnlab/io.h"
+#include "attnlab/kernels.h"
+#include "attnlab/checkpoint.h"
+#include "attnlab/train.h"
+
+typedef struct train_image_opts {
+    const char *model, *data, *data_dir, *csv, *save, *init_from;
+    int epochs, batch, threads, train_size, test_size, eval_every, image_h, image_w, channels, quiet;
+    long seed;
+    float lr, wd; int wd_set;
+    /* model options; -1 / NULL = model default */
+    int heads, depth, dim, patch, window;
+    const char *pos, *score, *norm;
+    unsigned char seen[TF_NFLAGS];      /* flags given on the command line */
+} train_image_opts;
+
+/* What a run holds between its stages. */
+typedef struct image_run {
+    al_image_split D;
+    char dname[64];                     /* the dataset column: fashion-mnist or the folder's name */
+    al_model_config cfg;
+    al_model m;
+    int have_model, classes;
+} image_run;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: attnlab train [--task image] --model %s [OPTIONS]\n"
+        "       (the graph task's options: attnlab train --task graph --help)\n\n"
+        "Trains an image classifier with AdamW and cross-entropy; evaluates the whole test split after\n"
+        "every epoch; one CSV row per epoch (--csv); summary line on stdout; progress on stderr.\n\n"
+        "data:\n"
+        "  --data NAME|DIR      fashion-mnist (IDX files) or an image folder DIR/{train,test}/CLASS/*.png|jpg\n"
+        "                       (default fashion-mnist)\n"
+        "  --data-dir DIR       where the Fashion-MNIST .gz files are (default: $ATTNLAB_FASHION_MNIST, $ATTNLAB_DATA/fashion-mnist,\n"
+        "                       datasets/fashion-mnist, " AL_DATADIR "/fashion-mnist, then " AL_FASHION_MNIST_DIR ")\n"
+        "  --train-size N       stratified subset of N training images, seeded (default 0 = all)\n"
+        "  --test-size N        evaluate on a stratified subset of N test images (quick checks only;\n"
+        "                       default 0 = the whole test split, the reported protocol)\n"
+        "  --image-size HxW     image folders: resize to HxW, or SxS for a single number S (default: the\n"
+        "                       most common size in the folder)\n"
+        "  --channels C         image folders: 1 (grey) or 3 (RGB) (default: 3 if any image has colour)\n"
+        "training:\n"
+        "  --epochs N           (default 10)\n"
+        "  --lr X               AdamW learning rate (default 0.001)\n"
+        "  --wd X               AdamW weight decay on all parameters (default 0 for cnn, 0.01 otherwise)\n"
+        "  --batch N            (default 64)\n"
+        "  --seed N             init, subset and shuffling (default 1)\n"
+        "  --threads N          OpenMP threads (default: OMP_NUM_THREADS or all cores)\n"
+        "  --eval-every N       evaluate every N epochs and after the last (default 1); the CSV rows of\n"
+        "                       epochs not evaluated have an empty test_acc\n"
+        "model (sa, local):\n"
+        "  --dim N (64)  --depth N (2)  --heads N (4)  --patch P (2; 1 = pixel tokens)  --window K (local: 5)\n"
+        "  --pos none|learned|sinusoidal|relative   (sa: learned, local: relative)\n"
+        "  --score dot|additive (dot)   --norm softmax|relu (softmax)\n"
+        "  --init-from FILE     start from a checkpoint with the same parameters. conv-attn is not trained:\n"
+        "                       it runs a trained cnn checkpoint's convs as attention (exact construction)\n"
+        "                       and prints both test accuracies and how often their predictions agree\n"
+        "output:\n"
+        "  --csv FILE           append one row per epoch (columns: " AL_CSV_HEADER ")\n"
+        "                       val_acc is empty: image runs hold out no validation split\n"
+        "  --save FILE          safetensors checkpoint with the model and hyperparameters in __metadata__\n"
+        "  --quiet              no progress or thread line on stderr\n"
+        "A flag that does not apply to the model or data (e.g. --window with sa, --epochs with conv-attn,\n"
+        "--image-size with fashion-mnist) is an error (exit 2).\n", al_model_names());
+}
+
+
+/* ---- progress on stderr ---- */
+typedef struct prog {
+    int tty, quiet, total_steps, done_steps, evals_total, evals_done, batch, test_n;
+    double last_draw, last_step_elapsed, first_eval, eval_total;   /* first_eval < 0: not measured yet */
+    const train_image_opts *o;
+    const char *run_id; long train_size; long params; const char *dataset;
+    double last_test_acc, last_loss;
+    al_error *err;
+} prog;
+
+static void fmt_time(char *b, size_t n, double s)
+{
+    if (!(s >= 0) || s > 1e7) { snprintf(b, n, "--:--"); return; }
+    int t = (int)(s + 0.5);
+    if (t >= 3600) snprintf(b, n, "%d:%02d:%02d", t / 3600, t / 60 % 60, t % 60);
+    else snprintf(b, n, "%d:%02d", t / 60, t % 60);
+}
+
+/* Evaluations a run of `epochs` epochs makes with --eval-every k (and always after the last). */
+static int count_evals(int epochs, int k)
+{
+    int n = 0;
+    for (int e = 1; e <= epochs; e++) n += k <= 1 || e % k == 0 || e == epochs;
+    return n;
+}
+
+/* Remaining time: the training steps left at the rate so far (evaluation time taken out), plus the
+ * evaluations left at the duration of the first one (before it: a forward pass ~ 1/3 of a step). */
+static double eta(const prog *pg, double elapsed)
+{
+    if (!pg->done_steps) return NAN;
+    double per_step = (elapsed - pg->eval_total) / pg->done_steps;
+    double per_eval = pg->first_eval >= 0 ? pg->first_eval : per_step * pg->test_n / (3.0 * pg->batch);
+    return per_step * (pg->total_steps - pg->done_steps) + per_eval * (pg->evals_total - pg->evals_done);
+}
+
+static void draw_step(prog *pg, const al_train_progress *p)
+{
+    double now = al_time();
+    if (now - pg->last_draw < 0.1 && p->step != p->steps_per_epoch) return;
+    pg->last_draw = now;
+    char e[32]; fmt_time(e, sizeof e, eta(pg, p->elapsed));
+    int w = 20, fill = p->steps_per_epoch ? w * p->step / p->steps_per_epoch : 0;
+    char bar[32]; for (int i = 0; i < w; i++) bar[i] = i < fill ? '=' : ' '; bar[w] = 0;
+    fprintf(stderr, "\r\033[Kepoch %d/%d [%s] %d/%d loss %.4f %.0f img/s ETA %s", p->epoch, p->epochs, bar,
+            p->step, p->steps_per_epoch, p->loss, p->img_per_s, e);
+    fflush(stderr);
+}
+
+static int epoch_csv(prog *pg, const al_train_progress *p)
+{
+    al_csv_row r;
+    memset(&r, 0, sizeof r);
+    r.run_id = pg->run_id; r.task = "image"; r.dataset = pg->dataset; r.model = pg->o->model;
+    r.train_size = pg->train_size; r.seed = pg->o->seed; r.epoch = p->epoch;
+    r.train_loss = p->loss; r.train_acc = p->train_acc; r.val_acc = NAN; r.test_acc = p->test_acc;
+    r.epoch_seconds = p->epoch_seconds; r.samples_per_second = p->img_per_s; r.params = pg->params;
+    return al_csv_append(pg->o->csv, &r, pg->err) != AL_OK;
+}
+
+static int on_progress(void *ud, const al_train_progress *p)
+{
+    prog *pg = ud;
+    if (p->kind == 0) {
+        pg->done_steps++;
+        pg->last_step_elapsed = p->elapsed;
+        if (!pg->quiet && pg->tty) draw_step(pg, p);
+        return 0;
+    }
+    if (!isnan(p->test_acc)) {   /* evaluated: the time since the last step was the evaluation */
+        double t = p->elapsed - pg->last_step_elapsed;
+        if (pg->first_eval < 0) pg->first_eval = t;
+        pg->eval_total += t; pg->evals_done++;
+    }
+    pg->last_test_acc = p->test_acc; pg->last_loss = p->loss;
+    if (pg->o->csv && epoch_csv(pg, p)) return 1;
+    if (!pg->quiet) {
+        char e[32]; fmt_time(e, sizeof e, p->elapsed);
+        char ta[16];
+        if (isnan(p->test_acc)) snprintf(ta, sizeof ta, "-"); else snprintf(ta, sizeof ta, "%.4f", p->test_acc);
+        fprintf(stderr, "%sepoch %d/%d  loss %.4f  train_acc %.4f  test_acc %s  %.1f s  %.0f img/s  elapsed %s\n",
+                pg->tty ? "\r\033[K" : "", p->epoch, p->epochs, p->loss, p->train_acc, ta,
+                p->epoch_seconds, p->img_per_s, e);
+    }
+    return 0;
+}
+
+/* ---- parse ---- */
+/* --image-size S or HxW, each side in [4, 4096]. */
+static int parse_hw(const char *s, int *h, int *w)
+{
+    char *end; long a = strtol(s, &end, 10), b = a;
+    if (end != s && (*end == 'x' || *end == 'X')) { const char *t = end + 1; b = strtol(t, &end, 10); if (end == t) end = (char *)s; }
+    if (end == s || *end || a < 4 || a > 4096 || b < 4 || b > 4096) {
+        fprintf(stderr, "attnlab train: --image-size wants S or HxW with sides 4..4096, got '%s'\n", s);
+        return -1;
+    }
+    *h = (int)a; *w = (int)b;
+    return 0;
+}
+
+static int parse_channels(const char *s, int *out)
+{
+    if (cli_int32("train", "--channels", s, 1, CLI_NOMAX, out)) return -1;
+    if (*out != 1 && *out != 3) { fprintf(stderr, "attnlab train: --channels must be 1 or 3\n"); return -1; }
+    return 0;
+}
+
+static int parse_float(const char *flag, const char *s, double lo, float *out)
+{
+    double v;
+    if (cli_num("train", flag, s, lo, 1e3, &v)) return -1;
+    *out = (float)v;
+    return 0;
+}
+
+/* One flag's value into o; 0 ok, -1 (message printed) bad. Flags of the graph task are only noted
+ * (train_flags_check refuses them). */
+static int parse_flag(train_image_opts *o, int f, const char *a)
+{
+    const char *c = "train";
+    switch (f) {
+    case TF_TASK: if (!strcmp(a, "image")) return 0;
+        fprintf(stderr, "attnlab train: this is the image task, got --task %s\n", a); return -1;
+    case TF_MODEL: o->model = a; return 0;
+    case TF_DATA: o->data = a; return 0;
+    case TF_DATA_DIR: o->data_dir = a; return 0;
+    case TF_TRAIN_SIZE: return cli_int32(c, "--train-size", a, 0, CLI_NOMAX, &o->train_size);
+    case TF_TEST_SIZE: return cli_int32(c, "--test-size", a, 0, CLI_NOMAX, &o->test_size);
+    case TF_IMAGE_SIZE: return parse_hw(a, &o->image_h, &o->image_w);
+    case TF_CHANNELS: return parse_channels(a, &o->channels);
+    case TF_EPOCHS: return cli_int32(c, "--epochs", a, 1, CLI_NOMAX, &o->epochs);
+    case TF_LR: return parse_float("--lr", a, 1e-12, &o->lr);
+    case TF_WD: case TF_WEIGHT_DECAY: o->wd_set = 1; return parse_float("--wd", a, 0, &o->wd);
+    case TF_BATCH: return cli_int32(c, "--batch", a, 1, CLI_NOMAX, &o->batch);
+    case TF_EVAL_EVERY: return cli_int32(c, "--eval-every", a, 1, CLI_NOMAX, &o->eval_every);
+    case TF_SEED: return cli_int(c, "--seed", a, 0, CLI_NOMAX, &o->seed);
+    case TF_THREADS: return cli_threads(c, a, &o->threads);
+    case TF_DIM: return cli_int32(c, "--dim", a, 1, CLI_NOMAX, &o->dim);
+    case TF_DEPTH: return cli_int32(c, "--depth", a, 1, CLI_NOMAX, &o->depth);
+    case TF_HEADS: return cli_int32(c, "--heads", a, 1, CLI_NOMAX, &o->heads);
+    case TF_PATCH: return cli_int32(c, "--patch", a, 1, CLI_NOMAX, &o->patch);
+    case TF_WINDOW: return cli_int32(c, "--window", a, 1, CLI_NOMAX, &o->window);
+    case TF_POS: o->pos = a; return 0;
+    case TF_SCORE: o->score = a; return 0;
+    case TF_NORM: o->norm = a; return 0;
+    case TF_INIT_FROM: o->init_from = a; return 0;
+    case TF_CSV: o->csv = a; return 0;
+    case TF_SAVE: o->save = a; return 0;
+    case TF_QUIET: o->quiet = 1; return 0;
+    default: return 0;
+    }
+}
+
+/* argv → o. Returns -1 to go on, else the exit status (0 after --help). */
+static int parse_image_opts(int argc, char **argv, train_image_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->model = al_model_kind_at(0)->name; o->data = "fashion-mnist"; o->epochs = 10; o->batch = 64; o->seed = 1; o->lr = 1e-3f;
+    o->heads = o->depth = o->dim = o->patch = o->window = -1;
+    const struct option *lo = train_flags_options();
+    optind = 0; opterr = 0;
+    int ch;
+    while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+        if (ch == 'h' || ch == TF_BASE + TF_HELP) { usage(stdout); return 0; }
+        if (ch < TF_BASE || ch >= TF_BASE + TF_NFLAGS) return cli_bad_option("train", argv);
+        o->seen[ch - TF_BASE] = 1;
+        if (parse_flag(o, ch - TF_BASE, optarg)) return 2;   /* the parser printed what was wrong */
+    }
+    if (optind < argc) { fprintf(stderr, "attnlab train: unexpected argument '%s'\n", argv[optind]); return 2; }
+    return -1;
+}
+
+/* The model exists, every flag applies to it and to the data, conv-attn has its cnn. */
+static int check_image_opts(train_image_opts *o)
+{
+    al_error err = {{0}};
+    al_model_config cfg;
+    if (al_model_config_default(&cfg, o->model, 1, 1, 1, 2, &err) != AL_OK) { fprintf(stderr, "attnlab train: %s\n", err.msg); return 2; }
+    flag_ctx fc = {TASK_IMAGE, o->model, train_model_props(TASK_IMAGE, o->model)};
+    fc.props |= strcmp(o->data, "fashion-mnist") ? AP_FOLDER : AP_IDX;
+    if (train_flags_check(&fc, o->seen)) return 2;
+    const al_model_kind *kind = al_model_kind_find(o->model);
+    if (!kind->trainable && !o->init_from) {
+        fprintf(stderr, "attnlab train: --model %s needs --init-from CNN_CHECKPOINT (it is built from a trained cnn)\n", o->model);
+        return 2;
+    }
+    if (!o->wd_set) o->wd = kind->weight_decay;
+    return 0;
+}
+
+/* ---- load ---- */
+/* --data into R->D, with the --train-size and --test-size subsets. Returns an exit status. */
+static int load_image_data(const train_image_opts *o, image_run *R, al_error *err)
+{
+    app_dataset_name(o->data, R->dname, sizeof R->dname);
+    if (al_image_data_load(o->data, o->data_dir, o->channels, o->image_h, o->image_w, cli_warn, NULL, &R->D, err) != AL_OK)
+        return 1;
+    if (o->train_size > R->D.train.n) {
+        al_seterr(err, "--train-size %d is larger than the training split (%d images)", o->train_size, R->D.train.n);
+        return 2;
+    }
+    if (app_images_keep(&R->D.train, o->train_size, (uint64_t)o->seed, NULL, err) != AL_OK) return 1;
+    if (app_images_keep(&R->D.test, o->test_size, 0, NULL, err) != AL_OK) return 1;
+    R->classes = R->D.train.classes > R->D.test.classes ? R->D.train.classes : R->D.test.classes;
+    return 0;
+}
+
+/* ---- build ---- */
+/* The model options over the defaults; 0 or an exit status. */
+static int apply_model_opts(const train_image_opts *o, al_model_config *cfg, al_error *err)
+{
+    if (o->dim > 0) { cfg->dim = o->dim; cfg->hidden = 2 * o->dim; }
+    if (o->depth > 0) cfg->depth = o->depth;
+    if (o->heads > 0) cfg->heads = o->heads;
+    if (o->patch > 0) cfg->patch = o->patch;
+    if (o->window > 0) cfg->window = o->window;
+    if (o->pos && al_pos_parse(o->pos, &cfg->pos)) { al_seterr(err, "--pos must be none, learned, sinusoidal or relative"); return 2; }
+    if (o->score && al_score_parse(o->score, &cfg->score)) { al_seterr(err, "--score must be dot or additive"); return 2; }
+    if (o->norm && al_norm_parse(o->norm, &cfg->norm)) { al_seterr(err, "--norm must be softmax or relu"); return 2; }
+    const al_model_kind *kind = al_model_kind_find(cfg->name);
+    if (kind->windowed && cfg->patch > 0) {   /* a window beyond the grid only costs time */
+        int gh = cfg->height / cfg->patch, gw = cfg->width / cfg->patch;
+        if (cfg->window > (gh > gw ? gh : gw)) {
+            al_seterr(err, "--window %d is larger than the %dx%d token grid (%dx%d images, patch %d)", cfg->window, gh, gw,
+                      cfg->height, cfg->width, cfg->patch);
+            return 2;
+        }
+    }
+    return 0;
+}
+
+/* The model for the loaded data: defaults, options, initialisation, --init-from. Returns an exit status. */
+static int build_image_model(const train_image_opts *o, image_run *R, al_error *err)
+{
+    const al_images *T = &R->D.train;
+    if (al_model_config_default(&R->cfg, o->model, T->c, T->h, T->w, R->classes, err) != AL_OK) return 1;
+    int rc = apply_model_opts(o, &R->cfg, err);
+    if (rc) return rc;
+    if (al_model_init(&R->m, &R->cfg, (uint64_t)o->seed, err) != AL_OK) return 2;
+    R->have_model = 1;
+    if (o->init_from && R->m.kind->trainable) {   /* start from a checkpoint with the same parameter names and shapes */
+        if (al_safetensors_load(o->init_from, &R->m.params, NULL, err) != AL_OK) return 1;
+        al_model_refresh(&R->m);
+    }
+    return 0;
+}
+
+/* ---- run: conv-attn ---- */
+/* conv-attn is a fixed construction (forward only): take a trained cnn checkpoint, evaluate the same
+ * weights as a cnn and as attention. acc[0..1] = cnn, conv-attn; t[0..2] = timestamps; *agree = the
+ * fraction of equal predictions. Returns an exit status. */
+static int conv_attn_eval(const train_image_opts *o, al_model *m, const al_images *T, double acc[2], double t[3],
+                          double *agree, al_error *err)
+{
+    al_model cnn;
+    float mean[4], std[4];
+    if (al_model_load(o->init_from, &cnn, mean, std, NULL, err) != AL_OK) return 1;
+    int rc = 1;
+    int *p1 = malloc((size_t)T->n * sizeof(int)), *p2 = malloc((size_t)T->n * sizeof(int));
+    /* a trained model with conv-attn's own parameters: the cnn */
+    if (!cnn.kind->trainable || cnn.kind->init != m->kind->init || cnn.params.total != m->params.total || cnn.cfg.channels != m->cfg.channels ||
+        cnn.cfg.height != m->cfg.height || cnn.cfg.width != m->cfg.width || cnn.cfg.classes != m->cfg.classes) {
+        al_seterr(err, "--init-from %s: conv-attn needs a cnn checkpoint for %dx%dx%d images and %d classes (it holds a %s model)",
+                  o->init_from, m->cfg.channels, m->cfg.height, m->cfg.width, m->cfg.classes, cnn.cfg.name);
+        rc = 2; goto done;
+    }
+    if (!p1 || !p2) { al_seterr(err, "out of memory"); goto done; }
+    memcpy(m->params.data, cnn.params.data, (size_t)m->params.total * sizeof(float));
+    al_model_refresh(m);
+    t[0] = al_time();
+    if (al_eval_image(&cnn, T, mean, std, 256, &acc[0], p1, err) != AL_OK) goto done;
+    t[1] = al_time();
+    if (al_eval_image(m, T, mean, std, 256, &acc[1], p2, err) != AL_OK) goto done;
+    t[2] = al_time();
+    int same = 0;
+    for (int i = 0; i < T->n; i++) same += p1[i] == p2[i];
+    *agree = T->n ? (double)same / T->n : 1.0;
+    rc = 0;
+done:
+    free(p1); free(p2);
+    al_model_free(&cnn);
+    return rc;
+}
+
+/* Both accuracies and their agreement: CSV row, summary line, < 99.9 % agreement is an error. */
+static int run_conv_attn(const train_image_opts *o, image_run *R, al_error *err)
+{
+    al_model *m = &R->m;
+    const al_images *T = &R->D.test;
+    double acc[2], t[3], frac;
+    int rc = conv_attn_eval(o, m, T, acc, t, &frac, err);
+    if (rc) return rc;
+    char canon[2048], run_id[17];
+    al_image_run_canonical(canon, sizeof canon, &m->cfg, R->dname, 0, 0, 0.f, 0.f, 0, o->seed);
+    size_t l = strlen(canon);
+    snprintf(canon + l, sizeof canon - l, ";init_from=%s;test_size=%d", o->init_from, T->n);
+    al_run_id(run_id, canon);
+    if (o->csv) {
+        al_csv_row r;
+        memset(&r, 0, sizeof r);
+        r.run_id = run_id; r.task = "image"; r.dataset = R->dname; r.model = o->model; r.train_size = 0;
+        r.seed = o->seed; r.epoch = 0; r.train_loss = r.train_acc = r.val_acc = NAN; r.test_acc = acc[1];
+        r.epoch_seconds = t[2] - t[1]; r.samples_per_second = T->n / (t[2] - t[1] > 1e-9 ? t[2] - t[1] : 1e-9);
+        r.params = (long)m->params.total;
+        if (al_csv_append(o->csv, &r, err) != AL_OK) return 1;
+    }
+    printf("run %s task image data %s model conv-attn init_from %s test_images %d test_acc %.4f cnn_test_acc %.4f "
+           "agree_with_cnn %.5f cnn_seconds %.1f conv_attn_seconds %.1f\n", run_id, R->dname, o->init_from, T->n,
+           acc[1], acc[0], frac, t[1] - t[0], t[2] - t[1]);
+    fflush(stdout);
+    if (frac < 0.999) { al_seterr(err, "conv-attn agrees with the cnn on only %.3f%% of the test set (< 99.9%%)", 100 * frac); return 1; }
+    return 0;
+}
+
+/* ---- run: training ---- */
+static void image_run_id(const train_image_opts *o, const image_run *R, char run_id[17])
+{
+    char canon[2048];
+    al_image_run_canonical(canon, sizeof canon, &R->cfg, R->dname, R->D.train.n, o->epochs, o->lr, o->wd, o->batch, o->seed);
+    if (o->test_size > 0) {   /* a reduced test set is a different experiment */
+        size_t l = strlen(canon);
+        snprintf(canon + l, sizeof canon - l, ";test_size=%d", R->D.test.n);
+    }
+    al_run_id(run_id, canon);
+}
+
+/* The checkpoint: the model, the normalisation, the run's hyperparameters, the class names (predict
+ * prints them). */
+static al_status save_image(const train_image_opts *o, const image_run *R, const al_train_config *tc, const char *run_id,
+                            double test_acc, al_error *err)
+{
+    char vb[6][48], names[8192] = "";
+    snprintf(vb[0], 48, "%d", R->D.train.n); snprintf(vb[1], 48, "%d", o->epochs); snprintf(vb[2], 48, "%.9g", (double)o->lr);
+    snprintf(vb[3], 48, "%.9g", (double)o->wd); snprintf(vb[4], 48, "%d", o->batch); snprintf(vb[5], 48, "%ld", o->seed);
+    char acc[32]; snprintf(acc, sizeof acc, "%.6f", test_acc);
+    const char *kv[] = {"task", "image", "data", R->dname, "train_size", vb[0], "epochs", vb[1], "lr", vb[2],
+                        "wd", vb[3], "batch", vb[4], "seed", vb[5], "optim", "adamw", "run_id", run_id,
+                        "test_acc", acc, APP_CLASS_NAMES_KEY, names};
+    int nkv = (int)(sizeof kv / sizeof *kv / 2);
+    const al_images *T = R->D.train.class_names ? &R->D.train : &R->D.test;
+    if (!T->class_names || T->classes != R->classes || app_class_names_join(T->class_names, T->classes, names, sizeof names))
+        nkv--;   /* no names (or too long): predict prints class indices */
+    return al_model_save(o->save, &R->m, tc->mean, tc->std, kv, nkv, err);
+}
+
+static void start_progress(prog *pg, const train_image_opts *o, const image_run *R, const char *run_id, al_error *err)
+{
+    memset(pg, 0, sizeof *pg);
+    pg->tty = isatty(2); pg->quiet = o->quiet; pg->o = o; pg->run_id = run_id; pg->train_size = R->D.train.n;
+    pg->params = (long)R->m.params.total; pg->dataset = R->dname; pg->err = err; pg->last_test_acc = NAN; pg->last_loss = NAN;
+    pg->total_steps = o->epochs * ((R->D.train.n + o->batch - 1) / o->batch);
+    pg->evals_total = R->D.test.n > 0 ? count_evals(o->epochs, o->eval_every) : 0;
+    pg->batch = o->batch; pg->test_n = R->D.test.n; pg->first_eval = -1;
+}
+
+/* Train, save, print the summary line. Returns an exit status. */
+static int run_training(const train_image_opts *o, image_run *R, al_error *err)
+{
+    const al_images *T = &R->D.train;
+    al_train_config tc;
+    memset(&tc, 0, sizeof tc);
+    tc.epochs = o->epochs; tc.batch = o->batch; tc.eval_batch = 256; tc.eval_every = o->eval_every; tc.lr = o->lr;
+    tc.weight_decay = o->wd; tc.seed = (uint64_t)o->seed;
+    for (int i = 0; i < 4; i++) { tc.mean[i] = 0.f; tc.std[i] = 1.f; }
+    if (al_images_stats(T, NULL, 0, tc.mean, tc.std, err) != AL_OK) return 1;
+    char run_id[17];
+    image_run_id(o, R, run_id);
+    prog pg;
+    start_progress(&pg, o, R, run_id, err);
+    if (!o->quiet)
+        fprintf(stderr, "attnlab train: %s (%lld params) on %s: %d train / %d test images %dx%dx%d, %d classes, run %s\n",
+                o->model, (long long)R->m.params.total, R->dname, T->n, R->D.test.n, T->c, T->h, T->w, R->classes, run_id);
+    double t0 = al_time();
+    if (al_train_image(&R->m, T, &R->D.test, &tc, on_progress, &pg, err) != AL_OK) return 1;
+    double secs = al_time() - t0;
+    if (o->save && save_image(o, R, &tc, run_id, pg.last_test_acc, err) != AL_OK) return 1;
+    printf("run %s task image data %s model %s train_size %d seed %ld epochs %d params %lld train_loss %.4f test_acc %.4f seconds %.1f%s%s\n",
+           run_id, R->dname, o->model, T->n, o->seed, o->epochs, (long long)R->m.params.total, pg.last_loss,
+           pg.last_test_acc, secs, o->save ? " saved " : "", o->save ? o->save : "");
+    fflush(stdout);
+    return 0;
+}
+
+int train_image_main(int argc, char **argv)
+{
+    train_image_opts o;
+    int rc = parse_image_opts(argc, argv, &o);
+    if (rc >= 0) return rc;
+    if (cli_check_env_threads("train") || check_image_opts(&o)) return 2;
+    if (o.threads > 0) al_set_threads(o.threads);
+    if (!o.quiet) fprintf(stderr, "attnlab train: %d threads, gemm %s\n", al_threads(), al_gemm_backend());
+    al_error err = {{0}};
+    image_run R;
+    memset(&R, 0, sizeof R);
+    rc = load_image_data(&o, &R, &err);
+    if (!rc) rc = build_image_model(&o, &R, &err);
+    if (!rc) rc = R.m.kind->trainable ? run_training(&o, &R, &err) : run_conv_attn(&o, &R, &err);
+    if (rc) fprintf(stderr, "%sattnlab train: %s\n", isatty(2) && !o.quiet ? "\r\033[K" : "", err.msg[0] ? err.msg : "failed");
+    if (R.have_model) al_model_free(&R.m);
+    al_image_split_free(&R.D);
+    return rc;
+}

@@ -1,0 +1,87 @@
+/* image_common.c — see image_common.h. */
+#include <stdlib.h>
+#include <string.h>
+#include <stdio.h>
+#include "image_common.h"
+
+void app_dataset_name(const char *data, char *name, size_t nn)
+{
+    if (!strcmp(data, "fashion-mnist")) { snprintf(name, nn, "fashion-mnist"); return; }
+    const char *b = data + strlen(data);
+    while (b > data && b[-1] == '/') b--;
+    const char *e = b;
+    while (b > data && b[-1] != '/') b--;
+    snprintf(name, nn, "%.*s", (int)(e - b), b);
+    for (char *q = name; *q; q++) if (*q == ',' || *q == '"' || *q == '\n') *q = '_';
+}
+
+/* Replace im by the n images idx[0..n) (copied). */
+static al_status take_subset(al_images *im, const int *idx, int n, al_error *err)
+{
+    size_t per = (size_t)im->c * im->h * im->w;
+    uint8_t *pix = malloc((size_t)n * per);
+    int *lab = malloc((size_t)n * sizeof(int));
+    if (!pix || !lab) { free(pix); free(lab); return al_seterr(err, "out of memory taking a subset of %d images", n); }
+    for (int i = 0; i < n; i++) { memcpy(pix + (size_t)i * per, im->pix + (size_t)idx[i] * per, per); lab[i] = im->labels[idx[i]]; }
+    free(im->pix); free(im->labels);
+    im->pix = pix; im->labels = lab; im->n = n;
+    return AL_OK;
+}
+
+al_status app_images_keep(al_images *im, int n, uint64_t seed, int **keep, al_error *err)
+{
+    if (keep) *keep = NULL;
+    if (n <= 0 || n >= im->n) return AL_OK;
+    int *idx = malloc((size_t)n * sizeof(int));
+    al_status st = idx ? al_images_subset(im, n, seed, idx, err) : al_seterr(err, "out of memory");
+    if (st == AL_OK) st = take_subset(im, idx, n, err);
+    if (st == AL_OK && keep) *keep = idx;
+    else free(idx);
+    return st;
+}
+
+int app_class_names_join(char *const *names, int k, char *buf, size_t n)
+{
+    size_t o = 0;
+    for (int i = 0; i < k; i++) {
+        if (i) { if (o + 1 >= n) return -1; buf[o++] = ','; }
+        for (const char *p = names[i]; *p; p++) {
+            const char *esc = *p == '%' ? "%25" : *p == ',' ? "%2C" : NULL;
+            size_t len = esc ? 3 : 1;
+            if (o + len >= n) return -1;
+            if (esc) memcpy(buf + o, esc, 3); else buf[o] = *p;
+            o += len;
+        }
+    }
+    if (o >= n) return -1;
+    buf[o] = 0;
+    return 0;
+}
+
+char **app_class_names_split(const char *s, int *k)
+{
+    int n = 1;
+    for (const char *p = s; *p; p++) n += *p == ',';
+    char **names = calloc((size_t)n, sizeof *names);
+    if (!names) return NULL;
+    for (int i = 0; i < n; i++) {
+        const char *e = strchr(s, ',');
+        size_t len = e ? (size_t)(e - s) : strlen(s), o = 0;
+        if (!(names[i] = malloc(len + 1))) { app_class_names_free(names, i); return NULL; }
+        for (size_t j = 0; j < len; j++) {
+            if (s[j] == '%' && j + 2 < len && !strncmp(s + j, "%25", 3)) { names[i][o++] = '%'; j += 2; }
+            else if (s[j] == '%' && j + 2 < len && !strncmp(s + j, "%2C", 3)) { names[i][o++] = ','; j += 2; }
+            else names[i][o++] = s[j];
+        }
+        names[i][o] = 0;
+        s = e ? e + 1 : s + len;
+    }
+    *k = n;
+    return names;
+}
+
+void app_class_names_free(char **names, int k)
+{
+    if (names) for (int i = 0; i < k; i++) free(names[i]);
+    free(names);
+}

@@ -1,0 +1,24 @@
+/* image_common.h — what the image commands (train, eval, predict) share: the dataset column's name,
+ * the stratified test/train subsets, and class names in a checkpoint's metadata. */
+#ifndef ATTNLAB_APPS_IMAGE_COMMON_H
+#define ATTNLAB_APPS_IMAGE_COMMON_H
+#include <stddef.h>
+#include <stdint.h>
+#include "attnlab/images.h"
+
+/* The dataset column of the CSV: fashion-mnist, or an image folder's last path component. */
+void app_dataset_name(const char *data, char *name, size_t nn);
+/* Keep the stratified, seeded subset of n images of im (al_images_subset); nothing if n is 0 or not
+ * below im->n. If idx is non-NULL, *idx receives the kept images' positions in the old im (malloc'd,
+ * im->n entries after the call; NULL when nothing was dropped). */
+al_status app_images_keep(al_images *im, int n, uint64_t seed, int **idx, al_error *err);
+
+/* Checkpoint metadata key of the class names: "class_names" = the names joined by ',' with '%' and ','
+ * inside a name written as %25 and %2C. */
+#define APP_CLASS_NAMES_KEY "class_names"
+/* names[0..k) joined into buf; -1 if buf is too small. */
+int    app_class_names_join(char *const *names, int k, char *buf, size_t n);
+/* The names of a joined list: a malloc'd array of *k malloc'd strings (free with app_class_names_free). */
+char **app_class_names_split(const char *s, int *k);
+void   app_class_names_free(char **names, int k);
+#endif

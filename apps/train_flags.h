@@ -1,0 +1,89 @@
+/* train_flags.h — every option of `attnlab train` in one table: its name, whether it takes a value,
+ * and to which task, model and data it applies. A flag given where it does not apply is an error
+ * (exit 2, one line naming the flag and why), never silently ignored. Both task parsers use the
+ * same getopt table (train_flags_options), so a flag of the other task is recognised and refused
+ * with the reason rather than as "unknown". */
+#ifndef ATTNLAB_TRAIN_FLAGS_H
+#define ATTNLAB_TRAIN_FLAGS_H
+#include <getopt.h>
+
+/* What a flag needs (AP_*: where it applies), per task (0 in a task's column: the flag is not an option of that task). */
+enum {
+    AP_ANY = 1,             /* every model of the task */
+    AP_TRAINABLE = 2,       /* image models that are trained (not conv-attn) */
+    AP_ATTENTION = 4,       /* models with attention (image: transformers; graph: gat, gat-full) */
+    AP_WINDOWED = 8,        /* windowed attention (local) */
+    AP_FOLDER = 16,         /* --data is an image folder */
+    AP_IDX = 32,            /* --data is fashion-mnist */
+    AP_PERCLASS = 64,       /* --split per-class */
+    AP_FRAC = 128,          /* --split frac */
+    AP_SEEDS = 256          /* several --seeds */
+};
+
+/*        id           name                has_arg  image                        graph */
+#define TRAIN_FLAGS(X) \
+    X(TASK,          "task",              1, AP_ANY,                      AP_ANY) \
+    X(MODEL,         "model",             1, AP_ANY,                      AP_ANY) \
+    X(DATA,          "data",              1, AP_ANY,                      AP_ANY) \
+    X(DATA_DIR,      "data-dir",          1, AP_IDX,                      0) \
+    X(TRAIN_SIZE,    "train-size",        1, AP_TRAINABLE,                0) \
+    X(TEST_SIZE,     "test-size",         1, AP_ANY,                      0) \
+    X(IMAGE_SIZE,    "image-size",        1, AP_FOLDER,                   0) \
+    X(CHANNELS,      "channels",          1, AP_FOLDER,                   0) \
+    X(EPOCHS,        "epochs",            1, AP_TRAINABLE,                AP_ANY) \
+    X(LR,            "lr",                1, AP_TRAINABLE,                AP_ANY) \
+    X(WD,            "wd",                1, AP_TRAINABLE,                AP_ANY) \
+    X(WEIGHT_DECAY,  "weight-decay",      1, AP_TRAINABLE,                AP_ANY) \
+    X(BATCH,         "batch",             1, AP_TRAINABLE,                0) \
+    X(EVAL_EVERY,    "eval-every",        1, AP_TRAINABLE,                0) \
+    X(SEED,          "seed",              1, AP_ANY,                      AP_ANY) \
+    X(SEEDS,         "seeds",             1, 0,                           AP_ANY) \
+    X(THREADS,       "threads",           1, AP_ANY,                      AP_ANY) \
+    X(SEQUENTIAL,    "sequential",        0, 0,                           AP_SEEDS) \
+    X(DIM,           "dim",               1, AP_ATTENTION,                0) \
+    X(DEPTH,         "depth",             1, AP_ATTENTION,                0) \
+    X(HEADS,         "heads",             1, AP_ATTENTION,                AP_ATTENTION) \
+    X(PATCH,         "patch",             1, AP_ATTENTION,                0) \
+    X(WINDOW,        "window",            1, AP_WINDOWED,                 0) \
+    X(POS,           "pos",               1, AP_ATTENTION,                0) \
+    X(SCORE,         "score",             1, AP_ATTENTION,                0) \
+    X(NORM,          "norm",              1, AP_ATTENTION,                0) \
+    X(INIT_FROM,     "init-from",         1, AP_ANY,                      0) \
+    X(SPLIT,         "split",             1, 0,                           AP_ANY) \
+    X(LPC,           "labels-per-class",  1, 0,                           AP_PERCLASS) \
+    X(FRAC,          "train-frac",        1, 0,                           AP_FRAC) \
+    X(NO_NORMALIZE,  "no-normalize",      0, 0,                           AP_ANY) \
+    X(HIDDEN,        "hidden",            1, 0,                           AP_ANY) \
+    X(DROPOUT,       "dropout",           1, 0,                           AP_ANY) \
+    X(ATTN_DROPOUT,  "attn-dropout",      1, 0,                           AP_ATTENTION) \
+    X(PATIENCE,      "patience",          1, 0,                           AP_ANY) \
+    X(ATTENTION,     "attention",         1, 0,                           AP_ATTENTION) \
+    X(CSV,           "csv",               1, AP_ANY,                      AP_ANY) \
+    X(SAVE,          "save",              1, AP_TRAINABLE,                AP_ANY) \
+    X(QUIET,         "quiet",             0, AP_ANY,                      AP_ANY) \
+    X(HELP,          "help",              0, AP_ANY,                      AP_ANY)
+
+#define TF_ENUM(id, name, arg, img, gr) TF_##id,
+enum { TRAIN_FLAGS(TF_ENUM) TF_NFLAGS };
+#undef TF_ENUM
+#define TF_BASE 256     /* getopt_long returns TF_BASE + the flag's id */
+
+typedef struct train_flag { const char *name; int has_arg; unsigned image, graph; } train_flag;
+extern const train_flag train_flags[TF_NFLAGS];
+
+/* The getopt_long table of every train flag (static storage). */
+const struct option *train_flags_options(void);
+
+enum { TASK_IMAGE, TASK_GRAPH };
+/* What the flags are checked against. */
+typedef struct flag_ctx {
+    int task;                   /* TASK_IMAGE or TASK_GRAPH */
+    const char *model;          /* the --model name (known to the task's model table) */
+    unsigned props;             /* TF_* that hold: the model's properties and the data / split / seeds */
+} flag_ctx;
+/* The TF_* properties of a model from the library tables (image: al_model_kind; graph: al_gnn_model). */
+unsigned train_model_props(int task, const char *model);
+/* 0 if every flag in seen[0..TF_NFLAGS) applies; else prints "attnlab train: --FLAG ..." (why) and
+ * returns 2. */
+int train_flags_check(const flag_ctx *fc, const unsigned char *seen);
+#endif

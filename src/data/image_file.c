@@ -1,0 +1,54 @@
+/* image_file.c — one image file as a model input (images.h: al_image_file_load), decoded and resized
+ * exactly as the files of an image folder are (stb_image, then stb_image_resize's linear filter). */
+#include "attnlab/images.h"
+#include <stdlib.h>
+#include <string.h>
+#include <stb/stb_image.h>
+#if __has_include(<stb/stb_image_resize2.h>)
+#include <stb/stb_image_resize2.h>
+#define AL_STBIR2 1
+#else
+#include <stb/stb_image_resize.h>
+#endif
+
+static int resize_u8(const uint8_t *in, int w, int h, uint8_t *out, int W, int H, int c)
+{
+#ifdef AL_STBIR2
+    return stbir_resize_uint8_linear(in, w, h, 0, out, W, H, 0, (stbir_pixel_layout)c) != NULL;
+#else
+    return stbir_resize_uint8(in, w, h, 0, out, W, H, 0, c) != 0;
+#endif
+}
+
+al_status al_image_file_load(const char *path, int channels, int height, int width, uint8_t *out, al_error *err)
+{
+    int w, h, comp;
+    if (channels < 1 || channels > 4 || height < 1 || width < 1)
+        return al_seterr(err, "%s: bad target shape %dx%dx%d", path, channels, height, width);
+    if (!stbi_info(path, &w, &h, &comp)) {
+        const char *why = stbi_failure_reason();
+        return al_seterr(err, "%s: not a readable image (%s)", path, why ? why : "unknown error");
+    }
+    if ((int64_t)w * h > (int64_t)1 << 26) return al_seterr(err, "%s: %dx%d pixels is too large", path, w, h);
+    uint8_t *img = stbi_load(path, &w, &h, &comp, channels);
+    if (!img) {
+        const char *why = stbi_failure_reason();
+        return al_seterr(err, "%s: could not be decoded (%s)", path, why ? why : "unknown error");
+    }
+    const uint8_t *src = img;
+    uint8_t *rs = NULL;
+    if (w != width || h != height) {
+        rs = malloc((size_t)width * height * channels);
+        if (!rs || !resize_u8(img, w, h, rs, width, height, channels)) {
+            free(rs); stbi_image_free(img);
+            return al_seterr(err, "%s: resizing %dx%d to %dx%d failed", path, w, h, width, height);
+        }
+        src = rs;
+    }
+    const size_t hw = (size_t)height * width;
+    for (int ch = 0; ch < channels; ch++)
+        for (size_t i = 0; i < hw; i++) out[ch * hw + i] = src[i * (size_t)channels + (size_t)ch];
+    free(rs);
+    stbi_image_free(img);
+    return AL_OK;
+}

@@ -1,0 +1,78 @@
+/* graph_checkpoint.c — rebuild a graph model from the checkpoint `attnlab train --task graph --save`
+ * writes (gnn.h: al_gnn_load): the model and heads from __metadata__, the hidden width from the shape
+ * of layer1.bias (heads x hidden), then every tensor by name and shape. */
+#include "attnlab/gnn.h"
+#include "attnlab/io.h"
+#include "io_impl.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Number of values of tensor `name` in the safetensors header of path, or -1 (with a message). */
+static int64_t tensor_numel(const char *path, const char *name, al_error *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) { al_seterr(err, "%s: cannot open checkpoint: %s", path, strerror(errno)); return -1; }
+    unsigned char lb[8];
+    uint64_t hl = 0;
+    char *text = NULL;
+    int64_t n = -1;
+    if (al_pread_all(fd, lb, 8, 0) == 0) for (int k = 7; k >= 0; k--) hl = hl << 8 | lb[k];
+    if (hl >= 2 && hl <= (1u << 26) && (text = malloc(hl + 1)) && al_pread_all(fd, text, hl, 8) == 0) {
+        char jerr[200];
+        al_jval *root = al_json_parse(text, hl, jerr, sizeof jerr);
+        const al_jval *t = root ? al_json_get(root, name) : NULL, *sh = t ? al_json_get(t, "shape") : NULL;
+        if (sh && sh->t == AL_J_ARR) {
+            n = 1;
+            for (int k = 0; k < sh->n; k++) n = sh->kids[k]->t == AL_J_NUM && sh->kids[k]->is_int ? n * sh->kids[k]->i : -1;
+        }
+        al_json_free(root);
+    }
+    free(text);
+    close(fd);
+    if (n < 1) al_seterr(err, "%s: no tensor '%s' with a valid shape (not a graph checkpoint?)", path, name);
+    return n;
+}
+
+static int meta_int(const char *meta, const char *key, int dflt)
+{
+    char *v = al_meta_get(meta, key);
+    int x = v ? atoi(v) : dflt;
+    free(v);
+    return x;
+}
+
+al_status al_gnn_load(const char *path, const al_graph *g, al_gnn *m, char **meta_out, al_error *err)
+{
+    memset(m, 0, sizeof *m);
+    char *meta = NULL, *task = NULL, *model = NULL;
+    al_status st = al_safetensors_read_meta(path, &meta, err);
+    if (st == AL_OK) {
+        task = al_meta_get(meta, "task"); model = al_meta_get(meta, "model");
+        if (!task || strcmp(task, "graph") || !model) st = al_seterr(err, "%s: not a graph checkpoint (its metadata has task %s)", path, task ? task : "none");
+    }
+    al_gnn_kind kind;
+    al_gnn_cfg cfg;
+    if (st == AL_OK) st = al_gnn_kind_parse(model, &kind, err);
+    if (st == AL_OK) {
+        al_gnn_defaults(&cfg, kind);
+        cfg.heads = meta_int(meta, "heads", cfg.heads);
+        int F = meta_int(meta, "features", g->nfeat), C = meta_int(meta, "classes", g->nclass);
+        if (F != g->nfeat || C != g->nclass)
+            st = al_seterr(err, "%s: the model takes %d features and %d classes, but %s has %d and %d", path, F, C,
+                           g->name, g->nfeat, g->nclass);
+    }
+    if (st == AL_OK) {
+        int64_t hb = tensor_numel(path, "layer1.bias", err);
+        if (hb < 1 || cfg.heads < 1 || hb % cfg.heads) st = hb < 1 ? AL_ERR : al_seterr(err, "%s: layer1.bias has %lld values, not a multiple of %d heads", path, (long long)hb, cfg.heads);
+        else cfg.hidden = (int)(hb / cfg.heads);
+    }
+    if (st == AL_OK && (st = al_gnn_init(m, &cfg, g, 0, err)) == AL_OK && (st = al_safetensors_load(path, &m->params, NULL, err)) != AL_OK)
+        al_gnn_free(m);
+    free(task); free(model);
+    if (st == AL_OK && meta_out) *meta_out = meta;
+    else free(meta);
+    return st;
+}

@@ -1,0 +1,207 @@
+/* test_cli_flags.c — `attnlab train` refuses every flag that does not apply to the chosen task, model,
+ * data, split or seed count (exit 2, one line naming the flag), before it loads any data; absurd
+ * thread counts (--threads, OMP_NUM_THREADS) are refused by every command that runs OpenMP; a --window
+ * larger than the token grid is refused; eval refuses the other task's flags. Runs $ATTNLAB_BIN. */
+#include "testutil.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include "attnlab/io.h"
+
+static char dir[64];
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END); long n = ftell(f); fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)n + 1);
+    size_t r = fread(b, 1, (size_t)n, f);
+    fclose(f);
+    b[r] = 0;
+    return b;
+}
+/* Run `[env] bin ARGS`; returns the exit status, stderr in *err (caller frees). */
+static int run(const char *env, const char *args, char **err)
+{
+    char cmd[2048], path[128];
+    snprintf(cmd, sizeof cmd, "%s %s %s > /dev/null 2> %s/err.txt", env ? env : "", tu_attnlab_bin(), args, dir);
+    int rc = system(cmd);
+    snprintf(path, sizeof path, "%s/err.txt", dir);
+    *err = slurp(path);
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+static int count_lines(const char *s) { int n = 0; for (; *s; s++) n += *s == '\n'; return n; }
+
+/* `args` must exit 2 with one line on stderr that names `flag` (and `also`, if not NULL). */
+static void expect_refused(const char *env, const char *args, const char *flag, const char *also)
+{
+    char *err = NULL;
+    int rc = run(env, args, &err);
+    if (rc != 2 || !err || !strstr(err, flag) || count_lines(err) != 1 || (also && !strstr(err, also)))
+        fail_msg("'%s': exit %d (want 2), stderr '%s' (want one line naming %s%s%s)", args, rc, err ? err : "",
+                 flag, also ? " and " : "", also ? also : "");
+    free(err);
+}
+
+static const char *image_models[] = {"cnn", "sa", "local", "conv-attn"};
+static const char *graph_models[] = {"gat", "gat-full", "gcn", "mlp"};
+enum { TRAINABLE = 1, ATTENTION = 2, WINDOWED = 4 };
+static const unsigned image_props[] = {TRAINABLE, TRAINABLE | ATTENTION, TRAINABLE | ATTENTION | WINDOWED, 0};
+static const unsigned graph_props[] = {ATTENTION, ATTENTION, 0, 0};
+
+/* Image flags that need a model property (their value, the property). */
+static const struct { const char *flag, *value; unsigned need; } image_model_flags[] = {
+    {"--train-size", "10", TRAINABLE}, {"--epochs", "1", TRAINABLE}, {"--lr", "0.01", TRAINABLE},
+    {"--wd", "0", TRAINABLE}, {"--weight-decay", "0", TRAINABLE}, {"--batch", "8", TRAINABLE},
+    {"--eval-every", "1", TRAINABLE}, {"--save", "/tmp/never.safetensors", TRAINABLE},
+    {"--dim", "8", ATTENTION}, {"--depth", "1", ATTENTION}, {"--heads", "2", ATTENTION}, {"--patch", "2", ATTENTION},
+    {"--pos", "none", ATTENTION}, {"--score", "dot", ATTENTION}, {"--norm", "relu", ATTENTION}, {"--window", "3", WINDOWED}};
+/* Options of one task only (with a value, or "" for a switch). */
+static const struct { const char *flag, *value; } graph_only[] = {
+    {"--seeds", "1-2"}, {"--sequential", ""}, {"--split", "planetoid"}, {"--labels-per-class", "5"},
+    {"--train-frac", "0.5"}, {"--no-normalize", ""}, {"--hidden", "8"}, {"--dropout", "0.1"},
+    {"--attn-dropout", "0.1"}, {"--patience", "5"}, {"--attention", "a.csv"}};
+static const struct { const char *flag, *value; } image_only[] = {
+    {"--data-dir", "/nonexistent"}, {"--train-size", "10"}, {"--test-size", "10"}, {"--image-size", "8"},
+    {"--channels", "1"}, {"--batch", "8"}, {"--eval-every", "1"}, {"--dim", "8"}, {"--depth", "1"},
+    {"--patch", "2"}, {"--window", "3"}, {"--pos", "none"}, {"--score", "dot"}, {"--norm", "relu"},
+    {"--init-from", "/nonexistent"}};
+#define N(a) (int)(sizeof a / sizeof a[0])
+
+static void test_image_task(void **st)
+{
+    (void)st;
+    char args[1024];
+    for (int m = 0; m < N(image_models); m++) {
+        const char *model = image_models[m], *init = image_props[m] & TRAINABLE ? "" : "--init-from /nonexistent";
+        for (int f = 0; f < N(image_model_flags); f++) {
+            if ((image_props[m] & image_model_flags[f].need) == image_model_flags[f].need) continue;
+            snprintf(args, sizeof args, "train --model %s %s %s %s", model, init, image_model_flags[f].flag, image_model_flags[f].value);
+            expect_refused(NULL, args, image_model_flags[f].flag, model);
+        }
+        for (int f = 0; f < N(graph_only); f++) {
+            snprintf(args, sizeof args, "train --model %s %s %s %s", model, init, graph_only[f].flag, graph_only[f].value);
+            expect_refused(NULL, args, graph_only[f].flag, "graph");
+        }
+        /* data: --image-size / --channels need an image folder, --data-dir needs fashion-mnist */
+        snprintf(args, sizeof args, "train --model %s %s --image-size 8", model, init);
+        expect_refused(NULL, args, "--image-size", "fashion-mnist");
+        snprintf(args, sizeof args, "train --model %s %s --channels 1", model, init);
+        expect_refused(NULL, args, "--channels", "fashion-mnist");
+        snprintf(args, sizeof args, "train --model %s %s --data %s --data-dir /nonexistent", model, init, dir);
+        expect_refused(NULL, args, "--data-dir", "folder");
+    }
+}
+
+static void test_graph_task(void **st)
+{
+    (void)st;
+    char args[1024];
+    for (int m = 0; m < N(graph_models); m++) {
+        const char *model = graph_models[m];
+        for (int f = 0; f < N(image_only); f++) {
+            snprintf(args, sizeof args, "train --task graph --model %s %s %s", model, image_only[f].flag, image_only[f].value);
+            expect_refused(NULL, args, image_only[f].flag, "image");
+        }
+        if (!(graph_props[m] & ATTENTION)) {
+            snprintf(args, sizeof args, "train --task graph --model %s --heads 2", model);
+            expect_refused(NULL, args, "--heads", model);
+            snprintf(args, sizeof args, "train --task graph --model %s --attn-dropout 0.1", model);
+            expect_refused(NULL, args, "--attn-dropout", model);
+            snprintf(args, sizeof args, "train --task graph --model %s --labels-per-class 5 --attention a.csv", model);
+            expect_refused(NULL, args, "--attention", "no attention");
+        }
+        /* split and seeds */
+        snprintf(args, sizeof args, "train --task graph --model %s --split frac --labels-per-class 5", model);
+        expect_refused(NULL, args, "--labels-per-class", "per-class");
+        snprintf(args, sizeof args, "train --task graph --model %s --split planetoid --labels-per-class 5", model);
+        expect_refused(NULL, args, "--labels-per-class", "per-class");
+        snprintf(args, sizeof args, "train --task graph --model %s --split per-class --train-frac 0.5", model);
+        expect_refused(NULL, args, "--train-frac", "frac");
+        snprintf(args, sizeof args, "train --task graph --model %s --sequential", model);
+        expect_refused(NULL, args, "--sequential", "--seeds");
+    }
+}
+
+static void test_eval_flags(void **st)
+{
+    (void)st;
+    const char *image_flags[] = {"--batch 8", "--test-size 10", "--logits l.csv", "--data-dir /x"};
+    char args[512];
+    for (int i = 0; i < N(image_flags); i++) {
+        snprintf(args, sizeof args, "eval --task graph --load /nonexistent %s", image_flags[i]);
+        char flag[32]; sscanf(image_flags[i], "%31s", flag);
+        expect_refused(NULL, args, flag, "graph");
+    }
+    expect_refused(NULL, "eval --task image --load /nonexistent --no-normalize", "--no-normalize", "image");
+    snprintf(args, sizeof args, "eval --load /nonexistent --data %s --data-dir /x", dir);
+    expect_refused(NULL, args, "--data-dir", "folder");
+}
+
+static void test_absurd_threads(void **st)
+{
+    (void)st;
+    const char *cmds[] = {"train --model cnn", "train --task graph --model gat", "eval --load /nonexistent",
+                          "attnmap --load /nonexistent --out /tmp/never.png", "predict --load /nonexistent x.png",
+                          "bench train --model cnn", "bench gemm", "bench attention", "bench graph"};
+    char args[512];
+    for (int i = 0; i < N(cmds); i++) {
+        snprintf(args, sizeof args, "%s --threads 65536", cmds[i]);
+        expect_refused(NULL, args, "--threads", "65536");
+        expect_refused("OMP_NUM_THREADS=100000", cmds[i], "OMP_NUM_THREADS", "100000");
+    }
+}
+
+/* A 28x28 image folder: --window beyond the 14x14 token grid (patch 2) is refused after loading. */
+static void test_window_beyond_grid(void **st)
+{
+    (void)st;
+    char p[256], args[512];
+    uint8_t pix[28 * 28];
+    al_error e = {{0}};
+    const char *sub[] = {"train/a", "train/b", "test/a", "test/b"};
+    snprintf(p, sizeof p, "%s/img", dir); mkdir(p, 0700);
+    snprintf(p, sizeof p, "%s/img/train", dir); mkdir(p, 0700);
+    snprintf(p, sizeof p, "%s/img/test", dir); mkdir(p, 0700);
+    for (int s = 0; s < 4; s++) {
+        snprintf(p, sizeof p, "%s/img/%s", dir, sub[s]); mkdir(p, 0700);
+        for (int k = 0; k < 2; k++) {
+            for (int i = 0; i < 28 * 28; i++) pix[i] = (uint8_t)(i * (s + 1) + k);
+            snprintf(p, sizeof p, "%s/img/%s/%d.png", dir, sub[s], k);
+            assert_int_equal(al_png_write(p, pix, 28, 28, 1, &e), AL_OK);
+        }
+    }
+    const char *windows[] = {"99", "15"};
+    for (int i = 0; i < N(windows); i++) {
+        snprintf(args, sizeof args, "train --model local --data %s/img --window %s --epochs 1 --threads 1 --quiet", dir, windows[i]);
+        expect_refused(NULL, args, "--window", "14x14");
+    }
+}
+
+static int setup(void **st)
+{
+    (void)st;
+    snprintf(dir, sizeof dir, "/tmp/attnlab_cli_flags_XXXXXX");
+    return mkdtemp(dir) ? 0 : -1;
+}
+static int teardown(void **st)
+{
+    (void)st;
+    char cmd[256]; snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_image_task),
+        cmocka_unit_test(test_graph_task),
+        cmocka_unit_test(test_eval_flags),
+        cmocka_unit_test(test_absurd_threads),
+        cmocka_unit_test(test_window_beyond_grid),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
