@@ -25,12 +25,17 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-        "usage: attnlab plot FILE.csv --out FILE.png [--kind tradeoff|curves] [--size N] [--script FILE.gp]\n"
+        "usage: attnlab plot FILE.csv --out FILE.png [--kind tradeoff|curves] [--size N] [--by KEYS]\n"
+        "                    [--script FILE.gp]\n"
         "       attnlab plot ATTENTION.csv --kind graph-attention --node N [--layer L] --out FILE.png\n"
         "  --kind tradeoff  final test accuracy vs training-set size (log x), mean +- std over seeds as error\n"
-        "                   bars, one line per model (default); for graph CSVs x is the number of labelled\n"
-        "                   training nodes (labels per class x classes)\n"
-        "  --kind curves    test accuracy per epoch (mean +- std over seeds), one line per model, at one size\n"
+        "                   bars, one line per model and variant (default); for graph CSVs x is the number\n"
+        "                   of labelled training nodes (labels per class x classes)\n"
+        "  --kind curves    test accuracy per epoch (mean +- std over seeds), one line per model and variant,\n"
+        "                   at one size\n"
+        "  --by KEYS        variants by these config keys only (comma list, e.g. patch,pos; --by model: one\n"
+        "                   line per model); default: the whole config. The legend names the keys that differ.\n"
+        "                   Runs that did not finish are left out (attnlab summarize lists them)\n"
         "  --size N         curves: the training-set size to draw (default: the largest in the file)\n"
         "  --kind graph-attention  the CSV of attnlab train --task graph --attention (layer,head,src,dst,weight,\n"
         "                   a row = dst attends to src): the weights node --node gives its neighbours (and\n"
@@ -42,12 +47,26 @@ static void usage(FILE *f)
 /* gnuplot single-quoted strings take everything literally except the quote itself. */
 static int quotable(const char *s) { return !strchr(s, '\'') && !strchr(s, '\n'); }
 
-/* Distinct model names of the summary, in its (sorted) order. */
-static int models_of(const al_summary *s, const char **m, int max)
+/* One line of a plot: a model and a variant (config) of it. */
+typedef struct series { const char *model, *config; char title[160]; } series;
+static int same_series(const series *a, const char *model, const char *config)
+{
+    return !strcmp(a->model, model) && !strcmp(a->config, config);
+}
+/* Distinct (model, config) of the summary in its sorted order; titles name the model and the config
+ * keys that differ between the summary's groups. */
+static int series_of(const al_summary *s, series *out, int max)
 {
     int n = 0;
-    for (int i = 0; i < s->n; i++)
-        if ((n == 0 || strcmp(m[n - 1], s->grp[i].model)) && n < max) m[n++] = s->grp[i].model;
+    for (int i = 0; i < s->n && n < max; i++) {
+        if (n && same_series(&out[n - 1], s->grp[i].model, s->grp[i].config)) continue;
+        series *q = &out[n++];
+        q->model = s->grp[i].model; q->config = s->grp[i].config;
+        char label[128];
+        al_summary_label(s, i, label, sizeof label);
+        snprintf(q->title, sizeof q->title, "%s%s%s", q->model, *label ? " " : "", label);
+        for (char *c = q->title; *c; c++) if (*c == '\'') *c = '"';   /* gnuplot single-quoted */
+    }
     return n;
 }
 
@@ -61,13 +80,13 @@ static void preamble(FILE *f, const char *tmp_out)
 
 static int tradeoff(FILE *f, const al_results *r, const al_summary *s, const char *task, const char *dataset)
 {
-    const char *m[64]; int nm = models_of(s, m, 64);
+    series m[64]; int nm = series_of(s, m, 64);
     int maxruns = 0;
     for (int i = 0; i < s->n; i++) if (s->grp[i].nruns > maxruns) maxruns = s->grp[i].nruns;
     for (int k = 0; k < nm; k++) {
         fprintf(f, "$d%d << EOD\n", k);
         for (int i = 0; i < s->n; i++)
-            if (!strcmp(s->grp[i].model, m[k]) && s->grp[i].train_size > 0)
+            if (same_series(&m[k], s->grp[i].model, s->grp[i].config) && s->grp[i].train_size > 0)
                 fprintf(f, "%ld %.6f %.6f %d\n", s->grp[i].train_size, s->grp[i].mean, s->grp[i].std, s->grp[i].nruns);
         fprintf(f, "EOD\n");
     }
@@ -97,14 +116,14 @@ static int tradeoff(FILE *f, const al_results *r, const al_summary *s, const cha
     else fprintf(f, "set title '%s: final test accuracy vs training-set size (one seed)'\n", dataset);
     fprintf(f, "set autoscale xfix\nset offsets graph 0.05, graph 0.05, 0, 0\nplot ");
     for (int k = 0; k < nm; k++)
-        fprintf(f, "%s$d%d using 1:2:3 with yerrorlines lw 2 pt 7 title '%s'", k ? ", " : "", k, m[k]);
+        fprintf(f, "%s$d%d using 1:2:3 with yerrorlines lw 2 pt 7 title '%s'", k ? ", " : "", k, m[k].title);
     fprintf(f, "\n");
     return 0;
 }
 
-static int curves(FILE *f, const al_results *r, const al_summary *s, long size, const char *dataset)
+static int curves(FILE *f, const al_results *r, const al_summary *s, long size, const char *dataset, const char *by)
 {
-    const char *m[64]; int nm = models_of(s, m, 64);
+    series m[64]; int nm = series_of(s, m, 64);
     int maxep = 0;
     for (int i = 0; i < r->n; i++) if (r->row[i].train_size == size && r->row[i].epoch > maxep) maxep = r->row[i].epoch;
     if (maxep == 0) { fprintf(stderr, "attnlab plot: no rows with training-set size %ld\n", size); return -1; }
@@ -117,7 +136,9 @@ static int curves(FILE *f, const al_results *r, const al_summary *s, long size, 
             int n = 0;
             for (int u = 0; u < r->nrun; u++) {
                 const al_result_row *fst = &r->row[r->run[u].first];
-                if (fst->train_size != size || strcmp(fst->model, m[k])) continue;
+                char cfg[512];
+                al_config_filter(r->row[r->run[u].last].config, by, cfg, sizeof cfg);
+                if (!r->run[u].complete || fst->train_size != size || !same_series(&m[k], fst->model, cfg)) continue;
                 for (int i = r->run[u].first; i >= 0; i = r->next[i])
                     if (r->row[i].epoch == ep && !isnan(r->row[i].test_acc)) { acc[n++] = r->row[i].test_acc; break; }
             }
@@ -136,7 +157,7 @@ static int curves(FILE *f, const al_results *r, const al_summary *s, long size, 
             dataset, size);
     fprintf(f, "set offsets graph 0.02, graph 0.02, 0, 0\nplot ");
     for (int k = 0; k < nd; k++)
-        fprintf(f, "%s$d%d using 1:2:3 with yerrorlines lw 2 pt 7 title '%s'", k ? ", " : "", k, m[drawn[k]]);
+        fprintf(f, "%s$d%d using 1:2:3 with yerrorlines lw 2 pt 7 title '%s'", k ? ", " : "", k, m[drawn[k]].title);
     fprintf(f, "\n");
     return 0;
 }
@@ -314,8 +335,9 @@ int cmd_plot(int argc, char **argv)
     static const struct option opts[] = {
         {"out", required_argument, 0, 'o'}, {"kind", required_argument, 0, 'k'}, {"size", required_argument, 0, 's'},
         {"script", required_argument, 0, 'S'}, {"node", required_argument, 0, 'N'}, {"layer", required_argument, 0, 'L'},
+        {"by", required_argument, 0, 'b'},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    const char *out = NULL, *kind = "tradeoff", *script_path = NULL;
+    const char *out = NULL, *kind = "tradeoff", *script_path = NULL, *by = NULL;
     long size = -1, node = -1;
     int ch, layer = 0;
     optind = 0; opterr = 0;
@@ -325,6 +347,7 @@ int cmd_plot(int argc, char **argv)
         case 'o': out = optarg; break;
         case 'k': kind = optarg; break;
         case 'S': script_path = optarg; break;
+        case 'b': by = optarg; break;
         case 's': {
             char *e; errno = 0; size = strtol(optarg, &e, 10);
             if (errno || *e || size < 1) { fprintf(stderr, "attnlab plot: --size: '%s' is not a positive integer\n", optarg); return 2; }
@@ -366,7 +389,7 @@ int cmd_plot(int argc, char **argv)
     if (ga) return plot_graph_attention(path, node, layer, tmp_out, out, script_path);
     al_results r; al_summary s; al_error e = {{0}};
     if (al_results_read(path, &r, &e) != AL_OK) { fprintf(stderr, "attnlab plot: %s\n", e.msg); return 1; }
-    if (al_results_summarize(&r, &s, &e) != AL_OK) { fprintf(stderr, "attnlab plot: %s\n", e.msg); al_results_free(&r); return 1; }
+    if (al_results_summarize_by(&r, by, &s, &e) != AL_OK) { fprintf(stderr, "attnlab plot: %s\n", e.msg); al_results_free(&r); return 1; }
     int rc = 1;
     char *script = NULL; size_t slen = 0;
     FILE *f = NULL;
@@ -387,7 +410,7 @@ int cmd_plot(int argc, char **argv)
     if (!f) { fprintf(stderr, "attnlab plot: out of memory\n"); goto out; }
     preamble(f, tmp_out);
     int bad = !strcmp(kind, "tradeoff") ? tradeoff(f, &r, &s, s.grp[0].task, s.grp[0].dataset)
-                                        : curves(f, &r, &s, size, s.grp[0].dataset);
+                                        : curves(f, &r, &s, size, s.grp[0].dataset, by);
     fprintf(f, "set output\n");
     if (fclose(f)) { f = NULL; fprintf(stderr, "attnlab plot: out of memory\n"); goto out; }
     f = NULL;

@@ -33,59 +33,7 @@
 #include "attnlab/models.h"
 #include "attnlab/results.h"
 #include "cli.h"
-
-#define MAXLIST 256
-#define MAXJOBS 64
-#define MAXRUNS 100000      /* runs in one sweep */
-#define STEP_BUDGET 1000    /* image-tradeoff: optimisation steps per run (batch 64) */
-#define EVALS 5             /* image runs longer than this many epochs are evaluated ~EVALS times */
-/* Presets' epoch rules, stored in sweep_cfg.epochs (a positive value is a fixed count, 0 the trainer's
- * default): the image step budget, the demo's step budget, the graph trainer's defaults with gat-full capped. */
-enum { EPOCHS_STEP_BUDGET = -1, EPOCHS_DEMO = -2, EPOCHS_GRAPH_CAPPED = -3 };
-#define GAT_FULL_EPOCHS 100 /* graph-tradeoff: gat-full's epoch cap */
-#define DEMO_STEPS 400      /* demo: optimisation steps per run */
-#define DEMO_EVALS 4        /* demo: evaluations per run */
-#define BATCH 64            /* the image trainer's default batch size */
-
-enum { SPLIT_SIZE, SPLIT_LPC, SPLIT_FRAC, SPLIT_PLANETOID };
-enum { RUN_TODO, RUN_SKIP, RUN_RUNNING, RUN_DONE, RUN_FAILED, RUN_STOPPED };
-
-typedef struct split { int kind; long n; double frac; } split;
-
-typedef struct plan_run {
-    const char *model;
-    split sp;
-    long seed;
-    int epochs;               /* 0: the trainer's default */
-    char desc[96];            /* "cnn size=1000 seed=2" */
-    char run_id[17];
-    char *part;               /* per-run temporary CSV (malloc'd) */
-    int state;
-    pid_t pid;
-    double t0;
-} plan_run;
-
-typedef struct sweep_cfg {
-    const char *preset, *task, *data, *csv;
-    char *models[MAXLIST]; int nmodels;
-    split splits[MAXLIST]; int nsplits;
-    long seeds[MAXLIST]; int nseeds;
-    int epochs;               /* > 0 fixed; 0 trainer default; < 0 one of the presets' EPOCHS_* rules */
-    int jobs, dry_run, post;  /* post: demo's summary table and plot */
-    const char *plot_out;
-    char *models_buf;         /* storage of models[] from --models */
-} sweep_cfg;
-
-/* ---------------- signals: forwarded to running children from the handler ---------------- */
-static volatile sig_atomic_t g_stop;
-static volatile sig_atomic_t g_child[MAXJOBS];
-
-static void on_signal(int sig)
-{
-    g_stop = sig;
-    for (int i = 0; i < MAXJOBS; i++)
-        if (g_child[i] > 0) kill((pid_t)g_child[i], sig);
-}
+#include "sweep.h"
 
 /* ---------------- usage ---------------- */
 static void usage(FILE *f)
@@ -107,6 +55,12 @@ static void usage(FILE *f)
         "  --train-frac LIST        graph: fraction of the non-val/test labelled nodes used for training\n"
         "  --planetoid              graph: also run the standard Planetoid split\n"
         "  --seeds LIST             seeds: 1,2,3 or 1-10 or 1-3,7\n"
+        "model flags (a value, or a comma list that becomes a grid axis; each applies to the models that\n"
+        "take it, e.g. --patch 2,4 doubles the sa and local runs and leaves cnn alone):\n"
+        "  image: --patch --pos --score --norm --depth --dim --heads (attention models), --window (local),\n"
+        "         --lr --wd --batch (every model)\n"
+        "  graph: --heads --attn-dropout (gat, gat-full), --hidden --dropout --lr --wd --patience (every model)\n"
+        "  Each run's variant is its CSV row's config column; summarize and plot keep variants apart.\n"
         "  --epochs E               epochs per run (default: the trainer's default; presets: see below)\n"
         "  --csv FILE               results CSV (presets: results/PRESET.csv)\n"
         "  --jobs N                 N runs side by side (default 1); each gets OMP_NUM_THREADS = cores / N\n"
@@ -270,6 +224,86 @@ static long image_train_count(const char *data)
 /* Graph training candidates (labelled nodes outside val and test) and classes of known graphs. */
 static const struct { const char *name; int candidates, classes; } graph_table[] = {{"cora", 1208, 7}};
 
+/* ---------------- model flags as grid axes ---------------- */
+/* Which models a swept flag applies to: every model of the task, or only the attention models
+ * (image: sa, local; graph: gat, gat-full), or only the windowed ones (local). */
+enum { AX_ALL, AX_ATTENTION, AX_WINDOWED };
+typedef struct axis_flag { const char *flag; int image, graph, applies_image, applies_graph; } axis_flag;
+static const axis_flag axis_flags[] = {
+    {"patch", 1, 0, AX_ATTENTION, 0}, {"pos", 1, 0, AX_ATTENTION, 0}, {"score", 1, 0, AX_ATTENTION, 0},
+    {"norm", 1, 0, AX_ATTENTION, 0}, {"depth", 1, 0, AX_ATTENTION, 0}, {"dim", 1, 0, AX_ATTENTION, 0},
+    {"window", 1, 0, AX_WINDOWED, 0}, {"batch", 1, 0, AX_ALL, 0},
+    {"heads", 1, 1, AX_ATTENTION, AX_ATTENTION}, {"lr", 1, 1, AX_ALL, AX_ALL}, {"wd", 1, 1, AX_ALL, AX_ALL},
+    {"hidden", 0, 1, 0, AX_ALL}, {"dropout", 0, 1, 0, AX_ALL}, {"attn-dropout", 0, 1, 0, AX_ATTENTION},
+    {"patience", 0, 1, 0, AX_ALL},
+};
+#define NAXISFLAGS (int)(sizeof axis_flags / sizeof axis_flags[0])
+
+static const axis_flag *axis_flag_find(const char *flag)
+{
+    for (int i = 0; i < NAXISFLAGS; i++) if (!strcmp(axis_flags[i].flag, flag)) return &axis_flags[i];
+    return NULL;
+}
+/* Does axis a of the sweep apply to model? */
+static int axis_applies(const sweep_cfg *c, const axis *a, const char *model)
+{
+    const axis_flag *f = axis_flag_find(a->flag);
+    int image = !strcmp(c->task, "image");
+    int rule = image ? f->applies_image : f->applies_graph;
+    if (rule == AX_ALL) return 1;
+    if (image) {
+        const al_model_kind *k = al_model_kind_find(model);
+        return k && (rule == AX_ATTENTION ? k->attention : k->windowed);
+    }
+    const al_gnn_model *g = al_gnn_model_find(model);
+    return g && g->attention;
+}
+static int cmp_axis(const void *x, const void *y) { return strcmp(((const axis *)x)->flag, ((const axis *)y)->flag); }
+
+/* The axes fit the task and each applies to some model; sorted by flag so the run ids do not depend
+ * on the order of the command line. 0 or the exit status 2. */
+static int check_axes(sweep_cfg *c)
+{
+    int image = !strcmp(c->task, "image");
+    for (int i = 0; i < c->naxes; i++) {
+        const axis *a = &c->axes[i];
+        const axis_flag *f = axis_flag_find(a->flag);
+        if (!(image ? f->image : f->graph))
+            return bad("--%s is not a model flag of --task %s (see attnlab train%s --help)", a->flag, c->task,
+                       image ? "" : " --task graph");
+        int used = 0;
+        for (int m = 0; m < c->nmodels; m++) used |= axis_applies(c, a, c->models[m]);
+        if (!used) return bad("--%s applies to none of the models of this sweep (%s models only)", a->flag,
+                              (image ? f->applies_image : f->applies_graph) == AX_WINDOWED ? "windowed" : "attention");
+        for (int j = 0; j < i; j++) if (!strcmp(c->axes[j].flag, a->flag)) return bad("--%s given twice", a->flag);
+    }
+    qsort(c->axes, (size_t)c->naxes, sizeof *c->axes, cmp_axis);
+    return 0;
+}
+
+/* Number of grid points of model m: the product of the sizes of the axes that apply to it. */
+static long model_points(const sweep_cfg *c, const char *model)
+{
+    long n = 1;
+    for (int i = 0; i < c->naxes; i++) if (axis_applies(c, &c->axes[i], model)) n *= c->axes[i].nvals;
+    return n;
+}
+/* Point p (0 <= p < model_points) of model as value indices per axis (-1: the axis does not apply);
+ * appends " flag=value" of each applying axis to desc. */
+static void model_point(const sweep_cfg *c, const char *model, long p, int *val, char *desc, size_t dn)
+{
+    for (int i = c->naxes - 1; i >= 0; i--) {
+        const axis *a = &c->axes[i];
+        if (!axis_applies(c, a, model)) { val[i] = -1; continue; }
+        val[i] = (int)(p % a->nvals); p /= a->nvals;
+    }
+    for (int i = 0; i < c->naxes; i++)
+        if (val[i] >= 0) {
+            size_t o = strlen(desc);
+            snprintf(desc + o, dn - o, " %s=%s", c->axes[i].flag, c->axes[i].vals[val[i]]);
+        }
+}
+
 /* ---------------- the plan ---------------- */
 static void split_str(const split *sp, char *buf, size_t n)
 {
@@ -297,191 +331,6 @@ static int epochs_for(const sweep_cfg *c, const char *model, const split *sp)
     return (int)(e < 2 ? 2 : e);
 }
 
-/* ---------------- the CSV and its companions ---------------- */
-typedef struct csvbuf { char *p; size_t n, cap; } csvbuf;
-
-static int buf_put(csvbuf *b, const char *s, size_t n)
-{
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 1 << 16;
-        while (cap < b->n + n + 1) cap *= 2;
-        char *q = realloc(b->p, cap);
-        if (!q) return -1;
-        b->p = q; b->cap = cap;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n; b->p[b->n] = 0;
-    return 0;
-}
-
-static void dir_and_base(const char *path, char *dir, size_t dn, const char **base)
-{
-    const char *sl = strrchr(path, '/');
-    if (!sl) { snprintf(dir, dn, "."); *base = path; }
-    else if (sl == path) { snprintf(dir, dn, "/"); *base = sl + 1; }
-    else { snprintf(dir, dn, "%.*s", (int)(sl - path), path); *base = sl + 1; }
-}
-
-static int mkdir_p(const char *dir)
-{
-    char tmp[PATH_MAX];
-    snprintf(tmp, sizeof tmp, "%s", dir);
-    for (char *p = tmp + 1; *p; p++)
-        if (*p == '/') { *p = 0; if (mkdir(tmp, 0755) && errno != EEXIST) return -1; *p = '/'; }
-    if (mkdir(tmp, 0755) && errno != EEXIST) return -1;
-    return 0;
-}
-
-static int all_digits(const char *s) { if (!*s) return 0; for (; *s; s++) if (*s < '0' || *s > '9') return 0; return 1; }
-
-/* Delete BASE.run-*.part[.log] and BASE.tmp.DIGITS in dir: what a killed sweep leaves behind. */
-static int remove_leftovers(const char *dir, const char *base)
-{
-    DIR *d = opendir(dir);
-    if (!d) return 0;
-    size_t bl = strlen(base);
-    int removed = 0;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        const char *nm = e->d_name;
-        if (strncmp(nm, base, bl)) continue;
-        const char *rest = nm + bl;
-        size_t rl = strlen(rest);
-        int part = !strncmp(rest, ".run-", 5) && rl > 10
-                   && (!strcmp(rest + rl - 5, ".part") || (rl > 14 && !strcmp(rest + rl - 9, ".part.log")));
-        int tmp = !strncmp(rest, ".tmp.", 5) && all_digits(rest + 5);
-        if (!part && !tmp) continue;
-        char p[PATH_MAX];
-        if (snprintf(p, sizeof p, "%s/%s", dir, nm) >= (int)sizeof p) continue;
-        if (unlink(p) == 0) { fprintf(stderr, "sweep: removed %s left by an interrupted sweep\n", p); removed++; }
-    }
-    closedir(d);
-    return removed;
-}
-
-/* Remove a run's part file and its stderr log; first show the log's tail if asked (a failed run). */
-static void drop_run_files(const plan_run *r, int show_log)
-{
-    char log[PATH_MAX + 8];
-    snprintf(log, sizeof log, "%s.log", r->part);
-    if (show_log) {
-        FILE *f = fopen(log, "rb");
-        if (f) {
-            char buf[4096];
-            fseek(f, 0, SEEK_END);
-            long n = ftell(f);
-            if (n > (long)sizeof buf - 1) fseek(f, n - (long)sizeof buf + 1, SEEK_SET); else fseek(f, 0, SEEK_SET);
-            size_t k = fread(buf, 1, sizeof buf - 1, f);
-            buf[k] = 0;
-            fclose(f);
-            if (k) fprintf(stderr, "  --- stderr of the run ---\n%s%s", buf, buf[k - 1] == '\n' ? "" : "\n");
-        }
-    }
-    unlink(r->part);
-    unlink(log);
-}
-
-static void setmsg(char *msg, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void setmsg(char *msg, size_t n, const char *fmt, ...)
-{
-    va_list ap; va_start(ap, fmt);
-    vsnprintf(msg, n, fmt, ap);
-    va_end(ap);
-}
-
-/* Merge a finished child's rows into the CSV (one atomic replace). Returns 0, or -1 with msg set;
- * *fatal is set when the main CSV could not be written. */
-static int merge_run(const sweep_cfg *c, plan_run *r, csvbuf *main_csv, double *acc, char *msg, size_t mn, int *fatal)
-{
-    char *text; size_t len;
-    al_error e = {{0}};
-    al_results res;
-    *fatal = 0;
-    if (al_read_file(r->part, &text, &len, &e) != AL_OK) { setmsg(msg, mn, "%s", e.msg); return -1; }
-    if (al_results_parse(text, len, r->part, &res, &e) != AL_OK) { setmsg(msg, mn, "%s", e.msg); free(text); return -1; }
-    int ok = 0;
-    if (res.n == 0) setmsg(msg, mn, "%s: the trainer wrote no rows", r->part);
-    else if (res.nrun != 1) setmsg(msg, mn, "%s: the trainer wrote %d runs, expected 1", r->part, res.nrun);
-    else {
-        const al_result_row *last = &res.row[res.n - 1];
-        if (strcmp(last->task, c->task) || strcmp(last->model, r->model) || last->seed != r->seed
-            || (r->sp.kind == SPLIT_SIZE && last->train_size != r->sp.n))
-            setmsg(msg, mn, "%s: rows are for %s %s size=%ld seed=%ld, expected %s", r->part, last->task,
-                     last->model, last->train_size, last->seed, r->desc);
-        else { ok = 1; *acc = last->test_acc; }
-    }
-    al_results_free(&res);
-    if (!ok) { free(text); return -1; }
-    size_t old = main_csv->n;
-    int oom = 0;
-    if (old == 0) oom |= buf_put(main_csv, AL_CSV_HEADER "\n", strlen(AL_CSV_HEADER) + 1);
-    const char *p = strchr(text, '\n') + 1;              /* skip the header (parse checked it) */
-    while (*p) {
-        const char *nl = strchr(p, '\n'), *comma = strchr(p, ',');
-        oom |= buf_put(main_csv, r->run_id, strlen(r->run_id));
-        oom |= buf_put(main_csv, comma, (size_t)(nl + 1 - comma));
-        p = nl + 1;
-    }
-    free(text);
-    if (oom || al_write_atomic(c->csv, main_csv->p, main_csv->n, &e) != AL_OK) {
-        main_csv->n = old;
-        setmsg(msg, mn, "%s", oom ? "out of memory" : e.msg);
-        *fatal = 1;
-        return -1;
-    }
-    drop_run_files(r, 0);
-    return 0;
-}
-
-/* Fork/exec `EXE train ...` for run r; returns the pid or -1. */
-static pid_t start_child(const sweep_cfg *c, plan_run *r, const char *exe, const char *threads)
-{
-    char sz[32], sd[32], ep[32];
-    const char *av[32]; int n = 0;
-    av[n++] = exe; av[n++] = "train"; av[n++] = "--task"; av[n++] = c->task;
-    av[n++] = "--data"; av[n++] = c->data; av[n++] = "--model"; av[n++] = r->model;
-    switch (r->sp.kind) {
-    case SPLIT_SIZE: snprintf(sz, sizeof sz, "%ld", r->sp.n); av[n++] = "--train-size"; av[n++] = sz; break;
-    case SPLIT_LPC:  snprintf(sz, sizeof sz, "%ld", r->sp.n); av[n++] = "--labels-per-class"; av[n++] = sz; break;
-    case SPLIT_FRAC: snprintf(sz, sizeof sz, "%g", r->sp.frac); av[n++] = "--train-frac"; av[n++] = sz; break;
-    default:         av[n++] = "--split"; av[n++] = "planetoid"; break;
-    }
-    if (r->epochs > 0) { snprintf(ep, sizeof ep, "%d", r->epochs); av[n++] = "--epochs"; av[n++] = ep; }
-    /* Long image runs (small splits under the step budget) are evaluated about EVALS times, and after
-     * the last epoch, instead of after each of hundreds of epochs: evaluation would dominate. */
-    char ev[32];
-    int evals = c->epochs == EPOCHS_DEMO ? DEMO_EVALS : EVALS;
-    if (!strcmp(c->task, "image") && r->epochs > evals) {
-        snprintf(ev, sizeof ev, "%d", (r->epochs + evals - 1) / evals);
-        av[n++] = "--eval-every"; av[n++] = ev;
-    }
-    snprintf(sd, sizeof sd, "%ld", r->seed);
-    av[n++] = "--seed"; av[n++] = sd; av[n++] = "--csv"; av[n++] = r->part; av[n++] = "--quiet";
-    av[n] = NULL;
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    if (pid == 0) {
-        struct sigaction sa; memset(&sa, 0, sizeof sa); sa.sa_handler = SIG_DFL;
-        sigaction(SIGINT, &sa, NULL); sigaction(SIGTERM, &sa, NULL);
-        sigset_t none; sigemptyset(&none); sigprocmask(SIG_SETMASK, &none, NULL);
-        setpgid(0, 0);                                /* Ctrl-C reaches the sweep only; it forwards */
-        prctl(PR_SET_PDEATHSIG, SIGKILL);             /* no orphan outlives a killed sweep */
-        if (getppid() != parent) _exit(127);
-        int devnull = open("/dev/null", O_WRONLY);
-        if (devnull >= 0) { dup2(devnull, 1); close(devnull); }   /* the trainer's summary; rows go to the CSV */
-        char log[PATH_MAX + 8];
-        snprintf(log, sizeof log, "%s.log", r->part);
-        int lfd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);   /* shown if the run fails */
-        if (lfd >= 0) { dup2(lfd, 2); close(lfd); }
-        if (threads) setenv("OMP_NUM_THREADS", threads, 1);
-        execv(exe, (char *const *)av);
-        fprintf(stderr, "attnlab sweep: cannot run %s: %s\n", exe, strerror(errno));
-        _exit(127);
-    }
-    if (pid > 0) setpgid(pid, pid);
-    return pid;
-}
-
 /* ---------------- argument parsing ---------------- */
 static int set_preset(sweep_cfg *c, const char *name)
 {
@@ -490,7 +339,10 @@ static int set_preset(sweep_cfg *c, const char *name)
         int demo = !strcmp(name, "demo");
         static const long sizes[] = {500, 1000, 2000, 5000, 10000, 30000, 60000}, dsizes[] = {1000, 10000};
         c->task = "image";
-        c->nmodels = task_models(1, (const char **)c->models, MAXLIST);
+        static char *const trio[] = {"cnn", "sa", "local"};   /* the presets' models, named: a new model
+                                                              * in the table must not change them */
+        c->nmodels = 3;
+        for (int i = 0; i < 3; i++) c->models[i] = trio[i];
         const long *s = demo ? dsizes : sizes;
         c->nsplits = demo ? 2 : 7;
         for (int i = 0; i < c->nsplits; i++) c->splits[i] = (split){SPLIT_SIZE, s[i], 0};
@@ -516,7 +368,7 @@ static int set_preset(sweep_cfg *c, const char *name)
 static int parse_args(int argc, char **argv, sweep_cfg *c)
 {
     enum { O_PRESET = 256, O_TASK, O_DATA, O_MODELS, O_SIZES, O_LPC, O_FRAC, O_PLANETOID, O_SEEDS, O_EPOCHS,
-           O_CSV, O_JOBS, O_PLOT, O_DRY };
+           O_CSV, O_JOBS, O_PLOT, O_DRY, O_AXIS };
     static const struct option opts[] = {
         {"preset", required_argument, 0, O_PRESET}, {"task", required_argument, 0, O_TASK},
         {"data", required_argument, 0, O_DATA}, {"models", required_argument, 0, O_MODELS},
@@ -525,6 +377,14 @@ static int parse_args(int argc, char **argv, sweep_cfg *c)
         {"seeds", required_argument, 0, O_SEEDS}, {"epochs", required_argument, 0, O_EPOCHS},
         {"csv", required_argument, 0, O_CSV}, {"jobs", required_argument, 0, O_JOBS},
         {"plot", required_argument, 0, O_PLOT}, {"dry-run", no_argument, 0, O_DRY},
+        {"patch", required_argument, 0, O_AXIS}, {"pos", required_argument, 0, O_AXIS},
+        {"score", required_argument, 0, O_AXIS}, {"norm", required_argument, 0, O_AXIS},
+        {"depth", required_argument, 0, O_AXIS}, {"dim", required_argument, 0, O_AXIS},
+        {"window", required_argument, 0, O_AXIS}, {"batch", required_argument, 0, O_AXIS},
+        {"heads", required_argument, 0, O_AXIS}, {"lr", required_argument, 0, O_AXIS},
+        {"wd", required_argument, 0, O_AXIS}, {"hidden", required_argument, 0, O_AXIS},
+        {"dropout", required_argument, 0, O_AXIS}, {"attn-dropout", required_argument, 0, O_AXIS},
+        {"patience", required_argument, 0, O_AXIS},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     static char csv_default[PATH_MAX];
     const char *preset = NULL, *models = NULL, *sizes = NULL, *lpc = NULL, *frac = NULL, *seeds = NULL;
@@ -532,9 +392,19 @@ static int parse_args(int argc, char **argv, sweep_cfg *c)
     long v;
     c->jobs = 1;
     optind = 0; opterr = 0;
-    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    int li;
+    while ((ch = getopt_long(argc, argv, "h", opts, &li)) != -1) {
         switch (ch) {
         case 'h': usage(stdout); return -1;
+        case O_AXIS: {
+            if (c->naxes == MAXAXES) return bad("too many swept flags (at most %d)", MAXAXES);
+            axis *a = &c->axes[c->naxes++];
+            a->flag = opts[li].name;
+            char what[48]; snprintf(what, sizeof what, "--%s", a->flag);
+            a->nvals = split_list(what, optarg, a->vals, MAXLIST, &a->buf);
+            if (a->nvals < 0) return 2;
+            break;
+        }
         case O_PRESET: preset = optarg; break;
         case O_TASK: c->task = optarg; freeform = 1; break;
         case O_DATA: c->data = optarg; break;
@@ -593,9 +463,12 @@ static int parse_args(int argc, char **argv, sweep_cfg *c)
     }
     if (epochs) c->epochs = epochs;
     if (seeds && parse_seeds(seeds, c)) return 2;
+    if (check_axes(c)) return 2;
     if (!c->data) c->data = strcmp(c->task, "image") ? "cora" : "fashion-mnist";
     if (!*c->csv) return bad("--csv: empty file name");
-    long total = (long)c->nseeds * c->nsplits * c->nmodels;
+    long points = 0;
+    for (int m = 0; m < c->nmodels && points <= MAXRUNS; m++) points += model_points(c, c->models[m]);
+    long total = (long)c->nseeds * c->nsplits * points;
     if (total > MAXRUNS) return bad("%ld runs are too many for one sweep (at most %d)", total, MAXRUNS);
     return 0;
 }
@@ -628,26 +501,33 @@ static int check_data(const sweep_cfg *c)
 /* The runs, ordered seed, then split, then model: a half-done sweep has every model at the first seeds. */
 static plan_run *make_plan(const sweep_cfg *c, const char *dir, const char *base, int *np)
 {
-    int n = c->nseeds * c->nsplits * c->nmodels, k = 0;
+    long points = 0;
+    for (int m = 0; m < c->nmodels; m++) points += model_points(c, c->models[m]);
+    long n = c->nseeds * c->nsplits * points, k = 0;
     plan_run *plan = calloc((size_t)(n > 0 ? n : 1), sizeof *plan);
     if (!plan) return NULL;
     for (int s = 0; s < c->nseeds; s++)
         for (int j = 0; j < c->nsplits; j++)
-            for (int m = 0; m < c->nmodels; m++) {
-                plan_run *r = &plan[k++];
-                char sp[48], canon[256];
-                r->model = c->models[m]; r->sp = c->splits[j]; r->seed = c->seeds[s];
-                r->epochs = epochs_for(c, r->model, &c->splits[j]);
-                split_str(&r->sp, sp, sizeof sp);
-                snprintf(r->desc, sizeof r->desc, "%s %s seed=%ld", r->model, sp, r->seed);
-                snprintf(canon, sizeof canon, "sweep task=%s dataset=%s model=%s %s seed=%ld", c->task, c->data,
-                         r->model, sp, r->seed);
-                al_run_id(r->run_id, canon);
-                if (asprintf(&r->part, "%s/%s.run-%s.%ld.part", dir, base, r->run_id, (long)getpid()) < 0) {
-                    r->part = NULL; *np = k; return plan;   /* the caller sees the NULL */
+            for (int m = 0; m < c->nmodels; m++)
+                for (long p = 0; p < model_points(c, c->models[m]); p++) {
+                    plan_run *r = &plan[k++];
+                    char sp[48], canon[512];
+                    r->model = c->models[m]; r->sp = c->splits[j]; r->seed = c->seeds[s];
+                    r->epochs = epochs_for(c, r->model, &c->splits[j]);
+                    split_str(&r->sp, sp, sizeof sp);
+                    snprintf(r->desc, sizeof r->desc, "%s %s seed=%ld", r->model, sp, r->seed);
+                    size_t d0 = strlen(r->desc);
+                    model_point(c, r->model, p, r->val, r->desc, sizeof r->desc);
+                    /* without swept flags the canonical text (and so the run id) is what it always was,
+                     * so sweeps of earlier versions resume */
+                    snprintf(canon, sizeof canon, "sweep task=%s dataset=%s model=%s %s seed=%ld%s", c->task, c->data,
+                             r->model, sp, r->seed, r->desc + d0);
+                    al_run_id(r->run_id, canon);
+                    if (asprintf(&r->part, "%s/%s.run-%s.%ld.part", dir, base, r->run_id, (long)getpid()) < 0) {
+                        r->part = NULL; *np = (int)k; return plan;   /* the caller sees the NULL */
+                    }
                 }
-            }
-    *np = k;
+    *np = (int)k;
     return plan;
 }
 
@@ -657,74 +537,10 @@ static void free_plan(plan_run *plan, int np)
     free(plan);
 }
 
-/* Run every RUN_TODO run, c->jobs at a time, merging each finished run into the CSV.
- * Returns 0 (check *nfail), 1 when the CSV could not be written, 130 when interrupted. */
-static int run_plan(const sweep_cfg *c, plan_run *plan, int np, const char *exe, csvbuf *main_csv, int *ndone, int *nfail)
+static void free_cfg(sweep_cfg *c)
 {
-    char threads_buf[32]; const char *threads = NULL;
-    if (c->jobs > 1 && !getenv("OMP_NUM_THREADS")) {
-        long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        snprintf(threads_buf, sizeof threads_buf, "%ld", cores / c->jobs > 1 ? cores / c->jobs : 1);
-        threads = threads_buf;
-    }
-    struct sigaction sa, old_int, old_term;
-    memset(&sa, 0, sizeof sa); sa.sa_handler = on_signal; sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_int); sigaction(SIGTERM, &sa, &old_term);
-    sigset_t block, prev;
-    sigemptyset(&block); sigaddset(&block, SIGINT); sigaddset(&block, SIGTERM);
-    g_stop = 0;
-    int next = 0, running = 0, fatal = 0, slot_of[MAXJOBS];
-    *ndone = *nfail = 0;
-    for (;;) {
-        while (!g_stop && !fatal && running < c->jobs && next < np) {
-            plan_run *r = &plan[next++];
-            if (r->state != RUN_TODO) continue;
-            int slot = 0;
-            while (g_child[slot] > 0) slot++;
-            drop_run_files(r, 0);
-            if (c->jobs == 1) fprintf(stderr, "[%d/%d] %s ... ", (int)(r - plan) + 1, np, r->desc);
-            else fprintf(stderr, "[%d/%d] %s started\n", (int)(r - plan) + 1, np, r->desc);
-            sigprocmask(SIG_BLOCK, &block, &prev);     /* the handler must see the pid once it exists */
-            r->pid = start_child(c, r, exe, threads);
-            if (r->pid > 0) { g_child[slot] = r->pid; slot_of[slot] = (int)(r - plan); }
-            sigprocmask(SIG_SETMASK, &prev, NULL);
-            if (r->pid < 0) {
-                fprintf(stderr, "%sFAILED: fork: %s\n", c->jobs == 1 ? "" : "sweep: ", strerror(errno));
-                r->state = RUN_FAILED; (*nfail)++; continue;
-            }
-            r->state = RUN_RUNNING; r->t0 = al_time(); running++;
-        }
-        if (running == 0) break;
-        int st;
-        pid_t pid = waitpid(-1, &st, 0);
-        if (pid < 0) { if (errno == EINTR) continue; break; }
-        int slot = 0;
-        while (slot < MAXJOBS && g_child[slot] != pid) slot++;
-        if (slot == MAXJOBS) continue;
-        plan_run *r = &plan[slot_of[slot]];
-        g_child[slot] = 0; running--;
-        char head[160] = "";
-        if (c->jobs > 1) snprintf(head, sizeof head, "[%d/%d] %s ", slot_of[slot] + 1, np, r->desc);
-        double secs = al_time() - r->t0;
-        if (g_stop) {                                   /* a partial run, whatever its exit status */
-            r->state = RUN_STOPPED; drop_run_files(r, 0);
-            fprintf(stderr, "%sinterrupted\n", head);
-            continue;
-        }
-        double acc = NAN; char msg[AL_ERRLEN + 64] = "";
-        int ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
-        if (!ok && WIFEXITED(st)) snprintf(msg, sizeof msg, "train exited with status %d", WEXITSTATUS(st));
-        else if (!ok) snprintf(msg, sizeof msg, "train killed by signal %d", WTERMSIG(st));
-        else ok = merge_run(c, r, main_csv, &acc, msg, sizeof msg, &fatal) == 0;
-        if (ok) { r->state = RUN_DONE; (*ndone)++; fprintf(stderr, "%sdone %.4f (%.1f s)\n", head, acc, secs); }
-        else {
-            r->state = RUN_FAILED; (*nfail)++;
-            fprintf(stderr, "%sFAILED: %s\n", head, msg);
-            drop_run_files(r, 1);
-        }
-    }
-    sigaction(SIGINT, &old_int, NULL); sigaction(SIGTERM, &old_term, NULL);
-    return g_stop ? 130 : fatal ? 1 : 0;
+    free(c->models_buf);
+    for (int i = 0; i < c->naxes; i++) free(c->axes[i].buf);
 }
 
 int cmd_sweep(int argc, char **argv)
@@ -733,7 +549,7 @@ int cmd_sweep(int argc, char **argv)
     memset(&c, 0, sizeof c);
     int rc = parse_args(argc, argv, &c);
     if (!rc) rc = check_data(&c);
-    if (rc) { free(c.models_buf); return rc < 0 ? 0 : rc; }
+    if (rc) { free_cfg(&c); return rc < 0 ? 0 : rc; }
 
     char dir[PATH_MAX]; const char *base;
     dir_and_base(c.csv, dir, sizeof dir, &base);
@@ -765,6 +581,7 @@ int cmd_sweep(int argc, char **argv)
             rc = 1; goto done;
         }
         main_csv.n = main_csv.cap = len;
+        if (csv_upgrade(&main_csv)) { fprintf(stderr, "attnlab sweep: out of memory\n"); rc = 1; goto done; }
     }
     int ntodo = 0;
     for (int i = 0; i < np; i++) {
@@ -814,6 +631,6 @@ done:
     al_results_free(&have);
     free(main_csv.p);
     if (plan) free_plan(plan, np);
-    free(c.models_buf);
+    free_cfg(&c);
     return rc;
 }

@@ -44,7 +44,7 @@ static int count_char(const char *s, char c) { int n = 0; for (; *s; s++) n += *
 static al_csv_row sample_row(int epoch)
 {
     al_csv_row r = {"0123456789abcdef", "image", "fashion-mnist", "cnn", 1000, 7, epoch,
-                    0.5, 0.875, NAN, 0.8125, 1.23456789, 812.34, 12345};
+                    0.5, 0.875, NAN, 0.8125, 1.23456789, 812.34, 12345, NULL, NULL};
     return r;
 }
 
@@ -55,14 +55,20 @@ static void test_csv_format_and_nan(void **st)
     char buf[512];
     al_csv_row r = sample_row(3);
     int n = al_csv_format(buf, sizeof buf, &r);
-    assert_string_equal(buf, "0123456789abcdef,image,fashion-mnist,cnn,1000,7,3,0.5,0.875,,0.8125,1.2346,812.3,12345");
+    assert_string_equal(buf, "0123456789abcdef,image,fashion-mnist,cnn,1000,7,3,0.5,0.875,,0.8125,1.2346,812.3,12345,,");
     assert_int_equal(n, (int)strlen(buf));
+    r.config = "lr=0.001;patch=2"; r.status = "done";
+    al_csv_format(buf, sizeof buf, &r);
+    assert_string_equal(buf, "0123456789abcdef,image,fashion-mnist,cnn,1000,7,3,0.5,0.875,,0.8125,1.2346,812.3,12345,"
+                             "lr=0.001;patch=2,done");
+    r.config = NULL; r.status = NULL;
     /* NULL strings and NaN doubles are empty; a comma in a string is quoted */
-    al_csv_row q = {NULL, "image", "my,data", "a\"b", 1, 2, 0, NAN, NAN, NAN, NAN, NAN, NAN, 0};
+    al_csv_row q = {NULL, "image", "my,data", "a\"b", 1, 2, 0, NAN, NAN, NAN, NAN, NAN, NAN, 0, NULL, NULL};
     al_csv_format(buf, sizeof buf, &q);
-    assert_string_equal(buf, ",image,\"my,data\",\"a\"\"b\",1,2,0,,,,,,,0");
-    /* 14 fields, like the header */
-    assert_int_equal(count_char(AL_CSV_HEADER, ','), 13);
+    assert_string_equal(buf, ",image,\"my,data\",\"a\"\"b\",1,2,0,,,,,,,0,,");
+    /* 16 fields, like the header (14 in files of attnlab < 0.4) */
+    assert_int_equal(count_char(AL_CSV_HEADER, ','), 15);
+    assert_int_equal(count_char(AL_CSV_HEADER_V1, ','), 13);
     /* too small a buffer: -1 and an empty string, never an overflow */
     char small[10];
     assert_int_equal(al_csv_format(small, sizeof small, &r), -1);
@@ -90,6 +96,15 @@ static void test_csv_header_once(void **st)
     s = slurp(q, NULL);
     assert_int_equal(strncmp(s, AL_CSV_HEADER "\n", strlen(AL_CSV_HEADER) + 1), 0);
     assert_int_equal(count_char(s, '\n'), 2);
+    free(s);
+    /* a file of attnlab < 0.4 (14-column header) keeps its 14 columns when appended to */
+    const char *old = tpath("old.csv");
+    spit(old, AL_CSV_HEADER_V1 "\n", strlen(AL_CSV_HEADER_V1) + 1);
+    r.config = "lr=0.1"; r.status = "done";
+    assert_int_equal(al_csv_append(old, &r, &e), AL_OK);
+    s = slurp(old, NULL);
+    assert_string_equal(s, AL_CSV_HEADER_V1 "\n0123456789abcdef,image,fashion-mnist,cnn,1000,7,0,0.5,0.875,,0.8125,"
+                           "1.2346,812.3,12345\n");
     free(s);
 }
 

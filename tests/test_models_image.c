@@ -24,8 +24,9 @@ static void init_model(al_model *m, const char *name, int C, int H, int W, int c
 static void test_param_counts_match_peer(void **st)
 {
     (void)st;
-    static const struct { const char *name; long n; } want[] = {{"cnn", 50186}, {"sa", 80586}, {"local", 68242}};
-    for (int i = 0; i < 3; i++) {
+    static const struct { const char *name; long n; } want[] = {{"cnn", 50186}, {"sa", 80586}, {"local", 68242},
+                                                                {"mlp", 784 * 256 + 256 + 256 * 256 + 256 + 256 * 10 + 10}};
+    for (int i = 0; i < 4; i++) {
         al_model m;
         init_model(&m, want[i].name, 1, 28, 28, 10, 1);
         if (m.params.total != want[i].n) fail_msg("%s: %lld params, want %ld", want[i].name, (long long)m.params.total, want[i].n);
@@ -218,6 +219,10 @@ static void test_gradcheck_tiny_models(void **st)
     /* cnn: the input gradient through conv, ReLU, max-pool, conv, ReLU, max-pool, linear */
     al_model_config_default(&cfg, "cnn", 1, 4, 4, 3, &e);
     gradcheck_model(&cfg, 0, 1e-3, 1e-2);
+    /* mlp: every parameter and the input */
+    al_model_config_default(&cfg, "mlp", 2, 3, 3, 4, &e);
+    cfg.hidden = 5;
+    gradcheck_model(&cfg, 1, 1e-3, 1e-2);   /* a small step: fewer ReLU kinks crossed */
     al_set_threads(threads);
 }
 

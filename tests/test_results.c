@@ -8,7 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#define H AL_CSV_HEADER "\n"
+#define H AL_CSV_HEADER_V1 "\n"   /* most tests: files of attnlab < 0.4 (14 columns) still read */
+#define H2 AL_CSV_HEADER "\n"
 
 /* Two image models, two sizes; runs a and b interleave (as from parallel appends). */
 static const char *csv_ok =
@@ -136,12 +137,83 @@ static void test_read_file(void **st)
     assert_non_null(strstr(e2.msg, path));
 }
 
+/* The current format: config and status columns; variants grouped apart, --by merges them, runs
+ * without a final "done" row are left out and listed. */
+static const char *csv_v2 =
+    H2
+    "a,image,fm,sa,1000,1,1,2.1,0.3,,0.41,1.5,666,1234,patch=2;pos=learned,\n"
+    "a,image,fm,sa,1000,1,2,1.1,0.6,,0.80,2.5,400,1234,patch=2;pos=learned,done\n"
+    "b,image,fm,sa,1000,1,2,1.0,0.6,,0.60,2.5,400,1234,patch=4;pos=learned,done\n"
+    "c,image,fm,sa,1000,2,2,1.0,0.6,,0.70,2.5,400,1234,patch=4;pos=learned,done\n"
+    "d,image,fm,sa,1000,3,1,1.0,0.6,,0.99,2.5,400,1234,patch=4;pos=learned,\n"
+    "e,image,fm,cnn,1000,1,2,1.0,0.6,,0.85,2.5,400,99,\"lr=0.001;note=a,b\",done\n";
+
+static void test_config_groups_and_incomplete_runs(void **st)
+{
+    (void)st;
+    al_results r; al_error e = {{0}}; al_summary s;
+    assert_int_equal(al_results_parse(csv_v2, strlen(csv_v2), "v2.csv", &r, &e), AL_OK);
+    assert_int_equal(r.version, 2);
+    assert_int_equal(r.nrun, 5);
+    assert_string_equal(r.row[0].config, "patch=2;pos=learned");
+    assert_string_equal(r.row[5].config, "lr=0.001;note=a,b");       /* quoted field, comma inside */
+    assert_true(r.run[0].complete && r.run[1].complete && !r.run[3].complete);
+    assert_int_equal(al_results_summarize(&r, &s, &e), AL_OK);
+    /* cnn, sa patch=2, sa patch=4 (run d stopped at epoch 1: not averaged, listed) */
+    assert_int_equal(s.n, 3);
+    assert_int_equal(s.nincomplete, 1);
+    assert_string_equal(r.row[r.run[s.incomplete[0]].last].run_id, "d");
+    assert_string_equal(s.grp[1].config, "patch=2;pos=learned");
+    assert_int_equal(s.grp[1].nruns, 1);
+    assert_int_equal(s.grp[2].nruns, 2);
+    assert_true(fabs(s.grp[2].mean - 0.65) < 1e-12);
+    char label[128];
+    al_summary_label(&s, 1, label, sizeof label);
+    assert_string_equal(label, "patch=2");                            /* pos is the same for every sa */
+    al_summary_label(&s, 0, label, sizeof label);
+    assert_string_equal(label, "");                                   /* cnn has one variant */
+    al_summary_free(&s);
+    /* --by model merges the variants; --by patch keeps patch only */
+    assert_int_equal(al_results_summarize_by(&r, "model", &s, &e), AL_OK);
+    assert_int_equal(s.n, 2);
+    assert_int_equal(s.grp[1].nruns, 3);
+    assert_string_equal(s.grp[1].config, "");
+    al_summary_free(&s);
+    assert_int_equal(al_results_summarize_by(&r, "patch", &s, &e), AL_OK);
+    assert_int_equal(s.n, 3);
+    assert_string_equal(s.grp[2].config, "patch=4");
+    al_summary_free(&s);
+    al_results_free(&r);
+    /* a 14-field row under the current header is an error naming the line */
+    const char *bad = H2 "a,image,fm,sa,1000,1,1,2.1,0.3,,0.41,1.5,666,1234\n";
+    assert_int_equal(al_results_parse(bad, strlen(bad), "b.csv", &r, &e), AL_ERR);
+    assert_non_null(strstr(e.msg, "b.csv:2: expected 16"));
+}
+
+static void test_run_config(void **st)
+{
+    (void)st;
+    char buf[256];
+    al_run_config(buf, sizeof buf, "task=image;data=fashion-mnist;split=stratified;train_size=1000;epochs=30;"
+                  "lr=0.001;wd=0;batch=64;optim=adamw;seed=1;model=sa;channels=1;height=28;width=28;classes=10;patch=2");
+    assert_string_equal(buf, "split=stratified;lr=0.001;wd=0;batch=64;patch=2");
+    al_run_config(buf, sizeof buf, "task=graph;dataset=cora;model=gat;split=per-class:20;train_size=140;seed=3;hidden=8");
+    assert_string_equal(buf, "split=per-class;hidden=8");
+    al_run_config(buf, sizeof buf, "task=graph;dataset=cora;model=gat;split=planetoid;train_size=140;seed=3;hidden=8");
+    assert_string_equal(buf, "split=planetoid;hidden=8");
+    char small[8];
+    al_run_config(small, sizeof small, "lr=0.001;wd=0.01");      /* what does not fit is left out, never cut */
+    assert_true(strlen(small) < sizeof small);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_and_group),
         cmocka_unit_test(test_mean_std),
         cmocka_unit_test(test_summarize),
+        cmocka_unit_test(test_config_groups_and_incomplete_runs),
+        cmocka_unit_test(test_run_config),
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_read_file),
     };

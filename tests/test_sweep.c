@@ -30,21 +30,23 @@ static char g_bin[4096], g_dir[256], g_fake[512], g_marker[512];
 static const char *fake_script =
     "#!/bin/sh\n"
     "[ -n \"$FAKE_MARKER\" ] && : > \"$FAKE_MARKER\"\n"
-    "task=; data=; model=; size=0; seed=0; csv=; epochs=3\n"
+    "task=; data=; model=; size=0; seed=0; csv=; epochs=3; patch=2; lr=0.001\n"
     "shift\n"
     "while [ $# -gt 0 ]; do\n"
     "  case \"$1\" in\n"
     "    --task) task=$2; shift;; --data) data=$2; shift;; --model) model=$2; shift;;\n"
     "    --train-size) size=$2; shift;; --labels-per-class) size=$(($2*7)); shift;;\n"
     "    --epochs) epochs=$2; shift;; --seed) seed=$2; shift;; --csv) csv=$2; shift;;\n"
+    "    --patch) patch=$2; shift;; --lr) lr=$2; shift;;\n"
     "  esac; shift\n"
     "done\n"
     "[ -s \"$csv\" ] || echo 'run_id,task,dataset,model,train_size,seed,epoch,train_loss,train_acc,val_acc,test_acc,"
-    "epoch_seconds,samples_per_second,params' > \"$csv\"\n"
+    "epoch_seconds,samples_per_second,params,config,status' > \"$csv\"\n"
     "e=1\n"
     "while [ $e -le $epochs ]; do\n"
     "  sleep ${FAKE_SLEEP:-0.05}\n"
-    "  echo \"own-id,$task,$data,$model,$size,$seed,$e,1.$e,0.$e,0.$e,0.$seed$e$size,0.$$,$$,42\" >> \"$csv\"\n"
+    "  st=; [ $e -eq $epochs ] && st=done\n"
+    "  echo \"own-id,$task,$data,$model,$size,$seed,$e,1.$e,0.$e,0.$e,0.$seed$e$size,0.$$,$$,42,lr=$lr;patch=$patch,$st\" >> \"$csv\"\n"
     "  [ \"$FAKE_FAIL\" = 1 ] && exit 1\n"
     "  e=$((e+1))\n"
     "done\n"
@@ -250,6 +252,89 @@ static void test_jobs_two(void **st)
     al_results_free(&r);
 }
 
+/* Model flags as grid axes: a list multiplies the runs of the models it applies to only; the config
+ * column tells the variants apart, so summarize keeps them apart; a flag that applies to no model of
+ * the sweep, or a lone bad flag, is refused before anything runs. */
+static void test_axes_and_config(void **st)
+{
+    (void)st;
+    use_fake();
+    char p[600], err[600];
+    snprintf(p, sizeof p, "%s/axes.csv", g_dir); snprintf(err, sizeof err, "%s/err.txt", g_dir);
+    unlink(p);
+    char *av[] = {"--task", "image", "--models", "cnn,sa", "--train-sizes", "100,200", "--seeds", "1-2",
+                  "--epochs", "2", "--patch", "2,4", "--csv", p, NULL};
+    assert_int_equal(sweep(av, err), 0);
+    al_results r; al_error e = {{0}};
+    if (al_results_read(p, &r, &e) != AL_OK) fail_msg("%s", e.msg);
+    assert_int_equal(r.nrun, 2 * 2 * 3);                 /* cnn x1, sa x2 (patch 2, 4), per size and seed */
+    al_summary s;
+    assert_int_equal(al_results_summarize(&r, &s, &e), AL_OK);
+    assert_int_equal(s.n, 2 * 3);                        /* (cnn, sa patch=2, sa patch=4) x 2 sizes */
+    int p4 = 0;
+    for (int i = 0; i < s.n; i++) p4 += strstr(s.grp[i].config, "patch=4") != NULL && s.grp[i].nruns == 2;
+    assert_int_equal(p4, 2);
+    al_summary_free(&s);
+    al_results_free(&r);
+    /* the same command again: everything is done */
+    assert_int_equal(sweep(av, err), 0);
+    char *log = slurp(err);
+    assert_non_null(strstr(log, "12 already complete"));
+    free(log);
+    char *cnn_only[] = {"--task", "image", "--models", "cnn", "--train-sizes", "100", "--seeds", "1",
+                        "--patch", "2,4", "--csv", p, NULL};
+    assert_int_equal(sweep(cnn_only, err), 2);
+    log = slurp(err);
+    assert_non_null(strstr(log, "--patch applies to none of the models"));
+    free(log);
+    char *graph_flag[] = {"--task", "image", "--models", "sa", "--train-sizes", "100", "--seeds", "1",
+                          "--hidden", "8", "--csv", p, NULL};
+    assert_int_equal(sweep(graph_flag, err), 2);
+    log = slurp(err);
+    assert_non_null(strstr(log, "--hidden is not a model flag of --task image"));
+    free(log);
+}
+
+/* A results CSV of attnlab < 0.4 (14 columns) resumes: its runs count as done, and the file is
+ * rewritten in the current format when the first new run is merged. */
+static void test_resume_old_format(void **st)
+{
+    (void)st;
+    use_fake();
+    char p[600], err[600];
+    snprintf(p, sizeof p, "%s/old.csv", g_dir); snprintf(err, sizeof err, "%s/err.txt", g_dir);
+    unlink(p);
+    char *one[] = {"--task", "image", "--models", "cnn", "--train-sizes", "100", "--seeds", "1", "--epochs", "2",
+                   "--csv", p, NULL};
+    assert_int_equal(sweep(one, err), 0);
+    /* turn it into an old-format file: the 14-column header, the two new columns dropped */
+    char *cur = slurp(p);
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fputs(AL_CSV_HEADER_V1 "\n", f);
+    for (char *line = strchr(cur, '\n') + 1; *line;) {
+        char *nl = strchr(line, '\n'), *c = nl;
+        for (int k = 0; k < 2; k++) do c--; while (*c != ',');
+        fprintf(f, "%.*s\n", (int)(c - line), line);
+        line = nl + 1;
+    }
+    fclose(f);
+    free(cur);
+    char *two[] = {"--task", "image", "--models", "cnn", "--train-sizes", "100", "--seeds", "1-2", "--epochs", "2",
+                   "--csv", p, NULL};
+    assert_int_equal(sweep(two, err), 0);
+    char *log = slurp(err);
+    assert_non_null(strstr(log, "1 already complete"));
+    free(log);
+    al_results r; al_error e = {{0}};
+    if (al_results_read(p, &r, &e) != AL_OK) fail_msg("%s", e.msg);
+    assert_int_equal(r.version, 2);
+    assert_int_equal(r.nrun, 2);
+    assert_true(r.run[0].complete && r.run[1].complete);
+    assert_string_equal(r.row[r.run[1].last].config, "lr=0.001;patch=2");
+    al_results_free(&r);
+}
+
 static void test_ctrl_c(void **st)
 {
     (void)st;
@@ -448,6 +533,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_arguments),
         cmocka_unit_test(test_kill_resume_stand_in),
+        cmocka_unit_test(test_axes_and_config),
+        cmocka_unit_test(test_resume_old_format),
         cmocka_unit_test(test_jobs_two),
         cmocka_unit_test(test_ctrl_c),
         cmocka_unit_test(test_failing_run),

@@ -11,7 +11,13 @@
 #include <stddef.h>
 #include "tensor.h"
 
-#define AL_CSV_HEADER "run_id,task,dataset,model,train_size,seed,epoch,train_loss,train_acc,val_acc,test_acc,epoch_seconds,samples_per_second,params"
+/* The results CSV: one row per epoch. `config` (the run's variant: its canonical key=value;...
+ * description without task, data, model, size, seed and epochs, see al_run_config) and `status`
+ * ("done" on the final row of a run that finished, empty otherwise) were added at the end in
+ * attnlab 0.4; files with the older 14-column header (AL_CSV_HEADER_V1) still read, and appends to
+ * such a file keep its 14 columns. */
+#define AL_CSV_HEADER_V1 "run_id,task,dataset,model,train_size,seed,epoch,train_loss,train_acc,val_acc,test_acc,epoch_seconds,samples_per_second,params"
+#define AL_CSV_HEADER AL_CSV_HEADER_V1 ",config,status"
 
 /* One CSV row; a NaN double (or NULL string) is written as an empty field. */
 typedef struct al_csv_row {
@@ -20,12 +26,19 @@ typedef struct al_csv_row {
     int epoch;
     double train_loss, train_acc, val_acc, test_acc, epoch_seconds, samples_per_second;
     long params;
+    const char *config;   /* al_run_config of the run, or NULL */
+    const char *status;   /* "done" on a finished run's final row, else NULL */
 } al_csv_row;
 /* Append one row (writing the header first if the file is new or empty); repairs a torn last line. */
 al_status al_csv_append(const char *path, const al_csv_row *r, al_error *err);
 /* Format the row (no newline) into buf; returns length. */
 int al_csv_format(char *buf, size_t n, const al_csv_row *r);
 
+/* The variant part of a run's canonical description: its key=value pairs without task, data/dataset,
+ * model, train_size, seed, epochs, the input shape (channels, height, width, classes) and optim,
+ * and with a split's count cut off ("per-class:20" -> "per-class"), so runs that differ only in
+ * seed, size or epochs share it. Returns the length written to buf (n bytes). */
+int al_run_config(char *buf, size_t n, const char *canonical);
 /* 16 hex digits of a 64-bit FNV-1a hash of a canonical description of a run. */
 void al_run_id(char out[17], const char *canonical);
 

@@ -55,6 +55,9 @@ typedef struct al_model {
     al_params params;               /* all parameters, flat; every tensor has decay = 1 (as PyTorch's AdamW) */
     /* cnn / conv-attn */
     al_tensor *c1_w, *c1_b, *c2_w, *c2_b, *fc_w, *fc_b;
+    /* any other model: its parameters in registration order, as its own init put them (a new model
+     * needs no field here: docs/architecture.md, "adding an image model") */
+    al_tensor *t[16];
     /* sa / local */
     al_tensor *embed_w, *embed_b, *pos, *ln_w, *ln_b, *head_w, *head_b;
     al_block_params blocks[AL_MODEL_MAXDEPTH];

@@ -8,8 +8,11 @@
  *   al_summary_free(&s); al_results_free(&r);
  *
  * A run is the set of rows sharing a run_id (one row per epoch, in file order); its last row in
- * file order is its result. Rows are read strictly: exactly 14 fields, numbers fully parsed,
- * empty numeric fields read as NaN. Nothing here prints or exits.
+ * file order is its result, and the run is complete when that row's status is "done" (a run cut
+ * short by kill -9 or a full disk is not: summaries list it and never average it). Files with the
+ * 14-column header of attnlab < 0.4 read too: their runs have an empty config and count as
+ * complete (they were written whole). Rows are read strictly: exactly as many fields as the
+ * header, numbers fully parsed, empty numeric fields read as NaN. Nothing here prints or exits.
  */
 #ifndef ATTNLAB_RESULTS_H
 #define ATTNLAB_RESULTS_H
@@ -24,13 +27,16 @@ typedef struct al_result_row {
     int epoch;
     double train_loss, train_acc, val_acc, test_acc, epoch_seconds, samples_per_second;
     long params;
+    char config[512];              /* al_run_config of the run ("" in 14-column files) */
+    char status[16];               /* "done" on a finished run's final row */
     int line;
 } al_result_row;
 
 /* One run: rows row[first], …, in file order; row[last] is the final (result) row. */
-typedef struct al_run { int first, last, nrows; } al_run;
+typedef struct al_run { int first, last, nrows, complete; } al_run;
 
 typedef struct al_results {
+    int version;                   /* 2: current header; 1: the 14-column header of attnlab < 0.4 */
     al_result_row *row; int n;     /* rows in file order */
     al_run *run; int nrun;         /* runs in order of first appearance */
     int *next;                     /* (n) index of the next row of the same run, -1 at its end */
@@ -45,9 +51,10 @@ void      al_results_free(al_results *r);
 /* Index of the run with this run_id, or -1. */
 int       al_results_find_run(const al_results *r, const char *run_id);
 
-/* Reduction of runs to one line per (task, dataset, model, train_size). */
+/* Reduction of complete runs to one line per (task, dataset, model, config, train_size). */
 typedef struct al_summary_group {
     char task[16], dataset[64], model[32];
+    char config[512];          /* the part of the runs' config the grouping keeps (see `by`) */
     long train_size;
     int nruns;
     double mean, std;          /* final test accuracy over runs; std is the sample std (0 for one run) */
@@ -55,10 +62,23 @@ typedef struct al_summary_group {
     double mean_seconds;       /* mean total training seconds per run (sum of epoch_seconds) */
     long params;               /* parameter count of the last run seen */
 } al_summary_group;
-typedef struct al_summary { al_summary_group *grp; int n; } al_summary;
+typedef struct al_summary {
+    al_summary_group *grp; int n;
+    int *incomplete; int nincomplete;   /* runs (indices into r->run) left out: no final "done" row */
+} al_summary;
 
-/* Groups sorted by task, dataset, model, then train_size. Caller frees with al_summary_free. */
+/* Groups sorted by task, dataset, model, config, then train_size. Caller frees with al_summary_free.
+ * Same as al_results_summarize_by(r, NULL, s, err): the whole config tells variants apart. */
 al_status al_results_summarize(const al_results *r, al_summary *s, al_error *err);
+/* by: NULL = group by model and the whole config; otherwise a comma list of config keys to keep
+ * (e.g. "patch,pos"; "" or "model" = the model alone, every variant merged). */
+al_status al_results_summarize_by(const al_results *r, const char *by, al_summary *s, al_error *err);
+/* config ("k=v;k=v") restricted to the keys named in the comma list `by` (NULL = all) into out. */
+void al_config_filter(const char *config, const char *by, char *out, size_t n);
+/* What tells group g apart from the other groups of its model (for legends and tables): the
+ * "key=value" pairs of its config whose values differ between the model's groups, space-separated,
+ * into out (n bytes); "" when the model has one variant. */
+void al_summary_label(const al_summary *s, int g, char *out, size_t n);
 void      al_summary_free(al_summary *s);
 
 /* Mean and sample standard deviation of x[0..n) (std 0 when n < 2). */

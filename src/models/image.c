@@ -27,6 +27,8 @@ static const al_model_kind kinds[] = {
      al__local_defaults, al__local_check, al__transformer_init, al__transformer_forward},
     {"conv-attn", "the cnn with each conv computed by attention (built from a trained cnn, evaluated only)", 0.01f, 0, 0, 0,
      NULL, al__cnn_check, al__cnn_init, al__conv_attn_forward},
+    {"mlp", "no prior: the flattened pixels through two ReLU layers of 256, then linear", 0.01f, 1, 0, 0,
+     al__mlp_defaults, al__mlp_check, al__mlp_init, al__mlp_forward},
 };
 enum { NKINDS = (int)(sizeof kinds / sizeof *kinds) };
 
@@ -89,7 +91,7 @@ al_status al_model_config_default(al_model_config *cfg, const char *name, int ch
 {
     memset(cfg, 0, sizeof *cfg);
     const al_model_kind *kind = al_model_kind_find(name);
-    if (!kind) return al_seterr(err, "unknown model '%s' (expected cnn, sa, local or conv-attn)", name);
+    if (!kind) return al_seterr(err, "unknown model '%s' (expected one of %s)", name, al_model_names());
     snprintf(cfg->name, sizeof cfg->name, "%s", name);
     cfg->channels = channels; cfg->height = height; cfg->width = width; cfg->classes = classes;
     cfg->dim = 64; cfg->depth = 2; cfg->heads = 4; cfg->hidden = 128; cfg->patch = 2; cfg->window = 5;

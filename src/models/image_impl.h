@@ -16,6 +16,12 @@ al_status  al__local_check(const al_model_config *cfg, al_error *err);
 al_status  al__transformer_init(al_model *m);
 al_tensor *al__transformer_forward(al_ctx *c, al_model *m, al_tensor *x /* (B,C,H,W) */);
 
+/* mlp.c: no prior at all, pixels → hidden → hidden → classes */
+void       al__mlp_defaults(al_model_config *cfg);
+al_status  al__mlp_check(const al_model_config *cfg, al_error *err);
+al_status  al__mlp_init(al_model *m);
+al_tensor *al__mlp_forward(al_ctx *c, al_model *m, al_tensor *x /* (B,C,H,W) */);
+
 /* Register a parameter of m: `shape` (ndim) in a compound literal; jumps to the caller's `oom`. */
 #define AL__ADD(m, dst, name, nd, shp, ini) \
     do { if (!((dst) = al_params_add(&(m)->params, (name), (nd), (int[])shp, (ini)))) goto oom; } while (0)

@@ -54,12 +54,19 @@ static void csv_row(al_sbuf *b, const al_csv_row *r)
     csv_num(b, "%.1f", r->samples_per_second); al_sb_put(b, ",", 1);
     al_sb_printf(b, "%ld", r->params);
 }
+/* The columns added in 0.4 (config, status), for a file with the current header. */
+static void csv_row_v2(al_sbuf *b, const al_csv_row *r)
+{
+    csv_row(b, r);
+    al_sb_put(b, ",", 1); csv_str(b, r->config);
+    al_sb_put(b, ",", 1); csv_str(b, r->status);
+}
 
 /* Returns the row's length; if it does not fit in n bytes (with its NUL), returns -1 and buf is "". */
 int al_csv_format(char *buf, size_t n, const al_csv_row *r)
 {
     al_sbuf b = {0};
-    csv_row(&b, r);
+    csv_row_v2(&b, r);
     int len = -1;
     if (!b.oom && b.n < n && b.n <= INT_MAX) { memcpy(buf, b.p, b.n + 1); len = (int)b.n; }
     else if (n) buf[0] = 0;
@@ -83,47 +90,47 @@ static off_t last_line_end(int fd, off_t size, int *ioerr)
     return 0;
 }
 
+/* The header of an existing results CSV: 2 = the current one, 1 = the 14-column one of attnlab
+ * before 0.4, 0 = none (empty, or a header torn by a killed process: a prefix of the current one,
+ * which the caller truncates), -1 = foreign (err set). */
+static int header_version(int fd, off_t size, const char *path, al_error *err)
+{
+    const size_t hl = strlen(AL_CSV_HEADER), hl1 = strlen(AL_CSV_HEADER_V1);
+    char first[sizeof AL_CSV_HEADER + 2];
+    size_t want = (size_t)size < sizeof first ? (size_t)size : sizeof first;
+    if (size == 0) return 0;
+    if (al_pread_all(fd, first, want, 0) != 0) { al_seterr(err, "%s: read failed: %s", path, strerror(errno)); return -1; }
+    if (want > hl && first[hl] == '\n' && !memcmp(first, AL_CSV_HEADER, hl)) return 2;
+    if (want > hl1 && first[hl1] == '\n' && !memcmp(first, AL_CSV_HEADER_V1, hl1)) return 1;
+    size_t nl = 0; while (nl < want && first[nl] != '\n') nl++;
+    if (nl == want && want <= hl && !memcmp(first, AL_CSV_HEADER, want)) return 0;
+    al_seterr(err, "%s: the header line is not attnlab's results header (%s); refusing to append to it", path,
+              AL_CSV_HEADER);
+    return -1;
+}
+
 al_status al_csv_append(const char *path, const al_csv_row *r, al_error *err)
 {
-    al_sbuf row = {0};
-    csv_row(&row, r);
-    al_sb_put(&row, "\n", 1);
-    if (row.oom) { free(row.p); return al_seterr(err, "%s: out of memory formatting a CSV row", path); }
-
     int fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (fd < 0) { free(row.p); return al_seterr(err, "%s: cannot open results CSV: %s", path, strerror(errno)); }
+    if (fd < 0) return al_seterr(err, "%s: cannot open results CSV: %s", path, strerror(errno));
     al_status st = AL_ERR;
+    al_sbuf row = {0};
     /* Exclusive advisory lock: two runs appending to one CSV never interleave repair and append. */
     while (flock(fd, LOCK_EX) != 0 && errno == EINTR) {}
     struct stat sb;
     if (fstat(fd, &sb) != 0) { al_seterr(err, "%s: stat failed: %s", path, strerror(errno)); goto out; }
     off_t size = sb.st_size;
     const size_t hl = strlen(AL_CSV_HEADER);
-
-    if (size > 0) {
-        /* Check the header line. */
-        char first[sizeof AL_CSV_HEADER + 2];
-        size_t want = (size_t)size < sizeof first ? (size_t)size : sizeof first;
-        if (al_pread_all(fd, first, want, 0) != 0) { al_seterr(err, "%s: read failed: %s", path, strerror(errno)); goto out; }
-        int complete = want > hl && first[hl] == '\n';
-        if (complete) {
-            if (memcmp(first, AL_CSV_HEADER, hl) != 0) {
-                al_seterr(err, "%s: the header line is not attnlab's results header (%s); refusing to append to it",
-                          path, AL_CSV_HEADER);
-                goto out;
-            }
-        } else {
-            /* No full header line: either a header torn by a killed process (a prefix of ours) or foreign. */
-            size_t nl = 0; while (nl < want && first[nl] != '\n') nl++;
-            if (nl < want || want > hl || memcmp(first, AL_CSV_HEADER, want) != 0) {
-                al_seterr(err, "%s: the header line is not attnlab's results header (%s); refusing to append to it",
-                          path, AL_CSV_HEADER);
-                goto out;
-            }
-            if (ftruncate(fd, 0) != 0) { al_seterr(err, "%s: cannot truncate a torn header: %s", path, strerror(errno)); goto out; }
-            size = 0;
-        }
+    int version = header_version(fd, size, path, err);
+    if (version < 0) goto out;
+    if (version == 0 && size > 0) {
+        if (ftruncate(fd, 0) != 0) { al_seterr(err, "%s: cannot truncate a torn header: %s", path, strerror(errno)); goto out; }
+        size = 0;
     }
+    if (version == 1) csv_row(&row, r);   /* an older file keeps its 14 columns */
+    else csv_row_v2(&row, r);
+    al_sb_put(&row, "\n", 1);
+    if (row.oom) { al_seterr(err, "%s: out of memory formatting a CSV row", path); goto out; }
     if (size > 0) {
         /* Repair a torn last line (a row cut short by a killed process has no '\n'). */
         char last;
@@ -159,8 +166,36 @@ out:
 }
 
 /* ====================================================================================== */
-/* run id                                                                                 */
+/* run config and run id                                                                  */
 /* ====================================================================================== */
+int al_run_config(char *buf, size_t n, const char *canonical)
+{
+    static const char *const drop[] = {"task", "data", "dataset", "model", "train_size", "seed", "epochs",
+                                       "channels", "height", "width", "classes", "optim"};
+    size_t o = 0;
+    if (n) buf[0] = 0;
+    for (const char *p = canonical ? canonical : ""; *p;) {
+        const char *end = strchr(p, ';'), *eq;
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        eq = memchr(p, '=', len);
+        int keep = eq != NULL;
+        for (size_t i = 0; keep && i < sizeof drop / sizeof *drop; i++)
+            if ((size_t)(eq - p) == strlen(drop[i]) && !memcmp(p, drop[i], (size_t)(eq - p))) keep = 0;
+        if (keep && (size_t)(eq - p) == 5 && !memcmp(p, "split", 5)) {   /* the split's kind, not its count */
+            const char *colon = memchr(eq, ':', len - (size_t)(eq - p));
+            if (colon) len = (size_t)(colon - p);
+        }
+        if (keep && o + len + 2 < n) {
+            if (o) buf[o++] = ';';
+            memcpy(buf + o, p, len); o += len; buf[o] = 0;
+        }
+        p += len;
+        if (end && *p != ';') p = end;       /* skip the cut-off ":count" */
+        if (*p == ';') p++;
+    }
+    return (int)o;
+}
+
 void al_run_id(char out[17], const char *canonical)
 {
     uint64_t h = 0xcbf29ce484222325ULL;

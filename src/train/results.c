@@ -7,7 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NFIELDS 14
+#define NFIELDS1 14   /* the header of attnlab < 0.4 */
+#define NFIELDS 16    /* + config, status */
 
 void al_results_free(al_results *r)
 {
@@ -15,7 +16,11 @@ void al_results_free(al_results *r)
     memset(r, 0, sizeof *r);
 }
 
-void al_summary_free(al_summary *s) { free(s->grp); s->grp = NULL; s->n = 0; }
+void al_summary_free(al_summary *s)
+{
+    free(s->grp); free(s->incomplete);
+    memset(s, 0, sizeof *s);
+}
 
 /* ---------------- field parsing ---------------- */
 static int copy_field(char *dst, size_t cap, const char *s, size_t n)
@@ -52,24 +57,41 @@ static int parse_double(const char *s, size_t n, double *out)
 
 static const char *field_name[NFIELDS] = {
     "run_id", "task", "dataset", "model", "train_size", "seed", "epoch", "train_loss", "train_acc",
-    "val_acc", "test_acc", "epoch_seconds", "samples_per_second", "params"};
+    "val_acc", "test_acc", "epoch_seconds", "samples_per_second", "params", "config", "status"};
+
+/* A quoted CSV field ("...", inner quotes doubled) unquoted into dst; -1 if it does not fit or is malformed. */
+static int copy_quoted(char *dst, size_t cap, const char *s, size_t n)
+{
+    if (n < 2 || s[0] != '"' || s[n - 1] != '"') return copy_field(dst, cap, s, n);
+    size_t o = 0;
+    for (size_t i = 1; i + 1 < n; i++) {
+        if (s[i] == '"' && (i + 2 >= n || s[++i] != '"')) return -1;
+        if (o + 1 >= cap) return -1;
+        dst[o++] = s[i];
+    }
+    dst[o] = 0;
+    return 0;
+}
 
 /* Parse one data line s[0..n) into *w; returns the index of the bad field, NFIELDS for a wrong
  * field count, or -1 when all is well. */
-static int parse_row(const char *s, size_t n, al_result_row *w)
+static int parse_row(const char *s, size_t n, int nfields, al_result_row *w)
 {
     const char *f[NFIELDS]; size_t fl[NFIELDS];
     int k = 0;
     const char *p = s, *e = s + n;
     for (;;) {
-        const char *c = memchr(p, ',', (size_t)(e - p));
+        const char *c = p;                       /* the field's end: the next comma outside quotes */
+        int quoted = c < e && *c == '"';
+        if (quoted) for (c++; c < e && !(*c == '"' && (c + 1 == e || c[1] != '"')); c += *c == '"' ? 2 : 1) {}
+        c = memchr(c, ',', (size_t)(e - c));
         const char *end = c ? c : e;
-        if (k == NFIELDS) return NFIELDS;
+        if (k == nfields) return NFIELDS;
         f[k] = p; fl[k] = (size_t)(end - p); k++;
         if (!c) break;
         p = c + 1;
     }
-    if (k != NFIELDS) return NFIELDS;
+    if (k != nfields) return NFIELDS;
     long epoch = 0;
     if (fl[0] == 0 || copy_field(w->run_id, sizeof w->run_id, f[0], fl[0])) return 0;
     if (fl[1] == 0 || copy_field(w->task, sizeof w->task, f[1], fl[1])) return 1;
@@ -84,6 +106,9 @@ static int parse_row(const char *s, size_t n, al_result_row *w)
         if (parse_double(f[7 + i], fl[7 + i], d[i])) return 7 + i;
     if (fl[13] == 0) w->params = 0;
     else if (parse_long(f[13], fl[13], &w->params)) return 13;
+    if (nfields == NFIELDS1) { strcpy(w->status, "done"); return -1; }   /* older files hold whole runs */
+    if (copy_quoted(w->config, sizeof w->config, f[14], fl[14])) return 14;
+    if (copy_quoted(w->status, sizeof w->status, f[15], fl[15])) return 15;
     return -1;
 }
 
@@ -112,7 +137,7 @@ static al_status build_runs(al_results *r, al_error *err)
             h = (h + 1) & (cap - 1);
         if (slot[h] < 0) {
             slot[h] = r->nrun;
-            r->run[r->nrun++] = (al_run){i, i, 1};
+            r->run[r->nrun++] = (al_run){i, i, 1, 0};
         } else {
             al_run *u = &r->run[slot[h]];
             r->next[u->last] = i;
@@ -120,6 +145,7 @@ static al_status build_runs(al_results *r, al_error *err)
         }
     }
     free(slot);
+    for (int k = 0; k < r->nrun; k++) r->run[k].complete = !strcmp(r->row[r->run[k].last].status, "done");
     return AL_OK;
 }
 
@@ -146,7 +172,9 @@ al_status al_results_parse(const char *text, size_t len, const char *name, al_re
         size_t n = (size_t)(nl - p);
         if (n > 0 && p[n - 1] == '\r') n--;
         if (line == 1) {
-            if (n != strlen(AL_CSV_HEADER) || memcmp(p, AL_CSV_HEADER, n)) {
+            if (n == strlen(AL_CSV_HEADER) && !memcmp(p, AL_CSV_HEADER, n)) r->version = 2;
+            else if (n == strlen(AL_CSV_HEADER_V1) && !memcmp(p, AL_CSV_HEADER_V1, n)) r->version = 1;
+            else {
                 al_results_free(r);
                 return al_seterr(err, "%s:1: header is not the attnlab results header \"%s\"", name, AL_CSV_HEADER);
             }
@@ -159,11 +187,12 @@ al_status al_results_parse(const char *text, size_t len, const char *name, al_re
             }
             al_result_row *w = &r->row[r->n];
             memset(w, 0, sizeof *w);
-            int bad = n == 0 ? NFIELDS : parse_row(p, n, w);
+            int nf = r->version == 1 ? NFIELDS1 : NFIELDS;
+            int bad = n == 0 ? NFIELDS : parse_row(p, n, nf, w);
             if (bad >= 0) {
                 al_results_free(r);
                 if (bad == NFIELDS)
-                    return al_seterr(err, "%s:%d: expected %d comma-separated fields", name, line, NFIELDS);
+                    return al_seterr(err, "%s:%d: expected %d comma-separated fields", name, line, nf);
                 return al_seterr(err, "%s:%d: bad value in column %d (%s)", name, line, bad + 1, field_name[bad]);
             }
             w->line = line;
@@ -196,43 +225,89 @@ void al_mean_std(const double *x, int n, double *mean, double *std)
     *std = n > 1 ? sqrt(v / (n - 1)) : 0.0;
 }
 
-static int cmp_group(const al_result_row *a, const al_result_row *b)
+/* Does the comma list `by` name this config key (klen bytes)? */
+static int by_has(const char *by, const char *key, size_t klen)
 {
-    int c;
-    if ((c = strcmp(a->task, b->task))) return c;
-    if ((c = strcmp(a->dataset, b->dataset))) return c;
-    if ((c = strcmp(a->model, b->model))) return c;
-    return (a->train_size > b->train_size) - (a->train_size < b->train_size);
+    for (const char *p = by; *p;) {
+        const char *c = strchr(p, ',');
+        size_t n = c ? (size_t)(c - p) : strlen(p);
+        if (n == klen && !memcmp(p, key, n)) return 1;
+        p += n + (c != NULL);
+    }
+    return 0;
+}
+/* config restricted to the keys of `by` (NULL = all) into out. */
+void al_config_filter(const char *config, const char *by, char *out, size_t n)
+{
+    size_t o = 0;
+    out[0] = 0;
+    for (const char *p = config; *p;) {
+        const char *c = strchr(p, ';'), *eq;
+        size_t len = c ? (size_t)(c - p) : strlen(p);
+        eq = memchr(p, '=', len);
+        size_t klen = eq ? (size_t)(eq - p) : len;
+        if ((!by || by_has(by, p, klen)) && o + len + 2 < n) {
+            if (o) out[o++] = ';';
+            memcpy(out + o, p, len); o += len; out[o] = 0;
+        }
+        p += len + (c != NULL);
+    }
 }
 
-typedef struct final_ref { const al_result_row *fin; int run; } final_ref;
+typedef struct final_ref { const al_result_row *fin; int run; char cfg[512]; } final_ref;
+
+static int cmp_group(const final_ref *a, const final_ref *b)
+{
+    int c;
+    if ((c = strcmp(a->fin->task, b->fin->task))) return c;
+    if ((c = strcmp(a->fin->dataset, b->fin->dataset))) return c;
+    if ((c = strcmp(a->fin->model, b->fin->model))) return c;
+    if ((c = strcmp(a->cfg, b->cfg))) return c;
+    return (a->fin->train_size > b->fin->train_size) - (a->fin->train_size < b->fin->train_size);
+}
 static int cmp_final(const void *x, const void *y)
 {
     const final_ref *a = x, *b = y;
-    int c = cmp_group(a->fin, b->fin);
+    int c = cmp_group(a, b);
     return c ? c : (a->run > b->run) - (a->run < b->run);   /* ties in file order */
 }
 
 al_status al_results_summarize(const al_results *r, al_summary *s, al_error *err)
 {
-    s->grp = NULL; s->n = 0;
+    return al_results_summarize_by(r, NULL, s, err);
+}
+
+al_status al_results_summarize_by(const al_results *r, const char *by, al_summary *s, al_error *err)
+{
+    memset(s, 0, sizeof *s);
     if (r->nrun == 0) return AL_OK;
     final_ref *ord = malloc((size_t)r->nrun * sizeof *ord);
     double *acc = malloc((size_t)r->nrun * sizeof *acc);
     s->grp = calloc((size_t)r->nrun, sizeof *s->grp);
-    if (!ord || !acc || !s->grp) { free(ord); free(acc); al_summary_free(s); return al_seterr(err, "summarize: out of memory"); }
-    for (int k = 0; k < r->nrun; k++) ord[k] = (final_ref){&r->row[r->run[k].last], k};
-    qsort(ord, (size_t)r->nrun, sizeof *ord, cmp_final);
-    for (int a = 0; a < r->nrun;) {
+    s->incomplete = malloc((size_t)r->nrun * sizeof *s->incomplete);
+    if (!ord || !acc || !s->grp || !s->incomplete) {
+        free(ord); free(acc); al_summary_free(s);
+        return al_seterr(err, "summarize: out of memory");
+    }
+    int nc = 0;
+    for (int k = 0; k < r->nrun; k++) {
+        if (!r->run[k].complete) { s->incomplete[s->nincomplete++] = k; continue; }
+        ord[nc].fin = &r->row[r->run[k].last]; ord[nc].run = k;
+        al_config_filter(ord[nc].fin->config, by, ord[nc].cfg, sizeof ord[nc].cfg);
+        nc++;
+    }
+    qsort(ord, (size_t)nc, sizeof *ord, cmp_final);
+    for (int a = 0; a < nc;) {
         const al_result_row *key = ord[a].fin;
         int b = a;
         al_summary_group *grp = &s->grp[s->n++];
         memcpy(grp->task, key->task, sizeof grp->task);
         memcpy(grp->dataset, key->dataset, sizeof grp->dataset);
         memcpy(grp->model, key->model, sizeof grp->model);
+        memcpy(grp->config, ord[a].cfg, sizeof grp->config);
         grp->train_size = key->train_size;
         double ep = 0, sec = 0;
-        for (; b < r->nrun && !cmp_group(ord[b].fin, key); b++) {
+        for (; b < nc && !cmp_group(&ord[b], &ord[a]); b++) {
             const al_run *u = &r->run[ord[b].run];
             const al_result_row *fin = ord[b].fin;
             acc[b - a] = fin->test_acc;
@@ -251,4 +326,41 @@ al_status al_results_summarize(const al_results *r, al_summary *s, al_error *err
     }
     free(ord); free(acc);
     return AL_OK;
+}
+
+/* The value of key (klen bytes) in config, as a pointer and length; NULL when absent. */
+static const char *config_value(const char *config, const char *key, size_t klen, size_t *vlen)
+{
+    for (const char *p = config; *p;) {
+        const char *c = strchr(p, ';');
+        size_t len = c ? (size_t)(c - p) : strlen(p);
+        if (len > klen && p[klen] == '=' && !memcmp(p, key, klen)) { *vlen = len - klen - 1; return p + klen + 1; }
+        p += len + (c != NULL);
+    }
+    return NULL;
+}
+
+void al_summary_label(const al_summary *s, int g, char *out, size_t n)
+{
+    const char *config = s->grp[g].config, *model = s->grp[g].model;
+    size_t o = 0;
+    out[0] = 0;
+    for (const char *p = config; *p;) {
+        const char *c = strchr(p, ';'), *eq;
+        size_t len = c ? (size_t)(c - p) : strlen(p);
+        eq = memchr(p, '=', len);
+        size_t klen = eq ? (size_t)(eq - p) : len, vlen0 = eq ? len - klen - 1 : 0;
+        int differs = 0;
+        for (int i = 0; i < s->n && !differs; i++) {
+            if (strcmp(s->grp[i].model, model) || strcmp(s->grp[i].task, s->grp[g].task)) continue;
+            size_t vlen;
+            const char *v = config_value(s->grp[i].config, p, klen, &vlen);
+            differs = !v || vlen != vlen0 || (eq && memcmp(v, eq + 1, vlen));
+        }
+        if (differs && o + len + 2 < n) {
+            if (o) out[o++] = ' ';
+            memcpy(out + o, p, len); o += len; out[o] = 0;
+        }
+        p += len + (c != NULL);
+    }
 }

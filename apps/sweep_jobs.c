@@ -1,0 +1,328 @@
+/* sweep_jobs.c — the process side of `attnlab sweep`: one child `attnlab train` per run, Ctrl-C and
+ * SIGTERM forwarded to the children, each finished run's rows merged into the CSV in one atomic
+ * replace, the files of a killed sweep cleaned up. See cmd_sweep.c for what a run is. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "attnlab/gnn.h"
+#include "attnlab/images.h"
+#include "attnlab/io.h"
+#include "attnlab/models.h"
+#include "attnlab/results.h"
+#include "cli.h"
+#include "sweep.h"
+
+/* ---------------- signals: forwarded to running children from the handler ---------------- */
+static volatile sig_atomic_t g_stop;
+static volatile sig_atomic_t g_child[MAXJOBS];
+
+static void on_signal(int sig)
+{
+    g_stop = sig;
+    for (int i = 0; i < MAXJOBS; i++)
+        if (g_child[i] > 0) kill((pid_t)g_child[i], sig);
+}
+
+/* ---------------- the CSV and its companions ---------------- */
+int buf_put(csvbuf *b, const char *s, size_t n)
+{
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 1 << 16;
+        while (cap < b->n + n + 1) cap *= 2;
+        char *q = realloc(b->p, cap);
+        if (!q) return -1;
+        b->p = q; b->cap = cap;
+    }
+    memcpy(b->p + b->n, s, n);
+    b->n += n; b->p[b->n] = 0;
+    return 0;
+}
+
+void dir_and_base(const char *path, char *dir, size_t dn, const char **base)
+{
+    const char *sl = strrchr(path, '/');
+    if (!sl) { snprintf(dir, dn, "."); *base = path; }
+    else if (sl == path) { snprintf(dir, dn, "/"); *base = sl + 1; }
+    else { snprintf(dir, dn, "%.*s", (int)(sl - path), path); *base = sl + 1; }
+}
+
+int mkdir_p(const char *dir)
+{
+    char tmp[PATH_MAX];
+    snprintf(tmp, sizeof tmp, "%s", dir);
+    for (char *p = tmp + 1; *p; p++)
+        if (*p == '/') { *p = 0; if (mkdir(tmp, 0755) && errno != EEXIST) return -1; *p = '/'; }
+    if (mkdir(tmp, 0755) && errno != EEXIST) return -1;
+    return 0;
+}
+
+static int all_digits(const char *s) { if (!*s) return 0; for (; *s; s++) if (*s < '0' || *s > '9') return 0; return 1; }
+
+/* Delete BASE.run-*.part[.log] and BASE.tmp.DIGITS in dir: what a killed sweep leaves behind. */
+int remove_leftovers(const char *dir, const char *base)
+{
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    size_t bl = strlen(base);
+    int removed = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        const char *nm = e->d_name;
+        if (strncmp(nm, base, bl)) continue;
+        const char *rest = nm + bl;
+        size_t rl = strlen(rest);
+        int part = !strncmp(rest, ".run-", 5) && rl > 10
+                   && (!strcmp(rest + rl - 5, ".part") || (rl > 14 && !strcmp(rest + rl - 9, ".part.log")));
+        int tmp = !strncmp(rest, ".tmp.", 5) && all_digits(rest + 5);
+        if (!part && !tmp) continue;
+        char p[PATH_MAX];
+        if (snprintf(p, sizeof p, "%s/%s", dir, nm) >= (int)sizeof p) continue;
+        if (unlink(p) == 0) { fprintf(stderr, "sweep: removed %s left by an interrupted sweep\n", p); removed++; }
+    }
+    closedir(d);
+    return removed;
+}
+
+/* Remove a run's part file and its stderr log; first show the log's tail if asked (a failed run). */
+static void drop_run_files(const plan_run *r, int show_log)
+{
+    char log[PATH_MAX + 8];
+    snprintf(log, sizeof log, "%s.log", r->part);
+    if (show_log) {
+        FILE *f = fopen(log, "rb");
+        if (f) {
+            char buf[4096];
+            fseek(f, 0, SEEK_END);
+            long n = ftell(f);
+            if (n > (long)sizeof buf - 1) fseek(f, n - (long)sizeof buf + 1, SEEK_SET); else fseek(f, 0, SEEK_SET);
+            size_t k = fread(buf, 1, sizeof buf - 1, f);
+            buf[k] = 0;
+            fclose(f);
+            if (k) fprintf(stderr, "  --- stderr of the run ---\n%s%s", buf, buf[k - 1] == '\n' ? "" : "\n");
+        }
+    }
+    unlink(r->part);
+    unlink(log);
+}
+
+static void setmsg(char *msg, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void setmsg(char *msg, size_t n, const char *fmt, ...)
+{
+    va_list ap; va_start(ap, fmt);
+    vsnprintf(msg, n, fmt, ap);
+    va_end(ap);
+}
+
+/* Merge a finished child's rows into the CSV (one atomic replace). Returns 0, or -1 with msg set;
+ * *fatal is set when the main CSV could not be written. */
+static int merge_run(const sweep_cfg *c, plan_run *r, csvbuf *main_csv, double *acc, char *msg, size_t mn, int *fatal)
+{
+    char *text; size_t len;
+    al_error e = {{0}};
+    al_results res;
+    *fatal = 0;
+    if (al_read_file(r->part, &text, &len, &e) != AL_OK) { setmsg(msg, mn, "%s", e.msg); return -1; }
+    if (al_results_parse(text, len, r->part, &res, &e) != AL_OK) { setmsg(msg, mn, "%s", e.msg); free(text); return -1; }
+    int ok = 0;
+    if (res.n == 0) setmsg(msg, mn, "%s: the trainer wrote no rows", r->part);
+    else if (res.nrun != 1) setmsg(msg, mn, "%s: the trainer wrote %d runs, expected 1", r->part, res.nrun);
+    else {
+        const al_result_row *last = &res.row[res.n - 1];
+        if (strcmp(last->task, c->task) || strcmp(last->model, r->model) || last->seed != r->seed
+            || (r->sp.kind == SPLIT_SIZE && last->train_size != r->sp.n))
+            setmsg(msg, mn, "%s: rows are for %s %s size=%ld seed=%ld, expected %s", r->part, last->task,
+                     last->model, last->train_size, last->seed, r->desc);
+        else if (strcmp(last->status, "done"))
+            setmsg(msg, mn, "%s: the trainer's last row (epoch %d) is not marked done", r->part, last->epoch);
+        else { ok = 1; *acc = last->test_acc; }
+    }
+    int v1 = res.version == 1;     /* a trainer of attnlab < 0.4: its rows get empty config and status */
+    al_results_free(&res);
+    if (!ok) { free(text); return -1; }
+    size_t old = main_csv->n;
+    int oom = 0;
+    if (old == 0) oom |= buf_put(main_csv, AL_CSV_HEADER "\n", strlen(AL_CSV_HEADER) + 1);
+    const char *p = strchr(text, '\n') + 1;              /* skip the header (parse checked it) */
+    while (*p) {
+        const char *nl = strchr(p, '\n'), *comma = strchr(p, ',');
+        oom |= buf_put(main_csv, r->run_id, strlen(r->run_id));
+        oom |= buf_put(main_csv, comma, (size_t)(nl - comma));
+        if (v1) oom |= buf_put(main_csv, nl[1] ? ",," : ",,done", nl[1] ? 2 : 6);
+        oom |= buf_put(main_csv, "\n", 1);
+        p = nl + 1;
+    }
+    free(text);
+    if (oom || al_write_atomic(c->csv, main_csv->p, main_csv->n, &e) != AL_OK) {
+        main_csv->n = old;
+        setmsg(msg, mn, "%s", oom ? "out of memory" : e.msg);
+        *fatal = 1;
+        return -1;
+    }
+    drop_run_files(r, 0);
+    return 0;
+}
+
+/* Fork/exec `EXE train ...` for run r; returns the pid or -1. */
+static pid_t start_child(const sweep_cfg *c, plan_run *r, const char *exe, const char *threads)
+{
+    char sz[32], sd[32], ep[32];
+    const char *av[32 + 2 * MAXAXES]; int n = 0;
+    av[n++] = exe; av[n++] = "train"; av[n++] = "--task"; av[n++] = c->task;
+    av[n++] = "--data"; av[n++] = c->data; av[n++] = "--model"; av[n++] = r->model;
+    switch (r->sp.kind) {
+    case SPLIT_SIZE: snprintf(sz, sizeof sz, "%ld", r->sp.n); av[n++] = "--train-size"; av[n++] = sz; break;
+    case SPLIT_LPC:  snprintf(sz, sizeof sz, "%ld", r->sp.n); av[n++] = "--labels-per-class"; av[n++] = sz; break;
+    case SPLIT_FRAC: snprintf(sz, sizeof sz, "%g", r->sp.frac); av[n++] = "--train-frac"; av[n++] = sz; break;
+    default:         av[n++] = "--split"; av[n++] = "planetoid"; break;
+    }
+    if (r->epochs > 0) { snprintf(ep, sizeof ep, "%d", r->epochs); av[n++] = "--epochs"; av[n++] = ep; }
+    /* Long image runs (small splits under the step budget) are evaluated about EVALS times, and after
+     * the last epoch, instead of after each of hundreds of epochs: evaluation would dominate. */
+    char ev[32];
+    int evals = c->epochs == EPOCHS_DEMO ? DEMO_EVALS : EVALS;
+    if (!strcmp(c->task, "image") && r->epochs > evals) {
+        snprintf(ev, sizeof ev, "%d", (r->epochs + evals - 1) / evals);
+        av[n++] = "--eval-every"; av[n++] = ev;
+    }
+    snprintf(sd, sizeof sd, "%ld", r->seed);
+    char flags[MAXAXES][64];
+    n += run_axis_args(c, r, av + n, flags);
+    av[n++] = "--seed"; av[n++] = sd; av[n++] = "--csv"; av[n++] = r->part; av[n++] = "--quiet";
+    av[n] = NULL;
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct sigaction sa; memset(&sa, 0, sizeof sa); sa.sa_handler = SIG_DFL;
+        sigaction(SIGINT, &sa, NULL); sigaction(SIGTERM, &sa, NULL);
+        sigset_t none; sigemptyset(&none); sigprocmask(SIG_SETMASK, &none, NULL);
+        setpgid(0, 0);                                /* Ctrl-C reaches the sweep only; it forwards */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);             /* no orphan outlives a killed sweep */
+        if (getppid() != parent) _exit(127);
+        int devnull = open("/dev/null", O_WRONLY);
+        if (devnull >= 0) { dup2(devnull, 1); close(devnull); }   /* the trainer's summary; rows go to the CSV */
+        char log[PATH_MAX + 8];
+        snprintf(log, sizeof log, "%s.log", r->part);
+        int lfd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);   /* shown if the run fails */
+        if (lfd >= 0) { dup2(lfd, 2); close(lfd); }
+        if (threads) setenv("OMP_NUM_THREADS", threads, 1);
+        execv(exe, (char *const *)av);
+        fprintf(stderr, "attnlab sweep: cannot run %s: %s\n", exe, strerror(errno));
+        _exit(127);
+    }
+    if (pid > 0) setpgid(pid, pid);
+    return pid;
+}
+
+/* Run every RUN_TODO run, c->jobs at a time, merging each finished run into the CSV.
+ * Returns 0 (check *nfail), 1 when the CSV could not be written, 130 when interrupted. */
+int run_plan(const sweep_cfg *c, plan_run *plan, int np, const char *exe, csvbuf *main_csv, int *ndone, int *nfail)
+{
+    char threads_buf[32]; const char *threads = NULL;
+    if (c->jobs > 1 && !getenv("OMP_NUM_THREADS")) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        snprintf(threads_buf, sizeof threads_buf, "%ld", cores / c->jobs > 1 ? cores / c->jobs : 1);
+        threads = threads_buf;
+    }
+    struct sigaction sa, old_int, old_term;
+    memset(&sa, 0, sizeof sa); sa.sa_handler = on_signal; sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int); sigaction(SIGTERM, &sa, &old_term);
+    sigset_t block, prev;
+    sigemptyset(&block); sigaddset(&block, SIGINT); sigaddset(&block, SIGTERM);
+    g_stop = 0;
+    int next = 0, running = 0, fatal = 0, slot_of[MAXJOBS];
+    *ndone = *nfail = 0;
+    for (;;) {
+        while (!g_stop && !fatal && running < c->jobs && next < np) {
+            plan_run *r = &plan[next++];
+            if (r->state != RUN_TODO) continue;
+            int slot = 0;
+            while (g_child[slot] > 0) slot++;
+            drop_run_files(r, 0);
+            if (c->jobs == 1) fprintf(stderr, "[%d/%d] %s ... ", (int)(r - plan) + 1, np, r->desc);
+            else fprintf(stderr, "[%d/%d] %s started\n", (int)(r - plan) + 1, np, r->desc);
+            sigprocmask(SIG_BLOCK, &block, &prev);     /* the handler must see the pid once it exists */
+            r->pid = start_child(c, r, exe, threads);
+            if (r->pid > 0) { g_child[slot] = r->pid; slot_of[slot] = (int)(r - plan); }
+            sigprocmask(SIG_SETMASK, &prev, NULL);
+            if (r->pid < 0) {
+                fprintf(stderr, "%sFAILED: fork: %s\n", c->jobs == 1 ? "" : "sweep: ", strerror(errno));
+                r->state = RUN_FAILED; (*nfail)++; continue;
+            }
+            r->state = RUN_RUNNING; r->t0 = al_time(); running++;
+        }
+        if (running == 0) break;
+        int st;
+        pid_t pid = waitpid(-1, &st, 0);
+        if (pid < 0) { if (errno == EINTR) continue; break; }
+        int slot = 0;
+        while (slot < MAXJOBS && g_child[slot] != pid) slot++;
+        if (slot == MAXJOBS) continue;
+        plan_run *r = &plan[slot_of[slot]];
+        g_child[slot] = 0; running--;
+        char head[320] = "";
+        if (c->jobs > 1) snprintf(head, sizeof head, "[%d/%d] %s ", slot_of[slot] + 1, np, r->desc);
+        double secs = al_time() - r->t0;
+        if (g_stop) {                                   /* a partial run, whatever its exit status */
+            r->state = RUN_STOPPED; drop_run_files(r, 0);
+            fprintf(stderr, "%sinterrupted\n", head);
+            continue;
+        }
+        double acc = NAN; char msg[AL_ERRLEN + 64] = "";
+        int ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+        if (!ok && WIFEXITED(st)) snprintf(msg, sizeof msg, "train exited with status %d", WEXITSTATUS(st));
+        else if (!ok) snprintf(msg, sizeof msg, "train killed by signal %d", WTERMSIG(st));
+        else ok = merge_run(c, r, main_csv, &acc, msg, sizeof msg, &fatal) == 0;
+        if (ok) { r->state = RUN_DONE; (*ndone)++; fprintf(stderr, "%sdone %.4f (%.1f s)\n", head, acc, secs); }
+        else {
+            r->state = RUN_FAILED; (*nfail)++;
+            fprintf(stderr, "%sFAILED: %s\n", head, msg);
+            drop_run_files(r, 1);
+        }
+    }
+    sigaction(SIGINT, &old_int, NULL); sigaction(SIGTERM, &old_term, NULL);
+    return g_stop ? 130 : fatal ? 1 : 0;
+}
+
+int run_axis_args(const sweep_cfg *c, const plan_run *r, const char **av, char bufs[][64])
+{
+    int n = 0;
+    for (int i = 0; i < c->naxes; i++) {
+        if (r->val[i] < 0) continue;
+        snprintf(bufs[i], 64, "--%s", c->axes[i].flag);
+        av[n++] = bufs[i];
+        av[n++] = c->axes[i].vals[r->val[i]];
+    }
+    return n;
+}
+
+int csv_upgrade(csvbuf *b)
+{
+    size_t h1 = strlen(AL_CSV_HEADER_V1);
+    if (b->n < h1 + 1 || memcmp(b->p, AL_CSV_HEADER_V1, h1) || b->p[h1] != '\n') return 0;
+    csvbuf nb = {0};
+    int oom = buf_put(&nb, AL_CSV_HEADER "\n", strlen(AL_CSV_HEADER) + 1);
+    for (const char *p = b->p + h1 + 1; *p && !oom;) {
+        const char *nl = strchr(p, '\n');
+        if (!nl) break;                       /* the reader refused a torn line already */
+        oom |= buf_put(&nb, p, (size_t)(nl - p));
+        oom |= buf_put(&nb, ",,done\n", 7);   /* no config; written whole by the old sweep */
+        p = nl + 1;
+    }
+    if (oom) { free(nb.p); return -1; }
+    free(b->p);
+    *b = nb;
+    return 0;
+}
