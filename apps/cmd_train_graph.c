@@ -96,7 +96,7 @@ static void seed_path(char *out, size_t n, const char *path, long seed, int seve
 /* ---- per-epoch callback: CSV row and progress ---- */
 typedef struct run_ctx {
     const gopts *o; const al_graph *g; const al_gnn *m;
-    const char *run_id; long seed; int tty;
+    const char *run_id, *config; long seed; int tty;
     al_error *err; int failed;
 } run_ctx;
 
@@ -112,6 +112,8 @@ static int on_epoch(const al_gnn_epoch *e, void *ud)
         row.test_acc = e->test_acc; row.epoch_seconds = e->seconds;
         row.samples_per_second = e->seconds > 0 ? r->g->n / e->seconds : NAN;
         row.params = (long)r->m->params.total;
+        row.config = r->config;
+        row.status = e->final ? "done" : NULL;   /* the restored best model's row closes the run */
         al_status st;
         #pragma omp critical(train_graph_csv)
         st = al_csv_append(r->o->csv, &row, r->err);
@@ -171,7 +173,7 @@ out:
 
 /* The run's split description and id (canonical description of the run, hashed). */
 static void graph_run_id(const gopts *o, const al_gnn_cfg *cfg, const al_graph *g, long seed, char *split_desc,
-                         size_t sn, char run_id[17])
+                         size_t sn, char run_id[17], char *config, size_t cn)
 {
     char canon[1024];
     if (!strcmp(o->split, "per-class")) snprintf(split_desc, sn, "per-class:%d", o->per_class);
@@ -183,6 +185,7 @@ static void graph_run_id(const gopts *o, const al_gnn_cfg *cfg, const al_graph *
              g->name, o->model, split_desc, g->ntrain, seed, cfg->epochs, cfg->hidden, cfg->heads, (double)cfg->dropout,
              (double)cfg->attn_dropout, (double)cfg->lr, (double)cfg->weight_decay, cfg->decay_all, cfg->patience, o->normalize);
     al_run_id(run_id, canon);
+    al_run_config(config, cn, canon);
 }
 
 /* The kept model as safetensors with what eval --task graph needs to rebuild it in __metadata__. */
@@ -223,10 +226,11 @@ static int run_seed(const gopts *o, const al_gnn_cfg *cfg, const al_graph *g0, l
     if (seed_split(o, &g, seed, &own_train, err)) { ro->failed = 1; free(g.train); return 1; }
     ro->ntrain = g.ntrain;
     char run_id[17], split_desc[64];
-    graph_run_id(o, cfg, &g, seed, split_desc, sizeof split_desc, run_id);
+    char config[1024];
+    graph_run_id(o, cfg, &g, seed, split_desc, sizeof split_desc, run_id, config, sizeof config);
     al_gnn m;
     if (al_gnn_init(&m, cfg, &g, (uint64_t)seed, err)) { ro->failed = 1; if (own_train) free(g.train); return 1; }
-    run_ctx rctx = {o, &g, &m, run_id, seed, tty, err, 0};
+    run_ctx rctx = {o, &g, &m, run_id, config, seed, tty, err, 0};
     al_gnn_result res;
     double t0 = al_time();
     al_status st = al_gnn_train(&m, &g, (uint64_t)seed, on_epoch, &rctx, &res, err);

@@ -86,6 +86,7 @@ typedef struct prog {
     double last_draw, last_step_elapsed, first_eval, eval_total;   /* first_eval < 0: not measured yet */
     const train_image_opts *o;
     const char *run_id; long train_size; long params; const char *dataset;
+    const char *config;     /* al_run_config of the run: the CSV's config column */
     double last_test_acc, last_loss;
     al_error *err;
 } prog;
@@ -137,6 +138,8 @@ static int epoch_csv(prog *pg, const al_train_progress *p)
     r.train_size = pg->train_size; r.seed = pg->o->seed; r.epoch = p->epoch;
     r.train_loss = p->loss; r.train_acc = p->train_acc; r.val_acc = NAN; r.test_acc = p->test_acc;
     r.epoch_seconds = p->epoch_seconds; r.samples_per_second = p->img_per_s; r.params = pg->params;
+    r.config = pg->config;
+    r.status = p->epoch == p->epochs ? "done" : NULL;   /* the run is complete only with its last row */
     return al_csv_append(pg->o->csv, &r, pg->err) != AL_OK;
 }
 
@@ -385,6 +388,9 @@ static int run_conv_attn(const train_image_opts *o, image_run *R, al_error *err)
         r.seed = o->seed; r.epoch = 0; r.train_loss = r.train_acc = r.val_acc = NAN; r.test_acc = acc[1];
         r.epoch_seconds = t[2] - t[1]; r.samples_per_second = T->n / (t[2] - t[1] > 1e-9 ? t[2] - t[1] : 1e-9);
         r.params = (long)m->params.total;
+        char config[1024];
+        al_run_config(config, sizeof config, canon);
+        r.config = config; r.status = "done";
         if (al_csv_append(o->csv, &r, err) != AL_OK) return 1;
     }
     printf("run %s task image data %s model conv-attn init_from %s test_images %d test_acc %.4f cnn_test_acc %.4f "
@@ -396,7 +402,7 @@ static int run_conv_attn(const train_image_opts *o, image_run *R, al_error *err)
 }
 
 /* ---- run: training ---- */
-static void image_run_id(const train_image_opts *o, const image_run *R, char run_id[17])
+static void image_run_id(const train_image_opts *o, const image_run *R, char run_id[17], char *config, size_t cn)
 {
     char canon[2048];
     al_image_run_canonical(canon, sizeof canon, &R->cfg, R->dname, R->D.train.n, o->epochs, o->lr, o->wd, o->batch, o->seed);
@@ -405,6 +411,7 @@ static void image_run_id(const train_image_opts *o, const image_run *R, char run
         snprintf(canon + l, sizeof canon - l, ";test_size=%d", R->D.test.n);
     }
     al_run_id(run_id, canon);
+    al_run_config(config, cn, canon);
 }
 
 /* The checkpoint: the model, the normalisation, the run's hyperparameters, the class names (predict
@@ -446,10 +453,11 @@ static int run_training(const train_image_opts *o, image_run *R, al_error *err)
     tc.weight_decay = o->wd; tc.seed = (uint64_t)o->seed;
     for (int i = 0; i < 4; i++) { tc.mean[i] = 0.f; tc.std[i] = 1.f; }
     if (al_images_stats(T, NULL, 0, tc.mean, tc.std, err) != AL_OK) return 1;
-    char run_id[17];
-    image_run_id(o, R, run_id);
+    char run_id[17], config[1024];
+    image_run_id(o, R, run_id, config, sizeof config);
     prog pg;
     start_progress(&pg, o, R, run_id, err);
+    pg.config = config;
     if (!o->quiet)
         fprintf(stderr, "attnlab train: %s (%lld params) on %s: %d train / %d test images %dx%dx%d, %d classes, run %s\n",
                 o->model, (long long)R->m.params.total, R->dname, T->n, R->D.test.n, T->c, T->h, T->w, R->classes, run_id);
