@@ -36,6 +36,8 @@ int cmd_bench(int argc, char **argv);
 /* Task- and benchmark-specific entry points, one file each (argv[0] is the subcommand name). */
 int train_image_main(int argc, char **argv);   /* apps/cmd_train_image.c */
 int train_graph_main(int argc, char **argv);   /* apps/cmd_train_graph.c */
+int train_seq_main(int argc, char **argv);     /* apps/cmd_train_seq.c */
+int cmd_tag(int argc, char **argv);            /* apps/cmd_tag.c */
 int bench_gemm_main(int argc, char **argv);    /* apps/bench_gemm.c */
 int bench_attention_main(int argc, char **argv); /* apps/bench_attention.c */
 int bench_train_main(int argc, char **argv);   /* apps/bench_train.c */

@@ -11,11 +11,13 @@ int cmd_train(int argc, char **argv)
         else if (!strncmp(argv[i], "--task=", 7)) task = argv[i] + 7;
         else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             if (!strcmp(task, "graph")) return train_graph_main(argc, argv);
+            if (!strcmp(task, "sequence")) return train_seq_main(argc, argv);
             return train_image_main(argc, argv);
         }
     }
     if (!strcmp(task, "image")) return train_image_main(argc, argv);
     if (!strcmp(task, "graph")) return train_graph_main(argc, argv);
-    fprintf(stderr, "attnlab train: unknown task '%s' (expected image or graph)\n", task);
+    if (!strcmp(task, "sequence")) return train_seq_main(argc, argv);
+    fprintf(stderr, "attnlab train: unknown task '%s' (expected image, graph or sequence)\n", task);
     return 2;
 }

@@ -14,6 +14,7 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
     {"plot", cmd_plot, "plot a results CSV with gnuplot"},
     {"attnmap", cmd_attnmap, "draw attention maps of a saved model as a PNG"},
     {"bench", cmd_bench, "benchmarks: gemm, attention, train, graph"},
+    {"tag", cmd_tag, "POS-tag tokenised text with a sequence checkpoint, print CoNLL-U"},
 };
 #define NCMDS (int)(sizeof cmds / sizeof cmds[0])
 

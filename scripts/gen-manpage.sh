@@ -36,7 +36,8 @@ HDR
 printf '.SH OPTIONS\n'
 section "attnlab train (images)" train
 section "attnlab train \\-\\-task graph" train --task graph
-for c in eval predict sweep summarize plot attnmap bench; do section "attnlab $c" "$c"; done
+section "attnlab train \\-\\-task sequence" train --task sequence
+for c in eval predict sweep summarize plot attnmap bench tag; do section "attnlab $c" "$c"; done
 for b in gemm attention train graph; do section "attnlab bench $b" bench "$b"; done
 cat <<'FTR'
 .SH ENVIRONMENT

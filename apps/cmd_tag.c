@@ -1,0 +1,181 @@
+/* cmd_tag.c — attnlab tag: POS-tag tokenised text with a sequence-model checkpoint and print CoNLL-U.
+ * Input (files or stdin): one sentence per line, tokens separated by whitespace, or CoNLL-U (plain or
+ * gzip) when the first non-blank line is a comment or a word line ("1<TAB>…"). Output: one CoNLL-U
+ * sentence per input sentence, ID/FORM/UPOS filled, every other field '_'; al_conllu_read reads it. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <ctype.h>
+#include <unistd.h>
+#include "cli.h"
+#include "attnlab/io.h"
+#include "attnlab/seq.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: attnlab tag --load MODEL.safetensors [--threads N] [FILE ...]\n\n"
+        "Tags tokenised sentences with a model saved by `attnlab train --task sequence --save`. Each FILE (or\n"
+        "stdin when none is given, or for '-') holds one sentence per line with whitespace-separated tokens,\n"
+        "or CoNLL-U (.conllu / .conllu.gz: comments and multi-word token lines are dropped). Prints CoNLL-U on\n"
+        "stdout: ID, FORM and the predicted UPOS, '_' elsewhere; a blank line after each sentence.\n");
+}
+
+/* Whole input: a file or stdin. */
+static int read_input(const char *path, char **data, size_t *len, al_error *err)
+{
+    if (strcmp(path, "-")) return al_read_file(path, data, len, err) == AL_OK ? 0 : -1;
+    size_t cap = 1 << 16, n = 0;
+    char *b = malloc(cap + 1);
+    while (b) {
+        n += fread(b + n, 1, cap - n, stdin);
+        if (n < cap) break;
+        char *nb = realloc(b, 2 * cap + 1);
+        if (!nb) { free(b); b = NULL; break; }
+        b = nb; cap *= 2;
+    }
+    if (!b || ferror(stdin)) { free(b); al_seterr(err, "stdin: read error or out of memory"); return -1; }
+    b[n] = 0; *data = b; *len = n;
+    return 0;
+}
+
+/* CoNLL-U (or gzip, which only CoNLL-U input can be): first non-blank line starts with '#' or digits + tab. */
+static int looks_conllu(const char *s, size_t n)
+{
+    if (n >= 2 && (unsigned char)s[0] == 0x1f && (unsigned char)s[1] == 0x8b) return 1;
+    size_t i = 0;
+    while (i < n && isspace((unsigned char)s[i])) i++;
+    if (i < n && s[i] == '#') return 1;
+    size_t j = i;
+    while (j < n && (isdigit((unsigned char)s[j]) || s[j] == '-' || s[j] == '.')) j++;
+    return j > i && j < n && s[j] == '\t';
+}
+
+/* Plain text: one sentence per non-blank line. Builds d (tags −1). */
+static int parse_plain(const char *name, char *s, size_t n, int max_len, al_conllu *d, al_error *err)
+{
+    memset(d, 0, sizeof *d);
+    int64_t ntok = 0; int nsent = 0;
+    for (size_t i = 0; i < n;) {   /* count */
+        int in = 0, w = 0;
+        for (; i < n && s[i] != '\n'; i++) {
+            int sp = s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\v' || s[i] == '\f';
+            if (!sp && !in) w++;
+            in = !sp;
+        }
+        i++;
+        if (w) { nsent++; ntok += w; }
+    }
+    if (!nsent) { al_seterr(err, "%s: no sentence (no non-blank line)", name); return -1; }
+    d->sent_start = malloc((size_t)(nsent + 1) * sizeof(int));
+    d->sent_line = malloc((size_t)nsent * sizeof(long));
+    d->form = malloc((size_t)ntok * sizeof(char *));
+    d->tag = malloc((size_t)ntok * sizeof(int));
+    d->text = malloc(n + 1);
+    if (!d->sent_start || !d->sent_line || !d->form || !d->tag || !d->text) { al_conllu_free(d); al_seterr(err, "%s: out of memory", name); return -1; }
+    memcpy(d->text, s, n); d->text[n] = 0;
+    char *t = d->text;
+    int k = 0, t_i = 0; long line = 0;
+    d->sent_start[0] = 0;
+    for (size_t i = 0; i < n;) {
+        line++;
+        int w = 0;
+        while (i < n && t[i] != '\n') {
+            while (i < n && t[i] != '\n' && (t[i] == ' ' || t[i] == '\t' || t[i] == '\r' || t[i] == '\v' || t[i] == '\f')) t[i++] = 0;
+            if (i >= n || t[i] == '\n') break;
+            d->form[t_i] = t + i; d->tag[t_i] = -1; t_i++; w++;
+            while (i < n && t[i] != '\n' && !(t[i] == ' ' || t[i] == '\t' || t[i] == '\r' || t[i] == '\v' || t[i] == '\f')) i++;
+        }
+        if (i < n) t[i++] = 0;
+        if (w) {
+            if (w > max_len) { al_conllu_free(d); al_seterr(err, "%s:%ld: sentence of %d tokens, more than the model's max_len %d", name, line, w, max_len); return -1; }
+            d->sent_line[k] = line; d->sent_start[k + 1] = t_i;
+            if (w > d->max_sent_len) d->max_sent_len = w;
+            k++;
+        }
+    }
+    d->nsent = nsent; d->ntok = (int)ntok;
+    return 0;
+}
+
+/* CoNLL-U from memory: through a temporary file when it came from stdin. */
+static int read_conllu(const char *path, const char *data, size_t n, int max_len, al_conllu *d, al_error *err)
+{
+    al_conllu_opts co = {max_len, 1};
+    if (strcmp(path, "-")) return al_conllu_read(path, &co, d, err) == AL_OK ? 0 : -1;
+    const char *tmp = getenv("TMPDIR");
+    char tpl[4096];
+    snprintf(tpl, sizeof tpl, "%s/attnlab-tag-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    int fd = mkstemp(tpl);
+    if (fd < 0) { al_seterr(err, "stdin: cannot create a temporary file in %s", tmp && *tmp ? tmp : "/tmp"); return -1; }
+    size_t off = 0;
+    while (off < n) { ssize_t w = write(fd, data + off, n - off); if (w <= 0) break; off += (size_t)w; }
+    close(fd);
+    int rc = off == n && al_conllu_read(tpl, &co, d, err) == AL_OK ? 0 : -1;
+    if (off != n) al_seterr(err, "stdin: cannot write the temporary file %s", tpl);
+    unlink(tpl);
+    return rc;
+}
+
+static int tag_one(const char *path, al_seq_model *m, const al_featurizer *fz, al_error *err)
+{
+    char *data = NULL; size_t n = 0;
+    if (read_input(path, &data, &n, err)) return 1;
+    const char *name = strcmp(path, "-") ? path : "stdin";
+    al_conllu d;
+    int bad = looks_conllu(data, n) ? read_conllu(path, data, n, m->cfg.max_len, &d, err)
+                                    : parse_plain(name, data, n, m->cfg.max_len, &d, err);
+    free(data);
+    if (bad) return 1;
+    al_seq_data sd;
+    int *pred = malloc((size_t)(d.ntok > 0 ? d.ntok : 1) * sizeof(int));
+    int rc = 1;
+    if (!pred) { al_seterr(err, "out of memory"); al_conllu_free(&d); return 1; }
+    if (al_seq_data_encode(fz, &d, &sd, err) != AL_OK) goto done;
+    if (al_seq_eval(m, &sd, 256, NULL, NULL, pred, err) != AL_OK) { al_seq_data_free(&sd); goto done; }
+    al_seq_data_free(&sd);
+    for (int s = 0; s < d.nsent; s++) {
+        char *txt; size_t len;
+        int a = d.sent_start[s];
+        if (al_conllu_format(d.sent_start[s + 1] - a, d.form + a, pred + a, &txt, &len, err) != AL_OK) goto done;
+        fwrite(txt, 1, len, stdout);
+        free(txt);
+    }
+    rc = ferror(stdout) ? (al_seterr(err, "write error on stdout"), 1) : 0;
+done:
+    free(pred);
+    al_conllu_free(&d);
+    return rc;
+}
+
+int cmd_tag(int argc, char **argv)
+{
+    const char *load = NULL;
+    int threads = 0;
+    enum { O_LOAD = 256, O_THREADS, O_HELP };
+    static const struct option lo[] = {{"load", 1, 0, O_LOAD}, {"threads", 1, 0, O_THREADS}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
+    optind = 0; opterr = 0;
+    int ch;
+    while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+        switch (ch) {
+        case O_LOAD: load = optarg; break;
+        case O_THREADS: if (cli_threads("tag", optarg, &threads)) return 2; break;
+        case 'h': case O_HELP: usage(stdout); return 0;
+        default: return cli_bad_option("tag", argv);
+        }
+    }
+    if (!load) { fprintf(stderr, "attnlab tag: --load MODEL.safetensors is required\n"); return 2; }
+    if (threads > 0) al_set_threads(threads);
+    al_error err = {{0}};
+    al_seq_model m; al_featurizer fz;
+    if (al_seq_load(load, &m, &fz, NULL, &err) != AL_OK) { fprintf(stderr, "attnlab tag: %s\n", err.msg); return 1; }
+    int rc = 0;
+    if (optind >= argc) rc = tag_one("-", &m, &fz, &err);
+    for (int i = optind; i < argc && !rc; i++) rc = tag_one(argv[i], &m, &fz, &err);
+    fflush(stdout);
+    if (rc) fprintf(stderr, "attnlab tag: %s\n", err.msg[0] ? err.msg : "failed");
+    al_seq_free(&m);
+    al_feat_free(&fz);
+    return rc;
+}

@@ -1,0 +1,263 @@
+/* cmd_train_seq.c — attnlab train --task sequence: POS tagging on a CoNLL-U treebank (UPOS), the five
+ * taggers of torch_pos.py on packed sentence batches; CSV rows per epoch, a checkpoint with the
+ * vocabularies, a summary line on stdout. */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "cli.h"
+#include "attnlab/datadir.h"
+#include "attnlab/io.h"
+#include "attnlab/kernels.h"
+#include "attnlab/seq.h"
+
+#define CMD "train"
+
+typedef struct sopts {
+    const char *model, *data, *csv, *save, *pos, *score, *norm, *rnn;
+    int epochs, batch, threads, train_size, quiet, max_len, window, heads, depth;
+    long seed;
+    double lr, wd;
+} sopts;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: attnlab train --task sequence --model %s [OPTIONS]\n\n"
+        "Part-of-speech tagging (UPOS, 17 tags) on a CoNLL-U treebank, the models of torch_pos.py: word (64-d),\n"
+        "suffix (16-d) embeddings and 4 shape bits → linear 64, then the model. Batches are whole sentences\n"
+        "packed back to back (no padding); attention stays inside each sentence. AdamW, cross-entropy over the\n"
+        "tokens; after every epoch the test split's token accuracy and accuracy on words unseen in train.\n\n"
+        "data:\n"
+        "  --data NAME|DIR      treebank directory with train/test (.conllu or .conllu.gz, or UD release names)\n"
+        "                       (default ud-english-ewt, found as datasets/NAME, $ATTNLAB_DATA/NAME, ...)\n"
+        "  --train-size N       random subset of N training sentences, seeded (default 0 = all)\n"
+        "  --max-len N          longest sentence accepted (default 512)\n"
+        "training:\n"
+        "  --epochs N (10)  --batch N sentences (32)  --lr X (0.001)  --wd X (0.01)  --seed N (1)\n"
+        "  --threads N          OpenMP threads (default: OMP_NUM_THREADS or all cores)\n"
+        "model:\n"
+        "  --window K           window-fc: context tokens each side (2); trunc: attention radius (3)\n"
+        "  --rnn bi|uni         rnn: bidirectional (default) or forwards only\n"
+        "  --pos none|learned|sinusoidal (sinusoidal)  --score dot|additive (dot)  --norm softmax|relu (softmax)\n"
+        "  --heads N (4)  --depth N (2)       sa, trunc\n"
+        "output:\n"
+        "  --csv FILE           append one row per epoch (columns: " AL_CSV_HEADER ");\n"
+        "                       task sequence, train_size = sentences, test_acc = token accuracy, val_acc empty,\n"
+        "                       samples_per_second = training tokens/s (unseen_acc is on stderr and stdout)\n"
+        "  --save FILE          safetensors checkpoint: weights, configuration and vocabularies (for attnlab tag)\n"
+        "  --quiet              no progress on stderr\n", al_seq_names());
+}
+
+typedef struct sprog {
+    int tty, quiet;
+    double last_draw;
+    const sopts *o;
+    const char *run_id, *dataset;
+    long train_size, params;
+    double test_acc, unseen_acc, loss, tok_s_sum; int epochs_done;
+    const char *config;     /* the CSV's config column */
+    al_error *err;
+} sprog;
+
+static int on_progress(void *ud, const al_seq_progress *p)
+{
+    sprog *g = ud;
+    if (p->kind == 0) {
+        if (g->quiet || !g->tty) return 0;
+        double now = al_time();
+        if (now - g->last_draw < 0.1 && p->step != p->steps_per_epoch) return 0;
+        g->last_draw = now;
+        fprintf(stderr, "\r\033[Kepoch %d/%d %d/%d loss %.4f %.0f tok/s", p->epoch, p->epochs, p->step, p->steps_per_epoch,
+                p->loss, p->tok_per_s);
+        fflush(stderr);
+        return 0;
+    }
+    g->test_acc = p->test_acc; g->unseen_acc = p->unseen_acc; g->loss = p->loss;
+    g->tok_s_sum += p->epoch_seconds; g->epochs_done++;
+    if (g->o->csv) {
+        al_csv_row r;
+        memset(&r, 0, sizeof r);
+        r.run_id = g->run_id; r.task = "sequence"; r.dataset = g->dataset; r.model = g->o->model;
+        r.train_size = g->train_size; r.seed = g->o->seed; r.epoch = p->epoch;
+        r.train_loss = p->loss; r.train_acc = p->train_acc; r.val_acc = NAN; r.test_acc = p->test_acc;
+        r.epoch_seconds = p->epoch_seconds; r.samples_per_second = p->tok_per_s; r.params = g->params;
+        r.config = g->config;
+        r.status = p->epoch == p->epochs ? "done" : NULL;   /* complete only with its last row */
+        if (al_csv_append(g->o->csv, &r, g->err) != AL_OK) return 1;
+    }
+    if (!g->quiet)
+        fprintf(stderr, "%sepoch %d/%d  loss %.4f  train_acc %.4f  test_acc %.4f  unseen_acc %.4f  %.1f s  %.0f tok/s\n",
+                g->tty ? "\r\033[K" : "", p->epoch, p->epochs, p->loss, p->train_acc, p->test_acc, p->unseen_acc,
+                p->epoch_seconds, p->tok_per_s);
+    return 0;
+}
+
+static int cmp_int(const void *a, const void *b) { int x = *(const int *)a, y = *(const int *)b; return (x > y) - (x < y); }
+
+/* The dataset column: NAME, or a directory's last path component. */
+static void dataset_name(const char *data, char *out, size_t n)
+{
+    const char *e = data + strlen(data);
+    while (e > data && e[-1] == '/') e--;
+    const char *b = e;
+    while (b > data && b[-1] != '/') b--;
+    snprintf(out, n, "%.*s", (int)(e - b), b);
+    for (char *q = out; *q; q++) if (*q == ',' || *q == '"' || *q == '\n') *q = '_';
+}
+
+int train_seq_main(int argc, char **argv)
+{
+    sopts o;
+    memset(&o, 0, sizeof o);
+    o.model = NULL; o.data = "ud-english-ewt"; o.epochs = 10; o.batch = 32; o.seed = 1; o.lr = 1e-3; o.wd = 0.01;
+    o.max_len = AL_CONLLU_MAX_LEN; o.window = -2; o.heads = 0; o.depth = 0;
+    enum { O_TASK = 256, O_MODEL, O_DATA, O_TRAINSIZE, O_EPOCHS, O_LR, O_WD, O_BATCH, O_SEED, O_THREADS, O_CSV, O_SAVE,
+           O_QUIET, O_MAXLEN, O_WINDOW, O_RNN, O_POS, O_SCORE, O_NORM, O_HEADS, O_DEPTH, O_HELP };
+    static const struct option lo[] = {
+        {"task", 1, 0, O_TASK}, {"model", 1, 0, O_MODEL}, {"data", 1, 0, O_DATA}, {"train-size", 1, 0, O_TRAINSIZE},
+        {"epochs", 1, 0, O_EPOCHS}, {"lr", 1, 0, O_LR}, {"wd", 1, 0, O_WD}, {"batch", 1, 0, O_BATCH},
+        {"seed", 1, 0, O_SEED}, {"threads", 1, 0, O_THREADS}, {"csv", 1, 0, O_CSV}, {"save", 1, 0, O_SAVE},
+        {"quiet", 0, 0, O_QUIET}, {"max-len", 1, 0, O_MAXLEN}, {"window", 1, 0, O_WINDOW}, {"rnn", 1, 0, O_RNN},
+        {"pos", 1, 0, O_POS}, {"score", 1, 0, O_SCORE}, {"norm", 1, 0, O_NORM}, {"heads", 1, 0, O_HEADS},
+        {"depth", 1, 0, O_DEPTH}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
+    optind = 0; opterr = 0;
+    int ch, bad = 0;
+    while (!bad && (ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+        switch (ch) {
+        case O_TASK: if (strcmp(optarg, "sequence")) { fprintf(stderr, "attnlab train: this is the sequence task, got --task %s\n", optarg); return 2; } break;
+        case O_MODEL: o.model = optarg; break;
+        case O_DATA: o.data = optarg; break;
+        case O_TRAINSIZE: bad = cli_int32(CMD, "--train-size", optarg, 0, CLI_NOMAX, &o.train_size); break;
+        case O_EPOCHS: bad = cli_int32(CMD, "--epochs", optarg, 1, 100000, &o.epochs); break;
+        case O_LR: bad = cli_num(CMD, "--lr", optarg, 1e-12, 1e3, &o.lr); break;
+        case O_WD: bad = cli_num(CMD, "--wd", optarg, 0, 1e3, &o.wd); break;
+        case O_BATCH: bad = cli_int32(CMD, "--batch", optarg, 1, 1000000, &o.batch); break;
+        case O_SEED: { long s; bad = cli_int(CMD, "--seed", optarg, 0, CLI_NOMAX, &s); o.seed = s; break; }
+        case O_THREADS: bad = cli_threads(CMD, optarg, &o.threads); break;
+        case O_CSV: o.csv = optarg; break;
+        case O_SAVE: o.save = optarg; break;
+        case O_QUIET: o.quiet = 1; break;
+        case O_MAXLEN: bad = cli_int32(CMD, "--max-len", optarg, 1, 1000000, &o.max_len); break;
+        case O_WINDOW: bad = cli_int32(CMD, "--window", optarg, 0, 1000000, &o.window); break;
+        case O_RNN: o.rnn = optarg; if (strcmp(optarg, "bi") && strcmp(optarg, "uni")) { fprintf(stderr, "attnlab train: --rnn must be bi or uni, got '%s'\n", optarg); bad = -1; } break;
+        case O_POS: o.pos = optarg; break;
+        case O_SCORE: o.score = optarg; break;
+        case O_NORM: o.norm = optarg; break;
+        case O_HEADS: bad = cli_int32(CMD, "--heads", optarg, 1, 1024, &o.heads); break;
+        case O_DEPTH: bad = cli_int32(CMD, "--depth", optarg, 1, AL_MODEL_MAXDEPTH, &o.depth); break;
+        case 'h': case O_HELP: usage(stdout); return 0;
+        default: return cli_bad_option(CMD, argv);
+        }
+    }
+    if (bad) return 2;
+    if (optind < argc) { fprintf(stderr, "attnlab train: unexpected argument '%s'\n", argv[optind]); return 2; }
+    if (!o.model) { fprintf(stderr, "attnlab train: --task sequence needs --model %s\n", al_seq_names()); return 2; }
+
+    /* the configuration first (with placeholder vocabulary sizes): a bad option is a usage error */
+    al_error err = {{0}};
+    al_seq_config cfg;
+    if (al_seq_config_default(&cfg, o.model, 2, 2, AL_UPOS_N, &err) != AL_OK) { fprintf(stderr, "attnlab train: %s\n", err.msg); return 2; }
+    const al_seq_kind *kind = al_seq_kind_find(o.model);
+    cfg.max_len = o.max_len;
+    if (o.window != -2) {
+        if (strcmp(o.model, "window-fc") && strcmp(o.model, "trunc")) { fprintf(stderr, "attnlab train: --window applies to window-fc and trunc only\n"); return 2; }
+        cfg.window = o.window;
+    }
+    if (o.rnn) {
+        if (strcmp(o.model, "rnn")) { fprintf(stderr, "attnlab train: --rnn applies to the rnn model only\n"); return 2; }
+        cfg.bidirectional = !strcmp(o.rnn, "bi");
+    }
+    if ((o.pos || o.score || o.norm || o.heads || o.depth) && !kind->attention) {
+        fprintf(stderr, "attnlab train: --pos/--score/--norm/--heads/--depth apply to sa and trunc only\n"); return 2;
+    }
+    if (o.pos && (al_pos_parse(o.pos, &cfg.pos) || cfg.pos == AL_POS_RELATIVE)) { fprintf(stderr, "attnlab train: --pos must be none, learned or sinusoidal\n"); return 2; }
+    if (o.score && al_score_parse(o.score, &cfg.score)) { fprintf(stderr, "attnlab train: --score must be dot or additive\n"); return 2; }
+    if (o.norm && al_norm_parse(o.norm, &cfg.norm)) { fprintf(stderr, "attnlab train: --norm must be softmax or relu\n"); return 2; }
+    if (o.heads) cfg.heads = o.heads;
+    if (o.depth) cfg.depth = o.depth;
+    if (al_seq_config_check(&cfg, &err) != AL_OK) { fprintf(stderr, "attnlab train: %s\n", err.msg); return 2; }
+    if (cli_check_env_threads(CMD)) return 2;
+    if (o.threads > 0) al_set_threads(o.threads);
+    fprintf(stderr, "attnlab train: %d threads, gemm %s\n", al_threads(), al_gemm_backend());
+
+    int rc = 1, tty = isatty(2), have_model = 0;
+    char dir[4096], dname[64];
+    al_conllu_set D; memset(&D, 0, sizeof D);
+    al_featurizer fz; memset(&fz, 0, sizeof fz);
+    al_seq_data tr, te; memset(&tr, 0, sizeof tr); memset(&te, 0, sizeof te);
+    al_seq_model m; memset(&m, 0, sizeof m);
+    const char *explicit_dir = strchr(o.data, '/') ? o.data : NULL;
+    if (al_data_locate(explicit_dir ? "ud-english-ewt" : o.data, explicit_dir, dir, sizeof dir, &err) != AL_OK) goto out;
+    dataset_name(o.data, dname, sizeof dname);
+    al_conllu_opts copts = {o.max_len, 0};
+    if (al_conllu_load_dir(dir, &copts, &D, &err) != AL_OK) goto out;
+    if (o.train_size > D.train.nsent) {
+        al_seterr(&err, "--train-size %d is larger than the training split (%d sentences)", o.train_size, D.train.nsent);
+        rc = 2; goto out;
+    }
+    if (o.train_size > 0 && o.train_size < D.train.nsent) {   /* seeded subset, kept in file order */
+        int *idx = malloc((size_t)D.train.nsent * sizeof(int));
+        if (!idx) { al_seterr(&err, "out of memory"); goto out; }
+        for (int i = 0; i < D.train.nsent; i++) idx[i] = i;
+        al_rng r; al_rng_seed(&r, (uint64_t)o.seed, AL_RNG_DATA);
+        al_rng_shuffle(&r, idx, D.train.nsent);
+        qsort(idx, (size_t)o.train_size, sizeof(int), cmp_int);
+        al_conllu sub;
+        al_status st = al_conllu_subset(&D.train, idx, o.train_size, &sub, &err);
+        free(idx);
+        if (st != AL_OK) goto out;
+        al_conllu_free(&D.train);
+        D.train = sub;
+    }
+    if (al_feat_build(&D.train, &fz, &err) != AL_OK) goto out;
+    if (al_seq_data_encode(&fz, &D.train, &tr, &err) != AL_OK || al_seq_data_encode(&fz, &D.test, &te, &err) != AL_OK) goto out;
+    cfg.nwords = al_feat_nwords(&fz); cfg.nsuffixes = al_feat_nsuffixes(&fz);
+    if (al_seq_init(&m, &cfg, (uint64_t)o.seed, &err) != AL_OK) goto out;
+    have_model = 1;
+
+    char canon[2048], run_id[17], config[1024];
+    al_seq_run_canonical(canon, sizeof canon, &cfg, dname, tr.nsent, o.epochs, (float)o.lr, (float)o.wd, o.batch, o.seed);
+    al_run_id(run_id, canon);
+    al_run_config(config, sizeof config, canon);
+    sprog pg;
+    memset(&pg, 0, sizeof pg);
+    pg.config = config;
+    pg.tty = tty; pg.quiet = o.quiet; pg.o = &o; pg.run_id = run_id; pg.dataset = dname; pg.train_size = tr.nsent;
+    pg.params = (long)m.params.total; pg.err = &err; pg.test_acc = pg.unseen_acc = pg.loss = NAN;
+    if (!o.quiet)
+        fprintf(stderr, "attnlab train: %s (%lld params) on %s: %d train sentences (%d tokens), %d test sentences (%d tokens), "
+                "%d words, %d suffixes, run %s\n", o.model, (long long)m.params.total, dname, tr.nsent, tr.ntok, te.nsent, te.ntok,
+                cfg.nwords, cfg.nsuffixes, run_id);
+    al_seq_train_config tc;
+    memset(&tc, 0, sizeof tc);
+    tc.epochs = o.epochs; tc.batch = o.batch; tc.eval_batch = 256; tc.lr = (float)o.lr; tc.weight_decay = (float)o.wd;
+    tc.seed = (uint64_t)o.seed;
+    double t0 = al_time();
+    if (al_seq_train(&m, &tr, &te, &tc, on_progress, &pg, &err) != AL_OK) goto out;
+    double secs = al_time() - t0;
+    double tok_s = pg.tok_s_sum > 0 ? (double)tr.ntok * pg.epochs_done / pg.tok_s_sum : NAN;
+    if (o.save) {
+        char vb[6][48], acc[32], uacc[32];
+        snprintf(vb[0], 48, "%d", tr.nsent); snprintf(vb[1], 48, "%d", o.epochs); snprintf(vb[2], 48, "%.9g", o.lr);
+        snprintf(vb[3], 48, "%.9g", o.wd); snprintf(vb[4], 48, "%d", o.batch); snprintf(vb[5], 48, "%ld", o.seed);
+        snprintf(acc, sizeof acc, "%.6f", pg.test_acc); snprintf(uacc, sizeof uacc, "%.6f", pg.unseen_acc);
+        const char *kv[] = {"task", "sequence", "data", dname, "train_size", vb[0], "epochs", vb[1], "lr", vb[2], "wd", vb[3],
+                            "batch", vb[4], "seed", vb[5], "optim", "adamw", "run_id", run_id, "test_acc", acc, "unseen_acc", uacc};
+        if (al_seq_save(o.save, &m, &fz, kv, (int)(sizeof kv / sizeof *kv / 2), &err) != AL_OK) goto out;
+    }
+    printf("run %s task sequence data %s model %s train_size %d seed %ld epochs %d params %lld train_loss %.4f test_acc %.4f "
+           "unseen_acc %.4f train_tokens_per_s %.0f seconds %.1f%s%s\n", run_id, dname, o.model, tr.nsent, o.seed, o.epochs,
+           (long long)m.params.total, pg.loss, pg.test_acc, pg.unseen_acc, tok_s, secs, o.save ? " saved " : "", o.save ? o.save : "");
+    fflush(stdout);
+    rc = 0;
+out:
+    if (rc) fprintf(stderr, "%sattnlab train: %s\n", tty && !o.quiet ? "\r\033[K" : "", err.msg[0] ? err.msg : "failed");
+    if (have_model) al_seq_free(&m);
+    al_seq_data_free(&tr); al_seq_data_free(&te);
+    al_feat_free(&fz);
+    al_conllu_set_free(&D);
+    return rc;
+}

@@ -1,0 +1,163 @@
+/* attnlab/seq.h — sequence labelling (POS tagging): packed batches of sentences, the ops that move
+ * between packed and padded layouts, the sequence-model table, training, evaluation, checkpoints.
+ *
+ * A batch of S sentences is PACKED: its Σ len tokens lie back to back in one (N, C) tensor, sentence
+ * s owning rows [start[s], start[s] + len[s]). Position-wise layers (embeddings, linear, LN, MLP) run
+ * on the packed rows with no padding at all. What needs the sentence structure gets it explicitly:
+ *
+ *   attention   the GRAPH pattern with a block-diagonal CSR (al_csr_segments): a token attends to
+ *               the tokens of its own sentence (radius −1) or to those within distance r of it (trunc);
+ *   window-fc   al_seg_window: tokens i−K … i+K of the same sentence, zeros outside it;
+ *   rnn         al_seg_unpack → (S, Tmax, C) + lengths for al_gru, al_seg_pack back to (N, C).
+ *
+ *   al_seq_config cfg; al_seq_config_default(&cfg, "sa", nwords, nsuffixes, AL_UPOS_N, &err);
+ *   al_seq_model m; al_seq_init(&m, &cfg, seed, &err);
+ *   al_seq_batch b = { .nseg = S, .ntok = N, .len = len, .word = w, .suffix = s, .shape = bits };
+ *   al_tensor *logits = al_seq_forward(c, &m, &b);      // (N, tags), on c's tape
+ *
+ * The models are exactly those of the PyTorch peer /work/shared/peers/torch_pos.py (class Tagger):
+ * the same layers, parameter names (its state_dict keys), shapes, order and initialisation
+ * distributions (PyTorch defaults: Linear/GRU uniform ±1/√fan_in, Embedding N(0, 1) with row 0
+ * (padding_idx) zero, LayerNorm ones/zeros). Row 0 of the embeddings stays zero: id 0 is never an
+ * input (unknown words are id 1), so its gradient is zero and AdamW's decay keeps 0 at 0.
+ */
+#ifndef ATTNLAB_SEQ_H
+#define ATTNLAB_SEQ_H
+#include <stdint.h>
+#include "tensor.h"
+#include "attention.h"
+#include "models.h"   /* al_pos_kind, AL_MODEL_MAXDEPTH, al_block_params */
+#include "text.h"
+
+/* ---------------- segments: who may see whom in a packed batch ---------------- */
+/* The block-diagonal adjacency of nseg segments of lengths len[0..nseg) (each >= 0) packed back to
+ * back: row i (a token of segment s) holds the tokens j of segment s with |i − j| <= radius, in
+ * increasing order (radius −1: the whole segment). (N, N) with N = Σ len, built in one pass
+ * (O(nnz), never N×N). out's arrays are malloc'd: free with al_csr_free. val is NULL (all ones). */
+al_status al_csr_segments(const int *len /* (nseg) */, int nseg, int radius, al_csr *out, al_error *err);
+/* The same adjacency from c's arena (valid until al_ctx_reset); NULL and c in error on failure. */
+const al_csr *al_csr_segments_arena(al_ctx *c, const int *len /* (nseg) */, int nseg, int radius);
+
+/* ---------------- packed-layout ops (src/ops/segment.c), with backward ---------------- */
+/* x (N, C) packed, len (nseg) summing to N → (N, (2K+1)·C): row i is the concatenation of the rows
+ * i−K, …, i+K of its own segment, in that order, with zeros for positions outside the segment. */
+al_tensor *al_seg_window(al_ctx *c, al_tensor *x, const int *len, int nseg, int K);
+/* x (N, C) packed → (nseg, Tmax, C) padded with zeros, Tmax = max(len) (at least 1). */
+al_tensor *al_seg_unpack(al_ctx *c, al_tensor *x, const int *len, int nseg);
+/* y (nseg, T, C) padded, len[s] <= T → (Σ len, C) packed: the first len[s] steps of each sequence. */
+al_tensor *al_seg_pack(al_ctx *c, al_tensor *y, const int *len, int nseg);
+/* Position of each packed token within its segment: pos[i] for i < Σ len. */
+void al_seg_positions(const int *len /* (nseg) */, int nseg, int *pos /* (Σ len) */);
+/* torch_pos.py's sinusoid(n, d): pe[p, 2i] = sin(p / 10000^(2i/d)), pe[p, 2i+1] = cos(same); d even. */
+void al_sinusoid(float *pe /* (n, d) */, int n, int d);
+
+/* ---------------- the sequence models ---------------- */
+typedef struct al_seq_config {
+    char name[16];                 /* "fc", "window-fc", "rnn", "sa", "trunc" */
+    int nwords, nsuffixes, tags;   /* embedding rows (al_feat_nwords / _nsuffixes), tags (17) */
+    int word_dim, suffix_dim, dim; /* 64, 16, 64 (token vector = linear(word ⊕ suffix ⊕ 4 shape bits)) */
+    int hidden;                    /* fc / window-fc hidden layer, sa / trunc MLP (128) */
+    int window;                    /* window-fc: context K each side (2); trunc: attention radius (3) */
+    int depth, heads;              /* sa / trunc: 2 blocks, 4 heads */
+    int bidirectional;             /* rnn: 1 (default) both directions, 0 forwards only */
+    al_pos_kind pos;               /* sa / trunc: sinusoidal (default), learned, none */
+    al_score_kind score;           /* dot (default) or additive */
+    al_norm_kind norm;             /* softmax (default) or relu */
+    int max_len;                   /* longest sentence (positions table), default 512 */
+} al_seq_config;
+
+typedef struct al_seq_model {
+    al_seq_config cfg;
+    const struct al_seq_kind *kind;
+    al_params params;              /* flat; every tensor decays (torch.optim.AdamW(model.parameters())) */
+    al_tensor *wemb, *semb, *proj_w, *proj_b;          /* emb.w.weight, emb.s.weight, emb.proj.* */
+    al_tensor *h1_w, *h1_b, *h2_w, *h2_b;              /* fc / window-fc: head.0.*, head.2.* */
+    al_tensor *rnn_wih[2], *rnn_whh[2], *rnn_bih[2], *rnn_bhh[2];   /* rnn.*_l0 and *_l0_reverse */
+    al_tensor *head_w, *head_b;                        /* rnn / sa / trunc: head.* */
+    al_tensor *ln_w, *ln_b, *pos;                      /* sa / trunc: ln.*, learned positions "pos" */
+    al_block_params blocks[AL_MODEL_MAXDEPTH];         /* blocks.b.{ln1,qkv,proj,ln2,fc1,fc2}.* */
+    float *sincos;                                     /* (max_len, dim) or NULL; owned */
+} al_seq_model;
+
+/* One packed batch: nseg sentences, ntok = Σ len tokens, features as al_feat_encode gives them. */
+typedef struct al_seq_batch {
+    int nseg, ntok;
+    const int *len;                /* (nseg), each >= 1 */
+    const int *word, *suffix;      /* (ntok) ids */
+    const float *shape;            /* (ntok, 4) */
+} al_seq_batch;
+
+/* The table: one entry per model (src/models/seq.c). */
+typedef struct al_seq_kind {
+    const char *name;
+    const char *summary;
+    int attention;                 /* 1: --pos/--score/--norm/--heads apply */
+    void (*defaults)(al_seq_config *cfg);                         /* after the common defaults, or NULL */
+    al_status (*check)(const al_seq_config *cfg, al_error *err);  /* after the common checks, or NULL */
+    al_status (*init)(al_seq_model *m);                           /* register parameters; AL_ERR = out of memory */
+    al_tensor *(*forward)(al_ctx *c, al_seq_model *m, al_tensor *x /* (N, dim) */, const al_seq_batch *b); /* → (N, tags) */
+} al_seq_kind;
+
+const al_seq_kind *al_seq_kind_find(const char *name);   /* NULL if unknown */
+const char        *al_seq_names(void);                   /* "fc|window-fc|rnn|sa|trunc" */
+
+/* Defaults of model `name` (AL_ERR for an unknown name); check sizes and settings. */
+al_status al_seq_config_default(al_seq_config *cfg, const char *name, int nwords, int nsuffixes, int tags, al_error *err);
+al_status al_seq_config_check(const al_seq_config *cfg, al_error *err);
+/* Register and initialise the parameters (AL_RNG_INIT stream of seed). Free with al_seq_free. */
+al_status al_seq_init(al_seq_model *m, const al_seq_config *cfg, uint64_t seed, al_error *err);
+void      al_seq_free(al_seq_model *m);
+/* The batch's tokens → logits (ntok, tags). Honours c->grad_enabled. Errors are recorded in c. */
+al_tensor *al_seq_forward(al_ctx *c, al_seq_model *m, const al_seq_batch *b);
+
+/* ---------------- data ---------------- */
+/* A treebank's features, encoded once: sentence s owns tokens [start[s], start[s+1]). */
+typedef struct al_seq_data {
+    int nsent, ntok, max_len;
+    int *start;                    /* (nsent + 1) */
+    int *word, *suffix, *tag;      /* (ntok); tag −1 = untagged */
+    float *shape;                  /* (ntok, 4) */
+    uint8_t *unseen;               /* (ntok) 1 = lower-cased word not in train */
+} al_seq_data;
+al_status al_seq_data_encode(const al_featurizer *fz, const al_conllu *d, al_seq_data *out, al_error *err);
+void      al_seq_data_free(al_seq_data *d);
+/* The sentences idx[0..n) of d, in that order, as a new treebank (copies). */
+al_status al_conllu_subset(const al_conllu *d, const int *idx, int n, al_conllu *out, al_error *err);
+
+/* ---------------- training and evaluation (src/train/seq.c) ---------------- */
+typedef struct al_seq_train_config {
+    int epochs, batch, eval_batch;  /* batch in sentences (32); eval_batch 256 */
+    float lr, weight_decay;         /* AdamW 1e-3, 0.01 */
+    uint64_t seed;                  /* shuffling: AL_RNG_SHUFFLE stream */
+    int max_steps;                  /* > 0: stop after this many steps (tests) */
+} al_seq_train_config;
+
+typedef struct al_seq_progress {
+    int kind;                       /* 0 step, 1 epoch end */
+    int epoch, epochs, step, steps_per_epoch;
+    double loss;                    /* step: this batch; epoch: token-weighted mean over the epoch */
+    double train_acc;               /* epoch: running token accuracy over the epoch's batches */
+    double test_acc, unseen_acc;    /* epoch end: token accuracy on test, on test words unseen in train */
+    double epoch_seconds, tok_per_s, elapsed;
+} al_seq_progress;
+typedef int (*al_seq_cb)(void *ud, const al_seq_progress *p);   /* nonzero: stop */
+
+al_status al_seq_train(al_seq_model *m, const al_seq_data *train, const al_seq_data *test,
+                       const al_seq_train_config *tc, al_seq_cb cb, void *ud, al_error *err);
+/* Token accuracy of m on d (tags >= 0 count), accuracy on tokens with unseen set (NaN if none);
+ * pred (d->ntok) receives the argmax tags, may be NULL; acc/unseen_acc may be NULL (tagging). */
+al_status al_seq_eval(al_seq_model *m, const al_seq_data *d, int batch, double *acc, double *unseen_acc,
+                      int *pred, al_error *err);
+
+/* ---------------- checkpoints ---------------- */
+/* safetensors with __metadata__: format "attnlab-sequence", the configuration, "vocab" (al_feat_save's
+ * text) and the extra pairs kv[0..2·nkv). */
+al_status al_seq_save(const char *path, const al_seq_model *m, const al_featurizer *fz,
+                      const char *const *kv, int nkv, al_error *err);
+/* Rebuild model and vocabularies from al_seq_save's file; on error both are left freed. *meta (if
+ * non-NULL) receives a malloc'd copy of the metadata JSON. */
+al_status al_seq_load(const char *path, al_seq_model *m, al_featurizer *fz, char **meta, al_error *err);
+/* Canonical description of a sequence run (for al_run_id). */
+int al_seq_run_canonical(char *buf, size_t n, const al_seq_config *cfg, const char *dataset, long train_size,
+                         int epochs, float lr, float wd, int batch, long seed);
+#endif

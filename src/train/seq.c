@@ -1,0 +1,365 @@
+/* seq.c — sequence-labelling training and evaluation (seq.h): features encoded once per treebank,
+ * shuffled batches of whole sentences packed into one token sequence, AdamW, cross-entropy over the
+ * batch's tokens (there is no padding to mask), token accuracy and accuracy on words unseen in
+ * train after every epoch; checkpoints with the configuration and the vocabularies in metadata.
+ * Library code: nothing prints. */
+#include "attnlab/seq.h"
+#include "attnlab/optim.h"
+#include "attnlab/ops.h"
+#include "attnlab/io.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------- data ---------------- */
+void al_seq_data_free(al_seq_data *d)
+{
+    free(d->start); free(d->word); free(d->suffix); free(d->tag); free(d->shape); free(d->unseen);
+    memset(d, 0, sizeof *d);
+}
+
+al_status al_seq_data_encode(const al_featurizer *fz, const al_conllu *d, al_seq_data *out, al_error *err)
+{
+    memset(out, 0, sizeof *out);
+    size_t n = (size_t)(d->ntok > 0 ? d->ntok : 1);
+    out->nsent = d->nsent; out->ntok = d->ntok; out->max_len = d->max_sent_len;
+    out->start = malloc((size_t)(d->nsent + 1) * sizeof(int));
+    out->word = malloc(n * sizeof(int)); out->suffix = malloc(n * sizeof(int)); out->tag = malloc(n * sizeof(int));
+    out->shape = malloc(n * 4 * sizeof(float)); out->unseen = malloc(n);
+    if (!out->start || !out->word || !out->suffix || !out->tag || !out->shape || !out->unseen) {
+        al_seq_data_free(out);
+        return al_seterr(err, "features: out of memory for %d tokens", d->ntok);
+    }
+    memcpy(out->start, d->sent_start, (size_t)(d->nsent + 1) * sizeof(int));
+    memcpy(out->tag, d->tag, (size_t)d->ntok * sizeof(int));
+    if (al_feat_encode(fz, d, out->word, out->suffix, out->shape, out->unseen, err) != AL_OK) { al_seq_data_free(out); return AL_ERR; }
+    return AL_OK;
+}
+
+al_status al_conllu_subset(const al_conllu *d, const int *idx, int n, al_conllu *out, al_error *err)
+{
+    memset(out, 0, sizeof *out);
+    int64_t ntok = 0; size_t bytes = 0;
+    for (int k = 0; k < n; k++) {
+        if (idx[k] < 0 || idx[k] >= d->nsent) return al_seterr(err, "subset: sentence %d outside [0, %d)", idx[k], d->nsent);
+        for (int i = d->sent_start[idx[k]]; i < d->sent_start[idx[k] + 1]; i++) bytes += strlen(d->form[i]) + 1;
+        ntok += d->sent_start[idx[k] + 1] - d->sent_start[idx[k]];
+    }
+    out->sent_start = malloc((size_t)(n + 1) * sizeof(int));
+    out->sent_line = malloc((size_t)(n > 0 ? n : 1) * sizeof(long));
+    out->form = malloc((size_t)(ntok > 0 ? ntok : 1) * sizeof(char *));
+    out->tag = malloc((size_t)(ntok > 0 ? ntok : 1) * sizeof(int));
+    out->text = malloc(bytes > 0 ? bytes : 1);
+    if (!out->sent_start || !out->sent_line || !out->form || !out->tag || !out->text) {
+        al_conllu_free(out);
+        return al_seterr(err, "subset: out of memory");
+    }
+    int t = 0; size_t off = 0;
+    out->sent_start[0] = 0;
+    for (int k = 0; k < n; k++) {
+        int s = idx[k], L = d->sent_start[s + 1] - d->sent_start[s];
+        for (int i = d->sent_start[s]; i < d->sent_start[s + 1]; i++, t++) {
+            size_t l = strlen(d->form[i]) + 1;
+            memcpy(out->text + off, d->form[i], l);
+            out->form[t] = out->text + off; off += l;
+            out->tag[t] = d->tag[i];
+        }
+        out->sent_start[k + 1] = t;
+        out->sent_line[k] = d->sent_line ? d->sent_line[s] : 0;
+        if (L > out->max_sent_len) out->max_sent_len = L;
+    }
+    out->nsent = n; out->ntok = t;
+    return AL_OK;
+}
+
+/* ---------------- batches ---------------- */
+/* Scratch for one packed batch of up to cap tokens. */
+typedef struct batchbuf { int *len, *word, *suffix, *tag; float *shape; uint8_t *unseen; } batchbuf;
+
+static int batchbuf_alloc(batchbuf *b, int nseg, int64_t cap)
+{
+    memset(b, 0, sizeof *b);
+    if (cap < 1) cap = 1;
+    b->len = malloc((size_t)nseg * sizeof(int));
+    b->word = malloc((size_t)cap * sizeof(int)); b->suffix = malloc((size_t)cap * sizeof(int));
+    b->tag = malloc((size_t)cap * sizeof(int)); b->shape = malloc((size_t)cap * 4 * sizeof(float));
+    b->unseen = malloc((size_t)cap);
+    return b->len && b->word && b->suffix && b->tag && b->shape && b->unseen ? 0 : -1;
+}
+static void batchbuf_free(batchbuf *b) { free(b->len); free(b->word); free(b->suffix); free(b->tag); free(b->shape); free(b->unseen); }
+
+/* Pack sentences ids[0..S) of d into bb; fills the batch view. */
+static void gather(const al_seq_data *d, const int *ids, int S, batchbuf *bb, al_seq_batch *b)
+{
+    int t = 0;
+    for (int k = 0; k < S; k++) {
+        int s0 = d->start[ids[k]], L = d->start[ids[k] + 1] - s0;
+        bb->len[k] = L;
+        memcpy(bb->word + t, d->word + s0, (size_t)L * sizeof(int));
+        memcpy(bb->suffix + t, d->suffix + s0, (size_t)L * sizeof(int));
+        memcpy(bb->tag + t, d->tag + s0, (size_t)L * sizeof(int));
+        memcpy(bb->shape + (int64_t)t * 4, d->shape + (int64_t)s0 * 4, (size_t)L * 4 * sizeof(float));
+        memcpy(bb->unseen + t, d->unseen + s0, (size_t)L);
+        t += L;
+    }
+    b->nseg = S; b->ntok = t; b->len = bb->len; b->word = bb->word; b->suffix = bb->suffix; b->shape = bb->shape;
+}
+
+/* The most tokens any `batch` consecutive-or-not sentences of d can hold: the sum of the largest. */
+static int64_t batch_cap(const al_seq_data *d, int batch)
+{
+    return (int64_t)(batch < d->nsent ? batch : d->nsent) * (d->max_len > 0 ? d->max_len : 1);
+}
+
+static int argmax_row(const float *r, int n)
+{
+    int k = 0;
+    for (int j = 1; j < n; j++) if (r[j] > r[k]) k = j;
+    return k;
+}
+
+/* ---------------- evaluation ---------------- */
+static al_status eval_with(al_ctx *c, al_seq_model *m, const al_seq_data *d, int batch, double *acc, double *uacc,
+                           int *pred, batchbuf *bb, int *ids, al_error *err)
+{
+    int g0 = c->grad_enabled, t0 = c->training;
+    c->grad_enabled = 0; c->training = 0;
+    int64_t ok = 0, n = 0, ok_u = 0, n_u = 0;
+    al_status st = AL_OK;
+    for (int s = 0; s < d->nsent; s += batch) {
+        int S = d->nsent - s < batch ? d->nsent - s : batch;
+        for (int k = 0; k < S; k++) ids[k] = s + k;
+        al_seq_batch b;
+        gather(d, ids, S, bb, &b);
+        al_ctx_reset(c);
+        al_tensor *logits = al_seq_forward(c, m, &b);             /* (N, tags) */
+        if (!logits) { st = al_seterr(err, "evaluation: %s", al_ctx_error(c)); break; }
+        int K = logits->shape[1];
+        for (int i = 0; i < b.ntok; i++) {
+            int k = argmax_row(logits->data + (int64_t)i * K, K);
+            if (pred) pred[d->start[s] + i] = k;
+            if (bb->tag[i] < 0) continue;
+            int hit = k == bb->tag[i];
+            ok += hit; n++;
+            if (bb->unseen[i]) { ok_u += hit; n_u++; }
+        }
+    }
+    al_ctx_reset(c);
+    c->grad_enabled = g0; c->training = t0;
+    if (st == AL_OK) {
+        if (acc) *acc = n ? (double)ok / n : NAN;
+        if (uacc) *uacc = n_u ? (double)ok_u / n_u : NAN;
+    }
+    return st;
+}
+
+al_status al_seq_eval(al_seq_model *m, const al_seq_data *d, int batch, double *acc, double *unseen_acc, int *pred, al_error *err)
+{
+    if (batch < 1) batch = 256;
+    al_ctx *c = al_ctx_new(0);
+    batchbuf bb;
+    int *ids = malloc((size_t)batch * sizeof(int));
+    al_status st;
+    if (!c || !ids || batchbuf_alloc(&bb, batch, batch_cap(d, batch))) st = al_seterr(err, "evaluation: out of memory");
+    else st = eval_with(c, m, d, batch, acc, unseen_acc, pred, &bb, ids, err);
+    batchbuf_free(&bb); free(ids); al_ctx_free(c);
+    return st;
+}
+
+/* ---------------- training ---------------- */
+al_status al_seq_train(al_seq_model *m, const al_seq_data *train, const al_seq_data *test,
+                       const al_seq_train_config *tc, al_seq_cb cb, void *ud, al_error *err)
+{
+    if (tc->epochs < 1 || tc->batch < 1) return al_seterr(err, "training: epochs and batch must be positive");
+    if (train->nsent < 1) return al_seterr(err, "training: the training set is empty");
+    if (!(tc->lr > 0) || !(tc->weight_decay >= 0)) return al_seterr(err, "training: need lr > 0 and weight decay >= 0");
+    for (int i = 0; i < train->ntok; i++)
+        if (train->tag[i] < 0 || train->tag[i] >= m->cfg.tags)
+            return al_seterr(err, "training: token %d has tag %d outside [0, %d)", i, train->tag[i], m->cfg.tags);
+    if (train->max_len > m->cfg.max_len || (test && test->max_len > m->cfg.max_len))
+        return al_seterr(err, "training: a sentence has %d tokens, more than --max-len %d", 
+                         train->max_len > (test ? test->max_len : 0) ? train->max_len : test->max_len, m->cfg.max_len);
+
+    const int batch = tc->batch, eval_batch = tc->eval_batch > 0 ? tc->eval_batch : 256;
+    const int scratch = batch > eval_batch ? batch : eval_batch;
+    int64_t cap = batch_cap(train, scratch);
+    if (test && batch_cap(test, scratch) > cap) cap = batch_cap(test, scratch);
+    int *perm = malloc((size_t)train->nsent * sizeof(int)), *ids = malloc((size_t)scratch * sizeof(int));
+    batchbuf bb;
+    int bb_ok = batchbuf_alloc(&bb, scratch, cap) == 0;
+    al_ctx *c = al_ctx_new(tc->seed);
+    al_optim opt;
+    memset(&opt, 0, sizeof opt);
+    al_status st = AL_OK;
+    if (!perm || !ids || !bb_ok || !c) { st = al_seterr(err, "training: out of memory"); goto done; }
+    if (al_optim_init(&opt, AL_ADAMW, m->params.total, tc->lr, err) != AL_OK) { st = AL_ERR; goto done; }
+    opt.weight_decay = tc->weight_decay;
+
+    al_rng shuf;
+    al_rng_seed(&shuf, tc->seed, AL_RNG_SHUFFLE);
+    for (int i = 0; i < train->nsent; i++) perm[i] = i;
+    const int steps_per_epoch = (train->nsent + batch - 1) / batch;
+    int64_t total_steps = 0;
+    double t_start = al_time();
+    for (int ep = 1; ep <= tc->epochs && st == AL_OK; ep++) {
+        al_rng_shuffle(&shuf, perm, train->nsent);
+        double loss_sum = 0, t0 = al_time();
+        int64_t correct = 0, seen = 0;
+        int step;
+        for (step = 1; step <= steps_per_epoch; step++) {
+            int s = (step - 1) * batch, S = train->nsent - s < batch ? train->nsent - s : batch;
+            al_seq_batch b;
+            gather(train, perm + s, S, &bb, &b);
+            al_ctx_reset(c);
+            al_tensor *logits = al_seq_forward(c, m, &b);                  /* (N, tags) */
+            al_tensor *loss = al_cross_entropy(c, logits, bb.tag, NULL);   /* mean over the batch's tokens */
+            if (!loss) { st = al_seterr(err, "training step %d of epoch %d: %s", step, ep, al_ctx_error(c)); break; }
+            double lv = loss->data[0];
+            if (!isfinite(lv)) {
+                st = al_seterr(err, "training diverged: loss is %s at epoch %d step %d (try a lower --lr)", isnan(lv) ? "NaN" : "infinite", ep, step);
+                break;
+            }
+            al_params_zero_grad(&m->params);
+            if (al_backward(c, loss) != AL_OK) { st = al_seterr(err, "backward, epoch %d step %d: %s", ep, step, al_ctx_error(c)); break; }
+            al_optim_step(&opt, &m->params);
+            int K = logits->shape[1];
+            for (int i = 0; i < b.ntok; i++) correct += argmax_row(logits->data + (int64_t)i * K, K) == bb.tag[i];
+            loss_sum += lv * b.ntok; seen += b.ntok; total_steps++;
+            if (cb) {
+                double now = al_time();
+                al_seq_progress p = {0};
+                p.kind = 0; p.epoch = ep; p.epochs = tc->epochs; p.step = step; p.steps_per_epoch = steps_per_epoch;
+                p.loss = lv; p.train_acc = (double)correct / seen; p.test_acc = p.unseen_acc = NAN;
+                p.epoch_seconds = now - t0; p.tok_per_s = seen / (now - t0 > 1e-9 ? now - t0 : 1e-9); p.elapsed = now - t_start;
+                if (cb(ud, &p)) { st = al_seterr(err, "stopped"); break; }
+            }
+            if (tc->max_steps > 0 && total_steps >= tc->max_steps) break;
+        }
+        if (st != AL_OK) break;
+        double secs = al_time() - t0, acc = NAN, uacc = NAN;
+        if (test && test->nsent > 0 && eval_with(c, m, test, eval_batch, &acc, &uacc, NULL, &bb, ids, err) != AL_OK) { st = AL_ERR; break; }
+        if (cb) {
+            al_seq_progress p = {0};
+            p.kind = 1; p.epoch = ep; p.epochs = tc->epochs; p.step = step > steps_per_epoch ? steps_per_epoch : step;
+            p.steps_per_epoch = steps_per_epoch;
+            p.loss = seen ? loss_sum / seen : NAN; p.train_acc = seen ? (double)correct / seen : NAN;
+            p.test_acc = acc; p.unseen_acc = uacc;
+            p.epoch_seconds = secs; p.tok_per_s = seen / (secs > 1e-9 ? secs : 1e-9); p.elapsed = al_time() - t_start;
+            if (cb(ud, &p)) { st = al_seterr(err, "stopped"); break; }
+        }
+        if (tc->max_steps > 0 && total_steps >= tc->max_steps) break;
+    }
+done:
+    al_optim_free(&opt);
+    al_ctx_free(c);
+    free(perm); free(ids);
+    if (bb_ok) batchbuf_free(&bb); else { batchbuf_free(&bb); }
+    return st;
+}
+
+/* ---------------- checkpoints ---------------- */
+#define SEQ_FORMAT "attnlab-sequence"
+#define MAXKV 48
+
+/* The configuration as (key, value) pairs; values in buf. Returns the count or -1. */
+static int config_kv(const al_seq_config *g, const char **kv, int max, char *buf, size_t bufsize)
+{
+    int n = 0; size_t off = 0;
+#define KV(key, ...) do { \
+        if (n >= max) return -1; \
+        int w_ = snprintf(buf + off, bufsize - off, __VA_ARGS__); \
+        if (w_ < 0 || (size_t)w_ >= bufsize - off) return -1; \
+        kv[2 * n] = key; kv[2 * n + 1] = buf + off; off += (size_t)w_ + 1; n++; \
+    } while (0)
+    KV("model", "%s", g->name);
+    KV("nwords", "%d", g->nwords); KV("nsuffixes", "%d", g->nsuffixes); KV("tags", "%d", g->tags);
+    KV("word_dim", "%d", g->word_dim); KV("suffix_dim", "%d", g->suffix_dim); KV("dim", "%d", g->dim);
+    KV("hidden", "%d", g->hidden); KV("window", "%d", g->window); KV("depth", "%d", g->depth);
+    KV("heads", "%d", g->heads); KV("bidirectional", "%d", g->bidirectional);
+    KV("pos", "%s", al_pos_name(g->pos)); KV("score", "%s", al_score_name(g->score)); KV("norm", "%s", al_norm_name(g->norm));
+    KV("max_len", "%d", g->max_len);
+#undef KV
+    return n;
+}
+
+int al_seq_run_canonical(char *buf, size_t n, const al_seq_config *cfg, const char *dataset, long train_size,
+                         int epochs, float lr, float wd, int batch, long seed)
+{
+    const char *kv[2 * 32];
+    char vb[1024];
+    int k = config_kv(cfg, kv, 32, vb, sizeof vb);
+    int o = snprintf(buf, n, "task=sequence;data=%s;train_size=%ld;epochs=%d;lr=%.9g;wd=%.9g;batch=%d;optim=adamw;seed=%ld",
+                     dataset, train_size, epochs, (double)lr, (double)wd, batch, seed);
+    for (int i = 0; i < k && o >= 0 && (size_t)o < n; i++) o += snprintf(buf + o, n - (size_t)o, ";%s=%s", kv[2 * i], kv[2 * i + 1]);
+    return o;
+}
+
+al_status al_seq_save(const char *path, const al_seq_model *m, const al_featurizer *fz,
+                      const char *const *extra, int nextra, al_error *err)
+{
+    const char *kv[2 * MAXKV];
+    char buf[2048];
+    kv[0] = "format"; kv[1] = SEQ_FORMAT;
+    int n = config_kv(&m->cfg, kv + 2, MAXKV - 2, buf, sizeof buf);
+    if (n < 0 || n + 2 + nextra > MAXKV) return al_seterr(err, "%s: too much checkpoint metadata", path);
+    n++;
+    char *vocab = NULL; size_t vlen;
+    if (al_feat_save(fz, &vocab, &vlen, err) != AL_OK) return AL_ERR;
+    kv[2 * n] = "vocab"; kv[2 * n + 1] = vocab; n++;
+    for (int i = 0; i < nextra; i++, n++) { kv[2 * n] = extra[2 * i]; kv[2 * n + 1] = extra[2 * i + 1]; }
+    al_status st = al_safetensors_save(path, &m->params, kv, n, err);
+    free(vocab);
+    return st;
+}
+
+static int meta_int(const char *meta, const char *key, int *out)
+{
+    char *v = al_meta_get(meta, key);
+    if (!v) return -1;
+    char *end; long x = strtol(v, &end, 10);
+    int bad = end == v || *end || x < -1000000000L || x > 1000000000L;
+    free(v);
+    if (bad) return -1;
+    *out = (int)x;
+    return 0;
+}
+
+al_status al_seq_load(const char *path, al_seq_model *m, al_featurizer *fz, char **meta_out, al_error *err)
+{
+    memset(m, 0, sizeof *m);
+    memset(fz, 0, sizeof *fz);
+    if (meta_out) *meta_out = NULL;
+    char *meta = NULL;
+    if (al_safetensors_read_meta(path, &meta, err) != AL_OK) return AL_ERR;
+    char *fmt = al_meta_get(meta, "format"), *name = al_meta_get(meta, "model");
+    char *pos = al_meta_get(meta, "pos"), *score = al_meta_get(meta, "score"), *norm = al_meta_get(meta, "norm");
+    char *vocab = al_meta_get(meta, "vocab");
+    al_seq_config g;
+    al_status st = AL_ERR;
+    if (!fmt || strcmp(fmt, SEQ_FORMAT)) { al_seterr(err, "%s: not an attnlab sequence-model checkpoint (metadata format is not " SEQ_FORMAT ")", path); goto out; }
+    if (al_seq_config_default(&g, name, 2, 2, AL_UPOS_N, err) != AL_OK) goto out;
+    if (meta_int(meta, "nwords", &g.nwords) || meta_int(meta, "nsuffixes", &g.nsuffixes) || meta_int(meta, "tags", &g.tags) ||
+        meta_int(meta, "word_dim", &g.word_dim) || meta_int(meta, "suffix_dim", &g.suffix_dim) || meta_int(meta, "dim", &g.dim) ||
+        meta_int(meta, "hidden", &g.hidden) || meta_int(meta, "window", &g.window) || meta_int(meta, "depth", &g.depth) ||
+        meta_int(meta, "heads", &g.heads) || meta_int(meta, "bidirectional", &g.bidirectional) || meta_int(meta, "max_len", &g.max_len) ||
+        !pos || al_pos_parse(pos, &g.pos) || !score || al_score_parse(score, &g.score) || !norm || al_norm_parse(norm, &g.norm)) {
+        al_seterr(err, "%s: missing or bad model configuration in the metadata", path);
+        goto out;
+    }
+    if (!vocab) { al_seterr(err, "%s: no vocabularies (\"vocab\") in the metadata", path); goto out; }
+    if (al_feat_load(vocab, strlen(vocab), fz, err) != AL_OK) goto out;
+    if (al_feat_nwords(fz) != g.nwords || al_feat_nsuffixes(fz) != g.nsuffixes) {
+        al_seterr(err, "%s: vocabularies (%d words, %d suffixes) do not match the model (%d, %d)", path,
+                  al_feat_nwords(fz), al_feat_nsuffixes(fz), g.nwords, g.nsuffixes);
+        goto out;
+    }
+    if (al_seq_init(m, &g, 0, err) != AL_OK) goto out;
+    if (al_safetensors_load(path, &m->params, NULL, err) != AL_OK) { al_seq_free(m); goto out; }
+    st = AL_OK;
+out:
+    if (st != AL_OK) al_feat_free(fz);
+    free(fmt); free(name); free(pos); free(score); free(norm); free(vocab);
+    if (st == AL_OK && meta_out) *meta_out = meta; else free(meta);
+    return st;
+}

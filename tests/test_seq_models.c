@@ -1,0 +1,283 @@
+/* test_seq_models.c — the sequence taggers on packed batches: a packed batch gives the same logits and
+ * parameter gradients as each sentence alone (every model, attention variants included), changing
+ * one sentence changes no other sentence's outputs (no weight crosses a sentence boundary), the
+ * parameter names / shapes / init of torch_pos.py's Tagger, checkpoints round-trip, and the taggers
+ * learn a synthetic task in which a token's tag depends on the word and its left neighbour. */
+#include "testutil.h"
+#include "attnlab/seq.h"
+#include "attnlab/ops.h"
+#include "attnlab/io.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define NW 30
+#define NS 12
+#define TAGS 9
+
+/* ---- a random packed batch ---- */
+typedef struct { int nseg, ntok; int len[8]; int word[64], suffix[64]; float shape[64 * 4]; } rbatch;
+static void make_batch(rbatch *r, const int *len, int nseg, uint64_t seed)
+{
+    al_rng g; al_rng_seed(&g, seed, 9);
+    r->nseg = nseg; r->ntok = 0;
+    for (int s = 0; s < nseg; s++) { r->len[s] = len[s]; r->ntok += len[s]; }
+    for (int i = 0; i < r->ntok; i++) {
+        r->word[i] = 1 + (int)al_rng_below(&g, NW - 1);
+        r->suffix[i] = 1 + (int)al_rng_below(&g, NS - 1);
+        for (int k = 0; k < 4; k++) r->shape[i * 4 + k] = (float)al_rng_below(&g, 2);
+    }
+}
+static al_seq_batch view(const rbatch *r, int first, int nseg)
+{
+    int a = 0; for (int s = 0; s < first; s++) a += r->len[s];
+    int n = 0; for (int s = first; s < first + nseg; s++) n += r->len[s];
+    al_seq_batch b = {nseg, n, r->len + first, r->word + a, r->suffix + a, r->shape + (int64_t)a * 4};
+    return b;
+}
+
+/* Forward b, seed dL/dlogits = rr (ntok, TAGS), backward; logits copied to out. Grads accumulate. */
+static void fwd_bwd(al_seq_model *m, const al_seq_batch *b, const float *rr, float *out)
+{
+    al_ctx *c = al_ctx_new(1);
+    al_tensor *y = al_seq_forward(c, m, b);
+    if (!y) fail_msg("%s forward: %s", m->cfg.name, al_ctx_error(c));
+    assert_int_equal(y->shape[0], b->ntok); assert_int_equal(y->shape[1], TAGS);
+    memcpy(out, y->data, (size_t)b->ntok * TAGS * sizeof(float));
+    memcpy(al_grad(c, y), rr, (size_t)b->ntok * TAGS * sizeof(float));
+    assert_int_equal(al_backward_run(c), AL_OK);
+    al_ctx_free(c);
+}
+
+typedef struct { const char *model; const char *pos, *score, *norm; int window; } variant;
+static const variant VARIANTS[] = {
+    {"fc", 0, 0, 0, -2}, {"window-fc", 0, 0, 0, -2}, {"window-fc", 0, 0, 0, 1}, {"rnn", 0, 0, 0, -2},
+    {"sa", 0, 0, 0, -2}, {"trunc", 0, 0, 0, -2}, {"trunc", 0, 0, 0, 1}, {"sa", "learned", 0, 0, -2},
+    {"sa", "none", "additive", 0, -2}, {"sa", 0, 0, "relu", -2}, {"trunc", 0, "additive", "relu", -2},
+};
+
+static void init_variant(al_seq_model *m, const variant *v, int bidir)
+{
+    al_seq_config cfg; al_error e = {{0}};
+    assert_int_equal(al_seq_config_default(&cfg, v->model, NW, NS, TAGS, &e), AL_OK);
+    if (v->pos) assert_int_equal(al_pos_parse(v->pos, &cfg.pos), 0);
+    if (v->score) assert_int_equal(al_score_parse(v->score, &cfg.score), 0);
+    if (v->norm) assert_int_equal(al_norm_parse(v->norm, &cfg.norm), 0);
+    if (v->window != -2) cfg.window = v->window;
+    cfg.bidirectional = bidir;
+    cfg.max_len = 16;
+    if (al_seq_init(m, &cfg, 7, &e) != AL_OK) fail_msg("%s", e.msg);
+}
+
+/* Packed = each sentence alone, outputs and gradients, to 1e-5 (float sums in another order). */
+static void test_packed_invariance(void **st)
+{
+    (void)st;
+    const int len[] = {5, 1, 7, 3, 2};
+    rbatch r; make_batch(&r, len, 5, 11);
+    float *rr = tu_alloc_rand(r.ntok * TAGS, 12, -1, 1);
+    float packed[64 * TAGS], alone[64 * TAGS];
+    for (size_t vi = 0; vi < sizeof VARIANTS / sizeof *VARIANTS; vi++)
+        for (int bidir = 1; bidir >= (strcmp(VARIANTS[vi].model, "rnn") ? 1 : 0); bidir--) {
+            al_seq_model m; init_variant(&m, &VARIANTS[vi], bidir);
+            int64_t P = m.params.total;
+            al_params_zero_grad(&m.params);
+            al_seq_batch b = view(&r, 0, r.nseg);
+            fwd_bwd(&m, &b, rr, packed);
+            float *gp = malloc((size_t)P * sizeof(float));
+            memcpy(gp, m.params.grad, (size_t)P * sizeof(float));
+            al_params_zero_grad(&m.params);
+            for (int s = 0, a = 0; s < r.nseg; a += r.len[s], s++) {
+                al_seq_batch bs = view(&r, s, 1);
+                fwd_bwd(&m, &bs, rr + (int64_t)a * TAGS, alone + (int64_t)a * TAGS);
+            }
+            double eo = tu_max_rel_err(packed, alone, (int64_t)r.ntok * TAGS), eg = tu_max_rel_err(gp, m.params.grad, P);
+            if (!(eo <= 1e-5) || !(eg <= 1e-5))
+                fail_msg("%s (pos %s score %s norm %s window %d bidir %d): packed vs alone: outputs %.3g, gradients %.3g",
+                         VARIANTS[vi].model, VARIANTS[vi].pos ? VARIANTS[vi].pos : "-", VARIANTS[vi].score ? VARIANTS[vi].score : "-",
+                         VARIANTS[vi].norm ? VARIANTS[vi].norm : "-", VARIANTS[vi].window, bidir, eo, eg);
+            free(gp);
+            al_seq_free(&m);
+        }
+    free(rr);
+}
+
+/* Changing the words of sentence 2 leaves every other sentence's logits bit for bit unchanged. */
+static void test_no_crossing(void **st)
+{
+    (void)st;
+    const int len[] = {4, 6, 3, 5};
+    rbatch r; make_batch(&r, len, 4, 21);
+    for (size_t vi = 0; vi < sizeof VARIANTS / sizeof *VARIANTS; vi++) {
+        al_seq_model m; init_variant(&m, &VARIANTS[vi], 1);
+        al_ctx *c = al_ctx_new(1);
+        c->grad_enabled = 0;
+        al_seq_batch b = view(&r, 0, 4);
+        al_tensor *y1 = al_seq_forward(c, &m, &b);
+        rbatch r2 = r;
+        for (int i = 10; i < 13; i++) { r2.word[i] = 1 + (r2.word[i] + 5) % (NW - 1); r2.shape[i * 4] = 1 - r2.shape[i * 4]; }
+        al_seq_batch b2 = view(&r2, 0, 4);
+        al_tensor *y2 = al_seq_forward(c, &m, &b2);
+        assert_non_null(y1); assert_non_null(y2);
+        int changed = 0;
+        for (int i = 0; i < r.ntok; i++) {
+            int diff = memcmp(y1->data + i * TAGS, y2->data + i * TAGS, TAGS * sizeof(float)) != 0;
+            if (i >= 10 && i < 13) changed += diff;
+            else if (diff) fail_msg("%s: token %d (outside the changed sentence) changed", VARIANTS[vi].model, i);
+        }
+        assert_true(changed > 0);
+        al_ctx_free(c);
+        al_seq_free(&m);
+    }
+}
+
+/* torch_pos.py's state_dict names and shapes, init distributions, padding rows zero. */
+static void test_params(void **st)
+{
+    (void)st;
+    al_seq_model m; al_seq_config cfg; al_error e = {{0}};
+    assert_int_equal(al_seq_config_default(&cfg, "rnn", 100, 40, 17, &e), AL_OK);
+    assert_int_equal(al_seq_init(&m, &cfg, 1, &e), AL_OK);
+    const char *names[] = {"emb.w.weight", "emb.s.weight", "emb.proj.weight", "emb.proj.bias", "rnn.weight_ih_l0",
+                           "rnn.weight_hh_l0", "rnn.bias_ih_l0", "rnn.bias_hh_l0", "rnn.weight_ih_l0_reverse",
+                           "rnn.weight_hh_l0_reverse", "rnn.bias_ih_l0_reverse", "rnn.bias_hh_l0_reverse", "head.weight", "head.bias"};
+    assert_int_equal(m.params.n, 14);
+    for (int i = 0; i < 14; i++) assert_string_equal(m.params.t[i]->name, names[i]);
+    /* 100·64 + 40·16 + 84·64+64 + 2·(192·64·2 + 192·2) + 17·128+17 */
+    assert_int_equal(m.params.total, 6400 + 640 + 5440 + 2 * (24576 + 384) + 2176 + 17);
+    for (int k = 0; k < 64; k++) assert_true(m.wemb->data[k] == 0.f);
+    for (int k = 0; k < 16; k++) assert_true(m.semb->data[k] == 0.f);
+    double s2 = 0; for (int k = 64; k < 6400; k++) s2 += (double)m.wemb->data[k] * m.wemb->data[k];
+    assert_true(fabs(s2 / 6336 - 1.0) < 0.1);   /* N(0, 1) as nn.Embedding */
+    float bound = 1.0f / 8.0f;                   /* GRU: U(±1/√H) */
+    for (int64_t k = 0; k < m.rnn_whh[0]->numel; k++) assert_true(fabsf(m.rnn_whh[0]->data[k]) <= bound);
+    al_seq_free(&m);
+    assert_int_equal(al_seq_config_default(&cfg, "sa", 100, 40, 17, &e), AL_OK);
+    assert_int_equal(al_seq_init(&m, &cfg, 1, &e), AL_OK);
+    assert_non_null(al_params_find(&m.params, "blocks.1.qkv.weight"));
+    assert_non_null(al_params_find(&m.params, "blocks.0.fc2.bias"));
+    assert_non_null(al_params_find(&m.params, "ln.weight"));
+    assert_int_equal(m.params.t[m.params.n - 1]->shape[0], 17);
+    al_seq_free(&m);
+    assert_int_equal(al_seq_config_default(&cfg, "window-fc", 100, 40, 17, &e), AL_OK);
+    assert_int_equal(cfg.window, 2);
+    assert_int_equal(al_seq_init(&m, &cfg, 1, &e), AL_OK);
+    assert_int_equal(al_params_find(&m.params, "head.0.weight")->shape[1], 320);
+    al_seq_free(&m);
+    assert_int_equal(al_seq_config_default(&cfg, "trunc", 100, 40, 17, &e), AL_OK);
+    assert_int_equal(cfg.window, 3);
+    assert_int_equal(al_seq_config_default(&cfg, "cnn", 100, 40, 17, &e), AL_ERR);
+}
+
+/* ---- synthetic task: markers (ids 2..5) get tag 0; another word w gets 1 + w%4 after a marker,
+ * 5 + w%4 otherwise. Without context the best is ≈ 80 % (guess "not after a marker"). ---- */
+static void make_synth(al_seq_data *d, int nsent, uint64_t seed)
+{
+    al_rng g; al_rng_seed(&g, seed, 3);
+    memset(d, 0, sizeof *d);
+    d->nsent = nsent;
+    d->start = malloc((size_t)(nsent + 1) * sizeof(int));
+    int cap = nsent * 16;
+    d->word = malloc((size_t)cap * sizeof(int)); d->suffix = malloc((size_t)cap * sizeof(int)); d->tag = malloc((size_t)cap * sizeof(int));
+    d->shape = calloc((size_t)cap * 4, sizeof(float)); d->unseen = calloc((size_t)cap, 1);
+    int t = 0;
+    d->start[0] = 0;
+    for (int s = 0; s < nsent; s++) {
+        int L = 3 + (int)al_rng_below(&g, 13);
+        for (int p = 0; p < L; p++, t++) {
+            int marker = al_rng_uniform(&g) < 0.3f;
+            int w = marker ? 2 + (int)al_rng_below(&g, 4) : 6 + (int)al_rng_below(&g, NW - 6);
+            d->word[t] = w; d->suffix[t] = 1;
+            int after = p > 0 && d->word[t - 1] < 6;
+            d->tag[t] = marker ? 0 : after ? 1 + w % 4 : 5 + w % 4;
+            d->unseen[t] = after;   /* "unseen" marks the context-dependent tokens, to report them */
+        }
+        d->start[s + 1] = t;
+        if (L > d->max_len) d->max_len = L;
+    }
+    d->ntok = t;
+}
+
+static void test_learns_synthetic(void **st)
+{
+    (void)st;
+    al_seq_data tr, te;
+    make_synth(&tr, 500, 1);
+    make_synth(&te, 300, 2);
+    const struct { const char *model; double lo, hi; } cases[] = {
+        {"window-fc", 0.95, 1.01}, {"rnn", 0.95, 1.01}, {"sa", 0.95, 1.01}, {"trunc", 0.95, 1.01}, {"fc", 0.0, 0.86}};
+    for (int k = 0; k < 5; k++) {
+        al_seq_config cfg; al_error e = {{0}}; al_seq_model m;
+        assert_int_equal(al_seq_config_default(&cfg, cases[k].model, NW, NS, TAGS, &e), AL_OK);
+        assert_int_equal(al_seq_init(&m, &cfg, 1, &e), AL_OK);
+        al_seq_train_config tc = {0};
+        tc.epochs = 6; tc.batch = 32; tc.lr = 3e-3f; tc.weight_decay = 0.01f; tc.seed = 1;
+        double t0 = al_time();
+        if (al_seq_train(&m, &tr, &te, &tc, NULL, NULL, &e) != AL_OK) fail_msg("%s", e.msg);
+        double acc, ctx_acc;
+        assert_int_equal(al_seq_eval(&m, &te, 64, &acc, &ctx_acc, NULL, &e), AL_OK);
+        printf("# synthetic %-9s test acc %.4f (after a marker %.4f) in %.1f s\n", cases[k].model, acc, ctx_acc, al_time() - t0);
+        if (!(acc >= cases[k].lo && acc <= cases[k].hi))
+            fail_msg("%s: accuracy %.4f outside [%.2f, %.2f]", cases[k].model, acc, cases[k].lo, cases[k].hi);
+        al_seq_free(&m);
+    }
+    al_seq_data_free(&tr); al_seq_data_free(&te);
+}
+
+/* Save, load: same configuration, vocabularies and logits. */
+static void test_checkpoint(void **st)
+{
+    (void)st;
+    al_conllu d; al_error e = {{0}};
+    char path[64], ck[80];
+    snprintf(path, sizeof path, "/tmp/attnlab-seqck-%d.conllu", (int)getpid());
+    snprintf(ck, sizeof ck, "/tmp/attnlab-seqck-%d.safetensors", (int)getpid());
+    const char *f1[] = {"The", "cat", "sat", "."}, *f2[] = {"the", "Dog", "sat", "quietly", "."};
+    const int t1[] = {5, 7, 15, 12}, t2[] = {5, 7, 15, 2, 12};
+    char *a, *b; size_t la, lb;
+    assert_int_equal(al_conllu_format(4, f1, t1, &a, &la, &e), AL_OK);
+    assert_int_equal(al_conllu_format(5, f2, t2, &b, &lb, &e), AL_OK);
+    FILE *f = fopen(path, "w"); assert_non_null(f); fputs(a, f); fputs(b, f); fclose(f); free(a); free(b);
+    assert_int_equal(al_conllu_read(path, NULL, &d, &e), AL_OK);
+    al_featurizer fz, fz2;
+    assert_int_equal(al_feat_build(&d, &fz, &e), AL_OK);
+    al_seq_data sd; assert_int_equal(al_seq_data_encode(&fz, &d, &sd, &e), AL_OK);
+    al_seq_config cfg; al_seq_model m, m2;
+    assert_int_equal(al_seq_config_default(&cfg, "trunc", al_feat_nwords(&fz), al_feat_nsuffixes(&fz), 17, &e), AL_OK);
+    cfg.window = 2; cfg.score = AL_SCORE_ADDITIVE;
+    assert_int_equal(al_seq_init(&m, &cfg, 3, &e), AL_OK);
+    const char *kv[] = {"task", "sequence"};
+    if (al_seq_save(ck, &m, &fz, kv, 1, &e) != AL_OK) fail_msg("%s", e.msg);
+    char *meta;
+    if (al_seq_load(ck, &m2, &fz2, &meta, &e) != AL_OK) fail_msg("%s", e.msg);
+    assert_memory_equal(&m.cfg, &m2.cfg, sizeof cfg);
+    assert_int_equal(m.params.total, m2.params.total);
+    assert_memory_equal(m.params.data, m2.params.data, (size_t)m.params.total * sizeof(float));
+    assert_int_equal(fz2.words.n, fz.words.n); assert_int_equal(fz2.train_words.n, fz.train_words.n);
+    char *fmt = al_meta_get(meta, "format"); assert_string_equal(fmt, "attnlab-sequence"); free(fmt);
+    int p1[16], p2[16];
+    assert_int_equal(al_seq_eval(&m, &sd, 8, NULL, NULL, p1, &e), AL_OK);
+    assert_int_equal(al_seq_eval(&m2, &sd, 8, NULL, NULL, p2, &e), AL_OK);
+    assert_memory_equal(p1, p2, (size_t)sd.ntok * sizeof(int));
+    /* a file that is not a sequence checkpoint is refused */
+    al_seq_model m3; al_featurizer fz3;
+    assert_int_equal(al_seq_load(path, &m3, &fz3, NULL, &e), AL_ERR);
+    free(meta);
+    al_seq_free(&m); al_seq_free(&m2); al_feat_free(&fz); al_feat_free(&fz2);
+    al_seq_data_free(&sd); al_conllu_free(&d);
+    unlink(path); unlink(ck);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_params),
+        cmocka_unit_test(test_packed_invariance),
+        cmocka_unit_test(test_no_crossing),
+        cmocka_unit_test(test_checkpoint),
+        cmocka_unit_test(test_learns_synthetic),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
