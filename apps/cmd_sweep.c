@@ -58,7 +58,8 @@ static void usage(FILE *f)
         "model flags (a value, or a comma list that becomes a grid axis; each applies to the models that\n"
         "take it, e.g. --patch 2,4 doubles the sa and local runs and leaves cnn alone):\n"
         "  image: --patch --pos --score --norm --depth --dim --heads (attention models), --window (local),\n"
-        "         --lr --wd --batch (every model)\n"
+        "         --lr --wd --batch --test-size (every model; --test-size N evaluates a stratified subset\n"
+        "         of N test images: quick checks only)\n"
         "  graph: --heads --attn-dropout (gat, gat-full), --hidden --dropout --lr --wd --patience (every model)\n"
         "  Each run's variant is its CSV row's config column; summarize and plot keep variants apart.\n"
         "  --epochs E               epochs per run (default: the trainer's default; presets: see below)\n"
@@ -232,7 +233,7 @@ typedef struct axis_flag { const char *flag; int image, graph, applies_image, ap
 static const axis_flag axis_flags[] = {
     {"patch", 1, 0, AX_ATTENTION, 0}, {"pos", 1, 0, AX_ATTENTION, 0}, {"score", 1, 0, AX_ATTENTION, 0},
     {"norm", 1, 0, AX_ATTENTION, 0}, {"depth", 1, 0, AX_ATTENTION, 0}, {"dim", 1, 0, AX_ATTENTION, 0},
-    {"window", 1, 0, AX_WINDOWED, 0}, {"batch", 1, 0, AX_ALL, 0},
+    {"window", 1, 0, AX_WINDOWED, 0}, {"batch", 1, 0, AX_ALL, 0}, {"test-size", 1, 0, AX_ALL, 0},
     {"heads", 1, 1, AX_ATTENTION, AX_ATTENTION}, {"lr", 1, 1, AX_ALL, AX_ALL}, {"wd", 1, 1, AX_ALL, AX_ALL},
     {"hidden", 0, 1, 0, AX_ALL}, {"dropout", 0, 1, 0, AX_ALL}, {"attn-dropout", 0, 1, 0, AX_ATTENTION},
     {"patience", 0, 1, 0, AX_ALL},
@@ -384,7 +385,7 @@ static int parse_args(int argc, char **argv, sweep_cfg *c)
         {"heads", required_argument, 0, O_AXIS}, {"lr", required_argument, 0, O_AXIS},
         {"wd", required_argument, 0, O_AXIS}, {"hidden", required_argument, 0, O_AXIS},
         {"dropout", required_argument, 0, O_AXIS}, {"attn-dropout", required_argument, 0, O_AXIS},
-        {"patience", required_argument, 0, O_AXIS},
+        {"patience", required_argument, 0, O_AXIS}, {"test-size", required_argument, 0, O_AXIS},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     static char csv_default[PATH_MAX];
     const char *preset = NULL, *models = NULL, *sizes = NULL, *lpc = NULL, *frac = NULL, *seeds = NULL;
