@@ -108,12 +108,12 @@ static void dataset_name(const char *data, char *out, size_t n)
     for (char *q = out; *q; q++) if (*q == ',' || *q == '"' || *q == '\n') *q = '_';
 }
 
-int train_seq_main(int argc, char **argv)
+/* Options into *o; 0, -1 after --help (exit 0), or the exit status 2 after one line on stderr. */
+static int parse_seq_args(int argc, char **argv, sopts *o)
 {
-    sopts o;
-    memset(&o, 0, sizeof o);
-    o.model = NULL; o.data = "ud-english-ewt"; o.epochs = 10; o.batch = 32; o.seed = 1; o.lr = 1e-3; o.wd = 0.01;
-    o.max_len = AL_CONLLU_MAX_LEN; o.window = -2; o.heads = 0; o.depth = 0;
+    memset(o, 0, sizeof *o);
+    o->data = "ud-english-ewt"; o->epochs = 10; o->batch = 32; o->seed = 1; o->lr = 1e-3; o->wd = 0.01;
+    o->max_len = AL_CONLLU_MAX_LEN; o->window = -2;
     enum { O_TASK = 256, O_MODEL, O_DATA, O_TRAINSIZE, O_EPOCHS, O_LR, O_WD, O_BATCH, O_SEED, O_THREADS, O_CSV, O_SAVE,
            O_QUIET, O_MAXLEN, O_WINDOW, O_RNN, O_POS, O_SCORE, O_NORM, O_HEADS, O_DEPTH, O_HELP };
     static const struct option lo[] = {
@@ -128,136 +128,176 @@ int train_seq_main(int argc, char **argv)
     while (!bad && (ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
         switch (ch) {
         case O_TASK: if (strcmp(optarg, "sequence")) { fprintf(stderr, "attnlab train: this is the sequence task, got --task %s\n", optarg); return 2; } break;
-        case O_MODEL: o.model = optarg; break;
-        case O_DATA: o.data = optarg; break;
-        case O_TRAINSIZE: bad = cli_int32(CMD, "--train-size", optarg, 0, CLI_NOMAX, &o.train_size); break;
-        case O_EPOCHS: bad = cli_int32(CMD, "--epochs", optarg, 1, 100000, &o.epochs); break;
-        case O_LR: bad = cli_num(CMD, "--lr", optarg, 1e-12, 1e3, &o.lr); break;
-        case O_WD: bad = cli_num(CMD, "--wd", optarg, 0, 1e3, &o.wd); break;
-        case O_BATCH: bad = cli_int32(CMD, "--batch", optarg, 1, 1000000, &o.batch); break;
-        case O_SEED: { long s; bad = cli_int(CMD, "--seed", optarg, 0, CLI_NOMAX, &s); o.seed = s; break; }
-        case O_THREADS: bad = cli_threads(CMD, optarg, &o.threads); break;
-        case O_CSV: o.csv = optarg; break;
-        case O_SAVE: o.save = optarg; break;
-        case O_QUIET: o.quiet = 1; break;
-        case O_MAXLEN: bad = cli_int32(CMD, "--max-len", optarg, 1, 1000000, &o.max_len); break;
-        case O_WINDOW: bad = cli_int32(CMD, "--window", optarg, 0, 1000000, &o.window); break;
-        case O_RNN: o.rnn = optarg; if (strcmp(optarg, "bi") && strcmp(optarg, "uni")) { fprintf(stderr, "attnlab train: --rnn must be bi or uni, got '%s'\n", optarg); bad = -1; } break;
-        case O_POS: o.pos = optarg; break;
-        case O_SCORE: o.score = optarg; break;
-        case O_NORM: o.norm = optarg; break;
-        case O_HEADS: bad = cli_int32(CMD, "--heads", optarg, 1, 1024, &o.heads); break;
-        case O_DEPTH: bad = cli_int32(CMD, "--depth", optarg, 1, AL_MODEL_MAXDEPTH, &o.depth); break;
-        case 'h': case O_HELP: usage(stdout); return 0;
+        case O_MODEL: o->model = optarg; break;
+        case O_DATA: o->data = optarg; break;
+        case O_TRAINSIZE: bad = cli_int32(CMD, "--train-size", optarg, 0, CLI_NOMAX, &o->train_size); break;
+        case O_EPOCHS: bad = cli_int32(CMD, "--epochs", optarg, 1, 100000, &o->epochs); break;
+        case O_LR: bad = cli_num(CMD, "--lr", optarg, 1e-12, 1e3, &o->lr); break;
+        case O_WD: bad = cli_num(CMD, "--wd", optarg, 0, 1e3, &o->wd); break;
+        case O_BATCH: bad = cli_int32(CMD, "--batch", optarg, 1, 1000000, &o->batch); break;
+        case O_SEED: bad = cli_int(CMD, "--seed", optarg, 0, CLI_NOMAX, &o->seed); break;
+        case O_THREADS: bad = cli_threads(CMD, optarg, &o->threads); break;
+        case O_CSV: o->csv = optarg; break;
+        case O_SAVE: o->save = optarg; break;
+        case O_QUIET: o->quiet = 1; break;
+        case O_MAXLEN: bad = cli_int32(CMD, "--max-len", optarg, 1, 1000000, &o->max_len); break;
+        case O_WINDOW: bad = cli_int32(CMD, "--window", optarg, 0, 1000000, &o->window); break;
+        case O_RNN: o->rnn = optarg; if (strcmp(optarg, "bi") && strcmp(optarg, "uni")) { fprintf(stderr, "attnlab train: --rnn must be bi or uni, got '%s'\n", optarg); bad = -1; } break;
+        case O_POS: o->pos = optarg; break;
+        case O_SCORE: o->score = optarg; break;
+        case O_NORM: o->norm = optarg; break;
+        case O_HEADS: bad = cli_int32(CMD, "--heads", optarg, 1, 1024, &o->heads); break;
+        case O_DEPTH: bad = cli_int32(CMD, "--depth", optarg, 1, AL_MODEL_MAXDEPTH, &o->depth); break;
+        case 'h': case O_HELP: usage(stdout); return -1;
         default: return cli_bad_option(CMD, argv);
         }
     }
     if (bad) return 2;
     if (optind < argc) { fprintf(stderr, "attnlab train: unexpected argument '%s'\n", argv[optind]); return 2; }
-    if (!o.model) { fprintf(stderr, "attnlab train: --task sequence needs --model %s\n", al_seq_names()); return 2; }
+    if (!o->model) { fprintf(stderr, "attnlab train: --task sequence needs --model %s\n", al_seq_names()); return 2; }
+    return 0;
+}
 
-    /* the configuration first (with placeholder vocabulary sizes): a bad option is a usage error */
-    al_error err = {{0}};
-    al_seq_config cfg;
-    if (al_seq_config_default(&cfg, o.model, 2, 2, AL_UPOS_N, &err) != AL_OK) { fprintf(stderr, "attnlab train: %s\n", err.msg); return 2; }
-    const al_seq_kind *kind = al_seq_kind_find(o.model);
-    cfg.max_len = o.max_len;
-    if (o.window != -2) {
-        if (strcmp(o.model, "window-fc") && strcmp(o.model, "trunc")) { fprintf(stderr, "attnlab train: --window applies to window-fc and trunc only\n"); return 2; }
-        cfg.window = o.window;
+/* The model configuration from the options (placeholder vocabulary sizes until the data is read);
+ * a flag the model does not take is refused by the table's properties. 0 or the exit status 2. */
+static int build_seq_config(const sopts *o, al_seq_config *cfg, al_error *err)
+{
+    if (al_seq_config_default(cfg, o->model, 2, 2, AL_UPOS_N, err) != AL_OK) { fprintf(stderr, "attnlab train: %s\n", err->msg); return 2; }
+    const al_seq_kind *kind = al_seq_kind_find(o->model);
+    cfg->max_len = o->max_len;
+    if (o->window != -2) {
+        if (!kind->windowed) { fprintf(stderr, "attnlab train: --window does not apply to --model %s (only window-fc, trunc)\n", o->model); return 2; }
+        cfg->window = o->window;
     }
-    if (o.rnn) {
-        if (strcmp(o.model, "rnn")) { fprintf(stderr, "attnlab train: --rnn applies to the rnn model only\n"); return 2; }
-        cfg.bidirectional = !strcmp(o.rnn, "bi");
+    if (o->rnn) {
+        if (!kind->recurrent) { fprintf(stderr, "attnlab train: --rnn does not apply to --model %s (only rnn)\n", o->model); return 2; }
+        cfg->bidirectional = !strcmp(o->rnn, "bi");
     }
-    if ((o.pos || o.score || o.norm || o.heads || o.depth) && !kind->attention) {
+    if ((o->pos || o->score || o->norm || o->heads || o->depth) && !kind->attention) {
         fprintf(stderr, "attnlab train: --pos/--score/--norm/--heads/--depth apply to sa and trunc only\n"); return 2;
     }
-    if (o.pos && (al_pos_parse(o.pos, &cfg.pos) || cfg.pos == AL_POS_RELATIVE)) { fprintf(stderr, "attnlab train: --pos must be none, learned or sinusoidal\n"); return 2; }
-    if (o.score && al_score_parse(o.score, &cfg.score)) { fprintf(stderr, "attnlab train: --score must be dot or additive\n"); return 2; }
-    if (o.norm && al_norm_parse(o.norm, &cfg.norm)) { fprintf(stderr, "attnlab train: --norm must be softmax or relu\n"); return 2; }
-    if (o.heads) cfg.heads = o.heads;
-    if (o.depth) cfg.depth = o.depth;
-    if (al_seq_config_check(&cfg, &err) != AL_OK) { fprintf(stderr, "attnlab train: %s\n", err.msg); return 2; }
-    if (cli_check_env_threads(CMD)) return 2;
-    if (o.threads > 0) al_set_threads(o.threads);
-    fprintf(stderr, "attnlab train: %d threads, gemm %s\n", al_threads(), al_gemm_backend());
+    if (o->pos && (al_pos_parse(o->pos, &cfg->pos) || cfg->pos == AL_POS_RELATIVE)) { fprintf(stderr, "attnlab train: --pos must be none, learned or sinusoidal\n"); return 2; }
+    if (o->score && al_score_parse(o->score, &cfg->score)) { fprintf(stderr, "attnlab train: --score must be dot or additive\n"); return 2; }
+    if (o->norm && al_norm_parse(o->norm, &cfg->norm)) { fprintf(stderr, "attnlab train: --norm must be softmax or relu\n"); return 2; }
+    if (o->heads) cfg->heads = o->heads;
+    if (o->depth) cfg->depth = o->depth;
+    if (al_seq_config_check(cfg, err) != AL_OK) { fprintf(stderr, "attnlab train: %s\n", err->msg); return 2; }
+    return 0;
+}
 
-    int rc = 1, tty = isatty(2), have_model = 0;
-    char dir[4096], dname[64];
-    al_conllu_set D; memset(&D, 0, sizeof D);
-    al_featurizer fz; memset(&fz, 0, sizeof fz);
-    al_seq_data tr, te; memset(&tr, 0, sizeof tr); memset(&te, 0, sizeof te);
-    al_seq_model m; memset(&m, 0, sizeof m);
-    const char *explicit_dir = strchr(o.data, '/') ? o.data : NULL;
-    if (al_data_locate(explicit_dir ? "ud-english-ewt" : o.data, explicit_dir, dir, sizeof dir, &err) != AL_OK) goto out;
-    dataset_name(o.data, dname, sizeof dname);
-    al_conllu_opts copts = {o.max_len, 0};
-    if (al_conllu_load_dir(dir, &copts, &D, &err) != AL_OK) goto out;
-    if (o.train_size > D.train.nsent) {
-        al_seterr(&err, "--train-size %d is larger than the training split (%d sentences)", o.train_size, D.train.nsent);
-        rc = 2; goto out;
+/* Everything a run holds, freed by seq_run_free. */
+typedef struct seq_run {
+    al_conllu_set D;
+    al_featurizer fz;
+    al_seq_data tr, te;
+    al_seq_model m; int have_model;
+    char dname[64];
+} seq_run;
+
+static void seq_run_free(seq_run *R)
+{
+    if (R->have_model) al_seq_free(&R->m);
+    al_seq_data_free(&R->tr); al_seq_data_free(&R->te);
+    al_feat_free(&R->fz);
+    al_conllu_set_free(&R->D);
+}
+
+/* The treebank, the seeded --train-size subset (kept in file order), features; 0, 1 or 2. */
+static int load_seq_data(const sopts *o, seq_run *R, al_error *err)
+{
+    char dir[4096];
+    const char *explicit_dir = strchr(o->data, '/') ? o->data : NULL;
+    if (al_data_locate(explicit_dir ? "ud-english-ewt" : o->data, explicit_dir, dir, sizeof dir, err) != AL_OK) return 1;
+    dataset_name(o->data, R->dname, sizeof R->dname);
+    al_conllu_opts copts = {o->max_len, 0};
+    if (al_conllu_load_dir(dir, &copts, &R->D, err) != AL_OK) return 1;
+    if (o->train_size > R->D.train.nsent) {
+        al_seterr(err, "--train-size %d is larger than the training split (%d sentences)", o->train_size, R->D.train.nsent);
+        return 2;
     }
-    if (o.train_size > 0 && o.train_size < D.train.nsent) {   /* seeded subset, kept in file order */
-        int *idx = malloc((size_t)D.train.nsent * sizeof(int));
-        if (!idx) { al_seterr(&err, "out of memory"); goto out; }
-        for (int i = 0; i < D.train.nsent; i++) idx[i] = i;
-        al_rng r; al_rng_seed(&r, (uint64_t)o.seed, AL_RNG_DATA);
-        al_rng_shuffle(&r, idx, D.train.nsent);
-        qsort(idx, (size_t)o.train_size, sizeof(int), cmp_int);
+    if (o->train_size > 0 && o->train_size < R->D.train.nsent) {
+        int *idx = malloc((size_t)R->D.train.nsent * sizeof(int));
+        if (!idx) { al_seterr(err, "out of memory"); return 1; }
+        for (int i = 0; i < R->D.train.nsent; i++) idx[i] = i;
+        al_rng r; al_rng_seed(&r, (uint64_t)o->seed, AL_RNG_DATA);
+        al_rng_shuffle(&r, idx, R->D.train.nsent);
+        qsort(idx, (size_t)o->train_size, sizeof(int), cmp_int);
         al_conllu sub;
-        al_status st = al_conllu_subset(&D.train, idx, o.train_size, &sub, &err);
+        al_status st = al_conllu_subset(&R->D.train, idx, o->train_size, &sub, err);
         free(idx);
-        if (st != AL_OK) goto out;
-        al_conllu_free(&D.train);
-        D.train = sub;
+        if (st != AL_OK) return 1;
+        al_conllu_free(&R->D.train);
+        R->D.train = sub;
     }
-    if (al_feat_build(&D.train, &fz, &err) != AL_OK) goto out;
-    if (al_seq_data_encode(&fz, &D.train, &tr, &err) != AL_OK || al_seq_data_encode(&fz, &D.test, &te, &err) != AL_OK) goto out;
-    cfg.nwords = al_feat_nwords(&fz); cfg.nsuffixes = al_feat_nsuffixes(&fz);
-    if (al_seq_init(&m, &cfg, (uint64_t)o.seed, &err) != AL_OK) goto out;
-    have_model = 1;
+    if (al_feat_build(&R->D.train, &R->fz, err) != AL_OK) return 1;
+    if (al_seq_data_encode(&R->fz, &R->D.train, &R->tr, err) != AL_OK) return 1;
+    return al_seq_data_encode(&R->fz, &R->D.test, &R->te, err) != AL_OK;
+}
 
+/* The checkpoint: weights, configuration, vocabularies and the run's hyperparameters and results. */
+static al_status save_seq(const sopts *o, seq_run *R, const char *run_id, const sprog *pg, al_error *err)
+{
+    char vb[6][48], acc[32], uacc[32];
+    snprintf(vb[0], 48, "%d", R->tr.nsent); snprintf(vb[1], 48, "%d", o->epochs); snprintf(vb[2], 48, "%.9g", o->lr);
+    snprintf(vb[3], 48, "%.9g", o->wd); snprintf(vb[4], 48, "%d", o->batch); snprintf(vb[5], 48, "%ld", o->seed);
+    snprintf(acc, sizeof acc, "%.6f", pg->test_acc); snprintf(uacc, sizeof uacc, "%.6f", pg->unseen_acc);
+    const char *kv[] = {"task", "sequence", "data", R->dname, "train_size", vb[0], "epochs", vb[1], "lr", vb[2], "wd", vb[3],
+                        "batch", vb[4], "seed", vb[5], "optim", "adamw", "run_id", run_id, "test_acc", acc, "unseen_acc", uacc};
+    return al_seq_save(o->save, &R->m, &R->fz, kv, (int)(sizeof kv / sizeof *kv / 2), err);
+}
+
+/* Train (CSV rows through on_progress), save, print the summary line. 0 or 1. */
+static int run_seq(const sopts *o, seq_run *R, al_seq_config *cfg, al_error *err)
+{
+    cfg->nwords = al_feat_nwords(&R->fz); cfg->nsuffixes = al_feat_nsuffixes(&R->fz);
+    if (al_seq_init(&R->m, cfg, (uint64_t)o->seed, err) != AL_OK) return 1;
+    R->have_model = 1;
     char canon[2048], run_id[17], config[1024];
-    al_seq_run_canonical(canon, sizeof canon, &cfg, dname, tr.nsent, o.epochs, (float)o.lr, (float)o.wd, o.batch, o.seed);
+    al_seq_run_canonical(canon, sizeof canon, cfg, R->dname, R->tr.nsent, o->epochs, (float)o->lr, (float)o->wd, o->batch, o->seed);
     al_run_id(run_id, canon);
     al_run_config(config, sizeof config, canon);
     sprog pg;
     memset(&pg, 0, sizeof pg);
-    pg.config = config;
-    pg.tty = tty; pg.quiet = o.quiet; pg.o = &o; pg.run_id = run_id; pg.dataset = dname; pg.train_size = tr.nsent;
-    pg.params = (long)m.params.total; pg.err = &err; pg.test_acc = pg.unseen_acc = pg.loss = NAN;
-    if (!o.quiet)
+    pg.config = config; pg.tty = isatty(2); pg.quiet = o->quiet; pg.o = o; pg.run_id = run_id; pg.dataset = R->dname;
+    pg.train_size = R->tr.nsent; pg.params = (long)R->m.params.total; pg.err = err;
+    pg.test_acc = pg.unseen_acc = pg.loss = NAN;
+    if (!o->quiet)
         fprintf(stderr, "attnlab train: %s (%lld params) on %s: %d train sentences (%d tokens), %d test sentences (%d tokens), "
-                "%d words, %d suffixes, run %s\n", o.model, (long long)m.params.total, dname, tr.nsent, tr.ntok, te.nsent, te.ntok,
-                cfg.nwords, cfg.nsuffixes, run_id);
+                "%d words, %d suffixes, run %s\n", o->model, (long long)R->m.params.total, R->dname, R->tr.nsent, R->tr.ntok,
+                R->te.nsent, R->te.ntok, cfg->nwords, cfg->nsuffixes, run_id);
     al_seq_train_config tc;
     memset(&tc, 0, sizeof tc);
-    tc.epochs = o.epochs; tc.batch = o.batch; tc.eval_batch = 256; tc.lr = (float)o.lr; tc.weight_decay = (float)o.wd;
-    tc.seed = (uint64_t)o.seed;
+    tc.epochs = o->epochs; tc.batch = o->batch; tc.eval_batch = 256; tc.lr = (float)o->lr; tc.weight_decay = (float)o->wd;
+    tc.seed = (uint64_t)o->seed;
     double t0 = al_time();
-    if (al_seq_train(&m, &tr, &te, &tc, on_progress, &pg, &err) != AL_OK) goto out;
+    if (al_seq_train(&R->m, &R->tr, &R->te, &tc, on_progress, &pg, err) != AL_OK) return 1;
     double secs = al_time() - t0;
-    double tok_s = pg.tok_s_sum > 0 ? (double)tr.ntok * pg.epochs_done / pg.tok_s_sum : NAN;
-    if (o.save) {
-        char vb[6][48], acc[32], uacc[32];
-        snprintf(vb[0], 48, "%d", tr.nsent); snprintf(vb[1], 48, "%d", o.epochs); snprintf(vb[2], 48, "%.9g", o.lr);
-        snprintf(vb[3], 48, "%.9g", o.wd); snprintf(vb[4], 48, "%d", o.batch); snprintf(vb[5], 48, "%ld", o.seed);
-        snprintf(acc, sizeof acc, "%.6f", pg.test_acc); snprintf(uacc, sizeof uacc, "%.6f", pg.unseen_acc);
-        const char *kv[] = {"task", "sequence", "data", dname, "train_size", vb[0], "epochs", vb[1], "lr", vb[2], "wd", vb[3],
-                            "batch", vb[4], "seed", vb[5], "optim", "adamw", "run_id", run_id, "test_acc", acc, "unseen_acc", uacc};
-        if (al_seq_save(o.save, &m, &fz, kv, (int)(sizeof kv / sizeof *kv / 2), &err) != AL_OK) goto out;
-    }
+    double tok_s = pg.tok_s_sum > 0 ? (double)R->tr.ntok * pg.epochs_done / pg.tok_s_sum : NAN;
+    if (o->save && save_seq(o, R, run_id, &pg, err) != AL_OK) return 1;
     printf("run %s task sequence data %s model %s train_size %d seed %ld epochs %d params %lld train_loss %.4f test_acc %.4f "
-           "unseen_acc %.4f train_tokens_per_s %.0f seconds %.1f%s%s\n", run_id, dname, o.model, tr.nsent, o.seed, o.epochs,
-           (long long)m.params.total, pg.loss, pg.test_acc, pg.unseen_acc, tok_s, secs, o.save ? " saved " : "", o.save ? o.save : "");
+           "unseen_acc %.4f train_tokens_per_s %.0f seconds %.1f%s%s\n", run_id, R->dname, o->model, R->tr.nsent, o->seed,
+           o->epochs, (long long)R->m.params.total, pg.loss, pg.test_acc, pg.unseen_acc, tok_s, secs, o->save ? " saved " : "",
+           o->save ? o->save : "");
     fflush(stdout);
-    rc = 0;
-out:
-    if (rc) fprintf(stderr, "%sattnlab train: %s\n", tty && !o.quiet ? "\r\033[K" : "", err.msg[0] ? err.msg : "failed");
-    if (have_model) al_seq_free(&m);
-    al_seq_data_free(&tr); al_seq_data_free(&te);
-    al_feat_free(&fz);
-    al_conllu_set_free(&D);
+    return 0;
+}
+
+int train_seq_main(int argc, char **argv)
+{
+    sopts o;
+    int rc = parse_seq_args(argc, argv, &o);
+    if (rc) return rc < 0 ? 0 : rc;
+    al_error err = {{0}};
+    al_seq_config cfg;
+    if ((rc = build_seq_config(&o, &cfg, &err))) return rc;
+    if (cli_check_env_threads(CMD)) return 2;
+    if (o.threads > 0) al_set_threads(o.threads);
+    if (!o.quiet) fprintf(stderr, "attnlab train: %d threads, gemm %s\n", al_threads(), al_gemm_backend());
+    seq_run R;
+    memset(&R, 0, sizeof R);
+    rc = load_seq_data(&o, &R, &err);
+    if (!rc) rc = run_seq(&o, &R, &cfg, &err);
+    if (rc) fprintf(stderr, "%sattnlab train: %s\n", isatty(2) && !o.quiet ? "\r\033[K" : "", err.msg[0] ? err.msg : "failed");
+    seq_run_free(&R);
     return rc;
 }

@@ -91,7 +91,9 @@ typedef struct al_seq_batch {
 typedef struct al_seq_kind {
     const char *name;
     const char *summary;
-    int attention;                 /* 1: --pos/--score/--norm/--heads apply */
+    int attention;                 /* 1: --pos/--score/--norm/--heads/--depth apply */
+    int windowed;                  /* 1: --window (context each side) applies */
+    int recurrent;                 /* 1: --rnn bi|uni applies */
     void (*defaults)(al_seq_config *cfg);                         /* after the common defaults, or NULL */
     al_status (*check)(const al_seq_config *cfg, al_error *err);  /* after the common checks, or NULL */
     al_status (*init)(al_seq_model *m);                           /* register parameters; AL_ERR = out of memory */

@@ -204,13 +204,14 @@ static al_tensor *sa_forward(al_ctx *c, al_seq_model *m, al_tensor *x /* (N, D) 
 
 /* ---------------- the table ---------------- */
 static const al_seq_kind kinds[] = {
-    {"fc", "per token: linear 64→128, ReLU, →17 (no context)", 0, NULL, NULL, fc_init, fc_forward},
-    {"window-fc", "tokens i−K…i+K of the sentence concatenated (K = --window, 2) →128 ReLU →17", 0,
+    {"fc", "per token: linear 64→128, ReLU, →17 (no context)", 0, 0, 0, NULL, NULL, fc_init, fc_forward},
+    {"window-fc", "tokens i−K…i+K of the sentence concatenated (K = --window, 2) →128 ReLU →17", 0, 1, 0,
      wfc_defaults, wfc_check, wfc_init, wfc_forward},
-    {"rnn", "bidirectional GRU 64 per direction → linear →17 (--rnn uni: forwards only)", 0, NULL, NULL, rnn_init, rnn_forward},
-    {"sa", "2 pre-LN blocks of 4-head self-attention over the sentence, sinusoidal positions", 1,
+    {"rnn", "bidirectional GRU 64 per direction → linear →17 (--rnn uni: forwards only)", 0, 0, 1, NULL, NULL,
+     rnn_init, rnn_forward},
+    {"sa", "2 pre-LN blocks of 4-head self-attention over the sentence, sinusoidal positions", 1, 0, 0,
      sa_defaults, attn_check, sa_init, sa_forward},
-    {"trunc", "sa with each token attending within distance --window (3) in its sentence", 1,
+    {"trunc", "sa with each token attending within distance --window (3) in its sentence", 1, 1, 0,
      trunc_defaults, trunc_check, sa_init, sa_forward},
 };
 enum { NKINDS = (int)(sizeof kinds / sizeof *kinds) };
