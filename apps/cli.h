@@ -33,6 +33,7 @@ int cmd_summarize(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 int cmd_attnmap(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_data(int argc, char **argv);           /* apps/cmd_data.c: data import */
 /* Task- and benchmark-specific entry points, one file each (argv[0] is the subcommand name). */
 int train_image_main(int argc, char **argv);   /* apps/cmd_train_image.c */
 int train_graph_main(int argc, char **argv);   /* apps/cmd_train_graph.c */

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stddef.h>
 #include "tensor.h"
+#include "graph_import.h"
 
 /* The results CSV: one row per epoch. `config` (the run's variant: its canonical key=value;...
  * description without task, data, model, size, seed and epochs, see al_run_config) and `status`
@@ -58,6 +59,14 @@ al_status al_safetensors_load(const char *path, al_params *p, char **meta, al_er
 al_status al_safetensors_read_meta(const char *path, char **meta, al_error *err);
 /* Read one metadata value (a string) from the JSON text returned above; NULL if absent. Caller frees. */
 char *al_meta_get(const char *meta_json, const char *key);
+
+/* Graph directories (graph_write.c). al_graph_write: g as features.libsvm (non-zero values with %.9g,
+ * exact for floats), edges.txt (g->adj must be symmetric), train/val/test.idx and, if classes is
+ * non-NULL, classes.txt (g->nclass names); every file atomic; dir must exist.
+ * al_graph_import: al_graph_import_read (graph_import.h), create o->out if missing, al_graph_write,
+ * then al_graph_load the result as a check. */
+al_status al_graph_write(const al_graph *g, const char *dir, const char *const *classes, al_error *err);
+al_status al_graph_import(const al_import_opts *o, al_import_stats *st, al_error *err);
 
 /* 8-bit PNG, channels 1 (grey), 3 (RGB) or 4 (RGBA), rows top to bottom, via libpng, atomic. */
 al_status al_png_write(const char *path, const uint8_t *pix /* (h, w, channels) */, int w, int h, int channels, al_error *err);

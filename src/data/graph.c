@@ -1,6 +1,7 @@
 /* graph.c — graph datasets (located by al_data_locate, locate.c): the text format reader (features.libsvm, edges.txt, *.idx),
  * training splits, adjacency with self-loops, GCN normalisation, random graphs for benchmarks. */
 #include "attnlab/graph.h"
+#include "data/graph_impl.h"
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -9,36 +10,48 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 static int is_dir(const char *p) { struct stat st; return stat(p, &st) == 0 && S_ISDIR(st.st_mode); }
 
-/* ---------------- reading text files ---------------- */
-typedef struct text { char *buf; size_t len, pos; long line; char path[4200]; } text;
-
-static al_status text_open(text *t, const char *dir, const char *file, al_error *err)
+/* ---------------- reading text files (graph_impl.h) ---------------- */
+al_status al_text_open_path(al_text *t, const char *path, al_error *err)
 {
     memset(t, 0, sizeof *t);
-    snprintf(t->path, sizeof t->path, "%s/%s", dir, file);
-    FILE *f = fopen(t->path, "rb");
-    if (!f) return al_seterr(err, "%s: cannot open: %s", t->path, strerror(errno));
+    snprintf(t->path, sizeof t->path, "%s", path);
+    gzFile f = gzopen(t->path, "rb");   /* reads plain files as they are */
+    if (!f) return al_seterr(err, "%s: cannot open: %s", t->path, errno ? strerror(errno) : "out of memory");
     size_t cap = 1 << 16, len = 0;
     char *b = malloc(cap);
+    int bad = 0;
     while (b) {
         if (len + 1 >= cap) { char *nb = realloc(b, cap *= 2); if (!nb) { free(b); b = NULL; break; } b = nb; }
-        size_t r = fread(b + len, 1, cap - len - 1, f);
-        len += r;
+        size_t want = cap - len - 1 > (1u << 30) ? (1u << 30) : cap - len - 1;
+        int r = gzread(f, b + len, (unsigned)want);
+        if (r < 0) { bad = 1; break; }
+        len += (size_t)r;
         if (r == 0) break;
     }
-    int bad = ferror(f);
-    fclose(f);
+    gzclose(f);
     if (!b) return al_seterr(err, "%s: out of memory", t->path);
-    if (bad) { free(b); return al_seterr(err, "%s: read error", t->path); }
+    if (bad) { free(b); return al_seterr(err, "%s: read error (truncated or corrupt gzip?)", t->path); }
     b[len] = 0;
     t->buf = b; t->len = len;
     return AL_OK;
 }
-/* Next line (NUL-terminated in place, '\r' stripped); NULL at the end. */
-static char *text_line(text *t)
+al_status al_text_open(al_text *t, const char *dir, const char *file, al_error *err)
+{
+    char p[sizeof t->path];
+    snprintf(p, sizeof p, "%s/%s", dir, file);
+    return al_text_open_path(t, p, err);
+}
+int64_t al_text_count_lines(const al_text *t)
+{
+    int64_t n = 0;
+    for (const char *p = t->buf, *e = t->buf + t->len; (p = memchr(p, '\n', (size_t)(e - p))) != NULL; p++) n++;
+    return n + (t->len > 0 && t->buf[t->len - 1] != '\n');
+}
+char *al_text_line(al_text *t)
 {
     if (t->pos >= t->len) return NULL;
     char *s = t->buf + t->pos, *e = memchr(s, '\n', t->len - t->pos);
@@ -48,26 +61,24 @@ static char *text_line(text *t)
     t->line++;
     return s;
 }
-static void text_close(text *t) { free(t->buf); t->buf = NULL; }
+void al_text_close(al_text *t) { free(t->buf); t->buf = NULL; }
 
-static char *skip_ws(char *p) { while (*p == ' ' || *p == '\t') p++; return p; }
-/* Parse a decimal integer token ending at whitespace, ':' (if colon_ok) or end of line. */
-static int parse_int(char **pp, long *out, int colon_ok)
+char *al_text_skip_ws(char *p) { while (*p == ' ' || *p == '\t') p++; return p; }
+int al_text_int(char **pp, long *out, int sep)
 {
     char *p = *pp, *e;
     if (!(*p == '-' || *p == '+' || (*p >= '0' && *p <= '9'))) return 0;
     errno = 0;
     long v = strtol(p, &e, 10);
     if (e == p || errno == ERANGE || v > INT_MAX || v < INT_MIN) return 0;
-    if (!(*e == 0 || *e == ' ' || *e == '\t' || (colon_ok && *e == ':'))) return 0;
+    if (!(*e == 0 || *e == ' ' || *e == '\t' || (sep && *e == sep))) return 0;
     *out = v; *pp = e;
     return 1;
 }
-/* Copy the token at p (for messages). */
-static const char *tok(const char *p, char *buf, size_t n)
+const char *al_text_tok(const char *p, char *buf, size_t n)
 {
     size_t i = 0;
-    while (p[i] && p[i] != ' ' && p[i] != '\t' && i + 1 < n) { buf[i] = p[i]; i++; }
+    while (p[i] && p[i] != ' ' && p[i] != '\t' && p[i] != ',' && i + 1 < n) { buf[i] = p[i]; i++; }
     buf[i] = 0;
     if (i == 0) snprintf(buf, n, "(end of line)");
     return buf;
@@ -76,8 +87,8 @@ static const char *tok(const char *p, char *buf, size_t n)
 /* ---------------- building the adjacency ---------------- */
 static int cmp_int(const void *a, const void *b) { int x = *(const int *)a, y = *(const int *)b; return (x > y) - (x < y); }
 
-/* CSR with row = dst, columns = sorted distinct sources, self-loops dropped. */
-static al_status build_adj(int n, const int *src, const int *dst, int64_t m, al_csr *adj, al_error *err)
+/* CSR with row = dst, columns = sorted distinct sources, self-loops dropped (graph_impl.h). */
+al_status al_graph_build_adj(int n, const int *src, const int *dst, int64_t m, al_csr *adj, al_error *err)
 {
     memset(adj, 0, sizeof *adj);
     adj->rows = adj->cols = n;
@@ -119,8 +130,8 @@ static void normalize_rows(al_csr *f)
 /* ---------------- the reader ---------------- */
 static al_status read_features(al_graph *g, const char *dir, al_error *err)
 {
-    text t;
-    if (text_open(&t, dir, "features.libsvm", err)) return AL_ERR;
+    al_text t;
+    if (al_text_open(&t, dir, "features.libsvm", err)) return AL_ERR;
     /* first pass: count lines and entries */
     int64_t lines = 0, entries = 0;
     for (size_t i = 0; i < t.len; i++) {
@@ -128,31 +139,31 @@ static al_status read_features(al_graph *g, const char *dir, al_error *err)
         if (t.buf[i] == ':') entries++;
     }
     if (t.len > 0 && t.buf[t.len - 1] != '\n') lines++;
-    if (lines == 0) { al_seterr(err, "%s: empty file (no nodes)", t.path); text_close(&t); return AL_ERR; }
-    if (lines > INT_MAX) { al_seterr(err, "%s: too many lines", t.path); text_close(&t); return AL_ERR; }
+    if (lines == 0) { al_seterr(err, "%s: empty file (no nodes)", t.path); al_text_close(&t); return AL_ERR; }
+    if (lines > INT_MAX) { al_seterr(err, "%s: too many lines", t.path); al_text_close(&t); return AL_ERR; }
     g->n = (int)lines;
     g->label = malloc((size_t)lines * sizeof *g->label);
     g->feat.rowptr = calloc((size_t)lines + 1, sizeof *g->feat.rowptr);
     g->feat.col = malloc((size_t)(entries > 0 ? entries : 1) * sizeof *g->feat.col);
     g->feat.val = malloc((size_t)(entries > 0 ? entries : 1) * sizeof *g->feat.val);
     if (!g->label || !g->feat.rowptr || !g->feat.col || !g->feat.val) {
-        text_close(&t); return al_seterr(err, "%s: out of memory", t.path);
+        al_text_close(&t); return al_seterr(err, "%s: out of memory", t.path);
     }
     int64_t nnz = 0; long maxlab = -1, maxidx = 0;
     char *line, b[64];
-    for (int i = 0; (line = text_line(&t)) != NULL; i++) {
-        char *p = skip_ws(line);
+    for (int i = 0; (line = al_text_line(&t)) != NULL; i++) {
+        char *p = al_text_skip_ws(line);
         long lab;
         if (!*p) { al_seterr(err, "%s:%ld: empty line (expected LABEL IDX:VAL ...)", t.path, t.line); goto fail; }
-        if (!parse_int(&p, &lab, 0)) { al_seterr(err, "%s:%ld: label '%s' is not an integer", t.path, t.line, tok(p, b, sizeof b)); goto fail; }
+        if (!al_text_int(&p, &lab, 0)) { al_seterr(err, "%s:%ld: label '%s' is not an integer", t.path, t.line, al_text_tok(p, b, sizeof b)); goto fail; }
         if (lab < -1) { al_seterr(err, "%s:%ld: label %ld out of range (a class >= 0, or -1 for unlabelled)", t.path, t.line, lab); goto fail; }
         if (lab > maxlab) maxlab = lab;
         g->label[i] = (int)lab;
         long prev = 0;
-        for (p = skip_ws(p); *p; p = skip_ws(p)) {
+        for (p = al_text_skip_ws(p); *p; p = al_text_skip_ws(p)) {
             char *q = p; long idx;
-            if (!parse_int(&q, &idx, 1) || *q != ':') {
-                al_seterr(err, "%s:%ld: '%s' is not IDX:VAL", t.path, t.line, tok(p, b, sizeof b)); goto fail;
+            if (!al_text_int(&q, &idx, ':') || *q != ':') {
+                al_seterr(err, "%s:%ld: '%s' is not IDX:VAL", t.path, t.line, al_text_tok(p, b, sizeof b)); goto fail;
             }
             if (idx < 1) { al_seterr(err, "%s:%ld: feature index %ld out of range (indices start at 1)", t.path, t.line, idx); goto fail; }
             if (idx <= prev) { al_seterr(err, "%s:%ld: feature index %ld not greater than the previous %ld (indices must increase)", t.path, t.line, idx, prev); goto fail; }
@@ -160,7 +171,7 @@ static al_status read_features(al_graph *g, const char *dir, al_error *err)
             errno = 0;
             float val = strtof(v, &e);
             if (e == v || (*e && *e != ' ' && *e != '\t') || errno == ERANGE || !isfinite(val)) {
-                al_seterr(err, "%s:%ld: feature value '%s' is not a finite number", t.path, t.line, tok(v, b, sizeof b)); goto fail;
+                al_seterr(err, "%s:%ld: feature value '%s' is not a finite number", t.path, t.line, al_text_tok(v, b, sizeof b)); goto fail;
             }
             if (nnz >= entries) { al_seterr(err, "%s:%ld: internal count mismatch", t.path, t.line); goto fail; }
             g->feat.col[nnz] = (int)(idx - 1); g->feat.val[nnz] = val; nnz++;
@@ -174,41 +185,41 @@ static al_status read_features(al_graph *g, const char *dir, al_error *err)
     g->nclass = (int)maxlab + 1;
     g->nfeat = (int)maxidx;
     g->feat.rows = g->n; g->feat.cols = g->nfeat; g->feat.nnz = nnz;
-    text_close(&t);
+    al_text_close(&t);
     return AL_OK;
 fail:
-    text_close(&t);
+    al_text_close(&t);
     return AL_ERR;
 }
 
 static al_status read_edges(al_graph *g, const char *dir, al_error *err)
 {
-    text t;
-    if (text_open(&t, dir, "edges.txt", err)) return AL_ERR;
+    al_text t;
+    if (al_text_open(&t, dir, "edges.txt", err)) return AL_ERR;
     int64_t cap = 1;
-    for (size_t i = 0; i < t.len; i++) cap += t.buf[i] == '\n';
+    cap += al_text_count_lines(&t);
     int *src = malloc((size_t)cap * sizeof *src), *dst = malloc((size_t)cap * sizeof *dst);
-    if (!src || !dst) { free(src); free(dst); text_close(&t); return al_seterr(err, "%s: out of memory", t.path); }
+    if (!src || !dst) { free(src); free(dst); al_text_close(&t); return al_seterr(err, "%s: out of memory", t.path); }
     int64_t m = 0; char *line, b[64];
-    while ((line = text_line(&t)) != NULL) {
-        char *p = skip_ws(line);
+    while ((line = al_text_line(&t)) != NULL) {
+        char *p = al_text_skip_ws(line);
         long s, d;
         if (!*p) { al_seterr(err, "%s:%ld: empty line (expected SRC DST)", t.path, t.line); goto fail; }
-        if (!parse_int(&p, &s, 0)) { al_seterr(err, "%s:%ld: source id '%s' is not an integer", t.path, t.line, tok(p, b, sizeof b)); goto fail; }
-        p = skip_ws(p);
-        if (!parse_int(&p, &d, 0)) { al_seterr(err, "%s:%ld: destination id '%s' is not an integer", t.path, t.line, tok(p, b, sizeof b)); goto fail; }
-        p = skip_ws(p);
-        if (*p) { al_seterr(err, "%s:%ld: unexpected '%s' after SRC DST", t.path, t.line, tok(p, b, sizeof b)); goto fail; }
+        if (!al_text_int(&p, &s, 0)) { al_seterr(err, "%s:%ld: source id '%s' is not an integer", t.path, t.line, al_text_tok(p, b, sizeof b)); goto fail; }
+        p = al_text_skip_ws(p);
+        if (!al_text_int(&p, &d, 0)) { al_seterr(err, "%s:%ld: destination id '%s' is not an integer", t.path, t.line, al_text_tok(p, b, sizeof b)); goto fail; }
+        p = al_text_skip_ws(p);
+        if (*p) { al_seterr(err, "%s:%ld: unexpected '%s' after SRC DST", t.path, t.line, al_text_tok(p, b, sizeof b)); goto fail; }
         if (s < 0 || s >= g->n) { al_seterr(err, "%s:%ld: node id %ld out of range [0, %d)", t.path, t.line, s, g->n); goto fail; }
         if (d < 0 || d >= g->n) { al_seterr(err, "%s:%ld: node id %ld out of range [0, %d)", t.path, t.line, d, g->n); goto fail; }
         src[m] = (int)s; dst[m] = (int)d; m++;
     }
     g->nedges_file = m;
-    al_status st = build_adj(g->n, src, dst, m, &g->adj, err);
-    free(src); free(dst); text_close(&t);
+    al_status st = al_graph_build_adj(g->n, src, dst, m, &g->adj, err);
+    free(src); free(dst); al_text_close(&t);
     return st;
 fail:
-    free(src); free(dst); text_close(&t);
+    free(src); free(dst); al_text_close(&t);
     return AL_ERR;
 }
 
@@ -217,20 +228,20 @@ static al_status read_split(al_graph *g, const char *dir, const char *file, int 
                             long *mark_line, int **out, int *count, al_error *err)
 {
     static const char *names[] = {"", "train.idx", "val.idx", "test.idx"};
-    text t;
-    if (text_open(&t, dir, file, err)) return AL_ERR;
+    al_text t;
+    if (al_text_open(&t, dir, file, err)) return AL_ERR;
     int64_t cap = 1;
-    for (size_t i = 0; i < t.len; i++) cap += t.buf[i] == '\n';
+    cap += al_text_count_lines(&t);
     int *ids = malloc((size_t)cap * sizeof *ids);
-    if (!ids) { text_close(&t); return al_seterr(err, "%s: out of memory", t.path); }
+    if (!ids) { al_text_close(&t); return al_seterr(err, "%s: out of memory", t.path); }
     int k = 0; char *line, b[64];
-    while ((line = text_line(&t)) != NULL) {
-        char *p = skip_ws(line);
+    while ((line = al_text_line(&t)) != NULL) {
+        char *p = al_text_skip_ws(line);
         long v;
         if (!*p) { al_seterr(err, "%s:%ld: empty line (expected a node id)", t.path, t.line); goto fail; }
-        if (!parse_int(&p, &v, 0)) { al_seterr(err, "%s:%ld: node id '%s' is not an integer", t.path, t.line, tok(p, b, sizeof b)); goto fail; }
-        p = skip_ws(p);
-        if (*p) { al_seterr(err, "%s:%ld: unexpected '%s' after the node id", t.path, t.line, tok(p, b, sizeof b)); goto fail; }
+        if (!al_text_int(&p, &v, 0)) { al_seterr(err, "%s:%ld: node id '%s' is not an integer", t.path, t.line, al_text_tok(p, b, sizeof b)); goto fail; }
+        p = al_text_skip_ws(p);
+        if (*p) { al_seterr(err, "%s:%ld: unexpected '%s' after the node id", t.path, t.line, al_text_tok(p, b, sizeof b)); goto fail; }
         if (v < 0 || v >= g->n) { al_seterr(err, "%s:%ld: node id %ld out of range [0, %d)", t.path, t.line, v, g->n); goto fail; }
         if (g->label[v] < 0) { al_seterr(err, "%s:%ld: node %ld has no label (-1 in features.libsvm)", t.path, t.line, v); goto fail; }
         if (mark[v] == which) { al_seterr(err, "%s:%ld: node %ld listed twice (first on line %ld)", t.path, t.line, v, mark_line[v]); goto fail; }
@@ -239,10 +250,10 @@ static al_status read_split(al_graph *g, const char *dir, const char *file, int 
         ids[k++] = (int)v;
     }
     *out = ids; *count = k;
-    text_close(&t);
+    al_text_close(&t);
     return AL_OK;
 fail:
-    free(ids); text_close(&t);
+    free(ids); al_text_close(&t);
     return AL_ERR;
 }
 
@@ -390,7 +401,7 @@ al_status al_graph_random(al_graph *g, int n, int64_t m, int nfeat, int nclass, 
         al_csr_free(&g->adj);
         /* keep the distinct edges found so far, add fresh ones */
         for (int64_t e = k; e < want; e++) { src[e] = (int)al_rng_below(&r, (uint32_t)n); dst[e] = (int)al_rng_below(&r, (uint32_t)n); }
-        if (build_adj(n, src, dst, want, &g->adj, err)) { free(src); free(dst); return AL_ERR; }
+        if (al_graph_build_adj(n, src, dst, want, &g->adj, err)) { free(src); free(dst); return AL_ERR; }
         have = 0;
         for (int i = 0; i < n; i++)
             for (int64_t q = g->adj.rowptr[i]; q < g->adj.rowptr[i + 1]; q++) { src[have] = g->adj.col[q]; dst[have] = i; have++; }
