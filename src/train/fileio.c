@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* ====================================================================================== */
@@ -23,6 +24,7 @@ void al_sb_reserve(al_sbuf *b, size_t extra)
     char *q = realloc(b->p, cap);
     if (!q) { b->oom = 1; return; }
     b->p = q; b->cap = cap;
+    b->p[b->n] = 0;   /* always a string, even before the first put (an empty JSON string "") */
 }
 void al_sb_put(al_sbuf *b, const void *s, size_t n)
 {
@@ -113,6 +115,8 @@ al_status al_read_file(const char *path, char **data, size_t *len, al_error *err
     *data = NULL; *len = 0;
     FILE *f = fopen(path, "rb");
     if (!f) return al_seterr(err, "%s: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fileno(f), &sb) == 0 && S_ISDIR(sb.st_mode)) { fclose(f); return al_seterr(err, "%s: is a directory, expected a file", path); }
     size_t cap = 1 << 16, n = 0;
     char *buf = malloc(cap + 1);
     while (buf) {
@@ -123,10 +127,10 @@ al_status al_read_file(const char *path, char **data, size_t *len, al_error *err
         if (!nb) { free(buf); buf = NULL; break; }
         buf = nb; cap *= 2;
     }
-    int bad = ferror(f);
+    int bad = ferror(f), e = errno;
     fclose(f);
     if (!buf) return al_seterr(err, "%s: out of memory", path);
-    if (bad) { free(buf); return al_seterr(err, "%s: read error", path); }
+    if (bad) { free(buf); return al_seterr(err, "%s: read error: %s", path, strerror(e)); }
     buf[n] = 0;
     *data = buf; *len = n;
     return AL_OK;
