@@ -120,10 +120,11 @@ static al_status st_read_header(int fd, const char *path, st_header *h, al_error
     memset(h, 0, sizeof *h);
     struct stat sb;
     if (fstat(fd, &sb) != 0) return al_seterr(err, "%s: stat failed: %s", path, strerror(errno));
+    if (S_ISDIR(sb.st_mode)) return al_seterr(err, "%s: is a directory, expected a safetensors file", path);
     uint64_t fsize = (uint64_t)sb.st_size;
     if (fsize < 8) return al_seterr(err, "%s: truncated safetensors file: %llu bytes, the 8-byte header length is missing", path, (unsigned long long)fsize);
     unsigned char lb[8];
-    if (al_pread_all(fd, lb, 8, 0) != 0) return al_seterr(err, "%s: read failed", path);
+    if (al_pread_all(fd, lb, 8, 0) != 0) return al_seterr(err, "%s: read failed: %s", path, strerror(errno));
     uint64_t hl = 0;
     for (int k = 7; k >= 0; k--) hl = hl << 8 | lb[k];
     if (hl > fsize - 8) return al_seterr(err, "%s: header length %llu is larger than the file (%llu bytes) allows: truncated or not a safetensors file", path, (unsigned long long)hl, (unsigned long long)fsize);
@@ -178,11 +179,43 @@ al_status al_safetensors_read_meta(const char *path, char **meta, al_error *err)
 }
 
 /* ---------------- tensors ---------------- */
+static al_status st_parse_entry(const char *path, const char *name, const al_jval *v, uint64_t dsize,
+                                st_entry *e, al_error *err);
+al_status al_safetensors_read_info(const char *path, char **meta, uint64_t *tensor_bytes, int *ntensors, al_error *err)
+{
+    if (meta) *meta = NULL;
+    *tensor_bytes = 0; *ntensors = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return al_seterr(err, "%s: cannot open checkpoint: %s", path, strerror(errno));
+    st_header h;
+    al_status st = st_read_header(fd, path, &h, err);
+    close(fd);
+    if (st != AL_OK) return st;
+    const uint64_t dsize = h.fsize - 8 - h.hl;
+    uint64_t sum = 0;
+    int n = 0;
+    for (int i = 0; i < h.root->n && st == AL_OK; i++) {
+        if (!strcmp(h.root->keys[i], "__metadata__")) continue;
+        st_entry e;
+        st = st_parse_entry(path, h.root->keys[i], h.root->kids[i], dsize, &e, err);
+        if (st == AL_OK) { sum = al_size_add(sum, e.end - e.beg); n++; }
+    }
+    if (st == AL_OK && meta) {
+        if (!h.meta) st = al_seterr(err, "%s: no __metadata__ in the safetensors header", path);
+        else st = st_meta_text(&h, path, meta, err);
+    }
+    if (st == AL_OK) { *tensor_bytes = sum; *ntensors = n; }
+    st_header_free(&h);
+    return st;
+}
+
+
 /* Checks the header entry `name` → v against the data section (dsize bytes) and the model's parameter
  * of that name; fills *e. */
-static al_status st_check_entry(const char *path, const char *name, const al_jval *v, uint64_t dsize,
-                                al_params *p, st_entry *e, al_error *err)
+static al_status st_parse_entry(const char *path, const char *name, const al_jval *v, uint64_t dsize,
+                                st_entry *e, al_error *err)
 {
+    memset(e, 0, sizeof *e);
     if (v->t != AL_J_OBJ) return al_seterr(err, "%s: tensor '%s': entry is not an object", path, name);
     const al_jval *dt = al_json_get(v, "dtype"), *sh = al_json_get(v, "shape"), *of = al_json_get(v, "data_offsets");
     if (!dt || dt->t != AL_J_STR) return al_seterr(err, "%s: tensor '%s': missing or non-string dtype", path, name);
@@ -209,6 +242,16 @@ static al_status st_check_entry(const char *path, const char *name, const al_jva
     if ((uint64_t)(ob[1] - ob[0]) != numel * 4)
         return al_seterr(err, "%s: tensor '%s': data_offsets span %lld bytes but shape needs %llu", path, name,
                          (long long)(ob[1] - ob[0]), (unsigned long long)(numel * 4));
+    e->name = name; e->beg = (uint64_t)ob[0]; e->end = (uint64_t)ob[1];
+    return AL_OK;
+}
+
+/* st_parse_entry, then the model's parameter of that name must exist with the same shape. */
+static al_status st_check_entry(const char *path, const char *name, const al_jval *v, uint64_t dsize,
+                                al_params *p, st_entry *e, al_error *err)
+{
+    if (st_parse_entry(path, name, v, dsize, e, err) != AL_OK) return AL_ERR;
+    const al_jval *sh = al_json_get(v, "shape");
     al_tensor *t = al_params_find(p, name);
     if (!t) return al_seterr(err, "%s: tensor '%s' is in the file but not in the model", path, name);
     int same = sh->n == t->ndim;
@@ -218,7 +261,7 @@ static al_status st_check_entry(const char *path, const char *name, const al_jva
         shape_text(a, sizeof a, sh);
         return al_seterr(err, "%s: tensor '%s': shape mismatch: file has %s, model has %s", path, name, a, al_shape_str(t, b, sizeof b));
     }
-    e->name = name; e->beg = (uint64_t)ob[0]; e->end = (uint64_t)ob[1]; e->t = t;
+    e->t = t;
     return AL_OK;
 }
 
