@@ -143,6 +143,13 @@ al_status al_csv_append(const char *path, const al_csv_row *r, al_error *err)
     /* One write(2) on an O_APPEND descriptor: the row lands whole or (if killed mid-write) torn and repaired later. */
     ssize_t k;
     do k = write(fd, all.p, all.n); while (k < 0 && errno == EINTR);
+    if (k >= 0 && (size_t)k < all.n) {
+        /* A short write (a full disk, a file-size limit): the row is torn already; writing the rest
+         * either completes it or returns the reason (ENOSPC: "No space left on device"), which a plain
+         * EIO would hide. A torn row left behind is cut by the next append. */
+        if (al_write_all(fd, all.p + k, all.n - (size_t)k) == 0) k = (ssize_t)all.n;
+        else k = -1;
+    }
     if (k < 0 || (size_t)k != all.n) {
         int e = k < 0 ? errno : EIO;
         free(all.p);

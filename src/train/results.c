@@ -132,7 +132,27 @@ int al_results_find_run(const al_results *r, const char *run_id)
 
 al_status al_results_parse(const char *text, size_t len, const char *name, al_results *r, al_error *err)
 {
+    return al_results_parse_ex(text, len, name, 0, r, NULL, err);
+}
+
+al_status al_results_parse_ex(const char *text, size_t len, const char *name, int flags, al_results *r,
+                              char note[AL_ERRLEN], al_error *err)
+{
     memset(r, 0, sizeof *r);
+    if (note) note[0] = 0;
+    if (len > 0 && text[len - 1] != '\n' && (flags & AL_RESULTS_DROP_TORN)) {
+        /* A final line without its newline is a row cut short (kill -9, a full disk): drop it and say so. */
+        size_t keep = len;
+        while (keep > 0 && text[keep - 1] != '\n') keep--;
+        int line = 1;
+        for (size_t i = 0; i < keep; i++) line += text[i] == '\n';
+        if (note) {
+            char nb[160];
+            snprintf(note, AL_ERRLEN, "%s:%d: incomplete last line (%zu bytes, no newline: a torn write) dropped",
+                     al_path_abbrev(name, nb, sizeof nb), line, len - keep);
+        }
+        len = keep;
+    }
     if (len == 0) return build_runs(r, err);
     int cap = 0, line = 0;
     const char *p = text, *end = text + len;
@@ -141,7 +161,8 @@ al_status al_results_parse(const char *text, size_t len, const char *name, al_re
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         if (!nl) {
             al_results_free(r);
-            return al_seterr(err, "%s:%d: incomplete last line (no newline; a torn write?)", name, line);
+            return al_seterr(err, "%s:%d: incomplete last line (%zu bytes, no newline; a torn write? al_results_read_ex with "
+                             "AL_RESULTS_DROP_TORN skips it)", name, line, (size_t)(end - p));
         }
         size_t n = (size_t)(nl - p);
         if (n > 0 && p[n - 1] == '\r') n--;
@@ -177,10 +198,16 @@ al_status al_results_parse(const char *text, size_t len, const char *name, al_re
 
 al_status al_results_read(const char *path, al_results *r, al_error *err)
 {
+    return al_results_read_ex(path, 0, r, NULL, err);
+}
+
+al_status al_results_read_ex(const char *path, int flags, al_results *r, char note[AL_ERRLEN], al_error *err)
+{
     char *text; size_t len;
     memset(r, 0, sizeof *r);
+    if (note) note[0] = 0;
     if (al_read_file(path, &text, &len, err) != AL_OK) return AL_ERR;
-    al_status st = al_results_parse(text, len, path, r, err);
+    al_status st = al_results_parse_ex(text, len, path, flags, r, note, err);
     free(text);
     return st;
 }
