@@ -75,6 +75,10 @@ const char *al_bytes_str(uint64_t n, char buf[32]);
 /* path itself if it fits in n bytes, else its head and tail around "..." (n bytes with the NUL). For
  * messages that must keep their reason within AL_ERRLEN. */
 const char *al_path_abbrev(const char *path, char *buf, size_t n);
+/* The same into one of four rotating thread-local buffers of AL_PATH_SHORT bytes: for the file name
+ * at the head of an error message, which then always has room for its reason. */
+#define AL_PATH_SHORT 240
+const char *al_path_short(const char *path);
 
 /* 8-bit PNG, channels 1 (grey), 3 (RGB) or 4 (RGBA), rows top to bottom, via libpng, atomic. */
 al_status al_png_write(const char *path, const uint8_t *pix /* (h, w, channels) */, int w, int h, int channels, al_error *err);

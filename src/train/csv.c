@@ -88,15 +88,15 @@ al_status al_csv_append(const char *path, const al_csv_row *r, al_error *err)
     al_sbuf row = {0};
     csv_row(&row, r);
     al_sb_put(&row, "\n", 1);
-    if (row.oom) { free(row.p); return al_seterr(err, "%s: out of memory formatting a CSV row", path); }
+    if (row.oom) { free(row.p); return al_seterr(err, "%s: out of memory formatting a CSV row", al_path_short(path)); }
 
     int fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (fd < 0) { free(row.p); return al_seterr(err, "%s: cannot open results CSV: %s", path, strerror(errno)); }
+    if (fd < 0) { free(row.p); return al_seterr(err, "%s: cannot open results CSV: %s", al_path_short(path), strerror(errno)); }
     al_status st = AL_ERR;
     /* Exclusive advisory lock: two runs appending to one CSV never interleave repair and append. */
     while (flock(fd, LOCK_EX) != 0 && errno == EINTR) {}
     struct stat sb;
-    if (fstat(fd, &sb) != 0) { al_seterr(err, "%s: stat failed: %s", path, strerror(errno)); goto out; }
+    if (fstat(fd, &sb) != 0) { al_seterr(err, "%s: stat failed: %s", al_path_short(path), strerror(errno)); goto out; }
     off_t size = sb.st_size;
     const size_t hl = strlen(AL_CSV_HEADER);
 
@@ -104,42 +104,40 @@ al_status al_csv_append(const char *path, const al_csv_row *r, al_error *err)
         /* Check the header line. */
         char first[sizeof AL_CSV_HEADER + 2];
         size_t want = (size_t)size < sizeof first ? (size_t)size : sizeof first;
-        if (al_pread_all(fd, first, want, 0) != 0) { al_seterr(err, "%s: read failed: %s", path, strerror(errno)); goto out; }
+        if (al_pread_all(fd, first, want, 0) != 0) { al_seterr(err, "%s: read failed: %s", al_path_short(path), strerror(errno)); goto out; }
         int complete = want > hl && first[hl] == '\n';
         if (complete) {
             if (memcmp(first, AL_CSV_HEADER, hl) != 0) {
-                al_seterr(err, "%s: the header line is not attnlab's results header (%s); refusing to append to it",
-                          path, AL_CSV_HEADER);
+                al_seterr(err, "%s: the header line is not attnlab's results header (%s); refusing to append to it", al_path_short(path), AL_CSV_HEADER);
                 goto out;
             }
         } else {
             /* No full header line: either a header torn by a killed process (a prefix of ours) or foreign. */
             size_t nl = 0; while (nl < want && first[nl] != '\n') nl++;
             if (nl < want || want > hl || memcmp(first, AL_CSV_HEADER, want) != 0) {
-                al_seterr(err, "%s: the header line is not attnlab's results header (%s); refusing to append to it",
-                          path, AL_CSV_HEADER);
+                al_seterr(err, "%s: the header line is not attnlab's results header (%s); refusing to append to it", al_path_short(path), AL_CSV_HEADER);
                 goto out;
             }
-            if (ftruncate(fd, 0) != 0) { al_seterr(err, "%s: cannot truncate a torn header: %s", path, strerror(errno)); goto out; }
+            if (ftruncate(fd, 0) != 0) { al_seterr(err, "%s: cannot truncate a torn header: %s", al_path_short(path), strerror(errno)); goto out; }
             size = 0;
         }
     }
     if (size > 0) {
         /* Repair a torn last line (a row cut short by a killed process has no '\n'). */
         char last;
-        if (al_pread_all(fd, &last, 1, size - 1) != 0) { al_seterr(err, "%s: read failed: %s", path, strerror(errno)); goto out; }
+        if (al_pread_all(fd, &last, 1, size - 1) != 0) { al_seterr(err, "%s: read failed: %s", al_path_short(path), strerror(errno)); goto out; }
         if (last != '\n') {
             int ioerr;
             off_t keep = last_line_end(fd, size, &ioerr);
-            if (ioerr) { al_seterr(err, "%s: read failed: %s", path, strerror(errno)); goto out; }
-            if (ftruncate(fd, keep) != 0) { al_seterr(err, "%s: cannot truncate a torn last line: %s", path, strerror(errno)); goto out; }
+            if (ioerr) { al_seterr(err, "%s: read failed: %s", al_path_short(path), strerror(errno)); goto out; }
+            if (ftruncate(fd, keep) != 0) { al_seterr(err, "%s: cannot truncate a torn last line: %s", al_path_short(path), strerror(errno)); goto out; }
             size = keep;
         }
     }
     al_sbuf all = {0};
     if (size == 0) { al_sb_put(&all, AL_CSV_HEADER, hl); al_sb_put(&all, "\n", 1); }
     al_sb_put(&all, row.p, row.n);
-    if (all.oom) { free(all.p); al_seterr(err, "%s: out of memory", path); goto out; }
+    if (all.oom) { free(all.p); al_seterr(err, "%s: out of memory", al_path_short(path)); goto out; }
     /* One write(2) on an O_APPEND descriptor: the row lands whole or (if killed mid-write) torn and repaired later. */
     ssize_t k;
     do k = write(fd, all.p, all.n); while (k < 0 && errno == EINTR);
@@ -153,11 +151,11 @@ al_status al_csv_append(const char *path, const al_csv_row *r, al_error *err)
     if (k < 0 || (size_t)k != all.n) {
         int e = k < 0 ? errno : EIO;
         free(all.p);
-        al_seterr(err, "%s: writing a CSV row failed: %s", path, strerror(e));
+        al_seterr(err, "%s: writing a CSV row failed: %s", al_path_short(path), strerror(e));
         goto out;
     }
     free(all.p);
-    if (fsync(fd) != 0) { al_seterr(err, "%s: fsync failed: %s", path, strerror(errno)); goto out; }
+    if (fsync(fd) != 0) { al_seterr(err, "%s: fsync failed: %s", al_path_short(path), strerror(errno)); goto out; }
     st = AL_OK;
 out:
     close(fd);   /* also releases the lock */

@@ -110,3 +110,11 @@ const char *al_path_abbrev(const char *path, char *buf, size_t n)
     buf[head + 3 + tail] = 0;
     return buf;
 }
+
+const char *al_path_short(const char *path)
+{
+    static _Thread_local char buf[4][AL_PATH_SHORT];
+    static _Thread_local int k;
+    k = (k + 1) % 4;
+    return al_path_abbrev(path, buf[k], sizeof buf[k]);
+}

@@ -162,20 +162,20 @@ al_status al_results_parse_ex(const char *text, size_t len, const char *name, in
         if (!nl) {
             al_results_free(r);
             return al_seterr(err, "%s:%d: incomplete last line (%zu bytes, no newline; a torn write? al_results_read_ex with "
-                             "AL_RESULTS_DROP_TORN skips it)", name, line, (size_t)(end - p));
+                             "AL_RESULTS_DROP_TORN skips it)", al_path_short(name), line, (size_t)(end - p));
         }
         size_t n = (size_t)(nl - p);
         if (n > 0 && p[n - 1] == '\r') n--;
         if (line == 1) {
             if (n != strlen(AL_CSV_HEADER) || memcmp(p, AL_CSV_HEADER, n)) {
                 al_results_free(r);
-                return al_seterr(err, "%s:1: header is not the attnlab results header \"%s\"", name, AL_CSV_HEADER);
+                return al_seterr(err, "%s:1: header is not the attnlab results header \"%s\"", al_path_short(name), AL_CSV_HEADER);
             }
         } else {
             if (r->n == cap) {
                 cap = cap ? 2 * cap : 256;
                 al_result_row *nr = realloc(r->row, (size_t)cap * sizeof *nr);
-                if (!nr) { al_results_free(r); return al_seterr(err, "%s: out of memory", name); }
+                if (!nr) { al_results_free(r); return al_seterr(err, "%s: out of memory", al_path_short(name)); }
                 r->row = nr;
             }
             al_result_row *w = &r->row[r->n];
@@ -184,8 +184,8 @@ al_status al_results_parse_ex(const char *text, size_t len, const char *name, in
             if (bad >= 0) {
                 al_results_free(r);
                 if (bad == NFIELDS)
-                    return al_seterr(err, "%s:%d: expected %d comma-separated fields", name, line, NFIELDS);
-                return al_seterr(err, "%s:%d: bad value in column %d (%s)", name, line, bad + 1, field_name[bad]);
+                    return al_seterr(err, "%s:%d: expected %d comma-separated fields", al_path_short(name), line, NFIELDS);
+                return al_seterr(err, "%s:%d: bad value in column %d (%s)", al_path_short(name), line, bad + 1, field_name[bad]);
             }
             w->line = line;
             r->n++;
