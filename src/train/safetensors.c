@@ -152,6 +152,17 @@ static al_status st_read_header(int fd, const char *path, st_header *h, al_error
     return AL_OK;
 }
 
+/* st_read_header on path, opened and closed here. */
+static al_status st_open_header(const char *path, st_header *h, al_error *err)
+{
+    memset(h, 0, sizeof *h);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return al_seterr(err, "%s: cannot open checkpoint: %s", al_path_short(path), strerror(errno));
+    al_status st = st_read_header(fd, path, h, err);
+    close(fd);
+    return st;
+}
+
 /* A malloc'd copy of the __metadata__ object's text as written in the file ("{}" if there is none). */
 static al_status st_meta_text(const st_header *h, const char *path, char **meta, al_error *err)
 {
@@ -166,11 +177,8 @@ static al_status st_meta_text(const st_header *h, const char *path, char **meta,
 al_status al_safetensors_read_meta(const char *path, char **meta, al_error *err)
 {
     *meta = NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return al_seterr(err, "%s: cannot open checkpoint: %s", al_path_short(path), strerror(errno));
     st_header h;
-    al_status st = st_read_header(fd, path, &h, err);
-    close(fd);
+    al_status st = st_open_header(path, &h, err);
     if (st != AL_OK) return st;
     if (!h.meta) st = al_seterr(err, "%s: no __metadata__ in the safetensors header", al_path_short(path));
     else st = st_meta_text(&h, path, meta, err);
@@ -185,11 +193,8 @@ al_status al_safetensors_read_info(const char *path, char **meta, uint64_t *tens
 {
     if (meta) *meta = NULL;
     *tensor_bytes = 0; *ntensors = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return al_seterr(err, "%s: cannot open checkpoint: %s", al_path_short(path), strerror(errno));
     st_header h;
-    al_status st = st_read_header(fd, path, &h, err);
-    close(fd);
+    al_status st = st_open_header(path, &h, err);
     if (st != AL_OK) return st;
     const uint64_t dsize = h.fsize - 8 - h.hl;
     uint64_t sum = 0;
