@@ -258,11 +258,37 @@ static void test_long_paths_keep_the_reason(void **st)
     ASSERT_HAS(e3.msg, "none-i: cannot open: No such file or directory");
 }
 
+/* fuzz_image found it: an 85-byte PNG whose IDAT chunk claims 1.3 GB made stb_image realloc that much
+ * before finding the data missing. stb_image now allocates under a cap derived from the file. */
+static const char *last_warn;
+static void keep_warn(void *ud, const char *msg) { (void)ud; free((void *)last_warn); last_warn = strdup(msg); }
+static void test_png_chunk_length_capped(void **st)
+{
+    (void)st;
+    FILE *in = fopen("tests/data/png-idat-length-1.3GB-in-85-bytes.png", "rb");
+    assert_non_null(in);
+    unsigned char b[256]; size_t n = fread(b, 1, sizeof b, in); fclose(in);
+    assert_int_equal(n, 85);
+    mkdirs(tpath("chunk/a")); mkdirs(tpath("chunk/b"));
+    spit(tpath("chunk/a/bad.png"), b, n);
+    for (int i = 0; i < 4; i++) pgm(tpath("chunk/%c/%d.pgm", "ab"[i % 2], i), 3, 2, i);
+    al_folder_opts o = {0}; o.warn = keep_warn;
+    al_image_split d; al_error e = {{0}};
+    assert_int_equal(al_image_folder_load(tpath("chunk"), &o, &d, &e), AL_OK);
+    assert_int_equal(d.skipped, 1);
+    assert_non_null(last_warn);
+    ASSERT_HAS(last_warn, "bad.png: could not be decoded (it asked for 1.2 GiB at once, more than the");
+    ASSERT_HAS(last_warn, "a 3x2 image in a 85-byte file may need");
+    free((void *)last_warn); last_warn = NULL;
+    al_image_split_free(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_folder_forged_huge_headers),
         cmocka_unit_test(test_folder_budget),
+        cmocka_unit_test(test_png_chunk_length_capped),
         cmocka_unit_test(test_folder_too_small_for_test_split),
         cmocka_unit_test(test_idx_budget),
         cmocka_unit_test(test_graph_absurd_feature_index),

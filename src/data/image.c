@@ -19,6 +19,7 @@
 #include <stb/stb_image_resize.h>
 #endif
 #include "core/omp_impl.h"
+#include "data/stb_impl.h"
 
 /* Threads a parallel decode may use (1 without OpenMP). */
 static int decode_threads(void)
@@ -280,6 +281,7 @@ typedef struct fentry {
     char *path;
     int label, split;     /* split: 0 train, 1 test */
     int w, h, comp;       /* from stbi_info */
+    int64_t fsize;        /* bytes of the file */
     int ok;
     char *msg;            /* decode failure message */
 } fentry;
@@ -362,7 +364,7 @@ static al_status scan_class(fload *L, const char *cdir, int label, int split, al
         }
         fentry *f = &L->e[L->n++];
         memset(f, 0, sizeof *f);
-        f->path = p; f->label = label; f->split = split; f->w = w; f->h = h; f->comp = comp;
+        f->path = p; f->label = label; f->split = split; f->w = w; f->h = h; f->comp = comp; f->fsize = (int64_t)sb.st_size;
     }
     sl_free(&files);
     return AL_OK;
@@ -383,10 +385,23 @@ static int decode_one(fentry *f, uint8_t *dst, int C, int H, int W)
 {
     char msg[600];
     int w, h, comp;
+    /* Cap what stb_image may allocate for this file: its 16-bit decode (8 bytes a pixel at most),
+     * twice over for zlib's growing buffer, plus twice the file's own size (chunks read whole). */
+    uint64_t cap = al_size_add(al_size_add(al_size_mul(al_size_mul((uint64_t)f->w, (uint64_t)f->h), 2 * 8 + 2),
+                                           al_size_mul((uint64_t)f->h, 4)),
+                               al_size_add(al_size_mul((uint64_t)f->fsize, 2), (uint64_t)1 << 20));
+    al__stbi_cap_set(cap > (uint64_t)SIZE_MAX ? SIZE_MAX : (size_t)cap);
     uint8_t *img = stbi_load(f->path, &w, &h, &comp, C);
+    size_t refused = al__stbi_refused();
+    al__stbi_cap_set(0);
     if (!img) {
         const char *why = stbi_failure_reason();
-        snprintf(msg, sizeof msg, "%s: could not be decoded (%s), skipped", f->path, why ? why : "unknown error");
+        char a[32], b[32];
+        if (refused)
+            snprintf(msg, sizeof msg, "%s: could not be decoded (it asked for %s at once, more than the %s a %dx%d image in a %lld-byte file may need), skipped",
+                     f->path, al_bytes_str(refused, a), al_bytes_str(cap, b), f->w, f->h, (long long)f->fsize);
+        else
+            snprintf(msg, sizeof msg, "%s: could not be decoded (%s), skipped", f->path, why ? why : "unknown error");
         f->msg = strdup(msg);
         return -1;
     }
