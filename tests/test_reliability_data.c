@@ -283,12 +283,35 @@ static void test_png_chunk_length_capped(void **st)
     al_image_split_free(&d);
 }
 
+/* fuzz_image found it: a PPM header number of 28 digits overflowed stb_image's int reader (signed
+ * overflow, a UBSan abort in make asan). Such headers are refused before stb_image sees them. */
+static void test_pnm_header_overflow(void **st)
+{
+    (void)st;
+    FILE *in = fopen("tests/data/pnm-width-overflows-int.ppm", "rb");
+    assert_non_null(in);
+    unsigned char b[256]; size_t n = fread(b, 1, sizeof b, in); fclose(in);
+    assert_int_equal(n, 79);
+    mkdirs(tpath("pnm/a")); mkdirs(tpath("pnm/b"));
+    spit(tpath("pnm/a/bad.ppm"), b, n);
+    spit(tpath("pnm/b/bad.pgm"), "P5\n# c\n3 99999999999999999999 255\n", 34);
+    for (int i = 0; i < 4; i++) pgm(tpath("pnm/%c/%d.pgm", "ab"[i % 2], i), 3, 2, i);
+    al_folder_opts o = {0}; o.warn = keep_warn;
+    al_image_split d; al_error e = {{0}};
+    assert_int_equal(al_image_folder_load(tpath("pnm"), &o, &d, &e), AL_OK);
+    assert_int_equal(d.skipped, 2);
+    ASSERT_HAS(last_warn, "bad.pgm: PNM header with a number too large");
+    free((void *)last_warn); last_warn = NULL;
+    al_image_split_free(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_folder_forged_huge_headers),
         cmocka_unit_test(test_folder_budget),
         cmocka_unit_test(test_png_chunk_length_capped),
+        cmocka_unit_test(test_pnm_header_overflow),
         cmocka_unit_test(test_folder_too_small_for_test_split),
         cmocka_unit_test(test_idx_budget),
         cmocka_unit_test(test_graph_absurd_feature_index),

@@ -317,6 +317,37 @@ static int png_header_dims(const char *path, uint32_t *w, uint32_t *h)
     return 1;
 }
 
+/* 1 if path is a binary PNM (P5/P6) whose header holds a number that stb_image's integer reader
+ * would overflow on (signed int: UB, a UBSan abort; fuzz_image) or that cannot be checked within the
+ * first 64 KiB; 0 otherwise. Walks the header as stb_image does: whitespace, '#' comments, digits. */
+static int pnm_header_overflows(const char *path)
+{
+    static const size_t cap = 1 << 16;
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    unsigned char *b = malloc(cap);
+    if (!b) { fclose(f); return 1; }
+    size_t n = fread(b, 1, cap, f);
+    int more = n == cap && fgetc(f) != EOF;
+    fclose(f);
+    int bad = 0;
+    if (n >= 2 && b[0] == 'P' && (b[1] == '5' || b[1] == '6')) {
+        size_t i = 2;
+        for (int k = 0; k < 3 && !bad; k++) {
+            for (;;) {
+                while (i < n && (b[i] == ' ' || (b[i] >= '\t' && b[i] <= '\r'))) i++;
+                if (i < n && b[i] == '#') { while (i < n && b[i] != '\n' && b[i] != '\r') i++; continue; }
+                break;
+            }
+            uint64_t v = 0;
+            while (i < n && b[i] >= '0' && b[i] <= '9' && !bad) { v = v * 10 + (uint64_t)(b[i] - '0'); bad = v > ((uint64_t)1 << 30); i++; }
+            if (i >= n && more) bad = 1;   /* the header goes on past what we read */
+        }
+    }
+    free(b);
+    return bad;
+}
+
 /* Scan dir/<class>/ files: stbi_info each, skip (with a warning) what is unreadable or too large. */
 static al_status scan_class(fload *L, const char *cdir, int label, int split, al_error *err)
 {
@@ -331,6 +362,10 @@ static al_status scan_class(fload *L, const char *cdir, int label, int split, al
             free(p); continue;
         }
         int w = 0, h = 0, comp = 0;
+        if (pnm_header_overflows(p)) {
+            warnf(L, "%s: PNM header with a number too large to be an image size (or a header longer than 64 KiB), skipped", p);
+            free(p); continue;
+        }
         if (!stbi_info(p, &w, &h, &comp)) {
             const char *why = stbi_failure_reason();
             uint32_t pw, ph;
