@@ -305,6 +305,36 @@ static void test_pnm_header_overflow(void **st)
     al_image_split_free(&d);
 }
 
+/* fuzz_image found it: a 16-bit PPM loaded as grey made stb_image convert channels with its 8-bit
+ * routine and then read past the buffer (heap-buffer-overflow in stbi__convert_16_to_8). */
+static void test_pnm16_channel_conversion(void **st)
+{
+    (void)st;
+    mkdirs(tpath("p16/a")); mkdirs(tpath("p16/b"));
+    /* 2x1 RGB, 16 bits: (0x1000, 0x8000, 0xff00) and (0xff00, 0xff00, 0xff00) */
+    static const unsigned char ppm[] = {'P', '6', '\n', '2', ' ', '1', '\n', '6', '5', '5', '3', '5', '\n',
+                                        0x10, 0, 0x80, 0, 0xff, 0, 0xff, 0, 0xff, 0, 0xff, 0};
+    spit(tpath("p16/a/x.ppm"), ppm, sizeof ppm);
+    spit(tpath("p16/b/y.ppm"), ppm, sizeof ppm);
+    FILE *in = fopen("tests/data/ppm-16bit-grey-target.ppm", "rb");
+    assert_non_null(in);
+    unsigned char b[64]; size_t n = fread(b, 1, sizeof b, in); fclose(in);
+    spit(tpath("p16/a/short.ppm"), b, n);
+    al_folder_opts o = {0}; o.channels = 1; o.h = 1; o.w = 2; o.test_frac = 0.01;
+    al_image_split d; al_error e = {{0}};
+    assert_int_equal(al_image_folder_load(tpath("p16"), &o, &d, &e), AL_OK);
+    assert_int_equal(d.skipped, 0);
+    assert_int_equal(d.train.c, 1);
+    /* class b's one image, grey = (r·77 + g·150 + b·29) >> 8 (stb_image's formula) of its RGB decode */
+    al_folder_opts o3 = o; o3.channels = 3;
+    al_image_split d3; al_error e3 = {{0}};
+    assert_int_equal(al_image_folder_load(tpath("p16"), &o3, &d3, &e3), AL_OK);
+    const uint8_t *g = d.train.pix + (size_t)(d.train.n - 1) * 2, *rgb = d3.train.pix + (size_t)(d3.train.n - 1) * 6;
+    for (int i = 0; i < 2; i++)   /* rgb is (c, h, w): channel planes of 2 pixels */
+        assert_int_equal(g[i], (rgb[i] * 77 + rgb[2 + i] * 150 + rgb[4 + i] * 29) >> 8);
+    al_image_split_free(&d); al_image_split_free(&d3);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -312,6 +342,7 @@ int main(void)
         cmocka_unit_test(test_folder_budget),
         cmocka_unit_test(test_png_chunk_length_capped),
         cmocka_unit_test(test_pnm_header_overflow),
+        cmocka_unit_test(test_pnm16_channel_conversion),
         cmocka_unit_test(test_folder_too_small_for_test_split),
         cmocka_unit_test(test_idx_budget),
         cmocka_unit_test(test_graph_absurd_feature_index),

@@ -282,6 +282,7 @@ typedef struct fentry {
     int label, split;     /* split: 0 train, 1 test */
     int w, h, comp;       /* from stbi_info */
     int64_t fsize;        /* bytes of the file */
+    int pnm16;            /* a 16-bit binary PNM: stb_image converts its channels as if 8-bit (over-read) */
     int ok;
     char *msg;            /* decode failure message */
 } fentry;
@@ -315,6 +316,17 @@ static int png_header_dims(const char *path, uint32_t *w, uint32_t *h)
     if (k < 24 || memcmp(b, "\x89PNG\r\n\x1a\n", 8) || memcmp(b + 12, "IHDR", 4)) return 0;
     *w = be32(b + 16); *h = be32(b + 20);
     return 1;
+}
+
+/* 1 if the file starts "P5" or "P6" (binary PNM). */
+static int is_pnm(const char *path)
+{
+    unsigned char b[2] = {0, 0};
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    size_t k = fread(b, 1, 2, f);
+    fclose(f);
+    return k == 2 && b[0] == 'P' && (b[1] == '5' || b[1] == '6');
 }
 
 /* 1 if path is a binary PNM (P5/P6) whose header holds a number that stb_image's integer reader
@@ -400,6 +412,7 @@ static al_status scan_class(fload *L, const char *cdir, int label, int split, al
         fentry *f = &L->e[L->n++];
         memset(f, 0, sizeof *f);
         f->path = p; f->label = label; f->split = split; f->w = w; f->h = h; f->comp = comp; f->fsize = (int64_t)sb.st_size;
+        f->pnm16 = is_pnm(p) && stbi_is_16_bit(p);
     }
     sl_free(&files);
     return AL_OK;
@@ -426,8 +439,23 @@ static int decode_one(fentry *f, uint8_t *dst, int C, int H, int W)
                                            al_size_mul((uint64_t)f->h, 4)),
                                al_size_add(al_size_mul((uint64_t)f->fsize, 2), (uint64_t)1 << 20));
     al__stbi_cap_set(cap > (uint64_t)SIZE_MAX ? SIZE_MAX : (size_t)cap);
-    uint8_t *img = stbi_load(f->path, &w, &h, &comp, C);
+    /* stb_image's 16-bit PNM path converts channels with its 8-bit routine and then reads past the
+     * buffer (fuzz_image): load such a file in its own channel count and convert here. */
+    const int req = f->pnm16 && f->comp != C ? f->comp : C;
+    uint8_t *img = stbi_load(f->path, &w, &h, &comp, req);
     size_t refused = al__stbi_refused();
+    if (img && req != C) {
+        uint8_t *cv = malloc((size_t)w * (size_t)h * (size_t)C);
+        if (cv) {
+            for (size_t i = 0, n = (size_t)w * (size_t)h; i < n; i++) {
+                if (req == 1) for (int ch = 0; ch < C; ch++) cv[i * (size_t)C + (size_t)ch] = img[i];
+                else if (C == 1) { const uint8_t *q = img + i * (size_t)req; cv[i] = (uint8_t)((q[0] * 77 + q[1] * 150 + q[2] * 29) >> 8); }
+                else for (int ch = 0; ch < C; ch++) cv[i * (size_t)C + (size_t)ch] = img[i * (size_t)req + (size_t)(ch < req ? ch : req - 1)];
+            }
+        }
+        stbi_image_free(img);
+        img = cv;
+    }
     al__stbi_cap_set(0);
     if (!img) {
         const char *why = stbi_failure_reason();
