@@ -55,7 +55,7 @@ else
 endif
 export ATTNLAB_BIN = $(abspath $(BIN))
 
-.PHONY: all test asan bench clean help plots demo shared install uninstall examples
+.PHONY: all test asan bench clean help plots demo shared install uninstall examples fuzz
 all: $(LIBA) $(BIN)
 
 help:
@@ -65,6 +65,7 @@ help:
 	@echo "make bench      benchmarks (and the PyTorch peer when torch is importable)"
 	@echo "make demo       the README's main job: demo sweep, summary table, plot"
 	@echo "make plots      redraw results/*.png from the committed CSVs"
+	@echo "make fuzz       the libFuzzer harnesses of tests/fuzz/, FUZZ_SECONDS each (default 30; clang)"
 	@echo "make install    bin, libattnlab.a/.so, headers, attnlab.pc, man page, datasets under PREFIX"
 	@echo "                (PREFIX=$(PREFIX), DESTDIR= for staging); make uninstall removes them"
 	@echo "make examples   build examples/*.c against the installed copy through pkg-config"
@@ -157,7 +158,12 @@ $(BUILD)/examples/%: examples/%.c
 	$(CC) -std=c11 -O2 -Wall -Wextra $(if $(filter 1,$(WERROR)),-Werror) -o $@ $< \
 	  $$(PKG_CONFIG_PATH=$(DESTDIR)$(LIBDIR)/pkgconfig pkg-config --cflags --libs attnlab) -lm -Wl,-rpath,$(DESTDIR)$(LIBDIR)
 
+# libFuzzer harnesses of every loader (tests/fuzz/README.md), one after another.
+FUZZ_SECONDS ?= 30
+fuzz:
+	tests/fuzz/run.sh $(FUZZ_SECONDS)
+
 clean:
-	rm -rf build build-asan bin
+	rm -rf build build-asan build-fuzz bin
 
 -include $(LIB_OBJ:.o=.d) $(PIC_OBJ:.o=.d) $(APP_OBJ:.o=.d) $(TEST_BIN:=.d)

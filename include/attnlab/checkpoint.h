@@ -17,6 +17,11 @@ int       al_model_config_to_kv(const al_model_config *cfg, const char **kv, int
 /* Rebuild a configuration from a checkpoint's __metadata__ JSON (see al_safetensors_load). */
 al_status al_model_config_from_meta(al_model_config *cfg, const char *meta_json, al_error *err);
 
+/* The parameter count of the model cfg describes, from its parameter shapes only: nothing is
+ * allocated or initialised (defined with the model table, models/image.c). Checks the configuration
+ * and the memory budget (io.h) first. */
+al_status al_model_config_params(const al_model_config *cfg, int64_t *nparam, al_error *err);
+
 /* Save m as safetensors; __metadata__ holds format "attnlab-image", the configuration
  * (al_model_config_to_kv), the normalisation ("mean", "std": comma lists per channel) and the
  * extra (key, value) pairs kv[0..2·nkv). */

@@ -20,6 +20,10 @@
 #include "tensor.h"
 
 /* ---------------- data ---------------- */
+/* Reader limits: a feature index may exceed 64 × the file's IDX:VAL entries only up to this floor, and
+ * the memory it implies must fit the budget (io.h); labels must be below AL_GRAPH_MAX_CLASSES. */
+#define AL_GRAPH_FEAT_FLOOR (1 << 16)
+#define AL_GRAPH_MAX_CLASSES (1 << 16)
 typedef struct al_graph {
     int n, nfeat, nclass;
     al_csr feat;            /* (n, nfeat): features, row-normalised if asked; val never NULL */

@@ -22,6 +22,11 @@
 #define AL_IMAGE_MAX_SIDE 16384               /* larger images are refused before decoding */
 #define AL_IMAGE_MAX_PIXELS ((int64_t)1 << 28)
 #define AL_DATA_MAX_BYTES ((int64_t)1 << 31)   /* refuse datasets larger than this in memory */
+/* An image file whose header claims more than AL_IMAGE_MAX_RATIO decoded bytes per byte of file (and
+ * more than AL_IMAGE_FREE_BYTES in all) is truncated or forged: no encoder stb_image reads compresses
+ * that far (deflate tops out near 1032:1). Such a file is skipped like an unreadable one. */
+#define AL_IMAGE_MAX_RATIO 4096
+#define AL_IMAGE_FREE_BYTES ((uint64_t)1 << 22)
 
 /* A set of labelled images, uint8 pixels, channel-major per image. Owns all its memory. */
 typedef struct al_images {
@@ -59,6 +64,8 @@ typedef struct al_folder_opts {
     int channels;          /* 1 (grey) or 3 (RGB); 0: 3 if any image file has colour, else 1 */
     double test_frac;      /* held out per class when DIR has no train/ and test/; 0: 0.2 */
     uint64_t split_seed;   /* seed of that held-out split (stream AL_RNG_DATA) */
+    int require_test;      /* 1: a held-out split that leaves no test image is an error (classes of one image
+                            * each); 0: such a test split is returned empty. al_image_data_load sets it. */
     al_warn_fn warn;       /* called once per skipped file with a message naming it; may be NULL */
     void *warn_ud;
 } al_folder_opts;

@@ -57,6 +57,11 @@ al_status al_safetensors_load(const char *path, al_params *p, char **meta, al_er
  * reader as al_safetensors_load) and return a malloc'd copy of its __metadata__ object text in *meta.
  * A file without __metadata__ is an error. */
 al_status al_safetensors_read_meta(const char *path, char **meta, al_error *err);
+/* The same header read, then every tensor entry checked on its own (dtype F32, shape, data_offsets
+ * inside the file, span = shape × 4): *tensor_bytes receives the sum of their spans, *ntensors their
+ * count, *meta (if non-NULL; then a file without __metadata__ is an error) the metadata text. Reads no
+ * tensor data: what a caller compares with the model a checkpoint's metadata describes BEFORE building it. */
+al_status al_safetensors_read_info(const char *path, char **meta, uint64_t *tensor_bytes, int *ntensors, al_error *err);
 /* Read one metadata value (a string) from the JSON text returned above; NULL if absent. Caller frees. */
 char *al_meta_get(const char *meta_json, const char *key);
 
@@ -67,6 +72,34 @@ char *al_meta_get(const char *meta_json, const char *key);
  * then al_graph_load the result as a check. */
 al_status al_graph_write(const al_graph *g, const char *dir, const char *const *classes, al_error *err);
 al_status al_graph_import(const al_import_opts *o, al_import_stats *st, al_error *err);
+/* ---------- memory budget and checked sizes (membudget.c) ----------
+ * Every loader compares the memory a file asks for (declared counts × sizes, computed with the
+ * saturating helpers below) with the budget BEFORE allocating, and refuses it with a message that
+ * names the file, the size asked and the limit.
+ *
+ *   al_mem_budget_set((uint64_t)2 << 30);   // 2 GiB for everything a loader allocates at once
+ *   if (al_mem_check(al_size_mul(n, per), err, "%s: %lld images", path, (long long)n)) return AL_ERR;
+ */
+/* The budget in bytes: the last al_mem_budget_set, else $ATTNLAB_MEM_BUDGET (bytes, optional K/M/G/T
+ * suffix), else half of the physical memory. */
+uint64_t  al_mem_budget(void);
+void      al_mem_budget_set(uint64_t bytes);   /* 0: back to the default */
+uint64_t  al_mem_budget_default(void);
+/* a·b and a+b, saturating at UINT64_MAX (which no budget admits). */
+uint64_t  al_size_mul(uint64_t a, uint64_t b);
+uint64_t  al_size_add(uint64_t a, uint64_t b);
+/* AL_OK if bytes <= al_mem_budget(); else AL_ERR with "WHAT: needs N, more than the memory budget of
+ * M ..." (WHAT from fmt, shortened in its middle if long so the numbers always fit). */
+al_status al_mem_check(uint64_t bytes, al_error *err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* "12.5 MiB" (buf of 32 bytes). */
+const char *al_bytes_str(uint64_t n, char buf[32]);
+/* path itself if it fits in n bytes, else its head and tail around "..." (n bytes with the NUL). For
+ * messages that must keep their reason within AL_ERRLEN. */
+const char *al_path_abbrev(const char *path, char *buf, size_t n);
+/* The same into one of four rotating thread-local buffers of AL_PATH_SHORT bytes: for the file name
+ * at the head of an error message, which then always has room for its reason. */
+#define AL_PATH_SHORT 240
+const char *al_path_short(const char *path);
 
 /* 8-bit PNG, channels 1 (grey), 3 (RGB) or 4 (RGBA), rows top to bottom, via libpng, atomic. */
 al_status al_png_write(const char *path, const uint8_t *pix /* (h, w, channels) */, int w, int h, int channels, al_error *err);

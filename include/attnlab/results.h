@@ -47,6 +47,14 @@ typedef struct al_results {
 al_status al_results_parse(const char *text, size_t len, const char *name, al_results *r, al_error *err);
 /* Read and parse a file; a file that does not exist is an error. */
 al_status al_results_read(const char *path, al_results *r, al_error *err);
+/* Tolerant reading for files a killed or disk-full writer may have left: with flags
+ * AL_RESULTS_DROP_TORN an incomplete final line (no newline) is dropped instead of being an error, and
+ * note (if non-NULL) receives "FILE:LINE: incomplete last line (N bytes, ...) dropped" (note[0] == 0
+ * when nothing was dropped). Every other malformed line is still an error. flags 0: al_results_read. */
+#define AL_RESULTS_DROP_TORN 1
+al_status al_results_parse_ex(const char *text, size_t len, const char *name, int flags, al_results *r,
+                              char note[AL_ERRLEN], al_error *err);
+al_status al_results_read_ex(const char *path, int flags, al_results *r, char note[AL_ERRLEN], al_error *err);
 void      al_results_free(al_results *r);
 /* Index of the run with this run_id, or -1. */
 int       al_results_find_run(const al_results *r, const char *run_id);

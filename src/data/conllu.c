@@ -7,12 +7,14 @@
  * dangling pointer. Every error names FILE:LINE.
  */
 #include "attnlab/text.h"
+#include "attnlab/io.h"
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <zlib.h>
 
 static const char *const UPOS[AL_UPOS_N] = {
@@ -86,7 +88,7 @@ static int next_line(reader *r, char **s, size_t *len, al_error *err)
             r->line++;
             if (n > 0 && p[n - 1] == '\r') n--;
             if (n > AL_CONLLU_MAX_LINE) {
-                al_seterr(err, "%s:%ld: line longer than %d bytes", r->path, r->line, AL_CONLLU_MAX_LINE);
+                al_seterr(err, "%s:%ld: line longer than %d bytes", al_path_short(r->path), r->line, AL_CONLLU_MAX_LINE);
                 return -1;
             }
             p[n] = 0;
@@ -95,11 +97,11 @@ static int next_line(reader *r, char **s, size_t *len, al_error *err)
         }
         if (r->eof) return 0;
         if (r->end - r->beg > AL_CONLLU_MAX_LINE + 1) {   /* no newline within the limit: refuse now */
-            al_seterr(err, "%s:%ld: line longer than %d bytes", r->path, r->line + 1, AL_CONLLU_MAX_LINE);
+            al_seterr(err, "%s:%ld: line longer than %d bytes", al_path_short(r->path), r->line + 1, AL_CONLLU_MAX_LINE);
             return -1;
         }
         if (r->zerr) {   /* the previous read returned its data and then hit an error */
-            al_seterr(err, "%s:%ld: %s", r->path, r->line + 1, r->zmsg);
+            al_seterr(err, "%s:%ld: %s", al_path_short(r->path), r->line + 1, r->zmsg);
             return -1;
         }
         memmove(r->buf, r->buf + r->beg, r->end - r->beg);
@@ -115,7 +117,7 @@ static int next_line(reader *r, char **s, size_t *len, al_error *err)
                      zerr == Z_BUF_ERROR ? "gzip stream truncated" : "cannot decompress",
                      zerr == Z_ERRNO ? strerror(errno) : zmsg ? zmsg : "?");
             r->zerr = 1;
-            if (got <= 0) { al_seterr(err, "%s:%ld: %s", r->path, r->line + 1, r->zmsg); return -1; }
+            if (got <= 0) { al_seterr(err, "%s:%ld: %s", al_path_short(r->path), r->line + 1, r->zmsg); return -1; }
         }
         if (got == 0) r->eof = 1;
         r->end += (size_t)got;
@@ -163,12 +165,15 @@ al_status al_conllu_read(const char *path, const al_conllu_opts *opts, al_conllu
     if (!path) return al_seterr(err, "conllu: no file name");
     reader r = {0};
     r.path = path;
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) return al_seterr(err, "%s: is a directory, expected a CoNLL-U file", al_path_short(path));
     errno = 0;
     r.gz = gzopen(path, "rb");
-    if (!r.gz) return al_seterr(err, "%s: cannot open: %s", path, errno ? strerror(errno) : "out of memory");
+    if (!r.gz) return al_seterr(err, "%s: cannot open: %s", al_path_short(path), errno ? strerror(errno) : "out of memory");
     r.buf = malloc(WIN);
-    if (!r.buf) { gzclose(r.gz); return al_seterr(err, "%s: out of memory", path); }
+    if (!r.buf) { gzclose(r.gz); return al_seterr(err, "%s: out of memory", al_path_short(path)); }
 
+    const uint64_t budget = al_mem_budget();
     int *tag = NULL, *sent = NULL; long *sline = NULL; size_t *foff = NULL; char *text = NULL;
     size_t cap_tag = 0, cap_foff = 0, cap_sent = 0, cap_sline = 0, cap_text = 0, text_len = 0;
     int ntok = 0, nsent = 0, in_sent = 0, maxs = 0;
@@ -183,7 +188,7 @@ al_status al_conllu_read(const char *path, const al_conllu_opts *opts, al_conllu
         const char *why;
         long bad = utf8_bad((const unsigned char *)line, len, &why);
         if (bad >= 0) {
-            al_seterr(err, "%s:%ld: byte 0x%02X at column %ld is not valid UTF-8 (%s)", path, r.line,
+            al_seterr(err, "%s:%ld: byte 0x%02X at column %ld is not valid UTF-8 (%s)", al_path_short(path), r.line,
                       (unsigned char)line[bad], bad + 1, why);
             goto fail;
         }
@@ -206,7 +211,7 @@ al_status al_conllu_read(const char *path, const al_conllu_opts *opts, al_conllu
         for (char *q = line; *q; q++)
             if (*q == '\t') { if (nf < 10) f[nf] = q + 1; nf++; *q = 0; }
         if (nf != 10) {
-            al_seterr(err, "%s:%ld: %d tab-separated field%s, expected 10", path, r.line, nf, nf == 1 ? "" : "s");
+            al_seterr(err, "%s:%ld: %d tab-separated field%s, expected 10", al_path_short(path), r.line, nf, nf == 1 ? "" : "s");
             goto fail;
         }
         if (strchr(f[0], '-')) {                         /* multi-word token: its words follow */
@@ -221,23 +226,30 @@ al_status al_conllu_read(const char *path, const al_conllu_opts *opts, al_conllu
         errno = 0;
         long id = strtol(f[0], NULL, 10);
         if (errno || id != in_sent + 1) {
-            al_seterr(err, "%s:%ld: field 1 (ID) '%s' does not continue the sentence (expected %d)",
-                      path, r.line, clip(f[0], cb, sizeof cb), in_sent + 1);
+            al_seterr(err, "%s:%ld: field 1 (ID) '%s' does not continue the sentence (expected %d)", al_path_short(path), r.line, clip(f[0], cb, sizeof cb), in_sent + 1);
             goto fail;
         }
-        if (!f[1][0]) { al_seterr(err, "%s:%ld: field 2 (FORM) is empty", path, r.line); goto fail; }
+        if (!f[1][0]) { al_seterr(err, "%s:%ld: field 2 (FORM) is empty", al_path_short(path), r.line); goto fail; }
         int t = al_upos_index(f[3]);
         if (t < 0 && !(untagged && strcmp(f[3], "_") == 0)) {
-            al_seterr(err, "%s:%ld: field 4 (UPOS) '%s' is not a UPOS tag%s", path, r.line, clip(f[3], cb, sizeof cb),
+            al_seterr(err, "%s:%ld: field 4 (UPOS) '%s' is not a UPOS tag%s", al_path_short(path), r.line, clip(f[3], cb, sizeof cb),
                       strcmp(f[3], "_") == 0 ? " (untagged input not allowed here)" : "");
             goto fail;
         }
         if (in_sent >= max_len) {
-            al_seterr(err, "%s:%ld: sentence has more than %d words (max_len)", path, block_line, max_len);
+            al_seterr(err, "%s:%ld: sentence has more than %d words (max_len)", al_path_short(path), block_line, max_len);
             goto fail;
         }
-        if (ntok == INT_MAX - 1) { al_seterr(err, "%s:%ld: too many words", path, r.line); goto fail; }
+        if (ntok == INT_MAX - 1) { al_seterr(err, "%s:%ld: too many words", al_path_short(path), r.line); goto fail; }
         const size_t fl = strlen(f[1]) + 1;
+        /* the whole corpus in memory: forms, per-word tag, offset and pointer, per-sentence start and line */
+        const uint64_t need = al_size_add(al_size_add((uint64_t)text_len, fl),
+                                          al_size_add(al_size_mul((uint64_t)ntok + 1, sizeof *tag + sizeof *foff + sizeof(char *)),
+                                                      al_size_mul((uint64_t)nsent + 2, sizeof *sent + sizeof *sline)));
+        if (need > budget) {
+            al_mem_check(need, err, "%s:%ld: the corpus read so far (%d words in %d sentences)", path, r.line, ntok + 1, nsent + 1);
+            goto fail;
+        }
         if (!grow((void **)&tag, &cap_tag, (size_t)ntok + 1, sizeof *tag) ||
             !grow((void **)&foff, &cap_foff, (size_t)ntok + 1, sizeof *foff) ||
             !grow((void **)&text, &cap_text, text_len + fl, 1)) goto oom;
@@ -247,8 +259,7 @@ al_status al_conllu_read(const char *path, const al_conllu_opts *opts, al_conllu
         in_sent++;
         continue;
     bad_id:
-        al_seterr(err, "%s:%ld: field 1 (ID) '%s' is not an integer, a range A-B or a decimal A.B",
-                  path, r.line, clip(f[0], cb, sizeof cb));
+        al_seterr(err, "%s:%ld: field 1 (ID) '%s' is not an integer, a range A-B or a decimal A.B", al_path_short(path), r.line, clip(f[0], cb, sizeof cb));
         goto fail;
     }
     if (k < 0) goto fail;
@@ -260,7 +271,7 @@ al_status al_conllu_read(const char *path, const al_conllu_opts *opts, al_conllu
         if (in_sent > maxs) maxs = in_sent;
     }
     if (nsent == 0) {
-        al_seterr(err, "%s: no sentence (%s)", path, r.line == 0 ? "empty file" : "no word lines");
+        al_seterr(err, "%s: no sentence (%s)", al_path_short(path), r.line == 0 ? "empty file" : "no word lines");
         goto fail;
     }
     out->form = malloc((size_t)ntok * sizeof *out->form);
@@ -272,7 +283,7 @@ al_status al_conllu_read(const char *path, const al_conllu_opts *opts, al_conllu
     st = AL_OK;
     goto done;
 oom:
-    al_seterr(err, "%s:%ld: out of memory", path, r.line);
+    al_seterr(err, "%s:%ld: out of memory", al_path_short(path), r.line);
 fail:
     free(tag); free(sent); free(sline); free(foff); free(text);
     memset(out, 0, sizeof *out);

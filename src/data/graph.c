@@ -2,6 +2,7 @@
  * training splits, adjacency with self-loops, GCN normalisation, random graphs for benchmarks. */
 #include "attnlab/graph.h"
 #include "data/graph_impl.h"
+#include "attnlab/io.h"
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -19,8 +20,10 @@ al_status al_text_open_path(al_text *t, const char *path, al_error *err)
 {
     memset(t, 0, sizeof *t);
     snprintf(t->path, sizeof t->path, "%s", path);
+    struct stat sb;
+    if (stat(t->path, &sb) == 0 && S_ISDIR(sb.st_mode)) return al_seterr(err, "%s: is a directory, expected a file", al_path_short(t->path));
     gzFile f = gzopen(t->path, "rb");   /* reads plain files as they are */
-    if (!f) return al_seterr(err, "%s: cannot open: %s", t->path, errno ? strerror(errno) : "out of memory");
+    if (!f) return al_seterr(err, "%s: cannot open: %s", al_path_short(t->path), errno ? strerror(errno) : "out of memory");
     size_t cap = 1 << 16, len = 0;
     char *b = malloc(cap);
     int bad = 0;
@@ -33,8 +36,8 @@ al_status al_text_open_path(al_text *t, const char *path, al_error *err)
         if (r == 0) break;
     }
     gzclose(f);
-    if (!b) return al_seterr(err, "%s: out of memory", t->path);
-    if (bad) { free(b); return al_seterr(err, "%s: read error (truncated or corrupt gzip?)", t->path); }
+    if (!b) return al_seterr(err, "%s: out of memory", al_path_short(t->path));
+    if (bad) { free(b); return al_seterr(err, "%s: read error (truncated or corrupt gzip?)", al_path_short(t->path)); }
     b[len] = 0;
     t->buf = b; t->len = len;
     return AL_OK;
@@ -139,49 +142,69 @@ static al_status read_features(al_graph *g, const char *dir, al_error *err)
         if (t.buf[i] == ':') entries++;
     }
     if (t.len > 0 && t.buf[t.len - 1] != '\n') lines++;
-    if (lines == 0) { al_seterr(err, "%s: empty file (no nodes)", t.path); al_text_close(&t); return AL_ERR; }
-    if (lines > INT_MAX) { al_seterr(err, "%s: too many lines", t.path); al_text_close(&t); return AL_ERR; }
+    if (lines == 0) { al_seterr(err, "%s: empty file (no nodes)", al_path_short(t.path)); al_text_close(&t); return AL_ERR; }
+    if (lines > INT_MAX) { al_seterr(err, "%s: too many lines", al_path_short(t.path)); al_text_close(&t); return AL_ERR; }
+    /* Feature indices far beyond what the file stores would silently make every model's first layer
+     * huge (and 2147483647 overflowed int sizes downstream): refuse them. */
+    const int64_t feat_limit = entries * 64 > AL_GRAPH_FEAT_FLOOR ? entries * 64 : AL_GRAPH_FEAT_FLOOR;
+    if (al_mem_check(al_size_add(al_size_mul((uint64_t)lines, sizeof(int) + sizeof(int64_t)),
+                                 al_size_mul((uint64_t)entries, sizeof(int) + sizeof(float))),
+                     err, "%s: %lld nodes with %lld feature entries", t.path, (long long)lines, (long long)entries)) {
+        al_text_close(&t); return AL_ERR;
+    }
     g->n = (int)lines;
     g->label = malloc((size_t)lines * sizeof *g->label);
     g->feat.rowptr = calloc((size_t)lines + 1, sizeof *g->feat.rowptr);
     g->feat.col = malloc((size_t)(entries > 0 ? entries : 1) * sizeof *g->feat.col);
     g->feat.val = malloc((size_t)(entries > 0 ? entries : 1) * sizeof *g->feat.val);
     if (!g->label || !g->feat.rowptr || !g->feat.col || !g->feat.val) {
-        al_text_close(&t); return al_seterr(err, "%s: out of memory", t.path);
+        al_text_close(&t); return al_seterr(err, "%s: out of memory", al_path_short(t.path));
     }
     int64_t nnz = 0; long maxlab = -1, maxidx = 0;
     char *line, b[64];
     for (int i = 0; (line = al_text_line(&t)) != NULL; i++) {
         char *p = al_text_skip_ws(line);
         long lab;
-        if (!*p) { al_seterr(err, "%s:%ld: empty line (expected LABEL IDX:VAL ...)", t.path, t.line); goto fail; }
-        if (!al_text_int(&p, &lab, 0)) { al_seterr(err, "%s:%ld: label '%s' is not an integer", t.path, t.line, al_text_tok(p, b, sizeof b)); goto fail; }
-        if (lab < -1) { al_seterr(err, "%s:%ld: label %ld out of range (a class >= 0, or -1 for unlabelled)", t.path, t.line, lab); goto fail; }
+        if (!*p) { al_seterr(err, "%s:%ld: empty line (expected LABEL IDX:VAL ...)", al_path_short(t.path), t.line); goto fail; }
+        if (!al_text_int(&p, &lab, 0)) { al_seterr(err, "%s:%ld: label '%s' is not an integer", al_path_short(t.path), t.line, al_text_tok(p, b, sizeof b)); goto fail; }
+        if (lab >= AL_GRAPH_MAX_CLASSES) { al_seterr(err, "%s:%ld: label %ld is absurd (limit %d classes)", al_path_short(t.path), t.line, lab, AL_GRAPH_MAX_CLASSES); goto fail; }
+        if (lab < -1) { al_seterr(err, "%s:%ld: label %ld out of range (a class >= 0, or -1 for unlabelled)", al_path_short(t.path), t.line, lab); goto fail; }
         if (lab > maxlab) maxlab = lab;
         g->label[i] = (int)lab;
         long prev = 0;
         for (p = al_text_skip_ws(p); *p; p = al_text_skip_ws(p)) {
             char *q = p; long idx;
             if (!al_text_int(&q, &idx, ':') || *q != ':') {
-                al_seterr(err, "%s:%ld: '%s' is not IDX:VAL", t.path, t.line, al_text_tok(p, b, sizeof b)); goto fail;
+                al_seterr(err, "%s:%ld: '%s' is not IDX:VAL", al_path_short(t.path), t.line, al_text_tok(p, b, sizeof b)); goto fail;
             }
-            if (idx < 1) { al_seterr(err, "%s:%ld: feature index %ld out of range (indices start at 1)", t.path, t.line, idx); goto fail; }
-            if (idx <= prev) { al_seterr(err, "%s:%ld: feature index %ld not greater than the previous %ld (indices must increase)", t.path, t.line, idx, prev); goto fail; }
+            if (idx < 1) { al_seterr(err, "%s:%ld: feature index %ld out of range (indices start at 1)", al_path_short(t.path), t.line, idx); goto fail; }
+            if (idx > feat_limit) {
+                char a[32];
+                al_seterr(err, "%s:%ld: feature index %ld is absurd for a file of %lld IDX:VAL entries (limit %lld, 64 per entry or %d): "
+                          "every model's first layer would hold %ld x hidden weights (%s at 16 hidden units)", al_path_short(t.path), t.line, idx, (long long)entries, (long long)feat_limit, AL_GRAPH_FEAT_FLOOR, idx,
+                          al_bytes_str(al_size_mul((uint64_t)idx, 16 * sizeof(float)), a));
+                goto fail;
+            }
+            if (al_mem_check(al_size_mul((uint64_t)idx, 16 * 4 * sizeof(float)), err,
+                             "%s:%ld: feature index %ld (a first layer of %ld x 16 weights with gradients and AdamW moments)",
+                             t.path, t.line, idx, idx))
+                goto fail;
+            if (idx <= prev) { al_seterr(err, "%s:%ld: feature index %ld not greater than the previous %ld (indices must increase)", al_path_short(t.path), t.line, idx, prev); goto fail; }
             char *v = q + 1, *e;
             errno = 0;
             float val = strtof(v, &e);
             if (e == v || (*e && *e != ' ' && *e != '\t') || errno == ERANGE || !isfinite(val)) {
-                al_seterr(err, "%s:%ld: feature value '%s' is not a finite number", t.path, t.line, al_text_tok(v, b, sizeof b)); goto fail;
+                al_seterr(err, "%s:%ld: feature value '%s' is not a finite number", al_path_short(t.path), t.line, al_text_tok(v, b, sizeof b)); goto fail;
             }
-            if (nnz >= entries) { al_seterr(err, "%s:%ld: internal count mismatch", t.path, t.line); goto fail; }
+            if (nnz >= entries) { al_seterr(err, "%s:%ld: internal count mismatch", al_path_short(t.path), t.line); goto fail; }
             g->feat.col[nnz] = (int)(idx - 1); g->feat.val[nnz] = val; nnz++;
             prev = idx; if (idx > maxidx) maxidx = idx;
             p = e;
         }
         g->feat.rowptr[i + 1] = nnz;
     }
-    if (maxlab < 0) { al_seterr(err, "%s: no node has a label", t.path); goto fail; }
-    if (maxidx < 1) { al_seterr(err, "%s: no node has a feature", t.path); goto fail; }
+    if (maxlab < 0) { al_seterr(err, "%s: no node has a label", al_path_short(t.path)); goto fail; }
+    if (maxidx < 1) { al_seterr(err, "%s: no node has a feature", al_path_short(t.path)); goto fail; }
     g->nclass = (int)maxlab + 1;
     g->nfeat = (int)maxidx;
     g->feat.rows = g->n; g->feat.cols = g->nfeat; g->feat.nnz = nnz;
@@ -199,19 +222,19 @@ static al_status read_edges(al_graph *g, const char *dir, al_error *err)
     int64_t cap = 1;
     cap += al_text_count_lines(&t);
     int *src = malloc((size_t)cap * sizeof *src), *dst = malloc((size_t)cap * sizeof *dst);
-    if (!src || !dst) { free(src); free(dst); al_text_close(&t); return al_seterr(err, "%s: out of memory", t.path); }
+    if (!src || !dst) { free(src); free(dst); al_text_close(&t); return al_seterr(err, "%s: out of memory", al_path_short(t.path)); }
     int64_t m = 0; char *line, b[64];
     while ((line = al_text_line(&t)) != NULL) {
         char *p = al_text_skip_ws(line);
         long s, d;
-        if (!*p) { al_seterr(err, "%s:%ld: empty line (expected SRC DST)", t.path, t.line); goto fail; }
-        if (!al_text_int(&p, &s, 0)) { al_seterr(err, "%s:%ld: source id '%s' is not an integer", t.path, t.line, al_text_tok(p, b, sizeof b)); goto fail; }
+        if (!*p) { al_seterr(err, "%s:%ld: empty line (expected SRC DST)", al_path_short(t.path), t.line); goto fail; }
+        if (!al_text_int(&p, &s, 0)) { al_seterr(err, "%s:%ld: source id '%s' is not an integer", al_path_short(t.path), t.line, al_text_tok(p, b, sizeof b)); goto fail; }
         p = al_text_skip_ws(p);
-        if (!al_text_int(&p, &d, 0)) { al_seterr(err, "%s:%ld: destination id '%s' is not an integer", t.path, t.line, al_text_tok(p, b, sizeof b)); goto fail; }
+        if (!al_text_int(&p, &d, 0)) { al_seterr(err, "%s:%ld: destination id '%s' is not an integer", al_path_short(t.path), t.line, al_text_tok(p, b, sizeof b)); goto fail; }
         p = al_text_skip_ws(p);
-        if (*p) { al_seterr(err, "%s:%ld: unexpected '%s' after SRC DST", t.path, t.line, al_text_tok(p, b, sizeof b)); goto fail; }
-        if (s < 0 || s >= g->n) { al_seterr(err, "%s:%ld: node id %ld out of range [0, %d)", t.path, t.line, s, g->n); goto fail; }
-        if (d < 0 || d >= g->n) { al_seterr(err, "%s:%ld: node id %ld out of range [0, %d)", t.path, t.line, d, g->n); goto fail; }
+        if (*p) { al_seterr(err, "%s:%ld: unexpected '%s' after SRC DST", al_path_short(t.path), t.line, al_text_tok(p, b, sizeof b)); goto fail; }
+        if (s < 0 || s >= g->n) { al_seterr(err, "%s:%ld: node id %ld out of range [0, %d)", al_path_short(t.path), t.line, s, g->n); goto fail; }
+        if (d < 0 || d >= g->n) { al_seterr(err, "%s:%ld: node id %ld out of range [0, %d)", al_path_short(t.path), t.line, d, g->n); goto fail; }
         src[m] = (int)s; dst[m] = (int)d; m++;
     }
     g->nedges_file = m;
@@ -233,19 +256,19 @@ static al_status read_split(al_graph *g, const char *dir, const char *file, int 
     int64_t cap = 1;
     cap += al_text_count_lines(&t);
     int *ids = malloc((size_t)cap * sizeof *ids);
-    if (!ids) { al_text_close(&t); return al_seterr(err, "%s: out of memory", t.path); }
+    if (!ids) { al_text_close(&t); return al_seterr(err, "%s: out of memory", al_path_short(t.path)); }
     int k = 0; char *line, b[64];
     while ((line = al_text_line(&t)) != NULL) {
         char *p = al_text_skip_ws(line);
         long v;
-        if (!*p) { al_seterr(err, "%s:%ld: empty line (expected a node id)", t.path, t.line); goto fail; }
-        if (!al_text_int(&p, &v, 0)) { al_seterr(err, "%s:%ld: node id '%s' is not an integer", t.path, t.line, al_text_tok(p, b, sizeof b)); goto fail; }
+        if (!*p) { al_seterr(err, "%s:%ld: empty line (expected a node id)", al_path_short(t.path), t.line); goto fail; }
+        if (!al_text_int(&p, &v, 0)) { al_seterr(err, "%s:%ld: node id '%s' is not an integer", al_path_short(t.path), t.line, al_text_tok(p, b, sizeof b)); goto fail; }
         p = al_text_skip_ws(p);
-        if (*p) { al_seterr(err, "%s:%ld: unexpected '%s' after the node id", t.path, t.line, al_text_tok(p, b, sizeof b)); goto fail; }
-        if (v < 0 || v >= g->n) { al_seterr(err, "%s:%ld: node id %ld out of range [0, %d)", t.path, t.line, v, g->n); goto fail; }
-        if (g->label[v] < 0) { al_seterr(err, "%s:%ld: node %ld has no label (-1 in features.libsvm)", t.path, t.line, v); goto fail; }
-        if (mark[v] == which) { al_seterr(err, "%s:%ld: node %ld listed twice (first on line %ld)", t.path, t.line, v, mark_line[v]); goto fail; }
-        if (mark[v]) { al_seterr(err, "%s:%ld: node %ld is also in %s (line %ld)", t.path, t.line, v, names[mark[v]], mark_line[v]); goto fail; }
+        if (*p) { al_seterr(err, "%s:%ld: unexpected '%s' after the node id", al_path_short(t.path), t.line, al_text_tok(p, b, sizeof b)); goto fail; }
+        if (v < 0 || v >= g->n) { al_seterr(err, "%s:%ld: node id %ld out of range [0, %d)", al_path_short(t.path), t.line, v, g->n); goto fail; }
+        if (g->label[v] < 0) { al_seterr(err, "%s:%ld: node %ld has no label (-1 in features.libsvm)", al_path_short(t.path), t.line, v); goto fail; }
+        if (mark[v] == which) { al_seterr(err, "%s:%ld: node %ld listed twice (first on line %ld)", al_path_short(t.path), t.line, v, mark_line[v]); goto fail; }
+        if (mark[v]) { al_seterr(err, "%s:%ld: node %ld is also in %s (line %ld)", al_path_short(t.path), t.line, v, names[mark[v]], mark_line[v]); goto fail; }
         mark[v] = (uint8_t)which; mark_line[v] = t.line;
         ids[k++] = (int)v;
     }

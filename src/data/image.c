@@ -1,6 +1,7 @@
 /* data_image.c — image datasets: IDX (gzip or raw) readers, image folders via stb_image, seeded
  * class-stratified subsets, per-channel statistics and normalised float batches. See images.h. */
 #include "attnlab/images.h"
+#include "attnlab/io.h"
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
@@ -18,6 +19,17 @@
 #include <stb/stb_image_resize.h>
 #endif
 #include "core/omp_impl.h"
+#include "data/stb_impl.h"
+
+/* Threads a parallel decode may use (1 without OpenMP). */
+static int decode_threads(void)
+{
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
 
 void al_images_free(al_images *im)
 {
@@ -47,13 +59,11 @@ static al_status gz_exact(gzr *gz, void *buf, uint64_t n, const char *what, al_e
         int k = gzread(gz->f, p + done, chunk);
         if (k < 0) {
             int zerr; const char *zm = gzerror(gz->f, &zerr);
-            return al_seterr(err, "%s: corrupt data at byte %llu of the uncompressed stream while reading %s: %s",
-                             gz->path, (unsigned long long)(gz->off + done), what, zm ? zm : "zlib error");
+            return al_seterr(err, "%s: corrupt data at byte %llu of the uncompressed stream while reading %s: %s", al_path_short(gz->path), (unsigned long long)(gz->off + done), what, zm ? zm : "zlib error");
         }
         if (k == 0) {
             int zerr; const char *zm = gzerror(gz->f, &zerr);
-            return al_seterr(err, "%s: data ran out at byte offset %llu while reading %s (%llu more bytes expected)%s%s",
-                             gz->path, (unsigned long long)(gz->off + done), what, (unsigned long long)(n - done),
+            return al_seterr(err, "%s: data ran out at byte offset %llu while reading %s (%llu more bytes expected)%s%s", al_path_short(gz->path), (unsigned long long)(gz->off + done), what, (unsigned long long)(n - done),
                              zerr != Z_OK && zm && zm[0] ? ": " : "", zerr != Z_OK && zm ? zm : "");
         }
         done += (uint64_t)k;
@@ -65,9 +75,11 @@ static uint32_t be32(const unsigned char *b) { return (uint32_t)b[0] << 24 | (ui
 static al_status gz_open(gzr *gz, const char *path, al_error *err)
 {
     gz->path = path; gz->off = 0;
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) { gz->f = NULL; return al_seterr(err, "%s: is a directory, expected an IDX file", al_path_short(path)); }
     errno = 0;
     gz->f = gzopen(path, "rb");
-    if (!gz->f) return al_seterr(err, "%s: cannot open: %s", path, errno ? strerror(errno) : "out of memory");
+    if (!gz->f) return al_seterr(err, "%s: cannot open: %s", al_path_short(path), errno ? strerror(errno) : "out of memory");
     gzbuffer(gz->f, 1 << 17);
     return AL_OK;
 }
@@ -77,11 +89,10 @@ static al_status gz_expect_end(gzr *gz, const char *what, al_error *err)
     unsigned char extra;
     int k = gzread(gz->f, &extra, 1);
     if (k > 0)
-        return al_seterr(err, "%s: unexpected trailing data at byte offset %llu (after the %s the header declares)",
-                         gz->path, (unsigned long long)gz->off, what);
+        return al_seterr(err, "%s: unexpected trailing data at byte offset %llu (after the %s the header declares)", al_path_short(gz->path), (unsigned long long)gz->off, what);
     if (k < 0) {
         int zerr; const char *zm = gzerror(gz->f, &zerr);
-        return al_seterr(err, "%s: corrupt data at byte %llu of the uncompressed stream: %s", gz->path,
+        return al_seterr(err, "%s: corrupt data at byte %llu of the uncompressed stream: %s", al_path_short(gz->path),
                          (unsigned long long)gz->off, zm ? zm : "zlib error");
     }
     return AL_OK;
@@ -99,25 +110,27 @@ al_status al_idx_load(const char *images_path, const char *labels_path, al_image
     if (gz_exact(&gi, hi, 16, "the idx3 header", err)) goto out;
     if (gz_exact(&gl, hl, 8, "the idx1 header", err)) goto out;
     uint32_t mi = be32(hi), ml = be32(hl);
-    if (mi != 0x00000803) { al_seterr(err, "%s: bad magic number 0x%08x at byte offset 0 (an idx3 image file has 0x00000803)", images_path, mi); goto out; }
-    if (ml != 0x00000801) { al_seterr(err, "%s: bad magic number 0x%08x at byte offset 0 (an idx1 label file has 0x00000801)", labels_path, ml); goto out; }
+    if (mi != 0x00000803) { al_seterr(err, "%s: bad magic number 0x%08x at byte offset 0 (an idx3 image file has 0x00000803)", al_path_short(images_path), mi); goto out; }
+    if (ml != 0x00000801) { al_seterr(err, "%s: bad magic number 0x%08x at byte offset 0 (an idx1 label file has 0x00000801)", al_path_short(labels_path), ml); goto out; }
     uint32_t n = be32(hi + 4), rows = be32(hi + 8), cols = be32(hi + 12), nl = be32(hl + 4);
-    if (n == 0) { al_seterr(err, "%s: the header declares 0 images", images_path); goto out; }
+    if (n == 0) { al_seterr(err, "%s: the header declares 0 images", al_path_short(images_path)); goto out; }
     if (rows == 0 || cols == 0 || rows > AL_IMAGE_MAX_SIDE || cols > AL_IMAGE_MAX_SIDE) {
-        al_seterr(err, "%s: absurd image size %ux%u in the header (byte offset 8; limit %d per side)", images_path, rows, cols, AL_IMAGE_MAX_SIDE);
+        al_seterr(err, "%s: absurd image size %ux%u in the header (byte offset 8; limit %d per side)", al_path_short(images_path), rows, cols, AL_IMAGE_MAX_SIDE);
         goto out;
     }
     uint64_t bytes = (uint64_t)n * rows * cols;
     if (bytes > (uint64_t)AL_DATA_MAX_BYTES || n > (uint32_t)INT32_MAX) {
-        al_seterr(err, "%s: header declares %u images of %ux%u = %llu bytes, more than the %lld-byte limit",
-                  images_path, n, rows, cols, (unsigned long long)bytes, (long long)AL_DATA_MAX_BYTES);
+        al_seterr(err, "%s: header declares %u images of %ux%u = %llu bytes, more than the %lld-byte limit", al_path_short(images_path), n, rows, cols, (unsigned long long)bytes, (long long)AL_DATA_MAX_BYTES);
         goto out;
     }
-    if (nl != n) { al_seterr(err, "%s: %u labels, but %s has %u images", labels_path, nl, images_path, n); goto out; }
+    if (nl != n) { al_seterr(err, "%s: %u labels, but %s has %u images", al_path_short(labels_path), nl, images_path, n); goto out; }
+    if (al_mem_check(al_size_add(bytes, al_size_mul(n, sizeof *out->labels + 1)), err,
+                     "%s: header declares %u images of %ux%u", images_path, n, rows, cols))
+        goto out;
     out->pix = malloc((size_t)bytes);
     out->labels = malloc((size_t)n * sizeof *out->labels);
     lab8 = malloc(n);
-    if (!out->pix || !out->labels || !lab8) { al_seterr(err, "%s: out of memory for %llu bytes", images_path, (unsigned long long)bytes); goto out; }
+    if (!out->pix || !out->labels || !lab8) { al_seterr(err, "%s: out of memory for %llu bytes", al_path_short(images_path), (unsigned long long)bytes); goto out; }
     if (gz_exact(&gi, out->pix, bytes, "the pixels", err)) goto out;
     if (gz_expect_end(&gi, "pixels", err)) goto out;
     if (gz_exact(&gl, lab8, n, "the labels", err)) goto out;
@@ -142,7 +155,7 @@ al_status al_idx_count(const char *path, int64_t *n, al_error *err)
     al_status st = gz_exact(&gz, h, 8, "the idx header", err);
     uint32_t magic = st == AL_OK ? be32(h) : 0;
     if (st == AL_OK && magic != 0x00000801 && magic != 0x00000803)
-        st = al_seterr(err, "%s: bad magic number 0x%08x at byte offset 0 (not an idx1 or idx3 file)", path, magic);
+        st = al_seterr(err, "%s: bad magic number 0x%08x at byte offset 0 (not an idx1 or idx3 file)", al_path_short(path), magic);
     if (st == AL_OK) *n = be32(h + 4);
     gzclose(gz.f);
     return st;
@@ -253,7 +266,7 @@ static int is_dir(const char *p) { struct stat sb; return stat(p, &sb) == 0 && S
 static al_status list_dir(const char *dir, strlist *out, al_error *err)
 {
     DIR *d = opendir(dir);
-    if (!d) return al_seterr(err, "%s: cannot open directory: %s", dir, strerror(errno));
+    if (!d) return al_seterr(err, "%s: cannot open directory: %s", al_path_short(dir), strerror(errno));
     struct dirent *e;
     while ((e = readdir(d))) {
         if (e->d_name[0] == '.') continue;
@@ -268,6 +281,8 @@ typedef struct fentry {
     char *path;
     int label, split;     /* split: 0 train, 1 test */
     int w, h, comp;       /* from stbi_info */
+    int64_t fsize;        /* bytes of the file */
+    int pnm16;            /* a 16-bit binary PNM: stb_image converts its channels as if 8-bit (over-read) */
     int ok;
     char *msg;            /* decode failure message */
 } fentry;
@@ -275,18 +290,19 @@ typedef struct fload {
     fentry *e; int n, cap;
     const al_folder_opts *o;
     int skipped;
+    char first[AL_ERRLEN];   /* the first warning, for an error that follows when nothing was usable */
 } fload;
 
 static void warnf(fload *L, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void warnf(fload *L, const char *fmt, ...)
 {
     L->skipped++;
-    if (!L->o->warn) return;
     char msg[1024];
     va_list ap; va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    L->o->warn(L->o->warn_ud, msg);
+    if (!L->first[0]) { size_t k = strlen(msg); if (k >= sizeof L->first) k = sizeof L->first - 1; memcpy(L->first, msg, k); L->first[k] = 0; }
+    if (L->o->warn) L->o->warn(L->o->warn_ud, msg);
 }
 
 /* Width and height from a PNG's IHDR (stb_image reports a huge PNG only as "corrupt"); 0 if not a PNG. */
@@ -300,6 +316,48 @@ static int png_header_dims(const char *path, uint32_t *w, uint32_t *h)
     if (k < 24 || memcmp(b, "\x89PNG\r\n\x1a\n", 8) || memcmp(b + 12, "IHDR", 4)) return 0;
     *w = be32(b + 16); *h = be32(b + 20);
     return 1;
+}
+
+/* 1 if the file starts "P5" or "P6" (binary PNM). */
+static int is_pnm(const char *path)
+{
+    unsigned char b[2] = {0, 0};
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    size_t k = fread(b, 1, 2, f);
+    fclose(f);
+    return k == 2 && b[0] == 'P' && (b[1] == '5' || b[1] == '6');
+}
+
+/* 1 if path is a binary PNM (P5/P6) whose header holds a number that stb_image's integer reader
+ * would overflow on (signed int: UB, a UBSan abort; fuzz_image) or that cannot be checked within the
+ * first 64 KiB; 0 otherwise. Walks the header as stb_image does: whitespace, '#' comments, digits. */
+static int pnm_header_overflows(const char *path)
+{
+    static const size_t cap = 1 << 16;
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    unsigned char *b = malloc(cap);
+    if (!b) { fclose(f); return 1; }
+    size_t n = fread(b, 1, cap, f);
+    int more = n == cap && fgetc(f) != EOF;
+    fclose(f);
+    int bad = 0;
+    if (n >= 2 && b[0] == 'P' && (b[1] == '5' || b[1] == '6')) {
+        size_t i = 2;
+        for (int k = 0; k < 3 && !bad; k++) {
+            for (;;) {
+                while (i < n && (b[i] == ' ' || (b[i] >= '\t' && b[i] <= '\r'))) i++;
+                if (i < n && b[i] == '#') { while (i < n && b[i] != '\n' && b[i] != '\r') i++; continue; }
+                break;
+            }
+            uint64_t v = 0;
+            while (i < n && b[i] >= '0' && b[i] <= '9' && !bad) { v = v * 10 + (uint64_t)(b[i] - '0'); bad = v > ((uint64_t)1 << 30); i++; }
+            if (i >= n && more) bad = 1;   /* the header goes on past what we read */
+        }
+    }
+    free(b);
+    return bad;
 }
 
 /* Scan dir/<class>/ files: stbi_info each, skip (with a warning) what is unreadable or too large. */
@@ -316,6 +374,10 @@ static al_status scan_class(fload *L, const char *cdir, int label, int split, al
             free(p); continue;
         }
         int w = 0, h = 0, comp = 0;
+        if (pnm_header_overflows(p)) {
+            warnf(L, "%s: PNM header with a number too large to be an image size (or a header longer than 64 KiB), skipped", p);
+            free(p); continue;
+        }
         if (!stbi_info(p, &w, &h, &comp)) {
             const char *why = stbi_failure_reason();
             uint32_t pw, ph;
@@ -332,6 +394,15 @@ static al_status scan_class(fload *L, const char *cdir, int label, int split, al
                   AL_IMAGE_MAX_SIDE, (long long)AL_IMAGE_MAX_PIXELS);
             free(p); continue;
         }
+        /* A header can claim any size: a 70-byte BMP "of 8194x4098" decodes (stb_image fills what is
+         * missing) into 100 MB of nothing. Refuse claims no real encoder reaches from this many bytes. */
+        uint64_t claim = al_size_mul(al_size_mul((uint64_t)w, (uint64_t)h), (uint64_t)(comp > 0 ? comp : 1));
+        if (claim > AL_IMAGE_FREE_BYTES && claim / AL_IMAGE_MAX_RATIO > (uint64_t)sb.st_size) {
+            char a[32];
+            warnf(L, "%s: header claims %dx%d pixels (%s decoded) from a %lld-byte file, more than %d decoded bytes per file byte: truncated or forged, skipped",
+                  p, w, h, al_bytes_str(claim, a), (long long)sb.st_size, AL_IMAGE_MAX_RATIO);
+            free(p); continue;
+        }
         if (L->n == L->cap) {
             int cap = L->cap ? 2 * L->cap : 256;
             fentry *q = realloc(L->e, (size_t)cap * sizeof *q);
@@ -340,7 +411,8 @@ static al_status scan_class(fload *L, const char *cdir, int label, int split, al
         }
         fentry *f = &L->e[L->n++];
         memset(f, 0, sizeof *f);
-        f->path = p; f->label = label; f->split = split; f->w = w; f->h = h; f->comp = comp;
+        f->path = p; f->label = label; f->split = split; f->w = w; f->h = h; f->comp = comp; f->fsize = (int64_t)sb.st_size;
+        f->pnm16 = is_pnm(p) && stbi_is_16_bit(p);
     }
     sl_free(&files);
     return AL_OK;
@@ -361,10 +433,38 @@ static int decode_one(fentry *f, uint8_t *dst, int C, int H, int W)
 {
     char msg[600];
     int w, h, comp;
-    uint8_t *img = stbi_load(f->path, &w, &h, &comp, C);
+    /* Cap what stb_image may allocate for this file: its 16-bit decode (8 bytes a pixel at most),
+     * twice over for zlib's growing buffer, plus twice the file's own size (chunks read whole). */
+    uint64_t cap = al_size_add(al_size_add(al_size_mul(al_size_mul((uint64_t)f->w, (uint64_t)f->h), 2 * 8 + 2),
+                                           al_size_mul((uint64_t)f->h, 4)),
+                               al_size_add(al_size_mul((uint64_t)f->fsize, 2), (uint64_t)1 << 20));
+    al__stbi_cap_set(cap > (uint64_t)SIZE_MAX ? SIZE_MAX : (size_t)cap);
+    /* stb_image's 16-bit PNM path converts channels with its 8-bit routine and then reads past the
+     * buffer (fuzz_image): load such a file in its own channel count and convert here. */
+    const int req = f->pnm16 && f->comp != C ? f->comp : C;
+    uint8_t *img = stbi_load(f->path, &w, &h, &comp, req);
+    size_t refused = al__stbi_refused();
+    if (img && req != C) {
+        uint8_t *cv = malloc((size_t)w * (size_t)h * (size_t)C);
+        if (cv) {
+            for (size_t i = 0, n = (size_t)w * (size_t)h; i < n; i++) {
+                if (req == 1) for (int ch = 0; ch < C; ch++) cv[i * (size_t)C + (size_t)ch] = img[i];
+                else if (C == 1) { const uint8_t *q = img + i * (size_t)req; cv[i] = (uint8_t)((q[0] * 77 + q[1] * 150 + q[2] * 29) >> 8); }
+                else for (int ch = 0; ch < C; ch++) cv[i * (size_t)C + (size_t)ch] = img[i * (size_t)req + (size_t)(ch < req ? ch : req - 1)];
+            }
+        }
+        stbi_image_free(img);
+        img = cv;
+    }
+    al__stbi_cap_set(0);
     if (!img) {
         const char *why = stbi_failure_reason();
-        snprintf(msg, sizeof msg, "%s: could not be decoded (%s), skipped", f->path, why ? why : "unknown error");
+        char a[32], b[32];
+        if (refused)
+            snprintf(msg, sizeof msg, "%s: could not be decoded (it asked for %s at once, more than the %s a %dx%d image in a %lld-byte file may need), skipped",
+                     f->path, al_bytes_str(refused, a), al_bytes_str(cap, b), f->w, f->h, (long long)f->fsize);
+        else
+            snprintf(msg, sizeof msg, "%s: could not be decoded (%s), skipped", f->path, why ? why : "unknown error");
         f->msg = strdup(msg);
         return -1;
     }
@@ -470,12 +570,12 @@ al_status al_image_folder_load(const char *dir, const al_folder_opts *opts, al_i
     char *trdir = NULL, *tedir = NULL;
     al_status st = AL_ERR;
     double frac = opts->test_frac > 0 ? opts->test_frac : 0.2;
-    if (frac >= 1.0 || opts->test_frac < 0) return al_seterr(err, "%s: test fraction %g is not in [0, 1)", dir, opts->test_frac);
+    if (frac >= 1.0 || opts->test_frac < 0) return al_seterr(err, "%s: test fraction %g is not in [0, 1)", al_path_short(dir), opts->test_frac);
     if (opts->channels != 0 && opts->channels != 1 && opts->channels != 3)
-        return al_seterr(err, "%s: channels must be 1 or 3 (or 0 for automatic), got %d", dir, opts->channels);
+        return al_seterr(err, "%s: channels must be 1 or 3 (or 0 for automatic), got %d", al_path_short(dir), opts->channels);
     if (opts->h < 0 || opts->w < 0 || opts->h > AL_IMAGE_MAX_SIDE || opts->w > AL_IMAGE_MAX_SIDE || (!opts->h) != (!opts->w))
-        return al_seterr(err, "%s: bad target size %dx%d", dir, opts->h, opts->w);
-    if (!is_dir(dir)) return al_seterr(err, "%s: not a directory", dir);
+        return al_seterr(err, "%s: bad target size %dx%d", al_path_short(dir), opts->h, opts->w);
+    if (!is_dir(dir)) return al_seterr(err, "%s: not a directory", al_path_short(dir));
 
     trdir = path_join(dir, "train"); tedir = path_join(dir, "test");
     if (!trdir || !tedir) { al_seterr(err, "out of memory"); goto out; }
@@ -490,7 +590,7 @@ al_status al_image_folder_load(const char *dir, const al_folder_opts *opts, al_i
             warnf(&L, "%s: not a class directory, skipped", p);
         free(p);
     }
-    if (classes.n == 0) { al_seterr(err, "%s: no class directories (expected %s/CLASS/IMAGE files)", cbase, cbase); goto out; }
+    if (classes.n == 0) { al_seterr(err, "%s: no class directories (expected %s/CLASS/IMAGE files)", al_path_short(cbase), cbase); goto out; }
     for (int k = 0; k < classes.n; k++) {
         char *cd = path_join(cbase, classes.s[k]);
         if (!cd) { al_seterr(err, "out of memory"); goto out; }
@@ -505,13 +605,19 @@ al_status al_image_folder_load(const char *dir, const al_folder_opts *opts, al_i
             if (!cd) { al_seterr(err, "out of memory"); goto out; }
             if (!is_dir(cd)) { warnf(&L, "%s: not a class directory, skipped", cd); free(cd); continue; }
             char **hit = bsearch(&testc.s[i], classes.s, (size_t)classes.n, sizeof *classes.s, cmp_str);
-            if (!hit) { al_seterr(err, "%s: class '%s' of the test split is not a class of %s", cd, testc.s[i], trdir); free(cd); goto out; }
+            if (!hit) { al_seterr(err, "%s: class '%s' of the test split is not a class of %s", al_path_short(cd), testc.s[i], trdir); free(cd); goto out; }
             al_status s = scan_class(&L, cd, (int)(hit - classes.s), 1, err);
             free(cd);
             if (s) goto out;
         }
     }
-    if (L.n == 0) { al_seterr(err, "%s: no readable images in any class directory", dir); goto out; }
+    if (L.n == 0) {
+        char db[120];
+        if (L.skipped) al_seterr(err, "no readable images in any class directory of %s (%d file%s skipped, the first: %s)",
+                                 al_path_abbrev(dir, db, sizeof db), L.skipped, L.skipped == 1 ? "" : "s", L.first);
+        else al_seterr(err, "%s: no readable images in any class directory", al_path_short(dir));
+        goto out;
+    }
 
     /* Target size: the caller's, else the most common (ties: smallest h, then w). */
     int H = opts->h, W = opts->w;
@@ -520,11 +626,26 @@ al_status al_image_folder_load(const char *dir, const al_folder_opts *opts, al_i
     if (!C) { C = 1; for (int i = 0; i < L.n; i++) if (L.e[i].comp >= 3) C = 3; }
     int64_t per = (int64_t)C * H * W;
     if ((int64_t)L.n * per > AL_DATA_MAX_BYTES) {
-        al_seterr(err, "%s: %d images of %dx%dx%d need more than %lld bytes", dir, L.n, C, H, W, (long long)AL_DATA_MAX_BYTES);
+        al_seterr(err, "%s: %d images of %dx%dx%d need more than %lld bytes", al_path_short(dir), L.n, C, H, W, (long long)AL_DATA_MAX_BYTES);
         goto out;
     }
+    /* The whole decode, budgeted before any of it: the decoded set (twice: all + the splits) and, per
+     * decoding thread, the largest file's stb_image buffer and its resized copy. */
+    {
+        uint64_t biggest = 0; int bi = 0;
+        for (int i = 0; i < L.n; i++) {
+            uint64_t b = al_size_mul(al_size_mul((uint64_t)L.e[i].w, (uint64_t)L.e[i].h), (uint64_t)(L.e[i].comp > C ? L.e[i].comp : C));
+            if (b > biggest) { biggest = b; bi = i; }
+        }
+        uint64_t need = al_size_add(al_size_mul(al_size_mul((uint64_t)L.n, (uint64_t)per), 2),
+                                    al_size_mul(al_size_add(biggest, (uint64_t)per), (uint64_t)decode_threads()));
+        char pb[200];
+        if (al_mem_check(need, err, "%s: %d images at %dx%dx%d (the largest file, %s, is %dx%d)", dir, L.n, C, H, W,
+                         al_path_abbrev(L.e[bi].path, pb, sizeof pb), L.e[bi].w, L.e[bi].h))
+            goto out;
+    }
     all = malloc((size_t)((int64_t)L.n * per));
-    if (!all) { al_seterr(err, "%s: out of memory for %d images", dir, L.n); goto out; }
+    if (!all) { al_seterr(err, "%s: out of memory for %d images", al_path_short(dir), L.n); goto out; }
 
     /* Decode in parallel: each file writes its own slot; warnings are emitted afterwards in file order. */
     const int ne = L.n;
@@ -540,13 +661,22 @@ al_status al_image_folder_load(const char *dir, const al_folder_opts *opts, al_i
     if (!cnt) { al_seterr(err, "out of memory"); goto out; }
     for (int i = 0; i < ne; i++) if (L.e[i].ok) cnt[2 * L.e[i].label + L.e[i].split]++;
     for (int k = 0; k < classes.n; k++)
-        if (cnt[2 * k] == 0) { al_seterr(err, "%s/%s: the class has no usable images", cbase, classes.s[k]); goto out; }
+        if (cnt[2 * k] == 0) { al_seterr(err, "%s/%s: the class has no usable images", al_path_short(cbase), classes.s[k]); goto out; }
     if (!split_mode) {
         if (hold_out(&L, classes.n, frac, opts->split_seed, err)) goto out;
+        int ntest = 0;
+        for (int i = 0; i < ne; i++) ntest += L.e[i].ok && L.e[i].split;
+        if (ntest == 0 && opts->require_test) {
+            int usable = 0;
+            for (int k = 0; k < classes.n; k++) usable += cnt[2 * k];
+            al_seterr(err, "%s: too few images for a test split: %d usable image%s in %d class%s, test fraction %g holds out none "
+                      "(each class needs at least 2 images, or add train/ and test/ directories)", al_path_short(dir), usable, usable == 1 ? "" : "s", classes.n, classes.n == 1 ? "" : "es", frac);
+            goto out;
+        }
     } else {
         int ntest = 0;
         for (int k = 0; k < classes.n; k++) ntest += cnt[2 * k + 1];
-        if (ntest == 0) { al_seterr(err, "%s: the test split has no usable images", tedir); goto out; }
+        if (ntest == 0) { al_seterr(err, "%s: the test split has no usable images", al_path_short(tedir)); goto out; }
     }
     int nsplit[2] = {0, 0};
     for (int i = 0; i < ne; i++) if (L.e[i].ok) nsplit[L.e[i].split]++;
@@ -613,7 +743,7 @@ out:
 static al_status check_idx(const al_images *im, const int *idx, int n, const char *who, al_error *err)
 {
     for (int i = 0; i < n; i++)
-        if (idx[i] < 0 || idx[i] >= im->n) return al_seterr(err, "%s: index %d at position %d is outside [0, %d)", who, idx[i], i, im->n);
+        if (idx[i] < 0 || idx[i] >= im->n) return al_seterr(err, "%s: index %d at position %d is outside [0, %d)", al_path_short(who), idx[i], i, im->n);
     return AL_OK;
 }
 

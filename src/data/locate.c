@@ -89,6 +89,7 @@ al_status al_image_data_load(const char *data, const char *data_dir, int channel
     memset(&fo, 0, sizeof fo);
     fo.h = height; fo.w = width; fo.channels = channels;
     fo.split_seed = 0;   /* a fixed held-out split for every seed */
+    fo.require_test = 1; /* training needs a test split: an empty one used to end in test_acc nan */
     fo.warn = warn; fo.warn_ud = warn_ud;
     return al_image_folder_load(data, &fo, out, err);
 }

@@ -8,6 +8,27 @@
  * stb_image's default STBI_MAX_DIMENSIONS (2^24) is kept: data_image.c refuses large images itself,
  * from stbi_info, before anything is decoded, with a message naming the file.
  */
+#include "attnlab/io.h"
+#include "data/stb_impl.h"
+#include <stdlib.h>
+
+/* Every stb_image allocation goes through a cap: a file's own numbers (a PNG chunk length, a
+ * declared size) never make it allocate more than the caller allows for that file. */
+static _Thread_local size_t stbi_cap, stbi_refused;
+void al__stbi_cap_set(size_t bytes) { stbi_cap = bytes; stbi_refused = 0; }
+size_t al__stbi_refused(void) { return stbi_refused; }
+static int stbi_too_big(size_t n)
+{
+    if (n <= (stbi_cap ? stbi_cap : al_mem_budget())) return 0;
+    if (n > stbi_refused) stbi_refused = n;
+    return 1;
+}
+static void *al_stbi_malloc(size_t n) { return stbi_too_big(n) ? NULL : malloc(n); }
+static void *al_stbi_realloc(void *p, size_t n) { return stbi_too_big(n) ? NULL : realloc(p, n); }
+#define STBI_MALLOC(sz) al_stbi_malloc(sz)
+#define STBI_REALLOC(p, newsz) al_stbi_realloc(p, newsz)
+#define STBI_FREE(p) free(p)
+
 #define STBI_FAILURE_USERMSG
 #define STB_IMAGE_IMPLEMENTATION
 #include <stb/stb_image.h>

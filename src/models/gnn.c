@@ -1,6 +1,7 @@
 /* gnn.c — node classifiers on a graph (gat, gat-full, gcn, mlp): the model table, defaults,
  * parameters and the forward pass; see gnn.h. The layers around the attention are the fused ops
  * of src/ops/graph.c; the training loop is src/train/graph.c. */
+#include "attnlab/io.h"
 #include "attnlab/gnn.h"
 #include "attnlab/attention.h"
 #include "attnlab/ops.h"
@@ -61,7 +62,7 @@ al_status al_gnn_kind_parse(const char *name, al_gnn_kind *out, al_error *err)
 static al_init glorot(int fan_in, int fan_out)
 {
     al_init i = {AL_INIT_UNIFORM, 0.f};
-    i.a = (float)sqrt(6.0 / (double)(fan_in + fan_out));
+    i.a = (float)sqrt(6.0 / ((double)fan_in + (double)fan_out));   /* no int overflow for a huge feature count */
     return i;
 }
 static const al_init zeros = {AL_INIT_ZEROS, 0.f};
@@ -78,6 +79,8 @@ static al_status dense_features(al_gnn *m, al_error *err)
     for (int i = 0; complete && i < x->rows; i++) complete = x->rowptr[i] == (int64_t)i * x->cols;
     for (int64_t k = 0; complete && k < x->nnz; k++) complete = x->col[k] == (int)(k % x->cols);
     if (complete) { m->xdense = x->val; return AL_OK; }
+    if (al_mem_check(al_size_mul((uint64_t)full, sizeof(float)), err, "graph model: dense features %d x %d", x->rows, x->cols))
+        return AL_ERR;
     float *d = calloc((size_t)full, sizeof *d);
     if (!d) return al_seterr(err, "graph model: out of memory for %lld dense features", (long long)full);
     for (int i = 0; i < x->rows; i++)
@@ -97,6 +100,15 @@ al_status al_gnn_init(al_gnn *m, const al_gnn_cfg *cfg, const al_graph *g, uint6
     if (!(cfg->dropout >= 0 && cfg->dropout < 1) || !(cfg->attn_dropout >= 0 && cfg->attn_dropout < 1))
         return al_seterr(err, "graph model: dropout must be in [0, 1)");
     if (cfg->epochs < 1) return al_seterr(err, "graph model: epochs must be >= 1");
+    /* Sizes before anything is allocated: F × width weights (values, gradients, AdamW moments). */
+    const int64_t width = (int64_t)cfg->hidden * (gm->attention ? cfg->heads : 1);
+    if (width > (1 << 24) || g->nfeat < 1 || g->nclass < 1)
+        return al_seterr(err, "graph model: hidden %d x heads %d, %d features or %d classes out of range", cfg->hidden,
+                         cfg->heads, g->nfeat, g->nclass);
+    if (al_mem_check(al_size_mul(al_size_mul((uint64_t)g->nfeat + (uint64_t)g->nclass, (uint64_t)width), 4 * sizeof(float)),
+                     err, "graph model %s: %d features x %lld hidden units (values, gradients, AdamW moments)", gm->name,
+                     g->nfeat, (long long)width))
+        return AL_ERR;
     al_params_init(&m->params);
     al_params *p = &m->params;
     int C = g->nclass, F = g->nfeat;

@@ -10,6 +10,7 @@
 #include "attnlab/models.h"
 #include "attnlab/ops.h"
 #include "attnlab/io.h"
+#include "attnlab/checkpoint.h"
 #include "image_impl.h"
 #include <math.h>
 #include <stdio.h>
@@ -86,6 +87,9 @@ int al_norm_parse(const char *s, al_norm_kind *k)
 
 /* ---------------- configuration ---------------- */
 
+#define AL_MODEL_MAX_SIDE 16384          /* = AL_IMAGE_MAX_SIDE (images.h): the largest image a loader accepts */
+#define AL_MODEL_MAX_WIDTH (1 << 20)     /* classes, dim, hidden, heads */
+
 al_status al_model_config_default(al_model_config *cfg, const char *name, int channels, int height,
                                   int width, int classes, al_error *err)
 {
@@ -108,23 +112,60 @@ al_status al_model_config_check(const al_model_config *cfg, al_error *err)
     if (cfg->channels < 1 || cfg->channels > 4) return al_seterr(err, "%s: channels must be 1..4, got %d", cfg->name, cfg->channels);
     if (cfg->height < 1 || cfg->width < 1) return al_seterr(err, "%s: bad image size %dx%d", cfg->name, cfg->height, cfg->width);
     if (cfg->classes < 2) return al_seterr(err, "%s: need at least 2 classes, got %d", cfg->name, cfg->classes);
+    /* Size limits first, so that no product the models' init forms in int (64·h/4·w/4, the token grid,
+     * window², C·patch²) can overflow, whatever a checkpoint's metadata says. */
+    if (cfg->height > AL_MODEL_MAX_SIDE || cfg->width > AL_MODEL_MAX_SIDE)
+        return al_seterr(err, "%s: image size %dx%d exceeds the limit of %d per side", cfg->name, cfg->height, cfg->width, AL_MODEL_MAX_SIDE);
+    if (cfg->classes > AL_MODEL_MAX_WIDTH || cfg->dim > AL_MODEL_MAX_WIDTH || cfg->hidden > AL_MODEL_MAX_WIDTH ||
+        cfg->heads > AL_MODEL_MAX_WIDTH || cfg->patch > AL_MODEL_MAX_SIDE || cfg->window > 2 * AL_MODEL_MAX_SIDE)
+        return al_seterr(err, "%s: classes %d, dim %d, hidden %d, heads %d, patch %d or window %d is absurdly large", cfg->name,
+                         cfg->classes, cfg->dim, cfg->hidden, cfg->heads, cfg->patch, cfg->window);
     return kind->check(cfg, err);
+}
+
+/* Registers cfg's parameters in m (no data allocated); the sinusoidal table init allocates is budgeted first. */
+static al_status register_params(al_model *m, const al_model_config *cfg, al_error *err)
+{
+    memset(m, 0, sizeof *m);
+    if (al_model_config_check(cfg, err) != AL_OK) return AL_ERR;
+    m->cfg = *cfg;
+    m->kind = al_model_kind_find(cfg->name);
+    if (cfg->pos == AL_POS_SINUSOIDAL && cfg->patch > 0) {
+        uint64_t tokens = al_size_mul((uint64_t)(cfg->height / cfg->patch), (uint64_t)(cfg->width / cfg->patch));
+        if (al_mem_check(al_size_mul(al_size_mul(tokens, (uint64_t)cfg->dim), sizeof(float)), err,
+                         "%s: sinusoidal positions for %llu tokens of dim %d", cfg->name, (unsigned long long)tokens, cfg->dim))
+            return AL_ERR;
+    }
+    al_params_init(&m->params);
+    if (m->kind->init(m) != AL_OK) {
+        al_model_free(m);
+        return al_seterr(err, "%s: out of memory registering parameters (or a parameter of more than 2^40 values)", cfg->name);
+    }
+    /* values and gradients (al_params_finalize), then the optimizer's two moments */
+    if (al_mem_check(al_size_mul((uint64_t)m->params.total, 4 * sizeof(float)), err,
+                     "%s: a model of %lld parameters (values, gradients, AdamW moments)", cfg->name, (long long)m->params.total)) {
+        al_model_free(m);
+        return AL_ERR;
+    }
+    return AL_OK;
+}
+
+al_status al_model_config_params(const al_model_config *cfg, int64_t *nparam, al_error *err)
+{
+    al_model m;
+    *nparam = 0;
+    if (register_params(&m, cfg, err) != AL_OK) return AL_ERR;
+    *nparam = m.params.total;
+    al_model_free(&m);
+    return AL_OK;
 }
 
 /* ---------------- init, free, forward ---------------- */
 
 al_status al_model_init(al_model *m, const al_model_config *cfg, uint64_t seed, al_error *err)
 {
-    memset(m, 0, sizeof *m);
-    if (al_model_config_check(cfg, err) != AL_OK) return AL_ERR;
-    m->cfg = *cfg;
-    m->kind = al_model_kind_find(cfg->name);
+    if (register_params(m, cfg, err) != AL_OK) return AL_ERR;
     al_params *P = &m->params;
-    al_params_init(P);
-    if (m->kind->init(m) != AL_OK) {
-        al_model_free(m);
-        return al_seterr(err, "%s: out of memory registering parameters", cfg->name);
-    }
     al_rng rng; al_rng_seed(&rng, seed, AL_RNG_INIT);
     if (al_params_finalize(P, &rng, err) != AL_OK) { al_model_free(m); return AL_ERR; }
     for (int i = 0; i < P->n; i++) P->decay[i] = 1;   /* torch.optim.AdamW(model.parameters()) */

@@ -90,7 +90,7 @@ al_status al_model_save(const char *path, const al_model *m, const float mean[4]
     const char *kv[2 * MAXKV];
     char buf[1024], ms[160], ss[160];
     int n = al_model_config_to_kv(&m->cfg, kv + 2, MAXKV - 3, buf, sizeof buf);
-    if (n < 0 || n + 3 + nextra > MAXKV) return al_seterr(err, "%s: too much checkpoint metadata", path);
+    if (n < 0 || n + 3 + nextra > MAXKV) return al_seterr(err, "%s: too much checkpoint metadata", al_path_short(path));
     kv[0] = "format"; kv[1] = "attnlab-image";
     n++;
     fmt_floats(ms, sizeof ms, mean, m->cfg.channels);
@@ -106,18 +106,31 @@ al_status al_model_load(const char *path, al_model *m, float mean[4], float std[
     memset(m, 0, sizeof *m);
     if (meta_out) *meta_out = NULL;
     char *meta = NULL;
-    if (al_safetensors_read_meta(path, &meta, err) != AL_OK) return AL_ERR;
+    uint64_t file_bytes = 0;
+    int ntensors = 0;
+    if (al_safetensors_read_info(path, &meta, &file_bytes, &ntensors, err) != AL_OK) return AL_ERR;
     al_model_config cfg;
     char *fmt = al_meta_get(meta, "format");
     int ok = fmt && !strcmp(fmt, "attnlab-image");
     free(fmt);
-    if (!ok) { free(meta); return al_seterr(err, "%s: not an attnlab image-model checkpoint (metadata format is not attnlab-image)", path); }
+    if (!ok) { free(meta); return al_seterr(err, "%s: not an attnlab image-model checkpoint (metadata format is not attnlab-image)", al_path_short(path)); }
     if (al_model_config_from_meta(&cfg, meta, err) != AL_OK) { free(meta); return AL_ERR; }
     char *ms = al_meta_get(meta, "mean"), *ss = al_meta_get(meta, "std");
     for (int i = 0; i < 4; i++) { mean[i] = 0.f; std[i] = 1.f; }
     ok = ms && ss && !parse_floats(ms, mean, cfg.channels) && !parse_floats(ss, std, cfg.channels);
     free(ms); free(ss);
-    if (!ok) { free(meta); return al_seterr(err, "%s: bad or missing normalisation (mean/std) in the metadata", path); }
+    if (!ok) { free(meta); return al_seterr(err, "%s: bad or missing normalisation (mean/std) in the metadata", al_path_short(path)); }
+    /* The model the metadata describes must be the one the file's tensors hold: compare sizes BEFORE
+     * allocating and initialising it (a few-KB file must not make us build a multi-GB model). */
+    int64_t nparam = 0;
+    if (al_model_config_params(&cfg, &nparam, err) != AL_OK) { free(meta); return AL_ERR; }
+    if ((uint64_t)nparam * 4 != file_bytes) {
+        char a[32], b[32];
+        free(meta);
+        return al_seterr(err, "checkpoint metadata describes a %s of %lld parameters (%s as F32) but the file's %d tensors hold %s: %s",
+                         cfg.name, (long long)nparam, al_bytes_str((uint64_t)nparam * 4, a), ntensors,
+                         al_bytes_str(file_bytes, b), path);
+    }
     if (al_model_init(m, &cfg, 0, err) != AL_OK) { free(meta); return AL_ERR; }
     if (al_safetensors_load(path, &m->params, NULL, err) != AL_OK) { al_model_free(m); free(meta); return AL_ERR; }
     al_model_refresh(m);

@@ -99,12 +99,12 @@ static int header_version(int fd, off_t size, const char *path, al_error *err)
     char first[sizeof AL_CSV_HEADER + 2];
     size_t want = (size_t)size < sizeof first ? (size_t)size : sizeof first;
     if (size == 0) return 0;
-    if (al_pread_all(fd, first, want, 0) != 0) { al_seterr(err, "%s: read failed: %s", path, strerror(errno)); return -1; }
+    if (al_pread_all(fd, first, want, 0) != 0) { al_seterr(err, "%s: read failed: %s", al_path_short(path), strerror(errno)); return -1; }
     if (want > hl && first[hl] == '\n' && !memcmp(first, AL_CSV_HEADER, hl)) return 2;
     if (want > hl1 && first[hl1] == '\n' && !memcmp(first, AL_CSV_HEADER_V1, hl1)) return 1;
     size_t nl = 0; while (nl < want && first[nl] != '\n') nl++;
     if (nl == want && want <= hl && !memcmp(first, AL_CSV_HEADER, want)) return 0;
-    al_seterr(err, "%s: the header line is not attnlab's results header (%s); refusing to append to it", path,
+    al_seterr(err, "%s: the header line is not attnlab's results header (%s); refusing to append to it", al_path_short(path),
               AL_CSV_HEADER);
     return -1;
 }
@@ -112,19 +112,19 @@ static int header_version(int fd, off_t size, const char *path, al_error *err)
 al_status al_csv_append(const char *path, const al_csv_row *r, al_error *err)
 {
     int fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (fd < 0) return al_seterr(err, "%s: cannot open results CSV: %s", path, strerror(errno));
+    if (fd < 0) return al_seterr(err, "%s: cannot open results CSV: %s", al_path_short(path), strerror(errno));
     al_status st = AL_ERR;
     al_sbuf row = {0};
     /* Exclusive advisory lock: two runs appending to one CSV never interleave repair and append. */
     while (flock(fd, LOCK_EX) != 0 && errno == EINTR) {}
     struct stat sb;
-    if (fstat(fd, &sb) != 0) { al_seterr(err, "%s: stat failed: %s", path, strerror(errno)); goto out; }
+    if (fstat(fd, &sb) != 0) { al_seterr(err, "%s: stat failed: %s", al_path_short(path), strerror(errno)); goto out; }
     off_t size = sb.st_size;
     const size_t hl = strlen(AL_CSV_HEADER);
     int version = header_version(fd, size, path, err);
     if (version < 0) goto out;
     if (version == 0 && size > 0) {
-        if (ftruncate(fd, 0) != 0) { al_seterr(err, "%s: cannot truncate a torn header: %s", path, strerror(errno)); goto out; }
+        if (ftruncate(fd, 0) != 0) { al_seterr(err, "%s: cannot truncate a torn header: %s", al_path_short(path), strerror(errno)); goto out; }
         size = 0;
     }
     if (version == 1) csv_row(&row, r);   /* an older file keeps its 14 columns */
@@ -134,30 +134,37 @@ al_status al_csv_append(const char *path, const al_csv_row *r, al_error *err)
     if (size > 0) {
         /* Repair a torn last line (a row cut short by a killed process has no '\n'). */
         char last;
-        if (al_pread_all(fd, &last, 1, size - 1) != 0) { al_seterr(err, "%s: read failed: %s", path, strerror(errno)); goto out; }
+        if (al_pread_all(fd, &last, 1, size - 1) != 0) { al_seterr(err, "%s: read failed: %s", al_path_short(path), strerror(errno)); goto out; }
         if (last != '\n') {
             int ioerr;
             off_t keep = last_line_end(fd, size, &ioerr);
-            if (ioerr) { al_seterr(err, "%s: read failed: %s", path, strerror(errno)); goto out; }
-            if (ftruncate(fd, keep) != 0) { al_seterr(err, "%s: cannot truncate a torn last line: %s", path, strerror(errno)); goto out; }
+            if (ioerr) { al_seterr(err, "%s: read failed: %s", al_path_short(path), strerror(errno)); goto out; }
+            if (ftruncate(fd, keep) != 0) { al_seterr(err, "%s: cannot truncate a torn last line: %s", al_path_short(path), strerror(errno)); goto out; }
             size = keep;
         }
     }
     al_sbuf all = {0};
     if (size == 0) { al_sb_put(&all, AL_CSV_HEADER, hl); al_sb_put(&all, "\n", 1); }
     al_sb_put(&all, row.p, row.n);
-    if (all.oom) { free(all.p); al_seterr(err, "%s: out of memory", path); goto out; }
+    if (all.oom) { free(all.p); al_seterr(err, "%s: out of memory", al_path_short(path)); goto out; }
     /* One write(2) on an O_APPEND descriptor: the row lands whole or (if killed mid-write) torn and repaired later. */
     ssize_t k;
     do k = write(fd, all.p, all.n); while (k < 0 && errno == EINTR);
+    if (k >= 0 && (size_t)k < all.n) {
+        /* A short write (a full disk, a file-size limit): the row is torn already; writing the rest
+         * either completes it or returns the reason (ENOSPC: "No space left on device"), which a plain
+         * EIO would hide. A torn row left behind is cut by the next append. */
+        if (al_write_all(fd, all.p + k, all.n - (size_t)k) == 0) k = (ssize_t)all.n;
+        else k = -1;
+    }
     if (k < 0 || (size_t)k != all.n) {
         int e = k < 0 ? errno : EIO;
         free(all.p);
-        al_seterr(err, "%s: writing a CSV row failed: %s", path, strerror(e));
+        al_seterr(err, "%s: writing a CSV row failed: %s", al_path_short(path), strerror(e));
         goto out;
     }
     free(all.p);
-    if (fsync(fd) != 0) { al_seterr(err, "%s: fsync failed: %s", path, strerror(errno)); goto out; }
+    if (fsync(fd) != 0) { al_seterr(err, "%s: fsync failed: %s", al_path_short(path), strerror(errno)); goto out; }
     st = AL_OK;
 out:
     close(fd);   /* also releases the lock */

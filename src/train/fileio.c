@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* ====================================================================================== */
@@ -23,6 +24,7 @@ void al_sb_reserve(al_sbuf *b, size_t extra)
     char *q = realloc(b->p, cap);
     if (!q) { b->oom = 1; return; }
     b->p = q; b->cap = cap;
+    b->p[b->n] = 0;   /* always a string, even before the first put (an empty JSON string "") */
 }
 void al_sb_put(al_sbuf *b, const void *s, size_t n)
 {
@@ -77,21 +79,21 @@ al_status al_write_atomic(const char *path, const void *data, size_t n, al_error
 {
     size_t pl = strlen(path);
     char *tmp = malloc(pl + 32);
-    if (!tmp) return al_seterr(err, "%s: out of memory", path);
+    if (!tmp) return al_seterr(err, "%s: out of memory", al_path_short(path));
     snprintf(tmp, pl + 32, "%s.tmp.%ld", path, (long)getpid());
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) { al_seterr(err, "%s: cannot create %s: %s", path, tmp, strerror(errno)); free(tmp); return AL_ERR; }
+    if (fd < 0) { al_seterr(err, "%s: cannot create %s: %s", al_path_short(path), tmp, strerror(errno)); free(tmp); return AL_ERR; }
     if (al_write_all(fd, data, n) != 0) {
-        al_seterr(err, "%s: writing %s failed: %s", path, tmp, strerror(errno));
+        al_seterr(err, "%s: writing %s failed: %s", al_path_short(path), tmp, strerror(errno));
         close(fd); unlink(tmp); free(tmp); return AL_ERR;
     }
     if (fsync(fd) != 0) {
-        al_seterr(err, "%s: fsync of %s failed: %s", path, tmp, strerror(errno));
+        al_seterr(err, "%s: fsync of %s failed: %s", al_path_short(path), tmp, strerror(errno));
         close(fd); unlink(tmp); free(tmp); return AL_ERR;
     }
-    if (close(fd) != 0) { al_seterr(err, "%s: closing %s failed: %s", path, tmp, strerror(errno)); unlink(tmp); free(tmp); return AL_ERR; }
+    if (close(fd) != 0) { al_seterr(err, "%s: closing %s failed: %s", al_path_short(path), tmp, strerror(errno)); unlink(tmp); free(tmp); return AL_ERR; }
     if (rename(tmp, path) != 0) {
-        al_seterr(err, "%s: rename from %s failed: %s", path, tmp, strerror(errno));
+        al_seterr(err, "%s: rename from %s failed: %s", al_path_short(path), tmp, strerror(errno));
         unlink(tmp); free(tmp); return AL_ERR;
     }
     free(tmp);
@@ -112,7 +114,9 @@ al_status al_read_file(const char *path, char **data, size_t *len, al_error *err
 {
     *data = NULL; *len = 0;
     FILE *f = fopen(path, "rb");
-    if (!f) return al_seterr(err, "%s: %s", path, strerror(errno));
+    if (!f) return al_seterr(err, "%s: %s", al_path_short(path), strerror(errno));
+    struct stat sb;
+    if (fstat(fileno(f), &sb) == 0 && S_ISDIR(sb.st_mode)) { fclose(f); return al_seterr(err, "%s: is a directory, expected a file", al_path_short(path)); }
     size_t cap = 1 << 16, n = 0;
     char *buf = malloc(cap + 1);
     while (buf) {
@@ -123,10 +127,10 @@ al_status al_read_file(const char *path, char **data, size_t *len, al_error *err
         if (!nb) { free(buf); buf = NULL; break; }
         buf = nb; cap *= 2;
     }
-    int bad = ferror(f);
+    int bad = ferror(f), e = errno;
     fclose(f);
-    if (!buf) return al_seterr(err, "%s: out of memory", path);
-    if (bad) { free(buf); return al_seterr(err, "%s: read error", path); }
+    if (!buf) return al_seterr(err, "%s: out of memory", al_path_short(path));
+    if (bad) { free(buf); return al_seterr(err, "%s: read error: %s", al_path_short(path), strerror(e)); }
     buf[n] = 0;
     *data = buf; *len = n;
     return AL_OK;

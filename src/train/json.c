@@ -95,7 +95,8 @@ static char *jstring(jparser *P, size_t *len)
         }
         al_sb_put(&b, &o, 1);
     }
-    if (b.oom) { free(b.p); jerr(P, "out of memory"); return NULL; }
+    if (b.oom || !b.p) { free(b.p); jerr(P, "out of memory"); return NULL; }
+    b.p[b.n] = 0;   /* "" decodes to an empty, NUL-terminated string */
     *len = b.n;
     return b.p;
 }

@@ -158,7 +158,27 @@ int al_results_find_run(const al_results *r, const char *run_id)
 
 al_status al_results_parse(const char *text, size_t len, const char *name, al_results *r, al_error *err)
 {
+    return al_results_parse_ex(text, len, name, 0, r, NULL, err);
+}
+
+al_status al_results_parse_ex(const char *text, size_t len, const char *name, int flags, al_results *r,
+                              char note[AL_ERRLEN], al_error *err)
+{
     memset(r, 0, sizeof *r);
+    if (note) note[0] = 0;
+    if (len > 0 && text[len - 1] != '\n' && (flags & AL_RESULTS_DROP_TORN)) {
+        /* A final line without its newline is a row cut short (kill -9, a full disk): drop it and say so. */
+        size_t keep = len;
+        while (keep > 0 && text[keep - 1] != '\n') keep--;
+        int line = 1;
+        for (size_t i = 0; i < keep; i++) line += text[i] == '\n';
+        if (note) {
+            char nb[160];
+            snprintf(note, AL_ERRLEN, "%s:%d: incomplete last line (%zu bytes, no newline: a torn write) dropped",
+                     al_path_abbrev(name, nb, sizeof nb), line, len - keep);
+        }
+        len = keep;
+    }
     if (len == 0) return build_runs(r, err);
     int cap = 0, line = 0;
     const char *p = text, *end = text + len;
@@ -167,7 +187,8 @@ al_status al_results_parse(const char *text, size_t len, const char *name, al_re
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         if (!nl) {
             al_results_free(r);
-            return al_seterr(err, "%s:%d: incomplete last line (no newline; a torn write?)", name, line);
+            return al_seterr(err, "%s:%d: incomplete last line (%zu bytes, no newline; a torn write? al_results_read_ex with "
+                             "AL_RESULTS_DROP_TORN skips it)", al_path_short(name), line, (size_t)(end - p));
         }
         size_t n = (size_t)(nl - p);
         if (n > 0 && p[n - 1] == '\r') n--;
@@ -176,13 +197,13 @@ al_status al_results_parse(const char *text, size_t len, const char *name, al_re
             else if (n == strlen(AL_CSV_HEADER_V1) && !memcmp(p, AL_CSV_HEADER_V1, n)) r->version = 1;
             else {
                 al_results_free(r);
-                return al_seterr(err, "%s:1: header is not the attnlab results header \"%s\"", name, AL_CSV_HEADER);
+                return al_seterr(err, "%s:1: header is not the attnlab results header \"%s\"", al_path_short(name), AL_CSV_HEADER);
             }
         } else {
             if (r->n == cap) {
                 cap = cap ? 2 * cap : 256;
                 al_result_row *nr = realloc(r->row, (size_t)cap * sizeof *nr);
-                if (!nr) { al_results_free(r); return al_seterr(err, "%s: out of memory", name); }
+                if (!nr) { al_results_free(r); return al_seterr(err, "%s: out of memory", al_path_short(name)); }
                 r->row = nr;
             }
             al_result_row *w = &r->row[r->n];
@@ -192,8 +213,8 @@ al_status al_results_parse(const char *text, size_t len, const char *name, al_re
             if (bad >= 0) {
                 al_results_free(r);
                 if (bad == NFIELDS)
-                    return al_seterr(err, "%s:%d: expected %d comma-separated fields", name, line, nf);
-                return al_seterr(err, "%s:%d: bad value in column %d (%s)", name, line, bad + 1, field_name[bad]);
+                    return al_seterr(err, "%s:%d: expected %d comma-separated fields", al_path_short(name), line, nf);
+                return al_seterr(err, "%s:%d: bad value in column %d (%s)", al_path_short(name), line, bad + 1, field_name[bad]);
             }
             w->line = line;
             r->n++;
@@ -206,10 +227,16 @@ al_status al_results_parse(const char *text, size_t len, const char *name, al_re
 
 al_status al_results_read(const char *path, al_results *r, al_error *err)
 {
+    return al_results_read_ex(path, 0, r, NULL, err);
+}
+
+al_status al_results_read_ex(const char *path, int flags, al_results *r, char note[AL_ERRLEN], al_error *err)
+{
     char *text; size_t len;
     memset(r, 0, sizeof *r);
+    if (note) note[0] = 0;
     if (al_read_file(path, &text, &len, err) != AL_OK) return AL_ERR;
-    al_status st = al_results_parse(text, len, path, r, err);
+    al_status st = al_results_parse_ex(text, len, path, flags, r, note, err);
     free(text);
     return st;
 }

@@ -39,15 +39,15 @@ static void get_le32(float *x, const unsigned char *in, int64_t n)
 
 al_status al_safetensors_save(const char *path, const al_params *p, const char *const *kv, int nkv, al_error *err)
 {
-    if (!p || (p->n > 0 && !p->data)) return al_seterr(err, "%s: parameters are not finalized; nothing to save", path);
-    if (nkv < 0 || (nkv > 0 && !kv)) return al_seterr(err, "%s: bad metadata (%d pairs)", path, nkv);
+    if (!p || (p->n > 0 && !p->data)) return al_seterr(err, "%s: parameters are not finalized; nothing to save", al_path_short(path));
+    if (nkv < 0 || (nkv > 0 && !kv)) return al_seterr(err, "%s: bad metadata (%d pairs)", al_path_short(path), nkv);
     al_sbuf h = {0};
     al_sb_put(&h, "{", 1);
     uint64_t off = 0;
     for (int i = 0; i < p->n; i++) {
         const al_tensor *t = p->t[i];
         for (int j = 0; j < i; j++)
-            if (!strcmp(p->t[j]->name, t->name)) { free(h.p); return al_seterr(err, "%s: two parameters are named '%s'", path, t->name); }
+            if (!strcmp(p->t[j]->name, t->name)) { free(h.p); return al_seterr(err, "%s: two parameters are named '%s'", al_path_short(path), t->name); }
         if (i) al_sb_put(&h, ",", 1);
         al_json_put_str(&h, t->name);
         al_sb_put(&h, ":{\"dtype\":\"F32\",\"shape\":[", 25);
@@ -60,7 +60,7 @@ al_status al_safetensors_save(const char *path, const al_params *p, const char *
         if (p->n) al_sb_put(&h, ",", 1);
         al_sb_put(&h, "\"__metadata__\":{", 16);
         for (int i = 0; i < nkv; i++) {
-            if (!kv[2 * i] || !kv[2 * i + 1]) { free(h.p); return al_seterr(err, "%s: metadata pair %d has a NULL key or value", path, i); }
+            if (!kv[2 * i] || !kv[2 * i + 1]) { free(h.p); return al_seterr(err, "%s: metadata pair %d has a NULL key or value", al_path_short(path), i); }
             if (i) al_sb_put(&h, ",", 1);
             al_json_put_str(&h, kv[2 * i]); al_sb_put(&h, ":", 1); al_json_put_str(&h, kv[2 * i + 1]);
         }
@@ -68,11 +68,11 @@ al_status al_safetensors_save(const char *path, const al_params *p, const char *
     }
     al_sb_put(&h, "}", 1);
     while (h.n % 8) al_sb_put(&h, " ", 1);   /* pad so the data starts 8-byte aligned */
-    if (h.oom) { free(h.p); return al_seterr(err, "%s: out of memory building the header", path); }
+    if (h.oom) { free(h.p); return al_seterr(err, "%s: out of memory building the header", al_path_short(path)); }
 
     size_t total = 8 + h.n + (size_t)off;
     unsigned char *buf = malloc(total);
-    if (!buf) { free(h.p); return al_seterr(err, "%s: out of memory (%zu bytes)", path, total); }
+    if (!buf) { free(h.p); return al_seterr(err, "%s: out of memory (%zu bytes)", al_path_short(path), total); }
     uint64_t hl = h.n;
     for (int k = 0; k < 8; k++) buf[k] = (unsigned char)(hl >> (8 * k));
     memcpy(buf + 8, h.p, h.n);
@@ -119,36 +119,48 @@ static al_status st_read_header(int fd, const char *path, st_header *h, al_error
 {
     memset(h, 0, sizeof *h);
     struct stat sb;
-    if (fstat(fd, &sb) != 0) return al_seterr(err, "%s: stat failed: %s", path, strerror(errno));
+    if (fstat(fd, &sb) != 0) return al_seterr(err, "%s: stat failed: %s", al_path_short(path), strerror(errno));
+    if (S_ISDIR(sb.st_mode)) return al_seterr(err, "%s: is a directory, expected a safetensors file", al_path_short(path));
     uint64_t fsize = (uint64_t)sb.st_size;
-    if (fsize < 8) return al_seterr(err, "%s: truncated safetensors file: %llu bytes, the 8-byte header length is missing", path, (unsigned long long)fsize);
+    if (fsize < 8) return al_seterr(err, "%s: truncated safetensors file: %llu bytes, the 8-byte header length is missing", al_path_short(path), (unsigned long long)fsize);
     unsigned char lb[8];
-    if (al_pread_all(fd, lb, 8, 0) != 0) return al_seterr(err, "%s: read failed", path);
+    if (al_pread_all(fd, lb, 8, 0) != 0) return al_seterr(err, "%s: read failed: %s", al_path_short(path), strerror(errno));
     uint64_t hl = 0;
     for (int k = 7; k >= 0; k--) hl = hl << 8 | lb[k];
-    if (hl > fsize - 8) return al_seterr(err, "%s: header length %llu is larger than the file (%llu bytes) allows: truncated or not a safetensors file", path, (unsigned long long)hl, (unsigned long long)fsize);
-    if (hl > ST_MAX_HEADER) return al_seterr(err, "%s: header length %llu exceeds the %llu-byte limit", path, (unsigned long long)hl, (unsigned long long)ST_MAX_HEADER);
-    if (hl < 2) return al_seterr(err, "%s: header of %llu bytes cannot hold a JSON object", path, (unsigned long long)hl);
+    if (hl > fsize - 8) return al_seterr(err, "%s: header length %llu is larger than the file (%llu bytes) allows: truncated or not a safetensors file", al_path_short(path), (unsigned long long)hl, (unsigned long long)fsize);
+    if (hl > ST_MAX_HEADER) return al_seterr(err, "%s: header length %llu exceeds the %llu-byte limit", al_path_short(path), (unsigned long long)hl, (unsigned long long)ST_MAX_HEADER);
+    if (hl < 2) return al_seterr(err, "%s: header of %llu bytes cannot hold a JSON object", al_path_short(path), (unsigned long long)hl);
     h->fsize = fsize; h->hl = hl;
     h->text = malloc(hl + 1);
-    if (!h->text) { st_header_free(h); return al_seterr(err, "%s: out of memory", path); }
-    if (al_pread_all(fd, h->text, hl, 8) != 0) { st_header_free(h); return al_seterr(err, "%s: read of the header failed", path); }
+    if (!h->text) { st_header_free(h); return al_seterr(err, "%s: out of memory", al_path_short(path)); }
+    if (al_pread_all(fd, h->text, hl, 8) != 0) { st_header_free(h); return al_seterr(err, "%s: read of the header failed", al_path_short(path)); }
     h->text[hl] = 0;
     char jerrbuf[200];
     h->root = al_json_parse(h->text, hl, jerrbuf, sizeof jerrbuf);
-    if (!h->root) { st_header_free(h); return al_seterr(err, "%s: the header is not valid JSON: %s", path, jerrbuf); }
-    if (h->root->t != AL_J_OBJ) { st_header_free(h); return al_seterr(err, "%s: the header is not a JSON object", path); }
+    if (!h->root) { st_header_free(h); return al_seterr(err, "%s: the header is not valid JSON: %s", al_path_short(path), jerrbuf); }
+    if (h->root->t != AL_J_OBJ) { st_header_free(h); return al_seterr(err, "%s: the header is not a JSON object", al_path_short(path)); }
     const al_jval *v = al_json_get(h->root, "__metadata__");
     if (v) {
-        if (v->t != AL_J_OBJ) { st_header_free(h); return al_seterr(err, "%s: __metadata__ is not an object", path); }
+        if (v->t != AL_J_OBJ) { st_header_free(h); return al_seterr(err, "%s: __metadata__ is not an object", al_path_short(path)); }
         for (int k = 0; k < v->n; k++)
             if (v->kids[k]->t != AL_J_STR) {
-                al_seterr(err, "%s: __metadata__ value of '%s' is not a string", path, v->keys[k]);
+                al_seterr(err, "%s: __metadata__ value of '%s' is not a string", al_path_short(path), v->keys[k]);
                 st_header_free(h); return AL_ERR;
             }
         h->meta = v;
     }
     return AL_OK;
+}
+
+/* st_read_header on path, opened and closed here. */
+static al_status st_open_header(const char *path, st_header *h, al_error *err)
+{
+    memset(h, 0, sizeof *h);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return al_seterr(err, "%s: cannot open checkpoint: %s", al_path_short(path), strerror(errno));
+    al_status st = st_read_header(fd, path, h, err);
+    close(fd);
+    return st;
 }
 
 /* A malloc'd copy of the __metadata__ object's text as written in the file ("{}" if there is none). */
@@ -159,66 +171,102 @@ static al_status st_meta_text(const st_header *h, const char *path, char **meta,
         *meta = malloc(L + 1);
         if (*meta) { memcpy(*meta, h->text + h->meta->beg, L); (*meta)[L] = 0; }
     } else *meta = strdup("{}");
-    return *meta ? AL_OK : al_seterr(err, "%s: out of memory", path);
+    return *meta ? AL_OK : al_seterr(err, "%s: out of memory", al_path_short(path));
 }
 
 al_status al_safetensors_read_meta(const char *path, char **meta, al_error *err)
 {
     *meta = NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return al_seterr(err, "%s: cannot open checkpoint: %s", path, strerror(errno));
     st_header h;
-    al_status st = st_read_header(fd, path, &h, err);
-    close(fd);
+    al_status st = st_open_header(path, &h, err);
     if (st != AL_OK) return st;
-    if (!h.meta) st = al_seterr(err, "%s: no __metadata__ in the safetensors header", path);
+    if (!h.meta) st = al_seterr(err, "%s: no __metadata__ in the safetensors header", al_path_short(path));
     else st = st_meta_text(&h, path, meta, err);
     st_header_free(&h);
     return st;
 }
 
 /* ---------------- tensors ---------------- */
+static al_status st_parse_entry(const char *path, const char *name, const al_jval *v, uint64_t dsize,
+                                st_entry *e, al_error *err);
+al_status al_safetensors_read_info(const char *path, char **meta, uint64_t *tensor_bytes, int *ntensors, al_error *err)
+{
+    if (meta) *meta = NULL;
+    *tensor_bytes = 0; *ntensors = 0;
+    st_header h;
+    al_status st = st_open_header(path, &h, err);
+    if (st != AL_OK) return st;
+    const uint64_t dsize = h.fsize - 8 - h.hl;
+    uint64_t sum = 0;
+    int n = 0;
+    for (int i = 0; i < h.root->n && st == AL_OK; i++) {
+        if (!strcmp(h.root->keys[i], "__metadata__")) continue;
+        st_entry e;
+        st = st_parse_entry(path, h.root->keys[i], h.root->kids[i], dsize, &e, err);
+        if (st == AL_OK) { sum = al_size_add(sum, e.end - e.beg); n++; }
+    }
+    if (st == AL_OK && meta) {
+        if (!h.meta) st = al_seterr(err, "%s: no __metadata__ in the safetensors header", al_path_short(path));
+        else st = st_meta_text(&h, path, meta, err);
+    }
+    if (st == AL_OK) { *tensor_bytes = sum; *ntensors = n; }
+    st_header_free(&h);
+    return st;
+}
+
+
 /* Checks the header entry `name` → v against the data section (dsize bytes) and the model's parameter
  * of that name; fills *e. */
-static al_status st_check_entry(const char *path, const char *name, const al_jval *v, uint64_t dsize,
-                                al_params *p, st_entry *e, al_error *err)
+static al_status st_parse_entry(const char *path, const char *name, const al_jval *v, uint64_t dsize,
+                                st_entry *e, al_error *err)
 {
-    if (v->t != AL_J_OBJ) return al_seterr(err, "%s: tensor '%s': entry is not an object", path, name);
+    memset(e, 0, sizeof *e);
+    if (v->t != AL_J_OBJ) return al_seterr(err, "%s: tensor '%s': entry is not an object", al_path_short(path), name);
     const al_jval *dt = al_json_get(v, "dtype"), *sh = al_json_get(v, "shape"), *of = al_json_get(v, "data_offsets");
-    if (!dt || dt->t != AL_J_STR) return al_seterr(err, "%s: tensor '%s': missing or non-string dtype", path, name);
-    if (strcmp(dt->s, "F32")) return al_seterr(err, "%s: tensor '%s' has dtype %s; only F32 is supported", path, name, dt->s);
-    if (!sh || sh->t != AL_J_ARR) return al_seterr(err, "%s: tensor '%s': missing shape array", path, name);
-    if (!of || of->t != AL_J_ARR || of->n != 2) return al_seterr(err, "%s: tensor '%s': data_offsets must be an array of two integers", path, name);
+    if (!dt || dt->t != AL_J_STR) return al_seterr(err, "%s: tensor '%s': missing or non-string dtype", al_path_short(path), name);
+    if (strcmp(dt->s, "F32")) return al_seterr(err, "%s: tensor '%s' has dtype %s; only F32 is supported", al_path_short(path), name, dt->s);
+    if (!sh || sh->t != AL_J_ARR) return al_seterr(err, "%s: tensor '%s': missing shape array", al_path_short(path), name);
+    if (!of || of->t != AL_J_ARR || of->n != 2) return al_seterr(err, "%s: tensor '%s': data_offsets must be an array of two integers", al_path_short(path), name);
     uint64_t numel = 1;
     for (int k = 0; k < sh->n; k++) {
         const al_jval *d = sh->kids[k];
-        if (d->t != AL_J_NUM || !d->is_int || d->i < 0 || d->i > ((int64_t)1 << 40)) return al_seterr(err, "%s: tensor '%s': shape entry %d is not a valid dimension", path, name, k);
+        if (d->t != AL_J_NUM || !d->is_int || d->i < 0 || d->i > ((int64_t)1 << 40)) return al_seterr(err, "%s: tensor '%s': shape entry %d is not a valid dimension", al_path_short(path), name, k);
         numel *= (uint64_t)d->i;
-        if (numel > ((uint64_t)1 << 40)) return al_seterr(err, "%s: tensor '%s': shape is absurdly large", path, name);
+        if (numel > ((uint64_t)1 << 40)) return al_seterr(err, "%s: tensor '%s': shape is absurdly large", al_path_short(path), name);
     }
     int64_t ob[2];
     for (int k = 0; k < 2; k++) {
         const al_jval *d = of->kids[k];
-        if (d->t != AL_J_NUM || !d->is_int || d->i < 0) return al_seterr(err, "%s: tensor '%s': data_offsets[%d] is not a non-negative integer", path, name, k);
+        if (d->t != AL_J_NUM || !d->is_int || d->i < 0) return al_seterr(err, "%s: tensor '%s': data_offsets[%d] is not a non-negative integer", al_path_short(path), name, k);
         ob[k] = d->i;
     }
     if (ob[1] < ob[0] || (uint64_t)ob[1] > dsize)
-        return al_seterr(err, "%s: tensor '%s': data_offsets [%lld, %lld] out of range (data section is %llu bytes%s)", path, name,
+        return al_seterr(err, "%s: tensor '%s': data_offsets [%lld, %lld] out of range (data section is %llu bytes%s)", al_path_short(path), name,
                          (long long)ob[0], (long long)ob[1], (unsigned long long)dsize,
                          ob[1] >= ob[0] && (uint64_t)ob[1] > dsize ? ": truncated file?" : "");
     if ((uint64_t)(ob[1] - ob[0]) != numel * 4)
-        return al_seterr(err, "%s: tensor '%s': data_offsets span %lld bytes but shape needs %llu", path, name,
+        return al_seterr(err, "%s: tensor '%s': data_offsets span %lld bytes but shape needs %llu", al_path_short(path), name,
                          (long long)(ob[1] - ob[0]), (unsigned long long)(numel * 4));
+    e->name = name; e->beg = (uint64_t)ob[0]; e->end = (uint64_t)ob[1];
+    return AL_OK;
+}
+
+/* st_parse_entry, then the model's parameter of that name must exist with the same shape. */
+static al_status st_check_entry(const char *path, const char *name, const al_jval *v, uint64_t dsize,
+                                al_params *p, st_entry *e, al_error *err)
+{
+    if (st_parse_entry(path, name, v, dsize, e, err) != AL_OK) return AL_ERR;
+    const al_jval *sh = al_json_get(v, "shape");
     al_tensor *t = al_params_find(p, name);
-    if (!t) return al_seterr(err, "%s: tensor '%s' is in the file but not in the model", path, name);
+    if (!t) return al_seterr(err, "%s: tensor '%s' is in the file but not in the model", al_path_short(path), name);
     int same = sh->n == t->ndim;
     for (int k = 0; same && k < t->ndim; k++) same = sh->kids[k]->i == t->shape[k];
     if (!same) {
         char a[128], b[64];
         shape_text(a, sizeof a, sh);
-        return al_seterr(err, "%s: tensor '%s': shape mismatch: file has %s, model has %s", path, name, a, al_shape_str(t, b, sizeof b));
+        return al_seterr(err, "%s: tensor '%s': shape mismatch: file has %s, model has %s", al_path_short(path), name, a, al_shape_str(t, b, sizeof b));
     }
-    e->name = name; e->beg = (uint64_t)ob[0]; e->end = (uint64_t)ob[1]; e->t = t;
+    e->t = t;
     return AL_OK;
 }
 
@@ -228,12 +276,12 @@ static al_status st_check_cover(const char *path, const al_params *p, st_entry *
     for (int i = 0; i < p->n; i++) {
         int found = 0;
         for (int k = 0; k < ne && !found; k++) found = ent[k].t == p->t[i];
-        if (!found) return al_seterr(err, "%s: tensor '%s' is missing from the file", path, p->t[i]->name);
+        if (!found) return al_seterr(err, "%s: tensor '%s' is missing from the file", al_path_short(path), p->t[i]->name);
     }
     qsort(ent, (size_t)ne, sizeof *ent, cmp_entry);
     for (int k = 1; k < ne; k++)
         if (ent[k].beg < ent[k - 1].end)
-            return al_seterr(err, "%s: tensors '%s' [%llu, %llu) and '%s' [%llu, %llu) overlap", path,
+            return al_seterr(err, "%s: tensors '%s' [%llu, %llu) and '%s' [%llu, %llu) overlap", al_path_short(path),
                              ent[k - 1].name, (unsigned long long)ent[k - 1].beg, (unsigned long long)ent[k - 1].end,
                              ent[k].name, (unsigned long long)ent[k].beg, (unsigned long long)ent[k].end);
     return AL_OK;
@@ -245,7 +293,7 @@ static al_status st_read_tensors(int fd, const char *path, uint64_t hl, const st
                                  const al_params *p, float *stage /* (p->total) */, al_error *err)
 {
     unsigned char *raw = malloc(1 << 20);
-    if (!raw) return al_seterr(err, "%s: out of memory", path);
+    if (!raw) return al_seterr(err, "%s: out of memory", al_path_short(path));
     for (int k = 0; k < ne; k++) {
         al_tensor *t = ent[k].t;
         float *dst = stage + (t->data - p->data);
@@ -255,7 +303,7 @@ static al_status st_read_tensors(int fd, const char *path, uint64_t hl, const st
             int r = al_pread_all(fd, raw, chunk, (off_t)(8 + hl + ent[k].beg + done));
             if (r != 0) {
                 free(raw);
-                return al_seterr(err, "%s: tensor '%s': read failed at byte %llu", path, ent[k].name, (unsigned long long)(8 + hl + ent[k].beg + done));
+                return al_seterr(err, "%s: tensor '%s': read failed at byte %llu", al_path_short(path), ent[k].name, (unsigned long long)(8 + hl + ent[k].beg + done));
             }
             get_le32(dst + done / 4, raw, (int64_t)(chunk / 4));
             done += chunk;
@@ -268,16 +316,16 @@ static al_status st_read_tensors(int fd, const char *path, uint64_t hl, const st
 al_status al_safetensors_load(const char *path, al_params *p, char **meta, al_error *err)
 {
     if (meta) *meta = NULL;
-    if (!p || (p->n > 0 && !p->data)) return al_seterr(err, "%s: parameters are not finalized; nothing to load into", path);
+    if (!p || (p->n > 0 && !p->data)) return al_seterr(err, "%s: parameters are not finalized; nothing to load into", al_path_short(path));
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return al_seterr(err, "%s: cannot open checkpoint: %s", path, strerror(errno));
+    if (fd < 0) return al_seterr(err, "%s: cannot open checkpoint: %s", al_path_short(path), strerror(errno));
     al_status st = AL_ERR;
     st_entry *ent = NULL; float *stage = NULL;
     st_header h;
     if (st_read_header(fd, path, &h, err) != AL_OK) { close(fd); return AL_ERR; }
     uint64_t dsize = h.fsize - 8 - h.hl;   /* bytes of tensor data */
     ent = calloc((size_t)h.root->n + 1, sizeof *ent);
-    if (!ent) { al_seterr(err, "%s: out of memory", path); goto out; }
+    if (!ent) { al_seterr(err, "%s: out of memory", al_path_short(path)); goto out; }
     int ne = 0;
     for (int i = 0; i < h.root->n; i++) {
         if (!strcmp(h.root->keys[i], "__metadata__")) continue;
@@ -287,7 +335,7 @@ al_status al_safetensors_load(const char *path, al_params *p, char **meta, al_er
     if (st_check_cover(path, p, ent, ne, err) != AL_OK) goto out;
     /* Everything checked: read into a staging copy so a failed read leaves the parameters untouched. */
     stage = malloc((size_t)(p->total > 0 ? p->total : 1) * sizeof(float));
-    if (!stage) { al_seterr(err, "%s: out of memory", path); goto out; }
+    if (!stage) { al_seterr(err, "%s: out of memory", al_path_short(path)); goto out; }
     if (st_read_tensors(fd, path, h.hl, ent, ne, p, stage, err) != AL_OK) goto out;
     if (meta && st_meta_text(&h, path, meta, err) != AL_OK) goto out;
     if (p->total > 0) memcpy(p->data, stage, (size_t)p->total * sizeof(float));

@@ -1,0 +1,10 @@
+/* stb_impl.h — the allocation cap stb_image runs under (internal; stb_impl.c). */
+#ifndef ATTNLAB_DATA_STB_IMPL_H
+#define ATTNLAB_DATA_STB_IMPL_H
+#include <stddef.h>
+/* Largest single allocation stb_image may make on this thread; 0: the memory budget (io.h). A chunk
+ * length in a tiny PNG made stb_image realloc 1.3 GB before finding the data missing (fuzz_image). */
+void al__stbi_cap_set(size_t bytes);   /* also clears the refusal below */
+/* The largest allocation the cap refused since al__stbi_cap_set, or 0. */
+size_t al__stbi_refused(void);
+#endif
