@@ -157,6 +157,120 @@ static const char *clip(const char *s, char *b, size_t n)
     return b;
 }
 
+/* The corpus being read: forms (NUL-separated in text, offsets in foff), tags, sentence starts/lines. */
+typedef struct corpus {
+    int *tag, *sent; long *sline; size_t *foff; char *text;
+    size_t cap_tag, cap_foff, cap_sent, cap_sline, cap_text, text_len;
+    int ntok, nsent, maxs;
+} corpus;
+
+/* Close the sentence of in_sent words that began on block_line; 0, or -1 when out of memory. */
+static int end_sentence(corpus *cp, int in_sent, long block_line)
+{
+    if (in_sent == 0) return 0;
+    if (!grow((void **)&cp->sent, &cp->cap_sent, (size_t)cp->nsent + 2, sizeof *cp->sent) ||
+        !grow((void **)&cp->sline, &cp->cap_sline, (size_t)cp->nsent + 1, sizeof *cp->sline)) return -1;
+    cp->sline[cp->nsent] = block_line;
+    cp->sent[++cp->nsent] = cp->ntok;
+    if (in_sent > cp->maxs) cp->maxs = in_sent;
+    return 0;
+}
+
+/* The fields of a word line (already split at tabs into f[0..10)): 1 = a word (*tag set), 0 = a line
+ * that tagging skips (multi-word token range, empty node), -1 = an error naming path:line. */
+static int word_fields(char *const *f, const char *path, long line, int in_sent, int untagged, int *tag, al_error *err)
+{
+    char cb[64];
+    if (strchr(f[0], '-') && digits_sep_digits(f[0], '-')) return 0;   /* multi-word token: its words follow */
+    if (strchr(f[0], '.') && digits_sep_digits(f[0], '.')) return 0;   /* empty node of the enhanced graph */
+    if (strchr(f[0], '-') || strchr(f[0], '.') || !all_digits(f[0])) {
+        al_seterr(err, "%s:%ld: field 1 (ID) '%s' is not an integer, a range A-B or a decimal A.B", al_path_short(path), line, clip(f[0], cb, sizeof cb));
+        return -1;
+    }
+    errno = 0;
+    long id = strtol(f[0], NULL, 10);
+    if (errno || id != in_sent + 1) {
+        al_seterr(err, "%s:%ld: field 1 (ID) '%s' does not continue the sentence (expected %d)", al_path_short(path), line, clip(f[0], cb, sizeof cb), in_sent + 1);
+        return -1;
+    }
+    if (!f[1][0]) { al_seterr(err, "%s:%ld: field 2 (FORM) is empty", al_path_short(path), line); return -1; }
+    *tag = al_upos_index(f[3]);
+    if (*tag < 0 && !(untagged && strcmp(f[3], "_") == 0)) {
+        al_seterr(err, "%s:%ld: field 4 (UPOS) '%s' is not a UPOS tag%s", al_path_short(path), line, clip(f[3], cb, sizeof cb),
+                  strcmp(f[3], "_") == 0 ? " (untagged input not allowed here)" : "");
+        return -1;
+    }
+    return 1;
+}
+
+/* Append word `form` with `tag` to the corpus, within the memory budget; 0, -1 (err set) or -2 (oom). */
+static int add_word(corpus *cp, const char *form, int tag, const char *path, long line, al_error *err)
+{
+    if (cp->ntok == INT_MAX - 1) { al_seterr(err, "%s:%ld: too many words", al_path_short(path), line); return -1; }
+    const size_t fl = strlen(form) + 1;
+    /* the whole corpus in memory: forms, per-word tag, offset and pointer, per-sentence start and line */
+    const uint64_t need = al_size_add(al_size_add((uint64_t)cp->text_len, fl),
+                                      al_size_add(al_size_mul((uint64_t)cp->ntok + 1, sizeof *cp->tag + sizeof *cp->foff + sizeof(char *)),
+                                                  al_size_mul((uint64_t)cp->nsent + 2, sizeof *cp->sent + sizeof *cp->sline)));
+    if (need > al_mem_budget()) {
+        al_mem_check(need, err, "%s:%ld: the corpus read so far (%d words in %d sentences)", path, line, cp->ntok + 1, cp->nsent + 1);
+        return -1;
+    }
+    if (!grow((void **)&cp->tag, &cp->cap_tag, (size_t)cp->ntok + 1, sizeof *cp->tag) ||
+        !grow((void **)&cp->foff, &cp->cap_foff, (size_t)cp->ntok + 1, sizeof *cp->foff) ||
+        !grow((void **)&cp->text, &cp->cap_text, cp->text_len + fl, 1)) return -2;
+    memcpy(cp->text + cp->text_len, form, fl);
+    cp->foff[cp->ntok] = cp->text_len; cp->text_len += fl;
+    cp->tag[cp->ntok++] = tag;
+    return 0;
+}
+
+/* Read every line of r into cp; 0, -1 (err set) or -2 (out of memory). */
+static int read_lines(reader *r, corpus *cp, int max_len, int untagged, al_error *err)
+{
+    const char *path = r->path;
+    int in_sent = 0, k;
+    long block_line = 0;
+    char *line;
+    size_t len;
+    while ((k = next_line(r, &line, &len, err)) == 1) {
+        const char *why;
+        long bad = utf8_bad((const unsigned char *)line, len, &why);
+        if (bad >= 0) {
+            al_seterr(err, "%s:%ld: byte 0x%02X at column %ld is not valid UTF-8 (%s)", al_path_short(path), r->line,
+                      (unsigned char)line[bad], bad + 1, why);
+            return -1;
+        }
+        if (len == 0) {                                  /* blank line: the sentence ends */
+            if (end_sentence(cp, in_sent, block_line)) return -2;
+            in_sent = 0; block_line = 0;
+            continue;
+        }
+        if (!block_line) block_line = r->line;
+        if (line[0] == '#') continue;
+        char *f[10];
+        int nf = 1, tag;
+        f[0] = line;
+        for (char *q = line; *q; q++)
+            if (*q == '\t') { if (nf < 10) f[nf] = q + 1; nf++; *q = 0; }
+        if (nf != 10) {
+            al_seterr(err, "%s:%ld: %d tab-separated field%s, expected 10", al_path_short(path), r->line, nf, nf == 1 ? "" : "s");
+            return -1;
+        }
+        int w = word_fields(f, path, r->line, in_sent, untagged, &tag, err);
+        if (w <= 0) { if (w < 0) return -1; continue; }
+        if (in_sent >= max_len) {
+            al_seterr(err, "%s:%ld: sentence has more than %d words (max_len)", al_path_short(path), block_line, max_len);
+            return -1;
+        }
+        int a = add_word(cp, f[1], tag, path, r->line, err);
+        if (a) return a;
+        in_sent++;
+    }
+    if (k < 0) return -1;
+    return end_sentence(cp, in_sent, block_line) ? -2 : 0;   /* last sentence without a blank line after it */
+}
+
 al_status al_conllu_read(const char *path, const al_conllu_opts *opts, al_conllu *out, al_error *err)
 {
     memset(out, 0, sizeof *out);
@@ -172,122 +286,27 @@ al_status al_conllu_read(const char *path, const al_conllu_opts *opts, al_conllu
     if (!r.gz) return al_seterr(err, "%s: cannot open: %s", al_path_short(path), errno ? strerror(errno) : "out of memory");
     r.buf = malloc(WIN);
     if (!r.buf) { gzclose(r.gz); return al_seterr(err, "%s: out of memory", al_path_short(path)); }
-
-    const uint64_t budget = al_mem_budget();
-    int *tag = NULL, *sent = NULL; long *sline = NULL; size_t *foff = NULL; char *text = NULL;
-    size_t cap_tag = 0, cap_foff = 0, cap_sent = 0, cap_sline = 0, cap_text = 0, text_len = 0;
-    int ntok = 0, nsent = 0, in_sent = 0, maxs = 0;
-    long block_line = 0;
-    char *line, cb[64];
-    size_t len;
-    int k;
+    corpus cp;
+    memset(&cp, 0, sizeof cp);
     al_status st = AL_ERR;
-    if (!grow((void **)&sent, &cap_sent, 1, sizeof *sent)) goto oom;
-    sent[0] = 0;
-    while ((k = next_line(&r, &line, &len, err)) == 1) {
-        const char *why;
-        long bad = utf8_bad((const unsigned char *)line, len, &why);
-        if (bad >= 0) {
-            al_seterr(err, "%s:%ld: byte 0x%02X at column %ld is not valid UTF-8 (%s)", al_path_short(path), r.line,
-                      (unsigned char)line[bad], bad + 1, why);
-            goto fail;
-        }
-        if (len == 0) {                                  /* blank line: the sentence ends */
-            if (in_sent > 0) {
-                if (!grow((void **)&sent, &cap_sent, (size_t)nsent + 2, sizeof *sent) ||
-                    !grow((void **)&sline, &cap_sline, (size_t)nsent + 1, sizeof *sline)) goto oom;
-                sline[nsent] = block_line;
-                sent[++nsent] = ntok;
-                if (in_sent > maxs) maxs = in_sent;
-            }
-            in_sent = 0; block_line = 0;
-            continue;
-        }
-        if (!block_line) block_line = r.line;
-        if (line[0] == '#') continue;
-        char *f[10];
-        int nf = 1;
-        f[0] = line;
-        for (char *q = line; *q; q++)
-            if (*q == '\t') { if (nf < 10) f[nf] = q + 1; nf++; *q = 0; }
-        if (nf != 10) {
-            al_seterr(err, "%s:%ld: %d tab-separated field%s, expected 10", al_path_short(path), r.line, nf, nf == 1 ? "" : "s");
-            goto fail;
-        }
-        if (strchr(f[0], '-')) {                         /* multi-word token: its words follow */
-            if (!digits_sep_digits(f[0], '-')) goto bad_id;
-            continue;
-        }
-        if (strchr(f[0], '.')) {                         /* empty node of the enhanced graph */
-            if (!digits_sep_digits(f[0], '.')) goto bad_id;
-            continue;
-        }
-        if (!all_digits(f[0])) goto bad_id;
-        errno = 0;
-        long id = strtol(f[0], NULL, 10);
-        if (errno || id != in_sent + 1) {
-            al_seterr(err, "%s:%ld: field 1 (ID) '%s' does not continue the sentence (expected %d)", al_path_short(path), r.line, clip(f[0], cb, sizeof cb), in_sent + 1);
-            goto fail;
-        }
-        if (!f[1][0]) { al_seterr(err, "%s:%ld: field 2 (FORM) is empty", al_path_short(path), r.line); goto fail; }
-        int t = al_upos_index(f[3]);
-        if (t < 0 && !(untagged && strcmp(f[3], "_") == 0)) {
-            al_seterr(err, "%s:%ld: field 4 (UPOS) '%s' is not a UPOS tag%s", al_path_short(path), r.line, clip(f[3], cb, sizeof cb),
-                      strcmp(f[3], "_") == 0 ? " (untagged input not allowed here)" : "");
-            goto fail;
-        }
-        if (in_sent >= max_len) {
-            al_seterr(err, "%s:%ld: sentence has more than %d words (max_len)", al_path_short(path), block_line, max_len);
-            goto fail;
-        }
-        if (ntok == INT_MAX - 1) { al_seterr(err, "%s:%ld: too many words", al_path_short(path), r.line); goto fail; }
-        const size_t fl = strlen(f[1]) + 1;
-        /* the whole corpus in memory: forms, per-word tag, offset and pointer, per-sentence start and line */
-        const uint64_t need = al_size_add(al_size_add((uint64_t)text_len, fl),
-                                          al_size_add(al_size_mul((uint64_t)ntok + 1, sizeof *tag + sizeof *foff + sizeof(char *)),
-                                                      al_size_mul((uint64_t)nsent + 2, sizeof *sent + sizeof *sline)));
-        if (need > budget) {
-            al_mem_check(need, err, "%s:%ld: the corpus read so far (%d words in %d sentences)", path, r.line, ntok + 1, nsent + 1);
-            goto fail;
-        }
-        if (!grow((void **)&tag, &cap_tag, (size_t)ntok + 1, sizeof *tag) ||
-            !grow((void **)&foff, &cap_foff, (size_t)ntok + 1, sizeof *foff) ||
-            !grow((void **)&text, &cap_text, text_len + fl, 1)) goto oom;
-        memcpy(text + text_len, f[1], fl);
-        foff[ntok] = text_len; text_len += fl;
-        tag[ntok++] = t;
-        in_sent++;
-        continue;
-    bad_id:
-        al_seterr(err, "%s:%ld: field 1 (ID) '%s' is not an integer, a range A-B or a decimal A.B", al_path_short(path), r.line, clip(f[0], cb, sizeof cb));
-        goto fail;
-    }
-    if (k < 0) goto fail;
-    if (in_sent > 0) {                                   /* last sentence without a blank line after it */
-        if (!grow((void **)&sent, &cap_sent, (size_t)nsent + 2, sizeof *sent) ||
-            !grow((void **)&sline, &cap_sline, (size_t)nsent + 1, sizeof *sline)) goto oom;
-        sline[nsent] = block_line;
-        sent[++nsent] = ntok;
-        if (in_sent > maxs) maxs = in_sent;
-    }
-    if (nsent == 0) {
+    int rc = grow((void **)&cp.sent, &cp.cap_sent, 1, sizeof *cp.sent) ? 0 : -2;
+    if (!rc) { cp.sent[0] = 0; rc = read_lines(&r, &cp, max_len, untagged, err); }
+    if (!rc && cp.nsent == 0) {
         al_seterr(err, "%s: no sentence (%s)", al_path_short(path), r.line == 0 ? "empty file" : "no word lines");
-        goto fail;
+        rc = -1;
     }
-    out->form = malloc((size_t)ntok * sizeof *out->form);
-    if (!out->form) goto oom;
-    for (int i = 0; i < ntok; i++) out->form[i] = text + foff[i];
-    out->nsent = nsent; out->ntok = ntok; out->sent_start = sent; out->sent_line = sline;
-    out->tag = tag; out->text = text; out->max_sent_len = maxs;
-    free(foff);
-    st = AL_OK;
-    goto done;
-oom:
-    al_seterr(err, "%s:%ld: out of memory", al_path_short(path), r.line);
-fail:
-    free(tag); free(sent); free(sline); free(foff); free(text);
-    memset(out, 0, sizeof *out);
-done:
+    if (!rc && !(out->form = malloc((size_t)cp.ntok * sizeof *out->form))) rc = -2;
+    if (rc == -2) al_seterr(err, "%s:%ld: out of memory", al_path_short(path), r.line);
+    if (!rc) {
+        for (int i = 0; i < cp.ntok; i++) out->form[i] = cp.text + cp.foff[i];
+        out->nsent = cp.nsent; out->ntok = cp.ntok; out->sent_start = cp.sent; out->sent_line = cp.sline;
+        out->tag = cp.tag; out->text = cp.text; out->max_sent_len = cp.maxs;
+        free(cp.foff);
+        st = AL_OK;
+    } else {
+        free(cp.tag); free(cp.sent); free(cp.sline); free(cp.foff); free(cp.text);
+        memset(out, 0, sizeof *out);
+    }
     free(r.buf);
     gzclose(r.gz);
     return st;

@@ -557,6 +557,74 @@ static void fill_splits(const fload *L, int nclass, const uint8_t *all /* (L->n,
         }
 }
 
+/* The whole decode of L's files at C×H×W, budgeted before any of it: the decoded set (twice: all +
+ * the splits) and, per decoding thread, the largest file's stb_image buffer and its resized copy. */
+static al_status budget_decode(const fload *L, const char *dir, int C, int H, int W, int64_t per, al_error *err)
+{
+    uint64_t biggest = 0; int bi = 0;
+    for (int i = 0; i < L->n; i++) {
+        uint64_t b = al_size_mul(al_size_mul((uint64_t)L->e[i].w, (uint64_t)L->e[i].h), (uint64_t)(L->e[i].comp > C ? L->e[i].comp : C));
+        if (b > biggest) { biggest = b; bi = i; }
+    }
+    uint64_t need = al_size_add(al_size_mul(al_size_mul((uint64_t)L->n, (uint64_t)per), 2),
+                                al_size_mul(al_size_add(biggest, (uint64_t)per), (uint64_t)decode_threads()));
+    char pb[200];
+    return al_mem_check(need, err, "%s: %d images at %dx%dx%d (the largest file, %s, is %dx%d)", dir, L->n, C, H, W,
+                        al_path_abbrev(L->e[bi].path, pb, sizeof pb), L->e[bi].w, L->e[bi].h);
+}
+
+/* The class directories (of dir, or of dir/train when split_mode) and every image file in them,
+ * scanned into L (headers only); the test split's classes must be the training split's. */
+static al_status scan_folder(fload *L, const char *dir, const char *trdir, const char *tedir, int split_mode,
+                             strlist *classes, al_error *err)
+{
+    strlist top = {0}, testc = {0};
+    al_status st = AL_ERR;
+    const char *cbase = split_mode ? trdir : dir;
+    if (list_dir(cbase, &top, err)) goto done;
+    for (int i = 0; i < top.n; i++) {
+        char *p = path_join(cbase, top.s[i]);
+        if (!p) { al_seterr(err, "out of memory"); goto done; }
+        if (is_dir(p)) { if (sl_push(classes, top.s[i])) { free(p); al_seterr(err, "out of memory"); goto done; } }
+        else if (!(split_mode == 0 && (!strcmp(top.s[i], "train") || !strcmp(top.s[i], "test"))))
+            warnf(L, "%s: not a class directory, skipped", p);
+        free(p);
+    }
+    if (classes->n == 0) { al_seterr(err, "%s: no class directories (expected %s/CLASS/IMAGE files)", al_path_short(cbase), cbase); goto done; }
+    for (int k = 0; k < classes->n; k++) {
+        char *cd = path_join(cbase, classes->s[k]);
+        if (!cd) { al_seterr(err, "out of memory"); goto done; }
+        al_status s = scan_class(L, cd, k, 0, err);
+        free(cd);
+        if (s) goto done;
+    }
+    if (split_mode) {
+        if (list_dir(tedir, &testc, err)) goto done;
+        for (int i = 0; i < testc.n; i++) {
+            char *cd = path_join(tedir, testc.s[i]);
+            if (!cd) { al_seterr(err, "out of memory"); goto done; }
+            if (!is_dir(cd)) { warnf(L, "%s: not a class directory, skipped", cd); free(cd); continue; }
+            char **hit = bsearch(&testc.s[i], classes->s, (size_t)classes->n, sizeof *classes->s, cmp_str);
+            if (!hit) { al_seterr(err, "%s: class '%s' of the test split is not a class of %s", al_path_short(cd), testc.s[i], trdir); free(cd); goto done; }
+            al_status s = scan_class(L, cd, (int)(hit - classes->s), 1, err);
+            free(cd);
+            if (s) goto done;
+        }
+    }
+    if (L->n == 0) {
+        char db[120];
+        if (L->skipped) al_seterr(err, "no readable images in any class directory of %s (%d file%s skipped, the first: %s)",
+                                 al_path_abbrev(dir, db, sizeof db), L->skipped, L->skipped == 1 ? "" : "s", L->first);
+        else al_seterr(err, "%s: no readable images in any class directory", al_path_short(dir));
+        goto done;
+    }
+
+    st = AL_OK;
+done:
+    sl_free(&top); sl_free(&testc);
+    return st;
+}
+
 al_status al_image_folder_load(const char *dir, const al_folder_opts *opts, al_image_split *out, al_error *err)
 {
     memset(out, 0, sizeof *out);
@@ -564,7 +632,7 @@ al_status al_image_folder_load(const char *dir, const al_folder_opts *opts, al_i
     if (!opts) opts = &def;
     fload L = {0};
     L.o = opts;
-    strlist classes = {0}, top = {0}, testc = {0};
+    strlist classes = {0};
     uint8_t *all = NULL;
     int *cnt = NULL;
     char *trdir = NULL, *tedir = NULL;
@@ -581,44 +649,7 @@ al_status al_image_folder_load(const char *dir, const al_folder_opts *opts, al_i
     if (!trdir || !tedir) { al_seterr(err, "out of memory"); goto out; }
     int split_mode = is_dir(trdir) && is_dir(tedir);
     const char *cbase = split_mode ? trdir : dir;
-    if (list_dir(cbase, &top, err)) goto out;
-    for (int i = 0; i < top.n; i++) {
-        char *p = path_join(cbase, top.s[i]);
-        if (!p) { al_seterr(err, "out of memory"); goto out; }
-        if (is_dir(p)) { if (sl_push(&classes, top.s[i])) { free(p); al_seterr(err, "out of memory"); goto out; } }
-        else if (!(split_mode == 0 && (!strcmp(top.s[i], "train") || !strcmp(top.s[i], "test"))))
-            warnf(&L, "%s: not a class directory, skipped", p);
-        free(p);
-    }
-    if (classes.n == 0) { al_seterr(err, "%s: no class directories (expected %s/CLASS/IMAGE files)", al_path_short(cbase), cbase); goto out; }
-    for (int k = 0; k < classes.n; k++) {
-        char *cd = path_join(cbase, classes.s[k]);
-        if (!cd) { al_seterr(err, "out of memory"); goto out; }
-        al_status s = scan_class(&L, cd, k, 0, err);
-        free(cd);
-        if (s) goto out;
-    }
-    if (split_mode) {
-        if (list_dir(tedir, &testc, err)) goto out;
-        for (int i = 0; i < testc.n; i++) {
-            char *cd = path_join(tedir, testc.s[i]);
-            if (!cd) { al_seterr(err, "out of memory"); goto out; }
-            if (!is_dir(cd)) { warnf(&L, "%s: not a class directory, skipped", cd); free(cd); continue; }
-            char **hit = bsearch(&testc.s[i], classes.s, (size_t)classes.n, sizeof *classes.s, cmp_str);
-            if (!hit) { al_seterr(err, "%s: class '%s' of the test split is not a class of %s", al_path_short(cd), testc.s[i], trdir); free(cd); goto out; }
-            al_status s = scan_class(&L, cd, (int)(hit - classes.s), 1, err);
-            free(cd);
-            if (s) goto out;
-        }
-    }
-    if (L.n == 0) {
-        char db[120];
-        if (L.skipped) al_seterr(err, "no readable images in any class directory of %s (%d file%s skipped, the first: %s)",
-                                 al_path_abbrev(dir, db, sizeof db), L.skipped, L.skipped == 1 ? "" : "s", L.first);
-        else al_seterr(err, "%s: no readable images in any class directory", al_path_short(dir));
-        goto out;
-    }
-
+    if (scan_folder(&L, dir, trdir, tedir, split_mode, &classes, err)) goto out;
     /* Target size: the caller's, else the most common (ties: smallest h, then w). */
     int H = opts->h, W = opts->w;
     if (!H && common_size(&L, &H, &W, err)) goto out;
@@ -629,21 +660,7 @@ al_status al_image_folder_load(const char *dir, const al_folder_opts *opts, al_i
         al_seterr(err, "%s: %d images of %dx%dx%d need more than %lld bytes", al_path_short(dir), L.n, C, H, W, (long long)AL_DATA_MAX_BYTES);
         goto out;
     }
-    /* The whole decode, budgeted before any of it: the decoded set (twice: all + the splits) and, per
-     * decoding thread, the largest file's stb_image buffer and its resized copy. */
-    {
-        uint64_t biggest = 0; int bi = 0;
-        for (int i = 0; i < L.n; i++) {
-            uint64_t b = al_size_mul(al_size_mul((uint64_t)L.e[i].w, (uint64_t)L.e[i].h), (uint64_t)(L.e[i].comp > C ? L.e[i].comp : C));
-            if (b > biggest) { biggest = b; bi = i; }
-        }
-        uint64_t need = al_size_add(al_size_mul(al_size_mul((uint64_t)L.n, (uint64_t)per), 2),
-                                    al_size_mul(al_size_add(biggest, (uint64_t)per), (uint64_t)decode_threads()));
-        char pb[200];
-        if (al_mem_check(need, err, "%s: %d images at %dx%dx%d (the largest file, %s, is %dx%d)", dir, L.n, C, H, W,
-                         al_path_abbrev(L.e[bi].path, pb, sizeof pb), L.e[bi].w, L.e[bi].h))
-            goto out;
-    }
+    if (budget_decode(&L, dir, C, H, W, per, err)) goto out;
     all = malloc((size_t)((int64_t)L.n * per));
     if (!all) { al_seterr(err, "%s: out of memory for %d images", al_path_short(dir), L.n); goto out; }
 
@@ -688,7 +705,7 @@ al_status al_image_folder_load(const char *dir, const al_folder_opts *opts, al_i
 out:
     for (int i = 0; i < L.n; i++) { free(L.e[i].path); free(L.e[i].msg); }
     free(L.e); free(all); free(cnt); free(trdir); free(tedir);
-    sl_free(&classes); sl_free(&top); sl_free(&testc);
+    sl_free(&classes);
     if (st != AL_OK) al_image_split_free(out);
     return st;
 }
