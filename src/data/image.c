@@ -1,5 +1,6 @@
-/* data_image.c — image datasets: IDX (gzip or raw) readers, image folders via stb_image, seeded
- * class-stratified subsets, per-channel statistics and normalised float batches. See images.h. */
+/* image.c — image folders DIR/CLASS/IMAGE (or DIR/{train,test}/CLASS/IMAGE) via stb_image: headers
+ * scanned and the whole decode budgeted before any pixel is decoded, then decoded in parallel and
+ * split. IDX files are idx.c's, subsets/statistics/batches images.c's. See images.h. */
 #include "attnlab/images.h"
 #include "attnlab/io.h"
 #include <dirent.h>
@@ -20,6 +21,7 @@
 #endif
 #include "core/omp_impl.h"
 #include "data/stb_impl.h"
+#include "data/images_impl.h"
 
 /* Threads a parallel decode may use (1 without OpenMP). */
 static int decode_threads(void)
@@ -42,197 +44,6 @@ void al_image_split_free(al_image_split *s)
 {
     if (!s) return;
     al_images_free(&s->train); al_images_free(&s->test); s->skipped = 0;
-}
-
-/* ====================================================================================== */
-/* IDX                                                                                    */
-/* ====================================================================================== */
-typedef struct gzr { gzFile f; const char *path; uint64_t off; } gzr;
-
-/* Reads exactly n bytes or reports where the data ran out (offset in the uncompressed stream). */
-static al_status gz_exact(gzr *gz, void *buf, uint64_t n, const char *what, al_error *err)
-{
-    unsigned char *p = buf;
-    uint64_t done = 0;
-    while (done < n) {
-        unsigned chunk = n - done > (1u << 30) ? (1u << 30) : (unsigned)(n - done);
-        int k = gzread(gz->f, p + done, chunk);
-        if (k < 0) {
-            int zerr; const char *zm = gzerror(gz->f, &zerr);
-            return al_seterr(err, "%s: corrupt data at byte %llu of the uncompressed stream while reading %s: %s", al_path_short(gz->path), (unsigned long long)(gz->off + done), what, zm ? zm : "zlib error");
-        }
-        if (k == 0) {
-            int zerr; const char *zm = gzerror(gz->f, &zerr);
-            return al_seterr(err, "%s: data ran out at byte offset %llu while reading %s (%llu more bytes expected)%s%s", al_path_short(gz->path), (unsigned long long)(gz->off + done), what, (unsigned long long)(n - done),
-                             zerr != Z_OK && zm && zm[0] ? ": " : "", zerr != Z_OK && zm ? zm : "");
-        }
-        done += (uint64_t)k;
-    }
-    gz->off += n;
-    return AL_OK;
-}
-static uint32_t be32(const unsigned char *b) { return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3]; }
-static al_status gz_open(gzr *gz, const char *path, al_error *err)
-{
-    gz->path = path; gz->off = 0;
-    struct stat sb;
-    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) { gz->f = NULL; return al_seterr(err, "%s: is a directory, expected an IDX file", al_path_short(path)); }
-    errno = 0;
-    gz->f = gzopen(path, "rb");
-    if (!gz->f) return al_seterr(err, "%s: cannot open: %s", al_path_short(path), errno ? strerror(errno) : "out of memory");
-    gzbuffer(gz->f, 1 << 17);
-    return AL_OK;
-}
-/* After the declared data: one more byte means the file is longer than its header says. */
-static al_status gz_expect_end(gzr *gz, const char *what, al_error *err)
-{
-    unsigned char extra;
-    int k = gzread(gz->f, &extra, 1);
-    if (k > 0)
-        return al_seterr(err, "%s: unexpected trailing data at byte offset %llu (after the %s the header declares)", al_path_short(gz->path), (unsigned long long)gz->off, what);
-    if (k < 0) {
-        int zerr; const char *zm = gzerror(gz->f, &zerr);
-        return al_seterr(err, "%s: corrupt data at byte %llu of the uncompressed stream: %s", al_path_short(gz->path),
-                         (unsigned long long)gz->off, zm ? zm : "zlib error");
-    }
-    return AL_OK;
-}
-
-al_status al_idx_load(const char *images_path, const char *labels_path, al_images *out, al_error *err)
-{
-    memset(out, 0, sizeof *out);
-    gzr gi = {0}, gl = {0};
-    unsigned char hi[16], hl[8];
-    al_status st = AL_ERR;
-    uint8_t *lab8 = NULL;
-    if (gz_open(&gi, images_path, err)) return AL_ERR;
-    if (gz_open(&gl, labels_path, err)) { gzclose(gi.f); return AL_ERR; }
-    if (gz_exact(&gi, hi, 16, "the idx3 header", err)) goto out;
-    if (gz_exact(&gl, hl, 8, "the idx1 header", err)) goto out;
-    uint32_t mi = be32(hi), ml = be32(hl);
-    if (mi != 0x00000803) { al_seterr(err, "%s: bad magic number 0x%08x at byte offset 0 (an idx3 image file has 0x00000803)", al_path_short(images_path), mi); goto out; }
-    if (ml != 0x00000801) { al_seterr(err, "%s: bad magic number 0x%08x at byte offset 0 (an idx1 label file has 0x00000801)", al_path_short(labels_path), ml); goto out; }
-    uint32_t n = be32(hi + 4), rows = be32(hi + 8), cols = be32(hi + 12), nl = be32(hl + 4);
-    if (n == 0) { al_seterr(err, "%s: the header declares 0 images", al_path_short(images_path)); goto out; }
-    if (rows == 0 || cols == 0 || rows > AL_IMAGE_MAX_SIDE || cols > AL_IMAGE_MAX_SIDE) {
-        al_seterr(err, "%s: absurd image size %ux%u in the header (byte offset 8; limit %d per side)", al_path_short(images_path), rows, cols, AL_IMAGE_MAX_SIDE);
-        goto out;
-    }
-    uint64_t bytes = (uint64_t)n * rows * cols;
-    if (bytes > (uint64_t)AL_DATA_MAX_BYTES || n > (uint32_t)INT32_MAX) {
-        al_seterr(err, "%s: header declares %u images of %ux%u = %llu bytes, more than the %lld-byte limit", al_path_short(images_path), n, rows, cols, (unsigned long long)bytes, (long long)AL_DATA_MAX_BYTES);
-        goto out;
-    }
-    if (nl != n) { al_seterr(err, "%s: %u labels, but %s has %u images", al_path_short(labels_path), nl, images_path, n); goto out; }
-    if (al_mem_check(al_size_add(bytes, al_size_mul(n, sizeof *out->labels + 1)), err,
-                     "%s: header declares %u images of %ux%u", images_path, n, rows, cols))
-        goto out;
-    out->pix = malloc((size_t)bytes);
-    out->labels = malloc((size_t)n * sizeof *out->labels);
-    lab8 = malloc(n);
-    if (!out->pix || !out->labels || !lab8) { al_seterr(err, "%s: out of memory for %llu bytes", al_path_short(images_path), (unsigned long long)bytes); goto out; }
-    if (gz_exact(&gi, out->pix, bytes, "the pixels", err)) goto out;
-    if (gz_expect_end(&gi, "pixels", err)) goto out;
-    if (gz_exact(&gl, lab8, n, "the labels", err)) goto out;
-    if (gz_expect_end(&gl, "labels", err)) goto out;
-    int maxl = 0;
-    for (uint32_t i = 0; i < n; i++) { out->labels[i] = lab8[i]; if (lab8[i] > maxl) maxl = lab8[i]; }
-    out->n = (int)n; out->c = 1; out->h = (int)rows; out->w = (int)cols; out->classes = maxl + 1;
-    st = AL_OK;
-out:
-    gzclose(gi.f); gzclose(gl.f);
-    free(lab8);
-    if (st != AL_OK) al_images_free(out);
-    return st;
-}
-
-al_status al_idx_count(const char *path, int64_t *n, al_error *err)
-{
-    gzr gz = {0};
-    unsigned char h[8];
-    *n = 0;
-    if (gz_open(&gz, path, err)) return AL_ERR;
-    al_status st = gz_exact(&gz, h, 8, "the idx header", err);
-    uint32_t magic = st == AL_OK ? be32(h) : 0;
-    if (st == AL_OK && magic != 0x00000801 && magic != 0x00000803)
-        st = al_seterr(err, "%s: bad magic number 0x%08x at byte offset 0 (not an idx1 or idx3 file)", al_path_short(path), magic);
-    if (st == AL_OK) *n = be32(h + 4);
-    gzclose(gz.f);
-    return st;
-}
-
-static const char *const fashion_names[10] = {
-    "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"};
-
-/* dir/base.gz if it exists, else dir/base (then the open error names that). */
-static char *idx_path(const char *dir, const char *base)
-{
-    size_t n = strlen(dir) + strlen(base) + 8;
-    char *p = malloc(n);
-    if (!p) return NULL;
-    snprintf(p, n, "%s/%s.gz", dir, base);
-    struct stat sb;
-    if (stat(p, &sb) != 0) snprintf(p, n, "%s/%s", dir, base);
-    return p;
-}
-static al_status set_names(al_images *im, const char *const *names, int k, al_error *err)
-{
-    im->class_names = calloc((size_t)k, sizeof *im->class_names);
-    if (!im->class_names) return al_seterr(err, "out of memory");
-    for (int i = 0; i < k; i++) if (!(im->class_names[i] = strdup(names[i]))) return al_seterr(err, "out of memory");
-    return AL_OK;
-}
-/* dir, or (NULL or empty) where al_data_locate finds fashion-mnist (into buf). */
-static const char *fashion_dir(const char *dir, char *buf, size_t n, al_error *err)
-{
-    if (dir && dir[0]) return dir;
-    return al_data_locate("fashion-mnist", NULL, buf, n, err) == AL_OK ? buf : NULL;
-}
-
-al_status al_fashion_mnist_count(const char *dir, int64_t *ntrain, int64_t *ntest, al_error *err)
-{
-    char buf[4200];
-    if (!(dir = fashion_dir(dir, buf, sizeof buf, err))) return AL_ERR;
-    const char *base[2] = {"train-images-idx3-ubyte", "t10k-images-idx3-ubyte"};
-    int64_t *cnt[2] = {ntrain, ntest};
-    for (int k = 0; k < 2; k++) {
-        if (!cnt[k]) continue;
-        char *p = idx_path(dir, base[k]);
-        if (!p) return al_seterr(err, "out of memory");
-        al_status st = al_idx_count(p, cnt[k], err);
-        free(p);
-        if (st != AL_OK) return st;
-    }
-    return AL_OK;
-}
-
-al_status al_fashion_mnist_load(const char *dir, al_image_split *out, al_error *err)
-{
-    memset(out, 0, sizeof *out);
-    char buf[4200];
-    if (!(dir = fashion_dir(dir, buf, sizeof buf, err))) return AL_ERR;
-    const char *base[4] = {"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"};
-    char *p[4];
-    for (int i = 0; i < 4; i++) p[i] = idx_path(dir, base[i]);
-    al_status st = AL_ERR;
-    if (!p[0] || !p[1] || !p[2] || !p[3]) { al_seterr(err, "out of memory"); goto out; }
-    if (al_idx_load(p[0], p[1], &out->train, err)) goto out;
-    if (al_idx_load(p[2], p[3], &out->test, err)) goto out;
-    al_images *s[2] = {&out->train, &out->test};
-    for (int k = 0; k < 2; k++) {
-        if (s[k]->h != 28 || s[k]->w != 28 || s[k]->classes > 10) {
-            al_seterr(err, "%s: not Fashion-MNIST: %dx%d images with %d classes (expected 28x28, 10)",
-                      p[2 * k], s[k]->h, s[k]->w, s[k]->classes);
-            goto out;
-        }
-        s[k]->classes = 10;
-        if (set_names(s[k], fashion_names, 10, err)) goto out;
-    }
-    st = AL_OK;
-out:
-    for (int i = 0; i < 4; i++) free(p[i]);
-    if (st != AL_OK) al_image_split_free(out);
-    return st;
 }
 
 /* ====================================================================================== */
@@ -314,7 +125,7 @@ static int png_header_dims(const char *path, uint32_t *w, uint32_t *h)
     size_t k = fread(b, 1, sizeof b, f);
     fclose(f);
     if (k < 24 || memcmp(b, "\x89PNG\r\n\x1a\n", 8) || memcmp(b + 12, "IHDR", 4)) return 0;
-    *w = be32(b + 16); *h = be32(b + 20);
+    *w = al__be32(b + 16); *h = al__be32(b + 20);
     return 1;
 }
 
@@ -503,7 +314,7 @@ static al_status make_images(al_images *im, int n, int C, int H, int W, const st
     im->pix = malloc((size_t)(n ? n : 1) * C * H * W);
     im->labels = malloc((size_t)(n ? n : 1) * sizeof *im->labels);
     if (!im->pix || !im->labels) return al_seterr(err, "out of memory for %d images", n);
-    return set_names(im, (const char *const *)classes->s, classes->n, err);
+    return al__images_set_names(im, (const char *const *)classes->s, classes->n, err);
 }
 
 /* The most common image size of the scanned files (ties: smallest h, then w). */
@@ -710,104 +521,3 @@ out:
     return st;
 }
 
-/* ====================================================================================== */
-/* subsets, statistics, batches                                                           */
-/* ====================================================================================== */
-al_status al_images_subset(const al_images *im, int n, uint64_t seed, int *idx /* (n) */, al_error *err)
-{
-    if (!im || im->n < 1 || im->classes < 1) return al_seterr(err, "subset: empty image set");
-    if (n < 1 || n > im->n) return al_seterr(err, "subset: asked for %d images, the split has %d", n, im->n);
-    const int K = im->classes;
-    int64_t *count = calloc((size_t)K, sizeof *count), *quota = calloc((size_t)K, sizeof *quota), *rem = calloc((size_t)K, sizeof *rem);
-    int *order = malloc((size_t)K * sizeof *order), *members = malloc((size_t)im->n * sizeof *members);
-    uint8_t *pick = calloc((size_t)im->n, 1);
-    al_status st = AL_ERR;
-    if (!count || !quota || !rem || !order || !members || !pick) { al_seterr(err, "subset: out of memory"); goto out; }
-    for (int i = 0; i < im->n; i++) {
-        if (im->labels[i] < 0 || im->labels[i] >= K) { al_seterr(err, "subset: label %d of image %d is outside [0, %d)", im->labels[i], i, K); goto out; }
-        count[im->labels[i]]++;
-    }
-    /* Largest-remainder apportionment of n over the classes, by class size. */
-    int64_t given = 0;
-    for (int k = 0; k < K; k++) {
-        quota[k] = (int64_t)n * count[k] / im->n;
-        rem[k] = (int64_t)n * count[k] % im->n;
-        given += quota[k]; order[k] = k;
-    }
-    for (int a = 1; a < K; a++) {   /* insertion sort: remainder descending, class ascending */
-        int x = order[a], b = a - 1;
-        while (b >= 0 && rem[order[b]] < rem[x]) { order[b + 1] = order[b]; b--; }
-        order[b + 1] = x;
-    }
-    for (int pass = 0; given < n && pass < 2; pass++)
-        for (int j = 0; j < K && given < n; j++)
-            if (quota[order[j]] < count[order[j]]) { quota[order[j]]++; given++; }
-    al_rng rng; al_rng_seed(&rng, seed, AL_RNG_DATA);
-    for (int k = 0; k < K; k++) {
-        int m = 0;
-        for (int i = 0; i < im->n; i++) if (im->labels[i] == k) members[m++] = i;
-        al_rng_shuffle(&rng, members, m);   /* depends on the class size only: subsets nest */
-        for (int j = 0; j < quota[k]; j++) pick[members[j]] = 1;
-    }
-    int o = 0;
-    for (int i = 0; i < im->n; i++) if (pick[i]) idx[o++] = i;
-    st = AL_OK;
-out:
-    free(count); free(quota); free(rem); free(order); free(members); free(pick);
-    return st;
-}
-
-static al_status check_idx(const al_images *im, const int *idx, int n, const char *who, al_error *err)
-{
-    for (int i = 0; i < n; i++)
-        if (idx[i] < 0 || idx[i] >= im->n) return al_seterr(err, "%s: index %d at position %d is outside [0, %d)", al_path_short(who), idx[i], i, im->n);
-    return AL_OK;
-}
-
-al_status al_images_stats(const al_images *im, const int *idx /* (n) or NULL */, int n, float *mean /* (c) */,
-                          float *std /* (c) */, al_error *err)
-{
-    if (!idx) n = im->n;
-    if (n < 1) return al_seterr(err, "stats: no images");
-    if (idx && check_idx(im, idx, n, "stats", err)) return AL_ERR;
-    const size_t hw = (size_t)im->h * im->w;
-    for (int ch = 0; ch < im->c; ch++) {
-        uint64_t s = 0, s2 = 0;   /* exact: at most 2^31 · 255² < 2^47 */
-        AL_OMP("omp parallel for reduction(+ : s, s2) schedule(static)")
-        for (int i = 0; i < n; i++) {
-            const uint8_t *p = im->pix + ((size_t)(idx ? idx[i] : i) * im->c + ch) * hw;
-            uint64_t a = 0, b = 0;
-            for (size_t j = 0; j < hw; j++) { a += p[j]; b += (uint64_t)p[j] * p[j]; }
-            s += a; s2 += b;
-        }
-        double cntd = (double)n * (double)hw;
-        double m = (double)s / cntd, v = (double)s2 / cntd - m * m;
-        mean[ch] = (float)(m / 255.0);
-        std[ch] = (float)(sqrt(v > 0 ? v : 0) / 255.0);
-    }
-    return AL_OK;
-}
-
-al_status al_images_batch(const al_images *im, const int *idx /* (b) */, int b, const float *mean /* (c) or NULL */,
-                          const float *std /* (c) or NULL */, float *x /* (b, c, h, w) */, int *labels /* (b) or NULL */,
-                          al_error *err)
-{
-    if (b < 0 || im->c > 4) return al_seterr(err, "batch: bad batch size %d or %d channels", b, im->c);
-    if (check_idx(im, idx, b, "batch", err)) return AL_ERR;
-    float lut[4][256];
-    for (int ch = 0; ch < im->c; ch++) {
-        float m = mean ? mean[ch] : 0.f, s = std ? std[ch] : 1.f;
-        if (!(s >= 1e-8f)) s = 1.f;
-        for (int v = 0; v < 256; v++) lut[ch][v] = ((float)v / 255.f - m) / s;
-    }
-    const size_t hw = (size_t)im->h * im->w, per = hw * (size_t)im->c;
-    AL_OMP("omp parallel for schedule(static)")
-    for (int i = 0; i < b; i++) {
-        const uint8_t *p = im->pix + (size_t)idx[i] * per;   /* (c, h, w) */
-        float *o = x + (size_t)i * per;                        /* (c, h, w) */
-        for (int ch = 0; ch < im->c; ch++)
-            for (size_t j = 0; j < hw; j++) o[ch * hw + j] = lut[ch][p[ch * hw + j]];
-        if (labels) labels[i] = im->labels[idx[i]];
-    }
-    return AL_OK;
-}
