@@ -13,12 +13,6 @@
 #include <sys/stat.h>
 #include <zlib.h>
 #include <stb/stb_image.h>
-#if __has_include(<stb/stb_image_resize2.h>)
-#include <stb/stb_image_resize2.h>
-#define AL_STBIR2 1
-#else
-#include <stb/stb_image_resize.h>
-#endif
 #include "core/omp_impl.h"
 #include "data/stb_impl.h"
 #include "data/images_impl.h"
@@ -229,15 +223,6 @@ static al_status scan_class(fload *L, const char *cdir, int label, int split, al
     return AL_OK;
 }
 
-/* Resize (h, w, c) interleaved → (H, W, c). */
-static int resize_u8(const uint8_t *in, int w, int h, uint8_t *out, int W, int H, int c)
-{
-#ifdef AL_STBIR2
-    return stbir_resize_uint8_linear(in, w, h, 0, out, W, H, 0, (stbir_pixel_layout)c) != NULL;
-#else
-    return stbir_resize_uint8(in, w, h, 0, out, W, H, 0, c) != 0;
-#endif
-}
 
 /* Decode entry f into dst (C, H, W). Returns 0, or -1 with f->msg set. Thread-safe. */
 static int decode_one(fentry *f, uint8_t *dst, int C, int H, int W)
@@ -283,7 +268,7 @@ static int decode_one(fentry *f, uint8_t *dst, int C, int H, int W)
     uint8_t *rs = NULL;
     if (w != W || h != H) {
         rs = malloc((size_t)W * H * C);
-        if (!rs || !resize_u8(img, w, h, rs, W, H, C)) {
+        if (!rs || !al__resize_u8(img, w, h, rs, W, H, C)) {
             snprintf(msg, sizeof msg, "%s: resizing %dx%d to %dx%d failed, skipped", f->path, w, h, W, H);
             f->msg = strdup(msg);
             free(rs); stbi_image_free(img);

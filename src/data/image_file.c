@@ -4,21 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stb/stb_image.h>
-#if __has_include(<stb/stb_image_resize2.h>)
-#include <stb/stb_image_resize2.h>
-#define AL_STBIR2 1
-#else
-#include <stb/stb_image_resize.h>
-#endif
+#include "data/stb_impl.h"
 
-static int resize_u8(const uint8_t *in, int w, int h, uint8_t *out, int W, int H, int c)
-{
-#ifdef AL_STBIR2
-    return stbir_resize_uint8_linear(in, w, h, 0, out, W, H, 0, (stbir_pixel_layout)c) != NULL;
-#else
-    return stbir_resize_uint8(in, w, h, 0, out, W, H, 0, c) != 0;
-#endif
-}
 
 al_status al_image_file_load(const char *path, int channels, int height, int width, uint8_t *out, al_error *err)
 {
@@ -39,7 +26,7 @@ al_status al_image_file_load(const char *path, int channels, int height, int wid
     uint8_t *rs = NULL;
     if (w != width || h != height) {
         rs = malloc((size_t)width * height * channels);
-        if (!rs || !resize_u8(img, w, h, rs, width, height, channels)) {
+        if (!rs || !al__resize_u8(img, w, h, rs, width, height, channels)) {
             free(rs); stbi_image_free(img);
             return al_seterr(err, "%s: resizing %dx%d to %dx%d failed", path, w, h, width, height);
         }

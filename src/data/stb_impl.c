@@ -36,7 +36,17 @@ static void *al_stbi_realloc(void *p, size_t n) { return stbi_too_big(n) ? NULL 
 #if __has_include(<stb/stb_image_resize2.h>)
 #define STB_IMAGE_RESIZE_IMPLEMENTATION
 #include <stb/stb_image_resize2.h>
+#define AL_STBIR2 1
 #else
 #define STB_IMAGE_RESIZE_IMPLEMENTATION
 #include <stb/stb_image_resize.h>
 #endif
+
+int al__resize_u8(const uint8_t *in, int w, int h, uint8_t *out, int W, int H, int c)
+{
+#ifdef AL_STBIR2
+    return stbir_resize_uint8_linear(in, w, h, 0, out, W, H, 0, (stbir_pixel_layout)c) != NULL;
+#else
+    return stbir_resize_uint8(in, w, h, 0, out, W, H, 0, c) != 0;
+#endif
+}

@@ -116,7 +116,6 @@ al_tensor *al_scale(al_ctx *c, al_tensor *x, float s)
 /* ======================= broadcast add ======================= */
 typedef struct { al_tensor *x, *b, *y; int64_t R, T; } bc_node;   /* x, y (R, T); b (T) */
 
-#define BC_COLS 256   /* column block owned by one thread in the reduction */
 
 static void add_bcast_backward(al_ctx *c, void *p)
 {
@@ -134,19 +133,7 @@ static void add_bcast_backward(al_ctx *c, void *p)
     if (nd->b->requires_grad) {
         float *db = al_grad(c, nd->b);              /* (T) */
         if (!db) return;
-        /* db[j] += Σ_r dy[r, j]: each thread owns a block of columns, rows summed in order. */
-        const int64_t nblk = (T + BC_COLS - 1) / BC_COLS;
-        AL_OMP("omp parallel for schedule(static) if (R * T >= AL_PAR_MIN && nblk > 1)")
-        for (int64_t bk = 0; bk < nblk; bk++) {
-            const int64_t j0 = bk * BC_COLS, j1 = j0 + BC_COLS < T ? j0 + BC_COLS : T;
-            float acc[BC_COLS];
-            for (int64_t j = j0; j < j1; j++) acc[j - j0] = 0.f;
-            for (int64_t r = 0; r < R; r++) {
-                const float *dyr = dy + r * T;
-                for (int64_t j = j0; j < j1; j++) acc[j - j0] += dyr[j];
-            }
-            for (int64_t j = j0; j < j1; j++) db[j] += acc[j - j0];
-        }
+        al__colsum_acc(dy, db, R, T);                 /* db[j] += Σ_r dy[r, j] */
     }
 }
 

@@ -18,33 +18,17 @@
  * the results do not depend on the number of threads.
  */
 #include "attnlab/rnn.h"
+#include "ops_impl.h"
 #include "attnlab/kernels.h"
 #include "core/omp_impl.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define CS_COLS 256   /* column block owned by one thread in a column sum */
 #define GATE_COST 16  /* rough flops per hidden unit of the gate loop, for the parallel threshold */
 
 static inline float sigm(float a) { return 1.0f / (1.0f + expf(-a)); }
 
-/* db[j] += Σ_r d[r, j]; threads own column blocks, rows are summed in order. */
-static void colsum_acc(const float *d /* (rows, n) */, float *db /* (n) */, int64_t rows, int n)
-{
-    const int nblk = (n + CS_COLS - 1) / CS_COLS;
-    AL_OMP("omp parallel for schedule(static) if (rows * n >= AL_PAR_MIN && nblk > 1)")
-    for (int bk = 0; bk < nblk; bk++) {
-        const int j0 = bk * CS_COLS, j1 = j0 + CS_COLS < n ? j0 + CS_COLS : n;
-        float acc[CS_COLS];
-        for (int j = j0; j < j1; j++) acc[j - j0] = 0.f;
-        for (int64_t r = 0; r < rows; r++) {
-            const float *dr = d + r * n;
-            for (int j = j0; j < j1; j++) acc[j - j0] += dr[j];
-        }
-        for (int j = j0; j < j1; j++) db[j] += acc[j - j0];
-    }
-}
 
 typedef struct {
     al_tensor *x, *w_ih, *w_hh, *b_ih, *b_hh, *y;
@@ -144,12 +128,12 @@ static void gru_backward(al_ctx *c, void *p)
     if (nd->b_ih && nd->b_ih->requires_grad) {
         float *db = al_grad(c, nd->b_ih);
         if (!db) return;
-        colsum_acc(dGI, db, P, H3);
+        al__colsum_acc(dGI, db, P, H3);
     }
     if (nd->b_hh && nd->b_hh->requires_grad) {
         float *db = al_grad(c, nd->b_hh);
         if (!db) return;
-        colsum_acc(dGH, db, P, H3);
+        al__colsum_acc(dGH, db, P, H3);
     }
 }
 

@@ -118,24 +118,7 @@ al_tensor *al_matmul(al_ctx *c, al_tensor *a, al_tensor *b, int trans_a, int tra
 /* ======================= linear ======================= */
 typedef struct { al_tensor *x, *w, *b, *y; int rows, in, out; } lin_node;
 
-#define CS_COLS 256   /* column block owned by one thread when summing dy over rows */
 
-/* db[j] += Σ_r dy[r, j]; threads own column blocks, rows are summed in order. */
-static void colsum_acc(const float *dy /* (rows, n) */, float *db /* (n) */, int rows, int n)
-{
-    const int nblk = (n + CS_COLS - 1) / CS_COLS;
-    AL_OMP("omp parallel for schedule(static) if ((int64_t)rows * n >= AL_PAR_MIN && nblk > 1)")
-    for (int bk = 0; bk < nblk; bk++) {
-        const int j0 = bk * CS_COLS, j1 = j0 + CS_COLS < n ? j0 + CS_COLS : n;
-        float acc[CS_COLS];
-        for (int j = j0; j < j1; j++) acc[j - j0] = 0.f;
-        for (int r = 0; r < rows; r++) {
-            const float *dyr = dy + (int64_t)r * n;
-            for (int j = j0; j < j1; j++) acc[j - j0] += dyr[j];
-        }
-        for (int j = j0; j < j1; j++) db[j] += acc[j - j0];
-    }
-}
 
 static void linear_backward(al_ctx *c, void *p)
 {
@@ -157,7 +140,7 @@ static void linear_backward(al_ctx *c, void *p)
     if (nd->b && nd->b->requires_grad) {           /* db (out) += Σ_rows dy */
         float *db = al_grad(c, nd->b);
         if (!db) return;
-        colsum_acc(dy, db, rows, out);
+        al__colsum_acc(dy, db, rows, out);
     }
 }
 

@@ -3,6 +3,7 @@
 #ifndef ATTNLAB_OPS_IMPL_H
 #define ATTNLAB_OPS_IMPL_H
 #include "attnlab/tensor.h"
+#include "core/omp_impl.h"
 
 /* 1 when the op must record a backward for input a (a may be NULL). */
 static inline int al__wants_grad(const al_ctx *c, const al_tensor *a) { return c->grad_enabled && a && a->requires_grad; }
@@ -25,5 +26,24 @@ static inline int al__record(al_ctx *c, al_tensor *y, al_backward_fn fn, void *n
     y->requires_grad = 1;
     al_tape_push(c, fn, nd);
     return al_ok(c);
+}
+
+/* db[j] += Σ_r d[r, j] (bias gradients): threads own blocks of AL__COLSUM_COLS columns and sum the
+ * rows in order, so the result does not depend on the thread count. */
+#define AL__COLSUM_COLS 256
+static inline void al__colsum_acc(const float *d /* (rows, n) */, float *db /* (n) */, int64_t rows, int64_t n)
+{
+    const int64_t nblk = (n + AL__COLSUM_COLS - 1) / AL__COLSUM_COLS;
+    AL_OMP("omp parallel for schedule(static) if (rows * n >= AL_PAR_MIN && nblk > 1)")
+    for (int64_t bk = 0; bk < nblk; bk++) {
+        const int64_t j0 = bk * AL__COLSUM_COLS, j1 = j0 + AL__COLSUM_COLS < n ? j0 + AL__COLSUM_COLS : n;
+        float acc[AL__COLSUM_COLS];
+        for (int64_t j = j0; j < j1; j++) acc[j - j0] = 0.f;
+        for (int64_t r = 0; r < rows; r++) {
+            const float *dr = d + r * n;
+            for (int64_t j = j0; j < j1; j++) acc[j - j0] += dr[j];
+        }
+        for (int64_t j = j0; j < j1; j++) db[j] += acc[j - j0];
+    }
 }
 #endif
