@@ -110,3 +110,13 @@ void cli_warn(void *ud, const char *msg)
     (void)ud;
     fprintf(stderr, "attnlab: warning: %s\n", msg);
 }
+
+void cli_dataset_name(const char *data, char *name, size_t n)
+{
+    const char *b = data + strlen(data);
+    while (b > data && b[-1] == '/') b--;
+    const char *e = b;
+    while (b > data && b[-1] != '/') b--;
+    snprintf(name, n, "%.*s", (int)(e - b), b);
+    for (char *q = name; *q; q++) if (*q == ',' || *q == '"' || *q == '\n') *q = '_';
+}

@@ -23,7 +23,10 @@ int  cli_seeds(const char *cmd, const char *s, long *seeds, int max, int *n);
 int  cli_max_threads(void);
 int  cli_threads(const char *cmd, const char *s, int *out);    /* --threads: 1 .. cli_max_threads() */
 int  cli_check_env_threads(const char *cmd);                   /* OMP_NUM_THREADS sane, or -1 */
-void cli_warn(void *ud, const char *msg);                       /* an al_warn_fn: "attnlab: warning: MSG" */
+void cli_warn(void *ud, const char *msg);
+/* The CSV's dataset column for --data: a NAME as it is, a directory's last path component; CSV
+ * specials (comma, quote, newline) become '_'. */
+void cli_dataset_name(const char *data, char *name, size_t n);                       /* an al_warn_fn: "attnlab: warning: MSG" */
 
 int cmd_train(int argc, char **argv);
 int cmd_eval(int argc, char **argv);

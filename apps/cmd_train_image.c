@@ -278,7 +278,7 @@ static int check_image_opts(train_image_opts *o)
 /* --data into R->D, with the --train-size and --test-size subsets. Returns an exit status. */
 static int load_image_data(const train_image_opts *o, image_run *R, al_error *err)
 {
-    app_dataset_name(o->data, R->dname, sizeof R->dname);
+    cli_dataset_name(o->data, R->dname, sizeof R->dname);
     if (al_image_data_load(o->data, o->data_dir, o->channels, o->image_h, o->image_w, cli_warn, NULL, &R->D, err) != AL_OK)
         return 1;
     if (o->train_size > R->D.train.n) {

@@ -97,17 +97,6 @@ static int on_progress(void *ud, const al_seq_progress *p)
 
 static int cmp_int(const void *a, const void *b) { int x = *(const int *)a, y = *(const int *)b; return (x > y) - (x < y); }
 
-/* The dataset column: NAME, or a directory's last path component. */
-static void dataset_name(const char *data, char *out, size_t n)
-{
-    const char *e = data + strlen(data);
-    while (e > data && e[-1] == '/') e--;
-    const char *b = e;
-    while (b > data && b[-1] != '/') b--;
-    snprintf(out, n, "%.*s", (int)(e - b), b);
-    for (char *q = out; *q; q++) if (*q == ',' || *q == '"' || *q == '\n') *q = '_';
-}
-
 /* Options into *o; 0, -1 after --help (exit 0), or the exit status 2 after one line on stderr. */
 static int parse_seq_args(int argc, char **argv, sopts *o)
 {
@@ -208,7 +197,7 @@ static int load_seq_data(const sopts *o, seq_run *R, al_error *err)
     char dir[4096];
     const char *explicit_dir = strchr(o->data, '/') ? o->data : NULL;
     if (al_data_locate(explicit_dir ? "ud-english-ewt" : o->data, explicit_dir, dir, sizeof dir, err) != AL_OK) return 1;
-    dataset_name(o->data, R->dname, sizeof R->dname);
+    cli_dataset_name(o->data, R->dname, sizeof R->dname);
     al_conllu_opts copts = {o->max_len, 0};
     if (al_conllu_load_dir(dir, &copts, &R->D, err) != AL_OK) return 1;
     if (o->train_size > R->D.train.nsent) {

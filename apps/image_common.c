@@ -4,17 +4,6 @@
 #include <stdio.h>
 #include "image_common.h"
 
-void app_dataset_name(const char *data, char *name, size_t nn)
-{
-    if (!strcmp(data, "fashion-mnist")) { snprintf(name, nn, "fashion-mnist"); return; }
-    const char *b = data + strlen(data);
-    while (b > data && b[-1] == '/') b--;
-    const char *e = b;
-    while (b > data && b[-1] != '/') b--;
-    snprintf(name, nn, "%.*s", (int)(e - b), b);
-    for (char *q = name; *q; q++) if (*q == ',' || *q == '"' || *q == '\n') *q = '_';
-}
-
 /* Replace im by the n images idx[0..n) (copied). */
 static al_status take_subset(al_images *im, const int *idx, int n, al_error *err)
 {

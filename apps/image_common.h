@@ -6,8 +6,6 @@
 #include <stdint.h>
 #include "attnlab/images.h"
 
-/* The dataset column of the CSV: fashion-mnist, or an image folder's last path component. */
-void app_dataset_name(const char *data, char *name, size_t nn);
 /* Keep the stratified, seeded subset of n images of im (al_images_subset); nothing if n is 0 or not
  * below im->n. If idx is non-NULL, *idx receives the kept images' positions in the old im (malloc'd,
  * im->n entries after the call; NULL when nothing was dropped). */
