@@ -22,6 +22,7 @@
  * The _ref kernels are plain loops (forward accumulates in double) that the tests compare against.
  */
 #include "attnlab/kernels.h"
+#include "attnlab/tensor.h"   /* al_threads */
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -175,16 +176,6 @@ static void col2im_add(const float *dcols, float *dx, int C, int H, int W,
     }
 }
 
-/* ---------------- thread slots ---------------- */
-static int max_threads(void)
-{
-#ifdef _OPENMP
-    return omp_get_max_threads();
-#else
-    return 1;
-#endif
-}
-
 /* ---------------- forward ---------------- */
 void al_conv2d_fwd(const float *x, const float *w, const float *b, float *y,
                    int B, int C, int H, int W, int O, int KH, int KW, int stride, int pad)
@@ -197,7 +188,7 @@ void al_conv2d_fwd(const float *x, const float *w, const float *b, float *y,
      * im2col and the GEMM threaded themselves (each stays serial when small) */
     const int par = B > 1 && (int64_t)B * O * P * K >= AL_CONV_PAR_MACS;
     const int one = !par;
-    const int nthr = par ? max_threads() : 1;
+    const int nthr = par ? al_threads() : 1;
     const size_t per = direct ? 0 : (size_t)K * P;
     float *slots = direct ? NULL : scratch(0, (size_t)nthr * per);   /* (nthr, K, P) */
     if (!direct && !slots) { al_conv2d_fwd_ref(x, w, b, y, B, C, H, W, O, KH, KW, stride, pad); return; }
@@ -284,7 +275,7 @@ void al_conv2d_bwd(const float *x, const float *w, const float *dy, float *dx, f
      * im2col/col2im thread themselves (each stays serial when small) */
     const int par = ng > 1 && (int64_t)B * O * P * K >= AL_CONV_PAR_MACS;
     const int one = !par;
-    const int nthr = par ? max_threads() : 1;
+    const int nthr = par ? al_threads() : 1;
     const size_t ncols = direct ? 0 : (size_t)K * P, ndyT = trans ? (size_t)P * O : 0;
     const size_t per = ncols + ndyT;
     float *slots = per ? scratch(0, (size_t)nthr * per) : NULL;      /* (nthr, K·P + P·O) */

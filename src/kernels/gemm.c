@@ -28,6 +28,7 @@
  * the partials are added to C in a fixed order — again independent of the thread count.
  */
 #include "attnlab/kernels.h"
+#include "attnlab/tensor.h"   /* al_threads */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -564,20 +565,12 @@ static int in_parallel(void)
     return 0;
 #endif
 }
-static int max_threads(void)
-{
-#ifdef _OPENMP
-    return omp_get_max_threads();
-#else
-    return 1;
-#endif
-}
 
 /* ---------------- public entry points ---------------- */
 void al_gemm_attnlab(int ta, int tb, int M, int N, int K, float alpha,
                      const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc)
 {
-    gemm_own(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, in_parallel() ? 1 : max_threads());
+    gemm_own(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, in_parallel() ? 1 : al_threads());
 }
 
 void al_gemm_serial(int ta, int tb, int M, int N, int K, float alpha,
@@ -589,7 +582,7 @@ void al_gemm_serial(int ta, int tb, int M, int N, int K, float alpha,
 void al_gemm(int ta, int tb, int M, int N, int K, float alpha,
              const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc)
 {
-    gemm_own(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, in_parallel() ? 1 : max_threads());
+    gemm_own(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, in_parallel() ? 1 : al_threads());
 }
 
 const char *al_gemm_backend(void)

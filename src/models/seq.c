@@ -4,6 +4,7 @@
  * and init distributions are those of torch_pos.py's Tagger. Every model reads the packed batch:
  * position-wise layers on (N, ·) rows, sentence structure only where a layer needs it. */
 #include "attnlab/seq.h"
+#include "block_impl.h"
 #include "attnlab/ops.h"
 #include "attnlab/rnn.h"
 #include <math.h>
@@ -126,30 +127,10 @@ static al_status trunc_check(const al_seq_config *g, al_error *err)
 static al_status sa_init(al_seq_model *m)
 {
     const al_seq_config *g = &m->cfg;
-    const int D = g->dim, Dh = D / g->heads;
+    const int D = g->dim;
     if (g->pos == AL_POS_LEARNED) ADD(m, m->pos, "pos", 2, S2(g->max_len, D), ((al_init){AL_INIT_NORMAL, 0.02f}));
-    char nm[64];
-    for (int b = 0; b < g->depth; b++) {
-        al_block_params *p = &m->blocks[b];
-#define NAME(s) (snprintf(nm, sizeof nm, "blocks.%d.%s", b, s), nm)
-        ADD(m, p->ln1_w, NAME("ln1.weight"), 1, S1(D), ONES);
-        ADD(m, p->ln1_b, NAME("ln1.bias"), 1, S1(D), ZEROS);
-        ADD(m, p->qkv_w, NAME("qkv.weight"), 2, S2(3 * D, D), al_init_kaiming(D));
-        ADD(m, p->qkv_b, NAME("qkv.bias"), 1, S1(3 * D), al_init_kaiming(D));
-        ADD(m, p->proj_w, NAME("proj.weight"), 2, S2(D, D), al_init_kaiming(D));
-        ADD(m, p->proj_b, NAME("proj.bias"), 1, S1(D), al_init_kaiming(D));
-        if (g->score == AL_SCORE_ADDITIVE) {
-            ADD(m, p->a_q, NAME("a_q"), 2, S2(g->heads, Dh), al_init_kaiming(Dh));
-            ADD(m, p->a_k, NAME("a_k"), 2, S2(g->heads, Dh), al_init_kaiming(Dh));
-        }
-        ADD(m, p->ln2_w, NAME("ln2.weight"), 1, S1(D), ONES);
-        ADD(m, p->ln2_b, NAME("ln2.bias"), 1, S1(D), ZEROS);
-        ADD(m, p->fc1_w, NAME("fc1.weight"), 2, S2(g->hidden, D), al_init_kaiming(D));
-        ADD(m, p->fc1_b, NAME("fc1.bias"), 1, S1(g->hidden), al_init_kaiming(D));
-        ADD(m, p->fc2_w, NAME("fc2.weight"), 2, S2(D, g->hidden), al_init_kaiming(g->hidden));
-        ADD(m, p->fc2_b, NAME("fc2.bias"), 1, S1(D), al_init_kaiming(g->hidden));
-#undef NAME
-    }
+    for (int b = 0; b < g->depth; b++)
+        if (al__block_params_add(&m->params, &m->blocks[b], b, "", D, g->heads, g->hidden, 0, g->score) != AL_OK) return AL_ERR;
     ADD(m, m->ln_w, "ln.weight", 1, S1(D), ONES);
     ADD(m, m->ln_b, "ln.bias", 1, S1(D), ZEROS);
     ADD(m, m->head_w, "head.weight", 2, S2(g->tags, D), al_init_kaiming(D));
@@ -165,17 +146,11 @@ static al_status sa_init(al_seq_model *m)
 /* One pre-LN block on (1, N, D): x + proj(attn(LN x)), then x + fc2(GELU(fc1(LN x))). */
 static al_tensor *block_forward(al_ctx *c, const al_seq_config *g, al_block_params *p, const al_csr *adj, al_tensor *x)
 {
-    al_tensor *qkv = al_linear(c, al_layernorm(c, x, p->ln1_w, p->ln1_b, 1e-5f), p->qkv_w, p->qkv_b);  /* (1,N,3D) */
-    al_tensor *q, *k, *v;                                                                              /* (1,H,N,Dh) */
-    if (al_split_qkv(c, qkv, g->heads, &q, &k, &v) != AL_OK) return NULL;
     al_attn_desc d;
     memset(&d, 0, sizeof d);
     d.pattern = al_pattern_graph(adj);
     d.score = g->score; d.norm = g->norm; d.slope = 0.2f;
-    al_tensor *o = al_attention(c, &d, q, k, v, p->a_q, p->a_k, NULL, NULL);                          /* (1,H,N,Dh) */
-    x = al_add(c, x, al_linear(c, al_merge_heads(c, o), p->proj_w, p->proj_b));                        /* (1,N,D) */
-    al_tensor *h = al_gelu(c, al_linear(c, al_layernorm(c, x, p->ln2_w, p->ln2_b, 1e-5f), p->fc1_w, p->fc1_b));
-    return al_add(c, x, al_linear(c, h, p->fc2_w, p->fc2_b));                                          /* (1,N,D) */
+    return al__block_forward(c, p, &d, g->heads, x);                           /* (1,N,D) */
 }
 
 static al_tensor *sa_forward(al_ctx *c, al_seq_model *m, al_tensor *x /* (N, D) */, const al_seq_batch *b)

@@ -2,6 +2,7 @@
  * multi-head self-attention (full for sa, a window of the token grid for local) and a GELU MLP;
  * entries of the model table in image.c. Layers, names and initialisation are the PyTorch peer's. */
 #include "image_impl.h"
+#include "block_impl.h"
 #include "attnlab/ops.h"
 #include <math.h>
 #include <stdio.h>
@@ -51,32 +52,7 @@ static void fill_sincos(float *pe /* (gh·gw, D) */, int gh, int gw, int D)
 static al_status block_init(al_model *m, int b, int offs)
 {
     const al_model_config *cfg = &m->cfg;
-    const int D = cfg->dim, Hh = cfg->heads, Dh = D / Hh;
-    const al_init zeros = {AL_INIT_ZEROS, 0}, ones = {AL_INIT_ONES, 0};
-    al_block_params *p = &m->blocks[b];
-    char nm[64];
-#define NAME(s) (snprintf(nm, sizeof nm, "blocks.%d.%s", b, s), nm)
-    AL__ADD(m, p->ln1_w, NAME("ln1.weight"), 1, AL__S1(D), ones);
-    AL__ADD(m, p->ln1_b, NAME("ln1.bias"), 1, AL__S1(D), zeros);
-    AL__ADD(m, p->qkv_w, NAME("attn.qkv.weight"), 2, AL__S2(3 * D, D), al_init_kaiming(D));
-    AL__ADD(m, p->qkv_b, NAME("attn.qkv.bias"), 1, AL__S1(3 * D), al_init_kaiming(D));
-    AL__ADD(m, p->proj_w, NAME("attn.proj.weight"), 2, AL__S2(D, D), al_init_kaiming(D));
-    AL__ADD(m, p->proj_b, NAME("attn.proj.bias"), 1, AL__S1(D), al_init_kaiming(D));
-    if (offs) AL__ADD(m, p->rel, NAME("attn.rel"), 2, AL__S2(Hh, offs), zeros);
-    if (cfg->score == AL_SCORE_ADDITIVE) {
-        AL__ADD(m, p->a_q, NAME("attn.a_q"), 2, AL__S2(Hh, Dh), al_init_kaiming(Dh));
-        AL__ADD(m, p->a_k, NAME("attn.a_k"), 2, AL__S2(Hh, Dh), al_init_kaiming(Dh));
-    }
-    AL__ADD(m, p->ln2_w, NAME("ln2.weight"), 1, AL__S1(D), ones);
-    AL__ADD(m, p->ln2_b, NAME("ln2.bias"), 1, AL__S1(D), zeros);
-    AL__ADD(m, p->fc1_w, NAME("fc1.weight"), 2, AL__S2(cfg->hidden, D), al_init_kaiming(D));
-    AL__ADD(m, p->fc1_b, NAME("fc1.bias"), 1, AL__S1(cfg->hidden), al_init_kaiming(D));
-    AL__ADD(m, p->fc2_w, NAME("fc2.weight"), 2, AL__S2(D, cfg->hidden), al_init_kaiming(cfg->hidden));
-    AL__ADD(m, p->fc2_b, NAME("fc2.bias"), 1, AL__S1(D), al_init_kaiming(cfg->hidden));
-#undef NAME
-    return AL_OK;
-oom:
-    return AL_ERR;
+    return al__block_params_add(&m->params, &m->blocks[b], b, "attn.", cfg->dim, cfg->heads, cfg->hidden, offs, cfg->score);
 }
 
 al_status al__transformer_init(al_model *m)
@@ -123,22 +99,13 @@ static al_pattern model_pattern(const al_model *m)
 static al_tensor *block_forward(al_ctx *c, al_model *m, int bi, al_tensor *x /* (B,N,D) */)
 {
     const al_model_config *cfg = &m->cfg;
-    al_block_params *p = &m->blocks[bi];
-    al_tensor *h = al_layernorm(c, x, p->ln1_w, p->ln1_b, 1e-5f);
-    al_tensor *qkv = al_linear(c, h, p->qkv_w, p->qkv_b);                       /* (B,N,3D) */
-    al_tensor *q, *k, *v;                                                       /* (B,H,N,Dh) each */
-    if (al_split_qkv(c, qkv, cfg->heads, &q, &k, &v) != AL_OK) return NULL;     /* one pass, not 3 slices + 3 splits */
     al_attn_desc d;
     memset(&d, 0, sizeof d);
     d.pattern = model_pattern(m);
     d.score = cfg->score; d.norm = cfg->norm; d.slope = 0.2f;
     m->attn_weights[bi] = NULL;
     d.weights = m->capture_attn ? &m->attn_weights[bi] : NULL;
-    al_tensor *o = al_attention(c, &d, q, k, v, p->a_q, p->a_k, p->rel, NULL);  /* (B,H,N,Dh) */
-    o = al_linear(c, al_merge_heads(c, o), p->proj_w, p->proj_b);               /* (B,N,D) */
-    x = al_add(c, x, o);
-    h = al_gelu(c, al_linear(c, al_layernorm(c, x, p->ln2_w, p->ln2_b, 1e-5f), p->fc1_w, p->fc1_b)); /* (B,N,hidden) */
-    return al_add(c, x, al_linear(c, h, p->fc2_w, p->fc2_b));                  /* (B,N,D) */
+    return al__block_forward(c, &m->blocks[bi], &d, cfg->heads, x);            /* (B,N,D) */
 }
 
 al_tensor *al__transformer_forward(al_ctx *c, al_model *m, al_tensor *x /* (B,C,H,W) */)

@@ -3,6 +3,7 @@
  * run description that run ids hash. */
 #include "attnlab/checkpoint.h"
 #include "attnlab/io.h"
+#include "train/io_impl.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,23 +13,17 @@
 
 int al_model_config_to_kv(const al_model_config *cfg, const char **kv, int max, char *buf, size_t bufsize)
 {
-    int n = 0; size_t off = 0;
-#define KV(key, ...) do { \
-        if (n >= max) return -1; \
-        int w_ = snprintf(buf + off, bufsize - off, __VA_ARGS__); \
-        if (w_ < 0 || (size_t)w_ >= bufsize - off) return -1; \
-        kv[2 * n] = key; kv[2 * n + 1] = buf + off; off += (size_t)w_ + 1; n++; \
-    } while (0)
-    KV("model", "%s", cfg->name);
-    KV("channels", "%d", cfg->channels); KV("height", "%d", cfg->height); KV("width", "%d", cfg->width);
-    KV("classes", "%d", cfg->classes);
-    KV("dim", "%d", cfg->dim); KV("depth", "%d", cfg->depth); KV("heads", "%d", cfg->heads); KV("hidden", "%d", cfg->hidden);
-    KV("patch", "%d", cfg->patch); KV("window", "%d", cfg->window);
-    KV("pos", "%s", al_pos_name(cfg->pos));
-    KV("score", "%s", cfg->score == AL_SCORE_ADDITIVE ? "additive" : "dot");
-    KV("norm", "%s", cfg->norm == AL_NORM_RELU ? "relu" : "softmax");
-#undef KV
-    return n;
+    al_kvb b = {kv, max, 0, buf, bufsize, 0};
+    al__kv(&b, "model", "%s", cfg->name);
+    al__kv(&b, "channels", "%d", cfg->channels); al__kv(&b, "height", "%d", cfg->height); al__kv(&b, "width", "%d", cfg->width);
+    al__kv(&b, "classes", "%d", cfg->classes);
+    al__kv(&b, "dim", "%d", cfg->dim); al__kv(&b, "depth", "%d", cfg->depth); al__kv(&b, "heads", "%d", cfg->heads);
+    al__kv(&b, "hidden", "%d", cfg->hidden);
+    al__kv(&b, "patch", "%d", cfg->patch); al__kv(&b, "window", "%d", cfg->window);
+    al__kv(&b, "pos", "%s", al_pos_name(cfg->pos));
+    al__kv(&b, "score", "%s", al_score_name(cfg->score));
+    al__kv(&b, "norm", "%s", al_norm_name(cfg->norm));
+    return b.n;
 }
 
 al_status al_model_config_from_meta(al_model_config *cfg, const char *meta, al_error *err)

@@ -180,25 +180,18 @@ int al_run_config(char *buf, size_t n, const char *canonical)
     static const char *const drop[] = {"task", "data", "dataset", "model", "train_size", "seed", "epochs",
                                        "channels", "height", "width", "classes", "optim"};
     size_t o = 0;
+    al_pair q;
     if (n) buf[0] = 0;
-    for (const char *p = canonical ? canonical : ""; *p;) {
-        const char *end = strchr(p, ';'), *eq;
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        eq = memchr(p, '=', len);
-        int keep = eq != NULL;
+    for (const char *pos = canonical ? canonical : ""; al__next_pair(&pos, &q);) {
+        int keep = q.klen < q.len;                       /* a key=value pair */
         for (size_t i = 0; keep && i < sizeof drop / sizeof *drop; i++)
-            if ((size_t)(eq - p) == strlen(drop[i]) && !memcmp(p, drop[i], (size_t)(eq - p))) keep = 0;
-        if (keep && (size_t)(eq - p) == 5 && !memcmp(p, "split", 5)) {   /* the split's kind, not its count */
-            const char *colon = memchr(eq, ':', len - (size_t)(eq - p));
-            if (colon) len = (size_t)(colon - p);
+            if (q.klen == strlen(drop[i]) && !memcmp(q.p, drop[i], q.klen)) keep = 0;
+        size_t len = q.len;
+        if (keep && q.klen == 5 && !memcmp(q.p, "split", 5)) {   /* the split's kind, not its count */
+            const char *colon = memchr(q.val, ':', q.vlen);
+            if (colon) len = (size_t)(colon - q.p);
         }
-        if (keep && o + len + 2 < n) {
-            if (o) buf[o++] = ';';
-            memcpy(buf + o, p, len); o += len; buf[o] = 0;
-        }
-        p += len;
-        if (end && *p != ';') p = end;       /* skip the cut-off ":count" */
-        if (*p == ';') p++;
+        if (keep) al__put_pair(buf, n, &o, q.p, len, ';');
     }
     return (int)o;
 }

@@ -5,6 +5,9 @@
 #define AL_TRAIN_IO_IMPL_H
 #include <stddef.h>
 #include <stdint.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/types.h>
 
 /* ---------- growable byte buffer (always NUL-terminated; oom is sticky) ---------- */
@@ -35,4 +38,43 @@ void     al_json_free(al_jval *v);
 al_jval *al_json_get(const al_jval *obj, const char *key);
 /* Append s as a JSON string literal (quotes, escapes). */
 void     al_json_put_str(al_sbuf *b, const char *s);
+
+/* A run config "k=v;k=v": one pair of it. al__next_pair steps *pos past the next pair (0 at the end). */
+typedef struct al_pair { const char *p; size_t len, klen; const char *val; size_t vlen; } al_pair;
+static inline int al__next_pair(const char **pos, al_pair *q)
+{
+    const char *p = *pos;
+    if (!*p) return 0;
+    const char *c = strchr(p, ';');
+    q->p = p; q->len = c ? (size_t)(c - p) : strlen(p);
+    const char *eq = memchr(p, '=', q->len);
+    q->klen = eq ? (size_t)(eq - p) : q->len;
+    q->val = eq ? eq + 1 : p + q->len; q->vlen = eq ? q->len - q->klen - 1 : 0;
+    *pos = p + q->len + (c != NULL);
+    return 1;
+}
+/* Append bytes s[0..len) to out (n bytes, *o used) after sep when out is not empty; dropped whole if
+ * it does not fit. */
+static inline void al__put_pair(char *out, size_t n, size_t *o, const char *s, size_t len, char sep)
+{
+    if (*o + len + 2 >= n) return;
+    if (*o) out[(*o)++] = sep;
+    memcpy(out + *o, s, len); *o += len; out[*o] = 0;
+}
+
+/* Metadata as (key, value) string pairs: kv[2i], kv[2i+1], the values printed into buf. al__kv appends
+ * one pair; after an overflow (too many pairs, buf too small) b->n is -1 and stays so. */
+typedef struct al_kvb { const char **kv; int max, n; char *buf; size_t size, off; } al_kvb;
+static inline void al__kv(al_kvb *b, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static inline void al__kv(al_kvb *b, const char *key, const char *fmt, ...)
+{
+    if (b->n < 0) return;
+    if (b->n >= b->max) { b->n = -1; return; }
+    va_list ap; va_start(ap, fmt);
+    int w = vsnprintf(b->buf + b->off, b->size - b->off, fmt, ap);
+    va_end(ap);
+    if (w < 0 || (size_t)w >= b->size - b->off) { b->n = -1; return; }
+    b->kv[2 * b->n] = key; b->kv[2 * b->n + 1] = b->buf + b->off;
+    b->off += (size_t)w + 1; b->n++;
+}
 #endif

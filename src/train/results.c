@@ -1,6 +1,7 @@
 /* results.c — parse a results CSV, group rows into runs, summarise final test accuracy. */
 #include "attnlab/results.h"
 #include "attnlab/io.h"
+#include "train/io_impl.h"
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -267,18 +268,10 @@ static int by_has(const char *by, const char *key, size_t klen)
 void al_config_filter(const char *config, const char *by, char *out, size_t n)
 {
     size_t o = 0;
+    al_pair q;
     out[0] = 0;
-    for (const char *p = config; *p;) {
-        const char *c = strchr(p, ';'), *eq;
-        size_t len = c ? (size_t)(c - p) : strlen(p);
-        eq = memchr(p, '=', len);
-        size_t klen = eq ? (size_t)(eq - p) : len;
-        if ((!by || by_has(by, p, klen)) && o + len + 2 < n) {
-            if (o) out[o++] = ';';
-            memcpy(out + o, p, len); o += len; out[o] = 0;
-        }
-        p += len + (c != NULL);
-    }
+    for (const char *pos = config; al__next_pair(&pos, &q);)
+        if (!by || by_has(by, q.p, q.klen)) al__put_pair(out, n, &o, q.p, q.len, ';');
 }
 
 typedef struct final_ref { const al_result_row *fin; int run; char cfg[512]; } final_ref;
@@ -358,36 +351,29 @@ al_status al_results_summarize_by(const al_results *r, const char *by, al_summar
 /* The value of key (klen bytes) in config, as a pointer and length; NULL when absent. */
 static const char *config_value(const char *config, const char *key, size_t klen, size_t *vlen)
 {
-    for (const char *p = config; *p;) {
-        const char *c = strchr(p, ';');
-        size_t len = c ? (size_t)(c - p) : strlen(p);
-        if (len > klen && p[klen] == '=' && !memcmp(p, key, klen)) { *vlen = len - klen - 1; return p + klen + 1; }
-        p += len + (c != NULL);
-    }
+    al_pair q;
+    for (const char *pos = config; al__next_pair(&pos, &q);)
+        if (q.klen == klen && q.klen < q.len && !memcmp(q.p, key, klen)) {
+            *vlen = q.vlen;
+            return q.val;
+        }
     return NULL;
 }
 
 void al_summary_label(const al_summary *s, int g, char *out, size_t n)
 {
-    const char *config = s->grp[g].config, *model = s->grp[g].model;
+    const char *model = s->grp[g].model;
     size_t o = 0;
+    al_pair q;
     out[0] = 0;
-    for (const char *p = config; *p;) {
-        const char *c = strchr(p, ';'), *eq;
-        size_t len = c ? (size_t)(c - p) : strlen(p);
-        eq = memchr(p, '=', len);
-        size_t klen = eq ? (size_t)(eq - p) : len, vlen0 = eq ? len - klen - 1 : 0;
+    for (const char *pos = s->grp[g].config; al__next_pair(&pos, &q);) {
         int differs = 0;
         for (int i = 0; i < s->n && !differs; i++) {
             if (strcmp(s->grp[i].model, model) || strcmp(s->grp[i].task, s->grp[g].task)) continue;
             size_t vlen;
-            const char *v = config_value(s->grp[i].config, p, klen, &vlen);
-            differs = !v || vlen != vlen0 || (eq && memcmp(v, eq + 1, vlen));
+            const char *v = config_value(s->grp[i].config, q.p, q.klen, &vlen);
+            differs = !v || vlen != q.vlen || memcmp(v, q.val, vlen);
         }
-        if (differs && o + len + 2 < n) {
-            if (o) out[o++] = ' ';
-            memcpy(out + o, p, len); o += len; out[o] = 0;
-        }
-        p += len + (c != NULL);
+        if (differs) al__put_pair(out, n, &o, q.p, q.len, ' ');
     }
 }

@@ -7,6 +7,7 @@
 #include "attnlab/optim.h"
 #include "attnlab/ops.h"
 #include "attnlab/io.h"
+#include "train/io_impl.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -265,22 +266,16 @@ done:
 /* The configuration as (key, value) pairs; values in buf. Returns the count or -1. */
 static int config_kv(const al_seq_config *g, const char **kv, int max, char *buf, size_t bufsize)
 {
-    int n = 0; size_t off = 0;
-#define KV(key, ...) do { \
-        if (n >= max) return -1; \
-        int w_ = snprintf(buf + off, bufsize - off, __VA_ARGS__); \
-        if (w_ < 0 || (size_t)w_ >= bufsize - off) return -1; \
-        kv[2 * n] = key; kv[2 * n + 1] = buf + off; off += (size_t)w_ + 1; n++; \
-    } while (0)
-    KV("model", "%s", g->name);
-    KV("nwords", "%d", g->nwords); KV("nsuffixes", "%d", g->nsuffixes); KV("tags", "%d", g->tags);
-    KV("word_dim", "%d", g->word_dim); KV("suffix_dim", "%d", g->suffix_dim); KV("dim", "%d", g->dim);
-    KV("hidden", "%d", g->hidden); KV("window", "%d", g->window); KV("depth", "%d", g->depth);
-    KV("heads", "%d", g->heads); KV("bidirectional", "%d", g->bidirectional);
-    KV("pos", "%s", al_pos_name(g->pos)); KV("score", "%s", al_score_name(g->score)); KV("norm", "%s", al_norm_name(g->norm));
-    KV("max_len", "%d", g->max_len);
-#undef KV
-    return n;
+    al_kvb b = {kv, max, 0, buf, bufsize, 0};
+    al__kv(&b, "model", "%s", g->name);
+    al__kv(&b, "nwords", "%d", g->nwords); al__kv(&b, "nsuffixes", "%d", g->nsuffixes); al__kv(&b, "tags", "%d", g->tags);
+    al__kv(&b, "word_dim", "%d", g->word_dim); al__kv(&b, "suffix_dim", "%d", g->suffix_dim); al__kv(&b, "dim", "%d", g->dim);
+    al__kv(&b, "hidden", "%d", g->hidden); al__kv(&b, "window", "%d", g->window); al__kv(&b, "depth", "%d", g->depth);
+    al__kv(&b, "heads", "%d", g->heads); al__kv(&b, "bidirectional", "%d", g->bidirectional);
+    al__kv(&b, "pos", "%s", al_pos_name(g->pos)); al__kv(&b, "score", "%s", al_score_name(g->score));
+    al__kv(&b, "norm", "%s", al_norm_name(g->norm));
+    al__kv(&b, "max_len", "%d", g->max_len);
+    return b.n;
 }
 
 int al_seq_run_canonical(char *buf, size_t n, const al_seq_config *cfg, const char *dataset, long train_size,

@@ -1,0 +1,53 @@
+/* block.c — the pre-LN transformer block shared by the image and sequence models (block_impl.h). */
+#include "block_impl.h"
+#include "attnlab/ops.h"
+#include <stdio.h>
+
+al_status al__block_params_add(al_params *P, al_block_params *p, int b, const char *attn_prefix, int dim, int heads,
+                               int hidden, int offs, al_score_kind score)
+{
+    const int D = dim, Dh = dim / heads;
+    const al_init zeros = {AL_INIT_ZEROS, 0}, ones = {AL_INIT_ONES, 0};
+    char nm[96];
+#define ADD(dst, attn, name, nd, shp, ini) do { \
+        snprintf(nm, sizeof nm, "blocks.%d.%s%s", b, (attn) ? attn_prefix : "", name); \
+        if (!((dst) = al_params_add(P, nm, (nd), (int[])shp, (ini)))) return AL_ERR; \
+    } while (0)
+#define S1(a) {a}
+#define S2(a, c2) {a, c2}
+    ADD(p->ln1_w, 0, "ln1.weight", 1, S1(D), ones);
+    ADD(p->ln1_b, 0, "ln1.bias", 1, S1(D), zeros);
+    ADD(p->qkv_w, 1, "qkv.weight", 2, S2(3 * D, D), al_init_kaiming(D));
+    ADD(p->qkv_b, 1, "qkv.bias", 1, S1(3 * D), al_init_kaiming(D));
+    ADD(p->proj_w, 1, "proj.weight", 2, S2(D, D), al_init_kaiming(D));
+    ADD(p->proj_b, 1, "proj.bias", 1, S1(D), al_init_kaiming(D));
+    if (offs) ADD(p->rel, 1, "rel", 2, S2(heads, offs), zeros);
+    if (score == AL_SCORE_ADDITIVE) {
+        ADD(p->a_q, 1, "a_q", 2, S2(heads, Dh), al_init_kaiming(Dh));
+        ADD(p->a_k, 1, "a_k", 2, S2(heads, Dh), al_init_kaiming(Dh));
+    }
+    ADD(p->ln2_w, 0, "ln2.weight", 1, S1(D), ones);
+    ADD(p->ln2_b, 0, "ln2.bias", 1, S1(D), zeros);
+    ADD(p->fc1_w, 0, "fc1.weight", 2, S2(hidden, D), al_init_kaiming(D));
+    ADD(p->fc1_b, 0, "fc1.bias", 1, S1(hidden), al_init_kaiming(D));
+    ADD(p->fc2_w, 0, "fc2.weight", 2, S2(D, hidden), al_init_kaiming(hidden));
+    ADD(p->fc2_b, 0, "fc2.bias", 1, S1(D), al_init_kaiming(hidden));
+#undef ADD
+#undef S1
+#undef S2
+    return AL_OK;
+}
+
+al_tensor *al__block_forward(al_ctx *c, const al_block_params *p, const al_attn_desc *d, int heads,
+                             al_tensor *x /* (…,N,D) */)
+{
+    al_tensor *h = al_layernorm(c, x, p->ln1_w, p->ln1_b, 1e-5f);
+    al_tensor *qkv = al_linear(c, h, p->qkv_w, p->qkv_b);                       /* (…,N,3D) */
+    al_tensor *q, *k, *v;                                                       /* (…,H,N,Dh) each */
+    if (al_split_qkv(c, qkv, heads, &q, &k, &v) != AL_OK) return NULL;         /* one pass, not 3 slices + 3 splits */
+    al_tensor *o = al_attention(c, d, q, k, v, p->a_q, p->a_k, p->rel, NULL);   /* (…,H,N,Dh) */
+    o = al_linear(c, al_merge_heads(c, o), p->proj_w, p->proj_b);               /* (…,N,D) */
+    x = al_add(c, x, o);
+    h = al_gelu(c, al_linear(c, al_layernorm(c, x, p->ln2_w, p->ln2_b, 1e-5f), p->fc1_w, p->fc1_b)); /* (…,N,hidden) */
+    return al_add(c, x, al_linear(c, h, p->fc2_w, p->fc2_b));                  /* (…,N,D) */
+}
