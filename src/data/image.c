@@ -264,22 +264,12 @@ static int decode_one(fentry *f, uint8_t *dst, int C, int H, int W)
         f->msg = strdup(msg);
         return -1;
     }
-    const uint8_t *src = img;
-    uint8_t *rs = NULL;
-    if (w != W || h != H) {
-        rs = malloc((size_t)W * H * C);
-        if (!rs || !al__resize_u8(img, w, h, rs, W, H, C)) {
-            snprintf(msg, sizeof msg, "%s: resizing %dx%d to %dx%d failed, skipped", f->path, w, h, W, H);
-            f->msg = strdup(msg);
-            free(rs); stbi_image_free(img);
-            return -1;
-        }
-        src = rs;
+    if (!al__to_chw(img, w, h, C, H, W, dst)) {
+        snprintf(msg, sizeof msg, "%s: resizing %dx%d to %dx%d failed, skipped", f->path, w, h, W, H);
+        f->msg = strdup(msg);
+        stbi_image_free(img);
+        return -1;
     }
-    const size_t hw = (size_t)H * W;
-    for (int ch = 0; ch < C; ch++)
-        for (size_t i = 0; i < hw; i++) dst[ch * hw + i] = src[i * (size_t)C + (size_t)ch];
-    free(rs);
     stbi_image_free(img);
     return 0;
 }

@@ -22,20 +22,10 @@ al_status al_image_file_load(const char *path, int channels, int height, int wid
         const char *why = stbi_failure_reason();
         return al_seterr(err, "%s: could not be decoded (%s)", path, why ? why : "unknown error");
     }
-    const uint8_t *src = img;
-    uint8_t *rs = NULL;
-    if (w != width || h != height) {
-        rs = malloc((size_t)width * height * channels);
-        if (!rs || !al__resize_u8(img, w, h, rs, width, height, channels)) {
-            free(rs); stbi_image_free(img);
-            return al_seterr(err, "%s: resizing %dx%d to %dx%d failed", path, w, h, width, height);
-        }
-        src = rs;
+    if (!al__to_chw(img, w, h, channels, height, width, out)) {
+        stbi_image_free(img);
+        return al_seterr(err, "%s: resizing %dx%d to %dx%d failed", path, w, h, width, height);
     }
-    const size_t hw = (size_t)height * width;
-    for (int ch = 0; ch < channels; ch++)
-        for (size_t i = 0; i < hw; i++) out[ch * hw + i] = src[i * (size_t)channels + (size_t)ch];
-    free(rs);
     stbi_image_free(img);
     return AL_OK;
 }

@@ -42,6 +42,22 @@ static void *al_stbi_realloc(void *p, size_t n) { return stbi_too_big(n) ? NULL 
 #include <stb/stb_image_resize.h>
 #endif
 
+int al__to_chw(const uint8_t *img, int w, int h, int C, int H, int W, uint8_t *dst)
+{
+    const uint8_t *src = img;
+    uint8_t *rs = NULL;
+    if (w != W || h != H) {
+        rs = malloc((size_t)W * H * C);
+        if (!rs || !al__resize_u8(img, w, h, rs, W, H, C)) { free(rs); return 0; }
+        src = rs;
+    }
+    const size_t hw = (size_t)H * W;
+    for (int ch = 0; ch < C; ch++)
+        for (size_t i = 0; i < hw; i++) dst[ch * hw + i] = src[i * (size_t)C + (size_t)ch];
+    free(rs);
+    return 1;
+}
+
 int al__resize_u8(const uint8_t *in, int w, int h, uint8_t *out, int W, int H, int c)
 {
 #ifdef AL_STBIR2

@@ -6,6 +6,9 @@
 /* Resize (h, w, c) interleaved pixels to (H, W, c) with stb_image_resize's linear filter: the one
  * resize every image reader uses (folders and single files alike). 1 on success. */
 int al__resize_u8(const uint8_t *in, int w, int h, uint8_t *out, int W, int H, int c);
+/* img (h, w, C) interleaved, resized to (H, W) if it differs, into dst (C, H, W) planes: how every
+ * decoded image becomes a model input. 1 on success, 0 when the resize fails. */
+int al__to_chw(const uint8_t *img /* (h, w, C) */, int w, int h, int C, int H, int W, uint8_t *dst /* (C, H, W) */);
 /* Largest single allocation stb_image may make on this thread; 0: the memory budget (io.h). A chunk
  * length in a tiny PNG made stb_image realloc 1.3 GB before finding the data missing (fuzz_image). */
 void al__stbi_cap_set(size_t bytes);   /* also clears the refusal below */
