@@ -538,6 +538,32 @@ static void free_plan(plan_run *plan, int np)
     free(plan);
 }
 
+/* A sweep CSV cut short (power loss during the write of the last run): the torn last line and the
+ * rows of the run it belonged to (runs are merged whole, so they are the file's tail) are dropped,
+ * with a note; that run is redone. Returns the length of the text to keep. */
+static size_t cut_unfinished_tail(const char *path, char *text, size_t len)
+{
+    if (len == 0 || text[len - 1] == '\n') return len;
+    size_t keep = len;
+    while (keep > 0 && text[keep - 1] != '\n') keep--;          /* the torn line */
+    if (keep == 0) return len;                                   /* a torn header: the parser says so */
+    /* the rows before it that share its run id (the first field) */
+    const char *torn = text + keep;
+    const char *comma = memchr(torn, ',', len - keep);
+    size_t idl = comma ? (size_t)(comma - torn) : 0;
+    int dropped = 1;
+    while (idl && keep > 0) {
+        size_t b = keep - 1;                                     /* the '\n' ending the previous line */
+        while (b > 0 && text[b - 1] != '\n') b--;
+        if (b == 0 || keep - b <= idl || memcmp(text + b, torn, idl) || text[b + idl] != ',') break;
+        keep = b; dropped++;
+    }
+    fprintf(stderr, "sweep: %s: dropped %d line%s of a run whose writing was cut short (a torn last line); "
+            "the run will be redone\n", path, dropped, dropped == 1 ? "" : "s");
+    text[keep] = 0;
+    return keep;
+}
+
 static void free_cfg(sweep_cfg *c)
 {
     free(c->models_buf);
@@ -576,17 +602,22 @@ int cmd_sweep(int argc, char **argv)
     }
     if (access(c.csv, F_OK) == 0) {
         size_t len;
-        if (al_read_file(c.csv, &main_csv.p, &len, &e) != AL_OK
-            || al_results_parse(main_csv.p, len, c.csv, &have, &e) != AL_OK) {
+        if (al_read_file(c.csv, &main_csv.p, &len, &e) != AL_OK) {
+            fprintf(stderr, "attnlab sweep: %s\n", e.msg);
+            rc = 1; goto done;
+        }
+        len = cut_unfinished_tail(c.csv, main_csv.p, len);
+        if (al_results_parse(main_csv.p, len, c.csv, &have, &e) != AL_OK) {
             fprintf(stderr, "attnlab sweep: %s (not touching it; fix or move the file)\n", e.msg);
             rc = 1; goto done;
         }
-        main_csv.n = main_csv.cap = len;
+        main_csv.n = len; main_csv.cap = len + 1;
         if (csv_upgrade(&main_csv)) { fprintf(stderr, "attnlab sweep: out of memory\n"); rc = 1; goto done; }
     }
     int ntodo = 0;
     for (int i = 0; i < np; i++) {
-        plan[i].state = al_results_find_run(&have, plan[i].run_id) >= 0 ? RUN_SKIP : RUN_TODO;
+        int k = al_results_find_run(&have, plan[i].run_id);
+        plan[i].state = k >= 0 && have.run[k].complete ? RUN_SKIP : RUN_TODO;
         ntodo += plan[i].state == RUN_TODO;
     }
     if (c.dry_run) {

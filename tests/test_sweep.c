@@ -335,6 +335,38 @@ static void test_resume_old_format(void **st)
     al_results_free(&r);
 }
 
+/* Power loss while the CSV was written: a torn last line (and its run's rows) is dropped with a
+ * note, the run is redone, and the file ends as the uninterrupted sweep's. */
+static void test_resume_after_torn_line(void **st)
+{
+    (void)st;
+    use_fake();
+    char p[600], err[600];
+    snprintf(p, sizeof p, "%s/torn.csv", g_dir); snprintf(err, sizeof err, "%s/err.txt", g_dir);
+    unlink(p);
+    char *av[] = {"--task", "image", "--models", "cnn,sa", "--train-sizes", "100", "--seeds", "1", "--epochs", "2",
+                  "--csv", p, NULL};
+    assert_int_equal(sweep(av, err), 0);
+    char *full = slurp(p);
+    assert_non_null(full);
+    /* cut the file inside its last row */
+    size_t n = strlen(full);
+    FILE *f = fopen(p, "w"); assert_non_null(f);
+    fwrite(full, 1, n - 7, f); fclose(f);
+    assert_int_equal(sweep(av, err), 0);
+    char *log = slurp(err);
+    assert_non_null(strstr(log, "dropped 2 lines of a run whose writing was cut short"));
+    assert_non_null(strstr(log, "1 already complete"));
+    free(log);
+    al_results r; al_error e = {{0}};
+    if (al_results_read(p, &r, &e) != AL_OK) fail_msg("%s", e.msg);
+    assert_int_equal(r.nrun, 2);
+    assert_true(r.run[0].complete && r.run[1].complete);
+    assert_int_equal(r.n, 4);
+    al_results_free(&r);
+    free(full);
+}
+
 static void test_ctrl_c(void **st)
 {
     (void)st;
@@ -535,6 +567,7 @@ int main(void)
         cmocka_unit_test(test_kill_resume_stand_in),
         cmocka_unit_test(test_axes_and_config),
         cmocka_unit_test(test_resume_old_format),
+        cmocka_unit_test(test_resume_after_torn_line),
         cmocka_unit_test(test_jobs_two),
         cmocka_unit_test(test_ctrl_c),
         cmocka_unit_test(test_failing_run),
