@@ -25,11 +25,6 @@ static char *slurp_cmd(const char *cmd)
     pclose(p);
     return b;
 }
-static char *slurp_file(const char *path)
-{
-    char cmd[512]; snprintf(cmd, sizeof cmd, "cat '%s' 2>/dev/null", path);
-    return slurp_cmd(cmd);
-}
 
 /* Every "--word" of `attnlab ARGS --help` must stand in the man page (as "\-\-word"). */
 static void check_help_in_man(const char *man, const char *args)
@@ -62,7 +57,7 @@ static void check_help_in_man(const char *man, const char *args)
 static void test_manpage_covers_every_command_and_option(void **state)
 {
     (void)state;
-    char *man = slurp_file("docs/attnlab.1");
+    char *man = tu_slurp("docs/attnlab.1");
     assert_non_null(man);
     assert_true(strlen(man) > 1000);
     char cmd[512]; snprintf(cmd, sizeof cmd, "%s --help 2>&1", tu_attnlab_bin());

@@ -12,17 +12,6 @@
 
 static char dir[64];
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END); long n = ftell(f); fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    size_t r = fread(b, 1, (size_t)n, f);
-    fclose(f);
-    b[r] = 0;
-    return b;
-}
 /* Run `[env] bin ARGS`; returns the exit status, stderr in *err (caller frees). */
 static int run(const char *env, const char *args, char **err)
 {
@@ -30,7 +19,7 @@ static int run(const char *env, const char *args, char **err)
     snprintf(cmd, sizeof cmd, "%s %s %s > /dev/null 2> %s/err.txt", env ? env : "", tu_attnlab_bin(), args, dir);
     int rc = system(cmd);
     snprintf(path, sizeof path, "%s/err.txt", dir);
-    *err = slurp(path);
+    *err = tu_slurp(path);
     return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
 static int count_lines(const char *s) { int n = 0; for (; *s; s++) n += *s == '\n'; return n; }

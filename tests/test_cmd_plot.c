@@ -12,24 +12,11 @@
 
 static char dir[64];
 
-static int run(const char *args)
-{
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "%s %s > %s/out.txt 2> %s/err.txt", tu_attnlab_bin(), args, dir, dir);
-    int rc = system(cmd);
-    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
-static char *slurp(const char *name)
+static int run(const char *args) { return tu_run_cli(dir, args); }
+static char *slurp(const char *name)   /* a file of the test's directory */
 {
     char p[256]; snprintf(p, sizeof p, "%s/%s", dir, name);
-    FILE *f = fopen(p, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END); long n = ftell(f); fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    size_t r = fread(b, 1, (size_t)n, f);
-    fclose(f);
-    b[r] = 0;
-    return b;
+    return tu_slurp(p);
 }
 /* A results CSV: models a, b at sizes s[0..ns) x seeds 1-2, two epochs each. */
 static void write_csv(const char *name, const long *sz, int ns)

@@ -49,8 +49,7 @@ static const char *write_file(const char *name, const char *data, size_t n, int 
 
 static const char *ewt_dir(void)
 {
-    static const char *cand[] = {"datasets/ud-english-ewt", "../shared/datasets/ud-english-ewt",
-                                 "../datasets/ud-english-ewt", "../../datasets/ud-english-ewt"};
+    static const char *cand[] = {"datasets/ud-english-ewt", "../datasets/ud-english-ewt", "../../datasets/ud-english-ewt"};
     for (size_t i = 0; i < sizeof cand / sizeof cand[0]; i++) {
         char p[512];
         snprintf(p, sizeof p, "%s/train.conllu.gz", cand[i]);

@@ -12,17 +12,6 @@
 
 static char dir[64];
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END); long n = ftell(f); fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    size_t r = fread(b, 1, (size_t)n, f);
-    fclose(f);
-    b[r] = 0;
-    return b;
-}
 static void write_file(const char *sub, const char *name, const char *text)
 {
     char p[256]; snprintf(p, sizeof p, "%s/%s/%s", dir, sub, name);
@@ -31,14 +20,8 @@ static void write_file(const char *sub, const char *name, const char *text)
 }
 static int count_lines(const char *s) { int n = 0; for (; *s; s++) n += *s == '\n'; return n; }
 /* Run `bin ARGS` with stdout and stderr to dir/out.txt, dir/err.txt; returns the exit status. */
-static int run(const char *args)
-{
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "%s %s > %s/out.txt 2> %s/err.txt", tu_attnlab_bin(), args, dir, dir);
-    int rc = system(cmd);
-    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
-static char *out_file(const char *name) { char p[256]; snprintf(p, sizeof p, "%s/%s", dir, name); return slurp(p); }
+static int run(const char *args) { return tu_run_cli(dir, args); }
+static char *out_file(const char *name) { char p[256]; snprintf(p, sizeof p, "%s/%s", dir, name); return tu_slurp(p); }
 
 /* A 3-class block model of 60 nodes (same construction as test_graph.c, smaller). */
 static void write_graph(const char *sub)

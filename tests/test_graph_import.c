@@ -11,17 +11,6 @@
 
 static char dir[64];
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END); long n = ftell(f); fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    size_t r = fread(b, 1, (size_t)n, f);
-    fclose(f);
-    b[r] = 0;
-    return b;
-}
 static void put(const char *sub, const char *name, const char *text)
 {
     char p[512]; snprintf(p, sizeof p, "%s/%s", dir, sub); mkdir(p, 0700);
@@ -32,7 +21,7 @@ static void put(const char *sub, const char *name, const char *text)
 static void expect_file(const char *sub, const char *name, const char *want)
 {
     char p[512]; snprintf(p, sizeof p, "%s/%s/%s", dir, sub, name);
-    char *got = slurp(p);
+    char *got = tu_slurp(p);
     if (!got || strcmp(got, want)) fail_msg("%s:\n--- got\n%s--- want\n%s", p, got ? got : "(missing)", want);
     free(got);
 }
@@ -199,13 +188,7 @@ static void test_errors(void **state)
     assert_non_null(strstr(err.msg, "t.cites:2: one field"));
 }
 
-static int run(const char *args)
-{
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "%s %s > %s/out.txt 2> %s/err.txt", tu_attnlab_bin(), args, dir, dir);
-    int rc = system(cmd);
-    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
+static int run(const char *args) { return tu_run_cli(dir, args); }
 
 static void test_cli(void **state)
 {
@@ -214,10 +197,10 @@ static void test_cli(void **state)
     snprintf(a, sizeof a, "data import --format linqs --in %s/cl --out %s/cli_out --seed 3", dir, dir);
     int rc = run(a);
     char ep[128]; snprintf(ep, sizeof ep, "%s/err.txt", dir);
-    if (rc) { char *e = slurp(ep); fail_msg("data import exited %d: %s", rc, e ? e : "?"); }
+    if (rc) { char *e = tu_slurp(ep); fail_msg("data import exited %d: %s", rc, e ? e : "?"); }
     snprintf(a, sizeof a, "train --task graph --data %s/cli_out --model gcn --epochs 5 --quiet", dir);
     rc = run(a);
-    if (rc) { char *e = slurp(ep); fail_msg("train exited %d: %s", rc, e ? e : "?"); }
+    if (rc) { char *e = tu_slurp(ep); fail_msg("train exited %d: %s", rc, e ? e : "?"); }
     const char *bad[] = {"data", "data export", "data import --in x --out y", "data import --format csv --in x --out y",
                          "data import --format ogb --in x", "data import --format linqs --in x --out y --split planetoid",
                          "data import --format ogb --in x --out y --seed -1", "data import --format ogb --in x --out y --bogus"};

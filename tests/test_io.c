@@ -20,18 +20,6 @@ static int setup(void **st) { (void)st; snprintf(tmpdir, sizeof tmpdir, "/tmp/at
 static int teardown(void **st) { (void)st; return nftw(tmpdir, rm_cb, 16, FTW_DEPTH | FTW_PHYS); }
 static char *tpath(const char *name) { static char b[4][512]; static int k; k = (k + 1) % 4; snprintf(b[k], sizeof b[k], "%s/%s", tmpdir, name); return b[k]; }
 
-static char *slurp(const char *path, size_t *n)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END); long L = ftell(f); fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)L + 1);
-    assert_non_null(b);
-    assert_int_equal(fread(b, 1, (size_t)L, f), (size_t)L);
-    b[L] = 0; fclose(f);
-    if (n) *n = (size_t)L;
-    return b;
-}
 static void spit(const char *path, const void *d, size_t n)
 {
     FILE *f = fopen(path, "wb");
@@ -81,7 +69,7 @@ static void test_csv_header_once(void **st)
     const char *p = tpath("once.csv");
     al_error e = {{0}};
     for (int ep = 0; ep < 3; ep++) { al_csv_row r = sample_row(ep); assert_int_equal(al_csv_append(p, &r, &e), AL_OK); }
-    char *s = slurp(p, NULL);
+    char *s = tu_slurp_n(p, NULL);
     assert_non_null(s);
     assert_int_equal(count_char(s, '\n'), 4);
     assert_memory_equal(s, AL_CSV_HEADER "\n", strlen(AL_CSV_HEADER) + 1);
@@ -93,7 +81,7 @@ static void test_csv_header_once(void **st)
     spit(q, "", 0);
     al_csv_row r = sample_row(0);
     assert_int_equal(al_csv_append(q, &r, &e), AL_OK);
-    s = slurp(q, NULL);
+    s = tu_slurp_n(q, NULL);
     assert_int_equal(strncmp(s, AL_CSV_HEADER "\n", strlen(AL_CSV_HEADER) + 1), 0);
     assert_int_equal(count_char(s, '\n'), 2);
     free(s);
@@ -102,7 +90,7 @@ static void test_csv_header_once(void **st)
     spit(old, AL_CSV_HEADER_V1 "\n", strlen(AL_CSV_HEADER_V1) + 1);
     r.config = "lr=0.1"; r.status = "done";
     assert_int_equal(al_csv_append(old, &r, &e), AL_OK);
-    s = slurp(old, NULL);
+    s = tu_slurp_n(old, NULL);
     assert_string_equal(s, AL_CSV_HEADER_V1 "\n0123456789abcdef,image,fashion-mnist,cnn,1000,7,0,0.5,0.875,,0.8125,"
                            "1.2346,812.3,12345\n");
     free(s);
@@ -115,11 +103,11 @@ static void test_csv_torn_line_repaired(void **st)
     al_error e = {{0}};
     al_csv_row r0 = sample_row(0), r1 = sample_row(1);
     assert_int_equal(al_csv_append(p, &r0, &e), AL_OK);
-    size_t n0; char *good = slurp(p, &n0);
+    size_t n0; char *good = tu_slurp_n(p, &n0);
     /* a killed process left half a row */
     FILE *f = fopen(p, "ab"); fputs("0123456789abcdef,image,fash", f); fclose(f);
     assert_int_equal(al_csv_append(p, &r1, &e), AL_OK);
-    char *s = slurp(p, NULL);
+    char *s = tu_slurp_n(p, NULL);
     char line[512]; al_csv_format(line, sizeof line, &r1);
     size_t L = strlen(line);
     assert_memory_equal(s, good, n0);
@@ -130,7 +118,7 @@ static void test_csv_torn_line_repaired(void **st)
     const char *q = tpath("tornhead.csv");
     spit(q, "run_id,task,data", 16);
     assert_int_equal(al_csv_append(q, &r0, &e), AL_OK);
-    s = slurp(q, NULL);
+    s = tu_slurp_n(q, NULL);
     assert_int_equal(strncmp(s, AL_CSV_HEADER "\n", strlen(AL_CSV_HEADER) + 1), 0);
     assert_int_equal(count_char(s, '\n'), 2);
     free(s);
@@ -146,7 +134,7 @@ static void test_csv_header_mismatch(void **st)
     assert_int_equal(al_csv_append(p, &r, &e), AL_ERR);
     assert_non_null(strstr(e.msg, p));
     assert_non_null(strstr(e.msg, "header"));
-    size_t n; char *s = slurp(p, &n);
+    size_t n; char *s = tu_slurp_n(p, &n);
     assert_int_equal(n, 12);   /* untouched */
     free(s);
     /* header with an extra column: also refused */
@@ -178,7 +166,7 @@ static void test_csv_concurrent_appends(void **st)
         }
     }
     for (int k = 0; k < 2; k++) { int status; assert_int_equal(waitpid(kid[k], &status, 0), kid[k]); assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0); }
-    char *s = slurp(p, NULL);
+    char *s = tu_slurp_n(p, NULL);
     assert_int_equal(count_char(s, '\n'), 51);
     int seen[2][25] = {{0}};
     char *line = strchr(s, '\n') + 1;   /* after the header */
@@ -218,7 +206,7 @@ static void test_write_atomic(void **st)
     al_error e = {{0}};
     assert_int_equal(al_write_atomic(p, "hello", 5, &e), AL_OK);
     assert_int_equal(al_write_atomic(p, "bye", 3, &e), AL_OK);   /* replaces */
-    size_t n; char *s = slurp(p, &n);
+    size_t n; char *s = tu_slurp_n(p, &n);
     assert_int_equal(n, 3); assert_memory_equal(s, "bye", 3);
     free(s);
     char tmp[600]; snprintf(tmp, sizeof tmp, "%s.tmp.%ld", p, (long)getpid());
@@ -250,7 +238,7 @@ static void test_safetensors_roundtrip(void **st)
     al_error e = {{0}};
     assert_int_equal(al_safetensors_save(p, &a, kv, 3, &e), AL_OK);
     /* the file layout: u64 LE header length, multiple of 8, JSON object, then 4·total bytes */
-    size_t n; unsigned char *s = (unsigned char *)slurp(p, &n);
+    size_t n; unsigned char *s = (unsigned char *)tu_slurp_n(p, &n);
     uint64_t hl = 0; for (int k = 7; k >= 0; k--) hl = hl << 8 | s[k];
     assert_int_equal(hl % 8, 0);
     assert_int_equal(n, 8 + hl + 4 * (size_t)a.total);

@@ -14,13 +14,7 @@
 
 static char dir[64];
 
-static int run(const char *args)
-{
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd, "%s %s > %s/out.txt 2> %s/err.txt", tu_attnlab_bin(), args, dir, dir);
-    int rc = system(cmd);
-    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
+static int run(const char *args) { return tu_run_cli(dir, args); }
 static char *file(const char *name)
 {
     char p[256]; snprintf(p, sizeof p, "%s/%s", dir, name);

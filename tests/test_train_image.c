@@ -178,16 +178,6 @@ static void test_shape_and_label_checks(void **st)
 }
 
 /* ---- through bin/attnlab ---- */
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    static char buf[1 << 16];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    return strdup(buf);
-}
 /* The CSV without columns 12 and 13 (epoch_seconds, samples_per_second). */
 static char *strip_timing(const char *csv)
 {
@@ -217,9 +207,9 @@ static void test_cli_csv_deterministic_and_eval(void **st)
         snprintf(cmd, sizeof cmd, "%s %s --csv %s/r%d.csv %s > %s/out%d.txt 2>%s/err%d.txt", b, common, dir, k,
                  save, dir, k, dir, k);
         int rc = system(cmd);
-        if (rc != 0) { snprintf(cmd, sizeof cmd, "%s/err%d.txt", dir, k); char *err = slurp(cmd); fail_msg("train exited %d: %s", rc, err ? err : "?"); }
+        if (rc != 0) { snprintf(cmd, sizeof cmd, "%s/err%d.txt", dir, k); char *err = tu_slurp(cmd); fail_msg("train exited %d: %s", rc, err ? err : "?"); }
         snprintf(cmd, sizeof cmd, "%s/r%d.csv", dir, k);
-        csv[k] = slurp(cmd);
+        csv[k] = tu_slurp(cmd);
         assert_non_null(csv[k]);
     }
     /* header + 2 rows; identical apart from the timing columns */
@@ -243,7 +233,7 @@ static void test_cli_csv_deterministic_and_eval(void **st)
     snprintf(cmd, sizeof cmd, "%s eval --load %s/m.safetensors --threads 1 > %s/eval.txt 2>&1", b, dir, dir);
     assert_int_equal(system(cmd), 0);
     snprintf(cmd, sizeof cmd, "%s/eval.txt", dir);
-    char *ev = slurp(cmd);
+    char *ev = tu_slurp(cmd);
     assert_non_null(ev);
     char *ta = strstr(ev, "test_acc ");
     assert_non_null(ta);
@@ -254,13 +244,13 @@ static void test_cli_csv_deterministic_and_eval(void **st)
              "> %s/eval2.txt 2> %s/eval2.err", b, dir, dir, dir, dir);
     assert_int_equal(system(cmd), 0);
     snprintf(cmd, sizeof cmd, "%s/eval2.txt", dir);
-    char *ev2 = slurp(cmd);
+    char *ev2 = tu_slurp(cmd);
     assert_non_null(strstr(ev2, "test_images 50 "));
     snprintf(cmd, sizeof cmd, "%s/eval2.err", dir);
-    char *er2 = slurp(cmd);
+    char *er2 = tu_slurp(cmd);
     assert_string_equal(er2, "");
     snprintf(cmd, sizeof cmd, "%s/l.csv", dir);
-    char *lg = slurp(cmd);
+    char *lg = tu_slurp(cmd);
     assert_non_null(lg);
     assert_true(!strncmp(lg, "index,label,logit_0,logit_1,", 28) && strstr(lg, ",logit_9\n"));
     int rows = 0, prev = -1;
@@ -287,7 +277,7 @@ static void test_cli_csv_deterministic_and_eval(void **st)
     snprintf(cmd, sizeof cmd, "%s predict --load %s/m.safetensors %s/imgs --threads 1 --quiet > %s/pred.csv", b, dir, dir, dir);
     assert_int_equal(system(cmd), 0);
     snprintf(cmd, sizeof cmd, "%s/pred.csv", dir);
-    char *pred = slurp(cmd);
+    char *pred = tu_slurp(cmd);
     assert_true(!strncmp(pred, "file,class,prob\n", 16));
     const char *names[] = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"};
     int nrows = 0;
@@ -306,7 +296,7 @@ static void test_cli_csv_deterministic_and_eval(void **st)
     snprintf(cmd, sizeof cmd, "%s train --help > %s/help.txt", b, dir);
     assert_int_equal(system(cmd), 0);
     snprintf(cmd, sizeof cmd, "%s/help.txt", dir);
-    char *help = slurp(cmd);
+    char *help = tu_slurp(cmd);
     assert_non_null(strstr(help, "train --task graph --help"));
     free(help);
     /* a checkpoint for another model is refused */

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 void tu_fill(float *x, int64_t n, uint64_t seed, float lo, float hi)
@@ -116,4 +117,38 @@ const char *tu_attnlab_bin(void)
     if (access("bin/attnlab", X_OK) == 0) return "bin/attnlab";
     fail_msg("bin/attnlab not found (build it first, or set ATTNLAB_BIN)");
     return NULL;
+}
+
+char *tu_slurp_n(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 1 << 16, len = 0, r;
+    char *b = malloc(cap);
+    while (b && (r = fread(b + len, 1, cap - len - 1, f)) > 0) {
+        len += r;
+        if (len + 1 == cap) { char *nb = realloc(b, cap *= 2); if (!nb) { free(b); b = NULL; } else b = nb; }
+    }
+    fclose(f);
+    if (!b) return NULL;
+    b[len] = 0;
+    if (n) *n = len;
+    return b;
+}
+
+int tu_system(const char *cmd)
+{
+    int rc = system(cmd);
+    return rc != -1 && WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+int tu_run_cli(const char *dir, const char *args)
+{
+    size_t n = strlen(args) + 3 * strlen(dir) + 4096;
+    char *cmd = malloc(n);
+    assert_non_null(cmd);
+    snprintf(cmd, n, "%s %s > %s/out.txt 2> %s/err.txt", tu_attnlab_bin(), args, dir, dir);
+    int rc = tu_system(cmd);
+    free(cmd);
+    return rc;
 }

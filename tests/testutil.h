@@ -30,6 +30,14 @@ double tu_gradcheck(tu_fn fn, void *ud, tu_input *in, int n, double eps);
     } while (0)
 /* Path of the CLI under test: $ATTNLAB_BIN (the Makefile exports it), else bin/attnlab; fails the test if absent. */
 const char *tu_attnlab_bin(void);
+/* A whole file, NUL-terminated (malloc'd; the caller frees); NULL if it cannot be read. *n = its size
+ * when n is not NULL. */
+char *tu_slurp_n(const char *path, size_t *n);
+static inline char *tu_slurp(const char *path) { return tu_slurp_n(path, NULL); }
+/* system(cmd)'s exit status, or -1 when the command did not exit normally. */
+int tu_system(const char *cmd);
+/* Run `$ATTNLAB_BIN ARGS` with stdout to DIR/out.txt and stderr to DIR/err.txt; its exit status. */
+int tu_run_cli(const char *dir, const char *args);
 /* Build a 1-4 dim shape initializer. */
 static inline tu_input tu_in(float *data, int check, int ndim, int d0, int d1, int d2, int d3)
 { tu_input i = {ndim, {d0, d1, d2, d3}, data, check}; return i; }
