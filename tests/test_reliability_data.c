@@ -283,6 +283,18 @@ static void test_png_chunk_length_capped(void **st)
     al_image_split_free(&d);
 }
 
+/* fuzz_image found it (CI): a valid PNG whose first IDAT chunk is empty made stb_image compute
+ * NULL + 0 (stb_image.h:5130, undefined behaviour, a UBSan abort). It now decodes, to the right pixels. */
+static void test_png_empty_first_idat(void **st)
+{
+    (void)st;
+    uint8_t px[4] = {0};
+    al_error e = {{0}};
+    assert_int_equal(al_image_file_load("tests/data/png-empty-first-idat-2x2.png", 1, 2, 2, px, &e), AL_OK);
+    assert_int_equal(px[0], 0x10); assert_int_equal(px[1], 0x20);
+    assert_int_equal(px[2], 0x30); assert_int_equal(px[3], 0x40);
+}
+
 /* fuzz_image found it: a PPM header number of 28 digits overflowed stb_image's int reader (signed
  * overflow, a UBSan abort in make asan). Such headers are refused before stb_image sees them. */
 static void test_pnm_header_overflow(void **st)
@@ -344,6 +356,7 @@ int main(void)
         cmocka_unit_test(test_pnm_header_overflow),
         cmocka_unit_test(test_pnm16_channel_conversion),
         cmocka_unit_test(test_folder_too_small_for_test_split),
+        cmocka_unit_test(test_png_empty_first_idat),
         cmocka_unit_test(test_idx_budget),
         cmocka_unit_test(test_graph_absurd_feature_index),
         cmocka_unit_test(test_conllu_budget),

@@ -238,7 +238,7 @@ static int decode_one(fentry *f, uint8_t *dst, int C, int H, int W)
     /* stb_image's 16-bit PNM path converts channels with its 8-bit routine and then reads past the
      * buffer (fuzz_image): load such a file in its own channel count and convert here. */
     const int req = f->pnm16 && f->comp != C ? f->comp : C;
-    uint8_t *img = stbi_load(f->path, &w, &h, &comp, req);
+    uint8_t *img = al__stbi_load(f->path, &w, &h, &comp, req);
     size_t refused = al__stbi_refused();
     if (img && req != C) {
         uint8_t *cv = malloc((size_t)w * (size_t)h * (size_t)C);

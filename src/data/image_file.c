@@ -17,7 +17,7 @@ al_status al_image_file_load(const char *path, int channels, int height, int wid
         return al_seterr(err, "%s: not a readable image (%s)", path, why ? why : "unknown error");
     }
     if ((int64_t)w * h > (int64_t)1 << 26) return al_seterr(err, "%s: %dx%d pixels is too large", path, w, h);
-    uint8_t *img = stbi_load(path, &w, &h, &comp, channels);
+    uint8_t *img = al__stbi_load(path, &w, &h, &comp, channels);
     if (!img) {
         const char *why = stbi_failure_reason();
         return al_seterr(err, "%s: could not be decoded (%s)", path, why ? why : "unknown error");

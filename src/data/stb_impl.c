@@ -10,7 +10,9 @@
  */
 #include "attnlab/io.h"
 #include "data/stb_impl.h"
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Every stb_image allocation goes through a cap: a file's own numbers (a PNG chunk length, a
  * declared size) never make it allocate more than the caller allows for that file. */
@@ -41,6 +43,52 @@ static void *al_stbi_realloc(void *p, size_t n) { return stbi_too_big(n) ? NULL 
 #define STB_IMAGE_RESIZE_IMPLEMENTATION
 #include <stb/stb_image_resize.h>
 #endif
+
+/* stb_image computes z->idata + ioff with idata still NULL when a PNG's first IDAT chunk is empty
+ * (stb_image.h:5130; NULL + 0 is undefined in C, a UBSan abort; fuzz_image). Such a file is valid
+ * PNG: it is decoded from a copy without its empty IDAT chunks (they carry no data; stb_image does
+ * not check CRCs). Returns the number of empty IDAT chunks, or 0 (also for a non-PNG). */
+static int png_empty_idats(FILE *f)
+{
+    unsigned char b[8];
+    if (fread(b, 1, 8, f) != 8 || memcmp(b, "\x89PNG\r\n\x1a\n", 8)) return 0;
+    int n = 0;
+    while (fread(b, 1, 8, f) == 8) {
+        uint32_t len = (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
+        if (len == 0 && !memcmp(b + 4, "IDAT", 4)) n++;
+        if (!memcmp(b + 4, "IEND", 4) || len > 0x7fffffffu || fseek(f, (long)len + 4, SEEK_CUR)) break;
+    }
+    return n;
+}
+
+uint8_t *al__stbi_load(const char *path, int *w, int *h, int *comp, int req)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f || !png_empty_idats(f)) {
+        if (f) fclose(f);
+        return stbi_load(path, w, h, comp, req);
+    }
+    long size = (fseek(f, 0, SEEK_END) == 0) ? ftell(f) : -1;
+    unsigned char *buf = size > 8 && (unsigned long)size <= al_mem_budget() ? malloc((size_t)size) : NULL;
+    if (!buf || fseek(f, 0, SEEK_SET) || fread(buf, 1, (size_t)size, f) != (size_t)size) {
+        free(buf); fclose(f);
+        stbi__err("read failed", "could not read the file");
+        return NULL;
+    }
+    fclose(f);
+    size_t i = 8, o = 8, n = (size_t)size;
+    while (i + 12 <= n) {   /* copy every chunk except the empty IDATs, in place */
+        uint32_t len = (uint32_t)buf[i] << 24 | (uint32_t)buf[i + 1] << 16 | (uint32_t)buf[i + 2] << 8 | buf[i + 3];
+        size_t whole = (size_t)len + 12;
+        if (len > n - i - 12) break;
+        if (!(len == 0 && !memcmp(buf + i + 4, "IDAT", 4))) { memmove(buf + o, buf + i, whole); o += whole; }
+        i += whole;
+    }
+    if (i < n) { memmove(buf + o, buf + i, n - i); o += n - i; }
+    uint8_t *img = stbi_load_from_memory(buf, (int)o, w, h, comp, req);
+    free(buf);
+    return img;
+}
 
 int al__to_chw(const uint8_t *img, int w, int h, int C, int H, int W, uint8_t *dst)
 {

@@ -14,4 +14,7 @@ int al__to_chw(const uint8_t *img /* (h, w, C) */, int w, int h, int C, int H, i
 void al__stbi_cap_set(size_t bytes);   /* also clears the refusal below */
 /* The largest allocation the cap refused since al__stbi_cap_set, or 0. */
 size_t al__stbi_refused(void);
+/* stbi_load, except that a valid PNG with empty IDAT chunks (which stb_image would step on with
+ * undefined behaviour) is decoded from a copy without them. */
+uint8_t *al__stbi_load(const char *path, int *w, int *h, int *comp, int req);
 #endif
