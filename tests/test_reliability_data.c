@@ -293,6 +293,10 @@ static void test_png_empty_first_idat(void **st)
     assert_int_equal(al_image_file_load("tests/data/png-empty-first-idat-2x2.png", 1, 2, 2, px, &e), AL_OK);
     assert_int_equal(px[0], 0x10); assert_int_equal(px[1], 0x20);
     assert_int_equal(px[2], 0x30); assert_int_equal(px[3], 0x40);
+    /* the 30-min run's variant: the file ends right after an empty IDAT's type (no CRC, no data) */
+    al_error e2 = {{0}};
+    assert_int_equal(al_image_file_load("tests/data/png-empty-idat-cut-after-type.png", 1, 2, 2, px, &e2), AL_ERR);
+    ASSERT_HAS(e2.msg, "png-empty-idat-cut-after-type.png: could not be decoded");
 }
 
 /* fuzz_image found it: a PPM header number of 28 digits overflowed stb_image's int reader (signed

@@ -10,6 +10,7 @@
  */
 #include "attnlab/io.h"
 #include "data/stb_impl.h"
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,7 +70,7 @@ uint8_t *al__stbi_load(const char *path, int *w, int *h, int *comp, int req)
         return stbi_load(path, w, h, comp, req);
     }
     long size = (fseek(f, 0, SEEK_END) == 0) ? ftell(f) : -1;
-    unsigned char *buf = size > 8 && (unsigned long)size <= al_mem_budget() ? malloc((size_t)size) : NULL;
+    unsigned char *buf = size > 8 && size < INT_MAX && (unsigned long)size <= al_mem_budget() ? malloc((size_t)size) : NULL;
     if (!buf || fseek(f, 0, SEEK_SET) || fread(buf, 1, (size_t)size, f) != (size_t)size) {
         free(buf); fclose(f);
         stbi__err("read failed", "could not read the file");
@@ -77,10 +78,9 @@ uint8_t *al__stbi_load(const char *path, int *w, int *h, int *comp, int req)
     }
     fclose(f);
     size_t i = 8, o = 8, n = (size_t)size;
-    while (i + 12 <= n) {   /* copy every chunk except the empty IDATs, in place */
+    while (i + 8 <= n) {   /* copy every chunk except the empty IDATs (even one cut off after its type) */
         uint32_t len = (uint32_t)buf[i] << 24 | (uint32_t)buf[i + 1] << 16 | (uint32_t)buf[i + 2] << 8 | buf[i + 3];
-        size_t whole = (size_t)len + 12;
-        if (len > n - i - 12) break;
+        size_t whole = n - i - 8 < (size_t)len + 4 ? n - i : (size_t)len + 12;
         if (!(len == 0 && !memcmp(buf + i + 4, "IDAT", 4))) { memmove(buf + o, buf + i, whole); o += whole; }
         i += whole;
     }
