@@ -110,7 +110,11 @@ static int trim_csv(app_resume *r, al_error *err)
 int app_resume_start(app_resume *r, const char *csv, const char *run_id, const char *canon, al_params *p, al_error *err)
 {
     r->csv = csv; r->run_id = run_id; r->canon = canon; r->params = p; r->err = err;
-    if (!r->every && !r->resume) return 0;
+    if (!r->every && !r->resume) {
+        if (!r->path_opt) return 0;
+        al_seterr(err, "--checkpoint %s: give --checkpoint-every N (write states) and/or --resume (continue from one)", r->path_opt);
+        return 2;
+    }
     if (r->path_opt) snprintf(r->path, sizeof r->path, "%s", r->path_opt);
     else if (r->save) snprintf(r->path, sizeof r->path, "%s.train", r->save);
     else snprintf(r->path, sizeof r->path, "attnlab-%s.train", run_id);

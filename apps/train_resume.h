@@ -38,7 +38,7 @@ void app_resume_init(app_resume *r, int every, int resume, const char *path_opt,
 /* Chooses the path (--checkpoint, else SAVE.train, else attnlab-RUNID.train), then with --resume
  * reads the state there (weights into p) or says that there is none, and trims the CSV's rows of the
  * run. Returns an exit status: 0, 1 (I/O, a CSV that lacks rows the state saw), 2 (the state is of
- * another configuration); err says why. */
+ * another configuration, --checkpoint without --checkpoint-every or --resume); err says why. */
 int  app_resume_start(app_resume *r, const char *csv, const char *run_id, const char *canon, al_params *p, al_error *err);
 const al_resume *app_resume_loop(app_resume *r);   /* for the training loop; NULL without the flags */
 void app_resume_row(app_resume *r);                 /* one more CSV row of this run was written */

@@ -477,6 +477,12 @@ static void test_cli_resume_cases(void **st)
     m = err_text();
     if (!strstr(m, "batch=8 here, batch=32 in the state") || !one_line(m)) fail_msg("stderr: %s", m);
     free(m);
+    /* --checkpoint alone would do nothing: refused */
+    snprintf(cmd, sizeof cmd, "train --task graph --model gcn --epochs 2 --quiet --checkpoint %s/x.train", dir);
+    assert_int_equal(run(cmd), 1);
+    m = err_text();
+    if (!strstr(m, "--checkpoint-every N") || !one_line(m)) fail_msg("stderr: %s", m);
+    free(m);
     /* the flags apply to trained models only */
     assert_int_equal(run("train --model conv-attn --init-from x.safetensors --resume"), 2);
     m = err_text();
@@ -498,7 +504,11 @@ static void test_kill_nine_five_times(void **st)
     int rc = tu_system(cmd);
     char p[128];
     char *log = tu_slurp(path_in(p, sizeof p, "kill.log"));
-    print_message("%s", log ? log : "(no log)\n");
+    for (char *line = log, *nl; line && *line; line = nl + 1) {   /* a line at a time: cmocka's buffer is short */
+        nl = strchr(line, '\n');
+        if (!nl) { print_message("%s\n", line); break; }
+        print_message("%.*s\n", (int)(nl - line), line);
+    }
     free(log);
     assert_int_equal(rc, 0);
 }
