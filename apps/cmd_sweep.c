@@ -4,10 +4,12 @@
  * Resumability. A run is identified by (task, dataset, model, split, seed), where split is
  * "size=N", "lpc=K", "frac=F" or "planetoid"; its run_id in the sweep CSV is al_run_id() of that
  * description (the child's own run_id is replaced when its rows are merged), so a run whose run_id
- * is in the CSV is complete. A child writes CSV.run-RUNID.PID.part (its stderr goes to .part.log,
- * shown only if the run fails). When it exits 0 the sweep writes CSV.tmp.PID = old CSV + the
- * child's rows, fsyncs and renames it over CSV (al_write_atomic). On start, *.part, *.part.log and
- * *.tmp.* files left by a killed sweep are deleted and their runs redone. Children get
+ * is in the CSV is complete. A child writes CSV.run-RUNID.part (its stderr goes to .part.log,
+ * shown only if the run fails) and its training state to CSV.run-RUNID.train after every epoch
+ * (--checkpoint-every 1 --resume). When it exits 0 the sweep writes CSV.tmp.PID = old CSV + the
+ * child's rows, fsyncs and renames it over CSV (al_write_atomic). On start, a part file with its
+ * state is kept and its run continues from the state (the child cuts the rows written after it);
+ * other *.part, *.part.log and *.tmp.* files left by a killed sweep are deleted and their runs redone. Children get
  * PR_SET_PDEATHSIG(SIGKILL), so a sweep killed with SIGKILL leaves no orphan writing. A lock file
  * CSV.lock (flock) keeps two sweeps off one CSV. docs/experiments.md has the whole story.
  */
@@ -45,7 +47,8 @@ static void usage(FILE *f)
         "                     [--planetoid] --seeds LIST --csv FILE\n"
         "  Runs every combination model x size (or graph split) x seed as a child `attnlab train` process and\n"
         "  appends each finished run's rows to FILE in one atomic step. Runs already in FILE are skipped, so a\n"
-        "  sweep that was interrupted (Ctrl-C, kill -9, power loss) resumes with the same command.\n"
+        "  sweep that was interrupted (Ctrl-C, kill -9, power loss) resumes with the same command; a run that\n"
+        "  was in flight continues from its training state (FILE.run-RUNID.train, written after every epoch).\n"
         "options:\n"
         "  --task image|graph       image: models cnn, sa, local; graph: gat, gat-full, gcn, mlp\n"
         "  --data NAME              dataset passed to train (default fashion-mnist / cora)\n"
@@ -524,9 +527,9 @@ static plan_run *make_plan(const sweep_cfg *c, const char *dir, const char *base
                     snprintf(canon, sizeof canon, "sweep task=%s dataset=%s model=%s %s seed=%ld%s", c->task, c->data,
                              r->model, sp, r->seed, r->desc + d0);
                     al_run_id(r->run_id, canon);
-                    if (asprintf(&r->part, "%s/%s.run-%s.%ld.part", dir, base, r->run_id, (long)getpid()) < 0) {
-                        r->part = NULL; *np = (int)k; return plan;   /* the caller sees the NULL */
-                    }
+                    if (asprintf(&r->part, "%s/%s.run-%s.part", dir, base, r->run_id) < 0) r->part = NULL;
+                    if (r->part && asprintf(&r->ckpt, "%s/%s.run-%s.train", dir, base, r->run_id) < 0) { free(r->part); r->part = NULL; }
+                    if (!r->part) { *np = (int)k; return plan; }   /* the caller sees the NULL */
                 }
     *np = (int)k;
     return plan;
@@ -534,7 +537,7 @@ static plan_run *make_plan(const sweep_cfg *c, const char *dir, const char *base
 
 static void free_plan(plan_run *plan, int np)
 {
-    for (int i = 0; i < np; i++) free(plan[i].part);
+    for (int i = 0; i < np; i++) { free(plan[i].part); free(plan[i].ckpt); }
     free(plan);
 }
 
@@ -619,6 +622,7 @@ int cmd_sweep(int argc, char **argv)
         int k = al_results_find_run(&have, plan[i].run_id);
         plan[i].state = k >= 0 && have.run[k].complete ? RUN_SKIP : RUN_TODO;
         ntodo += plan[i].state == RUN_TODO;
+        if (plan[i].state == RUN_SKIP && !c.dry_run) drop_run_files(&plan[i], 0);   /* merged just before a kill */
     }
     if (c.dry_run) {
         for (int i = 0; i < np; i++) {

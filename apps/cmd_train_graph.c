@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include "cli.h"
 #include "train_flags.h"
+#include "train_resume.h"
 #include "attnlab/gnn.h"
 #include "attnlab/io.h"
 #include "attnlab/datadir.h"
@@ -18,8 +19,8 @@
 #define MAX_SEEDS 1000
 
 typedef struct train_graph_opts {
-    const char *data, *model, *split, *csv, *save, *attn;
-    int per_class, epochs, threads, quiet, normalize, sequential, split_set;
+    const char *data, *model, *split, *csv, *save, *attn, *checkpoint;
+    int per_class, epochs, threads, quiet, normalize, sequential, split_set, checkpoint_every, resume;
     double frac;
     long seeds[MAX_SEEDS]; int nseeds;
     /* overrides; < 0 (or NaN) = model default */
@@ -79,6 +80,13 @@ static void usage(FILE *f)
         "                        (gat, gat-full; gat-full writes the weights on the edges of A+I only;\n"
         "                        gcn and mlp have no attention weights: an error)\n"
         "  --quiet               no progress on stderr\n"
+        "resuming (as for images: attnlab train --help):\n"
+        "  --checkpoint-every N  the training state (weights, Adam moments and step, the dropout stream, the\n"
+        "                        early-stopping record and kept model, the CSV rows written) before the first\n"
+        "                        epoch, every N epochs and after the last (several seeds: FILE-seedS.ext)\n"
+        "  --checkpoint FILE     where (default SAVE.train with --save, else attnlab-RUNID.train)\n"
+        "  --resume              continue from it: the same rows and weights as an uninterrupted run\n"
+        "A loss over 1000x its running minimum or a non-finite weight stops training (exit 1; lower --lr).\n"
         "A flag that does not apply to the model, split or seeds (e.g. --heads with gcn, --labels-per-class\n"
         "with --split frac, an image option) is an error (exit 2).\n"
         "  --help\n");
@@ -98,6 +106,7 @@ typedef struct run_ctx {
     const gopts *o; const al_graph *g; const al_gnn *m;
     const char *run_id, *config; long seed; int tty;
     al_error *err; int failed;
+    app_resume *ar;         /* counts the run's CSV rows */
 } run_ctx;
 
 static int on_epoch(const al_gnn_epoch *e, void *ud)
@@ -118,6 +127,7 @@ static int on_epoch(const al_gnn_epoch *e, void *ud)
         #pragma omp critical(train_graph_csv)
         st = al_csv_append(r->o->csv, &row, r->err);
         if (st != AL_OK) { r->failed = 1; return 1; }
+        app_resume_row(r->ar);
     }
     if (r->tty && !r->o->quiet && !e->final)
         fprintf(stderr, "\r\033[Kseed %ld epoch %d  loss %.4f  train %.3f  val %.3f (loss %.4f)  test %.3f  %.1f ms",
@@ -173,13 +183,12 @@ out:
 
 /* The run's split description and id (canonical description of the run, hashed). */
 static void graph_run_id(const gopts *o, const al_gnn_cfg *cfg, const al_graph *g, long seed, char *split_desc,
-                         size_t sn, char run_id[17], char *config, size_t cn)
+                         size_t sn, char run_id[17], char *config, size_t cn, char canon[1024])
 {
-    char canon[1024];
     if (!strcmp(o->split, "per-class")) snprintf(split_desc, sn, "per-class:%d", o->per_class);
     else if (!strcmp(o->split, "frac")) snprintf(split_desc, sn, "frac:%.6g", o->frac);
     else snprintf(split_desc, sn, "planetoid");
-    snprintf(canon, sizeof canon,
+    snprintf(canon, 1024,
              "task=graph;dataset=%s;model=%s;split=%s;train_size=%d;seed=%ld;epochs=%d;hidden=%d;heads=%d;"
              "dropout=%g;attn_dropout=%g;lr=%g;wd=%g;decay_all=%d;patience=%d;normalize=%d",
              g->name, o->model, split_desc, g->ntrain, seed, cfg->epochs, cfg->hidden, cfg->heads, (double)cfg->dropout,
@@ -226,14 +235,24 @@ static int run_seed(const gopts *o, const al_gnn_cfg *cfg, const al_graph *g0, l
     if (seed_split(o, &g, seed, &own_train, err)) { ro->failed = 1; free(g.train); return 1; }
     ro->ntrain = g.ntrain;
     char run_id[17], split_desc[64];
-    char config[1024];
-    graph_run_id(o, cfg, &g, seed, split_desc, sizeof split_desc, run_id, config, sizeof config);
+    char config[1024], canon[1024];
+    graph_run_id(o, cfg, &g, seed, split_desc, sizeof split_desc, run_id, config, sizeof config, canon);
     al_gnn m;
     if (al_gnn_init(&m, cfg, &g, (uint64_t)seed, err)) { ro->failed = 1; if (own_train) free(g.train); return 1; }
-    run_ctx rctx = {o, &g, &m, run_id, config, seed, tty, err, 0};
+    char ckpt[4200], save[4200];
+    if (o->checkpoint) seed_path(ckpt, sizeof ckpt, o->checkpoint, seed, o->nseeds > 1);
+    if (o->save) seed_path(save, sizeof save, o->save, seed, o->nseeds > 1);
+    app_resume ar;
+    app_resume_init(&ar, o->checkpoint_every, o->resume, o->checkpoint ? ckpt : NULL, o->save ? save : NULL);
+    run_ctx rctx = {o, &g, &m, run_id, config, seed, tty, err, 0, &ar};
     al_gnn_result res;
     double t0 = al_time();
-    al_status st = al_gnn_train(&m, &g, (uint64_t)seed, on_epoch, &rctx, &res, err);
+    int rc;
+    #pragma omp critical(train_graph_csv)
+    rc = app_resume_start(&ar, o->csv, run_id, canon, &m.params, err);   /* seeds share the CSV */
+    al_status st = rc ? AL_ERR : al_gnn_train_resumable(&m, &g, (uint64_t)seed, app_resume_loop(&ar), on_epoch, &rctx, &res, err);
+    if (st != AL_OK && !rc) app_resume_fail_note(&ar, err);
+    app_resume_free(&ar);
     if (tty && !o->quiet) fprintf(stderr, "\r\033[K");
     if (st == AL_OK && rctx.failed) st = AL_ERR;
     if (st == AL_OK && o->save) st = save_graph(o, cfg, &g, &m, seed, &res, split_desc, run_id, err);
@@ -288,6 +307,9 @@ static int parse_flag(gopts *o, int f, const char *a)
     case TF_ATTENTION: o->attn = a; return 0;
     case TF_THREADS: return cli_threads(c, a, &o->threads);
     case TF_QUIET: o->quiet = 1; return 0;
+    case TF_CHECKPOINT_EVERY: return cli_int32(c, "--checkpoint-every", a, 1, CLI_NOMAX, &o->checkpoint_every);
+    case TF_CHECKPOINT: o->checkpoint = a; return 0;
+    case TF_RESUME: o->resume = 1; return 0;
     case TF_SEQUENTIAL: o->sequential = 1; return 0;
     case TF_NO_NORMALIZE: o->normalize = 0; return 0;
     case TF_HIDDEN: return cli_int32(c, "--hidden", a, 1, CLI_NOMAX, &o->hidden);

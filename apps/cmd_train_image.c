@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "train_flags.h"
 #include "image_common.h"
+#include "train_resume.h"
 #include "attnlab/images.h"
 #include "attnlab/io.h"
 #include "attnlab/kernels.h"
@@ -17,8 +18,9 @@
 #include "attnlab/train.h"
 
 typedef struct train_image_opts {
-    const char *model, *data, *data_dir, *csv, *save, *init_from;
+    const char *model, *data, *data_dir, *csv, *save, *init_from, *checkpoint;
     int epochs, batch, threads, train_size, test_size, eval_every, image_h, image_w, channels, quiet;
+    int checkpoint_every, resume;
     long seed;
     float lr, wd; int wd_set;
     /* model options; -1 / NULL = model default */
@@ -34,6 +36,7 @@ typedef struct image_run {
     al_model_config cfg;
     al_model m;
     int have_model, classes;
+    app_resume ar;                      /* --checkpoint-every, --resume */
 } image_run;
 
 static void usage(FILE *f)
@@ -75,6 +78,18 @@ static void usage(FILE *f)
         "                       val_acc is empty: image runs hold out no validation split\n"
         "  --save FILE          safetensors checkpoint with the model and hyperparameters in __metadata__\n"
         "  --quiet              no progress or thread line on stderr\n"
+        "resuming (docs/experiments.md):\n"
+        "  --checkpoint-every N write the training state (weights, AdamW moments and step, the shuffle and\n"
+        "                       dropout streams, the data order, the epoch, the CSV rows written) before the\n"
+        "                       first step, every N epochs and after the last, atomically\n"
+        "  --checkpoint FILE    where the state goes (default: SAVE.train with --save, else\n"
+        "                       attnlab-RUNID.train in the current directory)\n"
+        "  --resume             continue from the state: the same rows and bit-identical weights as an\n"
+        "                       uninterrupted run; the CSV's rows of the run written after the state are\n"
+        "                       removed. Refused for a state of another configuration; without a state the\n"
+        "                       run starts from scratch (and says so)\n"
+        "A loss over 1000x its running minimum (taken as at least 0.01) or a non-finite weight stops\n"
+        "training with exit 1 (lower --lr); the last training state is kept and --save is not written.\n"
         "A flag that does not apply to the model or data (e.g. --window with sa, --epochs with conv-attn,\n"
         "--image-size with fashion-mnist) is an error (exit 2).\n", al_model_names());
 }
@@ -88,6 +103,7 @@ typedef struct prog {
     const char *run_id; long train_size; long params; const char *dataset;
     const char *config;     /* al_run_config of the run: the CSV's config column */
     double last_test_acc, last_loss;
+    app_resume *ar;         /* counts the run's CSV rows, keeps the summary's values with each state */
     al_error *err;
 } prog;
 
@@ -140,7 +156,9 @@ static int epoch_csv(prog *pg, const al_train_progress *p)
     r.epoch_seconds = p->epoch_seconds; r.samples_per_second = p->img_per_s; r.params = pg->params;
     r.config = pg->config;
     r.status = p->epoch == p->epochs ? "done" : NULL;   /* the run is complete only with its last row */
-    return al_csv_append(pg->o->csv, &r, pg->err) != AL_OK;
+    if (al_csv_append(pg->o->csv, &r, pg->err) != AL_OK) return 1;
+    app_resume_row(pg->ar);
+    return 0;
 }
 
 static int on_progress(void *ud, const al_train_progress *p)
@@ -158,6 +176,7 @@ static int on_progress(void *ud, const al_train_progress *p)
         pg->eval_total += t; pg->evals_done++;
     }
     pg->last_test_acc = p->test_acc; pg->last_loss = p->loss;
+    app_resume_note(pg->ar, "loss", p->loss); app_resume_note(pg->ar, "test_acc", p->test_acc);
     if (pg->o->csv && epoch_csv(pg, p)) return 1;
     if (!pg->quiet) {
         char e[32]; fmt_time(e, sizeof e, p->elapsed);
@@ -233,6 +252,9 @@ static int parse_flag(train_image_opts *o, int f, const char *a)
     case TF_CSV: o->csv = a; return 0;
     case TF_SAVE: o->save = a; return 0;
     case TF_QUIET: o->quiet = 1; return 0;
+    case TF_CHECKPOINT_EVERY: return cli_int32(c, "--checkpoint-every", a, 1, CLI_NOMAX, &o->checkpoint_every);
+    case TF_CHECKPOINT: o->checkpoint = a; return 0;
+    case TF_RESUME: o->resume = 1; return 0;
     default: return 0;
     }
 }
@@ -402,13 +424,13 @@ static int run_conv_attn(const train_image_opts *o, image_run *R, al_error *err)
 }
 
 /* ---- run: training ---- */
-static void image_run_id(const train_image_opts *o, const image_run *R, char run_id[17], char *config, size_t cn)
+static void image_run_id(const train_image_opts *o, const image_run *R, char run_id[17], char *config, size_t cn,
+                         char canon[2048])
 {
-    char canon[2048];
-    al_image_run_canonical(canon, sizeof canon, &R->cfg, R->dname, R->D.train.n, o->epochs, o->lr, o->wd, o->batch, o->seed);
+    al_image_run_canonical(canon, 2048, &R->cfg, R->dname, R->D.train.n, o->epochs, o->lr, o->wd, o->batch, o->seed);
     if (o->test_size > 0) {   /* a reduced test set is a different experiment */
         size_t l = strlen(canon);
-        snprintf(canon + l, sizeof canon - l, ";test_size=%d", R->D.test.n);
+        snprintf(canon + l, 2048 - l, ";test_size=%d", R->D.test.n);
     }
     al_run_id(run_id, canon);
     al_run_config(config, cn, canon);
@@ -453,16 +475,25 @@ static int run_training(const train_image_opts *o, image_run *R, al_error *err)
     tc.weight_decay = o->wd; tc.seed = (uint64_t)o->seed;
     for (int i = 0; i < 4; i++) { tc.mean[i] = 0.f; tc.std[i] = 1.f; }
     if (al_images_stats(T, NULL, 0, tc.mean, tc.std, err) != AL_OK) return 1;
-    char run_id[17], config[1024];
-    image_run_id(o, R, run_id, config, sizeof config);
+    char run_id[17], config[1024], canon[2048];
+    image_run_id(o, R, run_id, config, sizeof config, canon);
     prog pg;
     start_progress(&pg, o, R, run_id, err);
-    pg.config = config;
+    pg.config = config; pg.ar = &R->ar;
+    app_resume_init(&R->ar, o->checkpoint_every, o->resume, o->checkpoint, o->save);
+    int rc = app_resume_start(&R->ar, o->csv, run_id, canon, &R->m.params, err);
+    if (rc) return rc;
+    tc.resume = app_resume_loop(&R->ar);
+    if (R->ar.have_state) {             /* the weights are the state's; what the summary shows of its epoch */
+        al_model_refresh(&R->m);
+        pg.last_loss = app_resume_noted(&R->ar, "loss"); pg.last_test_acc = app_resume_noted(&R->ar, "test_acc");
+        pg.done_steps = (int)R->ar.state.steps;
+    }
     if (!o->quiet)
         fprintf(stderr, "attnlab train: %s (%lld params) on %s: %d train / %d test images %dx%dx%d, %d classes, run %s\n",
                 o->model, (long long)R->m.params.total, R->dname, T->n, R->D.test.n, T->c, T->h, T->w, R->classes, run_id);
     double t0 = al_time();
-    if (al_train_image(&R->m, T, &R->D.test, &tc, on_progress, &pg, err) != AL_OK) return 1;
+    if (al_train_image(&R->m, T, &R->D.test, &tc, on_progress, &pg, err) != AL_OK) { app_resume_fail_note(&R->ar, err); return 1; }
     double secs = al_time() - t0;
     if (o->save && save_image(o, R, &tc, run_id, pg.last_test_acc, err) != AL_OK) return 1;
     printf("run %s task image data %s model %s train_size %d seed %ld epochs %d params %lld train_loss %.4f test_acc %.4f seconds %.1f%s%s\n",
@@ -488,6 +519,7 @@ int train_image_main(int argc, char **argv)
     if (!rc) rc = R.m.kind->trainable ? run_training(&o, &R, &err) : run_conv_attn(&o, &R, &err);
     if (rc) fprintf(stderr, "%sattnlab train: %s\n", isatty(2) && !o.quiet ? "\r\033[K" : "", err.msg[0] ? err.msg : "failed");
     if (R.have_model) al_model_free(&R.m);
+    app_resume_free(&R.ar);
     al_image_split_free(&R.D);
     return rc;
 }

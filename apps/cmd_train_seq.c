@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "cli.h"
+#include "train_resume.h"
 #include "attnlab/datadir.h"
 #include "attnlab/io.h"
 #include "attnlab/kernels.h"
@@ -16,8 +17,8 @@
 #define CMD "train"
 
 typedef struct sopts {
-    const char *model, *data, *csv, *save, *pos, *score, *norm, *rnn;
-    int epochs, batch, threads, train_size, quiet, max_len, window, heads, depth;
+    const char *model, *data, *csv, *save, *pos, *score, *norm, *rnn, *checkpoint;
+    int epochs, batch, threads, train_size, quiet, max_len, window, heads, depth, checkpoint_every, resume;
     long seed;
     double lr, wd;
 } sopts;
@@ -48,7 +49,11 @@ static void usage(FILE *f)
         "                       task sequence, train_size = sentences, test_acc = token accuracy, val_acc empty,\n"
         "                       samples_per_second = training tokens/s (unseen_acc is on stderr and stdout)\n"
         "  --save FILE          safetensors checkpoint: weights, configuration and vocabularies (for attnlab tag)\n"
-        "  --quiet              no progress on stderr\n", al_seq_names());
+        "  --quiet              no progress on stderr\n"
+        "resuming (as for images: attnlab train --help):\n"
+        "  --checkpoint-every N  --checkpoint FILE (default SAVE.train, else attnlab-RUNID.train)  --resume\n"
+        "A loss over 1000x its running minimum or a non-finite weight stops training (exit 1; lower --lr).\n",
+        al_seq_names());
 }
 
 typedef struct sprog {
@@ -59,6 +64,7 @@ typedef struct sprog {
     long train_size, params;
     double test_acc, unseen_acc, loss, tok_s_sum; int epochs_done;
     const char *config;     /* the CSV's config column */
+    app_resume *ar;         /* counts the run's rows, keeps the summary's values with each state */
     al_error *err;
 } sprog;
 
@@ -77,6 +83,8 @@ static int on_progress(void *ud, const al_seq_progress *p)
     }
     g->test_acc = p->test_acc; g->unseen_acc = p->unseen_acc; g->loss = p->loss;
     g->tok_s_sum += p->epoch_seconds; g->epochs_done++;
+    app_resume_note(g->ar, "loss", p->loss); app_resume_note(g->ar, "test_acc", p->test_acc);
+    app_resume_note(g->ar, "unseen_acc", p->unseen_acc);
     if (g->o->csv) {
         al_csv_row r;
         memset(&r, 0, sizeof r);
@@ -87,6 +95,7 @@ static int on_progress(void *ud, const al_seq_progress *p)
         r.config = g->config;
         r.status = p->epoch == p->epochs ? "done" : NULL;   /* complete only with its last row */
         if (al_csv_append(g->o->csv, &r, g->err) != AL_OK) return 1;
+        app_resume_row(g->ar);
     }
     if (!g->quiet)
         fprintf(stderr, "%sepoch %d/%d  loss %.4f  train_acc %.4f  test_acc %.4f  unseen_acc %.4f  %.1f s  %.0f tok/s\n",
@@ -104,14 +113,16 @@ static int parse_seq_args(int argc, char **argv, sopts *o)
     o->data = "ud-english-ewt"; o->epochs = 10; o->batch = 32; o->seed = 1; o->lr = 1e-3; o->wd = 0.01;
     o->max_len = AL_CONLLU_MAX_LEN; o->window = -2;
     enum { O_TASK = 256, O_MODEL, O_DATA, O_TRAINSIZE, O_EPOCHS, O_LR, O_WD, O_BATCH, O_SEED, O_THREADS, O_CSV, O_SAVE,
-           O_QUIET, O_MAXLEN, O_WINDOW, O_RNN, O_POS, O_SCORE, O_NORM, O_HEADS, O_DEPTH, O_HELP };
+           O_QUIET, O_MAXLEN, O_WINDOW, O_RNN, O_POS, O_SCORE, O_NORM, O_HEADS, O_DEPTH, O_HELP, O_CKPT_EVERY, O_CKPT,
+           O_RESUME };
     static const struct option lo[] = {
         {"task", 1, 0, O_TASK}, {"model", 1, 0, O_MODEL}, {"data", 1, 0, O_DATA}, {"train-size", 1, 0, O_TRAINSIZE},
         {"epochs", 1, 0, O_EPOCHS}, {"lr", 1, 0, O_LR}, {"wd", 1, 0, O_WD}, {"batch", 1, 0, O_BATCH},
         {"seed", 1, 0, O_SEED}, {"threads", 1, 0, O_THREADS}, {"csv", 1, 0, O_CSV}, {"save", 1, 0, O_SAVE},
         {"quiet", 0, 0, O_QUIET}, {"max-len", 1, 0, O_MAXLEN}, {"window", 1, 0, O_WINDOW}, {"rnn", 1, 0, O_RNN},
         {"pos", 1, 0, O_POS}, {"score", 1, 0, O_SCORE}, {"norm", 1, 0, O_NORM}, {"heads", 1, 0, O_HEADS},
-        {"depth", 1, 0, O_DEPTH}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
+        {"depth", 1, 0, O_DEPTH}, {"help", 0, 0, O_HELP}, {"checkpoint-every", 1, 0, O_CKPT_EVERY},
+        {"checkpoint", 1, 0, O_CKPT}, {"resume", 0, 0, O_RESUME}, {0, 0, 0, 0}};
     optind = 0; opterr = 0;
     int ch, bad = 0;
     while (!bad && (ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
@@ -137,6 +148,9 @@ static int parse_seq_args(int argc, char **argv, sopts *o)
         case O_NORM: o->norm = optarg; break;
         case O_HEADS: bad = cli_int32(CMD, "--heads", optarg, 1, 1024, &o->heads); break;
         case O_DEPTH: bad = cli_int32(CMD, "--depth", optarg, 1, AL_MODEL_MAXDEPTH, &o->depth); break;
+        case O_CKPT_EVERY: bad = cli_int32(CMD, "--checkpoint-every", optarg, 1, CLI_NOMAX, &o->checkpoint_every); break;
+        case O_CKPT: o->checkpoint = optarg; break;
+        case O_RESUME: o->resume = 1; break;
         case 'h': case O_HELP: usage(stdout); return -1;
         default: return cli_bad_option(CMD, argv);
         }
@@ -181,11 +195,13 @@ typedef struct seq_run {
     al_seq_data tr, te;
     al_seq_model m; int have_model;
     char dname[64];
+    app_resume ar;
 } seq_run;
 
 static void seq_run_free(seq_run *R)
 {
     if (R->have_model) al_seq_free(&R->m);
+    app_resume_free(&R->ar);
     al_seq_data_free(&R->tr); al_seq_data_free(&R->te);
     al_feat_free(&R->fz);
     al_conllu_set_free(&R->D);
@@ -235,7 +251,7 @@ static al_status save_seq(const sopts *o, seq_run *R, const char *run_id, const 
     return al_seq_save(o->save, &R->m, &R->fz, kv, (int)(sizeof kv / sizeof *kv / 2), err);
 }
 
-/* Train (CSV rows through on_progress), save, print the summary line. 0 or 1. */
+/* Train (CSV rows through on_progress), save, print the summary line. 0, 1, or 2 (--resume refused). */
 static int run_seq(const sopts *o, seq_run *R, al_seq_config *cfg, al_error *err)
 {
     cfg->nwords = al_feat_nwords(&R->fz); cfg->nsuffixes = al_feat_nsuffixes(&R->fz);
@@ -249,7 +265,14 @@ static int run_seq(const sopts *o, seq_run *R, al_seq_config *cfg, al_error *err
     memset(&pg, 0, sizeof pg);
     pg.config = config; pg.tty = isatty(2); pg.quiet = o->quiet; pg.o = o; pg.run_id = run_id; pg.dataset = R->dname;
     pg.train_size = R->tr.nsent; pg.params = (long)R->m.params.total; pg.err = err;
-    pg.test_acc = pg.unseen_acc = pg.loss = NAN;
+    pg.test_acc = pg.unseen_acc = pg.loss = NAN; pg.ar = &R->ar;
+    app_resume_init(&R->ar, o->checkpoint_every, o->resume, o->checkpoint, o->save);
+    int rc = app_resume_start(&R->ar, o->csv, run_id, canon, &R->m.params, err);
+    if (rc) return rc;
+    if (R->ar.have_state) {   /* what the summary shows of the state's epoch */
+        pg.loss = app_resume_noted(&R->ar, "loss"); pg.test_acc = app_resume_noted(&R->ar, "test_acc");
+        pg.unseen_acc = app_resume_noted(&R->ar, "unseen_acc");
+    }
     if (!o->quiet)
         fprintf(stderr, "attnlab train: %s (%lld params) on %s: %d train sentences (%d tokens), %d test sentences (%d tokens), "
                 "%d words, %d suffixes, run %s\n", o->model, (long long)R->m.params.total, R->dname, R->tr.nsent, R->tr.ntok,
@@ -257,9 +280,9 @@ static int run_seq(const sopts *o, seq_run *R, al_seq_config *cfg, al_error *err
     al_seq_train_config tc;
     memset(&tc, 0, sizeof tc);
     tc.epochs = o->epochs; tc.batch = o->batch; tc.eval_batch = 256; tc.lr = (float)o->lr; tc.weight_decay = (float)o->wd;
-    tc.seed = (uint64_t)o->seed;
+    tc.seed = (uint64_t)o->seed; tc.resume = app_resume_loop(&R->ar);
     double t0 = al_time();
-    if (al_seq_train(&R->m, &R->tr, &R->te, &tc, on_progress, &pg, err) != AL_OK) return 1;
+    if (al_seq_train(&R->m, &R->tr, &R->te, &tc, on_progress, &pg, err) != AL_OK) { app_resume_fail_note(&R->ar, err); return 1; }
     double secs = al_time() - t0;
     double tok_s = pg.tok_s_sum > 0 ? (double)R->tr.ntok * pg.epochs_done / pg.tok_s_sum : NAN;
     if (o->save && save_seq(o, R, run_id, &pg, err) != AL_OK) return 1;

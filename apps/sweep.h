@@ -34,6 +34,7 @@ typedef struct plan_run {
     char desc[256];           /* "sa size=1000 seed=2 patch=4" */
     char run_id[17];
     char *part;               /* per-run temporary CSV (malloc'd) */
+    char *ckpt;               /* its training state (malloc'd): kept with the part file, the run resumes */
     int state;
     pid_t pid;
     double t0;
@@ -65,7 +66,12 @@ int  buf_put(csvbuf *b, const char *s, size_t n);
 /* sweep_jobs.c */
 void dir_and_base(const char *path, char *dir, size_t dn, const char **base);
 int  mkdir_p(const char *dir);
+/* What a killed sweep left in dir: BASE.run-ID.part files without their BASE.run-ID.train (and the
+ * states without their part), .part.log files and temporary files are deleted; a part file with its
+ * state stays, and its run resumes. Returns how many files were deleted. */
 int  remove_leftovers(const char *dir, const char *base);
+/* Delete run r's part file, its log and its training state (show_log: the log's tail first). */
+void drop_run_files(const plan_run *r, int show_log);
 /* The CSV text as read from disk, upgraded to the current header if it has the 14-column one of
  * attnlab < 0.4 (its runs were written whole: status "done"); 0 or -1 (out of memory). */
 int  csv_upgrade(csvbuf *b);

@@ -71,7 +71,21 @@ int mkdir_p(const char *dir)
 
 static int all_digits(const char *s) { if (!*s) return 0; for (; *s; s++) if (*s < '0' || *s > '9') return 0; return 1; }
 
-/* Delete BASE.run-*.part[.log] and BASE.tmp.DIGITS in dir: what a killed sweep leaves behind. */
+/* Does dir/NAME exist, NAME being name with its suffix `from` replaced by `to`? */
+static int sibling_exists(const char *dir, const char *name, const char *from, const char *to)
+{
+    char p[PATH_MAX];
+    size_t l = strlen(name) - strlen(from);
+    if (snprintf(p, sizeof p, "%s/%.*s%s", dir, (int)l, name, to) >= (int)sizeof p) return 0;
+    return access(p, F_OK) == 0;
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && !strcmp(s + a - b, suffix);
+}
+
 int remove_leftovers(const char *dir, const char *base)
 {
     DIR *d = opendir(dir);
@@ -82,12 +96,15 @@ int remove_leftovers(const char *dir, const char *base)
     while ((e = readdir(d))) {
         const char *nm = e->d_name;
         if (strncmp(nm, base, bl)) continue;
-        const char *rest = nm + bl;
-        size_t rl = strlen(rest);
-        int part = !strncmp(rest, ".run-", 5) && rl > 10
-                   && (!strcmp(rest + rl - 5, ".part") || (rl > 14 && !strcmp(rest + rl - 9, ".part.log")));
-        int tmp = !strncmp(rest, ".tmp.", 5) && all_digits(rest + 5);
-        if (!part && !tmp) continue;
+        const char *rest = nm + bl, *tmp = strstr(rest, ".tmp.");
+        int run = !strncmp(rest, ".run-", 5) && strlen(rest) > 10;
+        int drop = (tmp && all_digits(tmp + 5) && (tmp == rest || run))          /* BASE.tmp.PID, a state's temporary */
+                   || (run && ends_with(rest, ".part.log"))
+                   || (run && ends_with(rest, ".part") && !sibling_exists(dir, nm, ".part", ".train"))
+                   || (run && ends_with(rest, ".train") && !sibling_exists(dir, nm, ".train", ".part"));
+        if (run && ends_with(rest, ".part") && !drop)
+            fprintf(stderr, "sweep: %s/%s has a training state: its run resumes where it stopped\n", dir, nm);
+        if (!drop) continue;
         char p[PATH_MAX];
         if (snprintf(p, sizeof p, "%s/%s", dir, nm) >= (int)sizeof p) continue;
         if (unlink(p) == 0) { fprintf(stderr, "sweep: removed %s left by an interrupted sweep\n", p); removed++; }
@@ -96,8 +113,7 @@ int remove_leftovers(const char *dir, const char *base)
     return removed;
 }
 
-/* Remove a run's part file and its stderr log; first show the log's tail if asked (a failed run). */
-static void drop_run_files(const plan_run *r, int show_log)
+void drop_run_files(const plan_run *r, int show_log)
 {
     char log[PATH_MAX + 8];
     snprintf(log, sizeof log, "%s.log", r->part);
@@ -116,6 +132,16 @@ static void drop_run_files(const plan_run *r, int show_log)
     }
     unlink(r->part);
     unlink(log);
+    unlink(r->ckpt);
+}
+
+/* A run that stopped part-way keeps its part file when its training state exists (it resumes from
+ * there); otherwise its files go. Returns 1 when kept. */
+static int keep_partial(const plan_run *r)
+{
+    if (access(r->ckpt, F_OK) == 0 && access(r->part, F_OK) == 0) return 1;
+    drop_run_files(r, 0);
+    return 0;
 }
 
 static void setmsg(char *msg, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -201,6 +227,8 @@ static pid_t start_child(const sweep_cfg *c, plan_run *r, const char *exe, const
     char flags[MAXAXES][64];
     n += run_axis_args(c, r, av + n, flags);
     av[n++] = "--seed"; av[n++] = sd; av[n++] = "--csv"; av[n++] = r->part; av[n++] = "--quiet";
+    /* a state after every epoch: a killed sweep continues this run where it stopped */
+    av[n++] = "--checkpoint-every"; av[n++] = "1"; av[n++] = "--checkpoint"; av[n++] = r->ckpt; av[n++] = "--resume";
     av[n] = NULL;
     pid_t parent = getpid();
     pid_t pid = fork();
@@ -250,9 +278,9 @@ int run_plan(const sweep_cfg *c, plan_run *plan, int np, const char *exe, csvbuf
             if (r->state != RUN_TODO) continue;
             int slot = 0;
             while (g_child[slot] > 0) slot++;
-            drop_run_files(r, 0);
-            if (c->jobs == 1) fprintf(stderr, "[%d/%d] %s ... ", (int)(r - plan) + 1, np, r->desc);
-            else fprintf(stderr, "[%d/%d] %s started\n", (int)(r - plan) + 1, np, r->desc);
+            const char *again = keep_partial(r) ? " (resuming)" : "";
+            if (c->jobs == 1) fprintf(stderr, "[%d/%d] %s%s ... ", (int)(r - plan) + 1, np, r->desc, again);
+            else fprintf(stderr, "[%d/%d] %s started%s\n", (int)(r - plan) + 1, np, r->desc, again);
             sigprocmask(SIG_BLOCK, &block, &prev);     /* the handler must see the pid once it exists */
             r->pid = start_child(c, r, exe, threads);
             if (r->pid > 0) { g_child[slot] = r->pid; slot_of[slot] = (int)(r - plan); }
@@ -276,8 +304,8 @@ int run_plan(const sweep_cfg *c, plan_run *plan, int np, const char *exe, csvbuf
         if (c->jobs > 1) snprintf(head, sizeof head, "[%d/%d] %s ", slot_of[slot] + 1, np, r->desc);
         double secs = al_time() - r->t0;
         if (g_stop) {                                   /* a partial run, whatever its exit status */
-            r->state = RUN_STOPPED; drop_run_files(r, 0);
-            fprintf(stderr, "%sinterrupted\n", head);
+            r->state = RUN_STOPPED;
+            fprintf(stderr, "%sinterrupted%s\n", head, keep_partial(r) ? " (its training state is kept: it resumes)" : "");
             continue;
         }
         double acc = NAN; char msg[AL_ERRLEN + 64] = "";

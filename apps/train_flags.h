@@ -58,6 +58,9 @@ enum {
     X(ATTN_DROPOUT,  "attn-dropout",      1, 0,                           AP_ATTENTION) \
     X(PATIENCE,      "patience",          1, 0,                           AP_ANY) \
     X(ATTENTION,     "attention",         1, 0,                           AP_ATTENTION) \
+    X(CHECKPOINT_EVERY, "checkpoint-every", 1, AP_TRAINABLE,               AP_ANY) \
+    X(CHECKPOINT,    "checkpoint",        1, AP_TRAINABLE,                AP_ANY) \
+    X(RESUME,        "resume",            0, AP_TRAINABLE,                AP_ANY) \
     X(CSV,           "csv",               1, AP_ANY,                      AP_ANY) \
     X(SAVE,          "save",              1, AP_TRAINABLE,                AP_ANY) \
     X(QUIET,         "quiet",             0, AP_ANY,                      AP_ANY) \

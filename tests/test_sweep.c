@@ -6,7 +6,8 @@
  * The mechanics are tested with a stand-in trainer (a shell script run through ATTNLAB_SWEEP_TRAINER,
  * slow enough to be killed mid-run; 4 runs); the same kill-and-resume check then runs with the real
  * `attnlab train` (2 runs of graph mlp on cora, else of image cnn; kept small for the ASan suite) when
- * that works, and is skipped when neither does.
+ * that works, and is skipped when neither does; a real graph run killed part-way continues from its
+ * training state.
  */
 #include "testutil.h"
 #include "attnlab/results.h"
@@ -525,6 +526,56 @@ static void test_kill_resume_real_trainer(void **st)
     }
 }
 
+/* The name of a file of dir ending in suffix into out ("" if none). */
+static void find_suffix(const char *d, const char *suffix, char *out, size_t n)
+{
+    DIR *dp = opendir(d); out[0] = 0;
+    if (!dp) return;
+    struct dirent *e;
+    size_t sl = strlen(suffix);
+    while ((e = readdir(dp))) {
+        size_t l = strlen(e->d_name);
+        if (l > sl && !strcmp(e->d_name + l - sl, suffix)) { snprintf(out, n, "%s/%s", d, e->d_name); break; }
+    }
+    closedir(dp);
+}
+
+/* A run killed part-way continues from its training state (the children run with --checkpoint-every 1
+ * --resume): the resumed sweep says so, keeps the part file, and ends with the uninterrupted CSV. */
+static void test_partial_run_resumes(void **st)
+{
+    (void)st;
+    setenv("OMP_NUM_THREADS", "1", 1);
+    unsetenv("ATTNLAB_SWEEP_TRAINER");
+    char a[600], b[600], err[600];
+    snprintf(a, sizeof a, "%s/pfull.csv", g_dir); snprintf(b, sizeof b, "%s/part.csv", g_dir);
+    snprintf(err, sizeof err, "%s/err.txt", g_dir);
+    unlink(a); unlink(b);
+    char *av[] = {"--task", "graph", "--models", "gat", "--labels-per-class", "2", "--seeds", "1", "--epochs", "150",
+                  "--patience", "0", "--csv", a, NULL};
+    int rc = sweep(av, err);
+    if (rc != 0) { char *m = slurp(err); fail_msg("uninterrupted sweep exited %d: %s", rc, m ? m : ""); }
+    av[13] = b;
+    pid_t pid = spawn(av, err);
+    char state[1024] = "";
+    for (int i = 0; i < 2000 && !state[0]; i++) { find_suffix(g_dir, ".train", state, sizeof state); msleep(5); }
+    assert_true(state[0]);
+    msleep(150);                                         /* some epochs into the run */
+    kill(pid, SIGKILL);
+    assert_int_equal(wait_status(pid), 128 + SIGKILL);
+    assert_int_equal(access(b, F_OK), -1);               /* no run was complete */
+    assert_int_equal(count_parts(g_dir), 2);             /* the part file and its log */
+    rc = sweep(av, err);
+    char *m = slurp(err);
+    if (rc != 0) fail_msg("resumed sweep exited %d: %s", rc, m ? m : "");
+    if (!strstr(m, "has a training state: its run resumes") || !strstr(m, "(resuming)")) fail_msg("stderr: %s", m);
+    free(m);
+    assert_same_results(a, b);
+    assert_int_equal(count_parts(g_dir), 0);
+    find_suffix(g_dir, ".train", state, sizeof state);
+    assert_string_equal(state, "");                      /* the state goes with its merged run */
+}
+
 static int setup(void **st)
 {
     (void)st;
@@ -572,6 +623,7 @@ int main(void)
         cmocka_unit_test(test_ctrl_c),
         cmocka_unit_test(test_failing_run),
         cmocka_unit_test(test_kill_resume_real_trainer),
+        cmocka_unit_test(test_partial_run_resumes),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -18,6 +18,7 @@
 #include "tensor.h"
 #include "optim.h"
 #include "graph.h"
+#include "trainstate.h"
 
 /* ---------------- models ---------------- */
 typedef enum { AL_GNN_GAT, AL_GNN_GAT_FULL, AL_GNN_GCN, AL_GNN_MLP } al_gnn_kind;
@@ -109,6 +110,12 @@ typedef struct al_gnn_result {
  * Attention is not captured during training (capture_attn is ignored here). */
 al_status al_gnn_train(al_gnn *m, const al_graph *g, uint64_t seed, al_gnn_epoch_fn fn, void *ud,
                        al_gnn_result *res, al_error *err);
+/* al_gnn_train with training states (trainstate.h): handed to rs->save after epoch 0, every rs->every
+ * epochs and the last one (early stopping included), each after that epoch's record; with rs->from,
+ * training continues after from->epoch (a finished state only restores and reports the kept model).
+ * A diverging loss or a non-finite weight stops training with AL_ERR (both functions). */
+al_status al_gnn_train_resumable(al_gnn *m, const al_graph *g, uint64_t seed, const al_resume *rs,
+                                 al_gnn_epoch_fn fn, void *ud, al_gnn_result *res, al_error *err);
 
 /* One training step: forward with dropout, cross-entropy over g's training nodes, backward,
  * optimiser step. c is reset first. *loss receives the training loss. */

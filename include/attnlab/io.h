@@ -32,6 +32,12 @@ typedef struct al_csv_row {
 } al_csv_row;
 /* Append one row (writing the header first if the file is new or empty); repairs a torn last line. */
 al_status al_csv_append(const char *path, const al_csv_row *r, al_error *err);
+/* Resuming a run (trainstate.h): *n = the rows of run_id in the CSV at path (a missing file has none),
+ * *n_done = how many of them come up to and including its last row marked done (0: none). */
+al_status al_csv_run_rows(const char *path, const char *run_id, int *n, int *n_done, al_error *err);
+/* Keep the first `keep` rows of run_id and remove its later ones (*removed says how many): by
+ * truncation when they are the file's tail, else by an atomic rewrite; under the lock appends take. */
+al_status al_csv_keep_run_rows(const char *path, const char *run_id, int keep, int *removed, al_error *err);
 /* Format the row (no newline) into buf; returns length. */
 int al_csv_format(char *buf, size_t n, const al_csv_row *r);
 
@@ -62,6 +68,24 @@ al_status al_safetensors_read_meta(const char *path, char **meta, al_error *err)
  * count, *meta (if non-NULL; then a file without __metadata__ is an error) the metadata text. Reads no
  * tensor data: what a caller compares with the model a checkpoint's metadata describes BEFORE building it. */
 al_status al_safetensors_read_info(const char *path, char **meta, uint64_t *tensor_bytes, int *ntensors, al_error *err);
+/* Files that hold more than a model's parameters (training states, trainstate.h): named arrays of
+ * F32 or I32 values, data borrowed from the caller. */
+typedef enum { AL_ST_F32, AL_ST_I32 } al_st_dtype;
+typedef struct al_st_array {
+    const char *name;
+    al_st_dtype dtype;
+    int ndim;
+    int64_t shape[AL_MAXDIM];
+    void *data;                   /* (Π shape) 4-byte values */
+} al_st_array;
+/* Write the arrays a[0..na) and the metadata pairs kv[0..2·nkv) as a safetensors file (atomic). */
+al_status al_safetensors_write(const char *path, const al_st_array *a, int na, const char *const *kv, int nkv, al_error *err);
+/* The parameters of p as arrays (a has room for p->n); returns p->n. */
+int       al_params_arrays(const al_params *p, al_st_array *a);
+/* Read the arrays a[0..na) (name, dtype and shape set, data allocated by the caller) from a file that
+ * holds exactly these tensors, with these dtypes and sizes; *meta (if non-NULL) receives the metadata
+ * text. On error the arrays' data may be partly written. */
+al_status al_safetensors_read(const char *path, al_st_array *a, int na, char **meta, al_error *err);
 /* Read one metadata value (a string) from the JSON text returned above; NULL if absent. Caller frees. */
 char *al_meta_get(const char *meta_json, const char *key);
 

@@ -28,6 +28,7 @@
 #include "attention.h"
 #include "models.h"   /* al_pos_kind, AL_MODEL_MAXDEPTH, al_block_params */
 #include "text.h"
+#include "trainstate.h"
 
 /* ---------------- segments: who may see whom in a packed batch ---------------- */
 /* The block-diagonal adjacency of nseg segments of lengths len[0..nseg) (each >= 0) packed back to
@@ -132,6 +133,7 @@ typedef struct al_seq_train_config {
     float lr, weight_decay;         /* AdamW 1e-3, 0.01 */
     uint64_t seed;                  /* shuffling: AL_RNG_SHUFFLE stream */
     int max_steps;                  /* > 0: stop after this many steps (tests) */
+    const al_resume *resume;        /* NULL, or training states to hand out / continue from (trainstate.h) */
 } al_seq_train_config;
 
 typedef struct al_seq_progress {
@@ -144,6 +146,8 @@ typedef struct al_seq_progress {
 } al_seq_progress;
 typedef int (*al_seq_cb)(void *ud, const al_seq_progress *p);   /* nonzero: stop */
 
+/* Divergence (al_diverge_loss, a non-finite weight) stops training with AL_ERR; tc->resume works as in
+ * al_train_image (train.h). */
 al_status al_seq_train(al_seq_model *m, const al_seq_data *train, const al_seq_data *test,
                        const al_seq_train_config *tc, al_seq_cb cb, void *ud, al_error *err);
 /* Token accuracy of m on d (tags >= 0 count), accuracy on tokens with unseen set (NaN if none);

@@ -9,6 +9,7 @@
 #include "tensor.h"
 #include "images.h"
 #include "models.h"
+#include "trainstate.h"
 
 typedef struct al_train_config {
     int epochs, batch, eval_batch;  /* eval_batch default 256 */
@@ -18,6 +19,7 @@ typedef struct al_train_config {
     int max_steps;                  /* 0 = whole epochs; > 0 stops after this many steps (tests) */
     int eval_every;                 /* evaluate the test set every this many epochs and after the last
                                      * (0 or 1 = every epoch); skipped epochs report test_acc NaN */
+    const al_resume *resume;        /* NULL, or training states to hand out / to continue from (trainstate.h) */
 } al_train_config;
 
 /* What the progress callback receives: after every step (kind 0) and at the end of an epoch (kind 1). */
@@ -34,7 +36,10 @@ typedef struct al_train_progress {
 /* Return nonzero to stop training (the call then returns AL_ERR with "stopped"). */
 typedef int (*al_train_cb)(void *ud, const al_train_progress *p);
 
-/* Train m on train, evaluating on test after every epoch. cb may be NULL. */
+/* Train m on train, evaluating on test after every epoch. cb may be NULL. A loss that diverges (see
+ * al_diverge_loss) or a non-finite weight after a step stops training with AL_ERR. With tc->resume,
+ * states go to resume->save after epoch 0, every `every` epochs and the last, each after that epoch's
+ * progress callback; with resume->from, training continues after from->epoch. */
 al_status al_train_image(al_model *m, const al_images *train, const al_images *test,
                          const al_train_config *tc, al_train_cb cb, void *ud, al_error *err);
 /* Accuracy of m on d (grad and training off, batches of `batch`). pred (d->n) may be NULL. */

@@ -173,6 +173,107 @@ out:
 }
 
 /* ====================================================================================== */
+/* the rows of one run (resuming)                                                         */
+/* ====================================================================================== */
+/* A whole CSV read under the append lock: text (size bytes), its header version, the descriptor. */
+typedef struct csv_file { int fd, version; char *text; off_t size; } csv_file;
+
+static void csv_close(csv_file *f) { if (f->fd >= 0) close(f->fd); free(f->text); f->fd = -1; f->text = NULL; }
+
+/* Opens path (a missing file is an empty one when `create` is 0: fd -1, size 0), locks and reads it. */
+static al_status csv_open(const char *path, int create, csv_file *f, al_error *err)
+{
+    memset(f, 0, sizeof *f);
+    f->fd = open(path, O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0), 0644);
+    if (f->fd < 0) {
+        if (errno == ENOENT && !create) return AL_OK;
+        return al_seterr(err, "%s: cannot open results CSV: %s", al_path_short(path), strerror(errno));
+    }
+    while (flock(f->fd, LOCK_EX) != 0 && errno == EINTR) {}
+    struct stat sb;
+    if (fstat(f->fd, &sb) != 0) { al_seterr(err, "%s: stat failed: %s", al_path_short(path), strerror(errno)); csv_close(f); return AL_ERR; }
+    f->size = sb.st_size;
+    f->text = malloc((size_t)f->size + 1);
+    if (!f->text) { al_seterr(err, "%s: out of memory", al_path_short(path)); csv_close(f); return AL_ERR; }
+    if (f->size > 0 && al_pread_all(f->fd, f->text, (size_t)f->size, 0) != 0) {
+        al_seterr(err, "%s: read failed: %s", al_path_short(path), strerror(errno)); csv_close(f); return AL_ERR;
+    }
+    f->text[f->size] = 0;
+    f->version = header_version(f->fd, f->size, path, err);
+    if (f->version < 0) { csv_close(f); return AL_ERR; }
+    return AL_OK;
+}
+
+/* The whole lines after the header: each call gives [*b, *e) of the next line without its '\n'
+ * (a torn last line is not given); 0 at the end. *pos starts at 0. */
+static int next_row(const csv_file *f, size_t *pos, size_t *b, size_t *e)
+{
+    if (*pos == 0) {
+        const char *nl = memchr(f->text, '\n', (size_t)f->size);
+        if (!nl) return 0;
+        *pos = (size_t)(nl - f->text) + 1;
+    }
+    if (*pos >= (size_t)f->size) return 0;
+    const char *nl = memchr(f->text + *pos, '\n', (size_t)f->size - *pos);
+    if (!nl) return 0;
+    *b = *pos; *e = (size_t)(nl - f->text); *pos = *e + 1;
+    return 1;
+}
+
+static int row_of(const char *line, size_t len, const char *run_id)
+{
+    size_t idl = strlen(run_id);
+    return len > idl && line[idl] == ',' && !memcmp(line, run_id, idl);
+}
+
+al_status al_csv_run_rows(const char *path, const char *run_id, int *n, int *n_done, al_error *err)
+{
+    *n = *n_done = 0;
+    csv_file f;
+    if (csv_open(path, 0, &f, err) != AL_OK) return AL_ERR;
+    size_t pos = 0, b, e;
+    while (f.text && next_row(&f, &pos, &b, &e)) {
+        if (!row_of(f.text + b, e - b, run_id)) continue;
+        (*n)++;
+        if (f.version == 1 || (e - b >= 5 && !memcmp(f.text + e - 5, ",done", 5))) *n_done = *n;   /* 14 columns: whole runs */
+    }
+    csv_close(&f);
+    return AL_OK;
+}
+
+al_status al_csv_keep_run_rows(const char *path, const char *run_id, int keep, int *removed, al_error *err)
+{
+    *removed = 0;
+    csv_file f;
+    if (csv_open(path, 0, &f, err) != AL_OK) return AL_ERR;
+    if (f.fd < 0) return AL_OK;
+    size_t pos = 0, b, e, cut = 0;
+    int k = 0, tail = 1;                       /* tail: every row from the cut on is the run's */
+    while (next_row(&f, &pos, &b, &e)) {
+        int mine = row_of(f.text + b, e - b, run_id);
+        if (mine && k++ == keep) cut = b;
+        else if (cut && !mine) tail = 0;
+        if (cut && mine) (*removed)++;
+    }
+    al_status st = AL_OK;
+    if (!cut) { csv_close(&f); return AL_OK; }
+    if (tail) {                                /* the usual case: cut the file short */
+        if (ftruncate(f.fd, (off_t)cut) != 0 || fsync(f.fd) != 0)
+            st = al_seterr(err, "%s: cannot cut the rows of run %s: %s", al_path_short(path), run_id, strerror(errno));
+    } else {                                   /* other runs' rows follow: rewrite without the run's */
+        al_sbuf out = {0};
+        al_sb_put(&out, f.text, cut);
+        for (pos = cut; next_row(&f, &pos, &b, &e);)
+            if (!row_of(f.text + b, e - b, run_id)) al_sb_put(&out, f.text + b, e - b + 1);
+        if (out.oom) st = al_seterr(err, "%s: out of memory", al_path_short(path));
+        else st = al_write_atomic(path, out.p, out.n, err);
+        free(out.p);
+    }
+    csv_close(&f);                             /* releases the lock */
+    return st;
+}
+
+/* ====================================================================================== */
 /* run config and run id                                                                  */
 /* ====================================================================================== */
 int al_run_config(char *buf, size_t n, const char *canonical)

@@ -4,6 +4,7 @@
 #include "attnlab/gnn.h"
 #include "attnlab/ops.h"
 #include "attnlab/optim.h"
+#include "train/state_impl.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,8 +65,76 @@ al_status al_gnn_evaluate(al_gnn *m, const al_graph *g, al_ctx *c, al_gnn_eval *
     return AL_OK;
 }
 
+/* Early stopping's record (the GAT paper's rule) and the time spent in training steps. */
+typedef struct gnn_track { double acc_max, loss_min, step_total; int bad, best_epoch; } gnn_track;
+
+/* The state after epoch e when rs wants it: the loop's view plus the record and the kept weights. */
+static al_status offer_state(const al_resume *rs, const al__loop *L, int e, int last, const gnn_track *t,
+                             float *best, al_error *err)
+{
+    if (!al__resume_due(rs, e, last)) return AL_OK;
+    al_train_state s;
+    al__loop_view(L, e, last, &s);
+    s.best = best; s.best_epoch = t->best_epoch; s.bad = t->bad;
+    s.acc_max = t->acc_max; s.loss_min = t->loss_min; s.step_seconds = t->step_total;
+    return rs->save(rs->ud, &s) ? al_seterr(err, "stopped: the training state after epoch %d was not saved", e) : AL_OK;
+}
+
+/* Continue from rs->from: the loop's variables, the record and the kept weights. */
+static al_status restore_state(const al_resume *rs, const al__loop *L, gnn_track *t, float *best, int *first,
+                               al_error *err)
+{
+    const al_train_state *f = rs->from;
+    if (!f->best) return al_seterr(err, "resume: the training state is not a graph model's (no kept weights)");
+    if (al__loop_restore(L, f, first, err) != AL_OK) return AL_ERR;
+    memcpy(best, f->best, (size_t)L->opt->n * sizeof *best);
+    t->acc_max = f->acc_max; t->loss_min = f->loss_min; t->step_total = f->step_seconds;
+    t->bad = f->bad; t->best_epoch = f->best_epoch;
+    return AL_OK;
+}
+
+/* One epoch's evaluation against the record: keep the model when val accuracy and loss are both at
+ * least as good as their best; 1 when patience has run out. */
+static int track_epoch(gnn_track *t, const al_gnn_eval *ev, const al_gnn *m, float *best, int e)
+{
+    if (ev->val_acc >= t->acc_max || ev->val_loss <= t->loss_min) {
+        if (ev->val_acc >= t->acc_max && ev->val_loss <= t->loss_min) {
+            memcpy(best, m->params.data, (size_t)m->params.total * sizeof *best);
+            t->best_epoch = e;
+        }
+        if (ev->val_acc > t->acc_max) t->acc_max = ev->val_acc;
+        if (ev->val_loss < t->loss_min) t->loss_min = ev->val_loss;
+        t->bad = 0;
+        return 0;
+    }
+    return m->cfg.patience > 0 && ++t->bad >= m->cfg.patience;
+}
+
+/* The kept model back into m, evaluated: res and the final record. */
+static al_status finish(al_gnn *m, const al_graph *g, al_ctx *c, const float *best, const gnn_track *t, int epochs_run,
+                        al_gnn_epoch_fn fn, void *ud, al_gnn_result *res, al_error *err)
+{
+    res->epochs_run = epochs_run;
+    memcpy(m->params.data, best, (size_t)m->params.total * sizeof *best);
+    al_gnn_eval ev;
+    if (al_gnn_evaluate(m, g, c, &ev, err)) return AL_ERR;
+    res->best_epoch = t->best_epoch;
+    res->train_acc = ev.train_acc; res->val_loss = ev.val_loss;
+    res->val_acc = ev.val_acc; res->test_acc = ev.test_acc;
+    res->step_seconds = epochs_run ? t->step_total / epochs_run : 0;
+    al_gnn_epoch rec = {t->best_epoch, 1, ev.train_loss, ev.train_acc, ev.val_loss, ev.val_acc, ev.test_acc, NAN};
+    if (fn) fn(&rec, ud);
+    return AL_OK;
+}
+
 al_status al_gnn_train(al_gnn *m, const al_graph *g, uint64_t seed, al_gnn_epoch_fn fn, void *ud,
                        al_gnn_result *res, al_error *err)
+{
+    return al_gnn_train_resumable(m, g, seed, NULL, fn, ud, res, err);
+}
+
+al_status al_gnn_train_resumable(al_gnn *m, const al_graph *g, uint64_t seed, const al_resume *rs,
+                                 al_gnn_epoch_fn fn, void *ud, al_gnn_result *res, al_error *err)
 {
     memset(res, 0, sizeof *res);
     al_ctx *c = al_ctx_new(seed);
@@ -75,48 +144,33 @@ al_status al_gnn_train(al_gnn *m, const al_graph *g, uint64_t seed, al_gnn_epoch
     if (al_optim_init(&o, AL_ADAM, m->params.total, m->cfg.lr, err)) { al_ctx_free(c); free(best); return AL_ERR; }
     o.weight_decay = m->cfg.weight_decay;
     memcpy(best, m->params.data, (size_t)m->params.total * sizeof *best);
-    double acc_max = -1, loss_min = INFINITY, step_total = 0;
-    int bad = 0, best_epoch = 0, e;
-    al_status st = AL_OK;
+    gnn_track t = {-1, INFINITY, 0, 0, 0};
+    int64_t steps = 0;
+    al_diverge div;
+    al_diverge_init(&div);
+    al__loop L = {&o, NULL, c, NULL, 0, &steps, &div};
+    int e = 1, over = 0;
+    al_status st;
+    if (rs && rs->from) { st = restore_state(rs, &L, &t, best, &e, err); over = rs->from->finished; }
+    else st = offer_state(rs, &L, 0, 0, &t, best, err);
     int capture = m->capture_attn;
     m->capture_attn = 0;
-    for (e = 1; e <= m->cfg.epochs; e++) {
+    for (; st == AL_OK && !over && e <= m->cfg.epochs; e++) {
         double t0 = al_time(), loss = 0;
         if (al_gnn_step(m, g, c, &o, &loss, err)) { st = AL_ERR; break; }
         double dt = al_time() - t0;
-        step_total += dt;
+        t.step_total += dt; steps++;
+        if (al_diverge_loss(&div, loss, e, 1, err) || al_diverge_weights(&div, &m->params, loss, e, 1, err)) { st = AL_ERR; break; }
         al_gnn_eval ev;
         if (al_gnn_evaluate(m, g, c, &ev, err)) { st = AL_ERR; break; }
-        int stop = 0;
-        if (ev.val_acc >= acc_max || ev.val_loss <= loss_min) {
-            if (ev.val_acc >= acc_max && ev.val_loss <= loss_min) {
-                memcpy(best, m->params.data, (size_t)m->params.total * sizeof *best);
-                best_epoch = e;
-            }
-            if (ev.val_acc > acc_max) acc_max = ev.val_acc;
-            if (ev.val_loss < loss_min) loss_min = ev.val_loss;
-            bad = 0;
-        } else if (m->cfg.patience > 0 && ++bad >= m->cfg.patience) {
-            stop = 1;
-        }
+        int stop = track_epoch(&t, &ev, m, best, e);
         al_gnn_epoch rec = {e, 0, loss, ev.train_acc, ev.val_loss, ev.val_acc, ev.test_acc, dt};
         if (fn && fn(&rec, ud)) stop = 1;
+        if (offer_state(rs, &L, e, stop || e == m->cfg.epochs, &t, best, err)) { st = AL_ERR; break; }
         if (stop) { e++; break; }
     }
-    res->epochs_run = e - 1;
-    if (st == AL_OK) {
-        memcpy(m->params.data, best, (size_t)m->params.total * sizeof *best);
-        al_gnn_eval ev;
-        if (al_gnn_evaluate(m, g, c, &ev, err)) st = AL_ERR;
-        else {
-            res->best_epoch = best_epoch;
-            res->train_acc = ev.train_acc; res->val_loss = ev.val_loss;
-            res->val_acc = ev.val_acc; res->test_acc = ev.test_acc;
-            res->step_seconds = res->epochs_run ? step_total / res->epochs_run : 0;
-            al_gnn_epoch rec = {best_epoch, 1, ev.train_loss, ev.train_acc, ev.val_loss, ev.val_acc, ev.test_acc, NAN};
-            if (fn) fn(&rec, ud);
-        }
-    }
+    if (st == AL_OK) st = finish(m, g, c, best, &t, e - 1, fn, ud, res, err);
+    else res->epochs_run = e - 1;
     m->capture_attn = capture;
     m->attn[0] = m->attn[1] = NULL;
     al_optim_free(&o);

@@ -3,11 +3,13 @@
  * One step: arena reset → normalised batch → forward → cross-entropy → backward → AdamW.
  * The activation arena keeps its peak block after the first step, so steady-state steps do
  * no malloc. Data order comes only from the AL_RNG_SHUFFLE stream of the seed, and every
- * kernel is deterministic for a fixed thread count, so runs repeat bit for bit.
+ * kernel is deterministic, so runs repeat bit for bit — also across a stop and a resume from a
+ * training state (trainstate.h), which holds the order, the streams and the optimiser.
  */
 #include "attnlab/train.h"
 #include "attnlab/optim.h"
 #include "attnlab/ops.h"
+#include "train/state_impl.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,12 +86,14 @@ al_status al_train_image(al_model *m, const al_images *train, const al_images *t
     opt.weight_decay = tc->weight_decay;
 
     al_rng shuf;
-    al_rng_seed(&shuf, tc->seed, AL_RNG_SHUFFLE);
-    for (int i = 0; i < train->n; i++) perm[i] = i;
     int steps_per_epoch = (train->n + batch - 1) / batch;   /* the last batch may be short (drop_last=False) */
-    int64_t total_steps = 0;
+    int64_t total_steps;
+    al_diverge div;
+    al__loop L = {&opt, &shuf, c, perm, train->n, &total_steps, &div};
+    int first;
+    st = al__loop_begin(tc->resume, &L, tc->seed, &first, err);   /* the identity order and a fresh shuffle stream, or the state's */
     double t_start = al_time();
-    for (int ep = 1; ep <= tc->epochs && st == AL_OK; ep++) {
+    for (int ep = first; ep <= tc->epochs && st == AL_OK; ep++) {
         al_rng_shuffle(&shuf, perm, train->n);
         double loss_sum = 0, t0 = al_time();
         int64_t correct = 0, seen = 0;
@@ -103,14 +107,11 @@ al_status al_train_image(al_model *m, const al_images *train, const al_images *t
             al_tensor *loss = al_cross_entropy(c, logits, lab, NULL);      /* (1) */
             if (!loss) { st = al_seterr(err, "training step %d of epoch %d: %s", step, ep, al_ctx_error(c)); break; }
             double lv = loss->data[0];
-            if (!isfinite(lv)) {
-                st = al_seterr(err, "training diverged: loss is %s at epoch %d step %d (try a lower --lr)",
-                               isnan(lv) ? "NaN" : "infinite", ep, step);
-                break;
-            }
+            if (al_diverge_loss(&div, lv, ep, step, err) != AL_OK) { st = AL_ERR; break; }
             al_params_zero_grad(&m->params);
             if (al_backward(c, loss) != AL_OK) { st = al_seterr(err, "backward, epoch %d step %d: %s", ep, step, al_ctx_error(c)); break; }
             al_optim_step(&opt, &m->params);
+            if (al_diverge_weights(&div, &m->params, lv, ep, step, err) != AL_OK) { st = AL_ERR; break; }
             int K = logits->shape[1];
             for (int b = 0; b < B; b++) correct += argmax_row(logits->data + (int64_t)b * K, K) == lab[b];
             loss_sum += lv * B; seen += B; total_steps++;
@@ -137,6 +138,7 @@ al_status al_train_image(al_model *m, const al_images *train, const al_images *t
             p.epoch_seconds = secs; p.img_per_s = seen / (secs > 1e-9 ? secs : 1e-9); p.elapsed = al_time() - t_start;
             if (cb(ud, &p)) { st = al_seterr(err, "stopped"); break; }
         }
+        if (al__loop_offer(tc->resume, &L, ep, last, err) != AL_OK) { st = AL_ERR; break; }
         if (tc->max_steps > 0 && total_steps >= tc->max_steps) break;
     }
 done:

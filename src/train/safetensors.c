@@ -13,51 +13,61 @@
 
 #define ST_MAX_HEADER ((uint64_t)100 << 20)   /* same limit as the reference implementation */
 
-static void put_le32(unsigned char *o, const float *x, int64_t n)
+/* 4-byte values (F32 or I32) to and from little-endian bytes. */
+static void put_le32(unsigned char *o, const void *x, int64_t n)
 {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
     memcpy(o, x, (size_t)n * 4);
 #else
+    const unsigned char *b = x;
     for (int64_t i = 0; i < n; i++) {
-        uint32_t u; memcpy(&u, &x[i], 4);
+        uint32_t u; memcpy(&u, b + 4 * i, 4);
         o[4 * i] = (unsigned char)u; o[4 * i + 1] = (unsigned char)(u >> 8);
         o[4 * i + 2] = (unsigned char)(u >> 16); o[4 * i + 3] = (unsigned char)(u >> 24);
     }
 #endif
 }
-static void get_le32(float *x, const unsigned char *in, int64_t n)
+static void get_le32(void *x, const unsigned char *in, int64_t n)
 {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
     memcpy(x, in, (size_t)n * 4);
 #else
+    unsigned char *b = x;
     for (int64_t i = 0; i < n; i++) {
         uint32_t u = (uint32_t)in[4 * i] | (uint32_t)in[4 * i + 1] << 8 | (uint32_t)in[4 * i + 2] << 16 | (uint32_t)in[4 * i + 3] << 24;
-        memcpy(&x[i], &u, 4);
+        memcpy(b + 4 * i, &u, 4);
     }
 #endif
 }
 
-al_status al_safetensors_save(const char *path, const al_params *p, const char *const *kv, int nkv, al_error *err)
+static const char *dtype_name(al_st_dtype t) { return t == AL_ST_I32 ? "I32" : "F32"; }
+static int64_t array_numel(const al_st_array *a)
 {
-    if (!p || (p->n > 0 && !p->data)) return al_seterr(err, "%s: parameters are not finalized; nothing to save", al_path_short(path));
+    int64_t n = 1;
+    for (int d = 0; d < a->ndim; d++) n *= a->shape[d];
+    return n;
+}
+
+al_status al_safetensors_write(const char *path, const al_st_array *a, int na, const char *const *kv, int nkv, al_error *err)
+{
+    if (na < 0 || (na > 0 && !a)) return al_seterr(err, "%s: bad tensor list (%d tensors)", al_path_short(path), na);
     if (nkv < 0 || (nkv > 0 && !kv)) return al_seterr(err, "%s: bad metadata (%d pairs)", al_path_short(path), nkv);
     al_sbuf h = {0};
     al_sb_put(&h, "{", 1);
     uint64_t off = 0;
-    for (int i = 0; i < p->n; i++) {
-        const al_tensor *t = p->t[i];
+    for (int i = 0; i < na; i++) {
         for (int j = 0; j < i; j++)
-            if (!strcmp(p->t[j]->name, t->name)) { free(h.p); return al_seterr(err, "%s: two parameters are named '%s'", al_path_short(path), t->name); }
+            if (!strcmp(a[j].name, a[i].name)) { free(h.p); return al_seterr(err, "%s: two parameters are named '%s'", al_path_short(path), a[i].name); }
         if (i) al_sb_put(&h, ",", 1);
-        al_json_put_str(&h, t->name);
-        al_sb_put(&h, ":{\"dtype\":\"F32\",\"shape\":[", 25);
-        for (int d = 0; d < t->ndim; d++) al_sb_printf(&h, d ? ",%d" : "%d", t->shape[d]);
-        uint64_t end = off + (uint64_t)t->numel * 4;
+        al_json_put_str(&h, a[i].name);
+        al_sb_printf(&h, ":{\"dtype\":\"%s\",\"shape\":[", dtype_name(a[i].dtype));
+        for (int d = 0; d < a[i].ndim; d++) al_sb_printf(&h, d ? ",%lld" : "%lld", (long long)a[i].shape[d]);
+        uint64_t end = off + (uint64_t)array_numel(&a[i]) * 4;
         al_sb_printf(&h, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)off, (unsigned long long)end);
         off = end;
     }
     if (nkv > 0) {
-        if (p->n) al_sb_put(&h, ",", 1);
+        if (na) al_sb_put(&h, ",", 1);
         al_sb_put(&h, "\"__metadata__\":{", 16);
         for (int i = 0; i < nkv; i++) {
             if (!kv[2 * i] || !kv[2 * i + 1]) { free(h.p); return al_seterr(err, "%s: metadata pair %d has a NULL key or value", al_path_short(path), i); }
@@ -78,13 +88,33 @@ al_status al_safetensors_save(const char *path, const al_params *p, const char *
     memcpy(buf + 8, h.p, h.n);
     free(h.p);
     unsigned char *d = buf + 8 + hl;
-    for (int i = 0; i < p->n; i++) { put_le32(d, p->t[i]->data, p->t[i]->numel); d += p->t[i]->numel * 4; }
+    for (int i = 0; i < na; i++) { int64_t n = array_numel(&a[i]); put_le32(d, a[i].data, n); d += n * 4; }
     al_status st = al_write_atomic(path, buf, total, err);
     free(buf);
     return st;
 }
 
-typedef struct st_entry { const char *name; uint64_t beg, end; al_tensor *t; } st_entry;
+int al_params_arrays(const al_params *p, al_st_array *a)
+{
+    for (int i = 0; i < p->n; i++) {
+        const al_tensor *t = p->t[i];
+        a[i].name = t->name; a[i].dtype = AL_ST_F32; a[i].ndim = t->ndim; a[i].data = t->data;
+        for (int d = 0; d < AL_MAXDIM; d++) a[i].shape[d] = d < t->ndim ? t->shape[d] : 1;
+    }
+    return p->n;
+}
+
+al_status al_safetensors_save(const char *path, const al_params *p, const char *const *kv, int nkv, al_error *err)
+{
+    if (!p || (p->n > 0 && !p->data)) return al_seterr(err, "%s: parameters are not finalized; nothing to save", al_path_short(path));
+    al_st_array *a = malloc((size_t)(p->n > 0 ? p->n : 1) * sizeof *a);
+    if (!a) return al_seterr(err, "%s: out of memory", al_path_short(path));
+    al_status st = al_safetensors_write(path, a, al_params_arrays(p, a), kv, nkv, err);
+    free(a);
+    return st;
+}
+
+typedef struct st_entry { const char *name; uint64_t beg, end; al_st_dtype dtype; al_tensor *t; void *dst; } st_entry;
 static int cmp_entry(const void *a, const void *b)
 {
     const st_entry *x = a, *y = b;
@@ -188,7 +218,7 @@ al_status al_safetensors_read_meta(const char *path, char **meta, al_error *err)
 
 /* ---------------- tensors ---------------- */
 static al_status st_parse_entry(const char *path, const char *name, const al_jval *v, uint64_t dsize,
-                                st_entry *e, al_error *err);
+                                int any_dtype, st_entry *e, al_error *err);
 al_status al_safetensors_read_info(const char *path, char **meta, uint64_t *tensor_bytes, int *ntensors, al_error *err)
 {
     if (meta) *meta = NULL;
@@ -202,7 +232,7 @@ al_status al_safetensors_read_info(const char *path, char **meta, uint64_t *tens
     for (int i = 0; i < h.root->n && st == AL_OK; i++) {
         if (!strcmp(h.root->keys[i], "__metadata__")) continue;
         st_entry e;
-        st = st_parse_entry(path, h.root->keys[i], h.root->kids[i], dsize, &e, err);
+        st = st_parse_entry(path, h.root->keys[i], h.root->kids[i], dsize, 0, &e, err);
         if (st == AL_OK) { sum = al_size_add(sum, e.end - e.beg); n++; }
     }
     if (st == AL_OK && meta) {
@@ -215,16 +245,18 @@ al_status al_safetensors_read_info(const char *path, char **meta, uint64_t *tens
 }
 
 
-/* Checks the header entry `name` → v against the data section (dsize bytes) and the model's parameter
- * of that name; fills *e. */
+/* Checks the header entry `name` → v against the data section (dsize bytes); fills *e. dtype F32, or
+ * with any_dtype also I32. */
 static al_status st_parse_entry(const char *path, const char *name, const al_jval *v, uint64_t dsize,
-                                st_entry *e, al_error *err)
+                                int any_dtype, st_entry *e, al_error *err)
 {
     memset(e, 0, sizeof *e);
     if (v->t != AL_J_OBJ) return al_seterr(err, "%s: tensor '%s': entry is not an object", al_path_short(path), name);
     const al_jval *dt = al_json_get(v, "dtype"), *sh = al_json_get(v, "shape"), *of = al_json_get(v, "data_offsets");
     if (!dt || dt->t != AL_J_STR) return al_seterr(err, "%s: tensor '%s': missing or non-string dtype", al_path_short(path), name);
-    if (strcmp(dt->s, "F32")) return al_seterr(err, "%s: tensor '%s' has dtype %s; only F32 is supported", al_path_short(path), name, dt->s);
+    e->dtype = !strcmp(dt->s, "I32") && any_dtype ? AL_ST_I32 : AL_ST_F32;
+    if (strcmp(dt->s, dtype_name(e->dtype)))
+        return al_seterr(err, "%s: tensor '%s' has dtype %s; only F32%s is supported", al_path_short(path), name, dt->s, any_dtype ? " and I32" : "");
     if (!sh || sh->t != AL_J_ARR) return al_seterr(err, "%s: tensor '%s': missing shape array", al_path_short(path), name);
     if (!of || of->t != AL_J_ARR || of->n != 2) return al_seterr(err, "%s: tensor '%s': data_offsets must be an array of two integers", al_path_short(path), name);
     uint64_t numel = 1;
@@ -255,7 +287,7 @@ static al_status st_parse_entry(const char *path, const char *name, const al_jva
 static al_status st_check_entry(const char *path, const char *name, const al_jval *v, uint64_t dsize,
                                 al_params *p, st_entry *e, al_error *err)
 {
-    if (st_parse_entry(path, name, v, dsize, e, err) != AL_OK) return AL_ERR;
+    if (st_parse_entry(path, name, v, dsize, 0, e, err) != AL_OK) return AL_ERR;
     const al_jval *sh = al_json_get(v, "shape");
     al_tensor *t = al_params_find(p, name);
     if (!t) return al_seterr(err, "%s: tensor '%s' is in the file but not in the model", al_path_short(path), name);
@@ -287,16 +319,13 @@ static al_status st_check_cover(const char *path, const al_params *p, st_entry *
     return AL_OK;
 }
 
-/* Reads the tensors ent[0..ne) of the data section (which starts at byte 8 + hl) into
- * stage (p->total floats), at each tensor's offset within p->data. */
-static al_status st_read_tensors(int fd, const char *path, uint64_t hl, const st_entry *ent, int ne,
-                                 const al_params *p, float *stage /* (p->total) */, al_error *err)
+/* Reads the tensors ent[0..ne) of the data section (which starts at byte 8 + hl), each into its dst. */
+static al_status st_read_tensors(int fd, const char *path, uint64_t hl, const st_entry *ent, int ne, al_error *err)
 {
     unsigned char *raw = malloc(1 << 20);
     if (!raw) return al_seterr(err, "%s: out of memory", al_path_short(path));
     for (int k = 0; k < ne; k++) {
-        al_tensor *t = ent[k].t;
-        float *dst = stage + (t->data - p->data);
+        unsigned char *dst = ent[k].dst;
         uint64_t nb = ent[k].end - ent[k].beg, done = 0;
         while (done < nb) {
             size_t chunk = nb - done > (1u << 20) ? (1u << 20) : (size_t)(nb - done);
@@ -305,7 +334,7 @@ static al_status st_read_tensors(int fd, const char *path, uint64_t hl, const st
                 free(raw);
                 return al_seterr(err, "%s: tensor '%s': read failed at byte %llu", al_path_short(path), ent[k].name, (unsigned long long)(8 + hl + ent[k].beg + done));
             }
-            get_le32(dst + done / 4, raw, (int64_t)(chunk / 4));
+            get_le32(dst + done, raw, (int64_t)(chunk / 4));
             done += chunk;
         }
     }
@@ -336,7 +365,8 @@ al_status al_safetensors_load(const char *path, al_params *p, char **meta, al_er
     /* Everything checked: read into a staging copy so a failed read leaves the parameters untouched. */
     stage = malloc((size_t)(p->total > 0 ? p->total : 1) * sizeof(float));
     if (!stage) { al_seterr(err, "%s: out of memory", al_path_short(path)); goto out; }
-    if (st_read_tensors(fd, path, h.hl, ent, ne, p, stage, err) != AL_OK) goto out;
+    for (int k = 0; k < ne; k++) ent[k].dst = stage + (ent[k].t->data - p->data);
+    if (st_read_tensors(fd, path, h.hl, ent, ne, err) != AL_OK) goto out;
     if (meta && st_meta_text(&h, path, meta, err) != AL_OK) goto out;
     if (p->total > 0) memcpy(p->data, stage, (size_t)p->total * sizeof(float));
     st = AL_OK;
@@ -344,5 +374,47 @@ out:
     if (st != AL_OK && meta && *meta) { free(*meta); *meta = NULL; }
     close(fd);
     st_header_free(&h); free(ent); free(stage);
+    return st;
+}
+
+al_status al_safetensors_read(const char *path, al_st_array *a, int na, char **meta, al_error *err)
+{
+    if (meta) *meta = NULL;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return al_seterr(err, "%s: cannot open: %s", al_path_short(path), strerror(errno));
+    st_header h;
+    if (st_read_header(fd, path, &h, err) != AL_OK) { close(fd); return AL_ERR; }
+    al_status st = AL_ERR;
+    const uint64_t dsize = h.fsize - 8 - h.hl;
+    int *seen = calloc((size_t)(na > 0 ? na : 1), sizeof *seen);
+    st_entry *ent = calloc((size_t)h.root->n + 1, sizeof *ent);
+    int ne = 0;
+    if (!seen || !ent) { al_seterr(err, "%s: out of memory", al_path_short(path)); goto out; }
+    for (int i = 0; i < h.root->n; i++) {
+        const char *name = h.root->keys[i];
+        if (!strcmp(name, "__metadata__")) continue;
+        st_entry *e = &ent[ne];
+        if (st_parse_entry(path, name, h.root->kids[i], dsize, 1, e, err) != AL_OK) goto out;
+        int k = 0;
+        while (k < na && strcmp(a[k].name, name)) k++;
+        if (k == na || seen[k]) { al_seterr(err, "%s: tensor '%s' is not one this file should hold", al_path_short(path), name); goto out; }
+        if (e->dtype != a[k].dtype || (uint64_t)array_numel(&a[k]) * 4 != e->end - e->beg) {
+            al_seterr(err, "%s: tensor '%s' is %s of %llu values, expected %s of %lld", al_path_short(path), name,
+                      dtype_name(e->dtype), (unsigned long long)((e->end - e->beg) / 4), dtype_name(a[k].dtype), (long long)array_numel(&a[k]));
+            goto out;
+        }
+        seen[k] = 1; e->dst = a[k].data; ne++;
+    }
+    for (int k = 0; k < na; k++)
+        if (!seen[k]) { al_seterr(err, "%s: tensor '%s' is missing from the file", al_path_short(path), a[k].name); goto out; }
+    qsort(ent, (size_t)ne, sizeof *ent, cmp_entry);
+    for (int k = 1; k < ne; k++)
+        if (ent[k].beg < ent[k - 1].end) { al_seterr(err, "%s: tensors '%s' and '%s' overlap", al_path_short(path), ent[k - 1].name, ent[k].name); goto out; }
+    if (st_read_tensors(fd, path, h.hl, ent, ne, err) != AL_OK) goto out;
+    if (meta && st_meta_text(&h, path, meta, err) != AL_OK) goto out;
+    st = AL_OK;
+out:
+    close(fd);
+    st_header_free(&h); free(ent); free(seen);
     return st;
 }

@@ -8,6 +8,7 @@
 #include "attnlab/ops.h"
 #include "attnlab/io.h"
 #include "train/io_impl.h"
+#include "train/state_impl.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -198,12 +199,14 @@ al_status al_seq_train(al_seq_model *m, const al_seq_data *train, const al_seq_d
     opt.weight_decay = tc->weight_decay;
 
     al_rng shuf;
-    al_rng_seed(&shuf, tc->seed, AL_RNG_SHUFFLE);
-    for (int i = 0; i < train->nsent; i++) perm[i] = i;
     const int steps_per_epoch = (train->nsent + batch - 1) / batch;
-    int64_t total_steps = 0;
+    int64_t total_steps;
+    al_diverge div;
+    al__loop L = {&opt, &shuf, c, perm, train->nsent, &total_steps, &div};
+    int first;
+    st = al__loop_begin(tc->resume, &L, tc->seed, &first, err);   /* the identity order and a fresh shuffle stream, or the state's */
     double t_start = al_time();
-    for (int ep = 1; ep <= tc->epochs && st == AL_OK; ep++) {
+    for (int ep = first; ep <= tc->epochs && st == AL_OK; ep++) {
         al_rng_shuffle(&shuf, perm, train->nsent);
         double loss_sum = 0, t0 = al_time();
         int64_t correct = 0, seen = 0;
@@ -217,13 +220,11 @@ al_status al_seq_train(al_seq_model *m, const al_seq_data *train, const al_seq_d
             al_tensor *loss = al_cross_entropy(c, logits, bb.tag, NULL);   /* mean over the batch's tokens */
             if (!loss) { st = al_seterr(err, "training step %d of epoch %d: %s", step, ep, al_ctx_error(c)); break; }
             double lv = loss->data[0];
-            if (!isfinite(lv)) {
-                st = al_seterr(err, "training diverged: loss is %s at epoch %d step %d (try a lower --lr)", isnan(lv) ? "NaN" : "infinite", ep, step);
-                break;
-            }
+            if (al_diverge_loss(&div, lv, ep, step, err) != AL_OK) { st = AL_ERR; break; }
             al_params_zero_grad(&m->params);
             if (al_backward(c, loss) != AL_OK) { st = al_seterr(err, "backward, epoch %d step %d: %s", ep, step, al_ctx_error(c)); break; }
             al_optim_step(&opt, &m->params);
+            if (al_diverge_weights(&div, &m->params, lv, ep, step, err) != AL_OK) { st = AL_ERR; break; }
             int K = logits->shape[1];
             for (int i = 0; i < b.ntok; i++) correct += argmax_row(logits->data + (int64_t)i * K, K) == bb.tag[i];
             loss_sum += lv * b.ntok; seen += b.ntok; total_steps++;
@@ -249,6 +250,8 @@ al_status al_seq_train(al_seq_model *m, const al_seq_data *train, const al_seq_d
             p.epoch_seconds = secs; p.tok_per_s = seen / (secs > 1e-9 ? secs : 1e-9); p.elapsed = al_time() - t_start;
             if (cb(ud, &p)) { st = al_seterr(err, "stopped"); break; }
         }
+        int last = ep == tc->epochs || (tc->max_steps > 0 && total_steps >= tc->max_steps);
+        if (al__loop_offer(tc->resume, &L, ep, last, err) != AL_OK) { st = AL_ERR; break; }
         if (tc->max_steps > 0 && total_steps >= tc->max_steps) break;
     }
 done:

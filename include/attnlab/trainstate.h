@@ -1,0 +1,76 @@
+/* attnlab/trainstate.h — resumable training and divergence detection, shared by the three training
+ * loops (images: train.h, sequences: seq.h, graphs: gnn.h).
+ *
+ * A training state is everything a loop needs to continue exactly where it stopped: the epoch
+ * reached, the optimiser (kind, hyperparameters, step count, moments), every RNG stream that moves
+ * during training (the shuffle stream and the context's dropout stream), the data order, the
+ * divergence detector and, for graphs, the early-stopping record with its kept weights. The weights
+ * themselves are the model's parameters. A loop given an al_resume with every > 0 hands its state to
+ * resume->save before its first step (epoch 0), after every `every`-th epoch and after its last one;
+ * given resume->from it continues from such a state, and the rest of the run is bit for bit the run
+ * that was never interrupted (the loops are deterministic for any thread count).
+ *
+ *   al_resume rs = {1, my_save, &ud, NULL};                 // state after every epoch
+ *   tc.resume = &rs; al_train_image(&m, &tr, &te, &tc, cb, ud, &err);
+ *   ...
+ *   al_train_state s; al_train_state_load("run.train", &m.params, &s, NULL, &err);
+ *   rs.from = &s; al_train_image(&m, &tr, &te, &tc, cb, ud, &err);   // continues after s.epoch
+ *   al_train_state_free(&s);
+ *
+ * The file is safetensors: the parameters under their names, "optim.m", "optim.v" (F32), "data.order"
+ * (I32), "graph.best" (F32), and the scalars in __metadata__ (floats in C99 hex, exact).
+ */
+#ifndef ATTNLAB_TRAINSTATE_H
+#define ATTNLAB_TRAINSTATE_H
+#include <stdint.h>
+#include "tensor.h"
+#include "optim.h"
+
+/* ---------------- divergence ---------------- */
+/* A loss above AL_DIVERGE_RATIO × its running minimum stops training; the minimum counts as at least
+ * AL_DIVERGE_FLOOR, so a loss that has reached almost zero does not turn ordinary noise into
+ * "divergence" (a cross-entropy of 10 is still far beyond any run that learns). */
+#define AL_DIVERGE_RATIO 1e3
+#define AL_DIVERGE_FLOOR 1e-2
+typedef struct al_diverge { double min; } al_diverge;   /* the lowest loss so far (+inf before the first) */
+void      al_diverge_init(al_diverge *d);
+/* Before the optimiser step: AL_ERR with "training diverged at epoch E step S: ..." (the loss, the
+ * minimum, "try a lower --lr") when loss is not finite or too large; else the minimum is updated. */
+al_status al_diverge_loss(al_diverge *d, double loss, int epoch, int step, al_error *err);
+/* After the optimiser step: AL_ERR naming the first parameter with a non-finite value. */
+al_status al_diverge_weights(const al_diverge *d, const al_params *p, double loss, int epoch, int step, al_error *err);
+
+/* ---------------- the state ---------------- */
+typedef struct al_train_state {
+    int epoch;                  /* epochs completed (0: before the first step) */
+    int finished;               /* 1: training is over (last epoch, or graph early stopping) */
+    int64_t steps;              /* optimisation steps taken */
+    al_rng shuffle, dropout;    /* the AL_RNG_SHUFFLE stream (image, sequence) and the context's dropout stream */
+    int *order; int norder;     /* (norder) the data order after `epoch` shuffles; NULL, 0 for graphs */
+    al_optim opt;               /* kind, hyperparameters, step; m, v (opt.n each; v NULL for SGD) */
+    al_diverge div;
+    /* graphs: early stopping (best NULL otherwise) */
+    float *best;                /* (opt.n) the kept weights */
+    int best_epoch, bad;
+    double acc_max, loss_min, step_seconds;
+} al_train_state;
+
+/* Hands a state to the caller (who writes it, e.g. with al_train_state_save); nonzero stops training. */
+typedef int (*al_train_state_fn)(void *ud, const al_train_state *s);
+typedef struct al_resume {
+    int every;                  /* > 0: save at epoch 0, every `every` epochs and after the last */
+    al_train_state_fn save;
+    void *ud;
+    const al_train_state *from; /* non-NULL: continue from this state; the model already holds its weights */
+} al_resume;
+
+/* s and the weights p (the model's parameters) as a safetensors file, with the extra metadata pairs
+ * kv[0..2·nkv) (keys other than the state's own); atomic. */
+al_status al_train_state_save(const char *path, const al_params *p, const al_train_state *s,
+                              const char *const *kv, int nkv, al_error *err);
+/* Read such a file: the weights into p (registered, same names and sizes), the rest into s, whose
+ * arrays are allocated here (free with al_train_state_free). *meta (if non-NULL) receives the
+ * metadata text (caller frees). On error p may be partly overwritten and s is left empty. */
+al_status al_train_state_load(const char *path, al_params *p, al_train_state *s, char **meta, al_error *err);
+void      al_train_state_free(al_train_state *s);
+#endif
