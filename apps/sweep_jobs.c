@@ -201,6 +201,7 @@ static pid_t start_child(const sweep_cfg *c, plan_run *r, const char *exe, const
     char flags[MAXAXES][64];
     n += run_axis_args(c, r, av + n, flags);
     av[n++] = "--seed"; av[n++] = sd; av[n++] = "--csv"; av[n++] = r->part; av[n++] = "--quiet";
+    if (c->max_memory) { av[n++] = "--max-memory"; av[n++] = c->max_memory; }
     av[n] = NULL;
     pid_t parent = getpid();
     pid_t pid = fork();
