@@ -234,7 +234,7 @@ static void test_budget_api(void **st)
     /* the size grammar of ATTNLAB_MEM_BUDGET and --max-memory */
     static const struct { const char *s; int rc; uint64_t v; } sz[] = {
         {"1048576", 0, 1048576}, {"512M", 0, (uint64_t)512 << 20}, {"2G", 0, (uint64_t)2 << 30}, {"2gb", 0, (uint64_t)2 << 30},
-        {"3T", 0, (uint64_t)3 << 40}, {"1K", 0, 1024}, {"0", -1, 0}, {"0G", -1, 0}, {"-1G", -1, 0}, {" 5", -1, 0},
+        {"3T", 0, (uint64_t)3 << 40}, {"1K", 0, 1024}, {"4GiB", 0, (uint64_t)4 << 30}, {"5iB", -1, 0}, {"5Gi", -1, 0}, {"0", -1, 0}, {"0G", -1, 0}, {"-1G", -1, 0}, {" 5", -1, 0},
         {"", -1, 0}, {"G", -1, 0}, {"2X", -1, 0}, {"2GBs", -1, 0}, {"1.5G", -1, 0}, {"99999999T", 1, UINT64_MAX},
         {"99999999999999999999999", 1, UINT64_MAX}};
     for (size_t i = 0; i < sizeof sz / sizeof sz[0]; i++) {

@@ -95,7 +95,7 @@ uint64_t  al_mem_budget(void);
 void      al_mem_budget_set(uint64_t bytes);   /* 0: back to the default */
 uint64_t  al_mem_budget_default(void);
 /* A size as $ATTNLAB_MEM_BUDGET and --max-memory write it: a positive integer of bytes with an optional
- * K, M, G or T suffix (powers of 1024) and an optional B ("512M", "2G", "2GB", "1048576"). Returns 0
+ * K, M, G or T suffix (powers of 1024), then an optional B or iB ("512M", "2G", "2GB", "2GiB", "1048576"). Returns 0
  * with *bytes set; 1 if it does not fit in 64 bits (*bytes = UINT64_MAX); -1 if it is not a size. */
 int       al_mem_parse(const char *s, uint64_t *bytes);
 /* a·b and a+b, saturating at UINT64_MAX (which no budget admits). */

@@ -31,6 +31,7 @@ int al_mem_parse(const char *s, uint64_t *bytes)
     case 't': case 'T': shift = 40; end++; break;
     default: break;
     }
+    if (shift && (*end == 'i' || *end == 'I') && (end[1] == 'B' || end[1] == 'b')) end++;   /* "GiB", as messages print it */
     if (*end == 'B' || *end == 'b') end++;
     if (*end || v == 0) return -1;
     if (errno == ERANGE || (shift && v > (UINT64_MAX >> shift))) { *bytes = UINT64_MAX; return 1; }
