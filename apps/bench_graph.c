@@ -28,6 +28,7 @@ static void usage(FILE *f)
         "                  then still touches fresh pages of the activation arena, which the median skips)\n"
         "  --features F    features of random graphs (default 64)\n"
         "  --threads T     OpenMP threads (default: OMP_NUM_THREADS or all cores)\n"
+        "  --max-memory SIZE  memory budget of each graph and model, e.g. 512M or 4G\n"
         "  --quick         cora and a 100000x1000000 random graph only\n"
         "  --help\n");
 }
@@ -121,6 +122,7 @@ int bench_graph_main(int argc, char **argv)
         else if (!strcmp(a, "--graphs") && has) graphs = argv[++i];
         else if (!strcmp(a, "--models") && has) models = argv[++i];
         else if (!strcmp(a, "--threads") && has) { if (cli_threads("bench graph", argv[++i], &o.threads)) return 2; }
+        else if (!strcmp(a, "--max-memory") && has) { if (cli_max_memory("bench graph", argv[++i])) return 2; }
         else if ((!strcmp(a, "--epochs") || !strcmp(a, "--features")) && has) {
             char *e; long v = strtol(argv[++i], &e, 10);
             if (*e || e == argv[i] || v < 1 || v > 100000000) {

@@ -22,7 +22,8 @@ static void usage(FILE *f)
         "  --threads N    OpenMP threads (default 2)\n"
         "  --steps N      timed steps (default 30)\n"
         "  --warmup N     untimed steps first (default 5)\n"
-        "  --patch P      sa/local patch side (default 2)\n");
+        "  --patch P      sa/local patch side (default 2)\n"
+        "  --max-memory SIZE  memory budget of the model, e.g. 512M or 4G\n");
 }
 
 static int bench_one(const char *model, int batch, int steps, int warmup, int patch)
@@ -77,14 +78,16 @@ int bench_train_main(int argc, char **argv)
 {
     const char *models = "cnn";
     int batch = 64, threads = 2, steps = 30, warmup = 5, patch = 0;
-    enum { O_MODEL = 256, O_BATCH, O_THREADS, O_STEPS, O_WARMUP, O_PATCH, O_HELP };
+    enum { O_MODEL = 256, O_BATCH, O_THREADS, O_STEPS, O_WARMUP, O_PATCH, O_HELP, O_MAXMEM };
     static const struct option lo[] = {
         {"model", 1, 0, O_MODEL}, {"models", 1, 0, O_MODEL}, {"batch", 1, 0, O_BATCH}, {"threads", 1, 0, O_THREADS},
-        {"steps", 1, 0, O_STEPS}, {"warmup", 1, 0, O_WARMUP}, {"patch", 1, 0, O_PATCH}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
+        {"steps", 1, 0, O_STEPS}, {"warmup", 1, 0, O_WARMUP}, {"patch", 1, 0, O_PATCH}, {"max-memory", 1, 0, O_MAXMEM},
+        {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
     optind = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
         if (ch == O_MODEL) { models = optarg; continue; }
+        if (ch == O_MAXMEM) { if (cli_max_memory("bench train", optarg)) return 2; continue; }
         if (ch == 'h' || ch == O_HELP) { usage(stdout); return 0; }
         if (ch < O_BATCH || ch > O_PATCH) { fprintf(stderr, "(attnlab bench train --help lists the options)\n"); return 2; }
         if (ch == O_THREADS) { if (cli_threads("bench train", optarg, &threads)) return 2; continue; }

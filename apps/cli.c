@@ -1,13 +1,16 @@
 /* cli.c — what every command of bin/attnlab parses the same way: numbers, seed lists, thread
- * counts, warnings. Each parser prints one line naming the command, the flag and the value it
- * refused, and returns -1 (the caller exits 2). */
+ * counts, the memory budget, output files checked before any work, warnings. Each parser prints one
+ * line naming the command, the flag and the value it refused, and returns -1 (the caller exits 2). */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "cli.h"
+#include "attnlab/io.h"
 
 int cli_int(const char *cmd, const char *flag, const char *s, long lo, long hi, long *out)
 {
@@ -102,6 +105,56 @@ int cli_check_env_threads(const char *cmd)
                 cli_max_threads());
         return -1;
     }
+    return 0;
+}
+
+int cli_max_memory(const char *cmd, const char *s)
+{
+    uint64_t bytes;
+    int rc = al_mem_parse(s, &bytes);
+    if (rc < 0) {
+        fprintf(stderr, "attnlab %s: --max-memory expects a size such as 512M or 2G (bytes; K, M, G, T = powers of 1024), "
+                "got '%s'\n", cmd, s);
+        return -1;
+    }
+    if (rc > 0) { fprintf(stderr, "attnlab %s: --max-memory %s does not fit in 64 bits\n", cmd, s); return -1; }
+    al_mem_budget_set(bytes);
+    return 0;
+}
+
+int cli_output(const char *cmd, const char *flag, const char *path, int csv)
+{
+    if (!path) return 0;
+    al_error err = {{0}};
+    if ((csv ? al_csv_check(path, &err) : al_output_check(path, &err)) == AL_OK) return 0;
+    fprintf(stderr, "attnlab %s: %s %s\n", cmd, flag, err.msg);
+    return -1;
+}
+
+int cli_output_dir(const char *cmd, const char *flag, const char *dir)
+{
+    char p[4096];
+    struct stat sb;
+    if (!*dir || snprintf(p, sizeof p, "%s", dir) >= (int)sizeof p) {
+        fprintf(stderr, "attnlab %s: %s '%s': empty or too long\n", cmd, flag, dir);
+        return -1;
+    }
+    if (stat(p, &sb) == 0 && !S_ISDIR(sb.st_mode)) { fprintf(stderr, "attnlab %s: %s %s: not a directory\n", cmd, flag, dir); return -1; }
+    /* the nearest existing ancestor (the directory itself if it exists) must take a new entry */
+    while (stat(p, &sb) != 0) {
+        char *slash = strrchr(p, '/');
+        while (slash && slash > p && slash[1] == 0) { *slash = 0; slash = strrchr(p, '/'); }   /* "a/b/" -> "a/b" */
+        if (!slash) { snprintf(p, sizeof p, "."); break; }
+        if (slash == p) slash[1] = 0; else *slash = 0;
+    }
+    char probe[4096 + 48];
+    snprintf(probe, sizeof probe, "%s/.attnlab-probe.%ld", p, (long)getpid());
+    int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0 && errno != EEXIST) {
+        fprintf(stderr, "attnlab %s: %s %s: cannot create entries in directory '%s': %s\n", cmd, flag, dir, p, strerror(errno));
+        return -1;
+    }
+    if (fd >= 0) { close(fd); unlink(probe); }
     return 0;
 }
 

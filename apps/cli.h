@@ -23,6 +23,18 @@ int  cli_seeds(const char *cmd, const char *s, long *seeds, int max, int *n);
 int  cli_max_threads(void);
 int  cli_threads(const char *cmd, const char *s, int *out);    /* --threads: 1 .. cli_max_threads() */
 int  cli_check_env_threads(const char *cmd);                   /* OMP_NUM_THREADS sane, or -1 */
+/* --max-memory SIZE (al_mem_parse: 512M, 2G, ...): sets the memory budget (al_mem_budget_set) that every
+ * loader and model allocation is checked against; call it while parsing, before anything is loaded. */
+int  cli_max_memory(const char *cmd, const char *s);
+#define CLI_MAX_MEMORY_HELP "  --max-memory SIZE    memory budget for data and models, e.g. 512M or 4G (default: $ATTNLAB_MEM_BUDGET,\n" \
+                            "                       else half of the physical memory); a file that needs more is refused\n"
+/* An output file given by flag, checked before any work: csv = 1 for a results CSV appended to
+ * (al_csv_check), 0 for a file written atomically (al_output_check). NULL path: nothing to check.
+ * Prints "attnlab CMD: FLAG PATH: why" and returns -1 if it cannot be written. */
+int  cli_output(const char *cmd, const char *flag, const char *path, int csv);
+/* An output directory that will be created (mkdir -p) if missing: dir is not a file, and its nearest
+ * existing ancestor is a directory that takes new entries. Same message and return as cli_output. */
+int  cli_output_dir(const char *cmd, const char *flag, const char *dir);
 void cli_warn(void *ud, const char *msg);
 /* The CSV's dataset column for --data: a NAME as it is, a directory's last path component; CSV
  * specials (comma, quote, newline) become '_'. */

@@ -61,6 +61,7 @@ static void usage(FILE *f)
         "                       every query token of test images 0..N-1), for every block; with --distance,\n"
         "                       --out may be left out\n"
         "  --threads N          OpenMP threads\n"
+        CLI_MAX_MEMORY_HELP
         "  --quiet              no per-model lines on stderr\n",
         AL_ATTNMAP_MAXMODELS, AL_ATTNMAP_MAXQ);
 }
@@ -155,7 +156,7 @@ static int print_distances(attnmap_run *R, const al_images *T, int n)
 /* ---- parse ---- */
 static int parse_opt(attnmap_opts *o, int ch, const char *a)
 {
-    enum { O_LOAD = 256, O_DATA, O_DATADIR, O_INDEX, O_QUERIES, O_LAYER, O_SCALE, O_OUT, O_THREADS, O_DIST, O_QUIET };
+    enum { O_LOAD = 256, O_DATA, O_DATADIR, O_INDEX, O_QUERIES, O_LAYER, O_SCALE, O_OUT, O_THREADS, O_DIST, O_QUIET, O_MAXMEM };
     const char *c = "attnmap";
     switch (ch) {
     case O_LOAD: o->load = a; return 0;
@@ -169,6 +170,7 @@ static int parse_opt(attnmap_opts *o, int ch, const char *a)
     case O_DIST: return cli_int32(c, "--distance", a, 1, 1 << 30, &o->distance);
     case O_THREADS: return cli_threads(c, a, &o->threads);
     case O_QUIET: o->quiet = 1; return 0;
+    case O_MAXMEM: return cli_max_memory(c, a);
     default: return 1;
     }
 }
@@ -181,7 +183,8 @@ static int parse_attnmap_opts(int argc, char **argv, attnmap_opts *o)
     static const struct option lo[] = {
         {"load", 1, 0, 256}, {"data", 1, 0, 257}, {"data-dir", 1, 0, 258}, {"index", 1, 0, 259},
         {"queries", 1, 0, 260}, {"layer", 1, 0, 261}, {"scale", 1, 0, 262}, {"out", 1, 0, 263},
-        {"threads", 1, 0, 264}, {"distance", 1, 0, 265}, {"quiet", 0, 0, 266}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+        {"threads", 1, 0, 264}, {"distance", 1, 0, 265}, {"quiet", 0, 0, 266}, {"max-memory", 1, 0, 267},
+        {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     optind = 0; opterr = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
@@ -193,6 +196,7 @@ static int parse_attnmap_opts(int argc, char **argv, attnmap_opts *o)
     if (optind < argc) { fprintf(stderr, "attnlab attnmap: unexpected argument '%s'\n", argv[optind]); return 2; }
     if (!o->load) { fprintf(stderr, "attnlab attnmap: --load FILE is required\n"); usage(stderr); return 2; }
     if (!o->out && !o->distance) { fprintf(stderr, "attnlab attnmap: --out FILE.png is required\n"); return 2; }
+    if (cli_output("attnmap", "--out", o->out, 0)) return 2;   /* before the models and the data are loaded */
     return -1;
 }
 

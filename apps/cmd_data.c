@@ -16,7 +16,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
         "usage: attnlab data import --format linqs|ogb --in DIR --out DIR [--name NAME] [--seed S]\n"
-        "                           [--split planetoid|random]\n\n"
+        "                           [--split planetoid|random] [--max-memory SIZE]\n\n"
         "Converts a graph into attnlab's graph directory (features.libsvm, edges.txt, train.idx, val.idx,\n"
         "test.idx; datasets/README.md) for `attnlab train --task graph --data DIR`. Edges are made\n"
         "symmetric, self-loops and duplicates dropped. Every file is written atomically.\n\n"
@@ -33,14 +33,16 @@ static void usage(FILE *f)
         "                       planetoid: keep the split the files give (ogb's default; LINQS files have\n"
         "                       none); random (linqs' default): 20 labelled nodes per class for training,\n"
         "                       500 for validation, 1000 for test, fewer (with a note) on a small graph\n"
-        "  --seed S             seed of the random split (default 1)\n");
+        "  --seed S             seed of the random split (default 1)\n"
+        CLI_MAX_MEMORY_HELP);
 }
 
 /* argv (after "import") → o. Returns -1 to go on, else the exit status. */
 static int parse_data_opts(int argc, char **argv, data_opts *o)
 {
     static const struct option lo[] = {{"format", 1, 0, 'f'}, {"in", 1, 0, 'i'}, {"out", 1, 0, 'o'}, {"name", 1, 0, 'n'},
-                                       {"seed", 1, 0, 's'}, {"split", 1, 0, 'p'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+                                       {"seed", 1, 0, 's'}, {"split", 1, 0, 'p'}, {"max-memory", 1, 0, 'm'},
+                                       {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     memset(o, 0, sizeof *o);
     o->seed = 1;
     optind = 0; opterr = 0;
@@ -54,6 +56,7 @@ static int parse_data_opts(int argc, char **argv, data_opts *o)
         case 'n': o->name = optarg; break;
         case 'p': o->split = optarg; break;
         case 's': if (cli_int("data import", "--seed", optarg, 0, CLI_NOMAX, &o->seed)) return 2; break;
+        case 'm': if (cli_max_memory("data import", optarg)) return 2; break;
         default: return cli_bad_option("data import", argv);
         }
     }
@@ -72,7 +75,7 @@ static int parse_data_opts(int argc, char **argv, data_opts *o)
         fprintf(stderr, "attnlab data import: LINQS files carry no split: use --split random\n");
         return 2;
     }
-    return -1;
+    return cli_output_dir("data import", "--out", o->out) ? 2 : -1;   /* before the input is read */
 }
 
 static void report(const data_opts *o, const al_import_stats *st)

@@ -18,13 +18,13 @@
 /* Where each flag applies: the image task, the graph task, fashion-mnist only. */
 enum { EV_IMAGE = 1, EV_GRAPH = 2, EV_IDX = 4, EV_BOTH = EV_IMAGE | EV_GRAPH };
 enum { E_TASK, E_LOAD, E_DATA, E_DATA_DIR, E_MODEL, E_BATCH, E_THREADS, E_TEST_SIZE, E_LOGITS, E_QUIET,
-       E_NO_NORMALIZE, E_HELP, E_NFLAGS };
+       E_NO_NORMALIZE, E_MAX_MEMORY, E_HELP, E_NFLAGS };
 static const struct { const char *name; int has_arg; unsigned where; } eval_flags[E_NFLAGS] = {
     [E_TASK] = {"task", 1, EV_BOTH}, [E_LOAD] = {"load", 1, EV_BOTH}, [E_DATA] = {"data", 1, EV_BOTH},
     [E_DATA_DIR] = {"data-dir", 1, EV_IMAGE | EV_IDX}, [E_MODEL] = {"model", 1, EV_BOTH},
     [E_BATCH] = {"batch", 1, EV_IMAGE}, [E_THREADS] = {"threads", 1, EV_BOTH}, [E_TEST_SIZE] = {"test-size", 1, EV_IMAGE},
     [E_LOGITS] = {"logits", 1, EV_IMAGE}, [E_QUIET] = {"quiet", 0, EV_BOTH}, [E_NO_NORMALIZE] = {"no-normalize", 0, EV_GRAPH},
-    [E_HELP] = {"help", 0, EV_BOTH}};
+    [E_MAX_MEMORY] = {"max-memory", 1, EV_BOTH}, [E_HELP] = {"help", 0, EV_BOTH}};
 
 typedef struct eval_opts {
     const char *task, *load, *data, *data_dir, *want_model, *logits;
@@ -53,6 +53,7 @@ static void usage(FILE *f)
         "                       (index = the image's position in the test split)\n"
         "  --no-normalize       graph: the checkpoint was trained with train --no-normalize\n"
         "  --threads N          OpenMP threads\n"
+        CLI_MAX_MEMORY_HELP
         "  --quiet              no thread line or progress on stderr\n"
         "A flag of the other task (e.g. --batch with --task graph) is an error (exit 2).\n");
 }
@@ -74,6 +75,7 @@ static int parse_flag(eval_opts *o, int f, const char *a)
     case E_LOGITS: o->logits = a; return 0;
     case E_QUIET: o->quiet = 1; return 0;
     case E_NO_NORMALIZE: o->normalize = 0; return 0;
+    case E_MAX_MEMORY: return cli_max_memory("eval", a);
     default: return 0;
     }
 }
@@ -99,7 +101,7 @@ static int parse_eval_opts(int argc, char **argv, eval_opts *o)
     return -1;
 }
 
-/* The task (--task, else the checkpoint's metadata, else image) and every flag applies to it. */
+/* The task (--task, else the checkpoint's metadata, else image), every flag applies to it, --logits can be written. */
 static int check_eval_opts(eval_opts *o)
 {
     if (!o->task) {
@@ -123,7 +125,7 @@ static int check_eval_opts(eval_opts *o)
             return 2;
         }
     }
-    return 0;
+    return cli_output("eval", "--logits", o->logits, 0) ? 2 : 0;   /* writable before the model and data are loaded */
 }
 
 /* ---- images ---- */

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "attnlab/io.h"
 #include "attnlab/results.h"
 #include "cli.h"
 
@@ -293,15 +294,11 @@ static int run_gnuplot(const char *script, size_t n)
 static int emit(const char *script, size_t slen, const char *script_path, const char *tmp_out, const char *out)
 {
     int rc = 1;
-    if (script_path) {
-        FILE *g = fopen(script_path, "w");
-        int bad = !g || fwrite(script, 1, slen, g) != slen;
-        if (g && fclose(g)) bad = 1;
-        if (bad) {
-            fprintf(stderr, "attnlab plot: cannot write %s: %s\n", script_path, strerror(errno));
-            unlink(tmp_out);
-            return 1;
-        }
+    al_error err = {{0}};
+    if (script_path && al_write_atomic(script_path, script, slen, &err) != AL_OK) {
+        fprintf(stderr, "attnlab plot: --script %s\n", err.msg);
+        unlink(tmp_out);
+        return 1;
     }
     int st = run_gnuplot(script, slen);
     struct stat sb;
@@ -383,8 +380,9 @@ int cmd_plot(int argc, char **argv)
     const char *path = argv[optind];
     if (ga && node < 0) { fprintf(stderr, "attnlab plot: --kind graph-attention needs --node N\n"); return 2; }
     if (!ga && (node >= 0 || layer)) { fprintf(stderr, "attnlab plot: --node and --layer go with --kind graph-attention\n"); return 2; }
+    if (cli_output("plot", "--out", out, 0) || cli_output("plot", "--script", script_path, 0)) return 2;
     int fd = open(tmp_out, O_WRONLY | O_CREAT | O_EXCL, 0644);
-    if (fd < 0) { fprintf(stderr, "attnlab plot: cannot write %s: %s\n", out, strerror(errno)); return 1; }
+    if (fd < 0) { fprintf(stderr, "attnlab plot: --out %s: cannot create %s: %s\n", out, tmp_out, strerror(errno)); return 1; }
     close(fd);
     if (ga) return plot_graph_attention(path, node, layer, tmp_out, out, script_path);
     al_results r; al_summary s; al_error e = {{0}};

@@ -30,6 +30,7 @@ static void usage(FILE *f)
         "  --load FILE          image checkpoint (attnlab train --save)\n"
         "  --batch N            images per forward pass (default 256)\n"
         "  --threads N          OpenMP threads\n"
+        CLI_MAX_MEMORY_HELP
         "  --quiet              no thread line on stderr\n");
 }
 
@@ -39,7 +40,7 @@ static int parse_predict_opts(int argc, char **argv, predict_opts *o)
     memset(o, 0, sizeof *o);
     o->batch = 256;
     static const struct option lo[] = {{"load", 1, 0, 'l'}, {"threads", 1, 0, 't'}, {"batch", 1, 0, 'b'},
-                                       {"quiet", 0, 0, 'q'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+                                       {"quiet", 0, 0, 'q'}, {"max-memory", 1, 0, 'm'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     optind = 0; opterr = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
@@ -48,6 +49,7 @@ static int parse_predict_opts(int argc, char **argv, predict_opts *o)
         case 't': if (cli_threads("predict", optarg, &o->threads)) return 2; break;
         case 'b': if (cli_int32("predict", "--batch", optarg, 1, 1 << 20, &o->batch)) return 2; break;
         case 'q': o->quiet = 1; break;
+        case 'm': if (cli_max_memory("predict", optarg)) return 2; break;
         case 'h': usage(stdout); return 0;
         default: return cli_bad_option("predict", argv);
         }

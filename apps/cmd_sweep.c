@@ -70,6 +70,7 @@ static void usage(FILE *f)
         "  --jobs N                 N runs side by side (default 1); each gets OMP_NUM_THREADS = cores / N\n"
         "                           unless OMP_NUM_THREADS is set\n"
         "  --plot FILE.png          demo: where the plot goes (default results/demo.png)\n"
+        "  --max-memory SIZE        memory budget of each run (passed to train), e.g. 512M or 4G\n"
         "  --dry-run                print the runs (todo / done) and exit\n"
         "presets:\n"
         "  image-tradeoff  cnn,sa,local on Fashion-MNIST, sizes 500,1000,2000,5000,10000,30000,60000, seeds 1-3,\n"
@@ -372,7 +373,7 @@ static int set_preset(sweep_cfg *c, const char *name)
 static int parse_args(int argc, char **argv, sweep_cfg *c)
 {
     enum { O_PRESET = 256, O_TASK, O_DATA, O_MODELS, O_SIZES, O_LPC, O_FRAC, O_PLANETOID, O_SEEDS, O_EPOCHS,
-           O_CSV, O_JOBS, O_PLOT, O_DRY, O_AXIS };
+           O_CSV, O_JOBS, O_PLOT, O_DRY, O_AXIS, O_MAXMEM };
     static const struct option opts[] = {
         {"preset", required_argument, 0, O_PRESET}, {"task", required_argument, 0, O_TASK},
         {"data", required_argument, 0, O_DATA}, {"models", required_argument, 0, O_MODELS},
@@ -381,6 +382,7 @@ static int parse_args(int argc, char **argv, sweep_cfg *c)
         {"seeds", required_argument, 0, O_SEEDS}, {"epochs", required_argument, 0, O_EPOCHS},
         {"csv", required_argument, 0, O_CSV}, {"jobs", required_argument, 0, O_JOBS},
         {"plot", required_argument, 0, O_PLOT}, {"dry-run", no_argument, 0, O_DRY},
+        {"max-memory", required_argument, 0, O_MAXMEM},
         {"patch", required_argument, 0, O_AXIS}, {"pos", required_argument, 0, O_AXIS},
         {"score", required_argument, 0, O_AXIS}, {"norm", required_argument, 0, O_AXIS},
         {"depth", required_argument, 0, O_AXIS}, {"dim", required_argument, 0, O_AXIS},
@@ -426,6 +428,7 @@ static int parse_args(int argc, char **argv, sweep_cfg *c)
             if (parse_int(optarg, 1, MAXJOBS, &v)) return bad("--jobs: '%s' is not an integer in 1..%d", optarg, MAXJOBS);
             c->jobs = (int)v; break;
         case O_PLOT: c->plot_out = optarg; break;
+        case O_MAXMEM: if (cli_max_memory("sweep", optarg)) return 2; c->max_memory = optarg; break;
         case O_DRY: c->dry_run = 1; break;
         default: return bad("unknown or incomplete option '%s' (see attnlab sweep --help)", argv[optind - 1]);
         }
@@ -594,6 +597,8 @@ int cmd_sweep(int argc, char **argv)
     if (!c.dry_run) {
         char lockp[PATH_MAX + 8];
         if (mkdir_p(dir)) { fprintf(stderr, "attnlab sweep: cannot create directory %s: %s\n", dir, strerror(errno)); rc = 1; goto done; }
+        /* the outputs can be written, before the first run rather than after it */
+        if (cli_output("sweep", "--csv", c.csv, 0) || cli_output("sweep", "--plot", c.post ? c.plot_out : NULL, 0)) { rc = 2; goto done; }
         snprintf(lockp, sizeof lockp, "%s.lock", c.csv);
         lockfd = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
         if (lockfd < 0) { fprintf(stderr, "attnlab sweep: cannot open %s: %s\n", lockp, strerror(errno)); rc = 1; goto done; }

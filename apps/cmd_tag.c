@@ -15,11 +15,14 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-        "usage: attnlab tag --load MODEL.safetensors [--threads N] [FILE ...]\n\n"
+        "usage: attnlab tag --load MODEL.safetensors [--threads N] [--max-memory SIZE] [FILE ...]\n\n"
         "Tags tokenised sentences with a model saved by `attnlab train --task sequence --save`. Each FILE (or\n"
         "stdin when none is given, or for '-') holds one sentence per line with whitespace-separated tokens,\n"
         "or CoNLL-U (.conllu / .conllu.gz: comments and multi-word token lines are dropped). Prints CoNLL-U on\n"
-        "stdout: ID, FORM and the predicted UPOS, '_' elsewhere; a blank line after each sentence.\n");
+        "stdout: ID, FORM and the predicted UPOS, '_' elsewhere; a blank line after each sentence.\n\n"
+        "  --load FILE          sequence checkpoint (attnlab train --task sequence --save)\n"
+        "  --threads N          OpenMP threads\n"
+        CLI_MAX_MEMORY_HELP);
 }
 
 /* Whole input: a file or stdin. */
@@ -153,14 +156,16 @@ int cmd_tag(int argc, char **argv)
 {
     const char *load = NULL;
     int threads = 0;
-    enum { O_LOAD = 256, O_THREADS, O_HELP };
-    static const struct option lo[] = {{"load", 1, 0, O_LOAD}, {"threads", 1, 0, O_THREADS}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
+    enum { O_LOAD = 256, O_THREADS, O_MAXMEM, O_HELP };
+    static const struct option lo[] = {{"load", 1, 0, O_LOAD}, {"threads", 1, 0, O_THREADS}, {"max-memory", 1, 0, O_MAXMEM},
+                                       {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
     optind = 0; opterr = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
         switch (ch) {
         case O_LOAD: load = optarg; break;
         case O_THREADS: if (cli_threads("tag", optarg, &threads)) return 2; break;
+        case O_MAXMEM: if (cli_max_memory("tag", optarg)) return 2; break;
         case 'h': case O_HELP: usage(stdout); return 0;
         default: return cli_bad_option("tag", argv);
         }

@@ -49,7 +49,8 @@ static void usage(FILE *f)
         "                        nodes of each class; frac: --train-frac F of the candidates. Candidates are\n"
         "                        the labelled nodes in neither val.idx nor test.idx, shuffled by the seed;\n"
         "                        val and test always stay as given\n"
-        "  --labels-per-class N  (implies --split per-class; default 20)\n"
+        "  --labels-per-class N  (implies --split per-class; default 20; a class with fewer candidates gives\n"
+        "                        what it has, with a note; N above all the candidates together is an error)\n"
         "  --train-frac F        in (0, 1] (implies --split frac; default 0.1)\n"
         "model (defaults: the papers' Cora settings):\n"
         "  --model M             gat: 2 layers, 8 heads x 8 hidden (ELU, concatenated), then 1 head;\n"
@@ -70,6 +71,8 @@ static void usage(FILE *f)
         "  --threads T           OpenMP threads (default: OMP_NUM_THREADS or all cores). With several\n"
         "                        seeds, T runs go at once with one thread each (results equal --threads 1)\n"
         "  --sequential          several seeds: one run at a time, each with all threads\n"
+        "  --max-memory SIZE     memory budget for the graph and the model, e.g. 512M or 4G (default:\n"
+        "                        $ATTNLAB_MEM_BUDGET, else half of the physical memory)\n"
         "output:\n"
         "  --csv FILE            append one row per epoch, then one for the restored best model with its\n"
         "                        epoch number, train_loss without dropout and empty timing (a run's last row\n"
@@ -306,6 +309,7 @@ static int parse_flag(gopts *o, int f, const char *a)
     case TF_SAVE: o->save = a; return 0;
     case TF_ATTENTION: o->attn = a; return 0;
     case TF_THREADS: return cli_threads(c, a, &o->threads);
+    case TF_MAX_MEMORY: return cli_max_memory(c, a);
     case TF_QUIET: o->quiet = 1; return 0;
     case TF_CHECKPOINT_EVERY: return cli_int32(c, "--checkpoint-every", a, 1, CLI_NOMAX, &o->checkpoint_every);
     case TF_CHECKPOINT: o->checkpoint = a; return 0;
@@ -347,7 +351,7 @@ static int parse_graph_opts(int argc, char **argv, gopts *o)
     return -1;
 }
 
-/* The model exists and every flag applies to it, to the split and to the seeds. */
+/* The model exists, every flag applies to it, to the split and to the seeds, the outputs can be written. */
 static int check_graph_opts(const gopts *o)
 {
     if (!o->model) { fprintf(stderr, "attnlab train: --model is required (%s)\n", al_gnn_names()); return 2; }
@@ -358,7 +362,12 @@ static int check_graph_opts(const gopts *o)
     if (!strcmp(o->split, "per-class")) fc.props |= AP_PERCLASS;
     if (!strcmp(o->split, "frac")) fc.props |= AP_FRAC;
     if (o->nseeds > 1) fc.props |= AP_SEEDS;
-    return train_flags_check(&fc, o->seen);
+    if (train_flags_check(&fc, o->seen)) return 2;
+    /* the outputs can be written (several seeds write FILE-seedS.ext beside FILE): before the graph is loaded */
+    if (cli_output("train", "--csv", o->csv, 1) || cli_output("train", "--save", o->save, 0) ||
+        cli_output("train", "--attention", o->attn, 0))
+        return 2;
+    return 0;
 }
 
 /* ---- build ---- */
@@ -375,18 +384,27 @@ static void graph_config(const gopts *o, al_gnn_cfg *cfg)
     if (!isnan(o->wd)) cfg->weight_decay = (float)o->wd;
 }
 
-/* --labels-per-class beyond what the classes have: the split takes what there is; say so. */
-static void note_clamped(const gopts *o, const al_graph *g0)
+/* --labels-per-class beyond what the classes have: the split takes what there is and a note says so;
+ * but more than all the candidates together (then the split took them all, fewer than one class
+ * asks for) is an absurd value, refused. Returns 0 or the exit status 2. */
+static int check_per_class(const gopts *o, const al_graph *g0)
 {
-    if (strcmp(o->split, "per-class")) return;
+    if (strcmp(o->split, "per-class")) return 0;
     al_graph g = *g0;
     al_error err = {{0}};
-    int own;
-    if (seed_split(o, &g, o->seeds[0], &own, &err) == AL_OK && g.ntrain < (long)o->per_class * g.nclass)
-        fprintf(stderr, "attnlab train: note: --labels-per-class %d asks for %ld training nodes (%d classes), but the "
-                "classes have only %d labelled nodes outside val/test to give; training on %d\n", o->per_class,
-                (long)o->per_class * g.nclass, g.nclass, g.ntrain, g.ntrain);
+    int own, rc = 0;
+    if (seed_split(o, &g, o->seeds[0], &own, &err) == AL_OK && g.ntrain < (long)o->per_class * g.nclass) {
+        if (o->per_class > g.ntrain) {
+            fprintf(stderr, "attnlab train: --labels-per-class %d is more than the %d labelled nodes outside val/test that "
+                    "%s has in all (%d classes)\n", o->per_class, g.ntrain, g.name, g.nclass);
+            rc = 2;
+        } else
+            fprintf(stderr, "attnlab train: note: --labels-per-class %d asks for %ld training nodes (%d classes), but the "
+                    "classes have only %d labelled nodes outside val/test to give; training on %d\n", o->per_class,
+                    (long)o->per_class * g.nclass, g.nclass, g.ntrain, g.ntrain);
+    }
     free(g.train);
+    return rc;
 }
 
 /* ---- run ---- */
@@ -445,7 +463,7 @@ int train_graph_main(int argc, char **argv)
     if (!o.quiet)
         fprintf(stderr, "attnlab train: %s on %s (%s): %d nodes, %d features, %d classes, %lld edges; %d threads, gemm %s\n",
                 o.model, g.name, dir, g.n, g.nfeat, g.nclass, (long long)g.adj.nnz, al_threads(), al_gemm_backend());
-    note_clamped(&o, &g);
+    if ((rc = check_per_class(&o, &g))) { al_graph_free(&g); return rc; }
     run_out *ro = calloc((size_t)o.nseeds, sizeof *ro);
     if (!ro) { fprintf(stderr, "attnlab train: out of memory\n"); al_graph_free(&g); return 1; }
     double t_all = al_time();

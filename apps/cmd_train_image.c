@@ -64,6 +64,7 @@ static void usage(FILE *f)
         "  --batch N            (default 64)\n"
         "  --seed N             init, subset and shuffling (default 1)\n"
         "  --threads N          OpenMP threads (default: OMP_NUM_THREADS or all cores)\n"
+        CLI_MAX_MEMORY_HELP
         "  --eval-every N       evaluate every N epochs and after the last (default 1); the CSV rows of\n"
         "                       epochs not evaluated have an empty test_acc\n"
         "model (sa, local):\n"
@@ -240,6 +241,7 @@ static int parse_flag(train_image_opts *o, int f, const char *a)
     case TF_EVAL_EVERY: return cli_int32(c, "--eval-every", a, 1, CLI_NOMAX, &o->eval_every);
     case TF_SEED: return cli_int(c, "--seed", a, 0, CLI_NOMAX, &o->seed);
     case TF_THREADS: return cli_threads(c, a, &o->threads);
+    case TF_MAX_MEMORY: return cli_max_memory(c, a);
     case TF_DIM: return cli_int32(c, "--dim", a, 1, CLI_NOMAX, &o->dim);
     case TF_DEPTH: return cli_int32(c, "--depth", a, 1, CLI_NOMAX, &o->depth);
     case TF_HEADS: return cli_int32(c, "--heads", a, 1, CLI_NOMAX, &o->heads);
@@ -278,7 +280,7 @@ static int parse_image_opts(int argc, char **argv, train_image_opts *o)
     return -1;
 }
 
-/* The model exists, every flag applies to it and to the data, conv-attn has its cnn. */
+/* The model exists, every flag applies to it and to the data, conv-attn has its cnn, the outputs can be written. */
 static int check_image_opts(train_image_opts *o)
 {
     al_error err = {{0}};
@@ -293,6 +295,8 @@ static int check_image_opts(train_image_opts *o)
         return 2;
     }
     if (!o->wd_set) o->wd = kind->weight_decay;
+    /* the outputs can be written: known before the data is loaded, not after the training */
+    if (cli_output("train", "--csv", o->csv, 1) || cli_output("train", "--save", o->save, 0)) return 2;
     return 0;
 }
 

@@ -39,6 +39,7 @@ static void usage(FILE *f)
         "training:\n"
         "  --epochs N (10)  --batch N sentences (32)  --lr X (0.001)  --wd X (0.01)  --seed N (1)\n"
         "  --threads N          OpenMP threads (default: OMP_NUM_THREADS or all cores)\n"
+        CLI_MAX_MEMORY_HELP
         "model:\n"
         "  --window K           window-fc: context tokens each side (2); trunc: attention radius (3)\n"
         "  --rnn bi|uni         rnn: bidirectional (default) or forwards only\n"
@@ -113,7 +114,7 @@ static int parse_seq_args(int argc, char **argv, sopts *o)
     o->data = "ud-english-ewt"; o->epochs = 10; o->batch = 32; o->seed = 1; o->lr = 1e-3; o->wd = 0.01;
     o->max_len = AL_CONLLU_MAX_LEN; o->window = -2;
     enum { O_TASK = 256, O_MODEL, O_DATA, O_TRAINSIZE, O_EPOCHS, O_LR, O_WD, O_BATCH, O_SEED, O_THREADS, O_CSV, O_SAVE,
-           O_QUIET, O_MAXLEN, O_WINDOW, O_RNN, O_POS, O_SCORE, O_NORM, O_HEADS, O_DEPTH, O_HELP, O_CKPT_EVERY, O_CKPT,
+           O_QUIET, O_MAXLEN, O_WINDOW, O_RNN, O_POS, O_SCORE, O_NORM, O_HEADS, O_DEPTH, O_MAXMEM, O_HELP, O_CKPT_EVERY, O_CKPT,
            O_RESUME };
     static const struct option lo[] = {
         {"task", 1, 0, O_TASK}, {"model", 1, 0, O_MODEL}, {"data", 1, 0, O_DATA}, {"train-size", 1, 0, O_TRAINSIZE},
@@ -121,7 +122,7 @@ static int parse_seq_args(int argc, char **argv, sopts *o)
         {"seed", 1, 0, O_SEED}, {"threads", 1, 0, O_THREADS}, {"csv", 1, 0, O_CSV}, {"save", 1, 0, O_SAVE},
         {"quiet", 0, 0, O_QUIET}, {"max-len", 1, 0, O_MAXLEN}, {"window", 1, 0, O_WINDOW}, {"rnn", 1, 0, O_RNN},
         {"pos", 1, 0, O_POS}, {"score", 1, 0, O_SCORE}, {"norm", 1, 0, O_NORM}, {"heads", 1, 0, O_HEADS},
-        {"depth", 1, 0, O_DEPTH}, {"help", 0, 0, O_HELP}, {"checkpoint-every", 1, 0, O_CKPT_EVERY},
+        {"depth", 1, 0, O_DEPTH}, {"max-memory", 1, 0, O_MAXMEM}, {"help", 0, 0, O_HELP}, {"checkpoint-every", 1, 0, O_CKPT_EVERY},
         {"checkpoint", 1, 0, O_CKPT}, {"resume", 0, 0, O_RESUME}, {0, 0, 0, 0}};
     optind = 0; opterr = 0;
     int ch, bad = 0;
@@ -151,6 +152,7 @@ static int parse_seq_args(int argc, char **argv, sopts *o)
         case O_CKPT_EVERY: bad = cli_int32(CMD, "--checkpoint-every", optarg, 1, CLI_NOMAX, &o->checkpoint_every); break;
         case O_CKPT: o->checkpoint = optarg; break;
         case O_RESUME: o->resume = 1; break;
+        case O_MAXMEM: bad = cli_max_memory(CMD, optarg); break;
         case 'h': case O_HELP: usage(stdout); return -1;
         default: return cli_bad_option(CMD, argv);
         }
@@ -158,6 +160,7 @@ static int parse_seq_args(int argc, char **argv, sopts *o)
     if (bad) return 2;
     if (optind < argc) { fprintf(stderr, "attnlab train: unexpected argument '%s'\n", argv[optind]); return 2; }
     if (!o->model) { fprintf(stderr, "attnlab train: --task sequence needs --model %s\n", al_seq_names()); return 2; }
+    if (cli_output(CMD, "--csv", o->csv, 1) || cli_output(CMD, "--save", o->save, 0)) return 2;   /* before the treebank is read */
     return 0;
 }
 

@@ -55,6 +55,7 @@ typedef struct sweep_cfg {
     int epochs;               /* > 0 fixed; 0 trainer default; < 0 one of the presets' EPOCHS_* rules */
     int jobs, dry_run, post;  /* post: demo's summary table and plot */
     const char *plot_out;
+    const char *max_memory;   /* --max-memory, passed to every run; NULL: not given */
     char *models_buf;         /* storage of models[] from --models */
     axis axes[MAXAXES]; int naxes;
 } sweep_cfg;

@@ -229,6 +229,7 @@ static pid_t start_child(const sweep_cfg *c, plan_run *r, const char *exe, const
     av[n++] = "--seed"; av[n++] = sd; av[n++] = "--csv"; av[n++] = r->part; av[n++] = "--quiet";
     /* a state after every epoch: a killed sweep continues this run where it stopped */
     av[n++] = "--checkpoint-every"; av[n++] = "1"; av[n++] = "--checkpoint"; av[n++] = r->ckpt; av[n++] = "--resume";
+    if (c->max_memory) { av[n++] = "--max-memory"; av[n++] = c->max_memory; }
     av[n] = NULL;
     pid_t parent = getpid();
     pid_t pid = fork();

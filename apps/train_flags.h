@@ -39,6 +39,7 @@ enum {
     X(SEED,          "seed",              1, AP_ANY,                      AP_ANY) \
     X(SEEDS,         "seeds",             1, 0,                           AP_ANY) \
     X(THREADS,       "threads",           1, AP_ANY,                      AP_ANY) \
+    X(MAX_MEMORY,    "max-memory",        1, AP_ANY,                      AP_ANY) \
     X(SEQUENTIAL,    "sequential",        0, 0,                           AP_SEEDS) \
     X(DIM,           "dim",               1, AP_ATTENTION,                0) \
     X(DEPTH,         "depth",             1, AP_ATTENTION,                0) \

@@ -7,7 +7,7 @@
 # make never installs anything itself: this script is the one place that does.
 set -u
 PKGS="gcc make libc6-dev pkg-config libpng-dev libstb-dev libcmocka-dev zlib1g-dev dataset-fashion-mnist gnuplot-nox
-      python3 python3-numpy man-db clang libclang-rt-14-dev"
+      python3 python3-numpy man-db clang libclang-rt-14-dev time util-linux"
 case "${1:-}" in
   --bench) PKGS="$PKGS python3-torch libopenblas0-pthread linux-perf"; shift ;;
 esac

@@ -3,7 +3,7 @@
 # directory, with tiny sizes so that the whole README runs in a few minutes: training sizes 200,
 # 1 epoch (graphs 5), one seed, quick benchmark settings, presets as --dry-run. Each command must
 # exit 0. The inputs the README assumes (a photo folder, a LINQS graph) are made here.
-#   tests/readme_commands.sh [BIN]          (tests/test_readme.c runs it)
+#   tests/readme_commands.sh [BIN]          (tests/test_cli_scripts.c runs it)
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=$(realpath "${1:-$root/bin/attnlab}")

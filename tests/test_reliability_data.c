@@ -2,7 +2,8 @@
  * IDX counts, image folders whose tiny files claim huge images (and the decoded total of a folder),
  * a folder too small for a test split, graph feature indices far beyond the data (5 000 000, and
  * 2147483647 which overflowed int), CoNLL-U against the budget, directories where files are
- * expected, long paths that must not cut the reason off a message. */
+ * expected, long paths that must not cut the reason off a message; single image files checked as a
+ * folder's files are. */
 #include "testutil.h"
 #include "attnlab/images.h"
 #include "attnlab/graph.h"
@@ -351,9 +352,34 @@ static void test_pnm16_channel_conversion(void **st)
     al_image_split_free(&d); al_image_split_free(&d3);
 }
 
+/* A single image file (attnlab predict: al_image_file_load) went straight to stb_image, without the
+ * folder's checks: the 70-byte BMP decoded into 96 MiB of nothing and was classified, the PNG asked
+ * for 1.2 GiB, the PNM header overflowed (a UBSan abort), the 16-bit PPM read past its buffer. Each
+ * reproducer is now refused (or decoded right) with the reason the folder loader gives. */
+static void test_single_file_checked_as_folders_are(void **st)
+{
+    (void)st;
+    static const struct { const char *path, *why; } bad[] = {
+        {"tests/data/bmp-70-bytes-claims-8194x4098.bmp", "bmp-70-bytes-claims-8194x4098.bmp: header claims 8194x4098 pixels (96.1 MiB decoded) from a 70-byte file"},
+        {"tests/data/png-idat-length-1.3GB-in-85-bytes.png", "png-idat-length-1.3GB-in-85-bytes.png: could not be decoded (it asked for 1.2 GiB at once"},
+        {"tests/data/pnm-width-overflows-int.ppm", "pnm-width-overflows-int.ppm: PNM header with a number too large"},
+        {"tests/data", "tests/data: not a regular file"},
+        {"tests/data/results-torn-last-line.csv", "not a readable image"}};
+    uint8_t px[3 * 4 * 4];
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        al_error e = {{0}};
+        assert_int_equal(al_image_file_load(bad[i].path, 3, 4, 4, px, &e), AL_ERR);
+        ASSERT_HAS(e.msg, bad[i].why);
+    }
+    /* the 16-bit (short) PPM as grey (its own count is 3): converted by attnlab, no over-read under ASan */
+    al_error e = {{0}};
+    assert_int_equal(al_image_file_load("tests/data/ppm-16bit-grey-target.ppm", 1, 2, 2, px, &e), AL_OK);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_single_file_checked_as_folders_are),
         cmocka_unit_test(test_folder_forged_huge_headers),
         cmocka_unit_test(test_folder_budget),
         cmocka_unit_test(test_png_chunk_length_capped),

@@ -2,13 +2,16 @@
  * file-writing code, each with its minimal input (also under tests/data/): a header that ends inside
  * the key "__metadata__", empty JSON strings, a tiny checkpoint whose metadata describes a huge model,
  * metadata sizes that overflowed int, the memory budget, torn results CSVs, short writes, directories
- * where a file is expected, long paths in messages. */
+ * where a file is expected, long paths in messages, output targets checked before any work, weights
+ * and normalisation that must be finite. */
 #include "testutil.h"
 #include "attnlab/io.h"
 #include "attnlab/checkpoint.h"
 #include "attnlab/results.h"
 #include "train/io_impl.h"
+#include <fcntl.h>
 #include <ftw.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -208,7 +211,7 @@ static void test_budget_api(void **st)
     al_error e = {{0}};
     assert_int_equal(al_mem_check(1000, &e, "x"), AL_OK);
     assert_int_equal(al_mem_check(1001, &e, "%s: %d things", "file.bin", 7), AL_ERR);
-    assert_string_equal(e.msg, "file.bin: 7 things: needs 1001 B, more than the memory budget of 1000 B (al_mem_budget_set, ATTNLAB_MEM_BUDGET)");
+    assert_string_equal(e.msg, "file.bin: 7 things: needs 1001 B, more than the memory budget of 1000 B (raise it with --max-memory or ATTNLAB_MEM_BUDGET)");
     al_mem_budget_set(0);
     assert_true(al_mem_budget() == def);
     assert_true(al_size_mul(UINT64_MAX / 2, 3) == UINT64_MAX);
@@ -228,6 +231,18 @@ static void test_budget_api(void **st)
     setenv("ATTNLAB_MEM_BUDGET", "3G", 1);
     assert_true(al_mem_budget_default() == (uint64_t)3 << 30);
     unsetenv("ATTNLAB_MEM_BUDGET");
+    /* the size grammar of ATTNLAB_MEM_BUDGET and --max-memory */
+    static const struct { const char *s; int rc; uint64_t v; } sz[] = {
+        {"1048576", 0, 1048576}, {"512M", 0, (uint64_t)512 << 20}, {"2G", 0, (uint64_t)2 << 30}, {"2gb", 0, (uint64_t)2 << 30},
+        {"3T", 0, (uint64_t)3 << 40}, {"1K", 0, 1024}, {"4GiB", 0, (uint64_t)4 << 30}, {"5iB", -1, 0}, {"5Gi", -1, 0}, {"0", -1, 0}, {"0G", -1, 0}, {"-1G", -1, 0}, {" 5", -1, 0},
+        {"", -1, 0}, {"G", -1, 0}, {"2X", -1, 0}, {"2GBs", -1, 0}, {"1.5G", -1, 0}, {"99999999T", 1, UINT64_MAX},
+        {"99999999999999999999999", 1, UINT64_MAX}};
+    for (size_t i = 0; i < sizeof sz / sizeof sz[0]; i++) {
+        uint64_t v = 7;
+        int rc = al_mem_parse(sz[i].s, &v);
+        if (rc != sz[i].rc || (rc >= 0 && v != sz[i].v)) fail_msg("al_mem_parse(\"%s\") = %d, %llu", sz[i].s, rc, (unsigned long long)v);
+    }
+    assert_int_equal(al_mem_parse(NULL, &(uint64_t){0}), -1);
 }
 
 /* 3. Torn results CSVs: the reader names the line; the tolerant reader drops it and says so. */
@@ -324,9 +339,104 @@ static void test_directory_instead_of_file(void **st)
     ASSERT_HAS(e3.msg, "is a directory");
 }
 
+/* 4. Output targets checked before any work (al_output_check, al_csv_check): a missing directory, a
+ * directory as the target, a parent that is a file, a foreign CSV; what passes leaves no file behind. */
+static void test_output_checks(void **st)
+{
+    (void)st;
+    mkdir(tpath("out"), 0755);
+    static const struct { const char *name, *why; int csv; } bad[] = {
+        {"out/no/such/x.st", "directory '", 0}, {"out", "is a directory, expected a file name", 0},
+        {"out", "is a directory, expected a file name", 1}, {"out/", "is a directory", 0},
+        {"out/new/", "ends in '/'", 0}, {"plain.txt/x.csv", "plain.txt' is not a directory", 1}};
+    spit(tpath("plain.txt"), "hello\n", 6);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        al_error e = {{0}};
+        al_status r = bad[i].csv ? al_csv_check(tpath(bad[i].name), &e) : al_output_check(tpath(bad[i].name), &e);
+        if (r != AL_ERR || !strstr(e.msg, bad[i].why)) fail_msg("%s: status %d, message '%s' (want '%s')", bad[i].name, r, e.msg, bad[i].why);
+    }
+    al_error e = {{0}};
+    assert_int_equal(al_output_check("", &e), AL_ERR);
+    ASSERT_HAS(e.msg, "empty file name");
+    /* a CSV to append to: foreign header refused; attnlab's header (either version), empty or new accepted */
+    al_error e2 = {{0}};
+    assert_int_equal(al_csv_check(tpath("plain.txt"), &e2), AL_ERR);
+    ASSERT_HAS(e2.msg, "not attnlab's results header");
+    spit(tpath("out/v1.csv"), AL_CSV_HEADER_V1 "\n", strlen(AL_CSV_HEADER_V1) + 1);
+    spit(tpath("out/empty.csv"), "", 0);
+    const char *ok[] = {"out/v1.csv", "out/empty.csv", "out/new.csv"};
+    for (int i = 0; i < 3; i++) { al_error e3 = {{0}}; if (al_csv_check(tpath(ok[i]), &e3) != AL_OK) fail_msg("%s: %s", ok[i], e3.msg); }
+    al_error e4 = {{0}};
+    assert_int_equal(al_output_check(tpath("out/model.st"), &e4), AL_OK);
+    assert_int_equal(access(tpath("out/model.st"), F_OK), -1);   /* the probe is gone */
+    assert_int_equal(access(tpath("out/new.csv"), F_OK), -1);
+    /* a directory that takes no new file: only where one exists for this user (root writes anywhere) */
+    int fd = open("/sys/attnlab-probe", O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (fd >= 0) { close(fd); unlink("/sys/attnlab-probe"); }
+    else if (access("/sys", F_OK) == 0) {
+        al_error e5 = {{0}};
+        assert_int_equal(al_output_check("/sys/attnlab.csv", &e5), AL_ERR);
+        ASSERT_HAS(e5.msg, "cannot create files in directory '/sys'");
+    }
+}
+
+/* 5. A checkpoint whose weights hold a NaN or an infinity is refused with the tensor and the byte
+ * offset (and the parameters are left as they were); a std of 0, below 0 or NaN, or a NaN mean, with the key. */
+static void test_checkpoint_values_finite(void **st)
+{
+    (void)st;
+    al_params p; al_params_init(&p);
+    al_params_add(&p, "a", 1, (int[]){3}, (al_init){AL_INIT_ONES, 0});
+    al_params_add(&p, "b", 2, (int[]){2, 2}, (al_init){AL_INIT_ONES, 0});
+    al_rng r; al_rng_seed(&r, 1, 1); al_error e = {{0}};
+    assert_int_equal(al_params_finalize(&p, &r, &e), AL_OK);
+    assert_int_equal(al_safetensors_save(tpath("w.st"), &p, NULL, 0, &e), AL_OK);
+    size_t n; char *b = tu_slurp_n(tpath("w.st"), &n);
+    assert_non_null(b);
+    uint64_t hl = 0; for (int k = 7; k >= 0; k--) hl = hl << 8 | (unsigned char)b[k];
+    const float bad[2] = {NAN, -INFINITY};
+    const char *what[2] = {"tensor 'b' holds NaN at element 1", "tensor 'b' holds an infinity at element 1"};
+    for (int i = 0; i < 2; i++) {
+        memcpy(b + 8 + hl + 3 * 4 + 1 * 4, &bad[i], 4);   /* b[1], after a's three floats */
+        spit(tpath("bad.st"), b, n);
+        for (int64_t j = 0; j < p.total; j++) p.data[j] = 7.f;
+        al_error e2 = {{0}};
+        assert_int_equal(al_safetensors_load(tpath("bad.st"), &p, NULL, &e2), AL_ERR);
+        ASSERT_HAS(e2.msg, what[i]);
+        char off[64]; snprintf(off, sizeof off, "(byte offset %llu)", (unsigned long long)(8 + hl + 16));
+        ASSERT_HAS(e2.msg, off);
+        for (int64_t j = 0; j < p.total; j++) assert_true(p.data[j] == 7.f);
+    }
+    free(b);
+    al_params_free(&p);
+    /* the normalisation of an image checkpoint */
+    al_model_config cfg; al_model m;
+    assert_int_equal(al_model_config_default(&cfg, "sa", 1, 4, 4, 2, &e), AL_OK);
+    cfg.dim = 8; cfg.hidden = 16; cfg.depth = 1; cfg.heads = 1; cfg.patch = 2;
+    assert_int_equal(al_model_init(&m, &cfg, 1, &e), AL_OK);
+    static const struct { float mean, std; const char *why; } norm[] = {
+        {0.5f, 0.f, "metadata 'std' is \"0\": expected 1 positive finite number"}, {0.5f, -2.f, "metadata 'std' is \"-2\""},
+        {0.5f, NAN, "metadata 'std' is \"nan\""}, {INFINITY, 1.f, "metadata 'mean' is \"inf\": expected 1 finite number"},
+        {0.5f, 0.25f, NULL}};
+    for (size_t i = 0; i < sizeof norm / sizeof norm[0]; i++) {
+        float mean[4] = {norm[i].mean}, sd[4] = {norm[i].std}, m2[4], s2[4];
+        al_error e3 = {{0}};
+        assert_int_equal(al_model_save(tpath("n.st"), &m, mean, sd, NULL, 0, &e3), AL_OK);
+        al_model back;
+        al_status r2 = al_model_load(tpath("n.st"), &back, m2, s2, NULL, &e3);
+        if (!norm[i].why) { assert_int_equal(r2, AL_OK); assert_true(s2[0] == 0.25f); al_model_free(&back); continue; }
+        assert_int_equal(r2, AL_ERR);
+        ASSERT_HAS(e3.msg, "n.st: ");
+        ASSERT_HAS(e3.msg, norm[i].why);
+    }
+    al_model_free(&m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_output_checks),
+        cmocka_unit_test(test_checkpoint_values_finite),
         cmocka_unit_test(test_header_ends_inside_metadata_key),
         cmocka_unit_test(test_empty_json_strings),
         cmocka_unit_test(test_tiny_checkpoint_huge_model),

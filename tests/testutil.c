@@ -152,3 +152,16 @@ int tu_run_cli(const char *dir, const char *args)
     free(cmd);
     return rc;
 }
+
+void tu_script_passes(const char *script, const char *log)
+{
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "%s %s > %s 2>&1", script, tu_attnlab_bin(), log);
+    if (tu_system(cmd) != 0) {
+        snprintf(cmd, sizeof cmd, "cat %s >&2", log);
+        (void)!system(cmd);
+        fail_msg("%s failed (its log above, also in %s)", script, log);
+    }
+    snprintf(cmd, sizeof cmd, "tail -1 %s >&2", log);
+    (void)!system(cmd);
+}

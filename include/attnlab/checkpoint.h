@@ -28,8 +28,9 @@ al_status al_model_config_params(const al_model_config *cfg, int64_t *nparam, al
 al_status al_model_save(const char *path, const al_model *m, const float mean[4], const float std[4],
                         const char *const *kv, int nkv, al_error *err);
 /* Rebuild a model from a checkpoint written by al_model_save: configuration from the metadata,
- * then the tensors (names and shapes must match). mean/std receive the normalisation; *meta (if
- * meta is non-NULL) a malloc'd copy of the metadata JSON. On error m is left freed. */
+ * then the tensors (names and shapes must match, every value finite). mean/std receive the
+ * normalisation (finite; std positive); *meta (if meta is non-NULL) a malloc'd copy of the metadata
+ * JSON. On error m is left freed. */
 al_status al_model_load(const char *path, al_model *m, float mean[4], float std[4], char **meta, al_error *err);
 /* Canonical description of an image run (task, data, model and its whole configuration, split,
  * hyperparameters, seed), the input of al_run_id. Returns the length written. */

@@ -103,7 +103,8 @@ al_status al_images_batch(const al_images *im, const int *idx /* (b) */, int b, 
                           al_error *err);
 /* ---------- one image file ---------- */
 /* Decode an image file (PNG, JPEG, BMP, ... via stb_image) into out (channels, height, width), converted
- * to `channels` and resized (linear) to height × width as an image folder's files are (src/data/image_file.c). */
+ * to `channels` and resized (linear) to height × width as an image folder's files are, after the same
+ * checks (a forged or absurd header size is an error, never a huge decode; src/data/image_file.c). */
 al_status al_image_file_load(const char *path, int channels, int height, int width, uint8_t *out /* (c, h, w) */,
                              al_error *err);
 #endif

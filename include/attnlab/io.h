@@ -38,6 +38,10 @@ al_status al_csv_run_rows(const char *path, const char *run_id, int *n, int *n_d
 /* Keep the first `keep` rows of run_id and remove its later ones (*removed says how many): by
  * truncation when they are the file's tail, else by an atomic rewrite; under the lock appends take. */
 al_status al_csv_keep_run_rows(const char *path, const char *run_id, int keep, int *removed, al_error *err);
+/* Before any work: can al_csv_append append to path? An existing file must be a regular file that
+ * opens for writing and starts with attnlab's results header (either version) or is empty; a new one
+ * must be creatable (al_output_check). */
+al_status al_csv_check(const char *path, al_error *err);
 /* Format the row (no newline) into buf; returns length. */
 int al_csv_format(char *buf, size_t n, const al_csv_row *r);
 
@@ -51,12 +55,17 @@ void al_run_id(char out[17], const char *canonical);
 
 /* Write bytes to path atomically (tmp file + fsync + rename). */
 al_status al_write_atomic(const char *path, const void *data, size_t n, al_error *err);
+/* Before any work: can path be written as al_write_atomic writes it? path must not be empty, end in
+ * '/' or name a directory, and its directory must exist and take a new file (PATH.tmp.PID is created
+ * and removed to make sure). Messages start with the path: "out/m.st: directory 'out' does not exist". */
+al_status al_output_check(const char *path, al_error *err);
 /* Read a whole file into a malloc'd NUL-terminated buffer (*len bytes). Caller frees. */
 al_status al_read_file(const char *path, char **data, size_t *len, al_error *err);
 
 /* safetensors: all parameters as F32 under their names; metadata as string pairs kv[0..2·nkv). */
 al_status al_safetensors_save(const char *path, const al_params *p, const char *const *kv, int nkv, al_error *err);
-/* Load into already-registered parameters (names and shapes must match exactly).
+/* Load into already-registered parameters (names and shapes must match exactly; every value finite:
+ * a NaN or infinity is refused with the tensor's name and the byte offset).
  * If meta is non-NULL it receives a malloc'd copy of the __metadata__ JSON object text. */
 al_status al_safetensors_load(const char *path, al_params *p, char **meta, al_error *err);
 /* Read only the header of a safetensors file (its 8-byte length, then the JSON, through the same
@@ -109,11 +118,15 @@ al_status al_graph_import(const al_import_opts *o, al_import_stats *st, al_error
 uint64_t  al_mem_budget(void);
 void      al_mem_budget_set(uint64_t bytes);   /* 0: back to the default */
 uint64_t  al_mem_budget_default(void);
+/* A size as $ATTNLAB_MEM_BUDGET and --max-memory write it: a positive integer of bytes with an optional
+ * K, M, G or T suffix (powers of 1024), then an optional B or iB ("512M", "2G", "2GB", "2GiB", "1048576"). Returns 0
+ * with *bytes set; 1 if it does not fit in 64 bits (*bytes = UINT64_MAX); -1 if it is not a size. */
+int       al_mem_parse(const char *s, uint64_t *bytes);
 /* a·b and a+b, saturating at UINT64_MAX (which no budget admits). */
 uint64_t  al_size_mul(uint64_t a, uint64_t b);
 uint64_t  al_size_add(uint64_t a, uint64_t b);
 /* AL_OK if bytes <= al_mem_budget(); else AL_ERR with "WHAT: needs N, more than the memory budget of
- * M ..." (WHAT from fmt, shortened in its middle if long so the numbers always fit). */
+ * M (raise it with --max-memory or ATTNLAB_MEM_BUDGET)" (WHAT from fmt, shortened in its middle if long so the numbers always fit). */
 al_status al_mem_check(uint64_t bytes, al_error *err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* "12.5 MiB" (buf of 32 bytes). */
 const char *al_bytes_str(uint64_t n, char buf[32]);

@@ -15,6 +15,15 @@
 /* ====================================================================================== */
 typedef struct gzr { gzFile f; const char *path; uint64_t off; } gzr;
 
+/* zlib's error message without the "PATH: " it puts in front (ours names the file already). */
+static const char *gz_msg(const gzr *gz, int *zerr)
+{
+    const char *m = gzerror(gz->f, zerr);
+    size_t l = strlen(gz->path);
+    if (m && !strncmp(m, gz->path, l) && m[l] == ':' && m[l + 1] == ' ') m += l + 2;
+    return m;
+}
+
 /* Reads exactly n bytes or reports where the data ran out (offset in the uncompressed stream). */
 static al_status gz_exact(gzr *gz, void *buf, uint64_t n, const char *what, al_error *err)
 {
@@ -24,11 +33,11 @@ static al_status gz_exact(gzr *gz, void *buf, uint64_t n, const char *what, al_e
         unsigned chunk = n - done > (1u << 30) ? (1u << 30) : (unsigned)(n - done);
         int k = gzread(gz->f, p + done, chunk);
         if (k < 0) {
-            int zerr; const char *zm = gzerror(gz->f, &zerr);
+            int zerr; const char *zm = gz_msg(gz, &zerr);
             return al_seterr(err, "%s: corrupt data at byte %llu of the uncompressed stream while reading %s: %s", al_path_short(gz->path), (unsigned long long)(gz->off + done), what, zm ? zm : "zlib error");
         }
         if (k == 0) {
-            int zerr; const char *zm = gzerror(gz->f, &zerr);
+            int zerr; const char *zm = gz_msg(gz, &zerr);
             return al_seterr(err, "%s: data ran out at byte offset %llu while reading %s (%llu more bytes expected)%s%s", al_path_short(gz->path), (unsigned long long)(gz->off + done), what, (unsigned long long)(n - done),
                              zerr != Z_OK && zm && zm[0] ? ": " : "", zerr != Z_OK && zm ? zm : "");
         }
@@ -56,7 +65,7 @@ static al_status gz_expect_end(gzr *gz, const char *what, al_error *err)
     if (k > 0)
         return al_seterr(err, "%s: unexpected trailing data at byte offset %llu (after the %s the header declares)", al_path_short(gz->path), (unsigned long long)gz->off, what);
     if (k < 0) {
-        int zerr; const char *zm = gzerror(gz->f, &zerr);
+        int zerr; const char *zm = gz_msg(gz, &zerr);
         return al_seterr(err, "%s: corrupt data at byte %llu of the uncompressed stream: %s", al_path_short(gz->path),
                          (unsigned long long)gz->off, zm ? zm : "zlib error");
     }

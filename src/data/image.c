@@ -85,9 +85,7 @@ static al_status list_dir(const char *dir, strlist *out, al_error *err)
 typedef struct fentry {
     char *path;
     int label, split;     /* split: 0 train, 1 test */
-    int w, h, comp;       /* from stbi_info */
-    int64_t fsize;        /* bytes of the file */
-    int pnm16;            /* a 16-bit binary PNM: stb_image converts its channels as if 8-bit (over-read) */
+    al__imgfile im;       /* what its header claims */
     int ok;
     char *msg;            /* decode failure message */
 } fentry;
@@ -165,7 +163,45 @@ static int pnm_header_overflows(const char *path)
     return bad;
 }
 
-/* Scan dir/<class>/ files: stbi_info each, skip (with a warning) what is unreadable or too large. */
+int al__image_probe(const char *p, al__imgfile *f, char *why, size_t n)
+{
+    memset(f, 0, sizeof *f);
+    struct stat sb;
+    if (stat(p, &sb) != 0 || !S_ISREG(sb.st_mode)) { snprintf(why, n, "not a regular file"); return -1; }
+    int w = 0, h = 0, comp = 0;
+    if (pnm_header_overflows(p)) {
+        snprintf(why, n, "PNM header with a number too large to be an image size (or a header longer than 64 KiB)");
+        return -1;
+    }
+    if (!stbi_info(p, &w, &h, &comp)) {
+        const char *r = stbi_failure_reason();
+        uint32_t pw, ph;
+        if (png_header_dims(p, &pw, &ph) && (pw > AL_IMAGE_MAX_SIDE || ph > AL_IMAGE_MAX_SIDE || (uint64_t)pw * ph > (uint64_t)AL_IMAGE_MAX_PIXELS))
+            snprintf(why, n, "image header claims %ux%u pixels (limit %d per side, %lld in all)", pw, ph, AL_IMAGE_MAX_SIDE,
+                     (long long)AL_IMAGE_MAX_PIXELS);
+        else snprintf(why, n, "not a readable image (%s)", r ? r : "unknown format");
+        return -1;
+    }
+    if (w < 1 || h < 1 || w > AL_IMAGE_MAX_SIDE || h > AL_IMAGE_MAX_SIDE || (int64_t)w * h > AL_IMAGE_MAX_PIXELS) {
+        snprintf(why, n, "image header claims %dx%d pixels (limit %d per side, %lld in all)", w, h, AL_IMAGE_MAX_SIDE,
+                 (long long)AL_IMAGE_MAX_PIXELS);
+        return -1;
+    }
+    /* A header can claim any size: a 70-byte BMP "of 8194x4098" decodes (stb_image fills what is
+     * missing) into 100 MB of nothing. Refuse claims no real encoder reaches from this many bytes. */
+    uint64_t claim = al_size_mul(al_size_mul((uint64_t)w, (uint64_t)h), (uint64_t)(comp > 0 ? comp : 1));
+    if (claim > AL_IMAGE_FREE_BYTES && claim / AL_IMAGE_MAX_RATIO > (uint64_t)sb.st_size) {
+        char a[32];
+        snprintf(why, n, "header claims %dx%d pixels (%s decoded) from a %lld-byte file, more than %d decoded bytes per file "
+                 "byte: truncated or forged", w, h, al_bytes_str(claim, a), (long long)sb.st_size, AL_IMAGE_MAX_RATIO);
+        return -1;
+    }
+    f->w = w; f->h = h; f->comp = comp; f->fsize = (int64_t)sb.st_size;
+    f->pnm16 = is_pnm(p) && stbi_is_16_bit(p);
+    return 0;
+}
+
+/* Scan dir/<class>/ files: each probed (al__image_probe), what fails skipped with a warning. */
 static al_status scan_class(fload *L, const char *cdir, int label, int split, al_error *err)
 {
     strlist files = {0};
@@ -173,41 +209,9 @@ static al_status scan_class(fload *L, const char *cdir, int label, int split, al
     for (int i = 0; i < files.n; i++) {
         char *p = path_join(cdir, files.s[i]);
         if (!p) { sl_free(&files); return al_seterr(err, "out of memory"); }
-        struct stat sb;
-        if (stat(p, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-            warnf(L, "%s: not a regular file, skipped", p);
-            free(p); continue;
-        }
-        int w = 0, h = 0, comp = 0;
-        if (pnm_header_overflows(p)) {
-            warnf(L, "%s: PNM header with a number too large to be an image size (or a header longer than 64 KiB), skipped", p);
-            free(p); continue;
-        }
-        if (!stbi_info(p, &w, &h, &comp)) {
-            const char *why = stbi_failure_reason();
-            uint32_t pw, ph;
-            if (png_header_dims(p, &pw, &ph) && (pw > AL_IMAGE_MAX_SIDE || ph > AL_IMAGE_MAX_SIDE || (uint64_t)pw * ph > (uint64_t)AL_IMAGE_MAX_PIXELS)) {
-                warnf(L, "%s: image header claims %ux%u pixels (limit %d per side, %lld in all), skipped", p, pw, ph,
-                      AL_IMAGE_MAX_SIDE, (long long)AL_IMAGE_MAX_PIXELS);
-                free(p); continue;
-            }
-            warnf(L, "%s: not a readable image (%s), skipped", p, why ? why : "unknown format");
-            free(p); continue;
-        }
-        if (w < 1 || h < 1 || w > AL_IMAGE_MAX_SIDE || h > AL_IMAGE_MAX_SIDE || (int64_t)w * h > AL_IMAGE_MAX_PIXELS) {
-            warnf(L, "%s: image header claims %dx%d pixels (limit %d per side, %lld in all), skipped", p, w, h,
-                  AL_IMAGE_MAX_SIDE, (long long)AL_IMAGE_MAX_PIXELS);
-            free(p); continue;
-        }
-        /* A header can claim any size: a 70-byte BMP "of 8194x4098" decodes (stb_image fills what is
-         * missing) into 100 MB of nothing. Refuse claims no real encoder reaches from this many bytes. */
-        uint64_t claim = al_size_mul(al_size_mul((uint64_t)w, (uint64_t)h), (uint64_t)(comp > 0 ? comp : 1));
-        if (claim > AL_IMAGE_FREE_BYTES && claim / AL_IMAGE_MAX_RATIO > (uint64_t)sb.st_size) {
-            char a[32];
-            warnf(L, "%s: header claims %dx%d pixels (%s decoded) from a %lld-byte file, more than %d decoded bytes per file byte: truncated or forged, skipped",
-                  p, w, h, al_bytes_str(claim, a), (long long)sb.st_size, AL_IMAGE_MAX_RATIO);
-            free(p); continue;
-        }
+        al__imgfile im;
+        char why[512];
+        if (al__image_probe(p, &im, why, sizeof why)) { warnf(L, "%s: %s, skipped", p, why); free(p); continue; }
         if (L->n == L->cap) {
             int cap = L->cap ? 2 * L->cap : 256;
             fentry *q = realloc(L->e, (size_t)cap * sizeof *q);
@@ -216,18 +220,14 @@ static al_status scan_class(fload *L, const char *cdir, int label, int split, al
         }
         fentry *f = &L->e[L->n++];
         memset(f, 0, sizeof *f);
-        f->path = p; f->label = label; f->split = split; f->w = w; f->h = h; f->comp = comp; f->fsize = (int64_t)sb.st_size;
-        f->pnm16 = is_pnm(p) && stbi_is_16_bit(p);
+        f->path = p; f->label = label; f->split = split; f->im = im;
     }
     sl_free(&files);
     return AL_OK;
 }
 
-
-/* Decode entry f into dst (C, H, W). Returns 0, or -1 with f->msg set. Thread-safe. */
-static int decode_one(fentry *f, uint8_t *dst, int C, int H, int W)
+int al__image_decode(const char *path, const al__imgfile *f, uint8_t *dst, int C, int H, int W, char *why, size_t n)
 {
-    char msg[600];
     int w, h, comp;
     /* Cap what stb_image may allocate for this file: its 16-bit decode (8 bytes a pixel at most),
      * twice over for zlib's growing buffer, plus twice the file's own size (chunks read whole). */
@@ -238,12 +238,12 @@ static int decode_one(fentry *f, uint8_t *dst, int C, int H, int W)
     /* stb_image's 16-bit PNM path converts channels with its 8-bit routine and then reads past the
      * buffer (fuzz_image): load such a file in its own channel count and convert here. */
     const int req = f->pnm16 && f->comp != C ? f->comp : C;
-    uint8_t *img = al__stbi_load(f->path, &w, &h, &comp, req);
+    uint8_t *img = al__stbi_load(path, &w, &h, &comp, req);
     size_t refused = al__stbi_refused();
     if (img && req != C) {
         uint8_t *cv = malloc((size_t)w * (size_t)h * (size_t)C);
         if (cv) {
-            for (size_t i = 0, n = (size_t)w * (size_t)h; i < n; i++) {
+            for (size_t i = 0, np = (size_t)w * (size_t)h; i < np; i++) {
                 if (req == 1) for (int ch = 0; ch < C; ch++) cv[i * (size_t)C + (size_t)ch] = img[i];
                 else if (C == 1) { const uint8_t *q = img + i * (size_t)req; cv[i] = (uint8_t)((q[0] * 77 + q[1] * 150 + q[2] * 29) >> 8); }
                 else for (int ch = 0; ch < C; ch++) cv[i * (size_t)C + (size_t)ch] = img[i * (size_t)req + (size_t)(ch < req ? ch : req - 1)];
@@ -254,24 +254,28 @@ static int decode_one(fentry *f, uint8_t *dst, int C, int H, int W)
     }
     al__stbi_cap_set(0);
     if (!img) {
-        const char *why = stbi_failure_reason();
+        const char *r = stbi_failure_reason();
         char a[32], b[32];
         if (refused)
-            snprintf(msg, sizeof msg, "%s: could not be decoded (it asked for %s at once, more than the %s a %dx%d image in a %lld-byte file may need), skipped",
-                     f->path, al_bytes_str(refused, a), al_bytes_str(cap, b), f->w, f->h, (long long)f->fsize);
-        else
-            snprintf(msg, sizeof msg, "%s: could not be decoded (%s), skipped", f->path, why ? why : "unknown error");
-        f->msg = strdup(msg);
+            snprintf(why, n, "could not be decoded (it asked for %s at once, more than the %s a %dx%d image in a %lld-byte file may need)",
+                     al_bytes_str(refused, a), al_bytes_str(cap, b), f->w, f->h, (long long)f->fsize);
+        else snprintf(why, n, "could not be decoded (%s)", r ? r : "unknown error");
         return -1;
     }
-    if (!al__to_chw(img, w, h, C, H, W, dst)) {
-        snprintf(msg, sizeof msg, "%s: resizing %dx%d to %dx%d failed, skipped", f->path, w, h, W, H);
-        f->msg = strdup(msg);
-        stbi_image_free(img);
-        return -1;
-    }
+    int ok = al__to_chw(img, w, h, C, H, W, dst);
     stbi_image_free(img);
+    if (!ok) { snprintf(why, n, "resizing %dx%d to %dx%d failed", w, h, W, H); return -1; }
     return 0;
+}
+
+/* Decode entry f into dst (C, H, W). Returns 0, or -1 with f->msg set. Thread-safe. */
+static int decode_one(fentry *f, uint8_t *dst, int C, int H, int W)
+{
+    char why[512], msg[AL_ERRLEN + 600];
+    if (!al__image_decode(f->path, &f->im, dst, C, H, W, why, sizeof why)) return 0;
+    snprintf(msg, sizeof msg, "%s: %s, skipped", f->path, why);
+    f->msg = strdup(msg);
+    return -1;
 }
 
 typedef struct sizecount { int h, w, n; } sizecount;
@@ -297,7 +301,7 @@ static al_status common_size(const fload *L, int *H, int *W, al_error *err)
 {
     sizecount *sc = malloc((size_t)L->n * sizeof *sc);
     if (!sc) return al_seterr(err, "out of memory");
-    for (int i = 0; i < L->n; i++) { sc[i].h = L->e[i].h; sc[i].w = L->e[i].w; }
+    for (int i = 0; i < L->n; i++) { sc[i].h = L->e[i].im.h; sc[i].w = L->e[i].im.w; }
     qsort(sc, (size_t)L->n, sizeof *sc, cmp_size);
     int best = 0;
     for (int i = 0, j; i < L->n; i = j) {
@@ -349,14 +353,14 @@ static al_status budget_decode(const fload *L, const char *dir, int C, int H, in
 {
     uint64_t biggest = 0; int bi = 0;
     for (int i = 0; i < L->n; i++) {
-        uint64_t b = al_size_mul(al_size_mul((uint64_t)L->e[i].w, (uint64_t)L->e[i].h), (uint64_t)(L->e[i].comp > C ? L->e[i].comp : C));
+        uint64_t b = al_size_mul(al_size_mul((uint64_t)L->e[i].im.w, (uint64_t)L->e[i].im.h), (uint64_t)(L->e[i].im.comp > C ? L->e[i].im.comp : C));
         if (b > biggest) { biggest = b; bi = i; }
     }
     uint64_t need = al_size_add(al_size_mul(al_size_mul((uint64_t)L->n, (uint64_t)per), 2),
                                 al_size_mul(al_size_add(biggest, (uint64_t)per), (uint64_t)decode_threads()));
     char pb[200];
     return al_mem_check(need, err, "%s: %d images at %dx%dx%d (the largest file, %s, is %dx%d)", dir, L->n, C, H, W,
-                        al_path_abbrev(L->e[bi].path, pb, sizeof pb), L->e[bi].w, L->e[bi].h);
+                        al_path_abbrev(L->e[bi].path, pb, sizeof pb), L->e[bi].im.w, L->e[bi].im.h);
 }
 
 /* The class directories (of dir, or of dir/train when split_mode) and every image file in them,
@@ -434,13 +438,18 @@ al_status al_image_folder_load(const char *dir, const al_folder_opts *opts, al_i
     trdir = path_join(dir, "train"); tedir = path_join(dir, "test");
     if (!trdir || !tedir) { al_seterr(err, "out of memory"); goto out; }
     int split_mode = is_dir(trdir) && is_dir(tedir);
+    if (!split_mode && (is_dir(trdir) || is_dir(tedir))) {   /* half of the split layout: not classes named train/test */
+        al_seterr(err, "%s: has %s/ but no %s/ (expected DIR/train/CLASS/IMAGE and DIR/test/CLASS/IMAGE, or DIR/CLASS/IMAGE "
+                  "to hold out a test fraction)", al_path_short(dir), is_dir(trdir) ? "train" : "test", is_dir(trdir) ? "test" : "train");
+        goto out;
+    }
     const char *cbase = split_mode ? trdir : dir;
     if (scan_folder(&L, dir, trdir, tedir, split_mode, &classes, err)) goto out;
     /* Target size: the caller's, else the most common (ties: smallest h, then w). */
     int H = opts->h, W = opts->w;
     if (!H && common_size(&L, &H, &W, err)) goto out;
     int C = opts->channels;
-    if (!C) { C = 1; for (int i = 0; i < L.n; i++) if (L.e[i].comp >= 3) C = 3; }
+    if (!C) { C = 1; for (int i = 0; i < L.n; i++) if (L.e[i].im.comp >= 3) C = 3; }
     int64_t per = (int64_t)C * H * W;
     if ((int64_t)L.n * per > AL_DATA_MAX_BYTES) {
         al_seterr(err, "%s: %d images of %dx%dx%d need more than %lld bytes", al_path_short(dir), L.n, C, H, W, (long long)AL_DATA_MAX_BYTES);

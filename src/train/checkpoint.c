@@ -78,6 +78,20 @@ static int parse_floats(const char *s, float *v, int k)
     return *s ? -1 : 0;
 }
 
+/* Metadata value `key` as k comma-separated finite floats into v (positive ones if positive: a std of
+ * 0 would divide every pixel by zero). */
+static al_status meta_floats(const char *path, const char *meta, const char *key, int k, int positive, float *v, al_error *err)
+{
+    char *s = al_meta_get(meta, key);
+    if (!s) return al_seterr(err, "%s: metadata lacks '%s' (the normalisation)", al_path_short(path), key);
+    int bad = parse_floats(s, v, k);
+    for (int i = 0; !bad && positive && i < k; i++) bad = !(v[i] > 0);
+    if (bad) al_seterr(err, "%s: metadata '%s' is \"%.40s\": expected %d %sfinite number%s (one per channel)", al_path_short(path),
+                       key, s, k, positive ? "positive " : "", k > 1 ? "s" : "");
+    free(s);
+    return bad ? AL_ERR : AL_OK;
+}
+
 al_status al_model_save(const char *path, const al_model *m, const float mean[4], const float std[4],
                         const char *const *extra, int nextra, al_error *err)
 {
@@ -110,21 +124,20 @@ al_status al_model_load(const char *path, al_model *m, float mean[4], float std[
     free(fmt);
     if (!ok) { free(meta); return al_seterr(err, "%s: not an attnlab image-model checkpoint (metadata format is not attnlab-image)", al_path_short(path)); }
     if (al_model_config_from_meta(&cfg, meta, err) != AL_OK) { free(meta); return AL_ERR; }
-    char *ms = al_meta_get(meta, "mean"), *ss = al_meta_get(meta, "std");
     for (int i = 0; i < 4; i++) { mean[i] = 0.f; std[i] = 1.f; }
-    ok = ms && ss && !parse_floats(ms, mean, cfg.channels) && !parse_floats(ss, std, cfg.channels);
-    free(ms); free(ss);
-    if (!ok) { free(meta); return al_seterr(err, "%s: bad or missing normalisation (mean/std) in the metadata", al_path_short(path)); }
+    if (meta_floats(path, meta, "mean", cfg.channels, 0, mean, err) != AL_OK ||
+        meta_floats(path, meta, "std", cfg.channels, 1, std, err) != AL_OK) { free(meta); return AL_ERR; }
     /* The model the metadata describes must be the one the file's tensors hold: compare sizes BEFORE
      * allocating and initialising it (a few-KB file must not make us build a multi-GB model). */
     int64_t nparam = 0;
     if (al_model_config_params(&cfg, &nparam, err) != AL_OK) { free(meta); return AL_ERR; }
     if ((uint64_t)nparam * 4 != file_bytes) {
-        char a[32], b[32];
+        char a[32], b[32], exact[64] = "";
         free(meta);
-        return al_seterr(err, "checkpoint metadata describes a %s of %lld parameters (%s as F32) but the file's %d tensors hold %s: %s",
-                         cfg.name, (long long)nparam, al_bytes_str((uint64_t)nparam * 4, a), ntensors,
-                         al_bytes_str(file_bytes, b), path);
+        al_bytes_str((uint64_t)nparam * 4, a); al_bytes_str(file_bytes, b);
+        if (!strcmp(a, b)) snprintf(exact, sizeof exact, " (%llu bytes, not %llu)", (unsigned long long)file_bytes, (unsigned long long)nparam * 4);
+        return al_seterr(err, "%s: checkpoint metadata describes a %s of %lld parameters (%s as F32) but the file's %d tensors hold %s%s",
+                         al_path_short(path), cfg.name, (long long)nparam, a, ntensors, b, exact);
     }
     if (al_model_init(m, &cfg, 0, err) != AL_OK) { free(meta); return AL_ERR; }
     if (al_safetensors_load(path, &m->params, NULL, err) != AL_OK) { al_model_free(m); free(meta); return AL_ERR; }

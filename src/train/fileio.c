@@ -110,6 +110,52 @@ al_status al_write_atomic(const char *path, const void *data, size_t n, al_error
     return AL_OK;
 }
 
+/* The directory part of path ("." when it has none, "/" for "/x"), or NULL when out of memory. */
+static char *dir_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash) return strdup(".");
+    size_t n = slash == path ? 1 : (size_t)(slash - path);
+    char *d = malloc(n + 1);
+    if (d) { memcpy(d, path, n); d[n] = 0; }
+    return d;
+}
+
+/* A new file can be created in path's directory: PATH.tmp.PID is created and removed, as
+ * al_write_atomic would create it. */
+static al_status probe_create(const char *path, al_error *err)
+{
+    char *dir = dir_of(path);
+    if (!dir) return al_seterr(err, "%s: out of memory", al_path_short(path));
+    struct stat sb;
+    al_status st = AL_OK;
+    if (stat(dir, &sb) != 0)
+        st = errno == ENOENT ? al_seterr(err, "%s: directory '%s' does not exist", al_path_short(path), al_path_short(dir))
+                             : al_seterr(err, "%s: directory '%s': %s", al_path_short(path), al_path_short(dir), strerror(errno));
+    else if (!S_ISDIR(sb.st_mode))
+        st = al_seterr(err, "%s: '%s' is not a directory", al_path_short(path), al_path_short(dir));
+    if (st != AL_OK) { free(dir); return st; }
+    size_t pl = strlen(path);
+    char *tmp = malloc(pl + 32);
+    if (!tmp) { free(dir); return al_seterr(err, "%s: out of memory", al_path_short(path)); }
+    snprintf(tmp, pl + 32, "%s.tmp.%ld", path, (long)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd >= 0) { close(fd); unlink(tmp); }
+    else if (errno != EEXIST)   /* EEXIST: a leftover of this pid, which the writer truncates */
+        st = al_seterr(err, "%s: cannot create files in directory '%s': %s", al_path_short(path), al_path_short(dir), strerror(errno));
+    free(tmp); free(dir);
+    return st;
+}
+
+al_status al_output_check(const char *path, al_error *err)
+{
+    if (!path || !*path) return al_seterr(err, "an empty file name");
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) return al_seterr(err, "%s: is a directory, expected a file name", al_path_short(path));
+    if (path[strlen(path) - 1] == '/') return al_seterr(err, "%s: ends in '/', expected a file name", al_path_short(path));
+    return probe_create(path, err);
+}
+
 al_status al_read_file(const char *path, char **data, size_t *len, al_error *err)
 {
     *data = NULL; *len = 0;

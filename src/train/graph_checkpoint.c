@@ -5,6 +5,7 @@
 #include "attnlab/io.h"
 #include "io_impl.h"
 #include <errno.h>
+#include <stdint.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,8 +26,11 @@ static int64_t tensor_numel(const char *path, const char *name, al_error *err)
         al_jval *root = al_json_parse(text, hl, jerr, sizeof jerr);
         const al_jval *t = root ? al_json_get(root, name) : NULL, *sh = t ? al_json_get(t, "shape") : NULL;
         if (sh && sh->t == AL_J_ARR) {
-            n = 1;
-            for (int k = 0; k < sh->n; k++) n = sh->kids[k]->t == AL_J_NUM && sh->kids[k]->is_int ? n * sh->kids[k]->i : -1;
+            n = 1;   /* a forged shape ([2^40, 2^40]) must not overflow the product */
+            for (int k = 0; k < sh->n && n > 0; k++) {
+                const al_jval *d = sh->kids[k];
+                n = d->t == AL_J_NUM && d->is_int && d->i >= 0 && d->i <= INT32_MAX && n <= INT32_MAX / (d->i > 0 ? d->i : 1) ? n * d->i : -1;
+            }
         }
         al_json_free(root);
     }

@@ -3,8 +3,10 @@
  * allocates, so a forged or corrupt header is refused with a message instead of exhausting memory.
  *
  * The default budget is half of the physical memory (sysconf), or $ATTNLAB_MEM_BUDGET (bytes, with
- * an optional K, M, G or T suffix, powers of 1024) when that is set; al_mem_budget_set overrides both. */
+ * an optional K, M, G or T suffix, powers of 1024: al_mem_parse) when that is set; al_mem_budget_set
+ * (the CLI's --max-memory) overrides both. */
 #include "attnlab/io.h"
+#include <errno.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -14,14 +16,13 @@
 
 static _Atomic uint64_t budget_bytes;   /* 0: not set yet (take the default) */
 
-/* ATTNLAB_MEM_BUDGET parsed, or 0 if unset or malformed. */
-static uint64_t env_budget(void)
+int al_mem_parse(const char *s, uint64_t *bytes)
 {
-    const char *s = getenv("ATTNLAB_MEM_BUDGET");
-    if (!s || !*s) return 0;
+    *bytes = 0;
+    if (!s || *s < '0' || *s > '9') return -1;   /* strtoull would take "-1" and " 5" */
     char *end;
+    errno = 0;
     unsigned long long v = strtoull(s, &end, 10);
-    if (end == s) return 0;
     int shift = 0;
     switch (*end) {
     case 'k': case 'K': shift = 10; end++; break;
@@ -30,10 +31,19 @@ static uint64_t env_budget(void)
     case 't': case 'T': shift = 40; end++; break;
     default: break;
     }
+    if (shift && (*end == 'i' || *end == 'I') && (end[1] == 'B' || end[1] == 'b')) end++;   /* "GiB", as messages print it */
     if (*end == 'B' || *end == 'b') end++;
-    if (*end || v == 0) return 0;
-    if (shift && v > (UINT64_MAX >> shift)) return UINT64_MAX;
-    return (uint64_t)v << shift;
+    if (*end || v == 0) return -1;
+    if (errno == ERANGE || (shift && v > (UINT64_MAX >> shift))) { *bytes = UINT64_MAX; return 1; }
+    *bytes = (uint64_t)v << shift;
+    return 0;
+}
+
+/* ATTNLAB_MEM_BUDGET parsed (a size too large for 64 bits: no limit), or 0 if unset or malformed. */
+static uint64_t env_budget(void)
+{
+    uint64_t v;
+    return al_mem_parse(getenv("ATTNLAB_MEM_BUDGET"), &v) >= 0 ? v : 0;
 }
 
 uint64_t al_mem_budget_default(void)
@@ -88,7 +98,7 @@ al_status al_mem_check(uint64_t bytes, al_error *err, const char *fmt, ...)
         va_list ap; va_start(ap, fmt);
         vsnprintf(what, sizeof what, fmt, ap);
         va_end(ap);
-        int k = snprintf(why, sizeof why, "needs %s, more than the memory budget of %s (al_mem_budget_set, ATTNLAB_MEM_BUDGET)",
+        int k = snprintf(why, sizeof why, "needs %s, more than the memory budget of %s (raise it with --max-memory or ATTNLAB_MEM_BUDGET)",
                          al_bytes_str(bytes, a), al_bytes_str(lim, b));
         /* a long `what` (a path) is shortened in its middle so that the reason is never cut */
         size_t room = AL_ERRLEN - (size_t)(k > 0 ? k : 0) - 3;

@@ -5,6 +5,7 @@
 #include "train/io_impl.h"
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -342,6 +343,23 @@ static al_status st_read_tensors(int fd, const char *path, uint64_t hl, const st
     return AL_OK;
 }
 
+/* Every value read is finite: a NaN or an infinity is a corrupt checkpoint or a diverged run's, and
+ * would only turn every prediction into NaN. */
+static al_status st_check_finite(const char *path, uint64_t hl, const st_entry *ent, int ne, const al_params *p,
+                                 const float *stage /* (p->total) */, al_error *err)
+{
+    for (int k = 0; k < ne; k++) {
+        const al_tensor *t = ent[k].t;
+        const float *v = stage + (t->data - p->data);
+        for (int64_t i = 0; i < t->numel; i++)
+            if (!isfinite(v[i]))
+                return al_seterr(err, "%s: tensor '%s' holds %s at element %lld (byte offset %llu): a corrupt checkpoint or "
+                                 "a diverged run's", al_path_short(path), ent[k].name, isnan(v[i]) ? "NaN" : "an infinity",
+                                 (long long)i, (unsigned long long)(8 + hl + ent[k].beg + 4 * (uint64_t)i));
+    }
+    return AL_OK;
+}
+
 al_status al_safetensors_load(const char *path, al_params *p, char **meta, al_error *err)
 {
     if (meta) *meta = NULL;
@@ -367,6 +385,7 @@ al_status al_safetensors_load(const char *path, al_params *p, char **meta, al_er
     if (!stage) { al_seterr(err, "%s: out of memory", al_path_short(path)); goto out; }
     for (int k = 0; k < ne; k++) ent[k].dst = stage + (ent[k].t->data - p->data);
     if (st_read_tensors(fd, path, h.hl, ent, ne, err) != AL_OK) goto out;
+    if (st_check_finite(path, h.hl, ent, ne, p, stage, err) != AL_OK) goto out;
     if (meta && st_meta_text(&h, path, meta, err) != AL_OK) goto out;
     if (p->total > 0) memcpy(p->data, stage, (size_t)p->total * sizeof(float));
     st = AL_OK;

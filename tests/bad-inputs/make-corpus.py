@@ -1,0 +1,320 @@
+#!/usr/bin/env python3
+"""make-corpus.py BIN — (re)writes the generated files of tests/bad-inputs/ (README.md says what each
+class covers; cases.tsv says how each file is used and what error it must give).
+
+Python's standard library only. The three valid base checkpoints (an image, a graph and a sequence
+model, each a few KB) are trained by BIN on the tiny valid datasets written here, then copied and
+poked: a NaN or an infinity in a weight, a zero / negative / NaN std, a wrong dtype, a cut file, a
+header that claims more than the file holds, overlapping tensors, a missing tensor. Everything else is
+written byte by byte. The reproducers of tests/data/ are not copied: cases.tsv names them there, and
+the image-folder cases put copies of them into folders.
+
+    tests/bad-inputs/make-corpus.py bin/attnlab
+"""
+import gzip, json, os, shutil, struct, subprocess, sys, zlib
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DATA = os.path.join(HERE, "..", "data")
+KEEP = {"README.md", "cases.tsv", "make-corpus.py"}
+
+
+def path(*p):
+    return os.path.join(HERE, *p)
+
+
+def write(rel, data, mode="wb"):
+    p = path(rel)
+    os.makedirs(os.path.dirname(p), exist_ok=True)
+    with open(p, mode) as f:
+        f.write(data)
+
+
+def copy(src, rel):
+    os.makedirs(os.path.dirname(path(rel)), exist_ok=True)
+    shutil.copyfile(src, path(rel))
+
+
+# ---------------------------------------------------------------- IDX (Fashion-MNIST layout)
+def idx3(n, rows=28, cols=28, magic=0x803, count=None):
+    pix = bytes((i * 7 + j) % 251 if j % 5 == 0 else 0 for i in range(n) for j in range(rows * cols))
+    return struct.pack(">IIII", magic, n if count is None else count, rows, cols) + pix
+
+
+def idx1(labels, magic=0x801, count=None):
+    return struct.pack(">II", magic, len(labels) if count is None else count) + bytes(labels)
+
+
+def idx_dir(name, files):
+    """files: the four Fashion-MNIST files (base name -> bytes), gzip unless the name ends in '.raw'."""
+    for base, data in files.items():
+        if base.endswith(".raw"):
+            write(f"idx/{name}/{base[:-4]}", data)
+        else:
+            write(f"idx/{name}/{base}.gz", gzip.compress(data, mtime=0))
+
+
+def idx_corpus():
+    ok = {"train-images-idx3-ubyte": idx3(20), "train-labels-idx1-ubyte": idx1([i % 10 for i in range(20)]),
+          "t10k-images-idx3-ubyte": idx3(10), "t10k-labels-idx1-ubyte": idx1(list(range(10)))}
+    idx_dir("ok", ok)
+
+    imgs = "train-images-idx3-ubyte"
+    full = gzip.compress(ok[imgs], mtime=0)
+    # a gzip stream cut in the middle
+    f = dict(ok); f.pop(imgs); idx_dir("truncated-gzip", f); write(f"idx/truncated-gzip/{imgs}.gz", full[: len(full) // 2])
+    # gzip magic and header, then bytes that are not deflate data
+    f = dict(ok); f.pop(imgs); idx_dir("corrupt-gzip", f)
+    write(f"idx/corrupt-gzip/{imgs}.gz", full[:10] + bytes([0xff, 0xfe, 0xfd] * 40))
+    # an uncompressed file cut short: the pixels run out
+    f = dict(ok); f.pop(imgs); f[imgs + ".raw"] = ok[imgs][: 16 + 28 * 28 * 5 + 100]; idx_dir("truncated-raw", f)
+    f = dict(ok); f[imgs] = idx3(20, magic=0x804); idx_dir("bad-magic", f)
+    f = dict(ok); f["train-labels-idx1-ubyte"] = idx1([1] * 19); idx_dir("count-mismatch", f)
+    # the header claims 2^31 - 1 images: more than any limit, in a file of a few hundred bytes
+    f = dict(ok); f[imgs] = idx3(2, count=0x7fffffff); idx_dir("huge-count", f)
+    # 100000 images claimed, 20 present: the memory is budgeted, then the data runs out
+    f = dict(ok); f[imgs] = idx3(20, count=100000); f["train-labels-idx1-ubyte"] = idx1([1] * 20, count=100000)
+    idx_dir("count-larger-than-file", f)
+    f = dict(ok); f[imgs] = struct.pack(">IIII", 0x803, 1, 65535, 65535); idx_dir("absurd-image-size", f)
+    f = dict(ok); f[imgs] = ok[imgs] + b"\0" * 10; idx_dir("trailing-data", f)
+    f = dict(ok); f.pop("t10k-labels-idx1-ubyte"); idx_dir("missing-file", f)
+    f = dict(ok); f["t10k-images-idx3-ubyte"] = idx3(10, 10, 10); idx_dir("not-28x28", f)
+    f = dict(ok); f["t10k-labels-idx1-ubyte"] = idx1([200] * 10); idx_dir("label-200", f)
+    f = dict(ok); f.pop(imgs); f[imgs + ".raw"] = b""; idx_dir("empty-file", f)
+
+
+# ---------------------------------------------------------------- graphs
+G_FEAT = ["0 1:1 2:1", "1 2:1 3:1", "2 3:1 4:1", "0 1:1 4:1", "1 1:1 2:1", "2 2:1 4:1",
+          "0 1:1 3:1", "1 3:1 4:1", "2 1:1 2:1", "0 2:1 3:1", "1 1:1 3:1", "2 2:1 3:1"]
+G_EDGES = [f"{i} {(i + 1) % 12}" for i in range(12)] + [f"{(i + 1) % 12} {i}" for i in range(12)]
+G_SPLIT = {"train.idx": [0, 1, 2], "val.idx": [3, 4, 5], "test.idx": [6, 7, 8, 9, 10, 11]}
+
+
+def graph_dir(name, feat=None, edges=None, splits=None, drop=()):
+    files = {"features.libsvm": "\n".join(feat or G_FEAT) + "\n", "edges.txt": "\n".join(edges or G_EDGES) + "\n"}
+    for k, v in G_SPLIT.items():
+        files[k] = "\n".join(map(str, (splits or {}).get(k, v))) + "\n"
+    for k, v in files.items():
+        if k not in drop:
+            write(f"graph/{name}/{k}", v, "w")
+
+
+def graph_corpus():
+    graph_dir("ok")
+    feat = list(G_FEAT); feat[4] = "x 1:1"; graph_dir("bad-label", feat)
+    feat = list(G_FEAT); feat[2] = "2 3:1 2000000000:1"; graph_dir("absurd-feature-index", feat)
+    feat = list(G_FEAT); feat[5] = "2 2:1 4:1e99"; graph_dir("infinite-feature", feat)
+    feat = list(G_FEAT); feat[3] = "0 3:1 1:1"; graph_dir("feature-index-order", feat)
+    graph_dir("bad-edge-line", edges=G_EDGES[:5] + ["3 x"] + G_EDGES[5:])
+    graph_dir("edge-out-of-range", edges=G_EDGES + ["3 99"])
+    graph_dir("missing-edges", drop=("edges.txt",))
+    graph_dir("split-overlap", splits={"test.idx": [6, 7, 0]})
+    feat = list(G_FEAT); feat[1] = "-1 2:1 3:1"; graph_dir("unlabelled-in-train", feat)
+    graph_dir("empty-features", feat=[""])
+    write("graph/empty-features/features.libsvm", "", "w")
+    graph_dir("blank-line", feat=G_FEAT[:6] + [""] + G_FEAT[6:])
+    # LINQS import: a .content line with one field too few
+    content = "".join(f"p{i}\t{'1' if i % 2 else '0'}\t{'0' if i % 3 else '1'}\tc{i % 2}\n" for i in range(6))
+    write("graph/linqs-short-line/toy.content", content + "p6\t1\tc0\n", "w")
+    write("graph/linqs-short-line/toy.cites", "p0\tp1\np1\tp2\n", "w")
+
+
+# ---------------------------------------------------------------- image folders
+def png(w, h, grey, val):
+    ch = 1 if grey else 3
+    rows = b"".join(bytes([0]) + bytes((x * 9 + y * 5 + val + c * 40) % 256 for x in range(w) for c in range(ch))
+                    for y in range(h))
+
+    def chunk(t, d):
+        return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d) & 0xffffffff)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 0 if grey else 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+
+
+def folder(name, train=3, test=2, extra=None, classes=("a", "b")):
+    for split, n in (("train", train), ("test", test)):
+        for k, c in enumerate(classes):
+            for i in range(n):
+                write(f"images/{name}/{split}/{c}/{i}.png", png(28, 28, True, 20 + 100 * k + 10 * i))
+    for rel, data in (extra or {}).items():
+        write(f"images/{name}/{rel}", data)
+
+
+def images_corpus():
+    folder("ok")
+    # every image of a folder forged: each is skipped with a warning, then nothing is left
+    for name, src, ext in (("forged-bmp", "bmp-70-bytes-claims-8194x4098.bmp", "bmp"),
+                           ("forged-png", "png-idat-length-1.3GB-in-85-bytes.png", "png"),
+                           ("pnm-overflow", "pnm-width-overflows-int.ppm", "ppm")):
+        data = open(os.path.join(DATA, src), "rb").read()
+        for split in ("train", "test"):
+            write(f"images/{name}/{split}/a/x.{ext}", data)
+    for split in ("train", "test"):   # where the images should be, directories named like images
+        write(f"images/directory-as-file/{split}/a/0.png/keep", b"")
+    for split in ("train", "test"):   # the only files of the folder are not images at all
+        write(f"images/not-images/{split}/a/x.png", b"this is text, not a PNG\n")
+    folder("train-without-test", test=0)
+    shutil.rmtree(path("images/train-without-test/test"), ignore_errors=True)
+    for k, c in enumerate("abc"):     # DIR/CLASS/IMAGE: a test fraction of one image per class holds out none
+        write(f"images/too-small-for-test-split/{c}/0.png", png(28, 28, True, 50 * k))
+    folder("test-class-unknown", extra={"test/zebra/0.png": png(28, 28, True, 3)})
+    folder("empty-class", extra={})
+    os.makedirs(path("images/empty-class/train/c"), exist_ok=True)
+    write("images/empty-class/train/c/notes.txt", b"no images here\n")
+    write("images/no-classes/train/README", b"no class directories\n")
+    write("images/no-classes/test/README", b"no class directories either (and git keeps no empty directory)\n")
+
+
+# ---------------------------------------------------------------- CoNLL-U and text
+UD = [("The", "DET"), ("cat", "NOUN"), ("sat", "VERB"), ("on", "ADP"), ("the", "DET"), ("mat", "NOUN"), (".", "PUNCT")]
+
+
+def sent(words, sid):
+    lines = [f"# sent_id = {sid}"]
+    for i, (f, u) in enumerate(words, 1):
+        lines.append(f"{i}\t{f}\t{f.lower()}\t{u}\t_\t_\t{0 if i == 1 else 1}\t{'root' if i == 1 else 'dep'}\t_\t_")
+    return "\n".join(lines) + "\n\n"
+
+
+def conllu_dir(name, train=None, test=None, raw=None):
+    ok = "".join(sent(UD[: 3 + i % 5], f"s{i}") for i in range(8))
+    write(f"conllu/{name}/train.conllu", (train if train is not None else ok).encode() if raw is None else raw, "wb")
+    write(f"conllu/{name}/test.conllu", (test if test is not None else ok).encode(), "wb")
+
+
+def conllu_corpus():
+    conllu_dir("ok")
+    good = sent(UD, "a")
+    nine = good.replace("1\tThe\tthe\tDET\t_\t_\t0\troot\t_\t_", "1\tThe\tthe\tDET\t_\t_\t0\troot\t_")
+    conllu_dir("nine-fields", train=good + nine)
+    conllu_dir("unknown-upos", train=good + good.replace("\tNOUN\t", "\tNOUNISH\t", 1))
+    conllu_dir("not-utf8", raw=(good + sent([("caf\udce9", "NOUN")], "b")).encode("utf-8", "surrogateescape"))
+    conllu_dir("empty-file", train="")
+    conllu_dir("bad-id", train=good + good.replace("\n3\t", "\nthree\t", 1))
+    conllu_dir("long-sentence", train=good + sent(UD * 3, "long"))
+    write("text/long-line.txt", " ".join(["word"] * 40) + "\n", "w")
+    write("text/ok.txt", "The cat sat .\n", "w")
+
+
+# ---------------------------------------------------------------- results CSVs
+HDR = "run_id,task,dataset,model,train_size,seed,epoch,train_loss,train_acc,val_acc,test_acc,epoch_seconds,samples_per_second,params,config,status"
+
+
+def results_corpus():
+    rows = [f"r1,image,d,cnn,10,1,{e},0.5,0.5,,0.4,1.0,10.0,100,,{'done' if e == 2 else ''}" for e in (1, 2)]
+    write("results/wrong-header.csv", "run,task,data\n" + "\n".join(rows) + "\n", "w")
+    write("results/bad-number.csv", HDR + "\n" + rows[0].replace(",1,1,", ",1,one,") + "\n", "w")
+    write("results/empty.csv", "", "w")
+    write("results/short-row.csv", HDR + "\n" + rows[0] + "\nr1,image,d,cnn\n", "w")
+    write("results/binary.csv", bytes(range(256)) * 4)
+    write("results/attention-bad-row.csv", "layer,head,src,dst,weight\n1,0,1,2,0.5\n1,0,x,2,0.5\n", "w")
+    write("results/attention-wrong-header.csv", "a,b,c\n1,2,3\n", "w")
+    write("results/foreign.csv", "name,value\nx,1\n", "w")
+
+
+# ---------------------------------------------------------------- checkpoints
+def st_read(p):
+    b = open(p, "rb").read()
+    n = struct.unpack("<Q", b[:8])[0]
+    return json.loads(b[8:8 + n]), b[8 + n:]
+
+
+def st_write(rel, header, data, pad=True):
+    h = json.dumps(header, separators=(",", ":")).encode()
+    if pad:
+        h += b" " * (-len(h) % 8)
+    write(rel, struct.pack("<Q", len(h)) + h + data)
+
+
+def poke(rel, src, fn):
+    header, data = st_read(src)
+    header, data = fn(json.loads(json.dumps(header)), bytearray(data))
+    st_write(rel, header, bytes(data))
+
+
+def first_tensor(h):
+    return next(k for k in h if k != "__metadata__")
+
+
+def set_float(h, d, value):
+    name = first_tensor(h)
+    beg = h[name]["data_offsets"][0]
+    d[beg + 8:beg + 12] = struct.pack("<f", value)
+    return h, d
+
+
+def set_meta(key, value):
+    def f(h, d):
+        h["__metadata__"][key] = value
+        return h, d
+    return f
+
+
+def checkpoint_corpus(bin_):
+    tmp = path("ckpt/.tmp")
+    os.makedirs(tmp, exist_ok=True)
+
+    def train(args, out):
+        cmd = [bin_, "train"] + args + ["--epochs", "1", "--quiet", "--save", out]
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    img, gr, sq = (os.path.join(tmp, n) for n in ("img.st", "graph.st", "seq.st"))
+    train(["--model", "sa", "--dim", "8", "--depth", "1", "--heads", "1", "--patch", "7", "--data", path("images/ok")], img)
+    train(["--task", "graph", "--model", "gcn", "--hidden", "4", "--data", path("graph/ok")], gr)
+    train(["--task", "sequence", "--model", "fc", "--max-len", "16", "--data", path("conllu/ok")], sq)
+    for src, rel in ((img, "ckpt/image-ok.safetensors"), (gr, "ckpt/graph-ok.safetensors"), (sq, "ckpt/seq-ok.safetensors")):
+        shutil.copyfile(src, path(rel))
+    poke("ckpt/nan-weight.safetensors", img, lambda h, d: set_float(h, d, float("nan")))
+    poke("ckpt/inf-weight.safetensors", img, lambda h, d: set_float(h, d, float("-inf")))
+    poke("ckpt/zero-std.safetensors", img, set_meta("std", "0"))
+    poke("ckpt/negative-std.safetensors", img, set_meta("std", "-0.5"))
+    poke("ckpt/nan-std.safetensors", img, set_meta("std", "nan"))
+    poke("ckpt/nan-mean.safetensors", img, set_meta("mean", "nan"))
+    poke("ckpt/graph-nan-weight.safetensors", gr, lambda h, d: set_float(h, d, float("nan")))
+    poke("ckpt/seq-nan-weight.safetensors", sq, lambda h, d: set_float(h, d, float("nan")))
+
+    def dtype(h, d):
+        h[first_tensor(h)]["dtype"] = "F16"
+        return h, d
+    poke("ckpt/wrong-dtype.safetensors", img, dtype)
+
+    def overlap(h, d):
+        names = [k for k in h if k != "__metadata__"]
+        h[names[1]]["data_offsets"] = [h[names[0]]["data_offsets"][0], h[names[0]]["data_offsets"][0]
+                                       + h[names[1]]["data_offsets"][1] - h[names[1]]["data_offsets"][0]]
+        return h, d
+    poke("ckpt/overlapping-tensors.safetensors", img, overlap)
+
+    def missing(h, d):
+        del h["head.bias"]
+        return h, d
+    poke("ckpt/missing-tensor.safetensors", img, missing)
+
+    def huge_shape(h, d):   # a graph checkpoint whose layer1.bias claims 2^40 x 2^40 values
+        h["layer1.bias"]["shape"] = [1 << 40, 1 << 40]
+        return h, d
+    poke("ckpt/graph-huge-shape.safetensors", gr, huge_shape)
+    b = open(img, "rb").read()
+    write("ckpt/truncated.safetensors", b[: len(b) - 300])
+    write("ckpt/header-overreads.safetensors", struct.pack("<Q", 1 << 20) + b[8:200])
+    write("ckpt/empty.safetensors", b"")
+    write("ckpt/not-json.safetensors", struct.pack("<Q", 16) + b"this is not json")
+    write("ckpt/header-not-object.safetensors", struct.pack("<Q", 8) + b"[1,2,3] ")
+    shutil.rmtree(tmp)
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit("usage: make-corpus.py BIN")
+    for e in os.listdir(HERE):
+        if e not in KEEP:
+            p = path(e)
+            shutil.rmtree(p) if os.path.isdir(p) else os.remove(p)
+    idx_corpus()
+    graph_corpus()
+    images_corpus()
+    conllu_corpus()
+    results_corpus()
+    checkpoint_corpus(os.path.abspath(sys.argv[1]))
+
+
+if __name__ == "__main__":
+    main()

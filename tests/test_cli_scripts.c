@@ -1,0 +1,37 @@
+/* test_cli_scripts.c — the CLI test scripts, each run against $ATTNLAB_BIN (the ASan build under make
+ * asan) from the repository root, as `make test` runs it:
+ *   tests/readme_commands.sh  every bin/attnlab command of the README's code blocks exits 0, with tiny
+ *                             sizes, so the README cannot drift from the program;
+ *   scripts/bad-inputs.sh     every case of the bad-input corpus (tests/bad-inputs/) is one clear error
+ *                             line, without a signal or a timeout, under 2 GiB and 10 s;
+ *   tests/cli_paths.sh        one tiny real run of every command path (image and graph training, eval,
+ *                             predict, attnmap, sweep, summarize, plot, sequences, data import). */
+#include "testutil.h"
+
+static void test_every_readme_command_runs(void **state)
+{
+    (void)state;
+    tu_script_passes("tests/readme_commands.sh", "/tmp/attnlab-readme.log");
+}
+
+static void test_every_bad_input_is_one_clear_error(void **state)
+{
+    (void)state;
+    tu_script_passes("scripts/bad-inputs.sh", "/tmp/attnlab-bad-inputs.log");
+}
+
+static void test_every_command_path_runs(void **state)
+{
+    (void)state;
+    tu_script_passes("tests/cli_paths.sh", "/tmp/attnlab-cli-paths.log");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_bad_input_is_one_clear_error),
+        cmocka_unit_test(test_every_command_path_runs),
+        cmocka_unit_test(test_every_readme_command_runs),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
