@@ -120,6 +120,7 @@ typedef struct al_seq_data {
     int *word, *suffix, *tag;      /* (ntok); tag −1 = untagged */
     float *shape;                  /* (ntok, 4) */
     uint8_t *unseen;               /* (ntok) 1 = lower-cased word not in train */
+    uint8_t *ambiguous;            /* (ntok) 1 = lower-cased word took >= 2 tags in train; NULL = none */
 } al_seq_data;
 al_status al_seq_data_encode(const al_featurizer *fz, const al_conllu *d, al_seq_data *out, al_error *err);
 void      al_seq_data_free(al_seq_data *d);
@@ -140,6 +141,7 @@ typedef struct al_seq_progress {
     double loss;                    /* step: this batch; epoch: token-weighted mean over the epoch */
     double train_acc;               /* epoch: running token accuracy over the epoch's batches */
     double test_acc, unseen_acc;    /* epoch end: token accuracy on test, on test words unseen in train */
+    double ambig_acc;               /* epoch end: on test words that took >= 2 tags in train ("saw") */
     double epoch_seconds, tok_per_s, elapsed;
 } al_seq_progress;
 typedef int (*al_seq_cb)(void *ud, const al_seq_progress *p);   /* nonzero: stop */
@@ -150,6 +152,14 @@ al_status al_seq_train(al_seq_model *m, const al_seq_data *train, const al_seq_d
  * pred (d->ntok) receives the argmax tags, may be NULL; acc/unseen_acc may be NULL (tagging). */
 al_status al_seq_eval(al_seq_model *m, const al_seq_data *d, int batch, double *acc, double *unseen_acc,
                       int *pred, al_error *err);
+/* Every score at once: token accuracy, and accuracy on the tokens flagged unseen and ambiguous (NaN
+ * where no token is), with the counts of tagged tokens behind each. */
+typedef struct al_seq_scores {
+    double acc, unseen_acc, ambig_acc;
+    int64_t ntok, nunseen, nambig;
+} al_seq_scores;
+al_status al_seq_eval_scores(al_seq_model *m, const al_seq_data *d, int batch, al_seq_scores *sc, int *pred,
+                             al_error *err);
 
 /* ---------------- checkpoints ---------------- */
 /* safetensors with __metadata__: format "attnlab-sequence", the configuration, "vocab" (al_feat_save's
