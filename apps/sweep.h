@@ -19,6 +19,8 @@ enum { EPOCHS_STEP_BUDGET = -1, EPOCHS_DEMO = -2, EPOCHS_GRAPH_CAPPED = -3 };
 #define DEMO_STEPS 400      /* demo: optimisation steps per run */
 #define DEMO_EVALS 4        /* demo: evaluations per run */
 #define BATCH 64            /* the image trainer's default batch size */
+#define SEQ_TRADEOFF_SIZES 250, 1000, 4000, 12544   /* sequence-tradeoff: training sentences (12544: all of EWT) */
+#define SEQ_TRADEOFF_EPOCHS 10
 
 enum { SPLIT_SIZE, SPLIT_LPC, SPLIT_FRAC, SPLIT_PLANETOID };
 enum { RUN_TODO, RUN_SKIP, RUN_RUNNING, RUN_DONE, RUN_FAILED, RUN_STOPPED };

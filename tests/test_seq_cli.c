@@ -23,32 +23,10 @@ static char *file(const char *name)
     return al_read_file(p, &d, &n, &e) == AL_OK ? d : NULL;
 }
 
-/* A small treebank: DET NOUN VERB (ADP DET NOUN) PUNCT sentences. */
 static void write_treebank(const char *name, int nsent, uint64_t seed)
 {
-    static const char *det[] = {"the", "a", "The", "A"}, *noun[] = {"cat", "dog", "bird", "man", "house"},
-                      *verb[] = {"sees", "likes", "sat", "ran", "saw"}, *adp[] = {"on", "in", "near"};
-    /* "saw" is a NOUN after a determiner and a VERB after a noun: the ambiguous word of ambig_acc */
-    static const char *noun2[] = {"cat", "dog", "bird", "man", "house", "saw"};
-    al_rng r; al_rng_seed(&r, seed, 1);
     char p[256]; snprintf(p, sizeof p, "%s/tb/%s", dir, name);
-    FILE *f = fopen(p, "w"); assert_non_null(f);
-    for (int s = 0; s < nsent; s++) {
-        const char *forms[8]; int tags[8], n = 0;
-        forms[n] = det[al_rng_below(&r, 4)]; tags[n++] = al_upos_index("DET");
-        forms[n] = noun[al_rng_below(&r, 5)]; tags[n++] = al_upos_index("NOUN");
-        forms[n] = verb[al_rng_below(&r, 5)]; tags[n++] = al_upos_index("VERB");
-        if (al_rng_below(&r, 2)) {
-            forms[n] = adp[al_rng_below(&r, 3)]; tags[n++] = al_upos_index("ADP");
-            forms[n] = det[al_rng_below(&r, 2)]; tags[n++] = al_upos_index("DET");
-            forms[n] = noun2[al_rng_below(&r, 6)]; tags[n++] = al_upos_index("NOUN");
-        }
-        forms[n] = "."; tags[n++] = al_upos_index("PUNCT");
-        char *t; size_t l; al_error e = {{0}};
-        assert_int_equal(al_conllu_format(n, forms, tags, &t, &l, &e), AL_OK);
-        fputs(t, f); free(t);
-    }
-    fclose(f);
+    tu_write_treebank(p, nsent, seed, 0);
 }
 
 static int setup(void **st)

@@ -38,6 +38,10 @@ static inline char *tu_slurp(const char *path) { return tu_slurp_n(path, NULL); 
 int tu_system(const char *cmd);
 /* Run `$ATTNLAB_BIN ARGS` with stdout to DIR/out.txt and stderr to DIR/err.txt; its exit status. */
 int tu_run_cli(const char *dir, const char *args);
+/* A tiny CoNLL-U treebank of nsent sentences at path: DET NOUN VERB [ADP DET NOUN] PUNCT from small word
+ * lists, seeded; "saw" is both a VERB and a NOUN (an ambiguous word). rare_every > 0: every rare_every-th
+ * sentence's first noun is "zebra" or "yak", words the other sentences never have (unseen in train). */
+void tu_write_treebank(const char *path, int nsent, uint64_t seed, int rare_every);
 /* Build a 1-4 dim shape initializer. */
 static inline tu_input tu_in(float *data, int check, int ndim, int d0, int d1, int d2, int d3)
 { tu_input i = {ndim, {d0, d1, d2, d3}, data, check}; return i; }

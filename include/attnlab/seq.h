@@ -101,6 +101,8 @@ typedef struct al_seq_kind {
 } al_seq_kind;
 
 const al_seq_kind *al_seq_kind_find(const char *name);   /* NULL if unknown */
+int                al_seq_kind_count(void);              /* entries of the table, in its order */
+const al_seq_kind *al_seq_kind_at(int i);                /* entry i, NULL outside [0, count) */
 const char        *al_seq_names(void);                   /* "fc|window-fc|rnn|sa|trunc" */
 
 /* Defaults of model `name` (AL_ERR for an unknown name); check sizes and settings. */

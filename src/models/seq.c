@@ -198,6 +198,9 @@ const al_seq_kind *al_seq_kind_find(const char *name)
     return NULL;
 }
 
+int al_seq_kind_count(void) { return NKINDS; }
+const al_seq_kind *al_seq_kind_at(int i) { return i >= 0 && i < NKINDS ? &kinds[i] : NULL; }
+
 const char *al_seq_names(void)
 {
     static char names[128];
