@@ -77,6 +77,12 @@ typedef struct al_seq_model {
     al_tensor *ln_w, *ln_b, *pos;                      /* sa / trunc: ln.*, learned positions "pos" */
     al_block_params blocks[AL_MODEL_MAXDEPTH];         /* blocks.b.{ln1,qkv,proj,ln2,fc1,fc2}.* */
     float *sincos;                                     /* (max_len, dim) or NULL; owned */
+    /* If capture_attn is set, an sa/trunc forward stores each block's attention weights (1, heads, nnz),
+     * in the slot order of attn_adj (the batch's (N, N) block-diagonal adjacency), in attn_weights[block];
+     * both are arena memory of the context, valid until al_ctx_reset. al_seq_attnmap (attnmap.h) reads them. */
+    int capture_attn;
+    al_tensor *attn_weights[AL_MODEL_MAXDEPTH];
+    const al_csr *attn_adj;
 } al_seq_model;
 
 /* One packed batch: nseg sentences, ntok = Σ len tokens, features as al_feat_encode gives them. */
