@@ -556,6 +556,53 @@ static void test_sequence_sweep(void **st)
     unsetenv("OMP_NUM_THREADS");
 }
 
+/* scripts/context-width.sh with 1 epoch on a tiny treebank: widths in tokens become --window radii,
+ * window-fc and trunc at each, sa once; the table says what each model sees; bad widths exit 2. */
+static void test_context_width_script(void **st)
+{
+    (void)st;
+    unsetenv("ATTNLAB_SWEEP_TRAINER");
+    setenv("OMP_NUM_THREADS", "1", 1);
+    setenv("ATTNLAB_BIN", g_bin, 1);
+    char tb[600], cmd[8192], p[700];
+    snprintf(tb, sizeof tb, "%s.tb", g_dir);
+    write_treebank(tb, 40, 12);
+    snprintf(cmd, sizeof cmd, "scripts/context-width.sh --data %s --train-size 20 --epochs 1 --widths '1 3' --csv %s/cw.csv "
+             "> %s/cw.txt 2> %s/cw.err", tb, g_dir, g_dir, g_dir);
+    int rc = tu_system(cmd);
+    snprintf(p, sizeof p, "%s/cw.err", g_dir);
+    if (rc) { char *m = slurp(p); fail_msg("context-width.sh exited %d: %s", rc, m ? m : ""); }
+    snprintf(p, sizeof p, "%s/cw.csv", g_dir);
+    al_results r; al_error e = {{0}};
+    if (al_results_read(p, &r, &e) != AL_OK) fail_msg("%s", e.msg);
+    assert_int_equal(r.nrun, 5);                                   /* window-fc, trunc at 2 widths; sa */
+    al_results_free(&r);
+    snprintf(p, sizeof p, "%s/cw.txt", g_dir);
+    char *t = slurp(p);
+    assert_non_null(t);
+    /* model, --window, tokens seen, receptive field (trunc: 2 blocks of radius 1 reach 5 tokens) */
+    const char *rows[] = {"window-fc        0            1                1", "window-fc        1            3                3",
+                          "trunc            1            3                5", "sa               -     sentence         sentence",
+                          "unseen_acc", "ambig_acc"};
+    for (int i = 0; i < 6; i++) if (!strstr(t, rows[i])) fail_msg("the table lacks '%s':\n%s", rows[i], t);
+    free(t);
+    const char *bad[] = {"--widths 2", "--widths x", "--bogus", "--epochs"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(cmd, sizeof cmd, "scripts/context-width.sh %s --csv %s/cw2.csv > /dev/null 2> %s/cw.err", bad[i], g_dir, g_dir);
+        assert_int_equal(tu_system(cmd), 2);
+        snprintf(p, sizeof p, "%s/cw.err", g_dir);
+        char *m = slurp(p);
+        assert_non_null(m);
+        assert_ptr_equal(strchr(m, '\n'), m + strlen(m) - 1);       /* one line */
+        free(m);
+    }
+    snprintf(p, sizeof p, "%s/cw2.csv", g_dir);
+    assert_int_equal(access(p, F_OK), -1);                         /* nothing ran */
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tb);
+    assert_int_equal(tu_system(cmd), 0);
+    unsetenv("OMP_NUM_THREADS");
+}
+
 /* Which real trainer works here: 0 none, 1 graph mlp on cora, 2 image cnn. */
 static int probe_real(void)
 {
@@ -649,6 +696,7 @@ int main(void)
         cmocka_unit_test(test_failing_run),
         cmocka_unit_test(test_kill_resume_real_trainer),
         cmocka_unit_test(test_sequence_sweep),
+        cmocka_unit_test(test_context_width_script),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
