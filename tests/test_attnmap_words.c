@@ -150,7 +150,7 @@ static void test_words_render(void **st)
     assert_true(H1 < Hh);
     assert_int_equal(count_colour(rgb, W1, H1, grey), 6L * 2 * CELL * CELL + 12 * 12);
     free(rgb);
-    /* without a pattern mask there is no grey at all but the legend's... which is then not drawn */
+    /* without a pattern mask (or one that leaves nothing out) there is no grey at all, legend included */
     f.allowed = NULL;
     assert_int_equal(al_attnmap_words_render(&f, &rgb, &W1, &H1, &e), AL_OK);
     assert_int_equal(count_colour(rgb, W1, H1, grey), 0);
@@ -221,6 +221,11 @@ static void test_words_cli(void **st)
              "--out %s/map2.png", tmpdir, tmpdir, tmpdir);
     if (run(args, err, sizeof err)) fail_msg("attnmap --conllu: %s", err);
     assert_int_equal(tmp_files(), 0);
+    snprintf(p, sizeof p, "%s/map2.png", tmpdir);
+    png = stbi_load(p, &W, &H, &C, 3);
+    assert_non_null(png);
+    assert_int_equal(count_colour(png, W, H, grey), 0);        /* sa attends to every word: no grey, no legend */
+    stbi_image_free(png);
 
     /* errors: one line, a non-zero status, and map.png (written above) left as it was */
     snprintf(p, sizeof p, "%s/map.png", tmpdir);

@@ -101,6 +101,13 @@ static int longest_label(const al_attnmap_words_fig *f, int with_tags)
     return m;
 }
 
+/* Does the pattern leave any key out (then the figure has grey cells and their legend)? */
+static int has_outside(const al_attnmap_words_fig *f)
+{
+    for (int k = 0; f->allowed && k < f->n * f->n; k++) if (!f->allowed[k]) return 1;
+    return 0;
+}
+
 static al_status words_layout(const al_attnmap_words_fig *f, wlayout *L, al_error *err)
 {
     if (!f || !f->words || !f->maps || !f->blocks) return al_seterr(err, "attnmap: empty figure");
@@ -121,7 +128,7 @@ static al_status words_layout(const al_attnmap_words_fig *f, wlayout *L, al_erro
     int64_t W = MARGIN + (int64_t)L->left + (int64_t)f->heads * (L->pw + GAP) - GAP + MARGIN;
     int64_t title_w = f->title ? 2 * MARGIN + (int64_t)al__label_len(f->title) * 6 * TS : 0;
     if (W < title_w) W = title_w;   /* the title always fits, and the footer */
-    int64_t footer_w = 2 * MARGIN + BAR_W + (f->allowed ? 24 + BAR_H + al__text_width(OUTSIDE_LABEL, 1) : 0);
+    int64_t footer_w = 2 * MARGIN + BAR_W + (has_outside(f) ? 24 + BAR_H + al__text_width(OUTSIDE_LABEL, 1) : 0);
     if (W < footer_w) W = footer_w;
     int64_t H = MARGIN + LINE + (int64_t)f->nblocks * (L->row_h + GAP_BLOCK) - GAP_BLOCK + FOOTER;
     if (W > MAXPIX || H > MAXPIX)
@@ -187,7 +194,7 @@ al_status al_attnmap_words_render(const al_attnmap_words_fig *f, uint8_t **rgb, 
     }
     al__draw_text(&cv, MARGIN, by + BAR_H + 4, "0", TS, ink);
     al__draw_text(&cv, MARGIN + bw - al__text_width("max", TS), by + BAR_H + 4, "max", TS, ink);
-    if (f->allowed) {
+    if (has_outside(f)) {
         al__fill_rect(&cv, MARGIN + bw + 20, by, BAR_H, BAR_H, outside);
         al__draw_text(&cv, MARGIN + bw + 24 + BAR_H, by + 3, OUTSIDE_LABEL, 1, ink);
     }
