@@ -54,6 +54,10 @@ int train_image_main(int argc, char **argv);   /* apps/cmd_train_image.c */
 int train_graph_main(int argc, char **argv);   /* apps/cmd_train_graph.c */
 int train_seq_main(int argc, char **argv);     /* apps/cmd_train_seq.c */
 int cmd_tag(int argc, char **argv);            /* apps/cmd_tag.c */
+/* apps/attnmap_words.c: attnmap of a sequence checkpoint, after cmd_attnmap parsed and checked the
+ * flags (sentence xor conllu; block 0 = every block; cell 8..64). Returns the exit status. */
+typedef struct attnmap_words_opts { const char *load, *out, *sentence, *conllu; int index, block, cell, quiet; } attnmap_words_opts;
+int attnmap_words_run(const attnmap_words_opts *o);
 int bench_gemm_main(int argc, char **argv);    /* apps/bench_gemm.c */
 int bench_attention_main(int argc, char **argv); /* apps/bench_attention.c */
 int bench_train_main(int argc, char **argv);   /* apps/bench_train.c */

@@ -1,4 +1,5 @@
 /* cmd_attnmap.c — attnlab attnmap: where the heads of an attention model look, as a PNG.
+ * (A sequence checkpoint goes to attnmap_words.c after the flags are checked here.)
  *
  * Loads one or more sa/local checkpoints, runs one test image through each with the attention
  * weights captured, and draws, for each query position, the input (query outlined) and one heat
@@ -23,6 +24,9 @@
 typedef struct attnmap_opts {
     const char *load, *data, *data_dir, *out, *queries;
     int index, layer, scale, threads, distance, quiet;
+    const char *sentence, *conllu;   /* sequence checkpoints */
+    int cell;
+    const char *image_flag, *seq_flag;   /* the first flag given that only images / only sequences take */
     int qy[AL_ATTNMAP_MAXQ], qx[AL_ATTNMAP_MAXQ], nq;
 } attnmap_opts;
 
@@ -42,7 +46,8 @@ typedef struct attnmap_run {
 static void usage(FILE *f)
 {
     fprintf(f,
-        "usage: attnlab attnmap --load MODEL.safetensors[,MODEL2...] --out FILE.png [OPTIONS]\n\n"
+        "usage: attnlab attnmap --load MODEL.safetensors[,MODEL2...] --out FILE.png [OPTIONS]\n"
+        "       attnlab attnmap --load SEQ.safetensors --sentence \"I saw a saw\" | --conllu FILE [--index I] --out FILE.png\n\n"
         "Draws the attention of one test image: one row per query position, with the input (the query's\n"
         "token outlined in red) and one heat map per head of the chosen block (weight over the image grid,\n"
         "scaled to each panel's own maximum, printed under it), the models of --load side by side.\n\n"
@@ -62,7 +67,14 @@ static void usage(FILE *f)
         "                       --out may be left out\n"
         "  --threads N          OpenMP threads\n"
         CLI_MAX_MEMORY_HELP
-        "  --quiet              no per-model lines on stderr\n",
+        "  --quiet              no per-model lines on stderr\n"
+        "sequence checkpoints (attnlab train --task sequence --model sa|trunc --save): each head's attention over\n"
+        "the words of one sentence, query words down the rows (with the predicted tag), key words along the\n"
+        "columns, one row of panels per block; trunc's band shows (grey: keys outside its window)\n"
+        "  --sentence TEXT      the sentence, words separated by spaces\n"
+        "  --conllu FILE        or sentence --index I (0-based, default 0) of a CoNLL-U file (.conllu[.gz])\n"
+        "  --block L            draw block L only (1-based; same as --layer; default: every block)\n"
+        "  --cell N             pixels per word cell, 8..64 (default 16)\n",
         AL_ATTNMAP_MAXMODELS, AL_ATTNMAP_MAXQ);
 }
 
@@ -156,8 +168,16 @@ static int print_distances(attnmap_run *R, const al_images *T, int n)
 /* ---- parse ---- */
 static int parse_opt(attnmap_opts *o, int ch, const char *a)
 {
-    enum { O_LOAD = 256, O_DATA, O_DATADIR, O_INDEX, O_QUERIES, O_LAYER, O_SCALE, O_OUT, O_THREADS, O_DIST, O_QUIET, O_MAXMEM };
+    enum { O_LOAD = 256, O_DATA, O_DATADIR, O_INDEX, O_QUERIES, O_LAYER, O_SCALE, O_OUT, O_THREADS, O_DIST, O_QUIET,
+           O_SENTENCE, O_CONLLU, O_CELL, O_BLOCK, O_MAXMEM };
     const char *c = "attnmap";
+    static const char *const image_only[] = {[O_DATA - 256] = "--data", [O_DATADIR - 256] = "--data-dir",
+                                             [O_QUERIES - 256] = "--queries", [O_SCALE - 256] = "--scale", [O_DIST - 256] = "--distance"};
+    static const char *const seq_only[] = {[O_SENTENCE - O_SENTENCE] = "--sentence", [O_CONLLU - O_SENTENCE] = "--conllu",
+                                           [O_CELL - O_SENTENCE] = "--cell"};
+    if (ch >= 256 && ch - 256 < (int)(sizeof image_only / sizeof *image_only) && image_only[ch - 256] && !o->image_flag)
+        o->image_flag = image_only[ch - 256];
+    if (ch >= O_SENTENCE && ch <= O_CELL && !o->seq_flag) o->seq_flag = seq_only[ch - O_SENTENCE];
     switch (ch) {
     case O_LOAD: o->load = a; return 0;
     case O_DATA: o->data = a; return 0;
@@ -166,8 +186,12 @@ static int parse_opt(attnmap_opts *o, int ch, const char *a)
     case O_QUERIES: o->queries = a; return (o->nq = parse_queries(a, o->qy, o->qx)) < 0 ? -1 : 0;
     case O_INDEX: return cli_int32(c, "--index", a, 0, 1L << 30, &o->index);
     case O_LAYER: return cli_int32(c, "--layer", a, 1, AL_MODEL_MAXDEPTH, &o->layer);
+    case O_BLOCK: return cli_int32(c, "--block", a, 1, AL_MODEL_MAXDEPTH, &o->layer);
     case O_SCALE: return cli_int32(c, "--scale", a, 1, 32, &o->scale);
     case O_DIST: return cli_int32(c, "--distance", a, 1, 1 << 30, &o->distance);
+    case O_SENTENCE: o->sentence = a; return 0;
+    case O_CONLLU: o->conllu = a; return 0;
+    case O_CELL: return cli_int32(c, "--cell", a, 8, 64, &o->cell);
     case O_THREADS: return cli_threads(c, a, &o->threads);
     case O_QUIET: o->quiet = 1; return 0;
     case O_MAXMEM: return cli_max_memory(c, a);
@@ -179,12 +203,12 @@ static int parse_opt(attnmap_opts *o, int ch, const char *a)
 static int parse_attnmap_opts(int argc, char **argv, attnmap_opts *o)
 {
     memset(o, 0, sizeof *o);
-    o->data = "fashion-mnist"; o->scale = 4;
+    o->data = "fashion-mnist"; o->scale = 4; o->cell = 16;
     static const struct option lo[] = {
         {"load", 1, 0, 256}, {"data", 1, 0, 257}, {"data-dir", 1, 0, 258}, {"index", 1, 0, 259},
         {"queries", 1, 0, 260}, {"layer", 1, 0, 261}, {"scale", 1, 0, 262}, {"out", 1, 0, 263},
-        {"threads", 1, 0, 264}, {"distance", 1, 0, 265}, {"quiet", 0, 0, 266}, {"max-memory", 1, 0, 267},
-        {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+        {"threads", 1, 0, 264}, {"distance", 1, 0, 265}, {"quiet", 0, 0, 266}, {"sentence", 1, 0, 267},
+        {"conllu", 1, 0, 268}, {"cell", 1, 0, 269}, {"block", 1, 0, 270}, {"max-memory", 1, 0, 271}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     optind = 0; opterr = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
@@ -339,6 +363,35 @@ static int attnmap_run_all(attnmap_opts *o, attnmap_run *R)
     return o->out ? render(o, R) : 0;
 }
 
+/* Does the (first) checkpoint of --load hold a sequence model? Unreadable files say no: the image
+ * path reports them. */
+static int sequence_checkpoint(const char *load)
+{
+    char path[4096], *meta = NULL;
+    snprintf(path, sizeof path, "%.*s", (int)strcspn(load, ","), load);
+    al_error err = {{0}};
+    if (al_safetensors_read_meta(path, &meta, &err) != AL_OK) return 0;
+    char *fmt = al_meta_get(meta, "format");
+    int seq = fmt && !strcmp(fmt, "attnlab-sequence");
+    free(fmt); free(meta);
+    return seq;
+}
+
+/* A sequence checkpoint: its flags checked, then attnmap_words_run. Returns the exit status. */
+static int run_words(const attnmap_opts *o)
+{
+    if (o->image_flag) { fprintf(stderr, "attnlab attnmap: %s applies to image checkpoints, not to the sequence model %s\n", o->image_flag, o->load); return 2; }
+    if (strchr(o->load, ',')) { fprintf(stderr, "attnlab attnmap: --load: one sequence checkpoint at a time\n"); return 2; }
+    if (!o->out) { fprintf(stderr, "attnlab attnmap: --out FILE.png is required\n"); return 2; }
+    if (!o->sentence == !o->conllu) {
+        fprintf(stderr, "attnlab attnmap: a sequence checkpoint needs --sentence TEXT or --conllu FILE [--index I] (one of them)\n");
+        return 2;
+    }
+    if (o->sentence && o->index) { fprintf(stderr, "attnlab attnmap: --index goes with --conllu, not --sentence\n"); return 2; }
+    attnmap_words_opts w = {o->load, o->out, o->sentence, o->conllu, o->index, o->layer, o->cell, o->quiet};
+    return attnmap_words_run(&w);
+}
+
 int cmd_attnmap(int argc, char **argv)
 {
     attnmap_opts o;
@@ -346,6 +399,12 @@ int cmd_attnmap(int argc, char **argv)
     if (rc >= 0) return rc;
     if (cli_check_env_threads("attnmap")) return 2;
     if (o.threads > 0) al_set_threads(o.threads);
+    if (sequence_checkpoint(o.load)) return run_words(&o);
+    if (o.seq_flag) {
+        fprintf(stderr, "attnlab attnmap: %s applies to sequence checkpoints (attnlab train --task sequence --save), not to %s\n",
+                o.seq_flag, o.load);
+        return 2;
+    }
     static attnmap_run R;
     memset(&R, 0, sizeof R);
     rc = attnmap_run_all(&o, &R);

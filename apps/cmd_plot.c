@@ -2,6 +2,7 @@
  *
  *   tradeoff  final test accuracy vs training-set size (log x), mean ± std over seeds, one line per model
  *   curves    test accuracy per epoch, mean ± std over seeds, one line per model, for one size
+ *             (both: or --metric unseen_acc / ambig_acc, the sequence runs' word-class accuracies)
  *   graph-attention  from the CSV of `attnlab train --task graph --attention` (layer,head,src,dst,weight):
  *             the weight node N gives each of its neighbours, one bar per head, one panel per layer
  *
@@ -27,7 +28,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
         "usage: attnlab plot FILE.csv --out FILE.png [--kind tradeoff|curves] [--size N] [--by KEYS]\n"
-        "                    [--script FILE.gp]\n"
+        "                    [--metric test_acc|unseen_acc|ambig_acc] [--script FILE.gp]\n"
         "       attnlab plot ATTENTION.csv --kind graph-attention --node N [--layer L] --out FILE.png\n"
         "  --kind tradeoff  final test accuracy vs training-set size (log x), mean +- std over seeds as error\n"
         "                   bars, one line per model and variant (default); for graph CSVs x is the number\n"
@@ -38,6 +39,9 @@ static void usage(FILE *f)
         "                   line per model); default: the whole config. The legend names the keys that differ.\n"
         "                   Runs that did not finish are left out (attnlab summarize lists them)\n"
         "  --size N         curves: the training-set size to draw (default: the largest in the file)\n"
+        "  --metric NAME    the y axis of tradeoff and curves: test_acc (default), or for sequence runs\n"
+        "                   unseen_acc (test words unseen in train) or ambig_acc (test words that took two or\n"
+        "                   more tags in train); runs without the column are left out\n"
         "  --kind graph-attention  the CSV of attnlab train --task graph --attention (layer,head,src,dst,weight,\n"
         "                   a row = dst attends to src): the weights node --node gives its neighbours (and\n"
         "                   itself), one bar per head, one panel per layer (or only --layer L)\n"
@@ -71,29 +75,49 @@ static int series_of(const al_summary *s, series *out, int max)
     return n;
 }
 
-static void preamble(FILE *f, const char *tmp_out)
+/* What the y axis shows, in words. */
+static const char *metric_words(al_metric m)
+{
+    return m == AL_METRIC_UNSEEN_ACC ? "test accuracy on words unseen in train"
+         : m == AL_METRIC_AMBIG_ACC ? "test accuracy on words ambiguous in train" : "test accuracy";
+}
+
+static void preamble(FILE *f, const char *tmp_out, al_metric metric)
 {
     fprintf(f, "set encoding utf8\n");
     fprintf(f, "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) { set terminal pngcairo size 960,640 noenhanced font ',11' }"
                " else { set terminal png size 960,640 noenhanced }\n");
-    fprintf(f, "set output '%s'\nset grid\nset key bottom right box opaque\nset ylabel 'test accuracy'\n", tmp_out);
+    fprintf(f, "set output '%s'\nset grid\nset key bottom right box opaque\nset ylabel '%s'\n", tmp_out, metric_words(metric));
 }
 
-static int tradeoff(FILE *f, const al_results *r, const al_summary *s, const char *task, const char *dataset)
+static const char *size_words(const char *task)
+{
+    return !strcmp(task, "graph") ? "labelled training nodes (labels per class x classes)"
+         : !strcmp(task, "sequence") ? "training-set size (sentences)" : "training-set size (images)";
+}
+
+static int tradeoff(FILE *f, const al_results *r, const al_summary *s, const char *task, const char *dataset, al_metric mt)
 {
     series m[64]; int nm = series_of(s, m, 64);
     int maxruns = 0;
-    for (int i = 0; i < s->n; i++) if (s->grp[i].nruns > maxruns) maxruns = s->grp[i].nruns;
-    for (int k = 0; k < nm; k++) {
-        fprintf(f, "$d%d << EOD\n", k);
+    for (int i = 0; i < s->n; i++) if (s->grp[i].metric_runs[mt] > maxruns) maxruns = s->grp[i].metric_runs[mt];
+    int drawn[64], nd = 0;
+    for (int k = 0; k < nm; k++) {   /* a series without the metric (an image run's unseen_acc) is left out */
+        int any = 0;
         for (int i = 0; i < s->n; i++)
-            if (same_series(&m[k], s->grp[i].model, s->grp[i].config) && s->grp[i].train_size > 0)
-                fprintf(f, "%ld %.6f %.6f %d\n", s->grp[i].train_size, s->grp[i].mean, s->grp[i].std, s->grp[i].nruns);
+            any |= same_series(&m[k], s->grp[i].model, s->grp[i].config) && s->grp[i].train_size > 0 && s->grp[i].metric_runs[mt];
+        if (!any) continue;
+        fprintf(f, "$d%d << EOD\n", nd);
+        for (int i = 0; i < s->n; i++) {
+            const al_summary_group *g = &s->grp[i];
+            if (same_series(&m[k], g->model, g->config) && g->train_size > 0 && g->metric_runs[mt])
+                fprintf(f, "%ld %.6f %.6f %d\n", g->train_size, g->metric_mean[mt], g->metric_std[mt], g->metric_runs[mt]);
+        }
         fprintf(f, "EOD\n");
+        drawn[nd++] = k;
     }
     (void)r;
-    fprintf(f, "set logscale x\nset xlabel '%s'\n", strcmp(task, "graph") ? "training-set size (images)"
-                                                      : "labelled training nodes (labels per class x classes)");
+    fprintf(f, "set logscale x\nset xlabel '%s'\n", size_words(task));
     /* gnuplot's log axis labels only powers of ten: a sweep narrower than two decades would show
      * no label at all, so there the ticks are the sizes themselves */
     long lo = 0, hi = 0, sizes[32]; int ns = 0;
@@ -112,17 +136,18 @@ static int tradeoff(FILE *f, const al_results *r, const al_summary *s, const cha
         fprintf(f, ")\n");
     }
     if (maxruns > 1)
-        fprintf(f, "set title '%s: final test accuracy vs training-set size (mean ± std over up to %d seeds)'\n",
-                dataset, maxruns);
-    else fprintf(f, "set title '%s: final test accuracy vs training-set size (one seed)'\n", dataset);
+        fprintf(f, "set title '%s: final %s vs training-set size (mean ± std over up to %d seeds)'\n",
+                dataset, metric_words(mt), maxruns);
+    else fprintf(f, "set title '%s: final %s vs training-set size (one seed)'\n", dataset, metric_words(mt));
     fprintf(f, "set autoscale xfix\nset offsets graph 0.05, graph 0.05, 0, 0\nplot ");
-    for (int k = 0; k < nm; k++)
-        fprintf(f, "%s$d%d using 1:2:3 with yerrorlines lw 2 pt 7 title '%s'", k ? ", " : "", k, m[k].title);
+    for (int k = 0; k < nd; k++)
+        fprintf(f, "%s$d%d using 1:2:3 with yerrorlines lw 2 pt 7 title '%s'", k ? ", " : "", k, m[drawn[k]].title);
     fprintf(f, "\n");
     return 0;
 }
 
-static int curves(FILE *f, const al_results *r, const al_summary *s, long size, const char *dataset, const char *by)
+static int curves(FILE *f, const al_results *r, const al_summary *s, long size, const char *dataset, const char *by,
+                  al_metric mt)
 {
     series m[64]; int nm = series_of(s, m, 64);
     int maxep = 0;
@@ -141,7 +166,10 @@ static int curves(FILE *f, const al_results *r, const al_summary *s, long size, 
                 al_config_filter(r->row[r->run[u].last].config, by, cfg, sizeof cfg);
                 if (!r->run[u].complete || fst->train_size != size || !same_series(&m[k], fst->model, cfg)) continue;
                 for (int i = r->run[u].first; i >= 0; i = r->next[i])
-                    if (r->row[i].epoch == ep && !isnan(r->row[i].test_acc)) { acc[n++] = r->row[i].test_acc; break; }
+                    if (r->row[i].epoch == ep && !isnan(al_result_metric(&r->row[i], mt))) {
+                        acc[n++] = al_result_metric(&r->row[i], mt);
+                        break;
+                    }
             }
             if (n == 0) continue;
             double mean, sd; al_mean_std(acc, n, &mean, &sd);
@@ -154,8 +182,8 @@ static int curves(FILE *f, const al_results *r, const al_summary *s, long size, 
         drawn[nd++] = k;
     }
     free(acc);
-    fprintf(f, "set xlabel 'epoch'\nset title '%s, training-set size %ld: test accuracy per epoch (mean ± std over seeds)'\n",
-            dataset, size);
+    fprintf(f, "set xlabel 'epoch'\nset title '%s, training-set size %ld: %s per epoch (mean ± std over seeds)'\n",
+            dataset, size, metric_words(mt));
     fprintf(f, "set offsets graph 0.02, graph 0.02, 0, 0\nplot ");
     for (int k = 0; k < nd; k++)
         fprintf(f, "%s$d%d using 1:2:3 with yerrorlines lw 2 pt 7 title '%s'", k ? ", " : "", k, m[drawn[k]].title);
@@ -332,9 +360,9 @@ int cmd_plot(int argc, char **argv)
     static const struct option opts[] = {
         {"out", required_argument, 0, 'o'}, {"kind", required_argument, 0, 'k'}, {"size", required_argument, 0, 's'},
         {"script", required_argument, 0, 'S'}, {"node", required_argument, 0, 'N'}, {"layer", required_argument, 0, 'L'},
-        {"by", required_argument, 0, 'b'},
+        {"by", required_argument, 0, 'b'}, {"metric", required_argument, 0, 'M'},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    const char *out = NULL, *kind = "tradeoff", *script_path = NULL, *by = NULL;
+    const char *out = NULL, *kind = "tradeoff", *script_path = NULL, *by = NULL, *metric_name = NULL;
     long size = -1, node = -1;
     int ch, layer = 0;
     optind = 0; opterr = 0;
@@ -345,6 +373,7 @@ int cmd_plot(int argc, char **argv)
         case 'k': kind = optarg; break;
         case 'S': script_path = optarg; break;
         case 'b': by = optarg; break;
+        case 'M': metric_name = optarg; break;
         case 's': {
             char *e; errno = 0; size = strtol(optarg, &e, 10);
             if (errno || *e || size < 1) { fprintf(stderr, "attnlab plot: --size: '%s' is not a positive integer\n", optarg); return 2; }
@@ -381,6 +410,12 @@ int cmd_plot(int argc, char **argv)
     if (ga && node < 0) { fprintf(stderr, "attnlab plot: --kind graph-attention needs --node N\n"); return 2; }
     if (!ga && (node >= 0 || layer)) { fprintf(stderr, "attnlab plot: --node and --layer go with --kind graph-attention\n"); return 2; }
     if (cli_output("plot", "--out", out, 0) || cli_output("plot", "--script", script_path, 0)) return 2;
+    int mt = metric_name ? al_metric_find(metric_name) : AL_METRIC_TEST_ACC;
+    if (mt < 0) {
+        fprintf(stderr, "attnlab plot: --metric: unknown metric '%s' (expected test_acc, unseen_acc or ambig_acc)\n", metric_name);
+        return 2;
+    }
+    if (ga && metric_name) { fprintf(stderr, "attnlab plot: --metric goes with --kind tradeoff or curves\n"); return 2; }
     int fd = open(tmp_out, O_WRONLY | O_CREAT | O_EXCL, 0644);
     if (fd < 0) { fprintf(stderr, "attnlab plot: --out %s: cannot create %s: %s\n", out, tmp_out, strerror(errno)); return 1; }
     close(fd);
@@ -403,12 +438,17 @@ int cmd_plot(int argc, char **argv)
             fprintf(stderr, "attnlab plot: %s: a model or dataset name contains a quote\n", path);
             goto out;
         }
+    if (!al_summary_has_metric(&s, (al_metric)mt)) {
+        fprintf(stderr, "attnlab plot: %s has no %s values (sequence runs of attnlab >= 0.5 record unseen_acc and ambig_acc)\n",
+                path, al_metric_name((al_metric)mt));
+        goto out;
+    }
     if (size < 0) for (int i = 0; i < s.n; i++) if (s.grp[i].train_size > size) size = s.grp[i].train_size;
     f = open_memstream(&script, &slen);
     if (!f) { fprintf(stderr, "attnlab plot: out of memory\n"); goto out; }
-    preamble(f, tmp_out);
-    int bad = !strcmp(kind, "tradeoff") ? tradeoff(f, &r, &s, s.grp[0].task, s.grp[0].dataset)
-                                        : curves(f, &r, &s, size, s.grp[0].dataset, by);
+    preamble(f, tmp_out, (al_metric)mt);
+    int bad = !strcmp(kind, "tradeoff") ? tradeoff(f, &r, &s, s.grp[0].task, s.grp[0].dataset, (al_metric)mt)
+                                        : curves(f, &r, &s, size, s.grp[0].dataset, by, (al_metric)mt);
     fprintf(f, "set output\n");
     if (fclose(f)) { f = NULL; fprintf(stderr, "attnlab plot: out of memory\n"); goto out; }
     f = NULL;

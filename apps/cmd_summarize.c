@@ -1,5 +1,6 @@
 /* cmd_summarize.c — attnlab summarize: final test accuracy (mean ± std over seeds) per task,
- * dataset, model and training-set size, as an aligned table or as CSV. */
+ * dataset, model and training-set size, as an aligned table or as CSV; the sequence runs' unseen_acc
+ * and ambig_acc beside it when the file has them. */
 #include <getopt.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -15,7 +16,9 @@ static void usage(FILE *f)
         "  task, dataset, model, variant (the run's config: patch, pos, score, lr, split kind, ...) and\n"
         "  training-set size, the final test accuracy as mean +- sample std over runs (seeds), the number\n"
         "  of runs, the mean epoch of the final row (graph runs: the restored best epoch), parameters and\n"
-        "  mean training seconds per run (sum of epoch_seconds). The variant column shows the config keys\n"
+        "  mean training seconds per run (sum of epoch_seconds). When the file has them (sequence runs of\n"
+        "  attnlab >= 0.5), unseen_acc and ambig_acc (accuracy on test words unseen in train, and on words\n"
+        "  that took two or more tags in train) follow as mean +- std too. The variant column shows the config keys\n"
         "  whose values differ between groups. Runs that did not finish (no final row marked done, e.g.\n"
         "  killed) are listed on stderr and never averaged. Sorted by model, variant, then size.\n"
         "  --csv       print CSV instead of the aligned table (with the group's whole config)\n"
@@ -26,13 +29,37 @@ static void usage(FILE *f)
 
 static int width(const char *s, int w) { int n = (int)strlen(s); return n > w ? n : w; }
 
+/* The metrics beyond test_acc that some group has (unseen_acc, ambig_acc); returns how many. */
+static int extra_metrics(const al_summary *s, al_metric *out)
+{
+    int n = 0;
+    for (int m = AL_METRIC_TEST_ACC + 1; m < AL_NMETRICS; m++) if (al_summary_has_metric(s, (al_metric)m)) out[n++] = (al_metric)m;
+    return n;
+}
+
+/* "0.1234 +- 0.0012", or "-" for a group without the metric. */
+static void mean_std_str(const al_summary_group *g, al_metric m, char *buf, size_t n)
+{
+    if (g->metric_runs[m] == 0) snprintf(buf, n, "-");
+    else snprintf(buf, n, "%.4f +- %.4f", g->metric_mean[m], g->metric_std[m]);
+}
+
 static void print_csv(const al_summary *s)
 {
-    printf("task,dataset,model,train_size,runs,test_acc_mean,test_acc_std,epochs_mean,params,seconds_per_run,config\n");
+    al_metric ex[AL_NMETRICS];
+    int nex = extra_metrics(s, ex);
+    printf("task,dataset,model,train_size,runs,test_acc_mean,test_acc_std,epochs_mean,params,seconds_per_run,config");
+    for (int k = 0; k < nex; k++) printf(",%s_mean,%s_std", al_metric_name(ex[k]), al_metric_name(ex[k]));
+    printf("\n");
     for (int i = 0; i < s->n; i++) {
         const al_summary_group *grp = &s->grp[i];
-        printf("%s,%s,%s,%ld,%d,%.6f,%.6f,%.2f,%ld,%.3f,%s\n", grp->task, grp->dataset, grp->model, grp->train_size,
+        printf("%s,%s,%s,%ld,%d,%.6f,%.6f,%.2f,%ld,%.3f,%s", grp->task, grp->dataset, grp->model, grp->train_size,
                grp->nruns, grp->mean, grp->std, grp->mean_epochs, grp->params, grp->mean_seconds, grp->config);
+        for (int k = 0; k < nex; k++) {   /* empty fields where the group has no value */
+            if (grp->metric_runs[ex[k]]) printf(",%.6f,%.6f", grp->metric_mean[ex[k]], grp->metric_std[ex[k]]);
+            else printf(",,");
+        }
+        printf("\n");
     }
 }
 
@@ -48,15 +75,20 @@ static void print_table(const al_summary *s)
         wv = width(var[i], wv);
     }
     if (wv) wv = width("variant", wv);
-    printf("%-*s  %-*s  %-*s  %s%-*s%s%8s  %4s  %-17s  %6s  %9s  %9s\n", wt, "task", wd, "dataset", wm, "model",
-           "", wv, wv ? "variant" : "", wv ? "  " : "", "size", "runs", "test_acc (+- std)", "epochs", "params", "s/run");
+    al_metric ex[AL_NMETRICS];
+    int nex = extra_metrics(s, ex);
+    printf("%-*s  %-*s  %-*s  %s%-*s%s%8s  %4s  %-17s", wt, "task", wd, "dataset", wm, "model",
+           "", wv, wv ? "variant" : "", wv ? "  " : "", "size", "runs", "test_acc (+- std)");
+    for (int k = 0; k < nex; k++) printf("  %-19s", ex[k] == AL_METRIC_UNSEEN_ACC ? "unseen_acc (+- std)" : "ambig_acc (+- std)");
+    printf("  %6s  %9s  %9s\n", "epochs", "params", "s/run");
     for (int i = 0; i < s->n; i++) {
         const al_summary_group *grp = &s->grp[i];
         char acc[32];
         snprintf(acc, sizeof acc, "%.4f +- %.4f", grp->mean, grp->std);
-        printf("%-*s  %-*s  %-*s  %s%-*s%s%8ld  %4d  %-17s  %6.1f  %9ld  %9.1f\n", wt, grp->task, wd, grp->dataset, wm,
-               grp->model, "", wv, var[i], wv ? "  " : "", grp->train_size, grp->nruns, acc, grp->mean_epochs,
-               grp->params, grp->mean_seconds);
+        printf("%-*s  %-*s  %-*s  %s%-*s%s%8ld  %4d  %-17s", wt, grp->task, wd, grp->dataset, wm,
+               grp->model, "", wv, var[i], wv ? "  " : "", grp->train_size, grp->nruns, acc);
+        for (int k = 0; k < nex; k++) { mean_std_str(grp, ex[k], acc, sizeof acc); printf("  %-19s", acc); }
+        printf("  %6.1f  %9ld  %9.1f\n", grp->mean_epochs, grp->params, grp->mean_seconds);
     }
     free(var);
 }

@@ -34,15 +34,26 @@
 #include "attnlab/io.h"
 #include "attnlab/models.h"
 #include "attnlab/results.h"
+#include "attnlab/datadir.h"
+#include "attnlab/seq.h"
 #include "cli.h"
 #include "sweep.h"
 
 /* ---------------- usage ---------------- */
 static void usage(FILE *f)
 {
+    char seq_models[128], seq_sizes[64];
+    snprintf(seq_models, sizeof seq_models, "%s", al_seq_names());
+    for (char *p = seq_models; *p; p++) if (*p == '|') *p = ',';
+    static const long sizes[] = {SEQ_TRADEOFF_SIZES};
+    size_t o = 0;
+    seq_sizes[0] = 0;
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
+        o += (size_t)snprintf(seq_sizes + o, sizeof seq_sizes - o, "%s%ld", i ? "," : "", sizes[i]);
     fprintf(f,
-        "usage: attnlab sweep --preset image-tradeoff|graph-tradeoff|demo [--csv FILE] [--seeds LIST] [--jobs N]\n"
-        "       attnlab sweep --task image --models a,b,... --train-sizes n1,n2,... --seeds LIST --csv FILE\n"
+        "usage: attnlab sweep --preset image-tradeoff|graph-tradeoff|sequence-tradeoff|demo [--csv FILE] [--seeds LIST]\n"
+        "                     [--jobs N]\n"
+        "       attnlab sweep --task image|sequence --models a,b,... --train-sizes n1,n2,... --seeds LIST --csv FILE\n"
         "       attnlab sweep --task graph --models a,b,... [--labels-per-class k1,k2,...] [--train-frac F,...]\n"
         "                     [--planetoid] --seeds LIST --csv FILE\n"
         "  Runs every combination model x size (or graph split) x seed as a child `attnlab train` process and\n"
@@ -50,10 +61,12 @@ static void usage(FILE *f)
         "  sweep that was interrupted (Ctrl-C, kill -9, power loss) resumes with the same command; a run that\n"
         "  was in flight continues from its training state (FILE.run-RUNID.train, written after every epoch).\n"
         "options:\n"
-        "  --task image|graph       image: models cnn, sa, local; graph: gat, gat-full, gcn, mlp\n"
-        "  --data NAME              dataset passed to train (default fashion-mnist / cora)\n"
+        "  --task image|graph|sequence  image: models cnn, sa, local; graph: gat, gat-full, gcn, mlp;\n"
+        "                           sequence: %s\n"
+        "  --data NAME              dataset passed to train (default fashion-mnist / cora / ud-english-ewt)\n"
         "  --models LIST            comma-separated models\n"
-        "  --train-sizes LIST       image: training-set sizes (at most the training set, 60000 for Fashion-MNIST)\n"
+        "  --train-sizes LIST       image: training-set sizes (at most the training set, 60000 for Fashion-MNIST);\n"
+        "                           sequence: training sentences (at most the treebank's, 12544 for EWT)\n"
         "  --labels-per-class LIST  graph: labelled training nodes per class\n"
         "  --train-frac LIST        graph: fraction of the non-val/test labelled nodes used for training\n"
         "  --planetoid              graph: also run the standard Planetoid split\n"
@@ -64,12 +77,15 @@ static void usage(FILE *f)
         "         --lr --wd --batch --test-size (every model; --test-size N evaluates a stratified subset\n"
         "         of N test images: quick checks only)\n"
         "  graph: --heads --attn-dropout (gat, gat-full), --hidden --dropout --lr --wd --patience (every model)\n"
+        "  sequence: --pos --score --norm --depth --heads (sa, trunc), --window (window-fc, trunc: context each\n"
+        "         side), --rnn (rnn), --lr --wd --batch (every model)\n"
         "  Each run's variant is its CSV row's config column; summarize and plot keep variants apart.\n"
         "  --epochs E               epochs per run (default: the trainer's default; presets: see below)\n"
         "  --csv FILE               results CSV (presets: results/PRESET.csv)\n"
         "  --jobs N                 N runs side by side (default 1); each gets OMP_NUM_THREADS = cores / N\n"
         "                           unless OMP_NUM_THREADS is set\n"
-        "  --plot FILE.png          demo: where the plot goes (default results/demo.png)\n"
+        "  --plot FILE.png          demo, sequence-tradeoff: where the plot goes (default results/PRESET.png;\n"
+        "                           sequence-tradeoff also writes FILE-unseen_acc.png and FILE-ambig_acc.png)\n"
         "  --max-memory SIZE        memory budget of each run (passed to train), e.g. 512M or 4G\n"
         "  --dry-run                print the runs (todo / done) and exit\n"
         "presets:\n"
@@ -81,11 +97,14 @@ static void usage(FILE *f)
         "  graph-tradeoff  gat,gat-full,gcn,mlp on cora, labels per class 2,5,10,20,50,100 and train-frac 0.6,\n"
         "                  seeds 1-10, the trainer's defaults except gat-full: at most %d epochs (its epoch costs\n"
         "                  ~20x gat's and its validation accuracy does not move: see docs/experiments.md)\n"
+        "  sequence-tradeoff  %s on UD English EWT, %s training sentences,\n"
+        "                  seeds 1-3, %d epochs; then the summary table and plots of test token accuracy,\n"
+        "                  unseen-word and ambiguous-word accuracy vs size (results/sequence-tradeoff*.png)\n"
         "  demo            cnn,sa,local on 1000 and 10000 Fashion-MNIST images, seed 1, about 400 steps per run\n"
         "                  (1000: 25 epochs, 10000: 3; evaluated 4 times); writes results/demo.csv, prints the\n"
         "                  summary table, plots results/demo.png\n"
         "exit status: 0 all runs complete, 1 a run failed or an I/O error, 2 bad arguments, 130 interrupted\n",
-        STEP_BUDGET, BATCH, STEP_BUDGET, BATCH, GAT_FULL_EPOCHS);
+        seq_models, STEP_BUDGET, BATCH, STEP_BUDGET, BATCH, GAT_FULL_EPOCHS, seq_models, seq_sizes, SEQ_TRADEOFF_EPOCHS);
 }
 
 /* One line on stderr; returns the usage-error exit status 2. */
@@ -185,29 +204,42 @@ static int add_splits(const char *opt, const char *s, int kind, sweep_cfg *c)
 }
 
 /* ---------------- validation tables ---------------- */
+/* The tasks a sweep runs; T_NONE for another name. */
+enum { T_IMAGE, T_GRAPH, T_SEQUENCE, NTASKS, T_NONE = -1 };
+static const char *const task_names[NTASKS] = {"image", "graph", "sequence"};
+static int task_of(const char *task)
+{
+    for (int t = 0; task && t < NTASKS; t++) if (!strcmp(task, task_names[t])) return t;
+    return T_NONE;
+}
+
 /* The models a sweep can run, from the library's tables: the trainable image models (cnn, sa,
- * local) or every graph model. Writes up to max names into out; returns how many. */
-static int task_models(int image, const char **out, int max)
+ * local), every graph model, or every sequence model (fc, window-fc, rnn, sa, trunc). Writes up to
+ * max names into out; returns how many. */
+static int task_models(int task, const char **out, int max)
 {
     int n = 0;
-    if (image) {
+    if (task == T_IMAGE) {
         for (int i = 0; i < al_model_kind_count() && n < max; i++)
             if (al_model_kind_at(i)->trainable) out[n++] = al_model_kind_at(i)->name;
-    } else {
+    } else if (task == T_GRAPH) {
         for (int i = 0; i < al_gnn_model_count() && n < max; i++) out[n++] = al_gnn_model_at(i)->name;
+    } else {
+        for (int i = 0; i < al_seq_kind_count() && n < max; i++) out[n++] = al_seq_kind_at(i)->name;
     }
     return n;
 }
-static int known_model(int image, const char *name)
+static int known_model(int task, const char *name)
 {
-    if (image) { const al_model_kind *k = al_model_kind_find(name); return k && k->trainable; }
-    return al_gnn_model_find(name) != NULL;
+    if (task == T_IMAGE) { const al_model_kind *k = al_model_kind_find(name); return k && k->trainable; }
+    if (task == T_GRAPH) return al_gnn_model_find(name) != NULL;
+    return al_seq_kind_find(name) != NULL;
 }
 /* "a, b or c" of the task's models */
-static const char *task_model_list(int image, char *buf, size_t n)
+static const char *task_model_list(int task, char *buf, size_t n)
 {
     const char *names[MAXLIST];
-    int k = task_models(image, names, MAXLIST);
+    int k = task_models(task, names, MAXLIST);
     size_t o = 0;
     buf[0] = 0;
     for (int i = 0; i < k && o < n; i++)
@@ -226,21 +258,40 @@ static long image_train_count(const char *data)
     return al_fashion_mnist_count(NULL, &n, NULL, &e) == AL_OK ? (long)n : 60000;
 }
 
+/* Training sentences of a treebank, found as `attnlab train --task sequence` finds it (a NAME, or a
+ * path when it holds a '/'); -1 with e set when it cannot be read. */
+static long seq_train_count(const char *data, al_error *e)
+{
+    char dir[PATH_MAX], path[PATH_MAX];
+    const char *explicit_dir = strchr(data, '/') ? data : NULL;
+    if (al_data_locate(explicit_dir ? "ud-english-ewt" : data, explicit_dir, dir, sizeof dir, e) != AL_OK ||
+        al_conllu_find(dir, "train", path, sizeof path, e) != AL_OK)
+        return -1;
+    al_conllu d;
+    if (al_conllu_read(path, NULL, &d, e) != AL_OK) return -1;
+    long n = d.nsent;
+    al_conllu_free(&d);
+    return n;
+}
+
 /* Graph training candidates (labelled nodes outside val and test) and classes of known graphs. */
 static const struct { const char *name; int candidates, classes; } graph_table[] = {{"cora", 1208, 7}};
 
 /* ---------------- model flags as grid axes ---------------- */
-/* Which models a swept flag applies to: every model of the task, or only the attention models
- * (image: sa, local; graph: gat, gat-full), or only the windowed ones (local). */
-enum { AX_ALL, AX_ATTENTION, AX_WINDOWED };
-typedef struct axis_flag { const char *flag; int image, graph, applies_image, applies_graph; } axis_flag;
+/* Which models of each task (image, graph, sequence) a swept flag applies to: none (not a flag of
+ * that task), every model, only the attention models (image: sa, local; graph: gat, gat-full;
+ * sequence: sa, trunc), only the windowed ones (local; window-fc, trunc) or the recurrent one (rnn),
+ * as the model tables say. */
+enum { AX_NONE, AX_ALL, AX_ATTENTION, AX_WINDOWED, AX_RECURRENT };
+typedef struct axis_flag { const char *flag; int applies[NTASKS]; } axis_flag;
 static const axis_flag axis_flags[] = {
-    {"patch", 1, 0, AX_ATTENTION, 0}, {"pos", 1, 0, AX_ATTENTION, 0}, {"score", 1, 0, AX_ATTENTION, 0},
-    {"norm", 1, 0, AX_ATTENTION, 0}, {"depth", 1, 0, AX_ATTENTION, 0}, {"dim", 1, 0, AX_ATTENTION, 0},
-    {"window", 1, 0, AX_WINDOWED, 0}, {"batch", 1, 0, AX_ALL, 0}, {"test-size", 1, 0, AX_ALL, 0},
-    {"heads", 1, 1, AX_ATTENTION, AX_ATTENTION}, {"lr", 1, 1, AX_ALL, AX_ALL}, {"wd", 1, 1, AX_ALL, AX_ALL},
-    {"hidden", 0, 1, 0, AX_ALL}, {"dropout", 0, 1, 0, AX_ALL}, {"attn-dropout", 0, 1, 0, AX_ATTENTION},
-    {"patience", 0, 1, 0, AX_ALL},
+    {"patch", {AX_ATTENTION, 0, 0}}, {"pos", {AX_ATTENTION, 0, AX_ATTENTION}},
+    {"score", {AX_ATTENTION, 0, AX_ATTENTION}}, {"norm", {AX_ATTENTION, 0, AX_ATTENTION}},
+    {"depth", {AX_ATTENTION, 0, AX_ATTENTION}}, {"dim", {AX_ATTENTION, 0, 0}},
+    {"window", {AX_WINDOWED, 0, AX_WINDOWED}}, {"batch", {AX_ALL, 0, AX_ALL}}, {"test-size", {AX_ALL, 0, 0}},
+    {"heads", {AX_ATTENTION, AX_ATTENTION, AX_ATTENTION}}, {"lr", {AX_ALL, AX_ALL, AX_ALL}},
+    {"wd", {AX_ALL, AX_ALL, AX_ALL}}, {"hidden", {0, AX_ALL, 0}}, {"dropout", {0, AX_ALL, 0}},
+    {"attn-dropout", {0, AX_ATTENTION, 0}}, {"patience", {0, AX_ALL, 0}}, {"rnn", {0, 0, AX_RECURRENT}},
 };
 #define NAXISFLAGS (int)(sizeof axis_flags / sizeof axis_flags[0])
 
@@ -252,16 +303,18 @@ static const axis_flag *axis_flag_find(const char *flag)
 /* Does axis a of the sweep apply to model? */
 static int axis_applies(const sweep_cfg *c, const axis *a, const char *model)
 {
-    const axis_flag *f = axis_flag_find(a->flag);
-    int image = !strcmp(c->task, "image");
-    int rule = image ? f->applies_image : f->applies_graph;
+    const int task = task_of(c->task), rule = axis_flag_find(a->flag)->applies[task];
     if (rule == AX_ALL) return 1;
-    if (image) {
+    if (task == T_IMAGE) {
         const al_model_kind *k = al_model_kind_find(model);
-        return k && (rule == AX_ATTENTION ? k->attention : k->windowed);
+        return k && (rule == AX_ATTENTION ? k->attention : rule == AX_WINDOWED && k->windowed);
+    }
+    if (task == T_SEQUENCE) {
+        const al_seq_kind *k = al_seq_kind_find(model);
+        return k && (rule == AX_ATTENTION ? k->attention : rule == AX_WINDOWED ? k->windowed : rule == AX_RECURRENT && k->recurrent);
     }
     const al_gnn_model *g = al_gnn_model_find(model);
-    return g && g->attention;
+    return g && rule == AX_ATTENTION && g->attention;
 }
 static int cmp_axis(const void *x, const void *y) { return strcmp(((const axis *)x)->flag, ((const axis *)y)->flag); }
 
@@ -269,17 +322,17 @@ static int cmp_axis(const void *x, const void *y) { return strcmp(((const axis *
  * on the order of the command line. 0 or the exit status 2. */
 static int check_axes(sweep_cfg *c)
 {
-    int image = !strcmp(c->task, "image");
+    static const char *const kind_words[] = {"", "", "attention", "windowed", "recurrent"};
+    const int task = task_of(c->task);
     for (int i = 0; i < c->naxes; i++) {
         const axis *a = &c->axes[i];
-        const axis_flag *f = axis_flag_find(a->flag);
-        if (!(image ? f->image : f->graph))
-            return bad("--%s is not a model flag of --task %s (see attnlab train%s --help)", a->flag, c->task,
-                       image ? "" : " --task graph");
+        const int rule = axis_flag_find(a->flag)->applies[task];
+        if (rule == AX_NONE)
+            return bad("--%s is not a model flag of --task %s (see attnlab train%s%s --help)", a->flag, c->task,
+                       task == T_IMAGE ? "" : " --task ", task == T_IMAGE ? "" : c->task);
         int used = 0;
         for (int m = 0; m < c->nmodels; m++) used |= axis_applies(c, a, c->models[m]);
-        if (!used) return bad("--%s applies to none of the models of this sweep (%s models only)", a->flag,
-                              (image ? f->applies_image : f->applies_graph) == AX_WINDOWED ? "windowed" : "attention");
+        if (!used) return bad("--%s applies to none of the models of this sweep (%s models only)", a->flag, kind_words[rule]);
         for (int j = 0; j < i; j++) if (!strcmp(c->axes[j].flag, a->flag)) return bad("--%s given twice", a->flag);
     }
     qsort(c->axes, (size_t)c->naxes, sizeof *c->axes, cmp_axis);
@@ -358,14 +411,24 @@ static int set_preset(sweep_cfg *c, const char *name)
     } else if (!strcmp(name, "graph-tradeoff")) {
         static const long lpc[] = {2, 5, 10, 20, 50, 100};
         c->task = "graph";
-        c->nmodels = task_models(0, (const char **)c->models, MAXLIST);
+        c->nmodels = task_models(T_GRAPH, (const char **)c->models, MAXLIST);
         c->nsplits = 0;
         for (int i = 0; i < 6; i++) c->splits[c->nsplits++] = (split){SPLIT_LPC, lpc[i], 0};
         c->splits[c->nsplits++] = (split){SPLIT_FRAC, 0, 0.6};
         c->nseeds = 10;
         for (int i = 0; i < 10; i++) c->seeds[i] = i + 1;
         c->epochs = EPOCHS_GRAPH_CAPPED;
-    } else return bad("unknown preset '%s' (expected image-tradeoff, graph-tradeoff or demo)", name);
+    } else if (!strcmp(name, "sequence-tradeoff")) {
+        static const long sizes[] = {SEQ_TRADEOFF_SIZES};
+        c->task = "sequence";
+        c->nmodels = task_models(T_SEQUENCE, (const char **)c->models, MAXLIST);   /* the whole table */
+        c->nsplits = (int)(sizeof sizes / sizeof *sizes);
+        for (int i = 0; i < c->nsplits; i++) c->splits[i] = (split){SPLIT_SIZE, sizes[i], 0};
+        c->nseeds = 3;
+        for (int i = 0; i < 3; i++) c->seeds[i] = i + 1;
+        c->epochs = SEQ_TRADEOFF_EPOCHS;
+        c->post = 1;
+    } else return bad("unknown preset '%s' (expected image-tradeoff, graph-tradeoff, sequence-tradeoff or demo)", name);
     return 0;
 }
 
@@ -391,6 +454,7 @@ static int parse_args(int argc, char **argv, sweep_cfg *c)
         {"wd", required_argument, 0, O_AXIS}, {"hidden", required_argument, 0, O_AXIS},
         {"dropout", required_argument, 0, O_AXIS}, {"attn-dropout", required_argument, 0, O_AXIS},
         {"patience", required_argument, 0, O_AXIS}, {"test-size", required_argument, 0, O_AXIS},
+        {"rnn", required_argument, 0, O_AXIS},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     static char csv_default[PATH_MAX];
     const char *preset = NULL, *models = NULL, *sizes = NULL, *lpc = NULL, *frac = NULL, *seeds = NULL;
@@ -438,28 +502,28 @@ static int parse_args(int argc, char **argv, sweep_cfg *c)
         if (freeform) return bad("--preset %s sets task, models and sizes; use --csv, --seeds, --epochs, --jobs only", preset);
         if (set_preset(c, preset)) return 2;
         if (!c->csv) { snprintf(csv_default, sizeof csv_default, "results/%s.csv", preset); c->csv = csv_default; }
-        if (c->post && !c->plot_out) c->plot_out = "results/demo.png";
+        if (c->post && !c->plot_out) c->plot_out = !strcmp(preset, "demo") ? "results/demo.png" : "results/sequence-tradeoff.png";
     } else {
-        if (!c->task) return bad("give --preset NAME or --task image|graph (see attnlab sweep --help)");
-        int image = !strcmp(c->task, "image");
-        if (!image && strcmp(c->task, "graph")) return bad("--task: unknown task '%s' (expected image or graph)", c->task);
+        if (!c->task) return bad("give --preset NAME or --task image|graph|sequence (see attnlab sweep --help)");
+        const int task = task_of(c->task);
+        if (task == T_NONE) return bad("--task: unknown task '%s' (expected image, graph or sequence)", c->task);
         if (!models) return bad("--models is required");
         c->nmodels = split_list("--models", models, c->models, MAXLIST, &c->models_buf);
         if (c->nmodels < 0) return 2;
         for (int i = 0; i < c->nmodels; i++) {
             char list[256];
-            if (!known_model(image, c->models[i]))
+            if (!known_model(task, c->models[i]))
                 return bad("--models: unknown %s model '%s' (expected %s)", c->task, c->models[i],
-                           task_model_list(image, list, sizeof list));
+                           task_model_list(task, list, sizeof list));
             for (int j = 0; j < i; j++)
                 if (!strcmp(c->models[i], c->models[j])) return bad("--models: '%s' appears twice", c->models[i]);
         }
-        if (image) {
+        if (task != T_GRAPH) {
             if (lpc || frac || planetoid) return bad("--labels-per-class, --train-frac and --planetoid are for --task graph");
-            if (!sizes) return bad("--task image needs --train-sizes LIST");
+            if (!sizes) return bad("--task %s needs --train-sizes LIST", c->task);
             if (add_splits("--train-sizes", sizes, SPLIT_SIZE, c)) return 2;
         } else {
-            if (sizes) return bad("--train-sizes is for --task image; graphs take --labels-per-class / --train-frac");
+            if (sizes) return bad("--train-sizes is for --task image and sequence; graphs take --labels-per-class / --train-frac");
             if (!lpc && !frac && !planetoid) return bad("--task graph needs --labels-per-class LIST, --train-frac LIST or --planetoid");
             if (lpc && add_splits("--labels-per-class", lpc, SPLIT_LPC, c)) return 2;
             if (frac && add_splits("--train-frac", frac, SPLIT_FRAC, c)) return 2;
@@ -471,7 +535,10 @@ static int parse_args(int argc, char **argv, sweep_cfg *c)
     if (epochs) c->epochs = epochs;
     if (seeds && parse_seeds(seeds, c)) return 2;
     if (check_axes(c)) return 2;
-    if (!c->data) c->data = strcmp(c->task, "image") ? "cora" : "fashion-mnist";
+    if (!c->data) {
+        static const char *const default_data[NTASKS] = {"fashion-mnist", "cora", "ud-english-ewt"};
+        c->data = default_data[task_of(c->task)];
+    }
     if (!*c->csv) return bad("--csv: empty file name");
     long points = 0;
     for (int m = 0; m < c->nmodels && points <= MAXRUNS; m++) points += model_points(c, c->models[m]);
@@ -483,6 +550,15 @@ static int parse_args(int argc, char **argv, sweep_cfg *c)
 /* The dataset exists and every size fits its training set; 0 or 2. */
 static int check_data(const sweep_cfg *c)
 {
+    if (task_of(c->task) == T_SEQUENCE) {
+        al_error e = {{0}};
+        long have = seq_train_count(c->data, &e);
+        if (have < 0) return bad("--data: %s", e.msg);
+        for (int i = 0; i < c->nsplits; i++)
+            if (c->splits[i].n > have)
+                return bad("--train-sizes: %ld is larger than the %s training set (%ld sentences)", c->splits[i].n, c->data, have);
+        return 0;
+    }
     if (!strcmp(c->task, "image")) {
         struct stat sb;
         if (strcmp(c->data, "fashion-mnist") && (stat(c->data, &sb) || !S_ISDIR(sb.st_mode)))
@@ -568,6 +644,28 @@ static size_t cut_unfinished_tail(const char *path, char *text, size_t len)
             "the run will be redone\n", path, dropped, dropped == 1 ? "" : "s");
     text[keep] = 0;
     return keep;
+}
+
+/* The presets' summary table and plots: demo one (test accuracy), sequence-tradeoff one per metric
+ * (test_acc to --plot FILE.png, unseen_acc and ambig_acc to FILE-unseen_acc.png, FILE-ambig_acc.png).
+ * Returns 0 or 1. */
+static int post_process(const sweep_cfg *c)
+{
+    int rc = 0;
+    char *sargv[] = {"summarize", (char *)c->csv, NULL};
+    if (cmd_summarize(2, sargv)) rc = 1;
+    const int nplots = task_of(c->task) == T_SEQUENCE ? AL_NMETRICS : 1;
+    for (int m = 0; m < nplots; m++) {
+        char out[PATH_MAX];
+        const char *dot = strrchr(c->plot_out, '.');
+        size_t stem = dot && !strchr(dot, '/') ? (size_t)(dot - c->plot_out) : strlen(c->plot_out);
+        if (m == 0) snprintf(out, sizeof out, "%s", c->plot_out);
+        else snprintf(out, sizeof out, "%.*s-%s%s", (int)stem, c->plot_out, al_metric_name((al_metric)m), c->plot_out + stem);
+        char *pargv[] = {"plot", (char *)c->csv, "--out", out, "--metric", (char *)al_metric_name((al_metric)m), NULL};
+        if (cmd_plot(6, pargv)) rc = 1;
+        else fprintf(stderr, "sweep: plot written to %s\n", out);
+    }
+    return rc;
 }
 
 static void free_cfg(sweep_cfg *c)
@@ -660,13 +758,7 @@ int cmd_sweep(int argc, char **argv)
     fprintf(stderr, "sweep: %d runs done now, %d were already complete, %d failed; results in %s\n", ndone,
             np - ntodo, nfail, c.csv);
     rc = nfail ? 1 : 0;
-    if (c.post && ndone + (np - ntodo) > 0) {
-        char *sargv[] = {"summarize", (char *)c.csv, NULL};
-        if (cmd_summarize(2, sargv)) rc = 1;
-        char *pargv[] = {"plot", (char *)c.csv, "--out", (char *)c.plot_out, NULL};
-        if (cmd_plot(4, pargv)) rc = 1;
-        else fprintf(stderr, "sweep: plot written to %s\n", c.plot_out);
-    }
+    if (c.post && ndone + (np - ntodo) > 0 && post_process(&c)) rc = 1;
 done:
     if (lockfd >= 0) close(lockfd);
     al_results_free(&have);

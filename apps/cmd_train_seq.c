@@ -30,7 +30,9 @@ static void usage(FILE *f)
         "Part-of-speech tagging (UPOS, 17 tags) on a CoNLL-U treebank, the models of torch_pos.py: word (64-d),\n"
         "suffix (16-d) embeddings and 4 shape bits → linear 64, then the model. Batches are whole sentences\n"
         "packed back to back (no padding); attention stays inside each sentence. AdamW, cross-entropy over the\n"
-        "tokens; after every epoch the test split's token accuracy and accuracy on words unseen in train.\n\n"
+        "tokens; after every epoch the test split's token accuracy, accuracy on words unseen in train\n"
+        "(unseen_acc) and on words that took two or more tags in this run's training sentences (ambig_acc:\n"
+        "\"I saw a saw\").\n\n"
         "data:\n"
         "  --data NAME|DIR      treebank directory with train/test (.conllu or .conllu.gz, or UD release names)\n"
         "                       (default ud-english-ewt, found as datasets/NAME, $ATTNLAB_DATA/NAME, ...)\n"
@@ -48,7 +50,7 @@ static void usage(FILE *f)
         "output:\n"
         "  --csv FILE           append one row per epoch (columns: " AL_CSV_HEADER ");\n"
         "                       task sequence, train_size = sentences, test_acc = token accuracy, val_acc empty,\n"
-        "                       samples_per_second = training tokens/s (unseen_acc is on stderr and stdout)\n"
+        "                       samples_per_second = training tokens/s, unseen_acc and ambig_acc as above\n"
         "  --save FILE          safetensors checkpoint: weights, configuration and vocabularies (for attnlab tag)\n"
         "  --quiet              no progress on stderr\n"
         "resuming (as for images: attnlab train --help):\n"
@@ -63,7 +65,7 @@ typedef struct sprog {
     const sopts *o;
     const char *run_id, *dataset;
     long train_size, params;
-    double test_acc, unseen_acc, loss, tok_s_sum; int epochs_done;
+    double test_acc, unseen_acc, ambig_acc, loss, tok_s_sum; int epochs_done;
     const char *config;     /* the CSV's config column */
     app_resume *ar;         /* counts the run's rows, keeps the summary's values with each state */
     al_error *err;
@@ -82,7 +84,7 @@ static int on_progress(void *ud, const al_seq_progress *p)
         fflush(stderr);
         return 0;
     }
-    g->test_acc = p->test_acc; g->unseen_acc = p->unseen_acc; g->loss = p->loss;
+    g->test_acc = p->test_acc; g->unseen_acc = p->unseen_acc; g->ambig_acc = p->ambig_acc; g->loss = p->loss;
     g->tok_s_sum += p->epoch_seconds; g->epochs_done++;
     app_resume_note(g->ar, "loss", p->loss); app_resume_note(g->ar, "test_acc", p->test_acc);
     app_resume_note(g->ar, "unseen_acc", p->unseen_acc);
@@ -95,13 +97,14 @@ static int on_progress(void *ud, const al_seq_progress *p)
         r.epoch_seconds = p->epoch_seconds; r.samples_per_second = p->tok_per_s; r.params = g->params;
         r.config = g->config;
         r.status = p->epoch == p->epochs ? "done" : NULL;   /* complete only with its last row */
+        r.word_scores = 1; r.unseen_acc = p->unseen_acc; r.ambig_acc = p->ambig_acc;
         if (al_csv_append(g->o->csv, &r, g->err) != AL_OK) return 1;
         app_resume_row(g->ar);
     }
     if (!g->quiet)
-        fprintf(stderr, "%sepoch %d/%d  loss %.4f  train_acc %.4f  test_acc %.4f  unseen_acc %.4f  %.1f s  %.0f tok/s\n",
-                g->tty ? "\r\033[K" : "", p->epoch, p->epochs, p->loss, p->train_acc, p->test_acc, p->unseen_acc,
-                p->epoch_seconds, p->tok_per_s);
+        fprintf(stderr, "%sepoch %d/%d  loss %.4f  train_acc %.4f  test_acc %.4f  unseen_acc %.4f  ambig_acc %.4f  %.1f s  "
+                "%.0f tok/s\n", g->tty ? "\r\033[K" : "", p->epoch, p->epochs, p->loss, p->train_acc, p->test_acc,
+                p->unseen_acc, p->ambig_acc, p->epoch_seconds, p->tok_per_s);
     return 0;
 }
 
@@ -245,12 +248,14 @@ static int load_seq_data(const sopts *o, seq_run *R, al_error *err)
 /* The checkpoint: weights, configuration, vocabularies and the run's hyperparameters and results. */
 static al_status save_seq(const sopts *o, seq_run *R, const char *run_id, const sprog *pg, al_error *err)
 {
-    char vb[6][48], acc[32], uacc[32];
+    char vb[6][48], acc[32], uacc[32], aacc[32];
     snprintf(vb[0], 48, "%d", R->tr.nsent); snprintf(vb[1], 48, "%d", o->epochs); snprintf(vb[2], 48, "%.9g", o->lr);
     snprintf(vb[3], 48, "%.9g", o->wd); snprintf(vb[4], 48, "%d", o->batch); snprintf(vb[5], 48, "%ld", o->seed);
     snprintf(acc, sizeof acc, "%.6f", pg->test_acc); snprintf(uacc, sizeof uacc, "%.6f", pg->unseen_acc);
+    snprintf(aacc, sizeof aacc, "%.6f", pg->ambig_acc);
     const char *kv[] = {"task", "sequence", "data", R->dname, "train_size", vb[0], "epochs", vb[1], "lr", vb[2], "wd", vb[3],
-                        "batch", vb[4], "seed", vb[5], "optim", "adamw", "run_id", run_id, "test_acc", acc, "unseen_acc", uacc};
+                        "batch", vb[4], "seed", vb[5], "optim", "adamw", "run_id", run_id, "test_acc", acc, "unseen_acc", uacc,
+                        "ambig_acc", aacc};
     return al_seq_save(o->save, &R->m, &R->fz, kv, (int)(sizeof kv / sizeof *kv / 2), err);
 }
 
@@ -268,13 +273,14 @@ static int run_seq(const sopts *o, seq_run *R, al_seq_config *cfg, al_error *err
     memset(&pg, 0, sizeof pg);
     pg.config = config; pg.tty = isatty(2); pg.quiet = o->quiet; pg.o = o; pg.run_id = run_id; pg.dataset = R->dname;
     pg.train_size = R->tr.nsent; pg.params = (long)R->m.params.total; pg.err = err;
-    pg.test_acc = pg.unseen_acc = pg.loss = NAN; pg.ar = &R->ar;
+    pg.test_acc = pg.unseen_acc = pg.ambig_acc = pg.loss = NAN; pg.ar = &R->ar;
     app_resume_init(&R->ar, o->checkpoint_every, o->resume, o->checkpoint, o->save);
     int rc = app_resume_start(&R->ar, o->csv, run_id, canon, &R->m.params, err);
     if (rc) return rc;
     if (R->ar.have_state) {   /* what the summary shows of the state's epoch */
         pg.loss = app_resume_noted(&R->ar, "loss"); pg.test_acc = app_resume_noted(&R->ar, "test_acc");
         pg.unseen_acc = app_resume_noted(&R->ar, "unseen_acc");
+        pg.ambig_acc = app_resume_noted(&R->ar, "ambig_acc");
     }
     if (!o->quiet)
         fprintf(stderr, "attnlab train: %s (%lld params) on %s: %d train sentences (%d tokens), %d test sentences (%d tokens), "
@@ -290,8 +296,9 @@ static int run_seq(const sopts *o, seq_run *R, al_seq_config *cfg, al_error *err
     double tok_s = pg.tok_s_sum > 0 ? (double)R->tr.ntok * pg.epochs_done / pg.tok_s_sum : NAN;
     if (o->save && save_seq(o, R, run_id, &pg, err) != AL_OK) return 1;
     printf("run %s task sequence data %s model %s train_size %d seed %ld epochs %d params %lld train_loss %.4f test_acc %.4f "
-           "unseen_acc %.4f train_tokens_per_s %.0f seconds %.1f%s%s\n", run_id, R->dname, o->model, R->tr.nsent, o->seed,
-           o->epochs, (long long)R->m.params.total, pg.loss, pg.test_acc, pg.unseen_acc, tok_s, secs, o->save ? " saved " : "",
+           "unseen_acc %.4f ambig_acc %.4f train_tokens_per_s %.0f seconds %.1f%s%s\n", run_id, R->dname, o->model, R->tr.nsent,
+           o->seed, o->epochs, (long long)R->m.params.total, pg.loss, pg.test_acc, pg.unseen_acc, pg.ambig_acc, tok_s, secs,
+           o->save ? " saved " : "",
            o->save ? o->save : "");
     fflush(stdout);
     return 0;

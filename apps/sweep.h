@@ -19,6 +19,8 @@ enum { EPOCHS_STEP_BUDGET = -1, EPOCHS_DEMO = -2, EPOCHS_GRAPH_CAPPED = -3 };
 #define DEMO_STEPS 400      /* demo: optimisation steps per run */
 #define DEMO_EVALS 4        /* demo: evaluations per run */
 #define BATCH 64            /* the image trainer's default batch size */
+#define SEQ_TRADEOFF_SIZES 250, 1000, 4000, 12544   /* sequence-tradeoff: training sentences (12544: all of EWT) */
+#define SEQ_TRADEOFF_EPOCHS 10
 
 enum { SPLIT_SIZE, SPLIT_LPC, SPLIT_FRAC, SPLIT_PLANETOID };
 enum { RUN_TODO, RUN_SKIP, RUN_RUNNING, RUN_DONE, RUN_FAILED, RUN_STOPPED };
@@ -74,7 +76,8 @@ int  remove_leftovers(const char *dir, const char *base);
 /* Delete run r's part file, its log and its training state (show_log: the log's tail first). */
 void drop_run_files(const plan_run *r, int show_log);
 /* The CSV text as read from disk, upgraded to the current header if it has the 14-column one of
- * attnlab < 0.4 (its runs were written whole: status "done"); 0 or -1 (out of memory). */
+ * attnlab < 0.4 (its runs were written whole: status "done") or the 16-column one of 0.4 (empty
+ * unseen_acc, ambig_acc); 0 or -1 (out of memory). */
 int  csv_upgrade(csvbuf *b);
 /* Run every RUN_TODO run, c->jobs at a time, merging each finished run into the CSV.
  * Returns 0 (check *nfail), 1 when the CSV could not be written, 130 when interrupted. */

@@ -175,7 +175,7 @@ static int merge_run(const sweep_cfg *c, plan_run *r, csvbuf *main_csv, double *
             setmsg(msg, mn, "%s: the trainer's last row (epoch %d) is not marked done", r->part, last->epoch);
         else { ok = 1; *acc = last->test_acc; }
     }
-    int v1 = res.version == 1;     /* a trainer of attnlab < 0.4: its rows get empty config and status */
+    int version = res.version;     /* an older trainer's rows get the columns it lacks, empty */
     al_results_free(&res);
     if (!ok) { free(text); return -1; }
     size_t old = main_csv->n;
@@ -186,7 +186,8 @@ static int merge_run(const sweep_cfg *c, plan_run *r, csvbuf *main_csv, double *
         const char *nl = strchr(p, '\n'), *comma = strchr(p, ',');
         oom |= buf_put(main_csv, r->run_id, strlen(r->run_id));
         oom |= buf_put(main_csv, comma, (size_t)(nl - comma));
-        if (v1) oom |= buf_put(main_csv, nl[1] ? ",," : ",,done", nl[1] ? 2 : 6);
+        if (version == 1) oom |= buf_put(main_csv, nl[1] ? ",," : ",,done", nl[1] ? 2 : 6);   /* config, status */
+        if (version <= 2) oom |= buf_put(main_csv, ",,", 2);                                 /* unseen_acc, ambig_acc */
         oom |= buf_put(main_csv, "\n", 1);
         p = nl + 1;
     }
@@ -339,15 +340,18 @@ int run_axis_args(const sweep_cfg *c, const plan_run *r, const char **av, char b
 
 int csv_upgrade(csvbuf *b)
 {
-    size_t h1 = strlen(AL_CSV_HEADER_V1);
-    if (b->n < h1 + 1 || memcmp(b->p, AL_CSV_HEADER_V1, h1) || b->p[h1] != '\n') return 0;
+    size_t h1 = strlen(AL_CSV_HEADER_V1), h2 = strlen(AL_CSV_HEADER_V2), h;
+    const char *tail;                         /* what each row lacks */
+    if (b->n >= h2 + 1 && !memcmp(b->p, AL_CSV_HEADER_V2, h2) && b->p[h2] == '\n') { h = h2; tail = ",,\n"; }
+    else if (b->n >= h1 + 1 && !memcmp(b->p, AL_CSV_HEADER_V1, h1) && b->p[h1] == '\n') { h = h1; tail = ",,done,,\n"; }
+    else return 0;                            /* no config (V1: written whole by the old sweep), no word scores */
     csvbuf nb = {0};
     int oom = buf_put(&nb, AL_CSV_HEADER "\n", strlen(AL_CSV_HEADER) + 1);
-    for (const char *p = b->p + h1 + 1; *p && !oom;) {
+    for (const char *p = b->p + h + 1; *p && !oom;) {
         const char *nl = strchr(p, '\n');
         if (!nl) break;                       /* the reader refused a torn line already */
         oom |= buf_put(&nb, p, (size_t)(nl - p));
-        oom |= buf_put(&nb, ",,done\n", 7);   /* no config; written whole by the old sweep */
+        oom |= buf_put(&nb, tail, strlen(tail));
         p = nl + 1;
     }
     if (oom) { free(nb.p); return -1; }

@@ -70,6 +70,7 @@ while IFS= read -r line; do
     *" train "*) cmd="$cmd --epochs 1"; case "$cmd" in *--train-size*|*"--data ~/photos"*) ;; *) cmd="$cmd --train-size 200" ;; esac
                  case "$cmd" in *--test-size*) ;; *"--data ~/photos"*) ;; *) cmd="$cmd --test-size 200" ;; esac ;;
     *" sweep --task image"*) cmd="$cmd --epochs 1 --test-size 200" ;;
+    *" sweep --task sequence"*) cmd="$cmd --epochs 1" ;;
     *" attnmap "*)  # the maps need sa and local checkpoints: the README's training lines save none
       for m in sa local; do [ -f $m.safetensors ] || "$bin" train --model $m --train-size 200 --test-size 200 \
         --epochs 1 --quiet --save $m.safetensors > /dev/null 2>&1; done ;;

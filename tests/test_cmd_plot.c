@@ -3,6 +3,7 @@
  * labels (gnuplot's log axis would label none); an output that cannot be written is one error line
  * and nothing on stdout, decided before any work. */
 #include "testutil.h"
+#include "attnlab/io.h"
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +35,23 @@ static void write_csv(const char *name, const long *sz, int ns)
                             seed, ep, 0.5 + 0.1 * m + 0.01 * i + 0.001 * seed);
     fclose(f);
 }
+/* A sequence results CSV (current header): models a, b at sizes 250 and 1000 x seeds 1-2, one epoch,
+ * test_acc 0.8 + ..., unseen_acc 0.4 + 0.1·model + 0.001·seed, ambig_acc 0.6 + 0.1·model. */
+static void write_seq_csv(const char *name)
+{
+    char p[256]; snprintf(p, sizeof p, "%s/%s", dir, name);
+    FILE *f = fopen(p, "w"); assert_non_null(f);
+    fprintf(f, "%s\n", AL_CSV_HEADER);
+    static const long sz[2] = {250, 1000};
+    int id = 0;
+    for (int m = 0; m < 2; m++)
+        for (int i = 0; i < 2; i++)
+            for (int seed = 1; seed <= 2; seed++, id++)
+                fprintf(f, "%016x,sequence,ewt,%s,%ld,%d,1,0.5,0.8,,%.4f,1.0,100,1000,window=2,done,%.4f,%.4f\n", id,
+                        m ? "b" : "a", sz[i], seed, 0.8 + 0.01 * i, 0.4 + 0.1 * m + 0.001 * seed, 0.6 + 0.1 * m);
+    fclose(f);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -104,12 +122,53 @@ static void test_unwritable_output_is_one_clear_error(void **state)
     free(out); free(err);
 }
 
+/* --metric: the word scores of sequence runs on the y axis (mean over seeds), or a clear error. */
+static void test_metric(void **state)
+{
+    (void)state;
+    write_seq_csv("s.csv");
+    char args[512];
+    snprintf(args, sizeof args, "plot %s/s.csv --out %s/u.png --metric unseen_acc --script %s/u.gp", dir, dir, dir);
+    int rc = run(args);
+    char *gp = slurp("u.gp");
+    assert_non_null(gp);
+    assert_non_null(strstr(gp, "set ylabel 'test accuracy on words unseen in train'"));
+    assert_non_null(strstr(gp, "set xlabel 'training-set size (sentences)'"));
+    assert_non_null(strstr(gp, "250 0.401500 0.000707 2"));     /* model a: mean of 0.401, 0.402 */
+    assert_non_null(strstr(gp, "1000 0.501500 0.000707 2"));    /* model b */
+    free(gp);
+    snprintf(args, sizeof args, "plot %s/s.csv --out %s/c.png --kind curves --metric ambig_acc --script %s/c.gp", dir, dir, dir);
+    int rc2 = run(args);
+    gp = slurp("c.gp");
+    assert_non_null(gp);
+    assert_non_null(strstr(gp, "1 0.700000 0.000000 2"));       /* model b at the largest size, epoch 1 */
+    free(gp);
+    /* an image CSV has no unseen_acc; an unknown metric is a usage error; both one line */
+    write_csv("r.csv", (long[]){100, 1000}, 2);
+    const struct { const char *args; int rc; const char *msg; } bad[] = {
+        {"--metric unseen_acc", 1, "has no unseen_acc values"}, {"--metric val_acc", 2, "--metric: unknown metric 'val_acc'"},
+        {"--kind graph-attention --node 1 --metric ambig_acc", 2, "--metric goes with --kind tradeoff or curves"}};
+    for (int i = 0; i < 3; i++) {
+        snprintf(args, sizeof args, "plot %s/r.csv --out %s/x.png %s", dir, dir, bad[i].args);
+        assert_int_equal(run(args), bad[i].rc);
+        char *err = slurp("err.txt");
+        if (!strstr(err, bad[i].msg)) fail_msg("'%s': %s", bad[i].args, err);
+        assert_ptr_equal(strchr(err, '\n'), err + strlen(err) - 1);
+        free(err);
+        assert_null(slurp("x.png"));
+    }
+    if (!have_gnuplot()) skip();
+    assert_int_equal(rc, 0);
+    assert_int_equal(rc2, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_narrow_sweep_labels_its_sizes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_png_written_atomically, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unwritable_output_is_one_clear_error, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_metric, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,6 +2,7 @@
  * $ATTNLAB_BIN (exported by the Makefile): CSV rows (per epoch + the restored best model), several
  * seeds with mean ± std, determinism, --attention rows summing to one per query, --save, errors. */
 #include "testutil.h"
+#include "attnlab/results.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,9 +114,20 @@ static void test_train_csv_seeds_attention(void **st)
     assert_true(!strncmp(csv, "run_id,task,dataset,model,train_size,seed,epoch,", 48));
     assert_non_null(strstr(csv, ",graph,g,gat,6,1,1,"));
     assert_non_null(strstr(csv, ",graph,g,gat,6,2,12,"));
-    /* each run's last row: empty timing columns, epoch = a best epoch in 1..12 */
+    /* each run's last row: empty timing columns, epoch = a best epoch in 1..12, empty word scores */
+    al_results res; al_error re = {{0}};
+    if (al_results_parse(csv, strlen(csv), "a.csv", &res, &re) != AL_OK) fail_msg("%s", re.msg);
     int finals = 0;
-    for (char *p = csv; (p = strstr(p, ",,,")) != NULL; p += 3) finals++;
+    for (int i = 0; i < res.n; i++) {
+        const al_result_row *w = &res.row[i];
+        assert_true(isnan(w->unseen_acc) && isnan(w->ambig_acc));
+        if (isnan(w->epoch_seconds) && isnan(w->samples_per_second)) {
+            finals++;
+            assert_string_equal(w->status, "done");
+            assert_in_range(w->epoch, 1, 12);
+        }
+    }
+    al_results_free(&res);
     assert_int_equal(finals, 2);
     /* checkpoints and attention per seed */
     char *att = out_file("att-seed1.csv"), *att2 = out_file("att-seed2.csv");

@@ -32,7 +32,7 @@ static int count_char(const char *s, char c) { int n = 0; for (; *s; s++) n += *
 static al_csv_row sample_row(int epoch)
 {
     al_csv_row r = {"0123456789abcdef", "image", "fashion-mnist", "cnn", 1000, 7, epoch,
-                    0.5, 0.875, NAN, 0.8125, 1.23456789, 812.34, 12345, NULL, NULL};
+                    0.5, 0.875, NAN, 0.8125, 1.23456789, 812.34, 12345, NULL, NULL, 0, NAN, NAN};
     return r;
 }
 
@@ -43,19 +43,32 @@ static void test_csv_format_and_nan(void **st)
     char buf[512];
     al_csv_row r = sample_row(3);
     int n = al_csv_format(buf, sizeof buf, &r);
-    assert_string_equal(buf, "0123456789abcdef,image,fashion-mnist,cnn,1000,7,3,0.5,0.875,,0.8125,1.2346,812.3,12345,,");
+    assert_string_equal(buf, "0123456789abcdef,image,fashion-mnist,cnn,1000,7,3,0.5,0.875,,0.8125,1.2346,812.3,12345,,,,");
     assert_int_equal(n, (int)strlen(buf));
     r.config = "lr=0.001;patch=2"; r.status = "done";
     al_csv_format(buf, sizeof buf, &r);
     assert_string_equal(buf, "0123456789abcdef,image,fashion-mnist,cnn,1000,7,3,0.5,0.875,,0.8125,1.2346,812.3,12345,"
-                             "lr=0.001;patch=2,done");
+                             "lr=0.001;patch=2,done,,");
+    /* the word scores only with word_scores set (a zeroed row leaves them empty, not 0); NaN is empty */
+    r.unseen_acc = 0.5; r.ambig_acc = 0.25;
+    al_csv_format(buf, sizeof buf, &r);
+    assert_non_null(strstr(buf, ",done,,"));
+    r.word_scores = 1;
+    al_csv_format(buf, sizeof buf, &r);
+    assert_non_null(strstr(buf, ",done,0.5,0.25"));
+    r.ambig_acc = NAN;
+    al_csv_format(buf, sizeof buf, &r);
+    assert_non_null(strstr(buf, ",done,0.5,"));
+    assert_int_equal(buf[strlen(buf) - 1], ',');
+    r.word_scores = 0;
     r.config = NULL; r.status = NULL;
     /* NULL strings and NaN doubles are empty; a comma in a string is quoted */
-    al_csv_row q = {NULL, "image", "my,data", "a\"b", 1, 2, 0, NAN, NAN, NAN, NAN, NAN, NAN, 0, NULL, NULL};
+    al_csv_row q = {NULL, "image", "my,data", "a\"b", 1, 2, 0, NAN, NAN, NAN, NAN, NAN, NAN, 0, NULL, NULL, 0, NAN, NAN};
     al_csv_format(buf, sizeof buf, &q);
-    assert_string_equal(buf, ",image,\"my,data\",\"a\"\"b\",1,2,0,,,,,,,0,,");
-    /* 16 fields, like the header (14 in files of attnlab < 0.4) */
-    assert_int_equal(count_char(AL_CSV_HEADER, ','), 15);
+    assert_string_equal(buf, ",image,\"my,data\",\"a\"\"b\",1,2,0,,,,,,,0,,,,");
+    /* 18 fields, like the header (16 in files of attnlab 0.4, 14 before) */
+    assert_int_equal(count_char(AL_CSV_HEADER, ','), 17);
+    assert_int_equal(count_char(AL_CSV_HEADER_V2, ','), 15);
     assert_int_equal(count_char(AL_CSV_HEADER_V1, ','), 13);
     /* too small a buffer: -1 and an empty string, never an overflow */
     char small[10];
@@ -93,6 +106,15 @@ static void test_csv_header_once(void **st)
     s = tu_slurp_n(old, NULL);
     assert_string_equal(s, AL_CSV_HEADER_V1 "\n0123456789abcdef,image,fashion-mnist,cnn,1000,7,0,0.5,0.875,,0.8125,"
                            "1.2346,812.3,12345\n");
+    free(s);
+    /* a file of attnlab 0.4 (16 columns) keeps its 16 */
+    const char *v2 = tpath("v2.csv");
+    spit(v2, AL_CSV_HEADER_V2 "\n", strlen(AL_CSV_HEADER_V2) + 1);
+    r.word_scores = 1; r.unseen_acc = 0.5; r.ambig_acc = 0.25;
+    assert_int_equal(al_csv_append(v2, &r, &e), AL_OK);
+    s = tu_slurp_n(v2, NULL);
+    assert_string_equal(s, AL_CSV_HEADER_V2 "\n0123456789abcdef,image,fashion-mnist,cnn,1000,7,0,0.5,0.875,,0.8125,"
+                           "1.2346,812.3,12345,lr=0.1,done\n");
     free(s);
 }
 

@@ -9,7 +9,8 @@
 #include <unistd.h>
 
 #define H AL_CSV_HEADER_V1 "\n"   /* most tests: files of attnlab < 0.4 (14 columns) still read */
-#define H2 AL_CSV_HEADER "\n"
+#define H2 AL_CSV_HEADER_V2 "\n"  /* attnlab 0.4: + config, status */
+#define H3 AL_CSV_HEADER "\n"     /* the current format: + unseen_acc, ambig_acc */
 
 /* Two image models, two sizes; runs a and b interleave (as from parallel appends). */
 static const char *csv_ok =
@@ -137,8 +138,8 @@ static void test_read_file(void **st)
     assert_non_null(strstr(e2.msg, path));
 }
 
-/* The current format: config and status columns; variants grouped apart, --by merges them, runs
- * without a final "done" row are left out and listed. */
+/* The 16-column format of 0.4: config and status columns; variants grouped apart, --by merges them,
+ * runs without a final "done" row are left out and listed. */
 static const char *csv_v2 =
     H2
     "a,image,fm,sa,1000,1,1,2.1,0.3,,0.41,1.5,666,1234,patch=2;pos=learned,\n"
@@ -155,12 +156,15 @@ static void test_config_groups_and_incomplete_runs(void **st)
     assert_int_equal(al_results_parse(csv_v2, strlen(csv_v2), "v2.csv", &r, &e), AL_OK);
     assert_int_equal(r.version, 2);
     assert_int_equal(r.nrun, 5);
+    assert_true(isnan(r.row[0].unseen_acc) && isnan(r.row[0].ambig_acc));   /* 0.4 files have none */
     assert_string_equal(r.row[0].config, "patch=2;pos=learned");
     assert_string_equal(r.row[5].config, "lr=0.001;note=a,b");       /* quoted field, comma inside */
     assert_true(r.run[0].complete && r.run[1].complete && !r.run[3].complete);
     assert_int_equal(al_results_summarize(&r, &s, &e), AL_OK);
     /* cnn, sa patch=2, sa patch=4 (run d stopped at epoch 1: not averaged, listed) */
     assert_int_equal(s.n, 3);
+    assert_false(al_summary_has_metric(&s, AL_METRIC_UNSEEN_ACC));
+    assert_true(al_summary_has_metric(&s, AL_METRIC_TEST_ACC));
     assert_int_equal(s.nincomplete, 1);
     assert_string_equal(r.row[r.run[s.incomplete[0]].last].run_id, "d");
     assert_string_equal(s.grp[1].config, "patch=2;pos=learned");
@@ -190,6 +194,57 @@ static void test_config_groups_and_incomplete_runs(void **st)
     assert_non_null(strstr(e.msg, "b.csv:2: expected 16"));
 }
 
+/* The current format: unseen_acc and ambig_acc at the end, empty for image rows; summaries average
+ * each over the runs that have it. */
+static const char *csv_v3 =
+    H3
+    "s1,sequence,ewt,sa,250,1,1,1.5,0.5,,0.80,1.0,900,10,window=-1,,0.50,0.60\n"
+    "s1,sequence,ewt,sa,250,1,2,1.1,0.7,,0.85,1.0,900,10,window=-1,done,0.55,0.70\n"
+    "s2,sequence,ewt,sa,250,2,2,1.0,0.7,,0.87,1.0,900,10,window=-1,done,0.65,0.80\n"
+    "s3,sequence,ewt,sa,250,3,2,1.0,0.7,,0.89,1.0,900,10,window=-1,done,,\n"
+    "i1,image,fm,cnn,1000,1,1,1.0,0.6,,0.85,2.5,400,99,lr=0.001,done,,\n";
+
+static void test_word_scores(void **st)
+{
+    (void)st;
+    al_results r; al_error e = {{0}}; al_summary s;
+    assert_int_equal(al_results_parse(csv_v3, strlen(csv_v3), "v3.csv", &r, &e), AL_OK);
+    assert_int_equal(r.version, 3);
+    assert_int_equal(r.n, 5);
+    assert_true(fabs(r.row[1].unseen_acc - 0.55) < 1e-12 && fabs(r.row[1].ambig_acc - 0.70) < 1e-12);
+    assert_true(isnan(r.row[4].unseen_acc) && isnan(r.row[4].ambig_acc));   /* image: empty */
+    assert_true(fabs(al_result_metric(&r.row[1], AL_METRIC_AMBIG_ACC) - 0.70) < 1e-12);
+    assert_true(fabs(al_result_metric(&r.row[1], AL_METRIC_TEST_ACC) - 0.85) < 1e-12);
+    assert_int_equal(al_metric_find("unseen_acc"), AL_METRIC_UNSEEN_ACC);
+    assert_int_equal(al_metric_find("ambig_acc"), AL_METRIC_AMBIG_ACC);
+    assert_int_equal(al_metric_find("val_acc"), -1);
+    assert_string_equal(al_metric_name(AL_METRIC_UNSEEN_ACC), "unseen_acc");
+    assert_int_equal(al_results_summarize(&r, &s, &e), AL_OK);
+    assert_int_equal(s.n, 2);                                               /* image cnn, then sequence sa */
+    assert_true(al_summary_has_metric(&s, AL_METRIC_UNSEEN_ACC) && al_summary_has_metric(&s, AL_METRIC_AMBIG_ACC));
+    const al_summary_group *g = &s.grp[1];
+    assert_string_equal(g->model, "sa");
+    assert_int_equal(g->nruns, 3);
+    assert_int_equal(g->metric_runs[AL_METRIC_TEST_ACC], 3);
+    assert_true(fabs(g->metric_mean[AL_METRIC_TEST_ACC] - g->mean) < 1e-12);
+    assert_int_equal(g->metric_runs[AL_METRIC_UNSEEN_ACC], 2);              /* s3's final row has none */
+    assert_true(fabs(g->metric_mean[AL_METRIC_UNSEEN_ACC] - 0.60) < 1e-12);  /* final rows only: 0.55, 0.65 */
+    assert_true(fabs(g->metric_std[AL_METRIC_UNSEEN_ACC] - sqrt(0.005)) < 1e-12);
+    assert_true(fabs(g->metric_mean[AL_METRIC_AMBIG_ACC] - 0.75) < 1e-12);
+    assert_int_equal(s.grp[0].metric_runs[AL_METRIC_UNSEEN_ACC], 0);
+    assert_true(isnan(s.grp[0].metric_mean[AL_METRIC_UNSEEN_ACC]));
+    al_summary_free(&s);
+    al_results_free(&r);
+    /* a 16-field row under the current header, and a bad number in the new columns, name the line */
+    const char *bad = H3 "a,image,fm,sa,1000,1,1,2.1,0.3,,0.41,1.5,666,1234,,done\n";
+    assert_int_equal(al_results_parse(bad, strlen(bad), "b.csv", &r, &e), AL_ERR);
+    assert_non_null(strstr(e.msg, "b.csv:2: expected 18"));
+    bad = H3 "a,sequence,ewt,sa,1000,1,1,2.1,0.3,,0.41,1.5,666,1234,,done,0.5,0.x\n";
+    memset(&e, 0, sizeof e);
+    assert_int_equal(al_results_parse(bad, strlen(bad), "b.csv", &r, &e), AL_ERR);
+    if (!strstr(e.msg, "b.csv:2: bad value in column 18 (ambig_acc)")) fail_msg("%s", e.msg);
+}
+
 static void test_run_config(void **st)
 {
     (void)st;
@@ -201,6 +256,10 @@ static void test_run_config(void **st)
     assert_string_equal(buf, "split=per-class;hidden=8");
     al_run_config(buf, sizeof buf, "task=graph;dataset=cora;model=gat;split=planetoid;train_size=140;seed=3;hidden=8");
     assert_string_equal(buf, "split=planetoid;hidden=8");
+    /* a sequence run's vocabulary sizes follow from its sentences: seeds and sizes share the config */
+    al_run_config(buf, sizeof buf, "task=sequence;data=ewt;train_size=250;epochs=10;lr=0.001;seed=2;model=sa;"
+                  "nwords=812;nsuffixes=640;tags=17;window=-1");
+    assert_string_equal(buf, "lr=0.001;tags=17;window=-1");
     char small[8];
     al_run_config(small, sizeof small, "lr=0.001;wd=0.01");      /* what does not fit is left out, never cut */
     assert_true(strlen(small) < sizeof small);
@@ -213,6 +272,7 @@ int main(void)
         cmocka_unit_test(test_mean_std),
         cmocka_unit_test(test_summarize),
         cmocka_unit_test(test_config_groups_and_incomplete_runs),
+        cmocka_unit_test(test_word_scores),
         cmocka_unit_test(test_run_config),
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_read_file),

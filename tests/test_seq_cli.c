@@ -5,6 +5,7 @@
 #include "testutil.h"
 #include "attnlab/text.h"
 #include "attnlab/io.h"
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,30 +23,10 @@ static char *file(const char *name)
     return al_read_file(p, &d, &n, &e) == AL_OK ? d : NULL;
 }
 
-/* A small treebank: DET NOUN VERB (ADP DET NOUN) PUNCT sentences. */
 static void write_treebank(const char *name, int nsent, uint64_t seed)
 {
-    static const char *det[] = {"the", "a", "The", "A"}, *noun[] = {"cat", "dog", "bird", "man", "house"},
-                      *verb[] = {"sees", "likes", "sat", "ran"}, *adp[] = {"on", "in", "near"};
-    al_rng r; al_rng_seed(&r, seed, 1);
     char p[256]; snprintf(p, sizeof p, "%s/tb/%s", dir, name);
-    FILE *f = fopen(p, "w"); assert_non_null(f);
-    for (int s = 0; s < nsent; s++) {
-        const char *forms[8]; int tags[8], n = 0;
-        forms[n] = det[al_rng_below(&r, 4)]; tags[n++] = al_upos_index("DET");
-        forms[n] = noun[al_rng_below(&r, 5)]; tags[n++] = al_upos_index("NOUN");
-        forms[n] = verb[al_rng_below(&r, 4)]; tags[n++] = al_upos_index("VERB");
-        if (al_rng_below(&r, 2)) {
-            forms[n] = adp[al_rng_below(&r, 3)]; tags[n++] = al_upos_index("ADP");
-            forms[n] = det[al_rng_below(&r, 2)]; tags[n++] = al_upos_index("DET");
-            forms[n] = noun[al_rng_below(&r, 5)]; tags[n++] = al_upos_index("NOUN");
-        }
-        forms[n] = "."; tags[n++] = al_upos_index("PUNCT");
-        char *t; size_t l; al_error e = {{0}};
-        assert_int_equal(al_conllu_format(n, forms, tags, &t, &l, &e), AL_OK);
-        fputs(t, f); free(t);
-    }
-    fclose(f);
+    tu_write_treebank(p, nsent, seed, 0);
 }
 
 static int setup(void **st)
@@ -78,11 +59,19 @@ static void test_train_and_tag(void **st)
     assert_non_null(strstr(out, "task sequence data tb model window-fc train_size 200"));
     assert_non_null(strstr(out, "unseen_acc"));
     assert_true(!strncmp(csv, AL_CSV_HEADER "\n", strlen(AL_CSV_HEADER) + 1));
+    /* the word scores end every row: unseen_acc (no test word is unseen here: empty), ambig_acc ("saw") */
+    const char *q = strstr(out, "ambig_acc ");
+    assert_non_null(q);
+    double amb = atof(q + 10);
+    assert_true(amb > 0.9 && amb <= 1.0);
+    const char *tail = strstr(csv, ",done,,");                         /* the final row's last fields */
+    if (!tail) fail_msg("the final row should end with ',done,,AMBIG':\n%s", csv);
+    assert_true(fabs(atof(tail + 7) - amb) < 6e-5);                     /* the CSV has more digits */
     int rows = 0; for (char *q = csv; *q; q++) rows += *q == '\n';
     assert_int_equal(rows, 1 + 3);
     assert_non_null(strstr(csv, ",sequence,tb,window-fc,200,1,3,"));
     /* this task is trivial: the tagger has learnt it */
-    double acc = 0; const char *q = strstr(out, "test_acc ");
+    double acc = 0; q = strstr(out, "test_acc ");
     assert_non_null(q); acc = atof(q + 9);
     assert_true(acc > 0.95);
     free(out); free(csv);

@@ -182,6 +182,7 @@ static void make_synth(al_seq_data *d, int nsent, uint64_t seed)
     int cap = nsent * 16;
     d->word = malloc((size_t)cap * sizeof(int)); d->suffix = malloc((size_t)cap * sizeof(int)); d->tag = malloc((size_t)cap * sizeof(int));
     d->shape = calloc((size_t)cap * 4, sizeof(float)); d->unseen = calloc((size_t)cap, 1);
+    d->ambiguous = calloc((size_t)cap, 1);
     int t = 0;
     d->start[0] = 0;
     for (int s = 0; s < nsent; s++) {
@@ -193,6 +194,7 @@ static void make_synth(al_seq_data *d, int nsent, uint64_t seed)
             int after = p > 0 && d->word[t - 1] < 6;
             d->tag[t] = marker ? 0 : after ? 1 + w % 4 : 5 + w % 4;
             d->unseen[t] = after;   /* "unseen" marks the context-dependent tokens, to report them */
+            d->ambiguous[t] = !marker && !after;   /* and "ambiguous" the others but the markers */
         }
         d->start[s + 1] = t;
         if (L > d->max_len) d->max_len = L;
@@ -218,6 +220,16 @@ static void test_learns_synthetic(void **st)
         if (al_seq_train(&m, &tr, &te, &tc, NULL, NULL, &e) != AL_OK) fail_msg("%s", e.msg);
         double acc, ctx_acc;
         assert_int_equal(al_seq_eval(&m, &te, 64, &acc, &ctx_acc, NULL, &e), AL_OK);
+        /* every score at once: the same accuracies, and the ambiguous tokens' share in between */
+        al_seq_scores sc;
+        assert_int_equal(al_seq_eval_scores(&m, &te, 64, &sc, NULL, &e), AL_OK);
+        assert_true(sc.acc == acc && sc.unseen_acc == ctx_acc);
+        int64_t nu = 0, na = 0;
+        for (int i = 0; i < te.ntok; i++) { nu += te.unseen[i]; na += te.ambiguous[i]; }
+        assert_int_equal(sc.ntok, te.ntok); assert_int_equal(sc.nunseen, nu); assert_int_equal(sc.nambig, na);
+        assert_true(sc.nunseen + sc.nambig < sc.ntok);                       /* the markers are neither */
+        double markers = ((double)sc.ntok * sc.acc - (double)nu * sc.unseen_acc - (double)na * sc.ambig_acc) / (double)(sc.ntok - nu - na);
+        assert_true(markers >= -1e-9 && markers <= 1 + 1e-9);                /* the three parts add up */
         printf("# synthetic %-9s test acc %.4f (after a marker %.4f) in %.1f s\n", cases[k].model, acc, ctx_acc, al_time() - t0);
         if (!(acc >= cases[k].lo && acc <= cases[k].hi))
             fail_msg("%s: accuracy %.4f outside [%.2f, %.2f]", cases[k].model, acc, cases[k].lo, cases[k].hi);

@@ -296,44 +296,51 @@ static void test_axes_and_config(void **st)
     free(log);
 }
 
-/* A results CSV of attnlab < 0.4 (14 columns) resumes: its runs count as done, and the file is
- * rewritten in the current format when the first new run is merged. */
+/* Results CSVs of attnlab < 0.4 (14 columns) and 0.4 (16 columns) resume: their runs count as done,
+ * and the file is rewritten in the current format (18 columns) when the first new run is merged. */
 static void test_resume_old_format(void **st)
 {
     (void)st;
     use_fake();
-    char p[600], err[600];
-    snprintf(p, sizeof p, "%s/old.csv", g_dir); snprintf(err, sizeof err, "%s/err.txt", g_dir);
-    unlink(p);
-    char *one[] = {"--task", "image", "--models", "cnn", "--train-sizes", "100", "--seeds", "1", "--epochs", "2",
-                   "--csv", p, NULL};
-    assert_int_equal(sweep(one, err), 0);
-    /* turn it into an old-format file: the 14-column header, the two new columns dropped */
-    char *cur = slurp(p);
-    FILE *f = fopen(p, "w");
-    assert_non_null(f);
-    fputs(AL_CSV_HEADER_V1 "\n", f);
-    for (char *line = strchr(cur, '\n') + 1; *line;) {
-        char *nl = strchr(line, '\n'), *c = nl;
-        for (int k = 0; k < 2; k++) do c--; while (*c != ',');
-        fprintf(f, "%.*s\n", (int)(c - line), line);
-        line = nl + 1;
+    static const struct { const char *header; int drop; } old[] = {{AL_CSV_HEADER_V1, 4}, {AL_CSV_HEADER_V2, 2}};
+    for (int v = 0; v < 2; v++) {
+        char p[600], err[600];
+        snprintf(p, sizeof p, "%s/old%d.csv", g_dir, v + 1); snprintf(err, sizeof err, "%s/err.txt", g_dir);
+        unlink(p);
+        char *one[] = {"--task", "image", "--models", "cnn", "--train-sizes", "100", "--seeds", "1", "--epochs", "2",
+                       "--csv", p, NULL};
+        assert_int_equal(sweep(one, err), 0);
+        /* turn it into an old-format file: the old header, the columns added since dropped */
+        char *cur = slurp(p);
+        FILE *f = fopen(p, "w");
+        assert_non_null(f);
+        fprintf(f, "%s\n", old[v].header);
+        for (char *line = strchr(cur, '\n') + 1; *line;) {
+            char *nl = strchr(line, '\n'), *c = nl;
+            for (int k = 0; k < old[v].drop; k++) do c--; while (*c != ',');
+            fprintf(f, "%.*s\n", (int)(c - line), line);
+            line = nl + 1;
+        }
+        fclose(f);
+        free(cur);
+        al_results r; al_error e = {{0}};
+        if (al_results_read(p, &r, &e) != AL_OK) fail_msg("%s", e.msg);
+        assert_int_equal(r.version, v + 1);
+        al_results_free(&r);
+        char *two[] = {"--task", "image", "--models", "cnn", "--train-sizes", "100", "--seeds", "1-2", "--epochs", "2",
+                       "--csv", p, NULL};
+        assert_int_equal(sweep(two, err), 0);
+        char *log = slurp(err);
+        assert_non_null(strstr(log, "1 already complete"));
+        free(log);
+        if (al_results_read(p, &r, &e) != AL_OK) fail_msg("%s", e.msg);
+        assert_int_equal(r.version, 3);
+        assert_int_equal(r.nrun, 2);
+        assert_true(r.run[0].complete && r.run[1].complete);
+        assert_string_equal(r.row[r.run[1].last].config, "lr=0.001;patch=2");
+        assert_true(isnan(r.row[0].unseen_acc) && isnan(r.row[r.run[1].last].ambig_acc));   /* image runs: empty */
+        al_results_free(&r);
     }
-    fclose(f);
-    free(cur);
-    char *two[] = {"--task", "image", "--models", "cnn", "--train-sizes", "100", "--seeds", "1-2", "--epochs", "2",
-                   "--csv", p, NULL};
-    assert_int_equal(sweep(two, err), 0);
-    char *log = slurp(err);
-    assert_non_null(strstr(log, "1 already complete"));
-    free(log);
-    al_results r; al_error e = {{0}};
-    if (al_results_read(p, &r, &e) != AL_OK) fail_msg("%s", e.msg);
-    assert_int_equal(r.version, 2);
-    assert_int_equal(r.nrun, 2);
-    assert_true(r.run[0].complete && r.run[1].complete);
-    assert_string_equal(r.row[r.run[1].last].config, "lr=0.001;patch=2");
-    al_results_free(&r);
 }
 
 /* Power loss while the CSV was written: a torn last line (and its run's rows) is dropped with a
@@ -456,6 +463,11 @@ static void test_bad_arguments(void **st)
         {"not a fraction", {"--task", "graph", "--models", "gcn", "--train-frac", "1.5", "--seeds", "1", "--csv", p}},
         {"--jobs", {"--preset", "demo", "--jobs", "0"}},
         {"neither fashion-mnist nor an image folder", {"--task", "image", "--models", "cnn", "--train-sizes", "100", "--seeds", "1", "--data", "/nonexistent/dir", "--csv", p}},
+        {"unknown sequence model 'cnn' (expected fc, window-fc, rnn, sa or trunc)", {"--task", "sequence", "--models", "fc,cnn", "--train-sizes", "20", "--seeds", "1", "--csv", p}},
+        {"20000 is larger than the ud-english-ewt training set (12544 sentences)", {"--task", "sequence", "--models", "fc", "--train-sizes", "20000", "--seeds", "1", "--csv", p}},
+        {"--patch is not a model flag of --task sequence", {"--task", "sequence", "--models", "sa", "--train-sizes", "20", "--patch", "2", "--seeds", "1", "--csv", p}},
+        {"--window applies to none of the models of this sweep (windowed models only)", {"--task", "sequence", "--models", "fc,sa", "--train-sizes", "20", "--window", "1,2", "--seeds", "1", "--csv", p}},
+        {"--task sequence needs --train-sizes", {"--task", "sequence", "--models", "fc", "--seeds", "1", "--csv", p}},
         {"dataset 'no-such-graph' not found", {"--task", "graph", "--models", "gcn", "--labels-per-class", "2", "--seeds", "1", "--data", "no-such-graph", "--csv", p}},
     };
     enum { NCASES = sizeof cases / sizeof cases[0] };
@@ -479,6 +491,117 @@ static void test_bad_arguments(void **st)
     assert_int_equal(access(g_marker, F_OK), -1);              /* no run started */
     assert_int_equal(access(p, F_OK), -1);                     /* no CSV written */
     unsetenv("FAKE_MARKER");
+}
+
+/* A tiny treebank DIR/train.conllu (ntrain sentences) and DIR/test.conllu, whose every third
+ * sentence has a noun train never has (unseen). */
+static void write_treebank(const char *dir, int ntrain, int ntest)
+{
+    char p[700];
+    mkdir(dir, 0700);
+    snprintf(p, sizeof p, "%s/train.conllu", dir); tu_write_treebank(p, ntrain, 1, 0);
+    snprintf(p, sizeof p, "%s/test.conllu", dir); tu_write_treebank(p, ntest, 2, 3);
+}
+
+/* --task sequence with the real trainer on a tiny treebank: every model and window point a run, the
+ * word scores in every final row, summarize shows them; the sequence-tradeoff preset's plan. */
+static void test_sequence_sweep(void **st)
+{
+    (void)st;
+    unsetenv("ATTNLAB_SWEEP_TRAINER");
+    setenv("OMP_NUM_THREADS", "1", 1);
+    char tb[600], p[600], err[600], cmd[8192];
+    snprintf(tb, sizeof tb, "%s.tb", g_dir);
+    snprintf(p, sizeof p, "%s/seq.csv", g_dir); snprintf(err, sizeof err, "%s/err.txt", g_dir);
+    write_treebank(tb, 40, 12);
+    char *args[] = {"--task", "sequence", "--data", tb, "--models", "fc,window-fc,trunc", "--train-sizes", "30",
+                    "--window", "0,1", "--seeds", "1-2", "--epochs", "1", "--csv", p, NULL};
+    int rc = sweep(args, err);
+    if (rc) { char *m = slurp(err); fail_msg("sweep exited %d: %s", rc, m ? m : ""); }
+    al_results r; al_error e = {{0}};
+    if (al_results_read(p, &r, &e) != AL_OK) fail_msg("%s", e.msg);
+    assert_int_equal(r.version, 3);
+    assert_int_equal(r.nrun, 2 * (1 + 2 + 2));                    /* fc; window-fc and trunc at 2 windows */
+    for (int k = 0; k < r.nrun; k++) {
+        const al_result_row *w = &r.row[r.run[k].last];
+        assert_true(r.run[k].complete);
+        assert_string_equal(w->task, "sequence");
+        assert_int_equal(w->train_size, 30);
+        assert_true(w->unseen_acc >= 0 && w->unseen_acc <= 1);      /* zebra, yak */
+        assert_true(w->ambig_acc >= 0 && w->ambig_acc <= 1);        /* saw */
+        if (strcmp(w->model, "fc")) assert_non_null(strstr(w->config, "window="));
+    }
+    al_results_free(&r);
+    snprintf(cmd, sizeof cmd, "%s summarize %s > %s/sum.txt 2>&1", g_bin, p, g_dir);
+    assert_int_equal(tu_system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "%s/sum.txt", g_dir);
+    char *sum = slurp(cmd);
+    assert_non_null(sum);
+    if (!strstr(sum, "unseen_acc (+- std)") || !strstr(sum, "ambig_acc (+- std)") || !strstr(sum, "window=1"))
+        fail_msg("summary lacks the word scores or the window variants:\n%s", sum);
+    free(sum);
+    /* the preset: 5 models x 4 sizes x 3 seeds, 10 epochs each */
+    snprintf(cmd, sizeof cmd, "%s sweep --preset sequence-tradeoff --csv %s/st.csv --dry-run > %s/plan.txt", g_bin, g_dir, g_dir);
+    assert_int_equal(tu_system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "%s/plan.txt", g_dir);
+    char *plan = slurp(cmd);
+    assert_non_null(plan);
+    int lines = 0;
+    for (char *q = plan; *q; q++) lines += *q == '\n';
+    assert_int_equal(lines, 60);
+    assert_non_null(strstr(plan, "[1/60] todo fc size=250 seed=1 epochs=10"));
+    assert_non_null(strstr(plan, "[60/60] todo trunc size=12544 seed=3 epochs=10"));
+    free(plan);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tb);
+    assert_int_equal(tu_system(cmd), 0);
+    unsetenv("OMP_NUM_THREADS");
+}
+
+/* scripts/context-width.sh with 1 epoch on a tiny treebank: widths in tokens become --window radii,
+ * window-fc and trunc at each, sa once; the table says what each model sees; bad widths exit 2. */
+static void test_context_width_script(void **st)
+{
+    (void)st;
+    unsetenv("ATTNLAB_SWEEP_TRAINER");
+    setenv("OMP_NUM_THREADS", "1", 1);
+    setenv("ATTNLAB_BIN", g_bin, 1);
+    char tb[600], cmd[8192], p[700];
+    snprintf(tb, sizeof tb, "%s.tb", g_dir);
+    write_treebank(tb, 40, 12);
+    snprintf(cmd, sizeof cmd, "scripts/context-width.sh --data %s --train-size 20 --epochs 1 --widths '1 3' --csv %s/cw.csv "
+             "> %s/cw.txt 2> %s/cw.err", tb, g_dir, g_dir, g_dir);
+    int rc = tu_system(cmd);
+    snprintf(p, sizeof p, "%s/cw.err", g_dir);
+    if (rc) { char *m = slurp(p); fail_msg("context-width.sh exited %d: %s", rc, m ? m : ""); }
+    snprintf(p, sizeof p, "%s/cw.csv", g_dir);
+    al_results r; al_error e = {{0}};
+    if (al_results_read(p, &r, &e) != AL_OK) fail_msg("%s", e.msg);
+    assert_int_equal(r.nrun, 5);                                   /* window-fc, trunc at 2 widths; sa */
+    al_results_free(&r);
+    snprintf(p, sizeof p, "%s/cw.txt", g_dir);
+    char *t = slurp(p);
+    assert_non_null(t);
+    /* model, --window, tokens seen, receptive field (trunc: 2 blocks of radius 1 reach 5 tokens) */
+    const char *rows[] = {"window-fc        0            1                1", "window-fc        1            3                3",
+                          "trunc            1            3                5", "sa               -     sentence         sentence",
+                          "unseen_acc", "ambig_acc"};
+    for (int i = 0; i < 6; i++) if (!strstr(t, rows[i])) fail_msg("the table lacks '%s':\n%s", rows[i], t);
+    free(t);
+    const char *bad[] = {"--widths 2", "--widths x", "--bogus", "--epochs"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(cmd, sizeof cmd, "scripts/context-width.sh %s --csv %s/cw2.csv > /dev/null 2> %s/cw.err", bad[i], g_dir, g_dir);
+        assert_int_equal(tu_system(cmd), 2);
+        snprintf(p, sizeof p, "%s/cw.err", g_dir);
+        char *m = slurp(p);
+        assert_non_null(m);
+        assert_ptr_equal(strchr(m, '\n'), m + strlen(m) - 1);       /* one line */
+        free(m);
+    }
+    snprintf(p, sizeof p, "%s/cw2.csv", g_dir);
+    assert_int_equal(access(p, F_OK), -1);                         /* nothing ran */
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tb);
+    assert_int_equal(tu_system(cmd), 0);
+    unsetenv("OMP_NUM_THREADS");
 }
 
 /* Which real trainer works here: 0 none, 1 graph mlp on cora, 2 image cnn. */
@@ -624,6 +747,8 @@ int main(void)
         cmocka_unit_test(test_failing_run),
         cmocka_unit_test(test_kill_resume_real_trainer),
         cmocka_unit_test(test_partial_run_resumes),
+        cmocka_unit_test(test_sequence_sweep),
+        cmocka_unit_test(test_context_width_script),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,5 +1,6 @@
 /* testutil.c — see testutil.h. */
 #include "testutil.h"
+#include "attnlab/text.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -164,4 +165,29 @@ void tu_script_passes(const char *script, const char *log)
     }
     snprintf(cmd, sizeof cmd, "tail -1 %s >&2", log);
     (void)!system(cmd);
+}
+
+void tu_write_treebank(const char *path, int nsent, uint64_t seed, int rare_every)
+{
+    static const char *det[] = {"the", "a", "The", "A"}, *noun[] = {"cat", "dog", "bird", "man", "house", "saw"},
+                      *verb[] = {"sees", "likes", "sat", "ran", "saw"}, *adp[] = {"on", "in", "near"}, *rare[] = {"zebra", "yak"};
+    al_rng r; al_rng_seed(&r, seed, 1);
+    FILE *f = fopen(path, "w"); assert_non_null(f);
+    for (int s = 0; s < nsent; s++) {
+        const char *forms[8]; int tags[8], n = 0;
+        forms[n] = det[al_rng_below(&r, 4)]; tags[n++] = al_upos_index("DET");
+        forms[n] = noun[al_rng_below(&r, 5)]; tags[n++] = al_upos_index("NOUN");
+        if (rare_every > 0 && s % rare_every == 0) forms[n - 1] = rare[(s / rare_every) % 2];
+        forms[n] = verb[al_rng_below(&r, 5)]; tags[n++] = al_upos_index("VERB");
+        if (al_rng_below(&r, 2)) {
+            forms[n] = adp[al_rng_below(&r, 3)]; tags[n++] = al_upos_index("ADP");
+            forms[n] = det[al_rng_below(&r, 2)]; tags[n++] = al_upos_index("DET");
+            forms[n] = noun[al_rng_below(&r, 6)]; tags[n++] = al_upos_index("NOUN");   /* "saw" too */
+        }
+        forms[n] = "."; tags[n++] = al_upos_index("PUNCT");
+        char *t; size_t l; al_error e = {{0}};
+        assert_int_equal(al_conllu_format(n, forms, tags, &t, &l, &e), AL_OK);
+        fputs(t, f); free(t);
+    }
+    fclose(f);
 }

@@ -41,6 +41,10 @@ int tu_run_cli(const char *dir, const char *args);
 /* Run `SCRIPT $ATTNLAB_BIN` (a CLI test script: tests/readme_commands.sh, scripts/bad-inputs.sh, ...)
  * with its output to log; on failure print the log and fail the test, else print its last line. */
 void tu_script_passes(const char *script, const char *log);
+/* A tiny CoNLL-U treebank of nsent sentences at path: DET NOUN VERB [ADP DET NOUN] PUNCT from small word
+ * lists, seeded; "saw" is both a VERB and a NOUN (an ambiguous word). rare_every > 0: every rare_every-th
+ * sentence's first noun is "zebra" or "yak", words the other sentences never have (unseen in train). */
+void tu_write_treebank(const char *path, int nsent, uint64_t seed, int rare_every);
 /* Build a 1-4 dim shape initializer. */
 static inline tu_input tu_in(float *data, int check, int ndim, int d0, int d1, int d2, int d3)
 { tu_input i = {ndim, {d0, d1, d2, d3}, data, check}; return i; }

@@ -1,4 +1,5 @@
-/* attnlab/attnmap.h — attention maps of image models: which pixels a query token looks at.
+/* attnlab/attnmap.h — attention maps: which pixels a query token of an image model looks at, and
+ * which words a word of a sentence looks at in a sequence model (at the end of this header).
  *
  * al_attnmap_compute runs one image through an attention model (sa, local) with capture_attn set and
  * scatters the weights of one block back onto the token grid: whatever the pattern's layout (full:
@@ -21,6 +22,7 @@
 #include <stdint.h>
 #include "tensor.h"
 #include "models.h"
+#include "seq.h"
 
 #define AL_ATTNMAP_MAXQ 16      /* queries per figure */
 #define AL_ATTNMAP_MAXMODELS 4  /* models side by side */
@@ -62,4 +64,43 @@ al_status al_attnmap_layout(const al_attnmap_fig *f, int model, int query, int h
 void al_attnmap_color(float t, uint8_t rgb[3]);
 /* Draw the figure: *rgb (h·w·3, rows top to bottom) is malloc'd, the caller frees it. */
 al_status al_attnmap_render(const al_attnmap_fig *f, uint8_t **rgb /* *rgb: (h, w, 3) */, int *w, int *h, al_error *err);
+
+/* ---- sequence models: attention over the words of one sentence ----
+ *
+ *   float *maps = malloc(depth * heads * n * n * sizeof *maps); uint8_t *allowed = malloc(n * n);
+ *   al_seq_attnmap(&m, &batch, maps, allowed, pred, &err);            // batch: one sentence of n words
+ *   al_attnmap_words_fig f = {n, words, tags, heads, depth, 2, (int[]){0, 1}, maps, allowed, "sa", 16};
+ *   uint8_t *rgb; int w, h; al_attnmap_words_render(&f, &rgb, &w, &h, &err);   // then al_png_write
+ */
+#define AL_ATTNMAP_MAXWORDS 128   /* words of a sentence a figure draws */
+
+/* Every block's attention of an sa/trunc model (the table's attention models) for one sentence, b a
+ * batch of one segment of n = b->ntok tokens: maps (depth, heads, n, n), row i = query word i, column j
+ * = key word j, in evaluation mode. Keys the pattern leaves out (trunc: |i − j| > window) hold 0, and
+ * allowed (n, n), if not NULL, receives 1 where the pattern has the key, 0 elsewhere. With the softmax
+ * norm every row of every (block, head) sums to 1 over its allowed keys. pred (n), if not NULL, receives
+ * the argmax tags. m->capture_attn is restored on return. Errors: a model without attention (fc,
+ * window-fc, rnn), a batch that is not one sentence. */
+al_status al_seq_attnmap(al_seq_model *m, const al_seq_batch *b, float *maps /* (depth, heads, n, n) */,
+                         uint8_t *allowed /* (n, n) or NULL */, int *pred /* (n) or NULL */, al_error *err);
+
+/* A figure of word-by-word attention: one row of panels per drawn block, one panel per head; each panel
+ * an n×n grid of cells (query words down the rows, key words along the columns, labelled on the left
+ * and, rotated, on top), coloured by weight / the panel's maximum (viridis; "max" printed under it),
+ * light grey where the pattern has no key (trunc's band shows). */
+typedef struct al_attnmap_words_fig {
+    int n;                      /* words, 1..AL_ATTNMAP_MAXWORDS */
+    const char *const *words;   /* (n) UTF-8; drawn with the built-in font (non-ASCII letters as '?') */
+    const char *const *tags;    /* (n) shown after each query word ("saw/VERB"), or NULL */
+    int heads, depth;           /* of maps */
+    int nblocks;
+    const int *blocks;          /* (nblocks) 0-based blocks to draw, one row of panels each */
+    const float *maps;          /* (depth, heads, n, n) as al_seq_attnmap gives them */
+    const uint8_t *allowed;     /* (n, n), or NULL: every cell */
+    const char *title;          /* top line (e.g. the model), or NULL */
+    int cell;                   /* pixels per word cell, 8..64 */
+} al_attnmap_words_fig;
+/* Draw the figure: *rgb (h·w·3, rows top to bottom) is malloc'd, the caller frees it. */
+al_status al_attnmap_words_render(const al_attnmap_words_fig *f, uint8_t **rgb /* (h, w, 3) */, int *w, int *h,
+                                  al_error *err);
 #endif

@@ -15,10 +15,13 @@
 /* The results CSV: one row per epoch. `config` (the run's variant: its canonical key=value;...
  * description without task, data, model, size, seed and epochs, see al_run_config) and `status`
  * ("done" on the final row of a run that finished, empty otherwise) were added at the end in
- * attnlab 0.4; files with the older 14-column header (AL_CSV_HEADER_V1) still read, and appends to
- * such a file keep its 14 columns. */
+ * attnlab 0.4; `unseen_acc` and `ambig_acc` (sequence runs: test token accuracy on words unseen in
+ * train, and on words that took two or more tags in train; empty for other tasks) in 0.5. Files with
+ * an older header (AL_CSV_HEADER_V1: 14 columns, AL_CSV_HEADER_V2: 16) still read, and appends to such
+ * a file keep its columns. */
 #define AL_CSV_HEADER_V1 "run_id,task,dataset,model,train_size,seed,epoch,train_loss,train_acc,val_acc,test_acc,epoch_seconds,samples_per_second,params"
-#define AL_CSV_HEADER AL_CSV_HEADER_V1 ",config,status"
+#define AL_CSV_HEADER_V2 AL_CSV_HEADER_V1 ",config,status"
+#define AL_CSV_HEADER AL_CSV_HEADER_V2 ",unseen_acc,ambig_acc"
 
 /* One CSV row; a NaN double (or NULL string) is written as an empty field. */
 typedef struct al_csv_row {
@@ -29,6 +32,10 @@ typedef struct al_csv_row {
     long params;
     const char *config;   /* al_run_config of the run, or NULL */
     const char *status;   /* "done" on a finished run's final row, else NULL */
+    /* unseen_acc and ambig_acc are written only when word_scores is set (sequence runs); a row zeroed
+     * with memset (image, graph) leaves both columns empty. NaN is an empty field as elsewhere. */
+    int word_scores;
+    double unseen_acc, ambig_acc;
 } al_csv_row;
 /* Append one row (writing the header first if the file is new or empty); repairs a torn last line. */
 al_status al_csv_append(const char *path, const al_csv_row *r, al_error *err);
@@ -46,7 +53,8 @@ al_status al_csv_check(const char *path, al_error *err);
 int al_csv_format(char *buf, size_t n, const al_csv_row *r);
 
 /* The variant part of a run's canonical description: its key=value pairs without task, data/dataset,
- * model, train_size, seed, epochs, the input shape (channels, height, width, classes) and optim,
+ * model, train_size, seed, epochs, the input shape (channels, height, width, classes), the vocabulary
+ * sizes (nwords, nsuffixes: they follow from the training sentences) and optim,
  * and with a split's count cut off ("per-class:20" -> "per-class"), so runs that differ only in
  * seed, size or epochs share it. Returns the length written to buf (n bytes). */
 int al_run_config(char *buf, size_t n, const char *canonical);

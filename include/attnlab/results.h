@@ -1,5 +1,6 @@
 /* attnlab/results.h — read a results CSV (AL_CSV_HEADER columns), group its rows into runs,
- * and reduce runs to mean ± std of the final test accuracy per (task, dataset, model, size).
+ * and reduce runs to mean ± std of the final test accuracy (and of the sequence runs' unseen_acc and
+ * ambig_acc) per (task, dataset, model, size).
  *
  *   al_results r; al_error e = {{0}};
  *   if (al_results_read("results/demo.csv", &r, &e) != AL_OK) { puts(e.msg); ... }  // "FILE:LINE: ..."
@@ -11,7 +12,8 @@
  * file order is its result, and the run is complete when that row's status is "done" (a run cut
  * short by kill -9 or a full disk is not: summaries list it and never average it). Files with the
  * 14-column header of attnlab < 0.4 read too: their runs have an empty config and count as
- * complete (they were written whole). Rows are read strictly: exactly as many fields as the
+ * complete (they were written whole); those and the 16-column files of 0.4 have no unseen_acc and
+ * ambig_acc (NaN). Rows are read strictly: exactly as many fields as the
  * header, numbers fully parsed, empty numeric fields read as NaN. Nothing here prints or exits.
  */
 #ifndef ATTNLAB_RESULTS_H
@@ -29,14 +31,21 @@ typedef struct al_result_row {
     long params;
     char config[512];              /* al_run_config of the run ("" in 14-column files) */
     char status[16];               /* "done" on a finished run's final row */
+    double unseen_acc, ambig_acc;  /* sequence runs; NaN when empty or absent (files before 0.5) */
     int line;
 } al_result_row;
+
+/* The accuracies a row can carry, by CSV column: what summaries average and plots draw. */
+typedef enum { AL_METRIC_TEST_ACC, AL_METRIC_UNSEEN_ACC, AL_METRIC_AMBIG_ACC, AL_NMETRICS } al_metric;
+const char *al_metric_name(al_metric m);            /* the column: "test_acc", "unseen_acc", "ambig_acc" */
+int         al_metric_find(const char *name);       /* the metric of a column name, or -1 */
+double      al_result_metric(const al_result_row *w, al_metric m);   /* the row's value (NaN if none) */
 
 /* One run: rows row[first], …, in file order; row[last] is the final (result) row. */
 typedef struct al_run { int first, last, nrows, complete; } al_run;
 
 typedef struct al_results {
-    int version;                   /* 2: current header; 1: the 14-column header of attnlab < 0.4 */
+    int version;                   /* 3: current header; 2: the 16 columns of 0.4; 1: the 14 of < 0.4 */
     al_result_row *row; int n;     /* rows in file order */
     al_run *run; int nrun;         /* runs in order of first appearance */
     int *next;                     /* (n) index of the next row of the same run, -1 at its end */
@@ -66,6 +75,10 @@ typedef struct al_summary_group {
     long train_size;
     int nruns;
     double mean, std;          /* final test accuracy over runs; std is the sample std (0 for one run) */
+    /* each metric (al_metric) over the runs whose final row has it (not NaN): mean, sample std and
+     * how many runs; metric_runs 0 and a NaN mean when none has it (image and graph runs: unseen_acc) */
+    double metric_mean[AL_NMETRICS], metric_std[AL_NMETRICS];
+    int metric_runs[AL_NMETRICS];
     double mean_epochs;        /* mean final epoch number */
     double mean_seconds;       /* mean total training seconds per run (sum of epoch_seconds) */
     long params;               /* parameter count of the last run seen */
@@ -88,6 +101,8 @@ void al_config_filter(const char *config, const char *by, char *out, size_t n);
  * into out (n bytes); "" when the model has one variant. */
 void al_summary_label(const al_summary *s, int g, char *out, size_t n);
 void      al_summary_free(al_summary *s);
+/* 1 when some group of s has metric m (metric_runs > 0). */
+int       al_summary_has_metric(const al_summary *s, al_metric m);
 
 /* Mean and sample standard deviation of x[0..n) (std 0 when n < 2). */
 void al_mean_std(const double *x /* (n) */, int n, double *mean, double *std);

@@ -78,6 +78,12 @@ typedef struct al_seq_model {
     al_tensor *ln_w, *ln_b, *pos;                      /* sa / trunc: ln.*, learned positions "pos" */
     al_block_params blocks[AL_MODEL_MAXDEPTH];         /* blocks.b.{ln1,qkv,proj,ln2,fc1,fc2}.* */
     float *sincos;                                     /* (max_len, dim) or NULL; owned */
+    /* If capture_attn is set, an sa/trunc forward stores each block's attention weights (1, heads, nnz),
+     * in the slot order of attn_adj (the batch's (N, N) block-diagonal adjacency), in attn_weights[block];
+     * both are arena memory of the context, valid until al_ctx_reset. al_seq_attnmap (attnmap.h) reads them. */
+    int capture_attn;
+    al_tensor *attn_weights[AL_MODEL_MAXDEPTH];
+    const al_csr *attn_adj;
 } al_seq_model;
 
 /* One packed batch: nseg sentences, ntok = Σ len tokens, features as al_feat_encode gives them. */
@@ -102,6 +108,8 @@ typedef struct al_seq_kind {
 } al_seq_kind;
 
 const al_seq_kind *al_seq_kind_find(const char *name);   /* NULL if unknown */
+int                al_seq_kind_count(void);              /* entries of the table, in its order */
+const al_seq_kind *al_seq_kind_at(int i);                /* entry i, NULL outside [0, count) */
 const char        *al_seq_names(void);                   /* "fc|window-fc|rnn|sa|trunc" */
 
 /* Defaults of model `name` (AL_ERR for an unknown name); check sizes and settings. */
@@ -121,6 +129,7 @@ typedef struct al_seq_data {
     int *word, *suffix, *tag;      /* (ntok); tag −1 = untagged */
     float *shape;                  /* (ntok, 4) */
     uint8_t *unseen;               /* (ntok) 1 = lower-cased word not in train */
+    uint8_t *ambiguous;            /* (ntok) 1 = lower-cased word took >= 2 tags in train; NULL = none */
 } al_seq_data;
 al_status al_seq_data_encode(const al_featurizer *fz, const al_conllu *d, al_seq_data *out, al_error *err);
 void      al_seq_data_free(al_seq_data *d);
@@ -142,6 +151,7 @@ typedef struct al_seq_progress {
     double loss;                    /* step: this batch; epoch: token-weighted mean over the epoch */
     double train_acc;               /* epoch: running token accuracy over the epoch's batches */
     double test_acc, unseen_acc;    /* epoch end: token accuracy on test, on test words unseen in train */
+    double ambig_acc;               /* epoch end: on test words that took >= 2 tags in train ("saw") */
     double epoch_seconds, tok_per_s, elapsed;
 } al_seq_progress;
 typedef int (*al_seq_cb)(void *ud, const al_seq_progress *p);   /* nonzero: stop */
@@ -154,6 +164,14 @@ al_status al_seq_train(al_seq_model *m, const al_seq_data *train, const al_seq_d
  * pred (d->ntok) receives the argmax tags, may be NULL; acc/unseen_acc may be NULL (tagging). */
 al_status al_seq_eval(al_seq_model *m, const al_seq_data *d, int batch, double *acc, double *unseen_acc,
                       int *pred, al_error *err);
+/* Every score at once: token accuracy, and accuracy on the tokens flagged unseen and ambiguous (NaN
+ * where no token is), with the counts of tagged tokens behind each. */
+typedef struct al_seq_scores {
+    double acc, unseen_acc, ambig_acc;
+    int64_t ntok, nunseen, nambig;
+} al_seq_scores;
+al_status al_seq_eval_scores(al_seq_model *m, const al_seq_data *d, int batch, al_seq_scores *sc, int *pred,
+                             al_error *err);
 
 /* ---------------- checkpoints ---------------- */
 /* safetensors with __metadata__: format "attnlab-sequence", the configuration, "vocab" (al_feat_save's

@@ -98,21 +98,26 @@ typedef struct al_featurizer {
     al_vocab words;        /* lower-cased train words seen >= 2 times */
     al_vocab suffixes;     /* last 3 code points of lower-cased train words seen >= 2 times */
     al_vocab train_words;  /* every lower-cased train word (for the "unseen in train" flags) */
+    al_vocab ambiguous;    /* lower-cased train words seen with >= 2 distinct UPOS tags ("saw": NOUN, VERB),
+                            * for the "ambiguous in train" flags; empty when loaded from a version 1 text */
 } al_featurizer;
-/* Builds the vocabularies from a training treebank (min_count 2, as the reference). */
+/* Builds the vocabularies from a training treebank (min_count 2, as the reference; ambiguous from
+ * its tags, untagged words ignored). */
 al_status al_feat_build(const al_conllu *train, al_featurizer *fz, al_error *err);
 void al_feat_free(al_featurizer *fz);
 static inline int al_feat_nwords(const al_featurizer *fz) { return fz->words.n + 2; }     /* embedding rows */
 static inline int al_feat_nsuffixes(const al_featurizer *fz) { return fz->suffixes.n + 2; }
 /* Features of every word of d: word_id (ntok), suffix_id (ntok), shape (ntok, 4) floats 0/1, unseen
- * (ntok) 1 if the lower-cased word never occurs in train; any output may be NULL. */
+ * (ntok) 1 if the lower-cased word never occurs in train, ambiguous (ntok) 1 if it is in
+ * fz->ambiguous (it took two or more tags in train); any output may be NULL. */
 al_status al_feat_encode(const al_featurizer *fz, const al_conllu *d, int *word_id, int *suffix_id,
-                         float *shape, uint8_t *unseen, al_error *err);
-/* The vocabularies as one text (for checkpoints): "attnlab-vocab 1\n", then for each of words, suffixes,
- * train_words a line "NAME COUNT" and COUNT lines, one string each. *out is malloc'd (caller frees),
- * NUL-terminated, *len its length. */
+                         float *shape, uint8_t *unseen, uint8_t *ambiguous, al_error *err);
+/* The vocabularies as one text (for checkpoints): "attnlab-vocab 2\n", then for each of words, suffixes,
+ * train_words, ambiguous a line "NAME COUNT" and COUNT lines, one string each. *out is malloc'd (caller
+ * frees), NUL-terminated, *len its length. */
 al_status al_feat_save(const al_featurizer *fz, char **out, size_t *len, al_error *err);
 /* Parses al_feat_save's text (len bytes) back; checks the header, counts, UTF-8 and strictly increasing
- * order, and reports the line of any problem. On error fz is left empty. */
+ * order, and reports the line of any problem. Version 1 texts ("attnlab-vocab 1": no ambiguous section)
+ * load with fz->ambiguous empty. On error fz is left empty. */
 al_status al_feat_load(const char *text, size_t len, al_featurizer *fz, al_error *err);
 #endif

@@ -1,6 +1,6 @@
 /* data_textfeat.c — token features of the POS task, as torch_pos.py's Featurizer: lower-casing,
- * shape bits, word and suffix vocabularies (min count 2, sorted), "unseen in train" flags, and the
- * vocabularies as text for checkpoints (see attnlab/text.h).
+ * shape bits, word and suffix vocabularies (min count 2, sorted), "unseen in train" and "ambiguous
+ * in train" flags, and the vocabularies as text for checkpoints (see attnlab/text.h).
  *
  * Python's str.lower()/isupper()/isdigit()/isalnum() use the whole Unicode database; here ASCII is
  * exact and a few European blocks are tabled (Latin-1, Latin Extended-A, Greek, Cyrillic). Measured
@@ -176,7 +176,7 @@ static int vocab_from_sorted(char **a, int n, int min_count, al_vocab *v)
 void al_feat_free(al_featurizer *fz)
 {
     if (!fz) return;
-    vocab_free(&fz->words); vocab_free(&fz->suffixes); vocab_free(&fz->train_words);
+    vocab_free(&fz->words); vocab_free(&fz->suffixes); vocab_free(&fz->train_words); vocab_free(&fz->ambiguous);
 }
 
 static size_t max_form_len(const al_conllu *d)
@@ -184,6 +184,37 @@ static size_t max_form_len(const al_conllu *d)
     size_t m = 0;
     for (int i = 0; i < d->ntok; i++) { size_t l = strlen(d->form[i]); if (l > m) m = l; }
     return m;
+}
+
+/* A lower-cased word with one of its tags in train. */
+typedef struct word_tag { const char *w; int tag; } word_tag;
+static int cmp_word_tag(const void *a, const void *b)
+{
+    const word_tag *x = a, *y = b;
+    int c = strcmp(x->w, y->w);
+    return c ? c : (x->tag > y->tag) - (x->tag < y->tag);
+}
+
+/* v = the words of low[0..n) (lower-cased train words, tags[i] their UPOS, -1 untagged: ignored) that
+ * carry two or more distinct tags: "saw" as NOUN and as VERB. */
+static int ambiguous_words(char *const *low, const int *tags, int n, al_vocab *v)
+{
+    memset(v, 0, sizeof *v);
+    word_tag *wt = malloc((size_t)(n > 0 ? n : 1) * sizeof *wt);
+    char **amb = malloc((size_t)(n > 0 ? n : 1) * sizeof *amb);
+    int m = 0, na = 0, ok = 0;
+    if (!wt || !amb) goto out;
+    for (int i = 0; i < n; i++) if (tags[i] >= 0) wt[m++] = (word_tag){low[i], tags[i]};
+    qsort(wt, (size_t)m, sizeof *wt, cmp_word_tag);
+    for (int i = 0, j; i < m; i = j) {   /* one word's run: distinct tags are adjacent and sorted */
+        int distinct = 1;
+        for (j = i + 1; j < m && !strcmp(wt[j].w, wt[i].w); j++) distinct += wt[j].tag != wt[j - 1].tag;
+        if (distinct >= 2) amb[na++] = (char *)wt[i].w;
+    }
+    ok = vocab_from_sorted(amb, na, 1, v);
+out:
+    free(wt); free(amb);
+    return ok;
 }
 
 al_status al_feat_build(const al_conllu *train, al_featurizer *fz, al_error *err)
@@ -201,8 +232,9 @@ al_status al_feat_build(const al_conllu *train, al_featurizer *fz, al_error *err
         w[i] = low + off; suf[i] = (char *)last3(low + off, (size_t)l);
         off += (size_t)l + 1;
     }
+    int ok_amb = ambiguous_words(w, train->tag, n, &fz->ambiguous);   /* w[i] still belongs to token i */
     qsort(w, (size_t)n, sizeof *w, cmp_str);
-    int ok = vocab_from_sorted(w, n, 2, &fz->words) && vocab_from_sorted(w, n, 1, &fz->train_words);
+    int ok = ok_amb && vocab_from_sorted(w, n, 2, &fz->words) && vocab_from_sorted(w, n, 1, &fz->train_words);
     qsort(suf, (size_t)n, sizeof *suf, cmp_str);
     ok = ok && vocab_from_sorted(suf, n, 2, &fz->suffixes);
     free(low); free(w); free(suf);
@@ -211,7 +243,7 @@ al_status al_feat_build(const al_conllu *train, al_featurizer *fz, al_error *err
 }
 
 al_status al_feat_encode(const al_featurizer *fz, const al_conllu *d, int *word_id, int *suffix_id,
-                         float *shape, uint8_t *unseen, al_error *err)
+                         float *shape, uint8_t *unseen, uint8_t *ambiguous, al_error *err)
 {
     const size_t cap = 3 * max_form_len(d) + 1;
     char *low = malloc(cap);
@@ -221,6 +253,7 @@ al_status al_feat_encode(const al_featurizer *fz, const al_conllu *d, int *word_
         if (word_id) word_id[i] = al_vocab_id(&fz->words, low);
         if (suffix_id) suffix_id[i] = al_vocab_id(&fz->suffixes, last3(low, (size_t)l));
         if (unseen) unseen[i] = al_vocab_id(&fz->train_words, low) == 1;
+        if (ambiguous) ambiguous[i] = al_vocab_id(&fz->ambiguous, low) != 1;
         if (shape) al_text_shape(d->form[i], shape + (int64_t)i * 4);
     }
     free(low);
@@ -228,15 +261,18 @@ al_status al_feat_encode(const al_featurizer *fz, const al_conllu *d, int *word_
 }
 
 /* ---------------- vocabularies as text ---------------- */
-static const char *const SECTION[3] = {"words", "suffixes", "train_words"};
-#define VOCAB_MAGIC "attnlab-vocab 1"
+/* Version 2 added the section "ambiguous"; version 1 texts (checkpoints of attnlab < 0.5) still load,
+ * with no ambiguous words. */
+static const char *const SECTION[4] = {"words", "suffixes", "train_words", "ambiguous"};
+#define VOCAB_MAGIC "attnlab-vocab 2"
+#define VOCAB_MAGIC_V1 "attnlab-vocab 1"
 
 al_status al_feat_save(const al_featurizer *fz, char **out, size_t *len, al_error *err)
 {
     *out = NULL; if (len) *len = 0;
-    const al_vocab *v[3] = {&fz->words, &fz->suffixes, &fz->train_words};
+    const al_vocab *v[4] = {&fz->words, &fz->suffixes, &fz->train_words, &fz->ambiguous};
     size_t total = sizeof VOCAB_MAGIC + 1;
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < 4; k++) {
         total += strlen(SECTION[k]) + 16;
         for (int i = 0; i < v[k]->n; i++) {
             if (!v[k]->s[i][0] || strchr(v[k]->s[i], '\n'))
@@ -247,7 +283,7 @@ al_status al_feat_save(const al_featurizer *fz, char **out, size_t *len, al_erro
     char *b = malloc(total);
     if (!b) return al_seterr(err, "vocab: out of memory");
     size_t o = (size_t)snprintf(b, total, "%s\n", VOCAB_MAGIC);
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < 4; k++) {
         o += (size_t)snprintf(b + o, total - o, "%s %d\n", SECTION[k], v[k]->n);
         for (int i = 0; i < v[k]->n; i++) {
             size_t l = strlen(v[k]->s[i]);
@@ -284,12 +320,16 @@ static int text_line(const char *text, size_t len, size_t *pos, long *line, cons
 al_status al_feat_load(const char *text, size_t len, al_featurizer *fz, al_error *err)
 {
     memset(fz, 0, sizeof *fz);
-    al_vocab *v[3] = {&fz->words, &fz->suffixes, &fz->train_words};
+    al_vocab *v[4] = {&fz->words, &fz->suffixes, &fz->train_words, &fz->ambiguous};
     size_t pos = 0; long line = 0;
     const char *s; size_t n;
-    if (!text_line(text, len, &pos, &line, &s, &n) || n != strlen(VOCAB_MAGIC) || memcmp(s, VOCAB_MAGIC, n) != 0)
-        return al_seterr(err, "vocab:1: not an attnlab vocabulary (expected '%s')", VOCAB_MAGIC);
-    for (int k = 0; k < 3; k++) {
+    int nsec = 0;
+    if (text_line(text, len, &pos, &line, &s, &n)) {
+        if (n == strlen(VOCAB_MAGIC) && !memcmp(s, VOCAB_MAGIC, n)) nsec = 4;
+        else if (n == strlen(VOCAB_MAGIC_V1) && !memcmp(s, VOCAB_MAGIC_V1, n)) nsec = 3;
+    }
+    if (!nsec) return al_seterr(err, "vocab:1: not an attnlab vocabulary (expected '%s')", VOCAB_MAGIC);
+    for (int k = 0; k < nsec; k++) {
         char head[64];
         long cnt = -1; int used = 0;
         if (!text_line(text, len, &pos, &line, &s, &n)) { al_seterr(err, "vocab:%ld: missing section '%s'", line + 1, SECTION[k]); goto fail; }

@@ -144,12 +144,13 @@ static al_status sa_init(al_seq_model *m)
 }
 
 /* One pre-LN block on (1, N, D): x + proj(attn(LN x)), then x + fc2(GELU(fc1(LN x))). */
-static al_tensor *block_forward(al_ctx *c, const al_seq_config *g, al_block_params *p, const al_csr *adj, al_tensor *x)
+static al_tensor *block_forward(al_ctx *c, const al_seq_config *g, al_block_params *p, const al_csr *adj, al_tensor *x,
+                                al_tensor **weights /* (1, H, nnz) out, or NULL */)
 {
     al_attn_desc d;
     memset(&d, 0, sizeof d);
     d.pattern = al_pattern_graph(adj);
-    d.score = g->score; d.norm = g->norm; d.slope = 0.2f;
+    d.score = g->score; d.norm = g->norm; d.slope = 0.2f; d.weights = weights;
     return al__block_forward(c, p, &d, g->heads, x);                           /* (1,N,D) */
 }
 
@@ -172,7 +173,11 @@ static al_tensor *sa_forward(al_ctx *c, al_seq_model *m, al_tensor *x /* (N, D) 
     const al_csr *adj = al_csr_segments_arena(c, b->len, b->nseg, g->window);     /* block-diagonal */
     if (!adj) return NULL;
     x = al_reshape(c, x, 3, (int[]){1, N, D});
-    for (int i = 0; i < g->depth; i++) x = block_forward(c, g, &m->blocks[i], adj, x);
+    m->attn_adj = m->capture_attn ? adj : NULL;
+    for (int i = 0; i < g->depth; i++) {
+        m->attn_weights[i] = NULL;
+        x = block_forward(c, g, &m->blocks[i], adj, x, m->capture_attn ? &m->attn_weights[i] : NULL);
+    }
     x = al_linear(c, al_layernorm(c, x, m->ln_w, m->ln_b, 1e-5f), m->head_w, m->head_b);   /* (1, N, tags) */
     return al_reshape(c, x, 2, (int[]){N, g->tags});
 }
@@ -197,6 +202,9 @@ const al_seq_kind *al_seq_kind_find(const char *name)
         if (!strcmp(name, kinds[i].name)) return &kinds[i];
     return NULL;
 }
+
+int al_seq_kind_count(void) { return NKINDS; }
+const al_seq_kind *al_seq_kind_at(int i) { return i >= 0 && i < NKINDS ? &kinds[i] : NULL; }
 
 const char *al_seq_names(void)
 {

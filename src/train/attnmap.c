@@ -4,11 +4,11 @@
  * are scattered from the pattern's layout onto the token grid. Render: a plain RGB canvas, panels
  * up-scaled by nearest neighbour, a hand-made viridis-like colour map and a 5×7 bitmap font.
  */
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "attnlab/attnmap.h"
+#include "train/draw_impl.h"
 
 /* ------------------------------------------------------------------ compute */
 
@@ -97,87 +97,6 @@ void al_attnmap_color(float t, uint8_t rgb[3])
     for (int k = 0; k < 3; k++) rgb[k] = (uint8_t)((float)a[i][k] + f * ((float)a[i + 1][k] - (float)a[i][k]) + 0.5f);
 }
 
-/* ------------------------------------------------------------------ font: 5×7, rows top to bottom,
- * bit 4 = leftmost column; drawn by hand for the characters the figures need */
-
-typedef struct glyph { char ch; uint8_t row[7]; } glyph;
-static const glyph font[] = {
-    {'A', {0x0E, 0x11, 0x11, 0x1F, 0x11, 0x11, 0x11}}, {'B', {0x1E, 0x11, 0x11, 0x1E, 0x11, 0x11, 0x1E}},
-    {'C', {0x0E, 0x11, 0x10, 0x10, 0x10, 0x11, 0x0E}}, {'D', {0x1E, 0x11, 0x11, 0x11, 0x11, 0x11, 0x1E}},
-    {'E', {0x1F, 0x10, 0x10, 0x1E, 0x10, 0x10, 0x1F}}, {'F', {0x1F, 0x10, 0x10, 0x1E, 0x10, 0x10, 0x10}},
-    {'G', {0x0E, 0x11, 0x10, 0x17, 0x11, 0x11, 0x0F}}, {'H', {0x11, 0x11, 0x11, 0x1F, 0x11, 0x11, 0x11}},
-    {'I', {0x0E, 0x04, 0x04, 0x04, 0x04, 0x04, 0x0E}}, {'J', {0x07, 0x02, 0x02, 0x02, 0x02, 0x12, 0x0C}},
-    {'K', {0x11, 0x12, 0x14, 0x18, 0x14, 0x12, 0x11}}, {'L', {0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x1F}},
-    {'M', {0x11, 0x1B, 0x15, 0x15, 0x11, 0x11, 0x11}}, {'N', {0x11, 0x11, 0x19, 0x15, 0x13, 0x11, 0x11}},
-    {'O', {0x0E, 0x11, 0x11, 0x11, 0x11, 0x11, 0x0E}}, {'P', {0x1E, 0x11, 0x11, 0x1E, 0x10, 0x10, 0x10}},
-    {'Q', {0x0E, 0x11, 0x11, 0x11, 0x15, 0x12, 0x0D}}, {'R', {0x1E, 0x11, 0x11, 0x1E, 0x14, 0x12, 0x11}},
-    {'S', {0x0F, 0x10, 0x10, 0x0E, 0x01, 0x01, 0x1E}}, {'T', {0x1F, 0x04, 0x04, 0x04, 0x04, 0x04, 0x04}},
-    {'U', {0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x0E}}, {'V', {0x11, 0x11, 0x11, 0x11, 0x11, 0x0A, 0x04}},
-    {'W', {0x11, 0x11, 0x11, 0x15, 0x15, 0x15, 0x0A}}, {'X', {0x11, 0x11, 0x0A, 0x04, 0x0A, 0x11, 0x11}},
-    {'Y', {0x11, 0x11, 0x0A, 0x04, 0x04, 0x04, 0x04}}, {'Z', {0x1F, 0x01, 0x02, 0x04, 0x08, 0x10, 0x1F}},
-    {'0', {0x0E, 0x11, 0x13, 0x15, 0x19, 0x11, 0x0E}}, {'1', {0x04, 0x0C, 0x04, 0x04, 0x04, 0x04, 0x0E}},
-    {'2', {0x0E, 0x11, 0x01, 0x02, 0x04, 0x08, 0x1F}}, {'3', {0x1F, 0x02, 0x04, 0x02, 0x01, 0x11, 0x0E}},
-    {'4', {0x02, 0x06, 0x0A, 0x12, 0x1F, 0x02, 0x02}}, {'5', {0x1F, 0x10, 0x1E, 0x01, 0x01, 0x11, 0x0E}},
-    {'6', {0x06, 0x08, 0x10, 0x1E, 0x11, 0x11, 0x0E}}, {'7', {0x1F, 0x01, 0x02, 0x04, 0x08, 0x08, 0x08}},
-    {'8', {0x0E, 0x11, 0x11, 0x0E, 0x11, 0x11, 0x0E}}, {'9', {0x0E, 0x11, 0x11, 0x0F, 0x01, 0x02, 0x0C}},
-    {'-', {0x00, 0x00, 0x00, 0x1F, 0x00, 0x00, 0x00}}, {'/', {0x01, 0x01, 0x02, 0x04, 0x08, 0x10, 0x10}},
-    {':', {0x00, 0x0C, 0x0C, 0x00, 0x0C, 0x0C, 0x00}}, {'.', {0x00, 0x00, 0x00, 0x00, 0x00, 0x0C, 0x0C}},
-    {',', {0x00, 0x00, 0x00, 0x00, 0x0C, 0x04, 0x08}}, {'=', {0x00, 0x00, 0x1F, 0x00, 0x1F, 0x00, 0x00}},
-    {'(', {0x02, 0x04, 0x08, 0x08, 0x08, 0x04, 0x02}}, {')', {0x08, 0x04, 0x02, 0x02, 0x02, 0x04, 0x08}},
-    {'+', {0x00, 0x04, 0x04, 0x1F, 0x04, 0x04, 0x00}}, {'_', {0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x1F}},
-    {'?', {0x0E, 0x11, 0x01, 0x02, 0x04, 0x00, 0x04}}, {' ', {0, 0, 0, 0, 0, 0, 0}},
-    {'#', {0x0A, 0x0A, 0x1F, 0x0A, 0x1F, 0x0A, 0x0A}}, {'%', {0x18, 0x19, 0x02, 0x04, 0x08, 0x13, 0x03}},
-};
-
-static const uint8_t *glyph_rows(char ch)
-{
-    ch = (char)toupper((unsigned char)ch);
-    for (size_t i = 0; i < sizeof font / sizeof font[0]; i++) if (font[i].ch == ch) return font[i].row;
-    return glyph_rows('?');
-}
-
-typedef struct canvas { uint8_t *p; int w, h; } canvas;   /* p (h, w, 3) */
-
-static void put(canvas *cv, int x, int y, const uint8_t rgb[3])
-{
-    if (x < 0 || y < 0 || x >= cv->w || y >= cv->h) return;
-    memcpy(cv->p + ((size_t)y * cv->w + x) * 3, rgb, 3);
-}
-
-static void fill_rect(canvas *cv, int x, int y, int w, int h, const uint8_t rgb[3])
-{
-    for (int yy = y; yy < y + h; yy++) for (int xx = x; xx < x + w; xx++) put(cv, xx, yy, rgb);
-}
-
-/* An outline of thickness t drawn inside the box (x, y, w, h). */
-static void outline(canvas *cv, int x, int y, int w, int h, int t, const uint8_t rgb[3])
-{
-    if (t * 2 >= w || t * 2 >= h) { fill_rect(cv, x, y, w, h, rgb); return; }
-    fill_rect(cv, x, y, w, t, rgb); fill_rect(cv, x, y + h - t, w, t, rgb);
-    fill_rect(cv, x, y, t, h, rgb); fill_rect(cv, x + w - t, y, t, h, rgb);
-}
-
-static int text_width(const char *s, int ts) { int n = (int)strlen(s); return n ? (n * 6 - 1) * ts : 0; }
-
-static void draw_text(canvas *cv, int x, int y, const char *s, int ts, const uint8_t rgb[3])
-{
-    for (; *s; s++, x += 6 * ts) {
-        const uint8_t *r = glyph_rows(*s);
-        for (int gy = 0; gy < 7; gy++)
-            for (int gx = 0; gx < 5; gx++)
-                if (r[gy] & (0x10 >> gx)) fill_rect(cv, x + gx * ts, y + gy * ts, ts, ts, rgb);
-    }
-}
-
-/* Centred on cx, kept inside the canvas where it fits. */
-static void draw_text_centred(canvas *cv, int cx, int y, const char *s, int ts, const uint8_t rgb[3])
-{
-    int w = text_width(s, ts), x = cx - w / 2;
-    if (x + w > cv->w) x = cv->w - w;
-    if (x < 0) x = 0;
-    draw_text(cv, x, y, s, ts, rgb);
-}
-
 /* ------------------------------------------------------------------ layout */
 
 enum { MARGIN = 10, GAP = 4, GAP_BLOCK = 20, TS = 2, LINE = 7 * TS + 6, HEADER = MARGIN + 3 * LINE,
@@ -239,7 +158,7 @@ al_status al_attnmap_render(const al_attnmap_fig *f, uint8_t **rgb, int *w, int 
     *rgb = NULL;
     int x0, y0, W, Hh;
     if (al_attnmap_layout(f, -2, 0, 0, &x0, &y0, &W, &Hh, err) != AL_OK) return AL_ERR;
-    canvas cv = {malloc((size_t)W * Hh * 3), W, Hh};
+    al__canvas cv = {malloc((size_t)W * Hh * 3), W, Hh};
     if (!cv.p) return al_seterr(err, "attnmap: out of memory (%dx%d figure)", W, Hh);
     memset(cv.p, 255, (size_t)W * Hh * 3);
     static const uint8_t ink[3] = {25, 25, 25}, red[3] = {240, 30, 30}, grey[3] = {128, 128, 128};
@@ -247,23 +166,23 @@ al_status al_attnmap_render(const al_attnmap_fig *f, uint8_t **rgb, int *w, int 
     char buf[64];
 
     /* header: the input column, then each model's title, note and head numbers */
-    draw_text_centred(&cv, MARGIN + pw / 2, MARGIN, "input", TS, ink);
+    al__draw_text_centred(&cv, MARGIN + pw / 2, MARGIN, "input", TS, ink);
     if (f->caption) {   /* up to two lines, split at '\n' */
         const char *nl = strchr(f->caption, '\n');
         int n1 = nl ? (int)(nl - f->caption) : (int)strlen(f->caption);
         snprintf(buf, sizeof buf, "%.*s", n1, f->caption);
-        draw_text_centred(&cv, MARGIN + pw / 2, MARGIN + LINE, buf, TS, ink);
-        if (nl) draw_text_centred(&cv, MARGIN + pw / 2, MARGIN + 2 * LINE, nl + 1, TS, ink);
+        al__draw_text_centred(&cv, MARGIN + pw / 2, MARGIN + LINE, buf, TS, ink);
+        if (nl) al__draw_text_centred(&cv, MARGIN + pw / 2, MARGIN + 2 * LINE, nl + 1, TS, ink);
     }
     for (int k = 0; k < f->nmodels; k++) {
         const al_attnmap_model *m = &f->models[k];
         int bx = block_x(f, k), bw = m->heads * (pw + GAP) - GAP;
-        if (m->title) draw_text_centred(&cv, bx + bw / 2, MARGIN, m->title, TS, ink);
-        if (m->note) draw_text_centred(&cv, bx + bw / 2, MARGIN + LINE, m->note, TS, ink);
+        if (m->title) al__draw_text_centred(&cv, bx + bw / 2, MARGIN, m->title, TS, ink);
+        if (m->note) al__draw_text_centred(&cv, bx + bw / 2, MARGIN + LINE, m->note, TS, ink);
         for (int hd = 0; hd < m->heads; hd++) {
             snprintf(buf, sizeof buf, "head %d", hd + 1);
-            if (text_width(buf, TS) > pw) snprintf(buf, sizeof buf, "%d", hd + 1);
-            draw_text_centred(&cv, bx + hd * (pw + GAP) + pw / 2, MARGIN + 2 * LINE, buf, TS, ink);
+            if (al__text_width(buf, TS) > pw) snprintf(buf, sizeof buf, "%d", hd + 1);
+            al__draw_text_centred(&cv, bx + hd * (pw + GAP) + pw / 2, MARGIN + 2 * LINE, buf, TS, ink);
         }
     }
 
@@ -276,10 +195,10 @@ al_status al_attnmap_render(const al_attnmap_fig *f, uint8_t **rgb, int *w, int 
                 size_t o = (size_t)(y / S) * f->w + (size_t)(x / S), plane = (size_t)f->h * f->w;
                 uint8_t c3[3];
                 for (int ch = 0; ch < 3; ch++) c3[ch] = f->image[(f->c == 3 ? (size_t)ch * plane : 0) + o];
-                put(&cv, px + x, py + y, c3);
+                al__put(&cv, px + x, py + y, c3);
             }
         snprintf(buf, sizeof buf, "(%d,%d)", f->qy[q], f->qx[q]);
-        draw_text(&cv, px, py + ph + 3, buf, 1, ink);
+        al__draw_text(&cv, px, py + ph + 3, buf, 1, ink);
         /* the query's token, outlined on the input for the first model's grid */
         const al_attnmap_model *m0 = &f->models[0];
         {
@@ -287,7 +206,7 @@ al_status al_attnmap_render(const al_attnmap_fig *f, uint8_t **rgb, int *w, int 
             if (ty >= m0->grid_h) ty = m0->grid_h - 1;
             if (tx >= m0->grid_w) tx = m0->grid_w - 1;
             int bs = m0->patch * S;
-            outline(&cv, px + tx * bs, py + ty * bs, bs, bs, t, red);
+            al__outline(&cv, px + tx * bs, py + ty * bs, bs, bs, t, red);
         }
         for (int k = 0; k < f->nmodels; k++) {
             const al_attnmap_model *m = &f->models[k];
@@ -307,13 +226,13 @@ al_status al_attnmap_render(const al_attnmap_fig *f, uint8_t **rgb, int *w, int 
                         uint8_t c3[3];
                         if (gy >= gh || gx >= gw) memcpy(c3, grey, 3);   /* pixels no token covers */
                         else al_attnmap_color(mx > 0.f ? mp[gy * gw + gx] / mx : 0.f, c3);
-                        put(&cv, px + x, py + y, c3);
+                        al__put(&cv, px + x, py + y, c3);
                     }
                 }
-                outline(&cv, px + tx * P * S, py + ty * P * S, P * S, P * S, t, red);
+                al__outline(&cv, px + tx * P * S, py + ty * P * S, P * S, P * S, t, red);
                 snprintf(buf, sizeof buf, "max %.3f", (double)mx);
-                if (text_width(buf, 1) > pw) snprintf(buf, sizeof buf, "%.2f", (double)mx);
-                draw_text(&cv, px, py + ph + 3, buf, 1, ink);
+                if (al__text_width(buf, 1) > pw) snprintf(buf, sizeof buf, "%.2f", (double)mx);
+                al__draw_text(&cv, px, py + ph + 3, buf, 1, ink);
             }
         }
     }
@@ -325,12 +244,12 @@ al_status al_attnmap_render(const al_attnmap_fig *f, uint8_t **rgb, int *w, int 
         for (int x = 0; x < bw; x++) {
             uint8_t c3[3];
             al_attnmap_color(bw > 1 ? (float)x / (float)(bw - 1) : 1.f, c3);
-            fill_rect(&cv, MARGIN + x, by, 1, BAR_H, c3);
+            al__fill_rect(&cv, MARGIN + x, by, 1, BAR_H, c3);
         }
-        draw_text(&cv, MARGIN, by + BAR_H + 4, "0", TS, ink);
+        al__draw_text(&cv, MARGIN, by + BAR_H + 4, "0", TS, ink);
         const char *lab = "weight / panel max";
-        int lx = MARGIN + bw - text_width(lab, TS);
-        draw_text(&cv, lx > MARGIN + 20 ? lx : MARGIN + 20, by + BAR_H + 4, lab, TS, ink);
+        int lx = MARGIN + bw - al__text_width(lab, TS);
+        al__draw_text(&cv, lx > MARGIN + 20 ? lx : MARGIN + 20, by + BAR_H + 4, lab, TS, ink);
     }
     *rgb = cv.p; *w = W; *h = Hh;
     return AL_OK;

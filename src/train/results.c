@@ -9,7 +9,8 @@
 #include <string.h>
 
 #define NFIELDS1 14   /* the header of attnlab < 0.4 */
-#define NFIELDS 16    /* + config, status */
+#define NFIELDS2 16   /* + config, status (0.4) */
+#define NFIELDS 18    /* + unseen_acc, ambig_acc (0.5) */
 
 void al_results_free(al_results *r)
 {
@@ -58,7 +59,7 @@ static int parse_double(const char *s, size_t n, double *out)
 
 static const char *field_name[NFIELDS] = {
     "run_id", "task", "dataset", "model", "train_size", "seed", "epoch", "train_loss", "train_acc",
-    "val_acc", "test_acc", "epoch_seconds", "samples_per_second", "params", "config", "status"};
+    "val_acc", "test_acc", "epoch_seconds", "samples_per_second", "params", "config", "status", "unseen_acc", "ambig_acc"};
 
 /* A quoted CSV field ("...", inner quotes doubled) unquoted into dst; -1 if it does not fit or is malformed. */
 static int copy_quoted(char *dst, size_t cap, const char *s, size_t n)
@@ -107,9 +108,13 @@ static int parse_row(const char *s, size_t n, int nfields, al_result_row *w)
         if (parse_double(f[7 + i], fl[7 + i], d[i])) return 7 + i;
     if (fl[13] == 0) w->params = 0;
     else if (parse_long(f[13], fl[13], &w->params)) return 13;
+    w->unseen_acc = w->ambig_acc = NAN;
     if (nfields == NFIELDS1) { strcpy(w->status, "done"); return -1; }   /* older files hold whole runs */
     if (copy_quoted(w->config, sizeof w->config, f[14], fl[14])) return 14;
     if (copy_quoted(w->status, sizeof w->status, f[15], fl[15])) return 15;
+    if (nfields == NFIELDS2) return -1;
+    if (parse_double(f[16], fl[16], &w->unseen_acc)) return 16;
+    if (parse_double(f[17], fl[17], &w->ambig_acc)) return 17;
     return -1;
 }
 
@@ -194,7 +199,8 @@ al_status al_results_parse_ex(const char *text, size_t len, const char *name, in
         size_t n = (size_t)(nl - p);
         if (n > 0 && p[n - 1] == '\r') n--;
         if (line == 1) {
-            if (n == strlen(AL_CSV_HEADER) && !memcmp(p, AL_CSV_HEADER, n)) r->version = 2;
+            if (n == strlen(AL_CSV_HEADER) && !memcmp(p, AL_CSV_HEADER, n)) r->version = 3;
+            else if (n == strlen(AL_CSV_HEADER_V2) && !memcmp(p, AL_CSV_HEADER_V2, n)) r->version = 2;
             else if (n == strlen(AL_CSV_HEADER_V1) && !memcmp(p, AL_CSV_HEADER_V1, n)) r->version = 1;
             else {
                 al_results_free(r);
@@ -209,7 +215,7 @@ al_status al_results_parse_ex(const char *text, size_t len, const char *name, in
             }
             al_result_row *w = &r->row[r->n];
             memset(w, 0, sizeof *w);
-            int nf = r->version == 1 ? NFIELDS1 : NFIELDS;
+            int nf = r->version == 1 ? NFIELDS1 : r->version == 2 ? NFIELDS2 : NFIELDS;
             int bad = n == 0 ? NFIELDS : parse_row(p, n, nf, w);
             if (bad >= 0) {
                 al_results_free(r);
@@ -240,6 +246,33 @@ al_status al_results_read_ex(const char *path, int flags, al_results *r, char no
     al_status st = al_results_parse_ex(text, len, path, flags, r, note, err);
     free(text);
     return st;
+}
+
+/* ---------------- metrics ---------------- */
+static const char *const metric_names[AL_NMETRICS] = {"test_acc", "unseen_acc", "ambig_acc"};
+
+const char *al_metric_name(al_metric m) { return (unsigned)m < AL_NMETRICS ? metric_names[m] : "?"; }
+
+int al_metric_find(const char *name)
+{
+    for (int m = 0; name && m < AL_NMETRICS; m++) if (!strcmp(name, metric_names[m])) return m;
+    return -1;
+}
+
+double al_result_metric(const al_result_row *w, al_metric m)
+{
+    switch (m) {
+    case AL_METRIC_TEST_ACC: return w->test_acc;
+    case AL_METRIC_UNSEEN_ACC: return w->unseen_acc;
+    case AL_METRIC_AMBIG_ACC: return w->ambig_acc;
+    default: return NAN;
+    }
+}
+
+int al_summary_has_metric(const al_summary *s, al_metric m)
+{
+    for (int i = 0; i < s->n; i++) if (s->grp[i].metric_runs[m] > 0) return 1;
+    return 0;
 }
 
 /* ---------------- summary ---------------- */
@@ -302,11 +335,11 @@ al_status al_results_summarize_by(const al_results *r, const char *by, al_summar
     memset(s, 0, sizeof *s);
     if (r->nrun == 0) return AL_OK;
     final_ref *ord = malloc((size_t)r->nrun * sizeof *ord);
-    double *acc = malloc((size_t)r->nrun * sizeof *acc);
+    double *acc = malloc((size_t)r->nrun * sizeof *acc), *val = malloc((size_t)r->nrun * sizeof *val);
     s->grp = calloc((size_t)r->nrun, sizeof *s->grp);
     s->incomplete = malloc((size_t)r->nrun * sizeof *s->incomplete);
-    if (!ord || !acc || !s->grp || !s->incomplete) {
-        free(ord); free(acc); al_summary_free(s);
+    if (!ord || !acc || !val || !s->grp || !s->incomplete) {
+        free(ord); free(acc); free(val); al_summary_free(s);
         return al_seterr(err, "summarize: out of memory");
     }
     int nc = 0;
@@ -340,11 +373,20 @@ al_status al_results_summarize_by(const al_results *r, const char *by, al_summar
         }
         grp->nruns = b - a;
         al_mean_std(acc, grp->nruns, &grp->mean, &grp->std);
+        for (int m = 0; m < AL_NMETRICS; m++) {   /* each metric over the runs that have it */
+            int k = 0;
+            for (int i = a; i < b; i++) {
+                double v = al_result_metric(ord[i].fin, (al_metric)m);
+                if (!isnan(v)) val[k++] = v;
+            }
+            grp->metric_runs[m] = k;
+            al_mean_std(val, k, &grp->metric_mean[m], &grp->metric_std[m]);
+        }
         grp->mean_epochs = ep / grp->nruns;
         grp->mean_seconds = sec / grp->nruns;
         a = b;
     }
-    free(ord); free(acc);
+    free(ord); free(acc); free(val);
     return AL_OK;
 }
 

@@ -1,7 +1,7 @@
 /* seq.c — sequence-labelling training and evaluation (seq.h): features encoded once per treebank,
  * shuffled batches of whole sentences packed into one token sequence, AdamW, cross-entropy over the
  * batch's tokens (there is no padding to mask), token accuracy and accuracy on words unseen in
- * train after every epoch; checkpoints with the configuration and the vocabularies in metadata.
+ * train and on words ambiguous in train after every epoch; checkpoints with the configuration and the vocabularies in metadata.
  * Library code: nothing prints. */
 #include "attnlab/seq.h"
 #include "attnlab/optim.h"
@@ -17,7 +17,7 @@
 /* ---------------- data ---------------- */
 void al_seq_data_free(al_seq_data *d)
 {
-    free(d->start); free(d->word); free(d->suffix); free(d->tag); free(d->shape); free(d->unseen);
+    free(d->start); free(d->word); free(d->suffix); free(d->tag); free(d->shape); free(d->unseen); free(d->ambiguous);
     memset(d, 0, sizeof *d);
 }
 
@@ -28,14 +28,17 @@ al_status al_seq_data_encode(const al_featurizer *fz, const al_conllu *d, al_seq
     out->nsent = d->nsent; out->ntok = d->ntok; out->max_len = d->max_sent_len;
     out->start = malloc((size_t)(d->nsent + 1) * sizeof(int));
     out->word = malloc(n * sizeof(int)); out->suffix = malloc(n * sizeof(int)); out->tag = malloc(n * sizeof(int));
-    out->shape = malloc(n * 4 * sizeof(float)); out->unseen = malloc(n);
-    if (!out->start || !out->word || !out->suffix || !out->tag || !out->shape || !out->unseen) {
+    out->shape = malloc(n * 4 * sizeof(float)); out->unseen = malloc(n); out->ambiguous = malloc(n);
+    if (!out->start || !out->word || !out->suffix || !out->tag || !out->shape || !out->unseen || !out->ambiguous) {
         al_seq_data_free(out);
         return al_seterr(err, "features: out of memory for %d tokens", d->ntok);
     }
     memcpy(out->start, d->sent_start, (size_t)(d->nsent + 1) * sizeof(int));
     memcpy(out->tag, d->tag, (size_t)d->ntok * sizeof(int));
-    if (al_feat_encode(fz, d, out->word, out->suffix, out->shape, out->unseen, err) != AL_OK) { al_seq_data_free(out); return AL_ERR; }
+    if (al_feat_encode(fz, d, out->word, out->suffix, out->shape, out->unseen, out->ambiguous, err) != AL_OK) {
+        al_seq_data_free(out);
+        return AL_ERR;
+    }
     return AL_OK;
 }
 
@@ -77,7 +80,7 @@ al_status al_conllu_subset(const al_conllu *d, const int *idx, int n, al_conllu 
 
 /* ---------------- batches ---------------- */
 /* Scratch for one packed batch of up to cap tokens. */
-typedef struct batchbuf { int *len, *word, *suffix, *tag; float *shape; uint8_t *unseen; } batchbuf;
+typedef struct batchbuf { int *len, *word, *suffix, *tag; float *shape; uint8_t *unseen, *ambiguous; } batchbuf;
 
 static int batchbuf_alloc(batchbuf *b, int nseg, int64_t cap)
 {
@@ -86,10 +89,13 @@ static int batchbuf_alloc(batchbuf *b, int nseg, int64_t cap)
     b->len = malloc((size_t)nseg * sizeof(int));
     b->word = malloc((size_t)cap * sizeof(int)); b->suffix = malloc((size_t)cap * sizeof(int));
     b->tag = malloc((size_t)cap * sizeof(int)); b->shape = malloc((size_t)cap * 4 * sizeof(float));
-    b->unseen = malloc((size_t)cap);
-    return b->len && b->word && b->suffix && b->tag && b->shape && b->unseen ? 0 : -1;
+    b->unseen = malloc((size_t)cap); b->ambiguous = malloc((size_t)cap);
+    return b->len && b->word && b->suffix && b->tag && b->shape && b->unseen && b->ambiguous ? 0 : -1;
 }
-static void batchbuf_free(batchbuf *b) { free(b->len); free(b->word); free(b->suffix); free(b->tag); free(b->shape); free(b->unseen); }
+static void batchbuf_free(batchbuf *b)
+{
+    free(b->len); free(b->word); free(b->suffix); free(b->tag); free(b->shape); free(b->unseen); free(b->ambiguous);
+}
 
 /* Pack sentences ids[0..S) of d into bb; fills the batch view. */
 static void gather(const al_seq_data *d, const int *ids, int S, batchbuf *bb, al_seq_batch *b)
@@ -103,6 +109,8 @@ static void gather(const al_seq_data *d, const int *ids, int S, batchbuf *bb, al
         memcpy(bb->tag + t, d->tag + s0, (size_t)L * sizeof(int));
         memcpy(bb->shape + (int64_t)t * 4, d->shape + (int64_t)s0 * 4, (size_t)L * 4 * sizeof(float));
         memcpy(bb->unseen + t, d->unseen + s0, (size_t)L);
+        if (d->ambiguous) memcpy(bb->ambiguous + t, d->ambiguous + s0, (size_t)L);
+        else memset(bb->ambiguous + t, 0, (size_t)L);
         t += L;
     }
     b->nseg = S; b->ntok = t; b->len = bb->len; b->word = bb->word; b->suffix = bb->suffix; b->shape = bb->shape;
@@ -122,12 +130,15 @@ static int argmax_row(const float *r, int n)
 }
 
 /* ---------------- evaluation ---------------- */
-static al_status eval_with(al_ctx *c, al_seq_model *m, const al_seq_data *d, int batch, double *acc, double *uacc,
+/* A ratio of counts; NaN for none. */
+static double ratio(int64_t ok, int64_t n) { return n ? (double)ok / (double)n : NAN; }
+
+static al_status eval_with(al_ctx *c, al_seq_model *m, const al_seq_data *d, int batch, al_seq_scores *sc,
                            int *pred, batchbuf *bb, int *ids, al_error *err)
 {
     int g0 = c->grad_enabled, t0 = c->training;
     c->grad_enabled = 0; c->training = 0;
-    int64_t ok = 0, n = 0, ok_u = 0, n_u = 0;
+    int64_t ok = 0, n = 0, ok_u = 0, n_u = 0, ok_a = 0, n_a = 0;
     al_status st = AL_OK;
     for (int s = 0; s < d->nsent; s += batch) {
         int S = d->nsent - s < batch ? d->nsent - s : batch;
@@ -145,18 +156,19 @@ static al_status eval_with(al_ctx *c, al_seq_model *m, const al_seq_data *d, int
             int hit = k == bb->tag[i];
             ok += hit; n++;
             if (bb->unseen[i]) { ok_u += hit; n_u++; }
+            if (bb->ambiguous[i]) { ok_a += hit; n_a++; }
         }
     }
     al_ctx_reset(c);
     c->grad_enabled = g0; c->training = t0;
-    if (st == AL_OK) {
-        if (acc) *acc = n ? (double)ok / n : NAN;
-        if (uacc) *uacc = n_u ? (double)ok_u / n_u : NAN;
+    if (st == AL_OK && sc) {
+        sc->acc = ratio(ok, n); sc->unseen_acc = ratio(ok_u, n_u); sc->ambig_acc = ratio(ok_a, n_a);
+        sc->ntok = n; sc->nunseen = n_u; sc->nambig = n_a;
     }
     return st;
 }
 
-al_status al_seq_eval(al_seq_model *m, const al_seq_data *d, int batch, double *acc, double *unseen_acc, int *pred, al_error *err)
+al_status al_seq_eval_scores(al_seq_model *m, const al_seq_data *d, int batch, al_seq_scores *sc, int *pred, al_error *err)
 {
     if (batch < 1) batch = 256;
     al_ctx *c = al_ctx_new(0);
@@ -164,9 +176,18 @@ al_status al_seq_eval(al_seq_model *m, const al_seq_data *d, int batch, double *
     int *ids = malloc((size_t)batch * sizeof(int));
     al_status st;
     if (!c || !ids || batchbuf_alloc(&bb, batch, batch_cap(d, batch))) st = al_seterr(err, "evaluation: out of memory");
-    else st = eval_with(c, m, d, batch, acc, unseen_acc, pred, &bb, ids, err);
+    else st = eval_with(c, m, d, batch, sc, pred, &bb, ids, err);
     batchbuf_free(&bb); free(ids); al_ctx_free(c);
     return st;
+}
+
+al_status al_seq_eval(al_seq_model *m, const al_seq_data *d, int batch, double *acc, double *unseen_acc, int *pred, al_error *err)
+{
+    al_seq_scores sc;
+    if (al_seq_eval_scores(m, d, batch, &sc, pred, err) != AL_OK) return AL_ERR;
+    if (acc) *acc = sc.acc;
+    if (unseen_acc) *unseen_acc = sc.unseen_acc;
+    return AL_OK;
 }
 
 /* ---------------- training ---------------- */
@@ -232,21 +253,22 @@ al_status al_seq_train(al_seq_model *m, const al_seq_data *train, const al_seq_d
                 double now = al_time();
                 al_seq_progress p = {0};
                 p.kind = 0; p.epoch = ep; p.epochs = tc->epochs; p.step = step; p.steps_per_epoch = steps_per_epoch;
-                p.loss = lv; p.train_acc = (double)correct / seen; p.test_acc = p.unseen_acc = NAN;
+                p.loss = lv; p.train_acc = (double)correct / seen; p.test_acc = p.unseen_acc = p.ambig_acc = NAN;
                 p.epoch_seconds = now - t0; p.tok_per_s = seen / (now - t0 > 1e-9 ? now - t0 : 1e-9); p.elapsed = now - t_start;
                 if (cb(ud, &p)) { st = al_seterr(err, "stopped"); break; }
             }
             if (tc->max_steps > 0 && total_steps >= tc->max_steps) break;
         }
         if (st != AL_OK) break;
-        double secs = al_time() - t0, acc = NAN, uacc = NAN;
-        if (test && test->nsent > 0 && eval_with(c, m, test, eval_batch, &acc, &uacc, NULL, &bb, ids, err) != AL_OK) { st = AL_ERR; break; }
+        double secs = al_time() - t0;
+        al_seq_scores sc = {NAN, NAN, NAN, 0, 0, 0};
+        if (test && test->nsent > 0 && eval_with(c, m, test, eval_batch, &sc, NULL, &bb, ids, err) != AL_OK) { st = AL_ERR; break; }
         if (cb) {
             al_seq_progress p = {0};
             p.kind = 1; p.epoch = ep; p.epochs = tc->epochs; p.step = step > steps_per_epoch ? steps_per_epoch : step;
             p.steps_per_epoch = steps_per_epoch;
             p.loss = seen ? loss_sum / seen : NAN; p.train_acc = seen ? (double)correct / seen : NAN;
-            p.test_acc = acc; p.unseen_acc = uacc;
+            p.test_acc = sc.acc; p.unseen_acc = sc.unseen_acc; p.ambig_acc = sc.ambig_acc;
             p.epoch_seconds = secs; p.tok_per_s = seen / (secs > 1e-9 ? secs : 1e-9); p.elapsed = al_time() - t_start;
             if (cb(ud, &p)) { st = al_seterr(err, "stopped"); break; }
         }
