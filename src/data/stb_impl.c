@@ -1,6 +1,5 @@
 /* stb_impl.c — the one translation unit that compiles the stb single-file libraries attnlab uses:
- * stb_image (decode PNG/JPEG/BMP/GIF/TGA/PNM/PSD/HDR/PIC), stb_image_resize (v1, Debian's libstb-dev
- * ships stb_image_resize.h; stb_image_resize2.h is used instead when it is the one installed).
+ * stb_image (decode PNG/JPEG/BMP/GIF/TGA/PNM/PSD/HDR/PIC); stb_image_resize is compiled in stb_resize.c.
  * stb_image_write is deliberately not compiled in: its JPEG encoder shifts signed ints out of range
  * (UBSan stops on it) and PNG output goes through libpng (al_png_write).
  *
@@ -36,14 +35,6 @@ static void *al_stbi_realloc(void *p, size_t n) { return stbi_too_big(n) ? NULL 
 #define STB_IMAGE_IMPLEMENTATION
 #include <stb/stb_image.h>
 
-#if __has_include(<stb/stb_image_resize2.h>)
-#define STB_IMAGE_RESIZE_IMPLEMENTATION
-#include <stb/stb_image_resize2.h>
-#define AL_STBIR2 1
-#else
-#define STB_IMAGE_RESIZE_IMPLEMENTATION
-#include <stb/stb_image_resize.h>
-#endif
 
 /* stb_image computes z->idata + ioff with idata still NULL when a PNG's first IDAT chunk is empty
  * (stb_image.h:5130; NULL + 0 is undefined in C, a UBSan abort; fuzz_image). Such a file is valid
@@ -104,13 +95,4 @@ int al__to_chw(const uint8_t *img, int w, int h, int C, int H, int W, uint8_t *d
         for (size_t i = 0; i < hw; i++) dst[ch * hw + i] = src[i * (size_t)C + (size_t)ch];
     free(rs);
     return 1;
-}
-
-int al__resize_u8(const uint8_t *in, int w, int h, uint8_t *out, int W, int H, int c)
-{
-#ifdef AL_STBIR2
-    return stbir_resize_uint8_linear(in, w, h, 0, out, W, H, 0, (stbir_pixel_layout)c) != NULL;
-#else
-    return stbir_resize_uint8(in, w, h, 0, out, W, H, 0, c) != 0;
-#endif
 }
