@@ -39,8 +39,9 @@ int tu_system(const char *cmd);
 /* Run `$ATTNLAB_BIN ARGS` with stdout to DIR/out.txt and stderr to DIR/err.txt; its exit status. */
 int tu_run_cli(const char *dir, const char *args);
 /* Run `SCRIPT $ATTNLAB_BIN` (a CLI test script: tests/readme_commands.sh, scripts/bad-inputs.sh, ...)
- * with its output to log; on failure print the log and fail the test, else print its last line. */
-void tu_script_passes(const char *script, const char *log);
+ * with its output to a log of this process in /tmp; on failure print the log and fail the test (the
+ * log stays), else print its last line (and remove the log). */
+void tu_script_passes(const char *script);
 /* Build a 1-4 dim shape initializer. */
 static inline tu_input tu_in(float *data, int check, int ndim, int d0, int d1, int d2, int d3)
 { tu_input i = {ndim, {d0, d1, d2, d3}, data, check}; return i; }
