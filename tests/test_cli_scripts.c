@@ -11,19 +11,19 @@
 static void test_every_readme_command_runs(void **state)
 {
     (void)state;
-    tu_script_passes("tests/readme_commands.sh", "/tmp/attnlab-readme.log");
+    tu_script_passes("tests/readme_commands.sh");
 }
 
 static void test_every_bad_input_is_one_clear_error(void **state)
 {
     (void)state;
-    tu_script_passes("scripts/bad-inputs.sh", "/tmp/attnlab-bad-inputs.log");
+    tu_script_passes("scripts/bad-inputs.sh");
 }
 
 static void test_every_command_path_runs(void **state)
 {
     (void)state;
-    tu_script_passes("tests/cli_paths.sh", "/tmp/attnlab-cli-paths.log");
+    tu_script_passes("tests/cli_paths.sh");
 }
 
 int main(void)

@@ -154,9 +154,11 @@ int tu_run_cli(const char *dir, const char *args)
     return rc;
 }
 
-void tu_script_passes(const char *script, const char *log)
+void tu_script_passes(const char *script)
 {
-    char cmd[8192];
+    char log[512], cmd[8192];
+    const char *base = strrchr(script, '/');
+    snprintf(log, sizeof log, "/tmp/attnlab-%s.%ld.log", base ? base + 1 : script, (long)getpid());
     snprintf(cmd, sizeof cmd, "%s %s > %s 2>&1", script, tu_attnlab_bin(), log);
     if (tu_system(cmd) != 0) {
         snprintf(cmd, sizeof cmd, "cat %s >&2", log);
@@ -165,6 +167,7 @@ void tu_script_passes(const char *script, const char *log)
     }
     snprintf(cmd, sizeof cmd, "tail -1 %s >&2", log);
     (void)!system(cmd);
+    unlink(log);
 }
 
 void tu_write_treebank(const char *path, int nsent, uint64_t seed, int rare_every)

@@ -39,8 +39,9 @@ int tu_system(const char *cmd);
 /* Run `$ATTNLAB_BIN ARGS` with stdout to DIR/out.txt and stderr to DIR/err.txt; its exit status. */
 int tu_run_cli(const char *dir, const char *args);
 /* Run `SCRIPT $ATTNLAB_BIN` (a CLI test script: tests/readme_commands.sh, scripts/bad-inputs.sh, ...)
- * with its output to log; on failure print the log and fail the test, else print its last line. */
-void tu_script_passes(const char *script, const char *log);
+ * with its output to a log of this process in /tmp; on failure print the log and fail the test (the
+ * log stays), else print its last line (and remove the log). */
+void tu_script_passes(const char *script);
 /* A tiny CoNLL-U treebank of nsent sentences at path: DET NOUN VERB [ADP DET NOUN] PUNCT from small word
  * lists, seeded; "saw" is both a VERB and a NOUN (an ambiguous word). rare_every > 0: every rare_every-th
  * sentence's first noun is "zebra" or "yak", words the other sentences never have (unseen in train). */
