@@ -41,6 +41,7 @@ int cmd_data(int argc, char **argv);           /* apps/cmd_data.c: data import *
 int train_image_main(int argc, char **argv);   /* apps/cmd_train_image.c */
 int train_graph_main(int argc, char **argv);   /* apps/cmd_train_graph.c */
 int train_seq_main(int argc, char **argv);     /* apps/cmd_train_seq.c */
+int train_mol_main(int argc, char **argv);     /* apps/cmd_train_mol.c */
 int cmd_tag(int argc, char **argv);            /* apps/cmd_tag.c */
 int bench_gemm_main(int argc, char **argv);    /* apps/bench_gemm.c */
 int bench_attention_main(int argc, char **argv); /* apps/bench_attention.c */

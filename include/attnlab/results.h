@@ -29,6 +29,7 @@ typedef struct al_result_row {
     long params;
     char config[512];              /* al_run_config of the run ("" in 14-column files) */
     char status[16];               /* "done" on a finished run's final row */
+    double unseen_acc, ambig_acc, test_rmse, test_mae;   /* 0.5 columns; NaN when empty or absent */
     int line;
 } al_result_row;
 
@@ -36,7 +37,7 @@ typedef struct al_result_row {
 typedef struct al_run { int first, last, nrows, complete; } al_run;
 
 typedef struct al_results {
-    int version;                   /* 2: current header; 1: the 14-column header of attnlab < 0.4 */
+    int version;                   /* 3: current header; 2: the 16 columns of 0.4; 1: the 14 of attnlab < 0.4 */
     al_result_row *row; int n;     /* rows in file order */
     al_run *run; int nrun;         /* runs in order of first appearance */
     int *next;                     /* (n) index of the next row of the same run, -1 at its end */

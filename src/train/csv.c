@@ -62,11 +62,20 @@ static void csv_row_v2(al_sbuf *b, const al_csv_row *r)
     al_sb_put(b, ",", 1); csv_str(b, r->status);
 }
 
+/* The columns added in 0.5 (unseen_acc, ambig_acc: empty here; test_rmse, test_mae of regression tasks). */
+static void csv_row_v3(al_sbuf *b, const al_csv_row *r)
+{
+    csv_row_v2(b, r);
+    al_sb_put(b, ",,", 2);
+    if (r->regression) { al_sb_put(b, ",", 1); csv_num(b, "%.6g", r->test_rmse); al_sb_put(b, ",", 1); csv_num(b, "%.6g", r->test_mae); }
+    else al_sb_put(b, ",,", 2);
+}
+
 /* Returns the row's length; if it does not fit in n bytes (with its NUL), returns -1 and buf is "". */
 int al_csv_format(char *buf, size_t n, const al_csv_row *r)
 {
     al_sbuf b = {0};
-    csv_row_v2(&b, r);
+    csv_row_v3(&b, r);
     int len = -1;
     if (!b.oom && b.n < n && b.n <= INT_MAX) { memcpy(buf, b.p, b.n + 1); len = (int)b.n; }
     else if (n) buf[0] = 0;
@@ -90,17 +99,18 @@ static off_t last_line_end(int fd, off_t size, int *ioerr)
     return 0;
 }
 
-/* The header of an existing results CSV: 2 = the current one, 1 = the 14-column one of attnlab
- * before 0.4, 0 = none (empty, or a header torn by a killed process: a prefix of the current one,
+/* The header of an existing results CSV: 3 = the current one, 2 = the 16-column one of attnlab 0.4,
+ * 1 = the 14-column one of attnlab before 0.4, 0 = none (empty, or a header torn by a killed process: a prefix of the current one,
  * which the caller truncates), -1 = foreign (err set). */
 static int header_version(int fd, off_t size, const char *path, al_error *err)
 {
-    const size_t hl = strlen(AL_CSV_HEADER), hl1 = strlen(AL_CSV_HEADER_V1);
+    const size_t hl = strlen(AL_CSV_HEADER), hl1 = strlen(AL_CSV_HEADER_V1), hl2 = strlen(AL_CSV_HEADER_V2);
     char first[sizeof AL_CSV_HEADER + 2];
     size_t want = (size_t)size < sizeof first ? (size_t)size : sizeof first;
     if (size == 0) return 0;
     if (al_pread_all(fd, first, want, 0) != 0) { al_seterr(err, "%s: read failed: %s", al_path_short(path), strerror(errno)); return -1; }
-    if (want > hl && first[hl] == '\n' && !memcmp(first, AL_CSV_HEADER, hl)) return 2;
+    if (want > hl && first[hl] == '\n' && !memcmp(first, AL_CSV_HEADER, hl)) return 3;
+    if (want > hl2 && first[hl2] == '\n' && !memcmp(first, AL_CSV_HEADER_V2, hl2)) return 2;
     if (want > hl1 && first[hl1] == '\n' && !memcmp(first, AL_CSV_HEADER_V1, hl1)) return 1;
     size_t nl = 0; while (nl < want && first[nl] != '\n') nl++;
     if (nl == want && want <= hl && !memcmp(first, AL_CSV_HEADER, want)) return 0;
@@ -127,8 +137,9 @@ al_status al_csv_append(const char *path, const al_csv_row *r, al_error *err)
         if (ftruncate(fd, 0) != 0) { al_seterr(err, "%s: cannot truncate a torn header: %s", al_path_short(path), strerror(errno)); goto out; }
         size = 0;
     }
-    if (version == 1) csv_row(&row, r);   /* an older file keeps its 14 columns */
-    else csv_row_v2(&row, r);
+    if (version == 1) csv_row(&row, r);   /* an older file keeps its 14 (or 16) columns */
+    else if (version == 2) csv_row_v2(&row, r);
+    else csv_row_v3(&row, r);
     al_sb_put(&row, "\n", 1);
     if (row.oom) { al_seterr(err, "%s: out of memory formatting a CSV row", path); goto out; }
     if (size > 0) {

@@ -9,7 +9,8 @@
 #include <string.h>
 
 #define NFIELDS1 14   /* the header of attnlab < 0.4 */
-#define NFIELDS 16    /* + config, status */
+#define NFIELDS2 16   /* + config, status (0.4) */
+#define NFIELDS 20    /* + unseen_acc, ambig_acc, test_rmse, test_mae (0.5) */
 
 void al_results_free(al_results *r)
 {
@@ -58,7 +59,8 @@ static int parse_double(const char *s, size_t n, double *out)
 
 static const char *field_name[NFIELDS] = {
     "run_id", "task", "dataset", "model", "train_size", "seed", "epoch", "train_loss", "train_acc",
-    "val_acc", "test_acc", "epoch_seconds", "samples_per_second", "params", "config", "status"};
+    "val_acc", "test_acc", "epoch_seconds", "samples_per_second", "params", "config", "status",
+    "unseen_acc", "ambig_acc", "test_rmse", "test_mae"};
 
 /* A quoted CSV field ("...", inner quotes doubled) unquoted into dst; -1 if it does not fit or is malformed. */
 static int copy_quoted(char *dst, size_t cap, const char *s, size_t n)
@@ -107,9 +109,14 @@ static int parse_row(const char *s, size_t n, int nfields, al_result_row *w)
         if (parse_double(f[7 + i], fl[7 + i], d[i])) return 7 + i;
     if (fl[13] == 0) w->params = 0;
     else if (parse_long(f[13], fl[13], &w->params)) return 13;
-    if (nfields == NFIELDS1) { strcpy(w->status, "done"); return -1; }   /* older files hold whole runs */
+    if (nfields == NFIELDS1) { strcpy(w->status, "done"); w->unseen_acc = w->ambig_acc = w->test_rmse = w->test_mae = NAN; return -1; }   /* older files hold whole runs */
     if (copy_quoted(w->config, sizeof w->config, f[14], fl[14])) return 14;
     if (copy_quoted(w->status, sizeof w->status, f[15], fl[15])) return 15;
+    double *x[4] = {&w->unseen_acc, &w->ambig_acc, &w->test_rmse, &w->test_mae};
+    for (int i = 0; i < 4; i++) *x[i] = NAN;
+    if (nfields == NFIELDS2) return -1;
+    for (int i = 0; i < 4; i++)
+        if (parse_double(f[16 + i], fl[16 + i], x[i])) return 16 + i;
     return -1;
 }
 
@@ -194,7 +201,8 @@ al_status al_results_parse_ex(const char *text, size_t len, const char *name, in
         size_t n = (size_t)(nl - p);
         if (n > 0 && p[n - 1] == '\r') n--;
         if (line == 1) {
-            if (n == strlen(AL_CSV_HEADER) && !memcmp(p, AL_CSV_HEADER, n)) r->version = 2;
+            if (n == strlen(AL_CSV_HEADER) && !memcmp(p, AL_CSV_HEADER, n)) r->version = 3;
+            else if (n == strlen(AL_CSV_HEADER_V2) && !memcmp(p, AL_CSV_HEADER_V2, n)) r->version = 2;
             else if (n == strlen(AL_CSV_HEADER_V1) && !memcmp(p, AL_CSV_HEADER_V1, n)) r->version = 1;
             else {
                 al_results_free(r);
@@ -209,7 +217,7 @@ al_status al_results_parse_ex(const char *text, size_t len, const char *name, in
             }
             al_result_row *w = &r->row[r->n];
             memset(w, 0, sizeof *w);
-            int nf = r->version == 1 ? NFIELDS1 : NFIELDS;
+            int nf = r->version == 1 ? NFIELDS1 : r->version == 2 ? NFIELDS2 : NFIELDS;
             int bad = n == 0 ? NFIELDS : parse_row(p, n, nf, w);
             if (bad >= 0) {
                 al_results_free(r);

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# results/molecules.sh — the ESOL acceptance runs of results/README.md ("Molecules"): every model,
+# seeds 1-3, the fixed split, 150 epochs, one run at a time; rows appended to results/molecules.csv.
+# ATTNLAB=PATH runs another build (a frozen copy, so rebuilding bin/attnlab meanwhile is safe).
+set -u
+cd "$(dirname "$0")/.."
+for m in ${MODELS:-gt fingerprint gt-full gcn mlp gat}; do
+  nice -n 5 "${ATTNLAB:-bin/attnlab}" train --task molecule --data esol --model "$m" --seeds 1-3 --epochs 150 --threads 2 \
+    --csv results/molecules.csv --quiet || exit 1
+done
