@@ -150,6 +150,7 @@ static int merge_run(const sweep_cfg *c, plan_run *r, csvbuf *main_csv, double *
         else { ok = 1; *acc = last->test_acc; }
     }
     int v1 = res.version == 1;     /* a trainer of attnlab < 0.4: its rows get empty config and status */
+    int pad = res.version < 3;     /* a trainer of 0.4 or older: its rows get the four empty 0.5 columns */
     al_results_free(&res);
     if (!ok) { free(text); return -1; }
     size_t old = main_csv->n;
@@ -161,6 +162,7 @@ static int merge_run(const sweep_cfg *c, plan_run *r, csvbuf *main_csv, double *
         oom |= buf_put(main_csv, r->run_id, strlen(r->run_id));
         oom |= buf_put(main_csv, comma, (size_t)(nl - comma));
         if (v1) oom |= buf_put(main_csv, nl[1] ? ",," : ",,done", nl[1] ? 2 : 6);
+        if (pad) oom |= buf_put(main_csv, ",,,,", 4);
         oom |= buf_put(main_csv, "\n", 1);
         p = nl + 1;
     }
@@ -310,15 +312,19 @@ int run_axis_args(const sweep_cfg *c, const plan_run *r, const char **av, char b
 
 int csv_upgrade(csvbuf *b)
 {
-    size_t h1 = strlen(AL_CSV_HEADER_V1);
-    if (b->n < h1 + 1 || memcmp(b->p, AL_CSV_HEADER_V1, h1) || b->p[h1] != '\n') return 0;
+    size_t h1 = strlen(AL_CSV_HEADER_V1), h2 = strlen(AL_CSV_HEADER_V2), h;
+    int v1 = b->n >= h1 + 1 && !memcmp(b->p, AL_CSV_HEADER_V1, h1) && b->p[h1] == '\n';
+    int v2 = b->n >= h2 + 1 && !memcmp(b->p, AL_CSV_HEADER_V2, h2) && b->p[h2] == '\n';
+    if (!v1 && !v2) return 0;
+    h = v1 ? h1 : h2;
     csvbuf nb = {0};
     int oom = buf_put(&nb, AL_CSV_HEADER "\n", strlen(AL_CSV_HEADER) + 1);
-    for (const char *p = b->p + h1 + 1; *p && !oom;) {
+    for (const char *p = b->p + h + 1; *p && !oom;) {
         const char *nl = strchr(p, '\n');
         if (!nl) break;                       /* the reader refused a torn line already */
         oom |= buf_put(&nb, p, (size_t)(nl - p));
-        oom |= buf_put(&nb, ",,done\n", 7);   /* no config; written whole by the old sweep */
+        if (v1) oom |= buf_put(&nb, ",,done", 6);   /* no config; written whole by the old sweep */
+        oom |= buf_put(&nb, ",,,,\n", 5);           /* the 0.5 columns, empty */
         p = nl + 1;
     }
     if (oom) { free(nb.p); return -1; }

@@ -234,7 +234,7 @@ static void test_budget_api(void **st)
 static void test_results_torn_last_line(void **st)
 {
     (void)st;
-    const char *txt = AL_CSV_HEADER "\n"
+    const char *txt = AL_CSV_HEADER_V2 "\n"
                       "r1,image,d,cnn,10,1,1,0.5,0.5,,0.4,1.0,10.0,100,lr=0.1,\n"
                       "r1,image,d,cnn,10,1,2,0.4,0.6,,0.5,1.0,10.0,1";   /* cut inside the params field */
     spit(tpath("torn.csv"), txt, strlen(txt));
@@ -252,7 +252,7 @@ static void test_results_torn_last_line(void **st)
         al_results_free(&r);
     }
     /* a complete file: nothing dropped, the note is empty; a torn header alone: an empty set */
-    const char *ok = AL_CSV_HEADER "\n";
+    const char *ok = AL_CSV_HEADER_V2 "\n";
     spit(tpath("ok.csv"), ok, strlen(ok));
     al_results r; char note[AL_ERRLEN]; al_error e = {{0}};
     assert_int_equal(al_results_read_ex(tpath("ok.csv"), AL_RESULTS_DROP_TORN, &r, note, &e), AL_OK);
@@ -261,14 +261,14 @@ static void test_results_torn_last_line(void **st)
     assert_int_equal(al_results_read_ex(tpath("hdr.csv"), AL_RESULTS_DROP_TORN, &r, note, &e), AL_OK);
     assert_int_equal(r.n, 0); ASSERT_HAS(note, ":1: incomplete"); al_results_free(&r);
     /* other damage is still an error under the tolerant reader */
-    const char *bad = AL_CSV_HEADER "\nr1,image\nr2,x\n";
+    const char *bad = AL_CSV_HEADER_V2 "\nr1,image\nr2,x\n";
     spit(tpath("bad.csv"), bad, strlen(bad));
     al_error e3 = {{0}};
     assert_int_equal(al_results_read_ex(tpath("bad.csv"), AL_RESULTS_DROP_TORN, &r, note, &e3), AL_ERR);
-    ASSERT_HAS(e3.msg, ":2: expected 16");
+    ASSERT_HAS(e3.msg, ":2: expected 16");   /* the 16-column header of 0.4 */
 }
 
-static const al_csv_row ROW = {"abc", "image", "d", "cnn", 10, 1, 1, 0.5, 0.5, 0.5, 0.5, 1.0, 10.0, 100, NULL, NULL};
+static const al_csv_row ROW = {"abc", "image", "d", "cnn", 10, 1, 1, 0.5, 0.5, 0.5, 0.5, 1.0, 10.0, 100, NULL, NULL, 0, 0, 0};
 
 /* 3. ENOSPC says so: /dev/full for the CSV append. */
 static void test_csv_append_disk_full(void **st)

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #define H AL_CSV_HEADER_V1 "\n"   /* most tests: files of attnlab < 0.4 (14 columns) still read */
-#define H2 AL_CSV_HEADER "\n"
+#define H2 AL_CSV_HEADER_V2 "\n"   /* files of attnlab 0.4 (16 columns) */
 
 /* Two image models, two sizes; runs a and b interleave (as from parallel appends). */
 static const char *csv_ok =

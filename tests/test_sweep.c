@@ -307,14 +307,14 @@ static void test_resume_old_format(void **st)
     char *one[] = {"--task", "image", "--models", "cnn", "--train-sizes", "100", "--seeds", "1", "--epochs", "2",
                    "--csv", p, NULL};
     assert_int_equal(sweep(one, err), 0);
-    /* turn it into an old-format file: the 14-column header, the two new columns dropped */
+    /* turn it into an old-format file: the 14-column header, the six newer columns dropped */
     char *cur = slurp(p);
     FILE *f = fopen(p, "w");
     assert_non_null(f);
     fputs(AL_CSV_HEADER_V1 "\n", f);
     for (char *line = strchr(cur, '\n') + 1; *line;) {
         char *nl = strchr(line, '\n'), *c = nl;
-        for (int k = 0; k < 2; k++) do c--; while (*c != ',');
+        for (int k = 0; k < 6; k++) do c--; while (*c != ',');
         fprintf(f, "%.*s\n", (int)(c - line), line);
         line = nl + 1;
     }
@@ -328,7 +328,7 @@ static void test_resume_old_format(void **st)
     free(log);
     al_results r; al_error e = {{0}};
     if (al_results_read(p, &r, &e) != AL_OK) fail_msg("%s", e.msg);
-    assert_int_equal(r.version, 2);
+    assert_int_equal(r.version, 3);
     assert_int_equal(r.nrun, 2);
     assert_true(r.run[0].complete && r.run[1].complete);
     assert_string_equal(r.row[r.run[1].last].config, "lr=0.001;patch=2");
