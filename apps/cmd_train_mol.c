@@ -36,6 +36,7 @@ static void usage(FILE *f)
         "  --target NAME         which target column of molecules.txt (default: the first)\n"
         "model:\n"
         "  --model M             gat: 3 GAT layers over bonds + self, additive score, bond-type bias, residual\n"
+        "                        gatv2: the same with GATv2's score a . LeakyReLU(W_r x_i + W_l x_j)\n"
         "                        gt: 3 pre-LN transformer blocks masked by bonds + self, bond-type bias\n"
         "                        gt-full: gt over every atom of the molecule, shortest-path-distance bias\n"
         "                        gcn: 3 GCN layers, D^-1/2 (A+I) D^-1/2; mlp: summed atom features, 2 layers;\n"

@@ -6,7 +6,7 @@
 # (0.26 s/epoch for gt with 1 thread, 3-10 s with 2 under load); results are identical for any count.
 set -u
 cd "$(dirname "$0")/.."
-for m in ${MODELS:-gt fingerprint gt-full gcn mlp gat}; do
+for m in ${MODELS:-gt fingerprint gt-full gcn mlp gat gatv2}; do
   nice -n 5 "${ATTNLAB:-bin/attnlab}" train --task molecule --data esol --model "$m" --seeds 1-3 --epochs 150 --threads 1 \
     --csv results/molecules.csv --quiet || exit 1
 done

@@ -176,6 +176,33 @@ static al_tensor *pool_sum_fn(al_ctx *c, al_tensor **t, void *ud) { (void)ud; re
 static al_tensor *pool_mean_fn(al_ctx *c, al_tensor **t, void *ud) { (void)ud; return al_seg_pool(c, t[0], seg_len, 3, 1); }
 static al_tensor *apool_fn(al_ctx *c, al_tensor **t, void *ud) { (void)ud; return al_seg_attn_pool(c, t[0], t[1], seg_len, 3, NULL); }
 
+/* gatv2 over a 5-node pattern with an empty row, a self-loop row and a row of 3 keys */
+static const int64_t g2_rowptr[6] = {0, 2, 2, 5, 6, 8};
+static int g2_col[8] = {0, 1, 0, 2, 4, 3, 4, 1};
+static al_tensor *gatv2_fn(al_ctx *c, al_tensor **t, void *ud)
+{
+    (void)ud;
+    static al_csr A;
+    A.rows = A.cols = 5; A.nnz = 8; A.rowptr = (int64_t *)g2_rowptr; A.col = g2_col; A.val = NULL;
+    return al_gatv2(c, &A, t[0], t[1], t[2], t[3], 0.2f);
+}
+
+static void test_gatv2_grads(void **st)
+{
+    (void)st;
+    float q[5 * 6], k[5 * 6], a[2 * 3], bias[2 * 8];
+    tu_fill(q, 30, 4, -1, 1); tu_fill(k, 30, 5, -1, 1); tu_fill(a, 6, 6, -1, 1); tu_fill(bias, 16, 7, -0.5f, 0.5f);
+    tu_input in[4] = {tu_in(q, 1, 2, 5, 6, 0, 0), tu_in(k, 1, 2, 5, 6, 0, 0), tu_in(a, 1, 2, 2, 3, 0, 0), tu_in(bias, 1, 2, 2, 8, 0, 0)};
+    TU_GRADCHECK("gatv2", gatv2_fn, NULL, in, 4, 1e-3, 5e-3);
+    /* a row with one key returns that key's value; an empty row returns zeros */
+    al_ctx *c = al_ctx_new(1);
+    al_tensor *t[4] = {al_wrap(c, q, 2, (int[]){5, 6}), al_wrap(c, k, 2, (int[]){5, 6}), al_wrap(c, a, 2, (int[]){2, 3}), NULL};
+    al_tensor *y = gatv2_fn(c, t, NULL);
+    assert_non_null(y);
+    for (int d = 0; d < 6; d++) { assert_true(y->data[6 + d] == 0.f); assert_true(fabsf(y->data[3 * 6 + d] - k[3 * 6 + d]) < 1e-6f); }
+    al_ctx_free(c);
+}
+
 static void test_readout_grads(void **st)
 {
     (void)st;
@@ -369,6 +396,7 @@ int main(void)
         cmocka_unit_test(test_small_file),
         cmocka_unit_test(test_bad_inputs),
         cmocka_unit_test(test_readout_grads),
+        cmocka_unit_test(test_gatv2_grads),
         cmocka_unit_test(test_batch_structure),
         cmocka_unit_test(test_batch_equals_single),
         cmocka_unit_test(test_train_cli),

@@ -40,7 +40,7 @@ typedef struct al_mol_model {
     int fp;                 /* 1: needs fingerprints */
     int layers;             /* 1: has graph layers (--depth applies) */
     float dropout;          /* default dropout */
-    al_status (*init)(struct al_molnet *m, al_error *err);
+    int (*init)(struct al_molnet *m);   /* register the parameters (0, or -1 out of memory) */
     al_tensor *(*forward)(al_ctx *c, struct al_molnet *m, const al_mol_batch *b);   /* → (S, dim) or (S, 1) */
 } al_mol_model;
 const al_mol_model *al_mol_model_find(const char *name);   /* NULL if unknown */
@@ -72,7 +72,7 @@ typedef struct al_molnet {
     al_block_params blocks[AL_MOLNET_MAXDEPTH];             /* gt, gt-full */
     al_tensor *bias[AL_MOLNET_MAXDEPTH];                    /* (kinds, heads) score bias per layer */
     al_tensor *lw[AL_MOLNET_MAXDEPTH], *lb[AL_MOLNET_MAXDEPTH];   /* gat / gatv2 / gcn layers */
-    al_tensor *lq[AL_MOLNET_MAXDEPTH], *lk[AL_MOLNET_MAXDEPTH];   /* gat: a_q, a_k; gatv2: a, W_k */
+    al_tensor *lq[AL_MOLNET_MAXDEPTH], *lk[AL_MOLNET_MAXDEPTH];   /* gat: a_q, a_k; gatv2: a, W_r (lw: W_l) */
     al_tensor *pool_w;                                      /* attention readout: (heads, dim) */
     al_tensor *h1_w, *h1_b, *h2_w, *h2_b, *h3_w, *h3_b;     /* head MLP */
     int capture;            /* store the readout's attention weights (N, heads) in pool_weights */

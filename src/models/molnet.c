@@ -25,6 +25,14 @@ static int linear_add(al_params *P, const char *name, int out, int in, al_tensor
     return *w && (!b || *b) ? 0 : -1;
 }
 
+/* A parameter named fmt with the layer number l filled in ("layers.%d.att"). */
+static al_tensor *layer_param(al_molnet *m, const char *fmt, int l, int ndim, int d0, int d1, al_init ini)
+{
+    char nm[96];
+    snprintf(nm, sizeof nm, fmt, l);
+    return al_params_add(&m->params, nm, ndim, (int[]){d0, d1}, ini);
+}
+
 /* The readout and the head every graph model ends with: pool (S, dim) → d → 1. */
 static int head_add(al_molnet *m)
 {
@@ -57,19 +65,16 @@ static al_tensor *slot_bias(al_ctx *c, al_tensor *table, const int *kind, int64_
 }
 
 /* ---------------- gt, gt-full ---------------- */
-static al_status gt_init(al_molnet *m, al_error *err)
+static int gt_init(al_molnet *m)
 {
     const int D = m->cfg.dim, H = m->cfg.heads, kinds = m->kind->full ? AL_MOL_SPD_BUCKETS : NBOND_KINDS;
-    if (linear_add(&m->params, "emb", D, m->nfeat, &m->emb_w, &m->emb_b)) goto oom;
+    if (linear_add(&m->params, "emb", D, m->nfeat, &m->emb_w, &m->emb_b)) return -1;
     for (int l = 0; l < m->cfg.depth; l++) {
-        if (al__block_params_add(&m->params, &m->blocks[l], l, "", D, H, 2 * D, 0, AL_SCORE_DOT)) goto oom;
-        char nm[64]; snprintf(nm, sizeof nm, "blocks.%d.%s", l, m->kind->full ? "dist_bias" : "bond_bias");
-        if (!(m->bias[l] = al_params_add(&m->params, nm, 2, (int[]){kinds, H}, zeros))) goto oom;
+        if (al__block_params_add(&m->params, &m->blocks[l], l, "", D, H, 2 * D, 0, AL_SCORE_DOT) ||
+            !(m->bias[l] = layer_param(m, m->kind->full ? "blocks.%d.dist_bias" : "blocks.%d.bond_bias", l, 2, kinds, H, zeros)))
+            return -1;
     }
-    if (head_add(m)) goto oom;
-    return AL_OK;
-oom:
-    return al_seterr(err, "molecule model: out of memory registering parameters");
+    return 0;
 }
 
 static al_tensor *gt_forward(al_ctx *c, al_molnet *m, const al_mol_batch *b)
@@ -89,25 +94,20 @@ static al_tensor *gt_forward(al_ctx *c, al_molnet *m, const al_mol_batch *b)
 }
 
 /* ---------------- gat ---------------- */
-static al_status gat_init(al_molnet *m, al_error *err)
+static int gat_init(al_molnet *m)
 {
     const int D = m->cfg.dim, H = m->cfg.heads, Dh = D / H;
-    if (linear_add(&m->params, "emb", D, m->nfeat, &m->emb_w, &m->emb_b)) goto oom;
+    if (linear_add(&m->params, "emb", D, m->nfeat, &m->emb_w, &m->emb_b)) return -1;
     for (int l = 0; l < m->cfg.depth; l++) {
         char nm[64];
         snprintf(nm, sizeof nm, "layers.%d", l);
-        if (linear_add(&m->params, nm, D, D, &m->lw[l], &m->lb[l])) goto oom;
-        snprintf(nm, sizeof nm, "layers.%d.att_dst", l);
-        if (!(m->lq[l] = al_params_add(&m->params, nm, 2, (int[]){H, Dh}, al_init_kaiming(Dh)))) goto oom;
-        snprintf(nm, sizeof nm, "layers.%d.att_src", l);
-        if (!(m->lk[l] = al_params_add(&m->params, nm, 2, (int[]){H, Dh}, al_init_kaiming(Dh)))) goto oom;
-        snprintf(nm, sizeof nm, "layers.%d.bond_bias", l);
-        if (!(m->bias[l] = al_params_add(&m->params, nm, 2, (int[]){NBOND_KINDS, H}, zeros))) goto oom;
+        if (linear_add(&m->params, nm, D, D, &m->lw[l], &m->lb[l])) return -1;
+        if (!(m->lq[l] = layer_param(m, "layers.%d.att_dst", l, 2, H, Dh, al_init_kaiming(Dh))) ||
+            !(m->lk[l] = layer_param(m, "layers.%d.att_src", l, 2, H, Dh, al_init_kaiming(Dh))) ||
+            !(m->bias[l] = layer_param(m, "layers.%d.bond_bias", l, 2, NBOND_KINDS, H, zeros)))
+            return -1;
     }
-    if (head_add(m)) goto oom;
-    return AL_OK;
-oom:
-    return al_seterr(err, "molecule model: out of memory registering parameters");
+    return 0;
 }
 
 /* h += ELU(attention over bonds + self of (h W), additive score + bond bias) + b, per layer. */
@@ -128,20 +128,49 @@ static al_tensor *gat_forward(al_ctx *c, al_molnet *m, const al_mol_batch *b)
     return head(c, m, readout(c, m, h, b));
 }
 
+/* ---------------- gatv2 ---------------- */
+static int gatv2_init(al_molnet *m)
+{
+    const int D = m->cfg.dim, H = m->cfg.heads, Dh = D / H;
+    if (linear_add(&m->params, "emb", D, m->nfeat, &m->emb_w, &m->emb_b)) return -1;
+    for (int l = 0; l < m->cfg.depth; l++) {
+        char nm[64];
+        snprintf(nm, sizeof nm, "layers.%d.lin_l", l);
+        if (linear_add(&m->params, nm, D, D, &m->lw[l], NULL)) return -1;
+        snprintf(nm, sizeof nm, "layers.%d.lin_r", l);
+        if (linear_add(&m->params, nm, D, D, &m->lk[l], NULL)) return -1;
+        if (!(m->lq[l] = layer_param(m, "layers.%d.att", l, 2, H, Dh, al_init_kaiming(Dh))) ||
+            !(m->lb[l] = layer_param(m, "layers.%d.bias", l, 1, D, 1, zeros)) ||
+            !(m->bias[l] = layer_param(m, "layers.%d.bond_bias", l, 2, NBOND_KINDS, H, zeros)))
+            return -1;
+    }
+    return 0;
+}
+
+/* h += ELU(GATv2 over bonds + self (target W_r h, source and value W_l h, bond bias) + b), per layer. */
+static al_tensor *gatv2_forward(al_ctx *c, al_molnet *m, const al_mol_batch *b)
+{
+    const int N = b->natoms;
+    al_tensor *h = al_linear(c, al_wrap(c, b->x, 2, (int[]){N, b->nfeat}), m->emb_w, m->emb_b);   /* (N, D) */
+    for (int l = 0; l < m->cfg.depth; l++) {
+        al_tensor *z = al_gatv2(c, &b->bonds, al_linear(c, h, m->lk[l], NULL), al_linear(c, h, m->lw[l], NULL), m->lq[l],
+                                slot_bias(c, m->bias[l], b->bond_kind, b->bonds.nnz), 0.2f);
+        h = al_add(c, h, al_elu(c, al_add_bcast(c, z, m->lb[l]), 1.0f));
+    }
+    return head(c, m, readout(c, m, h, b));
+}
+
 /* ---------------- gcn ---------------- */
-static al_status gcn_init(al_molnet *m, al_error *err)
+static int gcn_init(al_molnet *m)
 {
     const int D = m->cfg.dim;
-    if (linear_add(&m->params, "emb", D, m->nfeat, &m->emb_w, &m->emb_b)) goto oom;
+    if (linear_add(&m->params, "emb", D, m->nfeat, &m->emb_w, &m->emb_b)) return -1;
     for (int l = 0; l < m->cfg.depth; l++) {
         char nm[64];
         snprintf(nm, sizeof nm, "layers.%d", l);
-        if (linear_add(&m->params, nm, D, D, &m->lw[l], &m->lb[l])) goto oom;
+        if (linear_add(&m->params, nm, D, D, &m->lw[l], &m->lb[l])) return -1;
     }
-    if (head_add(m)) goto oom;
-    return AL_OK;
-oom:
-    return al_seterr(err, "molecule model: out of memory registering parameters");
+    return 0;
 }
 
 /* h = ReLU(Â h W + b), Â = D^-1/2 (A + I) D^-1/2 of each molecule. */
@@ -155,13 +184,13 @@ static al_tensor *gcn_forward(al_ctx *c, al_molnet *m, const al_mol_batch *b)
 }
 
 /* ---------------- mlp, fingerprint ---------------- */
-static al_status mlp_init(al_molnet *m, al_error *err)
+static int mlp_init(al_molnet *m)
 {
     const int in = m->kind->fp ? AL_MOL_FP_BITS : m->nfeat, Hd = m->cfg.hidden;
     if (linear_add(&m->params, "mlp.0", Hd, in, &m->h1_w, &m->h1_b) || linear_add(&m->params, "mlp.2", Hd, Hd, &m->h2_w, &m->h2_b) ||
         linear_add(&m->params, "mlp.4", 1, Hd, &m->h3_w, &m->h3_b))
-        return al_seterr(err, "molecule model: out of memory registering parameters");
-    return AL_OK;
+        return -1;
+    return 0;
 }
 
 /* mlp: Σ atom features; fingerprint: the bits. → Linear, ReLU, dropout, Linear, ReLU, dropout, Linear. */
@@ -178,6 +207,7 @@ static al_tensor *mlp_forward(al_ctx *c, al_molnet *m, const al_mol_batch *b)
 /* ---------------- the table ---------------- */
 static const al_mol_model models[] = {
     {"gat", "3 GAT layers (additive score) over bonds + self, bond-type bias, residual, ELU", 1, 0, 0, 1, 0.f, gat_init, gat_forward},
+    {"gatv2", "3 GATv2 layers (LeakyReLU inside the score) over bonds + self, bond-type bias, residual, ELU", 1, 0, 0, 1, 0.f, gatv2_init, gatv2_forward},
     {"gt", "3 pre-LN transformer blocks masked by bonds + self, bond type as a per-head score bias", 1, 0, 0, 1, 0.f, gt_init, gt_forward},
     {"gt-full", "gt with every atom attending to its whole molecule, shortest-path distance bias", 1, 1, 0, 1, 0.f, gt_init, gt_forward},
     {"gcn", "3 GCN layers, D^-1/2 (A+I) D^-1/2 per molecule, ReLU", 0, 0, 0, 1, 0.f, gcn_init, gcn_forward},
@@ -193,7 +223,7 @@ const al_mol_model *al_mol_model_find(const char *name)
 }
 int al_mol_model_count(void) { return NMODELS; }
 const al_mol_model *al_mol_model_at(int i) { return i >= 0 && i < NMODELS ? &models[i] : NULL; }
-const char *al_mol_model_names(void) { return "gat|gt|gt-full|gcn|mlp|fingerprint"; }
+const char *al_mol_model_names(void) { return "gat|gatv2|gt|gt-full|gcn|mlp|fingerprint"; }
 
 static const char *const readouts[] = {"sum", "mean", "attn"};
 const char *al_mol_readout_name(al_mol_readout r) { return (unsigned)r < 3 ? readouts[r] : "?"; }
@@ -244,7 +274,10 @@ al_status al_molnet_init(al_molnet *m, const al_molnet_cfg *cfg, const al_molset
     m->nfeat = al_mol_nfeat(ms);
     if (target_stats(m, ms, err)) return AL_ERR;
     al_params_init(&m->params);
-    if (m->kind->init(m, err)) { al_molnet_free(m); return AL_ERR; }
+    if (m->kind->init(m) || (m->kind->layers && head_add(m))) {   /* graph models end in a readout and a head */
+        al_molnet_free(m);
+        return al_seterr(err, "molecule model: out of memory registering parameters");
+    }
     for (int i = 0; i < m->params.n; i++) m->params.decay[i] = 1;   /* AdamW over model.parameters() */
     al_rng r; al_rng_seed(&r, seed, AL_RNG_INIT);
     if (al_params_finalize(&m->params, &r, err)) { al_molnet_free(m); return AL_ERR; }
