@@ -26,10 +26,12 @@ static void usage(FILE *f)
 {
     fprintf(f,
         "usage: attnlab train --task molecule --data esol|DIR --model M [OPTIONS]\n\n"
-        "Graph-level regression (N-to-1: a molecule in, one number out). Minibatches of molecules are packed\n"
-        "into one block-diagonal graph; AdamW on the MSE of standardised targets; after every epoch the\n"
-        "model is evaluated (no dropout) on train / val / test; the model with the lowest validation RMSE\n"
-        "is kept and its test RMSE and MAE (in the file's units) reported.\n\n"
+        "Graph-level prediction (N-to-1: a molecule in, one number out). Minibatches of molecules are packed\n"
+        "into one block-diagonal graph. Regression: AdamW on the MSE of standardised targets; the model with\n"
+        "the lowest validation RMSE is kept and its test RMSE and MAE (in the file's units) reported. A\n"
+        "target column of only 0 and 1 is a class label: cross-entropy over two logits, the model with the\n"
+        "highest validation accuracy (then lowest loss) kept, accuracies reported. Molecules without a\n"
+        "target (nan) are skipped. Evaluation runs after every epoch without dropout.\n\n"
         "data:\n"
         "  --data NAME|DIR       a directory with molecules.txt, train.idx, val.idx, test.idx (datasets/README.md,\n"
         "                        \"Molecules\"); a NAME is looked up as for the graph task (default esol)\n"
@@ -55,9 +57,10 @@ static void usage(FILE *f)
         "  --seeds LIST          several runs one after another, e.g. 1-3: each is printed, then mean +- std\n"
         "  --threads T           OpenMP threads (results are identical for any T)\n"
         "output:\n"
-        "  --csv FILE            append one row per epoch, then one for the kept model (status done); test_acc\n"
-        "                        and train_acc are empty, val_acc holds the validation RMSE, test_rmse and\n"
-        "                        test_mae the test figures; columns: " AL_CSV_HEADER "\n"
+        "  --csv FILE            append one row per epoch, then one for the kept model (status done, its\n"
+        "                        epoch, train figures); regression fills test_rmse and test_mae (the\n"
+        "                        accuracy columns stay empty), classification the accuracy columns;\n"
+        "                        columns: " AL_CSV_HEADER "\n"
         "  --save FILE           safetensors checkpoint of the kept model (several seeds: FILE-seedS.ext)\n"
         "  --quiet               no progress on stderr\n"
         "A flag that does not apply to the model (e.g. --heads with gcn) is an error (exit 2).\n"
@@ -162,15 +165,18 @@ static int on_epoch(const al_mol_epoch *e, void *ud)
         memset(&row, 0, sizeof row);
         row.run_id = r->run_id; row.task = "molecule"; row.dataset = r->ms->name; row.model = r->o->model;
         row.train_size = r->ms->ntrain; row.seed = r->seed; row.epoch = e->epoch;
-        row.train_loss = e->train_loss; row.train_acc = NAN; row.val_acc = e->val_rmse; row.test_acc = NAN;
+        const int cls = r->m->nout == 2;
+        row.train_loss = e->train_loss; row.train_acc = e->train.acc; row.val_acc = e->val.acc; row.test_acc = e->test.acc;
         row.epoch_seconds = e->seconds; row.samples_per_second = e->seconds > 0 ? r->ms->ntrain / e->seconds : NAN;
         row.params = (long)r->m->params.total; row.config = r->config; row.status = e->final ? "done" : NULL;
-        row.regression = 1; row.test_rmse = e->test_rmse; row.test_mae = e->test_mae;
+        row.regression = !cls; row.test_rmse = e->test.rmse; row.test_mae = e->test.mae;
         if (al_csv_append(r->o->csv, &row, r->err)) { r->failed = 1; return 1; }
     }
-    if (r->tty && !r->o->quiet && !e->final)
-        fprintf(stderr, "\r\033[Kseed %ld epoch %d  loss %.4f  train %.3f  val %.3f  test %.3f (RMSE)  %.1f s", r->seed, e->epoch,
-                e->train_loss, e->train_rmse, e->val_rmse, e->test_rmse, e->seconds);
+    if (r->tty && !r->o->quiet && !e->final) {
+        const int cls = r->m->nout == 2;
+        fprintf(stderr, "\r\033[Kseed %ld epoch %d  loss %.4f  val %.3f  test %.3f (%s)  %.1f s", r->seed, e->epoch, e->train_loss,
+                cls ? e->val.acc : e->val.rmse, cls ? e->test.acc : e->test.rmse, cls ? "accuracy" : "RMSE", e->seconds);
+    }
     return 0;
 }
 
@@ -195,12 +201,13 @@ static al_status save_mol(const mol_opts *o, const al_molnet *m, const al_molset
         if (!dot || (slash && dot < slash) || dot == o->save) snprintf(path, sizeof path, "%s-seed%ld", o->save, seed);
         else snprintf(path, sizeof path, "%.*s-seed%ld%s", (int)(dot - o->save), o->save, seed, dot);
     }
-    snprintf(v[0], 32, "%ld", seed); snprintf(v[1], 32, "%d", res->best_epoch); snprintf(v[2], 32, "%.6f", res->test_rmse);
+    snprintf(v[0], 32, "%ld", seed); snprintf(v[1], 32, "%d", res->best_epoch);
+    snprintf(v[2], 32, "%.6f", m->nout == 2 ? res->test.acc : res->test.rmse);
     snprintf(v[3], 32, "%.9g", (double)m->y_mean); snprintf(v[4], 32, "%.9g", (double)m->y_std); snprintf(v[5], 32, "%d", m->cfg.dim);
     snprintf(v[6], 32, "%d", m->cfg.heads); snprintf(v[7], 32, "%d", m->cfg.depth); snprintf(v[8], 32, "%d", m->cfg.hidden);
     snprintf(v[9], 32, "%d", m->nfeat);
     const char *kv[] = {"task", "molecule", "dataset", ms->name, "model", o->model, "target", ms->targets[m->cfg.target],
-                        "seed", v[0], "best_epoch", v[1], "test_rmse", v[2], "y_mean", v[3], "y_std", v[4], "dim", v[5],
+                        "seed", v[0], "best_epoch", v[1], m->nout == 2 ? "test_acc" : "test_rmse", v[2], "y_mean", v[3], "y_std", v[4], "dim", v[5],
                         "heads", v[6], "depth", v[7], "hidden", v[8], "features", v[9],
                         "readout", al_mol_readout_name(m->cfg.readout), "run_id", run_id};
     return al_safetensors_save(path, &m->params, kv, (int)(sizeof kv / sizeof *kv / 2), err);
@@ -221,9 +228,14 @@ static int run_seed(const mol_opts *o, const al_molnet_cfg *cfg, const al_molset
     if (st == AL_OK && o->save) st = save_mol(o, &m, ms, seed, res, r.run_id, &err);
     al_molnet_free(&m);
     if (st) { fprintf(stderr, "attnlab train: seed %ld: %s\n", seed, err.msg); return 1; }
-    printf("%s %s seed %ld: test_rmse %.4f  test_mae %.4f  val_rmse %.4f  best epoch %d of %d  %.2f s/epoch  %.1f s  run %s\n",
-           ms->name, o->model, seed, res->test_rmse, res->test_mae, res->val_rmse, res->best_epoch, res->epochs_run,
-           res->step_seconds, al_time() - t0, r.run_id);
+    if (cfg->target >= 0 && ms->binary[cfg->target])
+        printf("%s %s seed %ld: test_acc %.2f %%  val_acc %.2f %%  best epoch %d of %d  %.2f s/epoch  %.1f s  run %s\n", ms->name,
+               o->model, seed, 100 * res->test.acc, 100 * res->val.acc, res->best_epoch, res->epochs_run, res->step_seconds,
+               al_time() - t0, r.run_id);
+    else
+        printf("%s %s seed %ld: test_rmse %.4f  test_mae %.4f  val_rmse %.4f  best epoch %d of %d  %.2f s/epoch  %.1f s  run %s\n",
+               ms->name, o->model, seed, res->test.rmse, res->test.mae, res->val.rmse, res->best_epoch, res->epochs_run,
+               res->step_seconds, al_time() - t0, r.run_id);
     fflush(stdout);
     return 0;
 }
@@ -252,11 +264,12 @@ int train_mol_main(int argc, char **argv)
     for (int s = 0; s < o.nseeds; s++) {
         al_mol_result res;
         if (run_seed(&o, &cfg, &ms, o.seeds[s], &res)) { rc = 1; break; }
-        sum += res.test_rmse; sum2 += res.test_rmse * res.test_rmse; done++;
+        double v = ms.binary[cfg.target] ? res.test.acc : res.test.rmse;
+        sum += v; sum2 += v * v; done++;
     }
     if (o.nseeds > 1 && done > 0) {
         double mean = sum / done, sd = done > 1 ? sqrt(fmax(0, (sum2 - done * mean * mean) / (done - 1))) : 0;
-        printf("%s %s: test_rmse %.4f +- %.4f over %d seeds\n", ms.name, o.model, mean, sd, done);
+        printf("%s %s: %s %.4f +- %.4f over %d seeds\n", ms.name, o.model, ms.binary[cfg.target] ? "test_acc" : "test_rmse", mean, sd, done);
     }
     al_molset_free(&ms);
     return rc > 0 ? rc : 0;

@@ -1,7 +1,8 @@
-/* test_molecule.c — molecules: the reader (ESOL's shape, 10 kinds of bad input with FILE:LINE),
+/* test_molecule.c — molecules: the reader (ESOL's shape, 17 bad inputs with FILE:LINE, splits, budget),
  * smiles_to_graphs.py reproducing the committed file, batches (block-diagonal, no attention across
- * molecules, a batch = the molecules one at a time in outputs and gradients), the readout ops'
- * gradients, fingerprints, and `train --task molecule` (CSV, thread-count independence). */
+ * molecules, a batch = the molecules one at a time in outputs and gradients), GATv2's and the
+ * readout ops' gradients, fingerprints, and `train --task molecule` (CSV,
+ * thread-count independence, 0/1 targets as classification). */
 #include "testutil.h"
 #include "attnlab/molecule.h"
 #include "attnlab/molnet.h"
@@ -349,6 +350,7 @@ static void test_train_cli(void **st)
     const al_result_row *f = &r.row[r.run[0].last];
     assert_string_equal(f->task, "molecule"); assert_string_equal(f->model, "gt-full");
     assert_true(isfinite(f->test_rmse) && isfinite(f->test_mae) && f->test_mae <= f->test_rmse + 1e-9);
+    assert_true(isnan(f->val_acc) && isnan(f->train_acc));   /* regression: the accuracy columns stay empty */
     assert_true(isnan(f->test_acc) && isnan(f->unseen_acc));
     /* --threads 1 and 2: identical figures and weights */
     al_results r2;
@@ -357,7 +359,7 @@ static void test_train_cli(void **st)
     assert_int_equal(r2.n, r.n);
     for (int i = 0; i < r.n; i++) {
         assert_true(r.row[i].test_rmse == r2.row[i].test_rmse);
-        assert_true(r.row[i].val_acc == r2.row[i].val_acc || (isnan(r.row[i].val_acc) && isnan(r2.row[i].val_acc)));
+        assert_true(r.row[i].test_mae == r2.row[i].test_mae);
         assert_true(r.row[i].train_loss == r2.row[i].train_loss || isnan(r.row[i].train_loss));
     }
     al_results_free(&r); al_results_free(&r2);
@@ -388,6 +390,47 @@ static void test_train_cli(void **st)
     put("molecules.txt", small);
 }
 
+/* A 0/1 target column is a class label: two logits, cross-entropy, accuracies in the CSV. */
+static void test_classification(void **st)
+{
+    (void)st;
+    char text[2048], *o = text; const char *p = small;
+    static const char *const cls[4] = {" 1", " 0", " nan", " 1"};
+    int m = 0;
+    for (; *p; ) {
+        const char *e = strchr(p, '\n');
+        o += sprintf(o, "%.*s", (int)(e - p), p);
+        if (!strncmp(p, "targets", 7)) o += sprintf(o, " active");
+        if (!strncmp(p, "mol ", 4)) o += sprintf(o, "%s", cls[m++]);
+        *o++ = '\n'; p = e + 1;
+    }
+    *o = 0;
+    put("molecules.txt", text);
+    al_molset ms; al_error err = {{0}};
+    if (al_molset_load(&ms, dir, &err)) fail_msg("%s", err.msg);
+    assert_int_equal(ms.ntarget, 2);
+    assert_int_equal(ms.binary[0], 0); assert_int_equal(ms.binary[1], 1);
+    al_molset_free(&ms);
+    char args[1024], path[256];
+    snprintf(args, sizeof args, "train --task molecule --data %s --model gcn --target active --epochs 3 --dim 8 --quiet --csv %s/cls.csv", dir, dir);
+    assert_int_equal(tu_run_cli(dir, args), 0);
+    snprintf(path, sizeof path, "%s/out.txt", dir);
+    char *out = tu_slurp(path);
+    assert_non_null(strstr(out, "gcn seed 1: test_acc "));
+    free(out);
+    snprintf(path, sizeof path, "%s/cls.csv", dir);
+    al_results r;
+    if (al_results_read(path, &r, &err)) fail_msg("%s", err.msg);
+    const al_result_row *f = &r.row[r.n - 1];
+    assert_string_equal(f->status, "done");
+    assert_true(f->test_acc == 0.0 || f->test_acc == 1.0);   /* one test molecule */
+    assert_true(f->train_acc >= 0 && f->train_acc <= 1 && isnan(f->test_rmse));
+    al_results_free(&r);
+    snprintf(args, sizeof args, "train --task molecule --data %s --model gcn --target nope", dir);
+    assert_int_equal(tu_run_cli(dir, args), 2);
+    put("molecules.txt", small);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -400,6 +443,7 @@ int main(void)
         cmocka_unit_test(test_batch_structure),
         cmocka_unit_test(test_batch_equals_single),
         cmocka_unit_test(test_train_cli),
+        cmocka_unit_test(test_classification),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

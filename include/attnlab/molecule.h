@@ -37,6 +37,7 @@ typedef struct al_molset {
     int *bond_i, *bond_j;                          /* (nbonds) atom numbers within the molecule, i < j */
     uint8_t *bond_type;                            /* (nbonds) 1..4 */
     float *y;                                      /* (nmol, ntarget); NaN = missing */
+    uint8_t binary[AL_MOL_MAX_TARGETS];            /* 1: the column holds only 0 and 1 (a class label) */
     int *train, *val, *test;                       /* molecule numbers; owned */
     int ntrain, nval, ntest;
     char name[64];                                 /* last path component of the directory */

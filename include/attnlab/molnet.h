@@ -17,8 +17,10 @@
  *   gcn         3 GCN layers, D^-1/2 (A+I) D^-1/2 per molecule, ReLU
  *   mlp         no graph: the summed atom features through an MLP
  *   fingerprint no learned graph layer: Morgan-style bits (radius 2, 2 048) through an MLP
- * then a readout (sum, mean or attention pooling with a learned query) and an MLP head d → d → 1.
- * Targets are standardised with the training set's mean and std; predictions are in the file's units.
+ * then a readout (sum, mean or attention pooling with a learned query) and an MLP head d → d → 1
+ * (regression: targets standardised with the training set's mean and std, predictions in the file's
+ * units) or d → d → 2 (classification, chosen when the target column holds only 0 and 1: logits of
+ * the two classes, cross-entropy).
  */
 #ifndef ATTNLAB_MOLNET_H
 #define ATTNLAB_MOLNET_H
@@ -66,7 +68,8 @@ typedef struct al_molnet {
     al_molnet_cfg cfg;
     const al_mol_model *kind;
     int nfeat;
-    float y_mean, y_std;    /* target standardisation (training set) */
+    int nout;               /* 1: regression; 2: classification (the target column is 0/1) */
+    float y_mean, y_std;    /* regression: target standardisation (training set); 0, 1 otherwise */
     al_params params;
     al_tensor *emb_w, *emb_b;                               /* atom features → dim */
     al_block_params blocks[AL_MOLNET_MAXDEPTH];             /* gt, gt-full */
@@ -83,29 +86,35 @@ typedef struct al_molnet {
  * from the AL_RNG_INIT stream of seed. Caller frees with al_molnet_free. */
 al_status  al_molnet_init(al_molnet *m, const al_molnet_cfg *cfg, const al_molset *ms, uint64_t seed, al_error *err);
 void       al_molnet_free(al_molnet *m);
-/* Predictions (S, 1) for the batch, standardised units; dropout when c->training, tape when c->grad_enabled. */
+/* Outputs (S, nout) for the batch: standardised predictions or the two classes' logits; dropout when
+ * c->training, tape when c->grad_enabled. */
 al_tensor *al_molnet_forward(al_ctx *c, al_molnet *m, const al_mol_batch *b);
 
 /* ---------------- training ---------------- */
+/* One evaluation without dropout: regression RMSE and MAE in the file's units, or classification
+ * accuracy and mean cross-entropy; the other pair NaN. */
+typedef struct al_mol_eval { double rmse, mae, acc, loss; } al_mol_eval;
 typedef struct al_mol_epoch {
     int epoch, final;       /* final: the record of the restored best model (epoch = its epoch) */
-    double train_loss;      /* mean MSE of the epoch's batches (standardised units; final: NaN) */
-    double train_rmse, val_rmse, val_mae, test_rmse, test_mae;   /* evaluation without dropout, file units
-                                                                  * (train_rmse: the final record only, else NaN) */
+    double train_loss;      /* mean training loss of the epoch's batches (MSE in standardised units, or
+                             * cross-entropy; final: NaN) */
+    al_mol_eval train, val, test;   /* train: the final record only, else NaN */
     double seconds;         /* wall time of the epoch's training steps */
 } al_mol_epoch;
 typedef int (*al_mol_epoch_fn)(const al_mol_epoch *e, void *ud);   /* nonzero: stop */
 typedef struct al_mol_result {
     int best_epoch, epochs_run;
-    double train_rmse, val_rmse, val_mae, test_rmse, test_mae;
+    al_mol_eval train, val, test;   /* of the kept model */
     double step_seconds;    /* mean wall time of an epoch's training */
 } al_mol_result;
 /* AdamW on minibatches (cfg.batch molecules, reshuffled every epoch with the AL_RNG_SHUFFLE stream of
- * seed), MSE on standardised targets; after every epoch train/val/test RMSE and MAE; the model with
- * the lowest validation RMSE is kept and restored at the end (as the PyTorch peer does). */
+ * seed), MSE on standardised targets or cross-entropy; after every epoch validation and test figures;
+ * the model with the lowest validation RMSE (classification: highest accuracy, then lowest loss) is
+ * kept and restored at the end (as the PyTorch peer does). Molecules without a target are skipped. */
 al_status al_molnet_train(al_molnet *m, const al_molset *ms, uint64_t seed, al_mol_epoch_fn fn, void *ud,
                           al_mol_result *res, al_error *err);
-/* RMSE and MAE (file units) of the model over molecules ids[0..n), no dropout, in batches. */
-al_status al_molnet_evaluate(al_molnet *m, const al_molset *ms, const int *ids, int n, al_ctx *c, double *rmse,
-                             double *mae, float *pred /* (n) or NULL */, al_error *err);
+/* The model over molecules ids[0..n), no dropout, in batches: *ev, and pred[i] (if non-NULL) the
+ * prediction in the file's units or the probability of class 1. */
+al_status al_molnet_evaluate(al_molnet *m, const al_molset *ms, const int *ids, int n, al_ctx *c, al_mol_eval *ev,
+                             float *pred /* (n) or NULL */, al_error *err);
 #endif

@@ -211,6 +211,15 @@ al_status al_molset_read(al_molset *ms, const char *path, al_error *err)
     }
     ms->atom_start[ms->nmol] = a; ms->bond_start[ms->nmol] = b;
     ms->natoms = a; ms->nbonds = b;
+    for (int k = 0; k < ms->ntarget; k++) {   /* a column of only 0 and 1 (at least one value) is a class label */
+        int bin = 0;
+        for (int m = 0; m < ms->nmol && bin >= 0; m++) {
+            float y = ms->y[(int64_t)m * ms->ntarget + k];
+            if (isnan(y)) continue;
+            bin = y == 0.f || y == 1.f ? 1 : -1;
+        }
+        ms->binary[k] = bin > 0;
+    }
     char *l;
     while ((l = al_text_line(t)) != NULL)
         if (*al_text_skip_ws(l)) { al_seterr(err, "%s:%ld: unexpected line after the %d declared molecules", PATH, t->line, ms->nmol); goto fail; }

@@ -40,7 +40,7 @@ static int head_add(al_molnet *m)
     if (m->cfg.readout == AL_MOL_READ_ATTN && !(m->pool_w = al_params_add(&m->params, "pool.query", 2, (int[]){H, D}, al_init_kaiming(D))))
         return -1;
     return linear_add(&m->params, "out.0", m->cfg.hidden, D, &m->h1_w, &m->h1_b) ||
-           linear_add(&m->params, "out.2", 1, m->cfg.hidden, &m->h2_w, &m->h2_b);
+           linear_add(&m->params, "out.2", m->nout, m->cfg.hidden, &m->h2_w, &m->h2_b);
 }
 
 static al_tensor *readout(al_ctx *c, al_molnet *m, al_tensor *h /* (N, D) */, const al_mol_batch *b)
@@ -54,7 +54,7 @@ static al_tensor *readout(al_ctx *c, al_molnet *m, al_tensor *h /* (N, D) */, co
 static al_tensor *head(al_ctx *c, al_molnet *m, al_tensor *g /* (S, D) */)
 {
     g = al_dropout(c, al_relu(c, al_linear(c, g, m->h1_w, m->h1_b)), m->cfg.dropout);
-    return al_linear(c, g, m->h2_w, m->h2_b);   /* (S, 1) */
+    return al_linear(c, g, m->h2_w, m->h2_b);   /* (S, nout) */
 }
 
 /* Score bias (H, slots) from a per-layer table (kinds, H) and each slot's kind. */
@@ -188,7 +188,7 @@ static int mlp_init(al_molnet *m)
 {
     const int in = m->kind->fp ? AL_MOL_FP_BITS : m->nfeat, Hd = m->cfg.hidden;
     if (linear_add(&m->params, "mlp.0", Hd, in, &m->h1_w, &m->h1_b) || linear_add(&m->params, "mlp.2", Hd, Hd, &m->h2_w, &m->h2_b) ||
-        linear_add(&m->params, "mlp.4", 1, Hd, &m->h3_w, &m->h3_b))
+        linear_add(&m->params, "mlp.4", m->nout, Hd, &m->h3_w, &m->h3_b))
         return -1;
     return 0;
 }
@@ -272,7 +272,9 @@ al_status al_molnet_init(al_molnet *m, const al_molnet_cfg *cfg, const al_molset
         return al_seterr(err, "molecule model: hidden, batch, epochs must be >= 1 and dropout in [0, 1)");
     if (cfg->target < 0 || cfg->target >= ms->ntarget) return al_seterr(err, "molecule model: target %d outside [0, %d)", cfg->target, ms->ntarget);
     m->nfeat = al_mol_nfeat(ms);
-    if (target_stats(m, ms, err)) return AL_ERR;
+    m->nout = ms->binary[cfg->target] ? 2 : 1;
+    m->y_mean = 0.f; m->y_std = 1.f;
+    if (m->nout == 1 && target_stats(m, ms, err)) return AL_ERR;
     al_params_init(&m->params);
     if (m->kind->init(m) || (m->kind->layers && head_add(m))) {   /* graph models end in a readout and a head */
         al_molnet_free(m);
