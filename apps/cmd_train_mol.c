@@ -17,7 +17,7 @@
 typedef struct mol_opts {
     const char *data, *model, *csv, *save, *target, *readout;
     int epochs, batch, threads, quiet, dim, heads, depth, hidden;
-    double lr, wd, dropout;
+    double lr, wd, dropout, frac;
     long seeds[MAX_SEEDS]; int nseeds;
     int seen_heads, seen_depth, seen_dim, seen_readout;
 } mol_opts;
@@ -36,6 +36,7 @@ static void usage(FILE *f)
         "  --data NAME|DIR       a directory with molecules.txt, train.idx, val.idx, test.idx (datasets/README.md,\n"
         "                        \"Molecules\"); a NAME is looked up as for the graph task (default esol)\n"
         "  --target NAME         which target column of molecules.txt (default: the first)\n"
+        "  --train-frac F        train on round(F x 902) of train.idx's molecules, drawn by the seed (default 1)\n"
         "model:\n"
         "  --model M             gat: 3 GAT layers over bonds + self, additive score, bond-type bias, residual\n"
         "                        gatv2: the same with GATv2's score a . LeakyReLU(W_r x_i + W_l x_j)\n"
@@ -68,14 +69,14 @@ static void usage(FILE *f)
 }
 
 enum { O_TASK = 256, O_DATA, O_MODEL, O_TARGET, O_DIM, O_HEADS, O_DEPTH, O_READOUT, O_HIDDEN, O_DROPOUT, O_LR, O_WD,
-       O_BATCH, O_EPOCHS, O_SEED, O_SEEDS, O_THREADS, O_CSV, O_SAVE, O_QUIET, O_HELP };
+       O_BATCH, O_EPOCHS, O_SEED, O_SEEDS, O_THREADS, O_CSV, O_SAVE, O_QUIET, O_HELP, O_FRAC };
 static const struct option long_opts[] = {
     {"task", 1, 0, O_TASK}, {"data", 1, 0, O_DATA}, {"model", 1, 0, O_MODEL}, {"target", 1, 0, O_TARGET},
     {"dim", 1, 0, O_DIM}, {"heads", 1, 0, O_HEADS}, {"depth", 1, 0, O_DEPTH}, {"readout", 1, 0, O_READOUT},
     {"hidden", 1, 0, O_HIDDEN}, {"dropout", 1, 0, O_DROPOUT}, {"lr", 1, 0, O_LR}, {"wd", 1, 0, O_WD},
     {"weight-decay", 1, 0, O_WD}, {"batch", 1, 0, O_BATCH}, {"epochs", 1, 0, O_EPOCHS}, {"seed", 1, 0, O_SEED},
     {"seeds", 1, 0, O_SEEDS}, {"threads", 1, 0, O_THREADS}, {"csv", 1, 0, O_CSV}, {"save", 1, 0, O_SAVE},
-    {"quiet", 0, 0, O_QUIET}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
+    {"quiet", 0, 0, O_QUIET}, {"help", 0, 0, O_HELP}, {"train-frac", 1, 0, O_FRAC}, {0, 0, 0, 0}};
 
 static int parse_flag(mol_opts *o, int f, const char *a)
 {
@@ -102,6 +103,7 @@ static int parse_flag(mol_opts *o, int f, const char *a)
     case O_CSV: o->csv = a; return 0;
     case O_SAVE: o->save = a; return 0;
     case O_QUIET: o->quiet = 1; return 0;
+    case O_FRAC: return cli_num(c, "--train-frac", a, 1e-9, 1, &o->frac);
     default: return -1;
     }
 }
@@ -112,7 +114,7 @@ static int parse_mol_opts(int argc, char **argv, mol_opts *o)
     memset(o, 0, sizeof *o);
     o->data = "esol"; o->seeds[0] = 1; o->nseeds = 1;
     o->dim = o->heads = o->depth = o->hidden = o->epochs = o->batch = -1;
-    o->lr = o->wd = o->dropout = NAN;
+    o->lr = o->wd = o->dropout = NAN; o->frac = 1;
     optind = 0; opterr = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, ":h", long_opts, NULL)) != -1) {
@@ -213,13 +215,22 @@ static al_status save_mol(const mol_opts *o, const al_molnet *m, const al_molset
     return al_safetensors_save(path, &m->params, kv, (int)(sizeof kv / sizeof *kv / 2), err);
 }
 
-static int run_seed(const mol_opts *o, const al_molnet_cfg *cfg, const al_molset *ms, long seed, al_mol_result *res)
+/* One seed on ms0 (its training split cut to --train-frac for this seed); prints its result line. */
+static int run_seed(const mol_opts *o, const al_molnet_cfg *cfg, const al_molset *ms0, long seed, al_mol_result *res)
 {
     al_error err = {{0}};
     al_molnet m;
+    al_molset sub = *ms0, *ms = &sub;   /* shallow: shares everything but a cut training split */
+    int *own = NULL;
+    if (o->frac < 1) {
+        if (!(own = malloc((size_t)ms0->ntrain * sizeof *own))) { fprintf(stderr, "attnlab train: out of memory\n"); return 1; }
+        memcpy(own, ms0->train, (size_t)ms0->ntrain * sizeof *own);
+        sub.train = own;
+        al_molset_train_frac(&sub, o->frac, (uint64_t)seed, &err);
+    }
     run_ctx r = {.o = o, .ms = ms, .seed = seed, .tty = isatty(2), .err = &err};
     mol_run_id(o, cfg, ms, seed, &r);
-    if (al_molnet_init(&m, cfg, ms, (uint64_t)seed, &err)) { fprintf(stderr, "attnlab train: %s\n", err.msg); return 1; }
+    if (al_molnet_init(&m, cfg, ms, (uint64_t)seed, &err)) { fprintf(stderr, "attnlab train: %s\n", err.msg); free(own); return 1; }
     r.m = &m;
     double t0 = al_time();
     al_status st = al_molnet_train(&m, ms, (uint64_t)seed, on_epoch, &r, res, &err);
@@ -227,15 +238,16 @@ static int run_seed(const mol_opts *o, const al_molnet_cfg *cfg, const al_molset
     if (st == AL_OK && r.failed) st = AL_ERR;
     if (st == AL_OK && o->save) st = save_mol(o, &m, ms, seed, res, r.run_id, &err);
     al_molnet_free(&m);
+    free(own);
     if (st) { fprintf(stderr, "attnlab train: seed %ld: %s\n", seed, err.msg); return 1; }
     if (cfg->target >= 0 && ms->binary[cfg->target])
         printf("%s %s seed %ld: test_acc %.2f %%  val_acc %.2f %%  best epoch %d of %d  %.2f s/epoch  %.1f s  run %s\n", ms->name,
                o->model, seed, 100 * res->test.acc, 100 * res->val.acc, res->best_epoch, res->epochs_run, res->step_seconds,
                al_time() - t0, r.run_id);
     else
-        printf("%s %s seed %ld: test_rmse %.4f  test_mae %.4f  val_rmse %.4f  best epoch %d of %d  %.2f s/epoch  %.1f s  run %s\n",
-               ms->name, o->model, seed, res->test.rmse, res->test.mae, res->val.rmse, res->best_epoch, res->epochs_run,
-               res->step_seconds, al_time() - t0, r.run_id);
+        printf("%s %s seed %ld: test_rmse %.4f  test_mae %.4f  val_rmse %.4f  best epoch %d of %d  %.2f s/epoch  %.1f s  "
+               "train_size %d  run %s\n", ms->name, o->model, seed, res->test.rmse, res->test.mae, res->val.rmse, res->best_epoch,
+               res->epochs_run, res->step_seconds, al_time() - t0, ms->ntrain, r.run_id);
     fflush(stdout);
     return 0;
 }

@@ -376,6 +376,15 @@ static void test_train_cli(void **st)
     char *e = tu_slurp(p);
     assert_non_null(strstr(e, "--heads does not apply to --model gcn"));
     free(e);
+    /* --train-frac: a seeded part of train.idx (2 molecules here: 0.5 keeps one; seed 3 would keep the
+     * one without a target, which is an error) */
+    snprintf(args, sizeof args, "train --task molecule --data %s --model mlp --epochs 2 --train-frac 0.5 --seed 1", dir);
+    assert_int_equal(tu_run_cli(dir, args), 0);
+    snprintf(p, sizeof p, "%s/out.txt", dir);
+    e = tu_slurp(p);
+    assert_non_null(strstr(e, "train_size 1 "));
+    free(e);
+    snprintf(p, sizeof p, "%s/err.txt", dir);
     snprintf(args, sizeof args, "train --task molecule --data %s --model nope", dir);
     assert_int_equal(tu_run_cli(dir, args), 2);
     snprintf(args, sizeof args, "train --task molecule --data %s --model fingerprint --readout attn", dir);

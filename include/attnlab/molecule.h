@@ -49,6 +49,9 @@ al_status al_molset_load(al_molset *ms, const char *dir, al_error *err);
 /* Only the molecule file (no splits): for tests and the fuzz harness. */
 al_status al_molset_read(al_molset *ms, const char *path, al_error *err);
 void      al_molset_free(al_molset *ms);
+/* Keep the first round(frac · ntrain) (at least 1) of the training molecules shuffled with the
+ * AL_RNG_DATA stream of seed; frac in (0, 1]. val and test stay as loaded. */
+al_status al_molset_train_frac(al_molset *ms, double frac, uint64_t seed, al_error *err);
 /* Find a dataset as al_graph_resolve does (datadir.h): an existing directory as is, else NAME looked up. */
 al_status al_molset_resolve(const char *name, char *out, size_t n, al_error *err);
 

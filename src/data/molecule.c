@@ -287,6 +287,16 @@ al_status al_molset_load(al_molset *ms, const char *dir, al_error *err)
     return st;
 }
 
+al_status al_molset_train_frac(al_molset *ms, double frac, uint64_t seed, al_error *err)
+{
+    if (!(frac > 0 && frac <= 1)) return al_seterr(err, "molecules: training fraction %g outside (0, 1]", frac);
+    al_rng r; al_rng_seed(&r, seed, AL_RNG_DATA);
+    al_rng_shuffle(&r, ms->train, ms->ntrain);
+    long keep = lround(frac * ms->ntrain);
+    ms->ntrain = keep < 1 ? 1 : (int)keep;
+    return AL_OK;
+}
+
 void al_molset_free(al_molset *ms)
 {
     free(ms->atom_start); free(ms->bond_start); free(ms->y);
