@@ -53,6 +53,7 @@ int cmd_data(int argc, char **argv);           /* apps/cmd_data.c: data import *
 int train_image_main(int argc, char **argv);   /* apps/cmd_train_image.c */
 int train_graph_main(int argc, char **argv);   /* apps/cmd_train_graph.c */
 int train_seq_main(int argc, char **argv);     /* apps/cmd_train_seq.c */
+int train_mol_main(int argc, char **argv);     /* apps/cmd_train_mol.c */
 int cmd_tag(int argc, char **argv);            /* apps/cmd_tag.c */
 /* apps/attnmap_words.c: attnmap of a sequence checkpoint, after cmd_attnmap parsed and checked the
  * flags (sentence xor conllu; block 0 = every block; cell 8..64). Returns the exit status. */

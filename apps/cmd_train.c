@@ -12,12 +12,14 @@ int cmd_train(int argc, char **argv)
         else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             if (!strcmp(task, "graph")) return train_graph_main(argc, argv);
             if (!strcmp(task, "sequence")) return train_seq_main(argc, argv);
+            if (!strcmp(task, "molecule")) return train_mol_main(argc, argv);
             return train_image_main(argc, argv);
         }
     }
     if (!strcmp(task, "image")) return train_image_main(argc, argv);
     if (!strcmp(task, "graph")) return train_graph_main(argc, argv);
     if (!strcmp(task, "sequence")) return train_seq_main(argc, argv);
-    fprintf(stderr, "attnlab train: unknown task '%s' (expected image, graph or sequence)\n", task);
+    if (!strcmp(task, "molecule")) return train_mol_main(argc, argv);
+    fprintf(stderr, "attnlab train: unknown task '%s' (expected image, graph, sequence or molecule)\n", task);
     return 2;
 }

@@ -76,8 +76,8 @@ int  remove_leftovers(const char *dir, const char *base);
 /* Delete run r's part file, its log and its training state (show_log: the log's tail first). */
 void drop_run_files(const plan_run *r, int show_log);
 /* The CSV text as read from disk, upgraded to the current header if it has the 14-column one of
- * attnlab < 0.4 (its runs were written whole: status "done") or the 16-column one of 0.4 (empty
- * unseen_acc, ambig_acc); 0 or -1 (out of memory). */
+ * attnlab < 0.4 (its runs were written whole: status "done") or the 16-column one of 0.4 (the 0.5
+ * columns empty); 0 or -1 (out of memory). */
 int  csv_upgrade(csvbuf *b);
 /* Run every RUN_TODO run, c->jobs at a time, merging each finished run into the CSV.
  * Returns 0 (check *nfail), 1 when the CSV could not be written, 130 when interrupted. */

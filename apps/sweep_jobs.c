@@ -187,7 +187,7 @@ static int merge_run(const sweep_cfg *c, plan_run *r, csvbuf *main_csv, double *
         oom |= buf_put(main_csv, r->run_id, strlen(r->run_id));
         oom |= buf_put(main_csv, comma, (size_t)(nl - comma));
         if (version == 1) oom |= buf_put(main_csv, nl[1] ? ",," : ",,done", nl[1] ? 2 : 6);   /* config, status */
-        if (version <= 2) oom |= buf_put(main_csv, ",,", 2);                                 /* unseen_acc, ambig_acc */
+        if (version <= 2) oom |= buf_put(main_csv, ",,,,", 4);   /* the 0.5 columns: unseen_acc ... test_mae */
         oom |= buf_put(main_csv, "\n", 1);
         p = nl + 1;
     }
@@ -342,9 +342,9 @@ int csv_upgrade(csvbuf *b)
 {
     size_t h1 = strlen(AL_CSV_HEADER_V1), h2 = strlen(AL_CSV_HEADER_V2), h;
     const char *tail;                         /* what each row lacks */
-    if (b->n >= h2 + 1 && !memcmp(b->p, AL_CSV_HEADER_V2, h2) && b->p[h2] == '\n') { h = h2; tail = ",,\n"; }
-    else if (b->n >= h1 + 1 && !memcmp(b->p, AL_CSV_HEADER_V1, h1) && b->p[h1] == '\n') { h = h1; tail = ",,done,,\n"; }
-    else return 0;                            /* no config (V1: written whole by the old sweep), no word scores */
+    if (b->n >= h2 + 1 && !memcmp(b->p, AL_CSV_HEADER_V2, h2) && b->p[h2] == '\n') { h = h2; tail = ",,,,\n"; }
+    else if (b->n >= h1 + 1 && !memcmp(b->p, AL_CSV_HEADER_V1, h1) && b->p[h1] == '\n') { h = h1; tail = ",,done,,,,\n"; }
+    else return 0;                            /* no config (V1: written whole by the old sweep), no 0.5 columns */
     csvbuf nb = {0};
     int oom = buf_put(&nb, AL_CSV_HEADER "\n", strlen(AL_CSV_HEADER) + 1);
     for (const char *p = b->p + h + 1; *p && !oom;) {

@@ -2,7 +2,9 @@
  * and to which task, model and data it applies. A flag given where it does not apply is an error
  * (exit 2, one line naming the flag and why), never silently ignored. Both task parsers use the
  * same getopt table (train_flags_options), so a flag of the other task is recognised and refused
- * with the reason rather than as "unknown". */
+ * with the reason rather than as "unknown". --task molecule has its own option table and checks them
+ * against the molecule model table (al_mol_model: attention → --heads, graph layers → --depth, --dim,
+ * --readout; apps/cmd_train_mol.c). */
 #ifndef ATTNLAB_TRAIN_FLAGS_H
 #define ATTNLAB_TRAIN_FLAGS_H
 #include <getopt.h>

@@ -66,6 +66,7 @@ while IFS= read -r line; do
     *" bench graph"*) cmd="$cmd --epochs 2" ;;
     *" train --task graph"*|*" sweep --task graph"*) cmd="$cmd --epochs 5" ;;
     *" train --task sequence"*) cmd="$cmd --epochs 1 --train-size 200" ;;
+    *" train --task molecule"*) cmd="$cmd --epochs 2 --train-frac 0.2" ;;
     *" train --model conv-attn"*) cmd="$cmd --test-size 200" ;;
     *" train "*) cmd="$cmd --epochs 1"; case "$cmd" in *--train-size*|*"--data ~/photos"*) ;; *) cmd="$cmd --train-size 200" ;; esac
                  case "$cmd" in *--test-size*) ;; *"--data ~/photos"*) ;; *) cmd="$cmd --test-size 200" ;; esac ;;

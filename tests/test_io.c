@@ -43,12 +43,12 @@ static void test_csv_format_and_nan(void **st)
     char buf[512];
     al_csv_row r = sample_row(3);
     int n = al_csv_format(buf, sizeof buf, &r);
-    assert_string_equal(buf, "0123456789abcdef,image,fashion-mnist,cnn,1000,7,3,0.5,0.875,,0.8125,1.2346,812.3,12345,,,,");
+    assert_string_equal(buf, "0123456789abcdef,image,fashion-mnist,cnn,1000,7,3,0.5,0.875,,0.8125,1.2346,812.3,12345,,,,,,");
     assert_int_equal(n, (int)strlen(buf));
     r.config = "lr=0.001;patch=2"; r.status = "done";
     al_csv_format(buf, sizeof buf, &r);
     assert_string_equal(buf, "0123456789abcdef,image,fashion-mnist,cnn,1000,7,3,0.5,0.875,,0.8125,1.2346,812.3,12345,"
-                             "lr=0.001;patch=2,done,,");
+                             "lr=0.001;patch=2,done,,,,");
     /* the word scores only with word_scores set (a zeroed row leaves them empty, not 0); NaN is empty */
     r.unseen_acc = 0.5; r.ambig_acc = 0.25;
     al_csv_format(buf, sizeof buf, &r);
@@ -61,13 +61,19 @@ static void test_csv_format_and_nan(void **st)
     assert_non_null(strstr(buf, ",done,0.5,"));
     assert_int_equal(buf[strlen(buf) - 1], ',');
     r.word_scores = 0;
+    /* a regression row (--task molecule) fills test_rmse and test_mae, the last two columns */
+    r.regression = 1; r.test_rmse = 0.5625; r.test_mae = 0.4;
+    al_csv_format(buf, sizeof buf, &r);
+    assert_string_equal(buf, "0123456789abcdef,image,fashion-mnist,cnn,1000,7,3,0.5,0.875,,0.8125,1.2346,812.3,12345,"
+                             "lr=0.001;patch=2,done,,,0.5625,0.4");
+    r.regression = 0;
     r.config = NULL; r.status = NULL;
     /* NULL strings and NaN doubles are empty; a comma in a string is quoted */
-    al_csv_row q = {NULL, "image", "my,data", "a\"b", 1, 2, 0, NAN, NAN, NAN, NAN, NAN, NAN, 0, NULL, NULL, 0, NAN, NAN};
+    al_csv_row q = {NULL, "image", "my,data", "a\"b", 1, 2, 0, NAN, NAN, NAN, NAN, NAN, NAN, 0, NULL, NULL, 0, NAN, NAN, 0, NAN, NAN};
     al_csv_format(buf, sizeof buf, &q);
-    assert_string_equal(buf, ",image,\"my,data\",\"a\"\"b\",1,2,0,,,,,,,0,,,,");
-    /* 18 fields, like the header (16 in files of attnlab 0.4, 14 before) */
-    assert_int_equal(count_char(AL_CSV_HEADER, ','), 17);
+    assert_string_equal(buf, ",image,\"my,data\",\"a\"\"b\",1,2,0,,,,,,,0,,,,,,");
+    /* 20 fields, like the header (16 in files of attnlab 0.4, 14 before) */
+    assert_int_equal(count_char(AL_CSV_HEADER, ','), 19);
     assert_int_equal(count_char(AL_CSV_HEADER_V2, ','), 15);
     assert_int_equal(count_char(AL_CSV_HEADER_V1, ','), 13);
     /* too small a buffer: -1 and an empty string, never an overflow */

@@ -10,7 +10,7 @@
 
 #define H AL_CSV_HEADER_V1 "\n"   /* most tests: files of attnlab < 0.4 (14 columns) still read */
 #define H2 AL_CSV_HEADER_V2 "\n"  /* attnlab 0.4: + config, status */
-#define H3 AL_CSV_HEADER "\n"     /* the current format: + unseen_acc, ambig_acc */
+#define H3 AL_CSV_HEADER "\n"     /* the current format: + unseen_acc, ambig_acc, test_rmse, test_mae */
 
 /* Two image models, two sizes; runs a and b interleave (as from parallel appends). */
 static const char *csv_ok =

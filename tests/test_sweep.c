@@ -302,7 +302,7 @@ static void test_resume_old_format(void **st)
 {
     (void)st;
     use_fake();
-    static const struct { const char *header; int drop; } old[] = {{AL_CSV_HEADER_V1, 4}, {AL_CSV_HEADER_V2, 2}};
+    static const struct { const char *header; int drop; } old[] = {{AL_CSV_HEADER_V1, 6}, {AL_CSV_HEADER_V2, 4}};
     for (int v = 0; v < 2; v++) {
         char p[600], err[600];
         snprintf(p, sizeof p, "%s/old%d.csv", g_dir, v + 1); snprintf(err, sizeof err, "%s/err.txt", g_dir);

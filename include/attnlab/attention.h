@@ -60,6 +60,13 @@ int al_pattern_offsets(const al_pattern *p);
 al_tensor *al_attention(al_ctx *c, const al_attn_desc *d, al_tensor *q, al_tensor *k, al_tensor *v,
                         al_tensor *a_q, al_tensor *a_k, al_tensor *rel_bias, al_tensor *bias);
 
+/* GATv2 (Brody et al., ICLR 2022) over the CSR pattern adj (N, N; row i = query i's keys):
+ * e[h, s] = Σ_d a[h, d] LeakyReLU(q[i, h·D + d] + k[j, h·D + d], slope) + bias[h, s] for slot s = (i, j),
+ * softmax over each row's slots, out[i, h·D + d] = Σ_s α[h, s] k[j, h·D + d].
+ * q, k (N, H·D) (the target and source projections), a (H, D), bias (H, nnz) or NULL → (N, H·D).
+ * Gradients flow into q, k, a and bias (src/attention/gatv2.c). */
+al_tensor *al_gatv2(al_ctx *c, const al_csr *adj, al_tensor *q, al_tensor *k, al_tensor *a, al_tensor *bias, float slope);
+
 /* The dense masked reference: materialises the (N, N) scores with the pattern as a mask.
  * Same arguments and results as al_attention; for tests only. */
 al_tensor *al_attention_ref(al_ctx *c, const al_attn_desc *d, al_tensor *q, al_tensor *k, al_tensor *v,

@@ -21,7 +21,10 @@
  * a file keep its columns. */
 #define AL_CSV_HEADER_V1 "run_id,task,dataset,model,train_size,seed,epoch,train_loss,train_acc,val_acc,test_acc,epoch_seconds,samples_per_second,params"
 #define AL_CSV_HEADER_V2 AL_CSV_HEADER_V1 ",config,status"
-#define AL_CSV_HEADER AL_CSV_HEADER_V2 ",unseen_acc,ambig_acc"
+/* 0.5: unseen_acc, ambig_acc (sequence task: words unseen in training, ambiguous words) and test_rmse,
+ * test_mae (regression: --task molecule) appended at the end; empty where a task does not report them.
+ * Files with the 16-column header (AL_CSV_HEADER_V2) still read, and appends keep their 16 columns. */
+#define AL_CSV_HEADER AL_CSV_HEADER_V2 ",unseen_acc,ambig_acc,test_rmse,test_mae"
 
 /* One CSV row; a NaN double (or NULL string) is written as an empty field. */
 typedef struct al_csv_row {
@@ -36,6 +39,8 @@ typedef struct al_csv_row {
      * with memset (image, graph) leaves both columns empty. NaN is an empty field as elsewhere. */
     int word_scores;
     double unseen_acc, ambig_acc;
+    int regression;       /* 1: test_rmse and test_mae are written (else those fields are empty) */
+    double test_rmse, test_mae;
 } al_csv_row;
 /* Append one row (writing the header first if the file is new or empty); repairs a torn last line. */
 al_status al_csv_append(const char *path, const al_csv_row *r, al_error *err);

@@ -84,4 +84,12 @@ al_tensor *al_gnn_project(al_ctx *c, const al_csr *x, const float *xd, al_tensor
 al_tensor *al_gnn_bias_act_dropout(al_ctx *c, al_tensor *a, al_tensor *b, int relu, float alpha, float p);
 /* x (N, C), ids[m] (m >= 1) → (m, C): the rows ids of x, gradient scattered back. */
 al_tensor *al_take_rows(al_ctx *c, al_tensor *x, const int *ids, int m);
+
+/* ---- graph readouts of a packed batch: graph s owns rows [Σ_{t<s} len[t], … + len[s]) (src/ops/readout.c) ---- */
+/* x (N, C) → (nseg, C): the sum of each graph's rows, or their mean when mean (an empty graph gives 0). */
+al_tensor *al_seg_pool(al_ctx *c, al_tensor *x, const int *len, int nseg, int mean);
+/* Attention pooling: scores s (N, H) (e.g. a learned query · keys), values v (N, H·Dv) → (nseg, H·Dv),
+ * out[g, h·Dv + d] = Σ_i softmax_i∈g(s[i, h]) v[i, h·Dv + d]. *weights (if non-NULL) receives the
+ * softmax weights (N, H) (arena memory; no gradient flows through it). */
+al_tensor *al_seg_attn_pool(al_ctx *c, al_tensor *s, al_tensor *v, const int *len, int nseg, al_tensor **weights);
 #endif

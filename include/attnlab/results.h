@@ -31,7 +31,7 @@ typedef struct al_result_row {
     long params;
     char config[512];              /* al_run_config of the run ("" in 14-column files) */
     char status[16];               /* "done" on a finished run's final row */
-    double unseen_acc, ambig_acc;  /* sequence runs; NaN when empty or absent (files before 0.5) */
+    double unseen_acc, ambig_acc, test_rmse, test_mae;   /* 0.5 columns; NaN when empty or absent */
     int line;
 } al_result_row;
 

@@ -13,4 +13,8 @@ al_status al__block_params_add(al_params *P, al_block_params *p /* out */, int b
 /* x (…, N, dim) → the block's output (…, N, dim), attention as described by d (pattern, score, norm,
  * weights to capture); p->rel, p->a_q, p->a_k are used where registered. */
 al_tensor *al__block_forward(al_ctx *c, const al_block_params *p, const al_attn_desc *d, int heads, al_tensor *x);
+/* The same with an additive score bias (H, slots) in the pattern's layout (al_attention's bias), or NULL:
+ * the molecule models' bond-type and distance biases. */
+al_tensor *al__block_forward_bias(al_ctx *c, const al_block_params *p, const al_attn_desc *d, int heads, al_tensor *x,
+                                  al_tensor *bias);
 #endif

@@ -61,12 +61,15 @@ static void csv_row_v2(al_sbuf *b, const al_csv_row *r)
     al_sb_put(b, ",", 1); csv_str(b, r->config);
     al_sb_put(b, ",", 1); csv_str(b, r->status);
 }
-/* The columns added in 0.5 (unseen_acc, ambig_acc), for a file with the current header. */
+/* The columns added in 0.5, for a file with the current header: unseen_acc, ambig_acc (sequence runs,
+ * word_scores) and test_rmse, test_mae (regression runs); empty where a task does not report them. */
 static void csv_row_v3(al_sbuf *b, const al_csv_row *r)
 {
     csv_row_v2(b, r);
     al_sb_put(b, ",", 1); if (r->word_scores) csv_num(b, "%.6g", r->unseen_acc);
     al_sb_put(b, ",", 1); if (r->word_scores) csv_num(b, "%.6g", r->ambig_acc);
+    al_sb_put(b, ",", 1); if (r->regression) csv_num(b, "%.6g", r->test_rmse);
+    al_sb_put(b, ",", 1); if (r->regression) csv_num(b, "%.6g", r->test_mae);
 }
 
 /* Returns the row's length; if it does not fit in n bytes (with its NUL), returns -1 and buf is "". */

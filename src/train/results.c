@@ -10,7 +10,7 @@
 
 #define NFIELDS1 14   /* the header of attnlab < 0.4 */
 #define NFIELDS2 16   /* + config, status (0.4) */
-#define NFIELDS 18    /* + unseen_acc, ambig_acc (0.5) */
+#define NFIELDS 20    /* + unseen_acc, ambig_acc, test_rmse, test_mae (0.5) */
 
 void al_results_free(al_results *r)
 {
@@ -59,7 +59,8 @@ static int parse_double(const char *s, size_t n, double *out)
 
 static const char *field_name[NFIELDS] = {
     "run_id", "task", "dataset", "model", "train_size", "seed", "epoch", "train_loss", "train_acc",
-    "val_acc", "test_acc", "epoch_seconds", "samples_per_second", "params", "config", "status", "unseen_acc", "ambig_acc"};
+    "val_acc", "test_acc", "epoch_seconds", "samples_per_second", "params", "config", "status",
+    "unseen_acc", "ambig_acc", "test_rmse", "test_mae"};
 
 /* A quoted CSV field ("...", inner quotes doubled) unquoted into dst; -1 if it does not fit or is malformed. */
 static int copy_quoted(char *dst, size_t cap, const char *s, size_t n)
@@ -108,13 +109,14 @@ static int parse_row(const char *s, size_t n, int nfields, al_result_row *w)
         if (parse_double(f[7 + i], fl[7 + i], d[i])) return 7 + i;
     if (fl[13] == 0) w->params = 0;
     else if (parse_long(f[13], fl[13], &w->params)) return 13;
-    w->unseen_acc = w->ambig_acc = NAN;
-    if (nfields == NFIELDS1) { strcpy(w->status, "done"); return -1; }   /* older files hold whole runs */
+    if (nfields == NFIELDS1) { strcpy(w->status, "done"); w->unseen_acc = w->ambig_acc = w->test_rmse = w->test_mae = NAN; return -1; }   /* older files hold whole runs */
     if (copy_quoted(w->config, sizeof w->config, f[14], fl[14])) return 14;
     if (copy_quoted(w->status, sizeof w->status, f[15], fl[15])) return 15;
+    double *x[4] = {&w->unseen_acc, &w->ambig_acc, &w->test_rmse, &w->test_mae};
+    for (int i = 0; i < 4; i++) *x[i] = NAN;
     if (nfields == NFIELDS2) return -1;
-    if (parse_double(f[16], fl[16], &w->unseen_acc)) return 16;
-    if (parse_double(f[17], fl[17], &w->ambig_acc)) return 17;
+    for (int i = 0; i < 4; i++)
+        if (parse_double(f[16 + i], fl[16 + i], x[i])) return 16 + i;
     return -1;
 }
 

@@ -12,7 +12,7 @@ cd "$(dirname "$0")/../.."
 SECONDS_PER=${1:-${FUZZ_SECONDS:-30}}
 OUT=${FUZZ_OUT:-build-fuzz}
 CC=${FUZZ_CC:-clang}
-ALL="idx graph safetensors results image conllu"
+ALL="idx graph safetensors results image conllu molecules"
 LIST=$(printf '%s' "${FUZZ:-$ALL}" | tr ',' ' ')
 command -v "$CC" >/dev/null || { echo "run.sh: $CC not found (apt-get install clang libclang-rt-14-dev)" >&2; exit 2; }
 

@@ -1,0 +1,288 @@
+/* cmd_train_mol.c — attnlab train --task molecule: graph-level regression on molecules (gat, gt,
+ * gt-full, gcn, mlp, fingerprint), one or several seeds (one after the other), CSV log, checkpoint.
+ * parse → check the flags against the model table → load → run each seed → mean ± std. */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "cli.h"
+#include "attnlab/molnet.h"
+#include "attnlab/io.h"
+#include "attnlab/datadir.h"
+
+#define MAX_SEEDS 1000
+
+typedef struct mol_opts {
+    const char *data, *model, *csv, *save, *target, *readout;
+    int epochs, batch, threads, quiet, dim, heads, depth, hidden;
+    double lr, wd, dropout, frac;
+    long seeds[MAX_SEEDS]; int nseeds;
+    int seen_heads, seen_depth, seen_dim, seen_readout;
+} mol_opts;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: attnlab train --task molecule --data esol|DIR --model M [OPTIONS]\n\n"
+        "Graph-level prediction (N-to-1: a molecule in, one number out). Minibatches of molecules are packed\n"
+        "into one block-diagonal graph. Regression: AdamW on the MSE of standardised targets; the model with\n"
+        "the lowest validation RMSE is kept and its test RMSE and MAE (in the file's units) reported. A\n"
+        "target column of only 0 and 1 is a class label: cross-entropy over two logits, the model with the\n"
+        "highest validation accuracy (then lowest loss) kept, accuracies reported. Molecules without a\n"
+        "target (nan) are skipped. Evaluation runs after every epoch without dropout.\n\n"
+        "data:\n"
+        "  --data NAME|DIR       a directory with molecules.txt, train.idx, val.idx, test.idx (datasets/README.md,\n"
+        "                        \"Molecules\"); a NAME is looked up as for the graph task (default esol)\n"
+        "  --target NAME         which target column of molecules.txt (default: the first)\n"
+        "  --train-frac F        train on round(F x 902) of train.idx's molecules, drawn by the seed (default 1)\n"
+        "model:\n"
+        "  --model M             gat: 3 GAT layers over bonds + self, additive score, bond-type bias, residual\n"
+        "                        gatv2: the same with GATv2's score a . LeakyReLU(W_r x_i + W_l x_j)\n"
+        "                        gt: 3 pre-LN transformer blocks masked by bonds + self, bond-type bias\n"
+        "                        gt-full: gt over every atom of the molecule, shortest-path-distance bias\n"
+        "                        gcn: 3 GCN layers, D^-1/2 (A+I) D^-1/2; mlp: summed atom features, 2 layers;\n"
+        "                        fingerprint: Morgan-style bits (radius 2, 2048) from the graph, 2 layers\n"
+        "  --dim N               atom vector width (default 64; graph models)\n"
+        "  --heads N             attention heads (default 4; gat, gt, gt-full)\n"
+        "  --depth N             graph layers (default 3; gat, gt, gt-full, gcn)\n"
+        "  --readout sum|mean|attn  graph readout (default sum; attn: a learned query per head; graph models)\n"
+        "  --hidden N            head / MLP width (default 64; fingerprint 256)\n"
+        "  --dropout P           on the head's hidden layer (default 0; fingerprint 0.2, also on the bits)\n"
+        "  --lr X  --wd X        AdamW (default 1e-3, 0.01 on every parameter)\n"
+        "  --batch N             molecules per step (default 32)\n"
+        "  --epochs N            epochs (default 150)\n"
+        "runs:\n"
+        "  --seed S              init and shuffling seed (default 1)\n"
+        "  --seeds LIST          several runs one after another, e.g. 1-3: each is printed, then mean +- std\n"
+        "  --threads T           OpenMP threads (results are identical for any T)\n"
+        "output:\n"
+        "  --csv FILE            append one row per epoch, then one for the kept model (status done, its\n"
+        "                        epoch, train figures); regression fills test_rmse and test_mae (the\n"
+        "                        accuracy columns stay empty), classification the accuracy columns;\n"
+        "                        columns: " AL_CSV_HEADER "\n"
+        "  --save FILE           safetensors checkpoint of the kept model (several seeds: FILE-seedS.ext)\n"
+        "  --quiet               no progress on stderr\n"
+        "A flag that does not apply to the model (e.g. --heads with gcn) is an error (exit 2).\n"
+        "  --help\n");
+}
+
+enum { O_TASK = 256, O_DATA, O_MODEL, O_TARGET, O_DIM, O_HEADS, O_DEPTH, O_READOUT, O_HIDDEN, O_DROPOUT, O_LR, O_WD,
+       O_BATCH, O_EPOCHS, O_SEED, O_SEEDS, O_THREADS, O_CSV, O_SAVE, O_QUIET, O_HELP, O_FRAC };
+static const struct option long_opts[] = {
+    {"task", 1, 0, O_TASK}, {"data", 1, 0, O_DATA}, {"model", 1, 0, O_MODEL}, {"target", 1, 0, O_TARGET},
+    {"dim", 1, 0, O_DIM}, {"heads", 1, 0, O_HEADS}, {"depth", 1, 0, O_DEPTH}, {"readout", 1, 0, O_READOUT},
+    {"hidden", 1, 0, O_HIDDEN}, {"dropout", 1, 0, O_DROPOUT}, {"lr", 1, 0, O_LR}, {"wd", 1, 0, O_WD},
+    {"weight-decay", 1, 0, O_WD}, {"batch", 1, 0, O_BATCH}, {"epochs", 1, 0, O_EPOCHS}, {"seed", 1, 0, O_SEED},
+    {"seeds", 1, 0, O_SEEDS}, {"threads", 1, 0, O_THREADS}, {"csv", 1, 0, O_CSV}, {"save", 1, 0, O_SAVE},
+    {"quiet", 0, 0, O_QUIET}, {"help", 0, 0, O_HELP}, {"train-frac", 1, 0, O_FRAC}, {0, 0, 0, 0}};
+
+static int parse_flag(mol_opts *o, int f, const char *a)
+{
+    const char *c = "train";
+    switch (f) {
+    case O_TASK: if (!strcmp(a, "molecule")) return 0;
+        fprintf(stderr, "attnlab train: this is the molecule task, got --task %s\n", a); return -1;
+    case O_DATA: o->data = a; return 0;
+    case O_MODEL: o->model = a; return 0;
+    case O_TARGET: o->target = a; return 0;
+    case O_DIM: o->seen_dim = 1; return cli_int32(c, "--dim", a, 1, 4096, &o->dim);
+    case O_HEADS: o->seen_heads = 1; return cli_int32(c, "--heads", a, 1, 4096, &o->heads);
+    case O_DEPTH: o->seen_depth = 1; return cli_int32(c, "--depth", a, 1, AL_MOLNET_MAXDEPTH, &o->depth);
+    case O_READOUT: o->seen_readout = 1; o->readout = a; return 0;
+    case O_HIDDEN: return cli_int32(c, "--hidden", a, 1, 65536, &o->hidden);
+    case O_DROPOUT: return cli_num(c, "--dropout", a, 0, 0.999, &o->dropout);
+    case O_LR: return cli_num(c, "--lr", a, 1e-12, 1e3, &o->lr);
+    case O_WD: return cli_num(c, "--wd", a, 0, 1e3, &o->wd);
+    case O_BATCH: return cli_int32(c, "--batch", a, 1, 1 << 20, &o->batch);
+    case O_EPOCHS: return cli_int32(c, "--epochs", a, 1, CLI_NOMAX, &o->epochs);
+    case O_SEED: o->nseeds = 1; return cli_int(c, "--seed", a, 0, CLI_NOMAX, &o->seeds[0]);
+    case O_SEEDS: return cli_seeds(c, a, o->seeds, MAX_SEEDS, &o->nseeds);
+    case O_THREADS: return cli_threads(c, a, &o->threads);
+    case O_CSV: o->csv = a; return 0;
+    case O_SAVE: o->save = a; return 0;
+    case O_QUIET: o->quiet = 1; return 0;
+    case O_FRAC: return cli_num(c, "--train-frac", a, 1e-9, 1, &o->frac);
+    default: return -1;
+    }
+}
+
+/* argv → o; -1 to go on, else the exit status. */
+static int parse_mol_opts(int argc, char **argv, mol_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->data = "esol"; o->seeds[0] = 1; o->nseeds = 1;
+    o->dim = o->heads = o->depth = o->hidden = o->epochs = o->batch = -1;
+    o->lr = o->wd = o->dropout = NAN; o->frac = 1;
+    optind = 0; opterr = 0;
+    int ch;
+    while ((ch = getopt_long(argc, argv, ":h", long_opts, NULL)) != -1) {
+        if (ch == 'h' || ch == O_HELP) { usage(stdout); return 0; }
+        if (ch == ':') { fprintf(stderr, "attnlab train: %s needs a value (see attnlab train --task molecule --help)\n", argv[optind - 1]); return 2; }
+        if (ch < O_TASK) { fprintf(stderr, "attnlab train: unknown option '%s' for --task molecule (see attnlab train --task molecule --help)\n", argv[optind - 1]); return 2; }
+        if (parse_flag(o, ch, optarg)) return 2;
+    }
+    if (optind < argc) { fprintf(stderr, "attnlab train: unexpected argument '%s'\n", argv[optind]); return 2; }
+    if (!o->model) { fprintf(stderr, "attnlab train: --model is required (%s)\n", al_mol_model_names()); return 2; }
+    const al_mol_model *k = al_mol_model_find(o->model);
+    if (!k) { fprintf(stderr, "attnlab train: unknown molecule model '%s' (expected %s)\n", o->model, al_mol_model_names()); return 2; }
+    const char *bad = o->seen_heads && !k->attention ? "--heads" : (o->seen_depth || o->seen_dim || o->seen_readout) && !k->layers
+                      ? (o->seen_depth ? "--depth" : o->seen_dim ? "--dim" : "--readout") : NULL;
+    if (bad) { fprintf(stderr, "attnlab train: %s does not apply to --model %s (%s)\n", bad, o->model, k->attention || k->layers ? "it has no attention" : "it has no graph layers"); return 2; }
+    return -1;
+}
+
+/* Options over the model's defaults; 0 or an exit status (message printed). */
+static int mol_config(const mol_opts *o, const al_molset *ms, al_molnet_cfg *cfg)
+{
+    al_molnet_defaults(cfg, al_mol_model_find(o->model));
+    if (o->dim > 0) cfg->dim = o->dim;
+    if (o->heads > 0) cfg->heads = o->heads;
+    if (o->depth > 0) cfg->depth = o->depth;
+    if (o->hidden > 0) cfg->hidden = o->hidden;
+    if (o->epochs > 0) cfg->epochs = o->epochs;
+    if (o->batch > 0) cfg->batch = o->batch;
+    if (!isnan(o->lr)) cfg->lr = (float)o->lr;
+    if (!isnan(o->wd)) cfg->weight_decay = (float)o->wd;
+    if (!isnan(o->dropout)) cfg->dropout = (float)o->dropout;
+    al_error err = {{0}};
+    if (o->readout && al_mol_readout_parse(o->readout, &cfg->readout, &err)) { fprintf(stderr, "attnlab train: --readout: %s\n", err.msg); return 2; }
+    if (o->target) {
+        cfg->target = -1;
+        for (int i = 0; i < ms->ntarget; i++) if (!strcmp(o->target, ms->targets[i])) cfg->target = i;
+        if (cfg->target < 0) { fprintf(stderr, "attnlab train: --target %s: not a target of %s (its first is %s)\n", o->target, ms->name, ms->targets[0]); return 2; }
+    }
+    return 0;
+}
+
+/* ---- one seed ---- */
+typedef struct run_ctx { const mol_opts *o; const al_molset *ms; const al_molnet *m; char run_id[17], config[1024]; long seed; int tty; al_error *err; int failed; } run_ctx;
+
+static int on_epoch(const al_mol_epoch *e, void *ud)
+{
+    run_ctx *r = ud;
+    if (r->o->csv) {
+        al_csv_row row;
+        memset(&row, 0, sizeof row);
+        row.run_id = r->run_id; row.task = "molecule"; row.dataset = r->ms->name; row.model = r->o->model;
+        row.train_size = r->ms->ntrain; row.seed = r->seed; row.epoch = e->epoch;
+        const int cls = r->m->nout == 2;
+        row.train_loss = e->train_loss; row.train_acc = e->train.acc; row.val_acc = e->val.acc; row.test_acc = e->test.acc;
+        row.epoch_seconds = e->seconds; row.samples_per_second = e->seconds > 0 ? r->ms->ntrain / e->seconds : NAN;
+        row.params = (long)r->m->params.total; row.config = r->config; row.status = e->final ? "done" : NULL;
+        row.regression = !cls; row.test_rmse = e->test.rmse; row.test_mae = e->test.mae;
+        if (al_csv_append(r->o->csv, &row, r->err)) { r->failed = 1; return 1; }
+    }
+    if (r->tty && !r->o->quiet && !e->final) {
+        const int cls = r->m->nout == 2;
+        fprintf(stderr, "\r\033[Kseed %ld epoch %d  loss %.4f  val %.3f  test %.3f (%s)  %.1f s", r->seed, e->epoch, e->train_loss,
+                cls ? e->val.acc : e->val.rmse, cls ? e->test.acc : e->test.rmse, cls ? "accuracy" : "RMSE", e->seconds);
+    }
+    return 0;
+}
+
+static void mol_run_id(const mol_opts *o, const al_molnet_cfg *cfg, const al_molset *ms, long seed, run_ctx *r)
+{
+    char canon[1024];
+    snprintf(canon, sizeof canon, "task=molecule;dataset=%s;model=%s;train_size=%d;seed=%ld;epochs=%d;target=%s;dim=%d;heads=%d;"
+             "depth=%d;hidden=%d;readout=%s;dropout=%g;lr=%g;wd=%g;batch=%d", ms->name, o->model, ms->ntrain, seed, cfg->epochs,
+             ms->targets[cfg->target], cfg->dim, cfg->heads, cfg->depth, cfg->hidden, al_mol_readout_name(cfg->readout),
+             (double)cfg->dropout, (double)cfg->lr, (double)cfg->weight_decay, cfg->batch);
+    al_run_id(r->run_id, canon);
+    al_run_config(r->config, sizeof r->config, canon);
+}
+
+static al_status save_mol(const mol_opts *o, const al_molnet *m, const al_molset *ms, long seed, const al_mol_result *res,
+                          const char *run_id, al_error *err)
+{
+    char path[4200], v[10][32];
+    if (o->nseeds == 1) snprintf(path, sizeof path, "%s", o->save);
+    else {
+        const char *dot = strrchr(o->save, '.'), *slash = strrchr(o->save, '/');
+        if (!dot || (slash && dot < slash) || dot == o->save) snprintf(path, sizeof path, "%s-seed%ld", o->save, seed);
+        else snprintf(path, sizeof path, "%.*s-seed%ld%s", (int)(dot - o->save), o->save, seed, dot);
+    }
+    snprintf(v[0], 32, "%ld", seed); snprintf(v[1], 32, "%d", res->best_epoch);
+    snprintf(v[2], 32, "%.6f", m->nout == 2 ? res->test.acc : res->test.rmse);
+    snprintf(v[3], 32, "%.9g", (double)m->y_mean); snprintf(v[4], 32, "%.9g", (double)m->y_std); snprintf(v[5], 32, "%d", m->cfg.dim);
+    snprintf(v[6], 32, "%d", m->cfg.heads); snprintf(v[7], 32, "%d", m->cfg.depth); snprintf(v[8], 32, "%d", m->cfg.hidden);
+    snprintf(v[9], 32, "%d", m->nfeat);
+    const char *kv[] = {"task", "molecule", "dataset", ms->name, "model", o->model, "target", ms->targets[m->cfg.target],
+                        "seed", v[0], "best_epoch", v[1], m->nout == 2 ? "test_acc" : "test_rmse", v[2], "y_mean", v[3], "y_std", v[4], "dim", v[5],
+                        "heads", v[6], "depth", v[7], "hidden", v[8], "features", v[9],
+                        "readout", al_mol_readout_name(m->cfg.readout), "run_id", run_id};
+    return al_safetensors_save(path, &m->params, kv, (int)(sizeof kv / sizeof *kv / 2), err);
+}
+
+/* One seed on ms0 (its training split cut to --train-frac for this seed); prints its result line. */
+static int run_seed(const mol_opts *o, const al_molnet_cfg *cfg, const al_molset *ms0, long seed, al_mol_result *res)
+{
+    al_error err = {{0}};
+    al_molnet m;
+    al_molset sub = *ms0, *ms = &sub;   /* shallow: shares everything but a cut training split */
+    int *own = NULL;
+    if (o->frac < 1) {
+        if (!(own = malloc((size_t)ms0->ntrain * sizeof *own))) { fprintf(stderr, "attnlab train: out of memory\n"); return 1; }
+        memcpy(own, ms0->train, (size_t)ms0->ntrain * sizeof *own);
+        sub.train = own;
+        al_molset_train_frac(&sub, o->frac, (uint64_t)seed, &err);
+    }
+    run_ctx r = {.o = o, .ms = ms, .seed = seed, .tty = isatty(2), .err = &err};
+    mol_run_id(o, cfg, ms, seed, &r);
+    if (al_molnet_init(&m, cfg, ms, (uint64_t)seed, &err)) { fprintf(stderr, "attnlab train: %s\n", err.msg); free(own); return 1; }
+    r.m = &m;
+    double t0 = al_time();
+    al_status st = al_molnet_train(&m, ms, (uint64_t)seed, on_epoch, &r, res, &err);
+    if (r.tty && !o->quiet) fprintf(stderr, "\r\033[K");
+    if (st == AL_OK && r.failed) st = AL_ERR;
+    if (st == AL_OK && o->save) st = save_mol(o, &m, ms, seed, res, r.run_id, &err);
+    al_molnet_free(&m);
+    free(own);
+    if (st) { fprintf(stderr, "attnlab train: seed %ld: %s\n", seed, err.msg); return 1; }
+    if (cfg->target >= 0 && ms->binary[cfg->target])
+        printf("%s %s seed %ld: test_acc %.2f %%  val_acc %.2f %%  best epoch %d of %d  %.2f s/epoch  %.1f s  run %s\n", ms->name,
+               o->model, seed, 100 * res->test.acc, 100 * res->val.acc, res->best_epoch, res->epochs_run, res->step_seconds,
+               al_time() - t0, r.run_id);
+    else
+        printf("%s %s seed %ld: test_rmse %.4f  test_mae %.4f  val_rmse %.4f  best epoch %d of %d  %.2f s/epoch  %.1f s  "
+               "train_size %d  run %s\n", ms->name, o->model, seed, res->test.rmse, res->test.mae, res->val.rmse, res->best_epoch,
+               res->epochs_run, res->step_seconds, al_time() - t0, ms->ntrain, r.run_id);
+    fflush(stdout);
+    return 0;
+}
+
+int train_mol_main(int argc, char **argv)
+{
+    static mol_opts o;
+    int rc = parse_mol_opts(argc, argv, &o);
+    if (rc >= 0) return rc;
+    if (cli_check_env_threads("train")) return 2;
+    if (o.threads > 0) al_set_threads(o.threads);
+    char dir[4096];
+    al_error err = {{0}};
+    al_molset ms;
+    memset(&ms, 0, sizeof ms);
+    if (al_molset_resolve(o.data, dir, sizeof dir, &err) || al_molset_load(&ms, dir, &err)) {
+        fprintf(stderr, "attnlab train: %s\n", err.msg);
+        return 1;
+    }
+    al_molnet_cfg cfg;
+    if ((rc = mol_config(&o, &ms, &cfg))) { al_molset_free(&ms); return rc; }
+    if (!o.quiet)
+        fprintf(stderr, "attnlab train: %s on %s (%s): %d molecules (%d train, %d val, %d test), %lld atoms, %d features; %d threads\n",
+                o.model, ms.name, dir, ms.nmol, ms.ntrain, ms.nval, ms.ntest, (long long)ms.natoms, al_mol_nfeat(&ms), al_threads());
+    double sum = 0, sum2 = 0; int done = 0;
+    for (int s = 0; s < o.nseeds; s++) {
+        al_mol_result res;
+        if (run_seed(&o, &cfg, &ms, o.seeds[s], &res)) { rc = 1; break; }
+        double v = ms.binary[cfg.target] ? res.test.acc : res.test.rmse;
+        sum += v; sum2 += v * v; done++;
+    }
+    if (o.nseeds > 1 && done > 0) {
+        double mean = sum / done, sd = done > 1 ? sqrt(fmax(0, (sum2 - done * mean * mean) / (done - 1))) : 0;
+        printf("%s %s: %s %.4f +- %.4f over %d seeds\n", ms.name, o.model, ms.binary[cfg.target] ? "test_acc" : "test_rmse", mean, sd, done);
+    }
+    al_molset_free(&ms);
+    return rc > 0 ? rc : 0;
+}

@@ -1,0 +1,458 @@
+/* test_molecule.c — molecules: the reader (ESOL's shape, 17 bad inputs with FILE:LINE, splits, budget),
+ * smiles_to_graphs.py reproducing the committed file, batches (block-diagonal, no attention across
+ * molecules, a batch = the molecules one at a time in outputs and gradients), GATv2's and the
+ * readout ops' gradients, fingerprints, and `train --task molecule` (CSV,
+ * thread-count independence, 0/1 targets as classification). */
+#include "testutil.h"
+#include "attnlab/molecule.h"
+#include "attnlab/molnet.h"
+#include "attnlab/ops.h"
+#include "attnlab/io.h"
+#include "attnlab/results.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char dir[64];
+
+/* A small valid file: ethanol (C-C-O), formaldehyde (C=O), a 4-atom aromatic ring with an ion (no
+ * target), methane. */
+static const char *small =
+    "attnlab-molecules 1\n"
+    "elements C N O\n"
+    "targets y\n"
+    "molecules 4\n"
+    "mol 0 3 2 -0.5\n"
+    "C 1 0 3 0 0\nC 2 0 2 0 0\nO 1 0 1 0 0\n"
+    "0 1 1\n1 2 1\n"
+    "mol 1 2 1 1.25\n"
+    "C 1 0 2 0 0\nO 1 0 0 0 0\n"
+    "0 1 2\n"
+    "mol 2 5 4 nan\n"
+    "C 2 0 1 1 1\nC 2 0 1 1 1\nN 2 0 0 1 1\nC 2 0 1 1 1\nN 0 1 4 0 0\n"
+    "0 1 4\n1 2 4\n2 3 4\n0 3 4\n"
+    "mol 3 1 0 2.0\n"
+    "C 0 0 4 0 0\n";
+
+static void put(const char *name, const char *text)
+{
+    char p[256];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static int setup(void **st)
+{
+    (void)st;
+    snprintf(dir, sizeof dir, "/tmp/attnlab_mol_XXXXXX");
+    if (!mkdtemp(dir)) return -1;
+    put("molecules.txt", small);
+    put("train.idx", "0\n2\n");
+    put("val.idx", "1\n");
+    put("test.idx", "3\n");
+    return 0;
+}
+static int teardown(void **st)
+{
+    (void)st;
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    return tu_system(cmd) == 0 ? 0 : -1;
+}
+
+static void test_esol_shape(void **st)
+{
+    (void)st;
+    char d[4096]; al_error err = {{0}};
+    al_molset ms;
+    if (al_molset_resolve("esol", d, sizeof d, &err) || al_molset_load(&ms, d, &err)) fail_msg("%s", err.msg);
+    assert_int_equal(ms.nmol, 1128);
+    assert_int_equal(ms.ntrain, 902); assert_int_equal(ms.nval, 112); assert_int_equal(ms.ntest, 114);
+    assert_int_equal(ms.nelem, 9); assert_int_equal(al_mol_nfeat(&ms), 14);
+    assert_string_equal(ms.targets[0], "log_solubility");
+    assert_int_equal(ms.natoms, 14991);
+    assert_int_equal(ms.atom_start[1], 32);                    /* Amigdalin: 32 heavy atoms, 34 bonds */
+    assert_int_equal(ms.bond_start[1], 34);
+    assert_true(fabsf(ms.y[0] - (-0.77f)) < 1e-6f);
+    al_molset_free(&ms);
+}
+
+/* The converter reproduces the committed file byte for byte (skipped without RDKit). */
+static void test_smiles_to_graphs_reproduces(void **st)
+{
+    (void)st;
+    if (tu_system("/usr/bin/python3 -c 'import rdkit' 2>/dev/null") != 0) { skip(); return; }
+    char cmd[1024], out[256];
+    snprintf(out, sizeof out, "%s/esol.txt", dir);
+    snprintf(cmd, sizeof cmd, "R=$(git -C \"$(dirname \"$(readlink -f %s)\")\" rev-parse --show-toplevel) && "
+             "$R/scripts/smiles_to_graphs.py $R/datasets/esol/esol.csv %s 2>/dev/null && cmp -s %s $R/datasets/esol/molecules.txt",
+             tu_attnlab_bin(), out, out);
+    assert_int_equal(tu_system(cmd), 0);
+    /* a SMILES RDKit rejects: the CSV line is named and nothing is written */
+    put("bad.csv", "name,smiles,y\na,CCO,1\nb,C1CC,2\n");
+    snprintf(cmd, sizeof cmd, "R=$(git -C \"$(dirname \"$(readlink -f %s)\")\" rev-parse --show-toplevel) && "
+             "$R/scripts/smiles_to_graphs.py %s/bad.csv %s/bad.txt 2>%s/bad.err; test $? -eq 1 && test ! -e %s/bad.txt && "
+             "grep -q 'bad.csv:3: RDKit rejects the SMILES .C1CC.' %s/bad.err", tu_attnlab_bin(), dir, dir, dir, dir, dir);
+    assert_int_equal(tu_system(cmd), 0);
+}
+
+static void test_small_file(void **st)
+{
+    (void)st;
+    al_molset ms; al_error err = {{0}};
+    if (al_molset_load(&ms, dir, &err)) fail_msg("%s", err.msg);
+    assert_int_equal(ms.nmol, 4); assert_int_equal(ms.natoms, 11); assert_int_equal(ms.nbonds, 7);
+    assert_true(isnan(ms.y[2]));
+    assert_int_equal(ms.charge[9], 1); assert_int_equal(ms.hs[9], 4);
+    float f[8];
+    al_mol_atom_features(&ms, 2, f);   /* O, degree 1, 1 H */
+    assert_true(f[0] == 0 && f[1] == 0 && f[2] == 1 && f[3] == 0.25f && fabsf(f[4] - 1.f / 3) < 1e-7f && f[5] == 0 && f[6] == 0 && f[7] == 0);
+    al_molset_free(&ms);
+}
+
+/* Replace line `line` (1-based) of the small file by `with` ("" deletes it), load, expect FILE:LINE: msg. */
+static void expect_bad(int line, const char *with, const char *want)
+{
+    char text[2048], *o = text; const char *p = small;
+    for (int l = 1; *p; l++) {
+        const char *e = strchr(p, '\n') + 1;
+        if (l == line) { if (*with) o += sprintf(o, "%s\n", with); }
+        else { memcpy(o, p, (size_t)(e - p)); o += e - p; }
+        p = e;
+    }
+    *o = 0;
+    put("bad.txt", text);
+    char path[256]; snprintf(path, sizeof path, "%s/bad.txt", dir);
+    al_molset ms; al_error err = {{0}};
+    assert_int_equal(al_molset_read(&ms, path, &err), AL_ERR);
+    if (!strstr(err.msg, want)) fail_msg("line %d -> '%s': expected '%s' in: %s", line, with, want, err.msg);
+    assert_non_null(strstr(err.msg, "bad.txt:"));
+    assert_null(ms.atom_start);   /* freed on failure */
+}
+
+static void test_bad_inputs(void **st)
+{
+    (void)st;
+    expect_bad(1, "attnlab-molecules 2", "bad.txt:1: not a molecule file");
+    expect_bad(2, "elements C N C", "bad.txt:2: element 'C' listed twice");
+    expect_bad(4, "molecules 5", "bad.txt:27: file ends, expected 'mol 4");                /* count */
+    expect_bad(5, "mol 1 3 2 -0.5", "bad.txt:5: molecule id 1, expected 0");                /* ids */
+    expect_bad(6, "Xe 1 0 3 0 0", "bad.txt:6: element 'Xe' is not in the 'elements' line");
+    expect_bad(6, "C 1 5 3 0 0", "bad.txt:6: formal charge 5 out of range [-4, 4]");        /* feature ranges */
+    expect_bad(7, "C 2 0 2 2 0", "bad.txt:7: aromatic flag 2 out of range [0, 1]");
+    expect_bad(9, "0 3 1", "bad.txt:9: bond atom 3 out of range [0, 2]");                   /* ids in bonds */
+    expect_bad(9, "1 1 1", "bad.txt:9: atom 1 bonded to itself");
+    expect_bad(10, "1 0 1", "bad.txt:10: bond 0-1 listed twice");
+    expect_bad(10, "1 2 5", "bad.txt:10: bond type 5 out of range [1, 4]");
+    expect_bad(8, "O 2 0 1 0 0", "atom 2 has degree 2 in its atom line but 1 bonds");
+    expect_bad(11, "mol 1 2 1 abc", "bad.txt:11: target 'abc' is not a finite number");
+    expect_bad(6, "C 1 0 3 0", "bad.txt:6: atom line has 5 fields, expected 6");
+    expect_bad(6, "", "bad.txt:8: atom line has 3 fields, expected 6");                   /* an atom line missing */
+    expect_bad(3, "", "bad.txt:3: expected 'targets NAME...'");
+    expect_bad(11, "", "bad.txt:11: expected 'mol 1");
+    /* splits: out of range, duplicates, overlap */
+    put("train.idx", "0\n4\n"); al_molset ms; al_error err = {{0}};
+    assert_int_equal(al_molset_load(&ms, dir, &err), AL_ERR);
+    assert_non_null(strstr(err.msg, "train.idx:2: molecule number 4 out of range [0, 3]"));
+    put("train.idx", "0\n1\n"); memset(&err, 0, sizeof err);
+    assert_int_equal(al_molset_load(&ms, dir, &err), AL_ERR);
+    assert_non_null(strstr(err.msg, "val.idx:1: molecule 1 is also in train.idx (line 2)"));
+    put("train.idx", "0\n2\n");
+    /* the budget is checked before allocating: a file far above a tiny budget */
+    al_mem_budget_set(64);
+    memset(&err, 0, sizeof err);
+    assert_int_equal(al_molset_load(&ms, dir, &err), AL_ERR);
+    assert_non_null(strstr(err.msg, "memory budget"));
+    al_mem_budget_set(0);
+}
+
+/* ---------------- readout ops: finite differences ---------------- */
+static const int seg_len[3] = {3, 1, 4};
+static al_tensor *pool_sum_fn(al_ctx *c, al_tensor **t, void *ud) { (void)ud; return al_seg_pool(c, t[0], seg_len, 3, 0); }
+static al_tensor *pool_mean_fn(al_ctx *c, al_tensor **t, void *ud) { (void)ud; return al_seg_pool(c, t[0], seg_len, 3, 1); }
+static al_tensor *apool_fn(al_ctx *c, al_tensor **t, void *ud) { (void)ud; return al_seg_attn_pool(c, t[0], t[1], seg_len, 3, NULL); }
+
+/* gatv2 over a 5-node pattern with an empty row, a self-loop row and a row of 3 keys */
+static const int64_t g2_rowptr[6] = {0, 2, 2, 5, 6, 8};
+static int g2_col[8] = {0, 1, 0, 2, 4, 3, 4, 1};
+static al_tensor *gatv2_fn(al_ctx *c, al_tensor **t, void *ud)
+{
+    (void)ud;
+    static al_csr A;
+    A.rows = A.cols = 5; A.nnz = 8; A.rowptr = (int64_t *)g2_rowptr; A.col = g2_col; A.val = NULL;
+    return al_gatv2(c, &A, t[0], t[1], t[2], t[3], 0.2f);
+}
+
+static void test_gatv2_grads(void **st)
+{
+    (void)st;
+    float q[5 * 6], k[5 * 6], a[2 * 3], bias[2 * 8];
+    tu_fill(q, 30, 4, -1, 1); tu_fill(k, 30, 5, -1, 1); tu_fill(a, 6, 6, -1, 1); tu_fill(bias, 16, 7, -0.5f, 0.5f);
+    tu_input in[4] = {tu_in(q, 1, 2, 5, 6, 0, 0), tu_in(k, 1, 2, 5, 6, 0, 0), tu_in(a, 1, 2, 2, 3, 0, 0), tu_in(bias, 1, 2, 2, 8, 0, 0)};
+    TU_GRADCHECK("gatv2", gatv2_fn, NULL, in, 4, 1e-3, 5e-3);
+    /* a row with one key returns that key's value; an empty row returns zeros */
+    al_ctx *c = al_ctx_new(1);
+    al_tensor *t[4] = {al_wrap(c, q, 2, (int[]){5, 6}), al_wrap(c, k, 2, (int[]){5, 6}), al_wrap(c, a, 2, (int[]){2, 3}), NULL};
+    al_tensor *y = gatv2_fn(c, t, NULL);
+    assert_non_null(y);
+    for (int d = 0; d < 6; d++) { assert_true(y->data[6 + d] == 0.f); assert_true(fabsf(y->data[3 * 6 + d] - k[3 * 6 + d]) < 1e-6f); }
+    al_ctx_free(c);
+}
+
+static void test_readout_grads(void **st)
+{
+    (void)st;
+    float x[8 * 5], s[8 * 2], v[8 * 6];
+    tu_fill(x, 40, 1, -1, 1); tu_fill(s, 16, 2, -2, 2); tu_fill(v, 48, 3, -1, 1);
+    tu_input in1[1] = {tu_in(x, 1, 2, 8, 5, 0, 0)};
+    TU_GRADCHECK("seg_pool sum", pool_sum_fn, NULL, in1, 1, 1e-2, 1e-3);
+    TU_GRADCHECK("seg_pool mean", pool_mean_fn, NULL, in1, 1, 1e-2, 1e-3);
+    tu_input in2[2] = {tu_in(s, 1, 2, 8, 2, 0, 0), tu_in(v, 1, 2, 8, 6, 0, 0)};
+    TU_GRADCHECK("seg_attn_pool", apool_fn, NULL, in2, 2, 1e-2, 2e-3);
+    /* forward: the weights of a graph sum to 1, a one-atom graph gives its own value */
+    al_ctx *c = al_ctx_new(1);
+    al_tensor *w = NULL;
+    al_tensor *y = al_seg_attn_pool(c, al_wrap(c, s, 2, (int[]){8, 2}), al_wrap(c, v, 2, (int[]){8, 6}), seg_len, 3, &w);
+    assert_non_null(y); assert_non_null(w);
+    for (int h = 0; h < 2; h++) {
+        double a = w->data[0 * 2 + h] + w->data[1 * 2 + h] + w->data[2 * 2 + h];
+        assert_true(fabs(a - 1) < 1e-6);
+        for (int d = 0; d < 3; d++) assert_true(fabsf(y->data[1 * 6 + h * 3 + d] - v[3 * 6 + h * 3 + d]) < 1e-6f);
+    }
+    al_ctx_free(c);
+}
+
+/* ---------------- batches ---------------- */
+static void test_batch_structure(void **st)
+{
+    (void)st;
+    al_molset ms; al_error err = {{0}};
+    if (al_molset_load(&ms, dir, &err)) fail_msg("%s", err.msg);
+    al_ctx *c = al_ctx_new(1);
+    int ids[3] = {2, 0, 1};
+    al_mol_batch b;
+    assert_int_equal(al_mol_batch_build(c, &ms, ids, 3, 0, 1, 1, &b), AL_OK);
+    assert_int_equal(b.natoms, 10); assert_int_equal(b.start[1], 5); assert_int_equal(b.start[2], 8);
+    assert_int_equal(b.bonds.nnz, 10 + 2 * 7);
+    /* no slot of either pattern leaves its molecule; the full pattern holds exactly Σ len² */
+    int mol_of[10];
+    for (int s = 0; s < 3; s++) for (int i = b.start[s]; i < b.start[s + 1]; i++) mol_of[i] = s;
+    assert_int_equal(b.full->nnz, 25 + 9 + 4);
+    for (int i = 0; i < 10; i++) {
+        for (int64_t k = b.full->rowptr[i]; k < b.full->rowptr[i + 1]; k++) assert_int_equal(mol_of[b.full->col[k]], mol_of[i]);
+        for (int64_t k = b.bonds.rowptr[i]; k < b.bonds.rowptr[i + 1]; k++) assert_int_equal(mol_of[b.bonds.col[k]], mol_of[i]);
+    }
+    /* the ring: atom 0 bonds to 1 and 3 (aromatic), distance 2 to atom 2; the ion is not connected */
+    assert_int_equal(b.bonds.rowptr[1] - b.bonds.rowptr[0], 3);
+    assert_int_equal(b.bond_kind[b.bonds.rowptr[0]], 0);
+    assert_int_equal(b.bond_kind[b.bonds.rowptr[0] + 1], 4);
+    assert_int_equal(b.full_dist[b.full->rowptr[0] + 2], 2);
+    assert_int_equal(b.full_dist[b.full->rowptr[0] + 4], AL_MOL_SPD_MAX + 1);
+    assert_true(isnan(b.y[0]) && b.y[1] == -0.5f && b.y[2] == 1.25f);
+    assert_int_equal(b.nfeat, 8);
+    /* fingerprints: the same molecule gives the same bits, different ones differ */
+    float fp[AL_MOL_FP_BITS];
+    al_mol_fingerprint(&ms, 0, fp);
+    assert_memory_equal(fp, b.fp + AL_MOL_FP_BITS, sizeof fp);
+    int on = 0, diff = 0;
+    for (int k = 0; k < AL_MOL_FP_BITS; k++) { on += fp[k] != 0; diff += fp[k] != b.fp[k]; }
+    assert_true(on >= 3 && on <= 9);   /* 3 atoms × radius 0..2, some identifiers shared */
+    assert_true(diff > 0);
+    al_ctx_free(c);
+    al_molset_free(&ms);
+}
+
+/* Outputs and parameter gradients of a batch equal those of the molecules one at a time (sum of the
+ * per-molecule gradients), for every model; and changing one molecule's atoms never changes
+ * another molecule's output (no attention across molecules, gt-full included). */
+static void batch_vs_single(const char *model, al_mol_readout ro)
+{
+    al_molset ms; al_error err = {{0}};
+    if (al_molset_load(&ms, dir, &err)) fail_msg("%s", err.msg);
+    al_molnet_cfg cfg; al_molnet_defaults(&cfg, al_mol_model_find(model));
+    cfg.dim = 8; cfg.heads = 2; cfg.depth = 2; cfg.hidden = 6; cfg.dropout = 0; cfg.readout = ro;
+    al_molnet m;
+    if (al_molnet_init(&m, &cfg, &ms, 3, &err)) fail_msg("%s", err.msg);
+    for (int64_t i = 0; i < m.params.total; i++) m.params.data[i] += 0.05f * (float)((i * 7919) % 13 - 6);   /* non-zero biases */
+    const int64_t P = m.params.total;
+    float *g_batch = calloc((size_t)P, sizeof(float)), *g_one = calloc((size_t)P, sizeof(float));
+    float out[3];
+    al_ctx *c = al_ctx_new(1);
+    c->training = 0;
+    int ids[3] = {2, 0, 1};
+    al_mol_batch b;
+    al_params_zero_grad(&m.params);
+    assert_int_equal(al_mol_batch_build(c, &ms, ids, 3, 0, 1, 1, &b), AL_OK);
+    al_tensor *y = al_molnet_forward(c, &m, &b);
+    if (!y) fail_msg("%s: %s", model, al_ctx_error(c));
+    al_tensor *l = al_mean_tokens(c, al_reshape(c, y, 3, (int[]){1, 3, 1}));
+    assert_int_equal(al_backward(c, l), AL_OK);
+    for (int s = 0; s < 3; s++) out[s] = y->data[s];
+    for (int64_t i = 0; i < P; i++) g_batch[i] = m.params.grad[i];
+    for (int s = 0; s < 3; s++) {
+        al_ctx_reset(c);
+        al_params_zero_grad(&m.params);
+        assert_int_equal(al_mol_batch_build(c, &ms, &ids[s], 1, 0, 1, 1, &b), AL_OK);
+        al_tensor *y1 = al_molnet_forward(c, &m, &b);
+        assert_non_null(y1);
+        if (fabsf(y1->data[0] - out[s]) > 1e-5f * (1 + fabsf(out[s]))) fail_msg("%s: molecule %d alone %g, in the batch %g", model, s, y1->data[0], out[s]);
+        assert_int_equal(al_backward(c, al_scale(c, y1, 1.f / 3)), AL_OK);
+        for (int64_t i = 0; i < P; i++) g_one[i] += m.params.grad[i];
+    }
+    double e = tu_max_rel_err(g_batch, g_one, P);
+    if (e > 1e-4) fail_msg("%s: batch gradient differs from the sum over molecules (rel err %g)", model, e);
+    /* perturb molecule 0 (batch slot 1): slots 0 and 2 keep their outputs */
+    al_ctx_reset(c);
+    assert_int_equal(al_mol_batch_build(c, &ms, ids, 3, 0, 1, 1, &b), AL_OK);
+    for (int i = b.start[1]; i < b.start[2]; i++) for (int k = 0; k < b.nfeat; k++) b.x[(int64_t)i * b.nfeat + k] += 0.7f;
+    y = al_molnet_forward(c, &m, &b);
+    assert_non_null(y);
+    assert_true(y->data[0] == out[0] && y->data[2] == out[2]);
+    if (strcmp(model, "fingerprint")) assert_true(y->data[1] != out[1]);
+    al_ctx_free(c);
+    free(g_batch); free(g_one);
+    al_molnet_free(&m);
+    al_molset_free(&ms);
+}
+
+static void test_batch_equals_single(void **st)
+{
+    (void)st;
+    for (int i = 0; i < al_mol_model_count(); i++) batch_vs_single(al_mol_model_at(i)->name, AL_MOL_READ_SUM);
+    batch_vs_single("gt", AL_MOL_READ_MEAN);
+    batch_vs_single("gt-full", AL_MOL_READ_ATTN);
+    batch_vs_single("gat", AL_MOL_READ_ATTN);
+}
+
+/* ---------------- the CLI ---------------- */
+static void test_train_cli(void **st)
+{
+    (void)st;
+    char args[1024];
+    for (int t = 1; t <= 2; t++) {
+        snprintf(args, sizeof args, "train --task molecule --data %s --model gt-full --epochs 4 --dim 8 --heads 2 --seeds 1-2 "
+                 "--threads %d --quiet --csv %s/t%d.csv --save %s/w%d.safetensors", dir, t, dir, t, dir, t);
+        int rc = tu_run_cli(dir, args);
+        if (rc) { char p[128]; snprintf(p, sizeof p, "%s/err.txt", dir); char *e = tu_slurp(p); fail_msg("train exited %d: %s", rc, e ? e : "?"); }
+    }
+    char p[256];
+    snprintf(p, sizeof p, "%s/t1.csv", dir);
+    al_results r; al_error err = {{0}};
+    if (al_results_read(p, &r, &err)) fail_msg("%s", err.msg);
+    assert_int_equal(r.version, 3);
+    assert_int_equal(r.n, 2 * 5); assert_int_equal(r.nrun, 2);
+    assert_true(r.run[0].complete);
+    const al_result_row *f = &r.row[r.run[0].last];
+    assert_string_equal(f->task, "molecule"); assert_string_equal(f->model, "gt-full");
+    assert_true(isfinite(f->test_rmse) && isfinite(f->test_mae) && f->test_mae <= f->test_rmse + 1e-9);
+    assert_true(isnan(f->val_acc) && isnan(f->train_acc));   /* regression: the accuracy columns stay empty */
+    assert_true(isnan(f->test_acc) && isnan(f->unseen_acc));
+    /* --threads 1 and 2: identical figures and weights */
+    al_results r2;
+    snprintf(p, sizeof p, "%s/t2.csv", dir);
+    if (al_results_read(p, &r2, &err)) fail_msg("%s", err.msg);
+    assert_int_equal(r2.n, r.n);
+    for (int i = 0; i < r.n; i++) {
+        assert_true(r.row[i].test_rmse == r2.row[i].test_rmse);
+        assert_true(r.row[i].test_mae == r2.row[i].test_mae);
+        assert_true(r.row[i].train_loss == r2.row[i].train_loss || isnan(r.row[i].train_loss));
+    }
+    al_results_free(&r); al_results_free(&r2);
+    size_t n1, n2;
+    snprintf(p, sizeof p, "%s/w1-seed2.safetensors", dir); char *w1 = tu_slurp_n(p, &n1);
+    snprintf(p, sizeof p, "%s/w2-seed2.safetensors", dir); char *w2 = tu_slurp_n(p, &n2);
+    assert_non_null(w1); assert_non_null(w2);
+    assert_int_equal(n1, n2); assert_memory_equal(w1, w2, n1);
+    free(w1); free(w2);
+    /* flags that do not apply, unknown models, bad data: one line, exit 2 / 1 */
+    snprintf(args, sizeof args, "train --task molecule --data %s --model gcn --heads 2", dir);
+    assert_int_equal(tu_run_cli(dir, args), 2);
+    snprintf(p, sizeof p, "%s/err.txt", dir);
+    char *e = tu_slurp(p);
+    assert_non_null(strstr(e, "--heads does not apply to --model gcn"));
+    free(e);
+    /* --train-frac: a seeded part of train.idx (2 molecules here: 0.5 keeps one; seed 3 would keep the
+     * one without a target, which is an error) */
+    snprintf(args, sizeof args, "train --task molecule --data %s --model mlp --epochs 2 --train-frac 0.5 --seed 1", dir);
+    assert_int_equal(tu_run_cli(dir, args), 0);
+    snprintf(p, sizeof p, "%s/out.txt", dir);
+    e = tu_slurp(p);
+    assert_non_null(strstr(e, "train_size 1 "));
+    free(e);
+    snprintf(p, sizeof p, "%s/err.txt", dir);
+    snprintf(args, sizeof args, "train --task molecule --data %s --model nope", dir);
+    assert_int_equal(tu_run_cli(dir, args), 2);
+    snprintf(args, sizeof args, "train --task molecule --data %s --model fingerprint --readout attn", dir);
+    assert_int_equal(tu_run_cli(dir, args), 2);
+    put("molecules.txt", "attnlab-molecules 1\nelements C\ntargets y\nmolecules 1\nmol 0 1 0 x\nC 0 0 4 0 0\n");
+    snprintf(args, sizeof args, "train --task molecule --data %s --model mlp --epochs 1", dir);
+    assert_int_equal(tu_run_cli(dir, args), 1);
+    e = tu_slurp(p);
+    assert_non_null(strstr(e, "molecules.txt:5: target 'x' is not a finite number"));
+    assert_ptr_equal(strchr(e, '\n'), e + strlen(e) - 1);   /* one line */
+    free(e);
+    put("molecules.txt", small);
+}
+
+/* A 0/1 target column is a class label: two logits, cross-entropy, accuracies in the CSV. */
+static void test_classification(void **st)
+{
+    (void)st;
+    char text[2048], *o = text; const char *p = small;
+    static const char *const cls[4] = {" 1", " 0", " nan", " 1"};
+    int m = 0;
+    for (; *p; ) {
+        const char *e = strchr(p, '\n');
+        o += sprintf(o, "%.*s", (int)(e - p), p);
+        if (!strncmp(p, "targets", 7)) o += sprintf(o, " active");
+        if (!strncmp(p, "mol ", 4)) o += sprintf(o, "%s", cls[m++]);
+        *o++ = '\n'; p = e + 1;
+    }
+    *o = 0;
+    put("molecules.txt", text);
+    al_molset ms; al_error err = {{0}};
+    if (al_molset_load(&ms, dir, &err)) fail_msg("%s", err.msg);
+    assert_int_equal(ms.ntarget, 2);
+    assert_int_equal(ms.binary[0], 0); assert_int_equal(ms.binary[1], 1);
+    al_molset_free(&ms);
+    char args[1024], path[256];
+    snprintf(args, sizeof args, "train --task molecule --data %s --model gcn --target active --epochs 3 --dim 8 --quiet --csv %s/cls.csv", dir, dir);
+    assert_int_equal(tu_run_cli(dir, args), 0);
+    snprintf(path, sizeof path, "%s/out.txt", dir);
+    char *out = tu_slurp(path);
+    assert_non_null(strstr(out, "gcn seed 1: test_acc "));
+    free(out);
+    snprintf(path, sizeof path, "%s/cls.csv", dir);
+    al_results r;
+    if (al_results_read(path, &r, &err)) fail_msg("%s", err.msg);
+    const al_result_row *f = &r.row[r.n - 1];
+    assert_string_equal(f->status, "done");
+    assert_true(f->test_acc == 0.0 || f->test_acc == 1.0);   /* one test molecule */
+    assert_true(f->train_acc >= 0 && f->train_acc <= 1 && isnan(f->test_rmse));
+    al_results_free(&r);
+    snprintf(args, sizeof args, "train --task molecule --data %s --model gcn --target nope", dir);
+    assert_int_equal(tu_run_cli(dir, args), 2);
+    put("molecules.txt", small);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_esol_shape),
+        cmocka_unit_test(test_smiles_to_graphs_reproduces),
+        cmocka_unit_test(test_small_file),
+        cmocka_unit_test(test_bad_inputs),
+        cmocka_unit_test(test_readout_grads),
+        cmocka_unit_test(test_gatv2_grads),
+        cmocka_unit_test(test_batch_structure),
+        cmocka_unit_test(test_batch_equals_single),
+        cmocka_unit_test(test_train_cli),
+        cmocka_unit_test(test_classification),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
