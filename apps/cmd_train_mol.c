@@ -57,6 +57,7 @@ static void usage(FILE *f)
         "  --seed S              init and shuffling seed (default 1)\n"
         "  --seeds LIST          several runs one after another, e.g. 1-3: each is printed, then mean +- std\n"
         "  --threads T           OpenMP threads (results are identical for any T)\n"
+        CLI_MAX_MEMORY_HELP
         "output:\n"
         "  --csv FILE            append one row per epoch, then one for the kept model (status done, its\n"
         "                        epoch, train figures); regression fills test_rmse and test_mae (the\n"
@@ -69,14 +70,15 @@ static void usage(FILE *f)
 }
 
 enum { O_TASK = 256, O_DATA, O_MODEL, O_TARGET, O_DIM, O_HEADS, O_DEPTH, O_READOUT, O_HIDDEN, O_DROPOUT, O_LR, O_WD,
-       O_BATCH, O_EPOCHS, O_SEED, O_SEEDS, O_THREADS, O_CSV, O_SAVE, O_QUIET, O_HELP, O_FRAC };
+       O_BATCH, O_EPOCHS, O_SEED, O_SEEDS, O_THREADS, O_CSV, O_SAVE, O_QUIET, O_HELP, O_FRAC, O_MAXMEM };
 static const struct option long_opts[] = {
     {"task", 1, 0, O_TASK}, {"data", 1, 0, O_DATA}, {"model", 1, 0, O_MODEL}, {"target", 1, 0, O_TARGET},
     {"dim", 1, 0, O_DIM}, {"heads", 1, 0, O_HEADS}, {"depth", 1, 0, O_DEPTH}, {"readout", 1, 0, O_READOUT},
     {"hidden", 1, 0, O_HIDDEN}, {"dropout", 1, 0, O_DROPOUT}, {"lr", 1, 0, O_LR}, {"wd", 1, 0, O_WD},
     {"weight-decay", 1, 0, O_WD}, {"batch", 1, 0, O_BATCH}, {"epochs", 1, 0, O_EPOCHS}, {"seed", 1, 0, O_SEED},
     {"seeds", 1, 0, O_SEEDS}, {"threads", 1, 0, O_THREADS}, {"csv", 1, 0, O_CSV}, {"save", 1, 0, O_SAVE},
-    {"quiet", 0, 0, O_QUIET}, {"help", 0, 0, O_HELP}, {"train-frac", 1, 0, O_FRAC}, {0, 0, 0, 0}};
+    {"quiet", 0, 0, O_QUIET}, {"help", 0, 0, O_HELP}, {"train-frac", 1, 0, O_FRAC},
+    {"max-memory", 1, 0, O_MAXMEM}, {0, 0, 0, 0}};
 
 static int parse_flag(mol_opts *o, int f, const char *a)
 {
@@ -104,6 +106,7 @@ static int parse_flag(mol_opts *o, int f, const char *a)
     case O_SAVE: o->save = a; return 0;
     case O_QUIET: o->quiet = 1; return 0;
     case O_FRAC: return cli_num(c, "--train-frac", a, 1e-9, 1, &o->frac);
+    case O_MAXMEM: return cli_max_memory(c, a);
     default: return -1;
     }
 }
@@ -130,6 +133,7 @@ static int parse_mol_opts(int argc, char **argv, mol_opts *o)
     const char *bad = o->seen_heads && !k->attention ? "--heads" : (o->seen_depth || o->seen_dim || o->seen_readout) && !k->layers
                       ? (o->seen_depth ? "--depth" : o->seen_dim ? "--dim" : "--readout") : NULL;
     if (bad) { fprintf(stderr, "attnlab train: %s does not apply to --model %s (%s)\n", bad, o->model, k->attention || k->layers ? "it has no attention" : "it has no graph layers"); return 2; }
+    if (cli_output("train", "--csv", o->csv, 1) || cli_output("train", "--save", o->save, 0)) return 2;   /* before any data is read */
     return -1;
 }
 

@@ -47,7 +47,7 @@ static void write_seq_csv(const char *name)
     for (int m = 0; m < 2; m++)
         for (int i = 0; i < 2; i++)
             for (int seed = 1; seed <= 2; seed++, id++)
-                fprintf(f, "%016x,sequence,ewt,%s,%ld,%d,1,0.5,0.8,,%.4f,1.0,100,1000,window=2,done,%.4f,%.4f\n", id,
+                fprintf(f, "%016x,sequence,ewt,%s,%ld,%d,1,0.5,0.8,,%.4f,1.0,100,1000,window=2,done,%.4f,%.4f,,\n", id,
                         m ? "b" : "a", sz[i], seed, 0.8 + 0.01 * i, 0.4 + 0.1 * m + 0.001 * seed, 0.6 + 0.1 * m);
     fclose(f);
 }

@@ -198,11 +198,11 @@ static void test_config_groups_and_incomplete_runs(void **st)
  * each over the runs that have it. */
 static const char *csv_v3 =
     H3
-    "s1,sequence,ewt,sa,250,1,1,1.5,0.5,,0.80,1.0,900,10,window=-1,,0.50,0.60\n"
-    "s1,sequence,ewt,sa,250,1,2,1.1,0.7,,0.85,1.0,900,10,window=-1,done,0.55,0.70\n"
-    "s2,sequence,ewt,sa,250,2,2,1.0,0.7,,0.87,1.0,900,10,window=-1,done,0.65,0.80\n"
-    "s3,sequence,ewt,sa,250,3,2,1.0,0.7,,0.89,1.0,900,10,window=-1,done,,\n"
-    "i1,image,fm,cnn,1000,1,1,1.0,0.6,,0.85,2.5,400,99,lr=0.001,done,,\n";
+    "s1,sequence,ewt,sa,250,1,1,1.5,0.5,,0.80,1.0,900,10,window=-1,,0.50,0.60,,\n"
+    "s1,sequence,ewt,sa,250,1,2,1.1,0.7,,0.85,1.0,900,10,window=-1,done,0.55,0.70,,\n"
+    "s2,sequence,ewt,sa,250,2,2,1.0,0.7,,0.87,1.0,900,10,window=-1,done,0.65,0.80,,\n"
+    "s3,sequence,ewt,sa,250,3,2,1.0,0.7,,0.89,1.0,900,10,window=-1,done,,,,\n"
+    "i1,image,fm,cnn,1000,1,1,1.0,0.6,,0.85,2.5,400,99,lr=0.001,done,,,,\n";
 
 static void test_word_scores(void **st)
 {
@@ -238,8 +238,8 @@ static void test_word_scores(void **st)
     /* a 16-field row under the current header, and a bad number in the new columns, name the line */
     const char *bad = H3 "a,image,fm,sa,1000,1,1,2.1,0.3,,0.41,1.5,666,1234,,done\n";
     assert_int_equal(al_results_parse(bad, strlen(bad), "b.csv", &r, &e), AL_ERR);
-    assert_non_null(strstr(e.msg, "b.csv:2: expected 18"));
-    bad = H3 "a,sequence,ewt,sa,1000,1,1,2.1,0.3,,0.41,1.5,666,1234,,done,0.5,0.x\n";
+    assert_non_null(strstr(e.msg, "b.csv:2: expected 20"));
+    bad = H3 "a,sequence,ewt,sa,1000,1,1,2.1,0.3,,0.41,1.5,666,1234,,done,0.5,0.x,,\n";
     memset(&e, 0, sizeof e);
     assert_int_equal(al_results_parse(bad, strlen(bad), "b.csv", &r, &e), AL_ERR);
     if (!strstr(e.msg, "b.csv:2: bad value in column 18 (ambig_acc)")) fail_msg("%s", e.msg);
