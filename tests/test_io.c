@@ -32,7 +32,7 @@ static int count_char(const char *s, char c) { int n = 0; for (; *s; s++) n += *
 static al_csv_row sample_row(int epoch)
 {
     al_csv_row r = {"0123456789abcdef", "image", "fashion-mnist", "cnn", 1000, 7, epoch,
-                    0.5, 0.875, NAN, 0.8125, 1.23456789, 812.34, 12345, NULL, NULL, 0, NAN, NAN};
+                    0.5, 0.875, NAN, 0.8125, 1.23456789, 812.34, 12345, NULL, NULL, 0, NAN, NAN, 0, NAN, NAN};
     return r;
 }
 
