@@ -283,7 +283,7 @@ static void test_results_torn_last_line(void **st)
     ASSERT_HAS(e3.msg, ":2: expected 16");   /* the 16-column header of 0.4 */
 }
 
-static const al_csv_row ROW = {"abc", "image", "d", "cnn", 10, 1, 1, 0.5, 0.5, 0.5, 0.5, 1.0, 10.0, 100, NULL, NULL, 0, 0, 0};
+static const al_csv_row ROW = {"abc", "image", "d", "cnn", 10, 1, 1, 0.5, 0.5, 0.5, 0.5, 1.0, 10.0, 100, NULL, NULL, 0, 0, 0, 0, 0, 0};
 
 /* 3. ENOSPC says so: /dev/full for the CSV append. */
 static void test_csv_append_disk_full(void **st)
