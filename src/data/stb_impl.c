@@ -9,6 +9,7 @@
  */
 #include "attnlab/io.h"
 #include "data/stb_impl.h"
+#include "data/images_impl.h"
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,7 +47,7 @@ static int png_empty_idats(FILE *f)
     if (fread(b, 1, 8, f) != 8 || memcmp(b, "\x89PNG\r\n\x1a\n", 8)) return 0;
     int n = 0;
     while (fread(b, 1, 8, f) == 8) {
-        uint32_t len = (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
+        uint32_t len = al__be32(b);
         if (len == 0 && !memcmp(b + 4, "IDAT", 4)) n++;
         if (!memcmp(b + 4, "IEND", 4) || len > 0x7fffffffu || fseek(f, (long)len + 4, SEEK_CUR)) break;
     }
@@ -70,7 +71,7 @@ uint8_t *al__stbi_load(const char *path, int *w, int *h, int *comp, int req)
     fclose(f);
     size_t i = 8, o = 8, n = (size_t)size;
     while (i + 8 <= n) {   /* copy every chunk except the empty IDATs (even one cut off after its type) */
-        uint32_t len = (uint32_t)buf[i] << 24 | (uint32_t)buf[i + 1] << 16 | (uint32_t)buf[i + 2] << 8 | buf[i + 3];
+        uint32_t len = al__be32(buf + i);
         size_t whole = n - i - 8 < (size_t)len + 4 ? n - i : (size_t)len + 12;
         if (!(len == 0 && !memcmp(buf + i + 4, "IDAT", 4))) { memmove(buf + o, buf + i, whole); o += whole; }
         i += whole;
