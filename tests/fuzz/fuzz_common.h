@@ -1,5 +1,6 @@
-/* fuzz_common.h — helpers shared by the libFuzzer harnesses: a private temp directory per process,
- * writing an input (raw or gzip) to a file, splitting one input into parts at a separator. */
+/* fuzz_common.h — helpers shared by the libFuzzer harnesses: a per-input CPU-time limit, a private
+ * temp directory per process, writing an input (raw or gzip) to a file, splitting one input into parts
+ * at a separator. */
 #ifndef ATTNLAB_FUZZ_COMMON_H
 #define ATTNLAB_FUZZ_COMMON_H
 #include "attnlab/io.h"
@@ -9,7 +10,36 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <signal.h>
+#include <sys/time.h>
 #include <zlib.h>
+
+/* Per-input CPU-time limit. libFuzzer's -timeout is wall-clock (SIGALRM), and a paused virtual
+ * machine counted as input time (80-120-s false timeouts, tests/fuzz/README.md); CPU time does not
+ * run while the machine is paused. Every harness calls fz_cpu_guard() first: an input that uses more
+ * than FZ_CPU_SECONDS of CPU time aborts with a message, which libFuzzer reports as a crash and
+ * saves. run.sh keeps a generous wall-clock -timeout for inputs that block without using CPU. */
+#define FZ_CPU_SECONDS 10
+static void fz_cpu_over(int sig)
+{
+    (void)sig;
+    static const char m[] = "\nfuzz: one input used more than 10 s of CPU time (a hang or quadratic loop)\n";
+    if (write(2, m, sizeof m - 1) < 0) { /* nothing more to do */ }
+    abort();
+}
+static void fz_cpu_guard(void)
+{
+    static int installed;
+    if (!installed) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = fz_cpu_over;
+        sigaction(SIGPROF, &sa, NULL);
+        installed = 1;
+    }
+    struct itimerval t = {{0, 0}, {FZ_CPU_SECONDS, 0}};   /* one shot, re-armed for every input */
+    setitimer(ITIMER_PROF, &t, NULL);
+}
 
 /* Parts of one input are separated by this line; seeds are easy to write by hand. */
 #define FZ_SEP "\n--8<--\n"

@@ -5,6 +5,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 {
+    fz_cpu_guard();
     if (n < 1) return 0;
     const char *path = fz_path("x.conllu");
     fz_write(path, d + 1, n - 1, d[0] & 1);

@@ -6,6 +6,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 {
+    fz_cpu_guard();
     static const char *const files[5] = {"features.libsvm", "edges.txt", "train.idx", "val.idx", "test.idx"};
     const uint8_t *part[5]; size_t len[5];
     int k = fz_split(d, n, part, len, 5);

@@ -5,6 +5,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 {
+    fz_cpu_guard();
     if (n < 1) return 0;
     int gz = d[0] & 1;
     const uint8_t *part[2]; size_t len[2];

@@ -9,6 +9,7 @@ static void quiet(void *ud, const char *msg) { (void)ud; (void)msg; }
 
 int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 {
+    fz_cpu_guard();
     if (n < 1) return 0;
     static int made;
     if (!made) { mkdir(fz_path("img"), 0755); mkdir(fz_path("img/a"), 0755); mkdir(fz_path("img/b"), 0755); made = 1; }

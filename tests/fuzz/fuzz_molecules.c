@@ -8,6 +8,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 {
+    fz_cpu_guard();
     static const char *const files[4] = {"molecules.txt", "train.idx", "val.idx", "test.idx"};
     const uint8_t *part[4]; size_t len[4];
     int k = fz_split(d, n, part, len, 4);

@@ -4,6 +4,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 {
+    fz_cpu_guard();
     char *text = malloc(n + 1);   /* al_results_parse takes a length; the copy catches reads past it */
     if (!text) return 0;
     memcpy(text, d, n); text[n] = 0;

@@ -7,6 +7,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 {
+    fz_cpu_guard();
     const char *path = fz_path("ckpt.safetensors");
     fz_write(path, d, n, 0);
     char *meta = NULL; al_error e = {{0}};

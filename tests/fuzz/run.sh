@@ -3,8 +3,9 @@
 # -fsanitize=fuzzer,address,undefined, the library sources compiled directly, no OpenMP) and run each
 # for SECONDS (default 30, or $FUZZ_SECONDS), one after another, one process each, starting from the
 # committed seeds in tests/fuzz/seeds/NAME/ plus the corpus kept in $FUZZ_OUT/corpus/NAME/.
-# Exits non-zero if any harness crashes, leaks, or spends more than 10 s on one input; the
-# reproducer is left in $FUZZ_OUT/NAME/ (crash-*, leak-*, timeout-*).
+# Exits non-zero if any harness crashes, leaks, or spends more than 10 s of CPU time on one input
+# (fz_cpu_guard in fuzz_common.h) or 120 s of wall-clock time ($FUZZ_WALL_TIMEOUT: an input that
+# blocks); the reproducer is left in $FUZZ_OUT/NAME/ (crash-*, leak-*, timeout-*).
 #   FUZZ=idx,graph tests/fuzz/run.sh 300     only those harnesses
 #   FUZZ_OUT=build-fuzz (default)            objects, binaries, corpora, logs
 set -u
@@ -44,7 +45,7 @@ for h in $LIST; do
   seeds="tests/fuzz/seeds/$h"
   echo "== fuzz_$h for ${SECONDS_PER}s"
   ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 \
-    "$bin" -max_total_time="$SECONDS_PER" -timeout=10 -rss_limit_mb=2560 -malloc_limit_mb=1024 \
+    "$bin" -max_total_time="$SECONDS_PER" -timeout="${FUZZ_WALL_TIMEOUT:-120}" -rss_limit_mb=2560 -malloc_limit_mb=1024 \
       -print_final_stats=1 -artifact_prefix="$OUT/$h/" "$OUT/corpus/$h" "$seeds" >"$OUT/$h.log" 2>&1
   rc=$?
   stats=$(grep -E '^#[0-9]+.*(DONE|pulse|NEW|REDUCE)' "$OUT/$h.log" | tail -1)
