@@ -8,7 +8,8 @@
  *   attention   the GRAPH pattern with a block-diagonal CSR (al_csr_segments): a token attends to
  *               the tokens of its own sentence (radius −1) or to those within distance r of it (trunc);
  *   window-fc   al_seg_window: tokens i−K … i+K of the same sentence, zeros outside it;
- *   rnn         al_seg_unpack → (S, Tmax, C) + lengths for al_gru, al_seg_pack back to (N, C).
+ *   rnn         al_gru_packed (rnn.h) reads the packed rows and the lengths directly, both directions
+ *               in one op (al_seg_unpack / al_seg_pack convert to and from a padded (S, Tmax, C) layout).
  *
  *   al_seq_config cfg; al_seq_config_default(&cfg, "sa", nwords, nsuffixes, AL_UPOS_N, &err);
  *   al_seq_model m; al_seq_init(&m, &cfg, seed, &err);

@@ -95,14 +95,10 @@ static al_status rnn_init(al_seq_model *m)
 }
 static al_tensor *rnn_forward(al_ctx *c, al_seq_model *m, al_tensor *x, const al_seq_batch *b)
 {
-    al_tensor *xp = al_seg_unpack(c, x, b->len, b->nseg);                                   /* (S, T, 64) */
-    al_tensor *f = al_gru(c, xp, b->len, m->rnn_wih[0], m->rnn_whh[0], m->rnn_bih[0], m->rnn_bhh[0], 0);  /* (S, T, H) */
-    al_tensor *h = f;
-    if (m->cfg.bidirectional) {
-        al_tensor *r = al_gru(c, xp, b->len, m->rnn_wih[1], m->rnn_whh[1], m->rnn_bih[1], m->rnn_bhh[1], 1);
-        h = al_concat_last(c, 2, (al_tensor *[]){f, r});                                    /* (S, T, 2H) */
-    }
-    return al_linear(c, al_seg_pack(c, h, b->len, b->nseg), m->head_w, m->head_b);          /* (N, tags) */
+    const al_gru_dir dir[2] = {{m->rnn_wih[0], m->rnn_whh[0], m->rnn_bih[0], m->rnn_bhh[0]},
+                               {m->rnn_wih[1], m->rnn_whh[1], m->rnn_bih[1], m->rnn_bhh[1]}};
+    al_tensor *h = al_gru_packed(c, x, b->len, b->nseg, m->cfg.bidirectional ? 2 : 1, dir);   /* (N, dirs·H) */
+    return al_linear(c, h, m->head_w, m->head_b);                                            /* (N, tags) */
 }
 
 /* ---------------- sa and trunc ---------------- */
