@@ -110,6 +110,9 @@ al_status al_seq_config_check(const al_seq_config *cfg, al_error *err);
 /* Register and initialise the parameters (AL_RNG_INIT stream of seed). Free with al_seq_free. */
 al_status al_seq_init(al_seq_model *m, const al_seq_config *cfg, uint64_t seed, al_error *err);
 void      al_seq_free(al_seq_model *m);
+/* A second handle r on m's weights (the same data arrays, read-only for r's users) with its own
+ * gradient array: for a data-parallel shard of a batch. Free r with al_seq_free before m. */
+al_status al_seq_replica(const al_seq_model *m, al_seq_model *r, al_error *err);
 /* The batch's tokens → logits (ntok, tags). Honours c->grad_enabled. Errors are recorded in c. */
 al_tensor *al_seq_forward(al_ctx *c, al_seq_model *m, const al_seq_batch *b);
 

@@ -251,6 +251,13 @@ al_status al_seq_init(al_seq_model *m, const al_seq_config *cfg, uint64_t seed, 
     return AL_OK;
 }
 
+al_status al_seq_replica(const al_seq_model *m, al_seq_model *r, al_error *err)
+{
+    if (al_seq_init(r, &m->cfg, 0, err) != AL_OK) return AL_ERR;
+    for (int i = 0; i < r->params.n; i++) r->params.t[i]->data = m->params.t[i]->data;   /* r's own data unused */
+    return AL_OK;
+}
+
 void al_seq_free(al_seq_model *m)
 {
     al_params_free(&m->params);
