@@ -5,8 +5,10 @@
 #   BENCH_REPS=3 BENCH_STEPS=30 BENCH_THREADS=2 BENCH_BATCH=64   image-training comparison settings
 #   BENCH_ONLY=train               only the image-training table
 #   BENCH_ONLY=seq                 only the two sequence-model tables (whole epochs, length buckets)
-#   BENCH_SEQ_REPS=3 BENCH_SEQ_MODELS=fc,window-fc,rnn,sa,trunc BENCH_SEQ_BUCKETS=1-10,11-20,21-40,41-80,81-
-#                                  sequence tables: alternating repetitions, models, length buckets
+#   BENCH_SEQ_REPS=3 BENCH_SEQ_MODELS=fc,window-fc,rnn,sa,trunc BENCH_SEQ_BUCKET_MODELS=rnn,sa,trunc
+#   BENCH_SEQ_BUCKETS=1-10,11-20,21-40,41-80,81-
+#                                  sequence tables: alternating repetitions, models of each table (empty:
+#                                  skip that table), length buckets
 #   BENCH_PEER_UNFOLD=0            skip PyTorch's local-unfold (on a loaded machine it runs at a few img/s)
 # Image training: for each model, attnlab and the peer alternate (attnlab, torch, attnlab, torch, ...)
 # BENCH_REPS times each, and one table reports the medians (this machine is shared and noisy).
@@ -134,8 +136,9 @@ fi
 
 # ---------------- sequence models (POS tagging) ----------------
 seq_reps=${BENCH_SEQ_REPS:-3}
-seq_models=${BENCH_SEQ_MODELS:-fc,window-fc,rnn,sa,trunc}
+seq_models=${BENCH_SEQ_MODELS-fc,window-fc,rnn,sa,trunc}   # empty: skip the whole-epoch table
 seq_buckets=${BENCH_SEQ_BUCKETS:-1-10,11-20,21-40,41-80,81-}
+bmodels=${BENCH_SEQ_BUCKET_MODELS-rnn,sa,trunc}   # BENCH_SEQ_BUCKET_MODELS= (empty) skips the bucket table
 seq_data=$here/datasets/ud-english-ewt
 speer=$shared/peers/torch_pos.py bpeer=$here/scripts/torch_pos_buckets.py
 spy=$tpy
@@ -145,7 +148,7 @@ seq_peer_note() {
   elif [ -z "$tpy" ]; then echo "   PyTorch: skipped (no python3 can import torch; apt-get install python3-torch)"
   else echo "   PyTorch: skipped ($speer not found)"; fi
 }
-if want seq; then
+if want seq && [ -n "$seq_models" ]; then
   echo "== sequence training (POS tagging, UD English EWT), one epoch, batch 32 sentences, $threads threads, $seq_reps alternating repetitions"
   echo "   attnlab: $(basename "$bin") bench seq --models M --threads $threads"
   seq_peer_note "$speer --data $seq_data --models M --epochs 1 --threads $threads"
@@ -174,7 +177,8 @@ if want seq; then
   rm -rf "$tmp"
   echo
 
-  bmodels=${BENCH_SEQ_BUCKET_MODELS:-rnn,sa,trunc}
+fi
+if want seq && [ -n "$bmodels" ] && [ -n "$seq_buckets" ]; then
   echo "== sequence training speed vs sentence length: batches of 32 sentences from one length bucket, $threads threads, $seq_reps alternating repetitions"
   echo "   attnlab: $(basename "$bin") bench seq --models $bmodels --buckets $seq_buckets --threads $threads"
   seq_peer_note "$bpeer --data $seq_data --peer $speer --models $bmodels --buckets $seq_buckets --threads $threads"
