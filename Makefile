@@ -16,7 +16,10 @@ DATADIR   = $(PREFIX)/share/attnlab
 VERSION  := $(shell sed -n 's/^\#define AL_VERSION_STRING "\(.*\)"/\1/p' include/attnlab/version.h)
 SOMAJOR  := $(firstword $(subst ., ,$(VERSION)))
 
-CFLAGS_BASE = -std=c11 -O3 -Wall -Wextra -MMD -MP -Iinclude -Isrc -D_GNU_SOURCE -fno-math-errno \
+# -fno-math-errno / -fno-trapping-math change no computed value (no FP traps are ever enabled); the
+# second lets gcc if-convert the branch-free selects of al__expf, GELU and the GRU gates into blends,
+# which AVX2 and SSE builds need to vectorise those loops (AVX-512 has masked operations instead).
+CFLAGS_BASE = -std=c11 -O3 -Wall -Wextra -MMD -MP -Iinclude -Isrc -D_GNU_SOURCE -fno-math-errno -fno-trapping-math \
               -DAL_DATADIR='"$(DATADIR)/datasets"'
 ifeq ($(PORTABLE),1)
   ARCH = -march=x86-64 -mtune=generic

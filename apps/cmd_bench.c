@@ -8,6 +8,7 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
     {"attention", bench_attention_main, "attention forward / forward+backward: time, GFLOP/s, peak memory"},
     {"train", bench_train_main, "image model training and inference img/s, peak memory"},
     {"graph", bench_graph_main, "graph models: ms per training epoch, peak memory"},
+    {"seq", bench_seq_main, "sequence models (POS tagging): training tokens/s, whole epochs or length buckets"},
 };
 #define NB (int)(sizeof benches / sizeof benches[0])
 

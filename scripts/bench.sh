@@ -4,10 +4,20 @@
 #   ATTNLAB_BIN=path scripts/bench.sh   use another binary (default bin/attnlab beside this script)
 #   BENCH_REPS=3 BENCH_STEPS=30 BENCH_THREADS=2 BENCH_BATCH=64   image-training comparison settings
 #   BENCH_ONLY=train               only the image-training table
+#   BENCH_ONLY=seq                 only the two sequence-model tables (whole epochs, length buckets)
+#   BENCH_SEQ_REPS=3 BENCH_SEQ_MODELS=fc,window-fc,rnn,sa,trunc BENCH_SEQ_BUCKET_MODELS=rnn,sa,trunc
+#   BENCH_SEQ_BUCKETS=1-10,11-20,21-40,41-80,81-
+#                                  sequence tables: alternating repetitions, models of each table (empty:
+#                                  skip that table), length buckets
 #   BENCH_PEER_UNFOLD=0            skip PyTorch's local-unfold (on a loaded machine it runs at a few img/s)
 # Image training: for each model, attnlab and the peer alternate (attnlab, torch, attnlab, torch, ...)
 # BENCH_REPS times each, and one table reports the medians (this machine is shared and noisy).
 # For `local` the peer's figure is the faster of its `local` (masked dense) and `local-unfold`.
+# Sequence models (POS tagging on UD English EWT, batch 32 sentences): attnlab bench seq and the peer
+# torch_pos.py alternate, one training epoch each, BENCH_SEQ_REPS times per model, medians of training
+# tokens/s; then the same for batches drawn from one sentence-length bucket (attnlab bench seq
+# --buckets against scripts/torch_pos_buckets.py, which runs the peer's own models). The peer is
+# skipped when torch does not import or ../shared is absent.
 # A subcommand that is not implemented yet ("not implemented" on stderr) is skipped with a note;
 # any other failure makes the script exit non-zero after the remaining benchmarks have run.
 set -u
@@ -49,13 +59,15 @@ py=
 for p in /usr/bin/python3 python3; do
   if command -v "$p" >/dev/null 2>&1 && "$p" -c 'import torch' >/dev/null 2>&1; then py=$p; break; fi
 done
+tpy=$py                              # torch's python, whichever peer scripts exist
 peer=$shared/peers/torch_bench.py
 [ -f "$peer" ] || py=
 
-only=${BENCH_ONLY:-}   # BENCH_ONLY=train: the image-training table alone
-[ "$only" = train ] || run "gemm" bench gemm
-[ "$only" = train ] || run "attention" bench attention
-if [ "$only" != train ]; then
+only=${BENCH_ONLY:-}   # BENCH_ONLY=train: the image-training table alone; seq: the sequence tables alone
+want() { [ -z "$only" ] || [ "$only" = "$1" ]; }
+want all && run "gemm" bench gemm
+want all && run "attention" bench attention
+if want all; then
   # issue #6: pixel-level full attention (N = 784) fwd+bwd against the 1024^3 GEMM, both 2-thread wall clock
   g=$(awk '$1 == "square" && $2 == "1024x1024x1024" && $4 == 2 && $5 == "attnlab" { print $7 }' "$outdir/gemm" 2>/dev/null)
   a=$(awk '$1 == "full" && $2 == 784 { print $10 }' "$outdir/attention" 2>/dev/null)
@@ -70,6 +82,7 @@ field() { awk -v m="$1" -v k="$2" '$1 == m { for (i = 2; i < NF; i++) if ($i == 
 unfold=${BENCH_PEER_UNFOLD:-1}   # BENCH_PEER_UNFOLD=0: never run the peer's local-unfold
 peer_models() { if [ "$1" = local ] && [ $unfold = 1 ]; then echo local,local-unfold; else echo "$1"; fi; }
 
+if want train; then
 echo "== image training, batch $batch, $threads threads, $steps steps, $reps alternating repetitions each"
 echo "   attnlab: $(basename "$bin") bench train --model M --batch $batch --threads $threads --steps $steps"
 if [ -n "$py" ]; then
@@ -119,8 +132,83 @@ done
 echo "(medians; ratio = attnlab / PyTorch training img/s; PyTorch local = faster of local and local-unfold)"
 rm -rf "$tmp"
 echo
+fi
 
-[ "$only" = train ] && { rm -rf "$outdir"; exit $status; }
+# ---------------- sequence models (POS tagging) ----------------
+seq_reps=${BENCH_SEQ_REPS:-3}
+seq_models=${BENCH_SEQ_MODELS-fc,window-fc,rnn,sa,trunc}   # empty: skip the whole-epoch table
+seq_buckets=${BENCH_SEQ_BUCKETS:-1-10,11-20,21-40,41-80,81-}
+bmodels=${BENCH_SEQ_BUCKET_MODELS-rnn,sa,trunc}   # BENCH_SEQ_BUCKET_MODELS= (empty) skips the bucket table
+seq_data=$here/datasets/ud-english-ewt
+speer=$shared/peers/torch_pos.py bpeer=$here/scripts/torch_pos_buckets.py
+spy=$tpy
+[ -n "$spy" ] && [ -f "$speer" ] || spy=
+seq_peer_note() {
+  if [ -n "$spy" ]; then echo "   PyTorch: OPENBLAS_NUM_THREADS=1 $spy $1"
+  elif [ -z "$tpy" ]; then echo "   PyTorch: skipped (no python3 can import torch; apt-get install python3-torch)"
+  else echo "   PyTorch: skipped ($speer not found)"; fi
+}
+if want seq && [ -n "$seq_models" ]; then
+  echo "== sequence training (POS tagging, UD English EWT), one epoch, batch 32 sentences, $threads threads, $seq_reps alternating repetitions"
+  echo "   attnlab: $(basename "$bin") bench seq --models M --threads $threads"
+  seq_peer_note "$speer --data $seq_data --models M --epochs 1 --threads $threads"
+  tmp=$(mktemp -d)
+  for m in ${seq_models//,/ }; do
+    for r in $(seq "$seq_reps"); do
+      if ! "$bin" bench seq --models "$m" --threads "$threads" >>"$tmp/al.$m" 2>>"$tmp/al.err"; then
+        echo "   (attnlab bench seq --models $m failed)"; cat "$tmp/al.err" >&2; status=1
+      fi
+      if [ -n "$spy" ] && ! OPENBLAS_NUM_THREADS=1 "$spy" "$speer" --data "$seq_data" --models "$m" --epochs 1 \
+           --threads "$threads" >>"$tmp/pt.$m" 2>>"$tmp/pt.err"; then
+        echo "   (PyTorch torch_pos.py --models $m failed)"; cat "$tmp/pt.err" >&2; status=1
+      fi
+    done
+  done
+  printf '\n%-10s %16s %16s %8s   %s\n' model "attnlab tok/s" "PyTorch tok/s" ratio "runs (attnlab | PyTorch)"
+  for m in ${seq_models//,/ }; do
+    al_list=$(field "$m" train_tokens_per_s <"$tmp/al.$m" 2>/dev/null)
+    pt_list=$(awk -v m="$m" '$1 == "RESULT" && $3 == m { for (i = 4; i < NF; i++) if ($i == "train_tokens_per_s") print $(i + 1) }' "$tmp/pt.$m" 2>/dev/null)
+    al=$(echo "$al_list" | grep . | median) pt=nan
+    [ -n "$pt_list" ] && pt=$(echo "$pt_list" | median)
+    ratio=$(awk -v a="$al" -v b="$pt" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2fx", a / b; else print "-" }')
+    printf '%-10s %16s %16s %8s   %s| %s\n' "$m" "$al" "$pt" "$ratio" "$(echo $al_list)" "$(echo $pt_list) "
+  done
+  echo "(medians of training tokens/s over one epoch; ratio = attnlab / PyTorch)"
+  rm -rf "$tmp"
+  echo
+
+fi
+if want seq && [ -n "$bmodels" ] && [ -n "$seq_buckets" ]; then
+  echo "== sequence training speed vs sentence length: batches of 32 sentences from one length bucket, $threads threads, $seq_reps alternating repetitions"
+  echo "   attnlab: $(basename "$bin") bench seq --models $bmodels --buckets $seq_buckets --threads $threads"
+  seq_peer_note "$bpeer --data $seq_data --peer $speer --models $bmodels --buckets $seq_buckets --threads $threads"
+  tmp=$(mktemp -d)
+  for r in $(seq "$seq_reps"); do
+    if ! "$bin" bench seq --models "$bmodels" --buckets "$seq_buckets" --threads "$threads" >>"$tmp/al" 2>>"$tmp/al.err"; then
+      echo "   (attnlab bench seq --buckets failed)"; cat "$tmp/al.err" >&2; status=1
+    fi
+    if [ -n "$spy" ] && ! OPENBLAS_NUM_THREADS=1 "$spy" "$bpeer" --data "$seq_data" --peer "$speer" --models "$bmodels" \
+         --buckets "$seq_buckets" --threads "$threads" >>"$tmp/pt" 2>>"$tmp/pt.err"; then
+      echo "   (PyTorch torch_pos_buckets.py failed)"; cat "$tmp/pt.err" >&2; status=1
+    fi
+  done
+  bfield() { awk -v m="$1" -v b="$2" '$1 == m && $3 == b { for (i = 4; i < NF; i++) if ($i == "train_tokens_per_s") print $(i + 1) }'; }
+  printf '\n%-8s %-7s %8s %14s %14s %8s\n' model bucket mean_len "attnlab tok/s" "PyTorch tok/s" ratio
+  for m in ${bmodels//,/ }; do
+    for bk in ${seq_buckets//,/ }; do
+      ml=$(awk -v m="$m" -v b="$bk" '$1 == m && $3 == b { for (i = 4; i < NF; i++) if ($i == "mean_len") { print $(i + 1); exit } }' "$tmp/al" 2>/dev/null)
+      al=$(bfield "$m" "$bk" <"$tmp/al" 2>/dev/null | grep . | median) pt=nan
+      [ -s "$tmp/pt" ] && pt=$(bfield "$m" "$bk" <"$tmp/pt" | grep . | median)
+      ratio=$(awk -v a="$al" -v b="$pt" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2fx", a / b; else print "-" }')
+      printf '%-8s %-7s %8s %14s %14s %8s\n' "$m" "$bk" "${ml:--}" "$al" "$pt" "$ratio"
+    done
+  done
+  echo "(medians of training tokens/s; each bucket: warm-up steps, then max(10, ceil(20000 / (32 * mean length))) timed steps)"
+  rm -rf "$tmp"
+  echo
+fi
+
+want all || { rm -rf "$outdir"; exit $status; }
 run "graph" bench graph
 if [ -n "$py" ]; then
   echo "== PyTorch peer (graph): OPENBLAS_NUM_THREADS=1 $py $peer --threads $threads --models gat"

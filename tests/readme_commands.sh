@@ -64,6 +64,7 @@ while IFS= read -r line; do
     *" bench attention"*) cmd="$cmd --reps 1 --only window" ;;
     *" bench train"*) cmd="$cmd --steps 2 --warmup 1" ;;
     *" bench graph"*) cmd="$cmd --epochs 2" ;;
+    *" bench seq"*) cmd="$cmd --buckets 11-20 --tokens 1 --warmup 0" ;;
     *" train --task graph"*|*" sweep --task graph"*) cmd="$cmd --epochs 5" ;;
     *" train --task sequence"*) cmd="$cmd --epochs 1 --train-size 200" ;;
     *" train --task molecule"*) cmd="$cmd --epochs 2 --train-frac 0.2" ;;

@@ -1,7 +1,10 @@
 /* test_ops_gru.c — al_gru: forward and backward against the naive double reference (many shapes,
  * variable lengths, both directions, with and without biases), padding invariance (NaN padding
  * included), reverse = forward on the time-flipped sequence, finite-difference gradient checks of
- * every input in both directions, bitwise equality for 1 and 2 threads, shape errors. */
+ * every input in both directions, bitwise equality for 1 and 2 threads, shape errors.
+ * al_gru_packed (one or two directions on a packed batch): against the reference per direction,
+ * equal to al_gru on the padded layout, gradient checks, bitwise equality for 1 and 2 threads
+ * (the directions then run concurrently), shape errors. */
 #include "testutil.h"
 #include "attnlab/ops.h"
 #include "attnlab/rnn.h"
@@ -363,6 +366,255 @@ static void test_gru_errors(void **st)
     al_ctx_free(c);
 }
 
+/* ---------------- al_gru_packed ---------------- */
+typedef struct { int nseg, I, H, ndir, bias; int len[16]; } pcase;
+
+/* Weights of direction dd of a packed case: 4 arrays (w_ih, w_hh, b_ih, b_hh). */
+typedef struct { float *x, *dy, *w[2][4]; } pdata;
+static pdata make_pdata(const pcase *k, int N, uint64_t seed)
+{
+    const int H3 = 3 * k->H;
+    const float bound = 1.0f / sqrtf((float)k->H);
+    pdata d;
+    d.x = tu_alloc_rand((int64_t)N * k->I, seed, -1.f, 1.f);
+    d.dy = tu_alloc_rand((int64_t)N * k->ndir * k->H, seed + 1, -1.f, 1.f);
+    for (int dd = 0; dd < 2; dd++) {
+        d.w[dd][0] = tu_alloc_rand((int64_t)H3 * k->I, seed + 10 * dd + 2, -2 * bound, 2 * bound);
+        d.w[dd][1] = tu_alloc_rand((int64_t)H3 * k->H, seed + 10 * dd + 3, -2 * bound, 2 * bound);
+        d.w[dd][2] = tu_alloc_rand(H3, seed + 10 * dd + 4, -bound, bound);
+        d.w[dd][3] = tu_alloc_rand(H3, seed + 10 * dd + 5, -bound, bound);
+    }
+    return d;
+}
+static void free_pdata(pdata *d)
+{
+    free(d->x); free(d->dy);
+    for (int dd = 0; dd < 2; dd++) for (int q = 0; q < 4; q++) free(d->w[dd][q]);
+}
+static int pcase_n(const pcase *k) { int n = 0; for (int s = 0; s < k->nseg; s++) n += k->len[s]; return n; }
+
+/* al_gru_packed forward + backward (seeded with d->dy): y (N, ndir·H), dx (N, I), grads[dd][q]. */
+typedef struct { float *y, *dx, *g[2][4]; } pout;
+static pout run_packed(const pcase *k, const pdata *d)
+{
+    const int N = pcase_n(k), H = k->H, H3 = 3 * H, I = k->I;
+    const int64_t sz[4] = {(int64_t)H3 * I, (int64_t)H3 * H, H3, H3};
+    al_ctx *c = al_ctx_new(1);
+    al_tensor *x = al_wrap(c, d->x, 2, (int[]){N, I});
+    x->requires_grad = 1;
+    al_gru_dir dir[2];
+    al_tensor *t[2][4];
+    for (int dd = 0; dd < k->ndir; dd++) {
+        t[dd][0] = al_wrap(c, d->w[dd][0], 2, (int[]){H3, I});
+        t[dd][1] = al_wrap(c, d->w[dd][1], 2, (int[]){H3, H});
+        t[dd][2] = k->bias ? al_wrap(c, d->w[dd][2], 1, (int[]){H3}) : NULL;
+        t[dd][3] = k->bias ? al_wrap(c, d->w[dd][3], 1, (int[]){H3}) : NULL;
+        for (int q = 0; q < 4; q++) if (t[dd][q]) t[dd][q]->requires_grad = 1;
+        dir[dd] = (al_gru_dir){t[dd][0], t[dd][1], t[dd][2], t[dd][3]};
+    }
+    al_tensor *y = al_gru_packed(c, x, k->len, k->nseg, k->ndir, dir);
+    if (!y) fail_msg("gru_packed failed: %s", al_ctx_error(c));
+    assert_int_equal(y->ndim, 2); assert_int_equal(y->shape[0], N); assert_int_equal(y->shape[1], k->ndir * H);
+    memcpy(al_grad(c, y), d->dy, (size_t)y->numel * sizeof(float));
+    assert_int_equal(al_backward_run(c), AL_OK);
+    pout o;
+    memset(&o, 0, sizeof o);
+    o.y = malloc((size_t)y->numel * sizeof(float)); memcpy(o.y, y->data, (size_t)y->numel * sizeof(float));
+    o.dx = malloc((size_t)N * I * sizeof(float)); memcpy(o.dx, x->grad, (size_t)N * I * sizeof(float));
+    for (int dd = 0; dd < k->ndir; dd++)
+        for (int q = 0; q < 4; q++) {
+            o.g[dd][q] = calloc((size_t)sz[q], sizeof(float));
+            if (t[dd][q] && t[dd][q]->grad) memcpy(o.g[dd][q], t[dd][q]->grad, (size_t)sz[q] * sizeof(float));
+        }
+    al_ctx_free(c);
+    return o;
+}
+static void free_pout(pout *o)
+{
+    free(o->y); free(o->dx);
+    for (int dd = 0; dd < 2; dd++) for (int q = 0; q < 4; q++) free(o->g[dd][q]);
+}
+
+/* Each direction of the packed op against al_gru_ref on the zero-padded batch (its dy columns). */
+static void compare_packed(const pcase *k, uint64_t seed)
+{
+    const int N = pcase_n(k), B = k->nseg, I = k->I, H = k->H, H3 = 3 * H, W = k->ndir * H;
+    int T = 1;
+    for (int s = 0; s < B; s++) if (k->len[s] > T) T = k->len[s];
+    pdata d = make_pdata(k, N, seed);
+    pout a = run_packed(k, &d);
+    float *xpad = calloc((size_t)B * T * I, sizeof(float)), *ypad = malloc((size_t)B * T * H * sizeof(float));
+    float *dypad = calloc((size_t)B * T * H, sizeof(float)), *dxpad = calloc((size_t)B * T * I, sizeof(float));
+    float *dxsum = calloc((size_t)N * I, sizeof(float)), *yref = malloc((size_t)N * W * sizeof(float));
+    for (int s = 0, p = 0; s < B; s++)
+        for (int t = 0; t < k->len[s]; t++, p++) memcpy(xpad + ((int64_t)s * T + t) * I, d.x + (int64_t)p * I, (size_t)I * sizeof(float));
+    for (int dd = 0; dd < k->ndir; dd++) {
+        float *g[4] = {calloc((size_t)H3 * I, sizeof(float)), calloc((size_t)H3 * H, sizeof(float)), calloc(H3, sizeof(float)), calloc(H3, sizeof(float))};
+        for (int s = 0, p = 0; s < B; s++)
+            for (int t = 0; t < k->len[s]; t++, p++) memcpy(dypad + ((int64_t)s * T + t) * H, d.dy + (int64_t)p * W + dd * H, (size_t)H * sizeof(float));
+        memset(dxpad, 0, (size_t)B * T * I * sizeof(float));
+        assert_int_equal(al_gru_ref(B, T, I, H, xpad, k->len, d.w[dd][0], d.w[dd][1], k->bias ? d.w[dd][2] : NULL,
+                                    k->bias ? d.w[dd][3] : NULL, dd, ypad, dypad, dxpad, g[0], g[1],
+                                    k->bias ? g[2] : NULL, k->bias ? g[3] : NULL), AL_OK);
+        for (int s = 0, p = 0; s < B; s++)
+            for (int t = 0; t < k->len[s]; t++, p++) {
+                memcpy(yref + (int64_t)p * W + dd * H, ypad + ((int64_t)s * T + t) * H, (size_t)H * sizeof(float));
+                for (int q = 0; q < I; q++) dxsum[(int64_t)p * I + q] += dxpad[((int64_t)s * T + t) * I + q];
+            }
+        gcase kk = {B, T, I, H, dd, k->bias, {0}};
+        check_close("packed dw_ih", &kk, a.g[dd][0], g[0], (int64_t)H3 * I, BTOL);
+        check_close("packed dw_hh", &kk, a.g[dd][1], g[1], (int64_t)H3 * H, BTOL);
+        if (k->bias) { check_close("packed db_ih", &kk, a.g[dd][2], g[2], H3, BTOL); check_close("packed db_hh", &kk, a.g[dd][3], g[3], H3, BTOL); }
+        for (int q = 0; q < 4; q++) free(g[q]);
+    }
+    gcase kk = {B, T, I, H, k->ndir, k->bias, {0}};
+    check_close("packed y", &kk, a.y, yref, (int64_t)N * W, FTOL);
+    check_close("packed dx", &kk, a.dx, dxsum, (int64_t)N * I, BTOL);
+    free(xpad); free(ypad); free(dypad); free(dxpad); free(dxsum); free(yref);
+    free_pout(&a); free_pdata(&d);
+}
+
+static void test_gru_packed_vs_reference(void **st)
+{
+    (void)st;
+    static const struct { int nseg, I, H; int len[16]; } cases[] = {
+        {1, 1, 1, {1}},
+        {1, 3, 5, {6}},
+        {3, 4, 7, {5, 1, 3}},
+        {4, 6, 17, {2, 9, 0, 1}},      /* an empty sequence */
+        {5, 16, 33, {12, 4, 1, 7, 11}},
+        {8, 24, 40, {15, 1, 14, 8, 8, 2, 15, 5}},
+        {3, 64, 64, {4, 30, 4}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (int ndir = 1; ndir <= 2; ndir++)
+            for (int bias = 0; bias < 2; bias++) {
+                pcase k = {cases[i].nseg, cases[i].I, cases[i].H, ndir, bias, {0}};
+                memcpy(k.len, cases[i].len, sizeof k.len);
+                compare_packed(&k, 300 + 17 * i + 5 * ndir + bias);
+            }
+}
+
+/* One direction of al_gru_packed gives al_gru's bits on the padded layout (the same code), forwards
+ * and (as direction 1 of two) backwards. */
+static void test_gru_packed_equals_padded(void **st)
+{
+    (void)st;
+    pcase k = {4, 6, 9, 2, 1, {3, 7, 1, 5}};
+    const int N = pcase_n(&k), B = 4, T = 7, I = 6, H = 9, H3 = 27;
+    pdata d = make_pdata(&k, N, 91);
+    pout a = run_packed(&k, &d);
+    for (int dd = 0; dd < 2; dd++) {
+        gcase g = {B, T, I, H, dd, 1, {3, 7, 1, 5}};
+        gdata gd = make_data(&g, 5);
+        for (int s = 0, p = 0; s < B; s++)
+            for (int t = 0; t < T; t++) {
+                if (t < k.len[s]) { memcpy(gd.x + ((int64_t)s * T + t) * I, d.x + (int64_t)p * I, I * sizeof(float));
+                                    memcpy(gd.dy + ((int64_t)s * T + t) * H, d.dy + (int64_t)p * 2 * H + dd * H, H * sizeof(float)); p++; }
+                else memset(gd.dy + ((int64_t)s * T + t) * H, 0, H * sizeof(float));
+            }
+        memcpy(gd.wih, d.w[dd][0], (size_t)H3 * I * sizeof(float)); memcpy(gd.whh, d.w[dd][1], (size_t)H3 * H * sizeof(float));
+        memcpy(gd.bih, d.w[dd][2], H3 * sizeof(float)); memcpy(gd.bhh, d.w[dd][3], H3 * sizeof(float));
+        gout o = run_gru(&g, &gd);
+        for (int s = 0, p = 0; s < B; s++)
+            for (int t = 0; t < k.len[s]; t++, p++)
+                assert_memory_equal(a.y + (int64_t)p * 2 * H + dd * H, o.y + ((int64_t)s * T + t) * H, H * sizeof(float));
+        assert_memory_equal(a.g[dd][1], o.dwhh, (size_t)H3 * H * sizeof(float));
+        assert_memory_equal(a.g[dd][3], o.dbhh, H3 * sizeof(float));
+        assert_true(tu_max_abs_err(a.g[dd][0], o.dwih, (int64_t)H3 * I) <= 1e-6);
+        free_out(&o); free_data(&gd);
+    }
+    free_pout(&a); free_pdata(&d);
+}
+
+typedef struct { const int *len; int nseg, ndir, bias; } gp_ud;
+static al_tensor *f_gru_packed(al_ctx *c, al_tensor **t, void *ud)
+{
+    gp_ud *u = ud;
+    al_gru_dir dir[2];
+    for (int dd = 0; dd < u->ndir; dd++) {
+        al_tensor **w = t + 1 + (u->bias ? 4 : 2) * dd;
+        dir[dd] = (al_gru_dir){w[0], w[1], u->bias ? w[2] : NULL, u->bias ? w[3] : NULL};
+    }
+    return al_gru_packed(c, t[0], u->len, u->nseg, u->ndir, dir);
+}
+
+static void test_gru_packed_gradcheck(void **st)
+{
+    (void)st;
+    const int I = 3, H = 4, H3 = 12, N = 8;
+    int len[3] = {4, 1, 3};
+    float *x = tu_alloc_rand(N * I, 41, -1.f, 1.f);
+    float *w[2][4];
+    tu_input in[9];
+    in[0] = tu_in(x, 1, 2, N, I, 0, 0);
+    for (int dd = 0; dd < 2; dd++) {
+        w[dd][0] = tu_alloc_rand(H3 * I, 42 + dd, -0.8f, 0.8f); w[dd][1] = tu_alloc_rand(H3 * H, 44 + dd, -0.8f, 0.8f);
+        w[dd][2] = tu_alloc_rand(H3, 46 + dd, -0.5f, 0.5f); w[dd][3] = tu_alloc_rand(H3, 48 + dd, -0.5f, 0.5f);
+        in[1 + 4 * dd] = tu_in(w[dd][0], 1, 2, H3, I, 0, 0); in[2 + 4 * dd] = tu_in(w[dd][1], 1, 2, H3, H, 0, 0);
+        in[3 + 4 * dd] = tu_in(w[dd][2], 1, 1, H3, 0, 0, 0); in[4 + 4 * dd] = tu_in(w[dd][3], 1, 1, H3, 0, 0, 0);
+    }
+    gp_ud u = {len, 3, 2, 1};
+    TU_GRADCHECK("gru_packed bidirectional", f_gru_packed, &u, in, 9, GEPS, GTOL);
+    u.ndir = 1;
+    TU_GRADCHECK("gru_packed forward", f_gru_packed, &u, in, 5, GEPS, GTOL);
+    tu_input nb[5] = {in[0], in[1], in[2], in[5], in[6]};
+    u.ndir = 2; u.bias = 0;
+    TU_GRADCHECK("gru_packed bidirectional, no bias", f_gru_packed, &u, nb, 5, GEPS, GTOL);
+    free(x);
+    for (int dd = 0; dd < 2; dd++) for (int q = 0; q < 4; q++) free(w[dd][q]);
+}
+
+/* Same bits for 1 and 2 threads with two directions (which then run concurrently). */
+static void test_gru_packed_threads_bitwise(void **st)
+{
+    (void)st;
+    pcase k = {16, 64, 64, 2, 1, {0}};
+    for (int s = 0; s < 16; s++) k.len[s] = 1 + (s * 11) % 37;
+    const int N = pcase_n(&k);
+    pdata d = make_pdata(&k, N, 123);
+    int saved = al_threads();
+    al_set_threads(1);
+    pout a = run_packed(&k, &d);
+    al_set_threads(2);
+    pout b = run_packed(&k, &d);
+    al_set_threads(saved);
+    assert_memory_equal(a.y, b.y, (size_t)N * 2 * 64 * sizeof(float));
+    assert_memory_equal(a.dx, b.dx, (size_t)N * 64 * sizeof(float));
+    const int64_t sz[4] = {192 * 64, 192 * 64, 192, 192};
+    for (int dd = 0; dd < 2; dd++)
+        for (int q = 0; q < 4; q++)
+            if (memcmp(a.g[dd][q], b.g[dd][q], (size_t)sz[q] * sizeof(float))) fail_msg("direction %d gradient %d differs between 1 and 2 threads", dd, q);
+    free_pout(&a); free_pout(&b); free_pdata(&d);
+}
+
+static void test_gru_packed_errors(void **st)
+{
+    (void)st;
+    al_ctx *c = al_ctx_new(1);
+    al_tensor *x = al_zeros(c, 2, (int[]){5, 4}), *x3 = al_zeros(c, 3, (int[]){1, 5, 4});
+    al_tensor *wih = al_zeros(c, 2, (int[]){15, 4}), *whh = al_zeros(c, 2, (int[]){15, 5});
+    al_tensor *wih2 = al_zeros(c, 2, (int[]){18, 4}), *whh2 = al_zeros(c, 2, (int[]){18, 6});
+    const al_gru_dir ok[2] = {{wih, whh, NULL, NULL}, {wih, whh, NULL, NULL}};
+    const al_gru_dir mixed[2] = {{wih, whh, NULL, NULL}, {wih2, whh2, NULL, NULL}};
+    const int len[2] = {2, 3}, bad[2] = {2, 2}, neg[2] = {-1, 6};
+    struct { al_tensor *x; const int *len; int nseg, ndir; const al_gru_dir *dir; const char *want; } cases[] = {
+        {x3, len, 2, 2, ok, "must be (N, I)"},
+        {x, len, 2, 3, ok, "ndir must be 1 or 2"},
+        {x, len, 0, 2, ok, "at least one sequence"},
+        {x, bad, 2, 2, ok, "lengths sum to 4"},
+        {x, neg, 2, 2, ok, "negative length"},
+        {x, len, 2, 2, mixed, "hidden sizes 5 and 6"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        al_ctx_clear_error(c);
+        assert_null(al_gru_packed(c, cases[i].x, cases[i].len, cases[i].nseg, cases[i].ndir, cases[i].dir));
+        if (!strstr(al_ctx_error(c), cases[i].want) || !strstr(al_ctx_error(c), "gru_packed:"))
+            fail_msg("case %zu: error '%s' does not mention '%s'", i, al_ctx_error(c), cases[i].want);
+    }
+    al_ctx_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -374,6 +626,11 @@ int main(void)
         cmocka_unit_test(test_gru_accumulates),
         cmocka_unit_test(test_gru_threads_bitwise),
         cmocka_unit_test(test_gru_errors),
+        cmocka_unit_test(test_gru_packed_vs_reference),
+        cmocka_unit_test(test_gru_packed_equals_padded),
+        cmocka_unit_test(test_gru_packed_gradcheck),
+        cmocka_unit_test(test_gru_packed_threads_bitwise),
+        cmocka_unit_test(test_gru_packed_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,11 +2,14 @@
  * parameter gradients as each sentence alone (every model, attention variants included), changing
  * one sentence changes no other sentence's outputs (no weight crosses a sentence boundary), the
  * parameter names / shapes / init of torch_pos.py's Tagger, checkpoints round-trip, and the taggers
- * learn a synthetic task in which a token's tag depends on the word and its left neighbour. */
+ * learn a synthetic task in which a token's tag depends on the word and its left neighbour. The
+ * data-parallel training step (train/seq_impl.h) gives the one-pass gradient and loss and leaves the
+ * replica's gradient zero; training gives the same weights on 1 and 2 threads. */
 #include "testutil.h"
 #include "attnlab/seq.h"
 #include "attnlab/ops.h"
 #include "attnlab/io.h"
+#include "train/seq_impl.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -282,6 +285,89 @@ static void test_checkpoint(void **st)
     unlink(path); unlink(ck);
 }
 
+/* The sharded step = one pass over the whole batch: loss, hits and gradient (to float rounding:
+ * the shards' sums meet in another order); the replica's gradient is all zero afterwards. Batches
+ * of one sentence (a single shard) and of several, every model. */
+static void test_shard_step(void **st)
+{
+    (void)st;
+    const int len[] = {5, 1, 7, 3, 2};
+    rbatch r; make_batch(&r, len, 5, 31);
+    int tags[64];
+    for (int i = 0; i < r.ntok; i++) tags[i] = (r.word[i] * 7 + i) % TAGS;
+    for (size_t vi = 0; vi < sizeof VARIANTS / sizeof *VARIANTS; vi++)
+        for (int nseg = 1; nseg <= 5; nseg += 4) {
+            al_seq_model m; init_variant(&m, &VARIANTS[vi], 1);
+            const int64_t P = m.params.total;
+            al_seq_batch b = view(&r, 0, nseg);
+            al_ctx *c = al_ctx_new(1);                         /* one pass */
+            al_params_zero_grad(&m.params);
+            al_tensor *logits = al_seq_forward(c, &m, &b);
+            al_tensor *loss = al_cross_entropy(c, logits, tags, NULL);
+            assert_non_null(loss);
+            assert_int_equal(al_backward(c, loss), AL_OK);
+            const double want_loss = loss->data[0];
+            int64_t want_hits = 0;
+            for (int i = 0; i < b.ntok; i++) {
+                const float *q = logits->data + (int64_t)i * TAGS;
+                int k = 0; for (int j = 1; j < TAGS; j++) if (q[j] > q[k]) k = j;
+                want_hits += k == tags[i];
+            }
+            float *want = malloc((size_t)P * sizeof(float));
+            memcpy(want, m.params.grad, (size_t)P * sizeof(float));
+            al_ctx_free(c);
+            for (int64_t i = 0; i < P; i++) m.params.grad[i] = 1e30f;   /* the step sets, not adds */
+            al__seq_stepper sp; al_error e = {{0}};
+            assert_int_equal(al__seq_stepper_init(&sp, &m, 1, &e), AL_OK);
+            double got_loss; int64_t hits;
+            for (int rep = 0; rep < 2; rep++) {                          /* twice: the replica starts clean again */
+                if (al__seq_step(&sp, &m, &b, tags, &got_loss, &hits, &e) != AL_OK) fail_msg("%s", e.msg);
+                double eg = tu_max_rel_err(m.params.grad, want, P);
+                if (!(eg <= 1e-5) || !(fabs(got_loss - want_loss) <= 1e-6 * (1 + fabs(want_loss))) || hits != want_hits)
+                    fail_msg("%s, %d sentences: sharded step vs one pass: gradient %.3g, loss %.9g vs %.9g, hits %lld vs %lld",
+                             VARIANTS[vi].model, nseg, eg, got_loss, want_loss, (long long)hits, (long long)want_hits);
+                for (int64_t i = 0; i < P; i++) if (sp.rep.params.grad[i] != 0.f) fail_msg("%s: replica gradient %lld not 0", VARIANTS[vi].model, (long long)i);
+            }
+            al__seq_stepper_free(&sp);
+            free(want);
+            al_seq_free(&m);
+        }
+}
+
+/* A training run gives the same weights, losses and accuracies on 1 and 2 threads, every model. */
+typedef struct { double loss[64]; int n; } losses;
+static int keep_loss(void *ud, const al_seq_progress *p) { losses *l = ud; if (l->n < 64) l->loss[l->n++] = p->loss + p->train_acc; return 0; }
+static void test_train_threads_bitwise(void **st)
+{
+    (void)st;
+    al_seq_data tr; make_synth(&tr, 200, 5);
+    const char *models[] = {"fc", "window-fc", "rnn", "sa", "trunc"};
+    const int saved = al_threads();
+    for (int k = 0; k < 5; k++) {
+        float *w[2]; losses l[2]; int64_t P = 0;
+        for (int th = 0; th < 2; th++) {
+            al_set_threads(th + 1);
+            al_seq_config cfg; al_error e = {{0}}; al_seq_model m;
+            assert_int_equal(al_seq_config_default(&cfg, models[k], NW, NS, TAGS, &e), AL_OK);
+            assert_int_equal(al_seq_init(&m, &cfg, 1, &e), AL_OK);
+            al_seq_train_config tc = {0};
+            tc.epochs = 2; tc.batch = 32; tc.lr = 3e-3f; tc.weight_decay = 0.01f; tc.seed = 1;
+            memset(&l[th], 0, sizeof l[th]);
+            if (al_seq_train(&m, &tr, NULL, &tc, keep_loss, &l[th], &e) != AL_OK) fail_msg("%s", e.msg);
+            P = m.params.total;
+            w[th] = malloc((size_t)P * sizeof(float));
+            memcpy(w[th], m.params.data, (size_t)P * sizeof(float));
+            al_seq_free(&m);
+        }
+        if (memcmp(w[0], w[1], (size_t)P * sizeof(float))) fail_msg("%s: weights differ between 1 and 2 threads", models[k]);
+        assert_int_equal(l[0].n, l[1].n);
+        assert_memory_equal(l[0].loss, l[1].loss, (size_t)l[0].n * sizeof(double));
+        free(w[0]); free(w[1]);
+    }
+    al_set_threads(saved);
+    al_seq_data_free(&tr);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -290,6 +376,8 @@ int main(void)
         cmocka_unit_test(test_no_crossing),
         cmocka_unit_test(test_checkpoint),
         cmocka_unit_test(test_learns_synthetic),
+        cmocka_unit_test(test_shard_step),
+        cmocka_unit_test(test_train_threads_bitwise),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -8,7 +8,8 @@
  *   attention   the GRAPH pattern with a block-diagonal CSR (al_csr_segments): a token attends to
  *               the tokens of its own sentence (radius −1) or to those within distance r of it (trunc);
  *   window-fc   al_seg_window: tokens i−K … i+K of the same sentence, zeros outside it;
- *   rnn         al_seg_unpack → (S, Tmax, C) + lengths for al_gru, al_seg_pack back to (N, C).
+ *   rnn         al_gru_packed (rnn.h) reads the packed rows and the lengths directly, both directions
+ *               in one op (al_seg_unpack / al_seg_pack convert to and from a padded (S, Tmax, C) layout).
  *
  *   al_seq_config cfg; al_seq_config_default(&cfg, "sa", nwords, nsuffixes, AL_UPOS_N, &err);
  *   al_seq_model m; al_seq_init(&m, &cfg, seed, &err);
@@ -118,6 +119,9 @@ al_status al_seq_config_check(const al_seq_config *cfg, al_error *err);
 /* Register and initialise the parameters (AL_RNG_INIT stream of seed). Free with al_seq_free. */
 al_status al_seq_init(al_seq_model *m, const al_seq_config *cfg, uint64_t seed, al_error *err);
 void      al_seq_free(al_seq_model *m);
+/* A second handle r on m's weights (the same data arrays, read-only for r's users) with its own
+ * gradient array: for a data-parallel shard of a batch. Free r with al_seq_free before m. */
+al_status al_seq_replica(const al_seq_model *m, al_seq_model *r, al_error *err);
 /* The batch's tokens → logits (ntok, tags). Honours c->grad_enabled. Errors are recorded in c. */
 al_tensor *al_seq_forward(al_ctx *c, al_seq_model *m, const al_seq_batch *b);
 

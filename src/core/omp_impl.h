@@ -26,4 +26,13 @@ static inline int al__thread_id(void)
     return 0;
 #endif
 }
+/* Threads of the current team (1 outside a parallel region, or without OpenMP). */
+static inline int al__num_threads(void)
+{
+#ifdef _OPENMP
+    return omp_get_num_threads();
+#else
+    return 1;
+#endif
+}
 #endif

@@ -95,14 +95,10 @@ static al_status rnn_init(al_seq_model *m)
 }
 static al_tensor *rnn_forward(al_ctx *c, al_seq_model *m, al_tensor *x, const al_seq_batch *b)
 {
-    al_tensor *xp = al_seg_unpack(c, x, b->len, b->nseg);                                   /* (S, T, 64) */
-    al_tensor *f = al_gru(c, xp, b->len, m->rnn_wih[0], m->rnn_whh[0], m->rnn_bih[0], m->rnn_bhh[0], 0);  /* (S, T, H) */
-    al_tensor *h = f;
-    if (m->cfg.bidirectional) {
-        al_tensor *r = al_gru(c, xp, b->len, m->rnn_wih[1], m->rnn_whh[1], m->rnn_bih[1], m->rnn_bhh[1], 1);
-        h = al_concat_last(c, 2, (al_tensor *[]){f, r});                                    /* (S, T, 2H) */
-    }
-    return al_linear(c, al_seg_pack(c, h, b->len, b->nseg), m->head_w, m->head_b);          /* (N, tags) */
+    const al_gru_dir dir[2] = {{m->rnn_wih[0], m->rnn_whh[0], m->rnn_bih[0], m->rnn_bhh[0]},
+                               {m->rnn_wih[1], m->rnn_whh[1], m->rnn_bih[1], m->rnn_bhh[1]}};
+    al_tensor *h = al_gru_packed(c, x, b->len, b->nseg, m->cfg.bidirectional ? 2 : 1, dir);   /* (N, dirs·H) */
+    return al_linear(c, h, m->head_w, m->head_b);                                            /* (N, tags) */
 }
 
 /* ---------------- sa and trunc ---------------- */
@@ -260,6 +256,13 @@ al_status al_seq_init(al_seq_model *m, const al_seq_config *cfg, uint64_t seed, 
     /* nn.Embedding(padding_idx=0): row 0 is zero */
     memset(m->wemb->data, 0, (size_t)cfg->word_dim * sizeof(float));
     memset(m->semb->data, 0, (size_t)cfg->suffix_dim * sizeof(float));
+    return AL_OK;
+}
+
+al_status al_seq_replica(const al_seq_model *m, al_seq_model *r, al_error *err)
+{
+    if (al_seq_init(r, &m->cfg, 0, err) != AL_OK) return AL_ERR;
+    for (int i = 0; i < r->params.n; i++) r->params.t[i]->data = m->params.t[i]->data;   /* r's own data unused */
     return AL_OK;
 }
 

@@ -1,8 +1,8 @@
 /* segment.c — ops on packed batches of sequences (seq.h): the window concatenation of window-fc and
- * the packed ⇄ padded layout changes around the GRU, forward and backward side by side. A packed
- * (N, C) tensor holds nseg segments back to back, segment s owning len[s] rows. The lengths are
- * copied into the arena, so the caller's array need not outlive the call. Everything here is a copy
- * or a sum of copies in a fixed order: results do not depend on the thread count. */
+ * the packed ⇄ padded layout changes (for ops that want padded sequences), forward and backward side
+ * by side. A packed (N, C) tensor holds nseg segments back to back, segment s owning len[s] rows.
+ * The lengths are copied into the arena, so the caller's array need not outlive the call. Everything
+ * here is a copy or a sum of copies in a fixed order: results do not depend on the thread count. */
 #include "attnlab/seq.h"
 #include "ops_impl.h"
 #include <math.h>

@@ -2,6 +2,7 @@
  * global-norm gradient clipping and learning-rate schedules. The update rules follow
  * torch.optim.SGD / Adam / AdamW step for step (float32 state, bias correction as PyTorch). */
 #include "attnlab/optim.h"
+#include "core/omp_impl.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,9 +39,6 @@ static void sgd_slice(al_optim *o, float *w /* (len) */, const float *g /* (len)
 {
     const float lr = o->lr, mu = o->momentum;
     const int first = o->step == 1, nest = o->nesterov;
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static) if (len > 65536)
-#endif
     for (int64_t i = 0; i < len; i++) {
         float d = g[i];
         if (wd != 0.f) d += wd * w[i];
@@ -62,9 +60,6 @@ static void adam_slice(al_optim *o, float *w /* (len) */, const float *g /* (len
     const float bc2_sqrt = (float)sqrt(1.0 - pow((double)b2, t));
     const float step_size = lr / bc1;
     const float shrink = 1.f - lr * wd;
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static) if (len > 65536)
-#endif
     for (int64_t i = 0; i < len; i++) {
         float d = g[i];
         if (wd != 0.f) {
@@ -78,19 +73,31 @@ static void adam_slice(al_optim *o, float *w /* (len) */, const float *g /* (len
     }
 }
 
+/* One parallel region over the whole flat array: thread t updates elements [lo, hi) (whole 16-float
+ * groups), tensor slice by tensor slice. Every element's update is independent, so the split changes
+ * nothing but speed. */
 void al_optim_step(al_optim *o, al_params *p)
 {
     if (!p->data || !p->grad || !o->m) return;
     o->step++;
-    int64_t off = 0;
-    for (int ti = 0; ti < p->n; ti++) {
-        int64_t len = p->t[ti]->numel;
-        if (off + len > o->n) break;              /* optimiser sized for fewer parameters */
-        float wd = p->decay && p->decay[ti] ? o->weight_decay : 0.f;
-        float *w = p->data + off, *g = p->grad + off;
-        if (o->kind == AL_SGD) sgd_slice(o, w, g, o->m + off, len, wd);
-        else adam_slice(o, w, g, o->m + off, o->v + off, len, wd, o->kind == AL_ADAMW);
-        off += len;
+    int64_t n = 0;                                 /* the tensors the optimiser was sized for */
+    int nt = 0;
+    while (nt < p->n && n + p->t[nt]->numel <= o->n) n += p->t[nt++]->numel;
+    AL_OMP("omp parallel if (n > 65536)")
+    {
+        const int t = al__thread_id(), T = al__num_threads();
+        const int64_t lo = n / 16 * t / T * 16, hi = t == T - 1 ? n : n / 16 * (t + 1) / T * 16;
+        int64_t off = 0;
+        for (int ti = 0; ti < nt && off < hi; ti++) {
+            const int64_t len = p->t[ti]->numel, a = off > lo ? off : lo, e = off + len < hi ? off + len : hi;
+            if (a < e) {
+                float wd = p->decay && p->decay[ti] ? o->weight_decay : 0.f;
+                float *w = p->data + a, *g = p->grad + a;
+                if (o->kind == AL_SGD) sgd_slice(o, w, g, o->m + a, e - a, wd);
+                else adam_slice(o, w, g, o->m + a, o->v + a, e - a, wd, o->kind == AL_ADAMW);
+            }
+            off += len;
+        }
     }
 }
 

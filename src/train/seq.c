@@ -9,6 +9,7 @@
 #include "attnlab/io.h"
 #include "train/io_impl.h"
 #include "train/state_impl.h"
+#include "train/seq_impl.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -214,7 +215,9 @@ al_status al_seq_train(al_seq_model *m, const al_seq_data *train, const al_seq_d
     al_ctx *c = al_ctx_new(tc->seed);
     al_optim opt;
     memset(&opt, 0, sizeof opt);
-    al_status st = AL_OK;
+    al__seq_stepper stp;                            /* the data-parallel step (train/seq_impl.h) */
+    al_status st = al__seq_stepper_init(&stp, m, tc->seed, err);
+    if (st != AL_OK) goto done;
     if (!perm || !ids || !bb_ok || !c) { st = al_seterr(err, "training: out of memory"); goto done; }
     if (al_optim_init(&opt, AL_ADAMW, m->params.total, tc->lr, err) != AL_OK) { st = AL_ERR; goto done; }
     opt.weight_decay = tc->weight_decay;
@@ -236,18 +239,16 @@ al_status al_seq_train(al_seq_model *m, const al_seq_data *train, const al_seq_d
             int s = (step - 1) * batch, S = train->nsent - s < batch ? train->nsent - s : batch;
             al_seq_batch b;
             gather(train, perm + s, S, &bb, &b);
-            al_ctx_reset(c);
-            al_tensor *logits = al_seq_forward(c, m, &b);                  /* (N, tags) */
-            al_tensor *loss = al_cross_entropy(c, logits, bb.tag, NULL);   /* mean over the batch's tokens */
-            if (!loss) { st = al_seterr(err, "training step %d of epoch %d: %s", step, ep, al_ctx_error(c)); break; }
-            double lv = loss->data[0];
-            if (al_diverge_loss(&div, lv, ep, step, err) != AL_OK) { st = AL_ERR; break; }
-            al_params_zero_grad(&m->params);
-            if (al_backward(c, loss) != AL_OK) { st = al_seterr(err, "backward, epoch %d step %d: %s", ep, step, al_ctx_error(c)); break; }
+            double lv; int64_t hits;                /* forward, loss (mean over the batch's tokens), backward */
+            al_error serr = {{0}};
+            if (al__seq_step(&stp, m, &b, bb.tag, &lv, &hits, &serr) != AL_OK) {
+                st = al_seterr(err, "training step %d of epoch %d: %s", step, ep, serr.msg);
+                break;
+            }
+            if (al_diverge_loss(&div, lv, ep, step, err) != AL_OK) { st = AL_ERR; break; }   /* before the update */
             al_optim_step(&opt, &m->params);
             if (al_diverge_weights(&div, &m->params, lv, ep, step, err) != AL_OK) { st = AL_ERR; break; }
-            int K = logits->shape[1];
-            for (int i = 0; i < b.ntok; i++) correct += argmax_row(logits->data + (int64_t)i * K, K) == bb.tag[i];
+            correct += hits;
             loss_sum += lv * b.ntok; seen += b.ntok; total_steps++;
             if (cb) {
                 double now = al_time();
@@ -277,6 +278,7 @@ al_status al_seq_train(al_seq_model *m, const al_seq_data *train, const al_seq_d
         if (tc->max_steps > 0 && total_steps >= tc->max_steps) break;
     }
 done:
+    al__seq_stepper_free(&stp);
     al_optim_free(&opt);
     al_ctx_free(c);
     free(perm); free(ids);

@@ -1,0 +1,143 @@
+/* seq_step.c — the data-parallel training step of the sequence models (seq_impl.h). */
+#include "train/seq_impl.h"
+#include "attnlab/ops.h"
+#include "core/omp_impl.h"
+#include <stdlib.h>
+#include <string.h>
+
+al_status al__seq_stepper_init(al__seq_stepper *s, const al_seq_model *m, uint64_t seed, al_error *err)
+{
+    memset(s, 0, sizeof *s);
+    for (int k = 0; k < AL_SEQ_SHARDS; k++)
+        if (!(s->c[k] = al_ctx_new(seed))) return al_seterr(err, "training: out of memory");
+    if (al_seq_replica(m, &s->rep, err) != AL_OK) return AL_ERR;
+    s->have_rep = 1;
+    const size_t nrows = (size_t)m->cfg.nwords + (size_t)m->cfg.nsuffixes;
+    s->mark = calloc(nrows, sizeof(int));
+    s->rows = malloc(nrows * sizeof(int));
+    if (!s->mark || !s->rows) return al_seterr(err, "training: out of memory");
+    return AL_OK;
+}
+
+void al__seq_stepper_free(al__seq_stepper *s)
+{
+    for (int k = 0; k < AL_SEQ_SHARDS; k++) al_ctx_free(s->c[k]);
+    if (s->have_rep) al_seq_free(&s->rep);
+    free(s->mark); free(s->rows);
+    memset(s, 0, sizeof *s);
+}
+
+/* The first sentence of shard 1: the cut that leaves the token counts closest to equal (at least one
+ * sentence each side when there are two); nseg when the batch has one sentence. */
+static int split_point(const al_seq_batch *b)
+{
+    if (b->nseg < 2) return b->nseg;
+    int best = 1; int64_t n0 = 0, best_d = -1;
+    for (int k = 1; k < b->nseg; k++) {
+        n0 += b->len[k - 1];
+        int64_t d = 2 * n0 - b->ntok;
+        if (d < 0) d = -d;
+        if (best_d < 0 || d < best_d) { best_d = d; best = k; }
+    }
+    return best;
+}
+
+typedef struct { al_seq_batch b; const int *tags; double loss; int64_t correct; int failed; } shard;
+
+/* One shard on its own context, every op serial (called inside a parallel region, or alone). The
+ * model's gradient is zeroed first; the replica's is zero already (see al__seq_step). */
+static void shard_run(al_ctx *c, al_seq_model *m, int zero, shard *sh, int ntok_all)
+{
+    al_ctx_reset(c);
+    if (zero) al_params_zero_grad(&m->params);
+    al_tensor *logits = al_seq_forward(c, m, &sh->b);                     /* (n, tags) */
+    al_tensor *loss = al_cross_entropy(c, logits, sh->tags, NULL);        /* mean over the shard's tokens */
+    float *seed = loss ? al_grad(c, loss) : NULL;
+    if (!seed) { sh->failed = 1; return; }
+    const float w = (float)sh->b.ntok / (float)ntok_all;                  /* the shard's share of the batch mean */
+    sh->loss = (double)loss->data[0] * w;
+    seed[0] = w;
+    if (al_backward_run(c) != AL_OK) { sh->failed = 1; return; }
+    const int K = logits->shape[1];
+    for (int i = 0; i < sh->b.ntok; i++) {
+        const float *r = logits->data + (int64_t)i * K;
+        int k = 0;
+        for (int j = 1; j < K; j++) if (r[j] > r[k]) k = j;
+        sh->correct += k == sh->tags[i];
+    }
+}
+
+/* The flat gradient offsets of the embedding rows that batch b uses, each once, into s->rows;
+ * returns their count. Word rows hold wd floats, suffix rows sd. */
+static int touched_rows(al__seq_stepper *s, const al_seq_batch *b)
+{
+    const al_seq_model *r = &s->rep;
+    const int nw = r->cfg.nwords, wd = r->cfg.word_dim, sd = r->cfg.suffix_dim;
+    const int64_t w0 = r->wemb->grad - r->params.grad, s0 = r->semb->grad - r->params.grad;
+    if (++s->stamp == 0x7fffffff) { memset(s->mark, 0, ((size_t)nw + (size_t)r->cfg.nsuffixes) * sizeof(int)); s->stamp = 1; }
+    int n = 0;
+    for (int i = 0; i < b->ntok; i++) {
+        const int w = b->word[i], x = nw + b->suffix[i];
+        if (w < 0 || w >= nw || b->suffix[i] < 0 || b->suffix[i] >= r->cfg.nsuffixes) continue;   /* the forward refuses it */
+        if (s->mark[w] != s->stamp) { s->mark[w] = s->stamp; s->rows[n++] = (int)(w0 + (int64_t)w * wd); }
+        if (s->mark[x] != s->stamp) { s->mark[x] = s->stamp; s->rows[n++] = (int)(s0 + (int64_t)b->suffix[i] * sd); }
+    }
+    return n;
+}
+
+/* g0 += g1, g1 = 0 over [lo, hi) ∩ [a, e). */
+static void add_clear(float *restrict g0, float *restrict g1, int64_t lo, int64_t hi, int64_t a, int64_t e)
+{
+    if (a < lo) a = lo;
+    if (e > hi) e = hi;
+    for (int64_t i = a; i < e; i++) { g0[i] += g1[i]; g1[i] = 0.f; }
+}
+
+/* add_clear over [lo, hi) of the flat arrays except the two embedding tables [w0, w1), [s0, s1). */
+static void add_dense(float *g0, float *g1, int64_t lo, int64_t hi, int64_t total, const int64_t tab[4])
+{
+    int64_t cut[6] = {0, tab[0], tab[1], tab[2], tab[3], total};
+    if (tab[2] < tab[0]) { cut[1] = tab[2]; cut[2] = tab[3]; cut[3] = tab[0]; cut[4] = tab[1]; }
+    for (int k = 0; k < 6; k += 2) add_clear(g0, g1, lo, hi, cut[k], cut[k + 1]);
+}
+
+al_status al__seq_step(al__seq_stepper *s, al_seq_model *m, const al_seq_batch *b, const int *tags,
+                       double *loss, int64_t *correct, al_error *err)
+{
+    const int k = split_point(b), nsh = k < b->nseg ? 2 : 1;
+    int n0 = 0;
+    for (int i = 0; i < k; i++) n0 += b->len[i];
+    shard sh[AL_SEQ_SHARDS];
+    memset(sh, 0, sizeof sh);
+    sh[0].b = *b; sh[0].b.nseg = k; sh[0].b.ntok = n0; sh[0].tags = tags;
+    sh[1].b = *b; sh[1].b.nseg = b->nseg - k; sh[1].b.ntok = b->ntok - n0; sh[1].tags = tags + n0;
+    sh[1].b.len = b->len + k; sh[1].b.word = b->word + n0; sh[1].b.suffix = b->suffix + n0;
+    sh[1].b.shape = b->shape + (int64_t)n0 * 4;
+    const int nrows = nsh > 1 ? touched_rows(s, &sh[1].b) : 0;
+    float *g0 = m->params.grad, *g1 = s->rep.params.grad;
+    const int64_t total = m->params.total;
+    const int64_t tab[4] = {s->rep.wemb->grad - g1, s->rep.wemb->grad - g1 + s->rep.wemb->numel,
+                            s->rep.semb->grad - g1, s->rep.semb->grad - g1 + s->rep.semb->numel};
+    const int wd = m->cfg.word_dim, sd = m->cfg.suffix_dim;
+    AL_OMP("omp parallel num_threads(2) if (nsh > 1 && al_threads() > 1)")
+    {
+        const int t = al__thread_id(), nt = al__num_threads();
+        for (int q = t; q < nsh; q += nt) shard_run(s->c[q], q ? &s->rep : m, q == 0, &sh[q], b->ntok);
+        AL_OMP("omp barrier")
+        if (nsh > 1) {                             /* g0 += g1, g1 = 0: each thread its own part */
+            add_dense(g0, g1, total * t / nt, total * (t + 1) / nt, total, tab);
+            for (int j = nrows * t / nt; j < nrows * (t + 1) / nt; j++) {
+                const int64_t o = s->rows[j], len = o >= tab[2] && o < tab[3] ? sd : wd;
+                add_clear(g0, g1, o, o + len, o, o + len);
+            }
+        }
+    }
+    for (int q = 0; q < nsh; q++)
+        if (sh[q].failed) {
+            al_params_zero_grad(&s->rep.params);  /* keep the replica's invariant */
+            return al_seterr(err, "%s", al_ctx_error(s->c[q]));
+        }
+    *loss = sh[0].loss + (nsh > 1 ? sh[1].loss : 0.0);
+    *correct = sh[0].correct + (nsh > 1 ? sh[1].correct : 0);
+    return AL_OK;
+}
