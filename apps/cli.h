@@ -20,6 +20,8 @@ int  cli_int32(const char *cmd, const char *flag, const char *s, long lo, long h
 int  cli_num(const char *cmd, const char *flag, const char *s, double lo, double hi, double *out);
 /* "1-10", "3", "1,2,5-7": up to max distinct non-negative seeds in seeds[0..*n) */
 int  cli_seeds(const char *cmd, const char *s, long *seeds, int max, int *n);
+/* FILE → FILE-seedS.ext (out, n bytes) when several seeds write the same output; FILE as is otherwise. */
+void cli_seed_path(char *out, size_t n, const char *path, long seed, int several);
 int  cli_max_threads(void);
 int  cli_threads(const char *cmd, const char *s, int *out);    /* --threads: 1 .. cli_max_threads() */
 int  cli_check_env_threads(const char *cmd);                   /* OMP_NUM_THREADS sane, or -1 */
