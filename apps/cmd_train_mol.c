@@ -227,10 +227,12 @@ static al_status save_mol(const mol_opts *o, const al_molnet *m, const al_molset
     snprintf(v[3], 32, "%.9g", (double)m->y_mean); snprintf(v[4], 32, "%.9g", (double)m->y_std); snprintf(v[5], 32, "%d", m->cfg.dim);
     snprintf(v[6], 32, "%d", m->cfg.heads); snprintf(v[7], 32, "%d", m->cfg.depth); snprintf(v[8], 32, "%d", m->cfg.hidden);
     snprintf(v[9], 32, "%d", m->nfeat);
+    char elements[AL_MOL_MAX_ELEMENTS * 4 + 1] = "";
+    for (int e = 0; e < ms->nelem; e++) strcat(strcat(elements, e ? " " : ""), ms->elements[e]);
     const char *kv[] = {"task", "molecule", "dataset", ms->name, "model", o->model, "target", ms->targets[m->cfg.target],
                         "seed", v[0], "best_epoch", v[1], m->nout == 2 ? "test_acc" : "test_rmse", v[2], "y_mean", v[3], "y_std", v[4], "dim", v[5],
                         "heads", v[6], "depth", v[7], "hidden", v[8], "features", v[9],
-                        "readout", al_mol_readout_name(m->cfg.readout), "run_id", run_id};
+                        "readout", al_mol_readout_name(m->cfg.readout), "elements", elements, "run_id", run_id};
     return al_safetensors_save(path, &m->params, kv, (int)(sizeof kv / sizeof *kv / 2), err);
 }
 

@@ -330,6 +330,18 @@ static void test_batch_equals_single(void **st)
 }
 
 /* ---------------- the CLI ---------------- */
+/* bin/attnlab ARGS exits rc with one line on stderr that holds text. */
+static void expect_cli_error(const char *args, int rc, const char *text)
+{
+    assert_int_equal(tu_run_cli(dir, args), rc);
+    char p[256];
+    snprintf(p, sizeof p, "%s/err.txt", dir);
+    char *e = tu_slurp(p);
+    assert_non_null(e);
+    if (!strstr(e, text) || strchr(e, '\n') != e + strlen(e) - 1) fail_msg("expected one line with '%s', got: %s", text, e);
+    free(e);
+}
+
 static void test_train_cli(void **st)
 {
     (void)st;
@@ -371,17 +383,13 @@ static void test_train_cli(void **st)
     free(w1); free(w2);
     /* flags that do not apply, unknown models, bad data: one line, exit 2 / 1 */
     snprintf(args, sizeof args, "train --task molecule --data %s --model gcn --heads 2", dir);
-    assert_int_equal(tu_run_cli(dir, args), 2);
-    snprintf(p, sizeof p, "%s/err.txt", dir);
-    char *e = tu_slurp(p);
-    assert_non_null(strstr(e, "--heads does not apply to --model gcn"));
-    free(e);
+    expect_cli_error(args, 2, "--heads does not apply to --model gcn");
     /* --train-frac: a seeded part of train.idx (2 molecules here: 0.5 keeps one; seed 3 would keep the
      * one without a target, which is an error) */
     snprintf(args, sizeof args, "train --task molecule --data %s --model mlp --epochs 2 --train-frac 0.5 --seed 1", dir);
     assert_int_equal(tu_run_cli(dir, args), 0);
     snprintf(p, sizeof p, "%s/out.txt", dir);
-    e = tu_slurp(p);
+    char *e = tu_slurp(p);
     assert_non_null(strstr(e, "train_size 1 "));
     free(e);
     snprintf(p, sizeof p, "%s/err.txt", dir);
@@ -397,6 +405,80 @@ static void test_train_cli(void **st)
     assert_ptr_equal(strchr(e, '\n'), e + strlen(e) - 1);   /* one line */
     free(e);
     put("molecules.txt", small);
+}
+
+/* The value after `key ` in text (train's and eval's result lines), as printed. */
+static void field(const char *text, const char *key, char *out, size_t n)
+{
+    const char *p = text ? strstr(text, key) : NULL;
+    if (!p) fail_msg("no '%s' in: %s", key, text ? text : "(null)");
+    p += strlen(key);
+    while (*p == ' ') p++;
+    size_t l = strcspn(p, " \n");
+    snprintf(out, n, "%.*s", (int)l, p);
+}
+
+/* eval --task molecule: the kept model's test RMSE, MAE and validation RMSE exactly as train printed
+ * them (a model kept before the last epoch, attention pooling, a tenth of ESOL's training set: the
+ * target standardisation comes from the checkpoint, not from the whole train.idx); the rebuilt model
+ * in the library; flags of other tasks and checkpoints of other tasks refused with one line. */
+static void test_eval_cli(void **st)
+{
+    (void)st;
+    char args[1024], p[256], a[32], b[32];
+    snprintf(args, sizeof args, "train --task molecule --model gt --readout attn --dim 8 --heads 2 --epochs 6 --lr 0.05 "
+             "--train-frac 0.1 --seed 1 --quiet --save %s/ev.st", dir);
+    assert_int_equal(tu_run_cli(dir, args), 0);
+    snprintf(p, sizeof p, "%s/out.txt", dir);
+    char *train = tu_slurp(p);
+    assert_non_null(strstr(train, "best epoch 5 of 6"));   /* the kept model is not the last one */
+    snprintf(args, sizeof args, "eval --load %s/ev.st --quiet", dir);    /* the task from the checkpoint */
+    assert_int_equal(tu_run_cli(dir, args), 0);
+    char *ev = tu_slurp(p);
+    static const char *const keys[3] = {"test_rmse", "test_mae", "val_rmse"};
+    for (int k = 0; k < 3; k++) {
+        field(train, keys[k], a, sizeof a); field(ev, keys[k], b, sizeof b);
+        if (strcmp(a, b)) fail_msg("%s: train printed %s, eval %s", keys[k], a, b);
+    }
+    assert_non_null(strstr(ev, "model gt ")); assert_non_null(strstr(ev, "test_molecules 114 "));
+    free(train); free(ev);
+    /* the library: the checkpoint's standardisation, not the dataset's */
+    char d[4096]; al_error err = {{0}};
+    al_molset ms; al_molnet m;
+    if (al_molset_resolve("esol", d, sizeof d, &err) || al_molset_load(&ms, d, &err)) fail_msg("%s", err.msg);
+    snprintf(p, sizeof p, "%s/ev.st", dir);
+    if (al_molnet_load(p, &ms, &m, NULL, &err)) fail_msg("%s", err.msg);
+    assert_int_equal(m.cfg.readout, AL_MOL_READ_ATTN); assert_int_equal(m.cfg.target, 0); assert_int_equal(m.nout, 1);
+    al_molnet full;
+    al_molnet_cfg cfg = m.cfg;
+    if (al_molnet_init(&full, &cfg, &ms, 1, &err)) fail_msg("%s", err.msg);
+    assert_true(m.y_mean != full.y_mean);                /* fitted on the run's tenth of train.idx */
+    al_molnet_free(&full); al_molnet_free(&m);
+    al_molset_free(&ms);
+    snprintf(args, sizeof args, "eval --task molecule --load %s/ev.st --batch 8", dir);
+    expect_cli_error(args, 2, "--batch does not apply to molecule checkpoints");
+    snprintf(args, sizeof args, "eval --task molecule --load %s/ev.st --model gcn --quiet", dir);
+    expect_cli_error(args, 2, "holds a 'gt' model, not 'gcn'");
+}
+
+/* A model's element vocabulary renumbers another file's atoms; an element it lacks is refused. */
+static void test_use_elements(void **st)
+{
+    (void)st;
+    al_molset ms; al_error err = {{0}};
+    if (al_molset_load(&ms, dir, &err)) fail_msg("%s", err.msg);
+    float f[20];
+    assert_int_equal(al_molset_use_elements(&ms, "C O", &err), AL_ERR);   /* molecule 2 holds N */
+    assert_non_null(strstr(err.msg, "molecule 2 has N"));
+    assert_int_equal(ms.nelem, 3);                                          /* unchanged */
+    assert_int_equal(al_molset_use_elements(&ms, "Br C Cl N O", &err), AL_OK);
+    assert_int_equal(ms.nelem, 5); assert_int_equal(al_mol_nfeat(&ms), 10);
+    al_mol_atom_features(&ms, 2, f);                                        /* O: one-hot position 4 */
+    assert_true(f[4] == 1.f && f[0] == 0.f && f[1] == 0.f);
+    al_mol_atom_features(&ms, 0, f);                                        /* C: position 1 */
+    assert_true(f[1] == 1.f && f[4] == 0.f);
+    assert_int_equal(al_molset_use_elements(&ms, "C C", &err), AL_ERR);
+    al_molset_free(&ms);
 }
 
 /* A 0/1 target column is a class label: two logits, cross-entropy, accuracies in the CSV. */
@@ -453,6 +535,8 @@ int main(void)
         cmocka_unit_test(test_batch_equals_single),
         cmocka_unit_test(test_train_cli),
         cmocka_unit_test(test_classification),
+        cmocka_unit_test(test_eval_cli),
+        cmocka_unit_test(test_use_elements),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

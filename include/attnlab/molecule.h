@@ -52,6 +52,10 @@ void      al_molset_free(al_molset *ms);
 /* Keep the first round(frac · ntrain) (at least 1) of the training molecules shuffled with the
  * AL_RNG_DATA stream of seed; frac in (0, 1]. val and test stay as loaded. */
 al_status al_molset_train_frac(al_molset *ms, double frac, uint64_t seed, al_error *err);
+/* Renumber the atoms' elements to the vocabulary `list` ("Br C Cl ...": a model's one-hot order, space
+ * separated); an element of some atom that list lacks is an error naming the molecule. ms unchanged
+ * on error. */
+al_status al_molset_use_elements(al_molset *ms, const char *list, al_error *err);
 /* Find a dataset as al_graph_resolve does (datadir.h): an existing directory as is, else NAME looked up. */
 al_status al_molset_resolve(const char *name, char *out, size_t n, al_error *err);
 

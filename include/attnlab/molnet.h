@@ -86,10 +86,20 @@ typedef struct al_molnet {
 /* Build the model for molecules ms (features, target statistics of its training split); parameters
  * from the AL_RNG_INIT stream of seed. Caller frees with al_molnet_free. */
 al_status  al_molnet_init(al_molnet *m, const al_molnet_cfg *cfg, const al_molset *ms, uint64_t seed, al_error *err);
+/* The same model for nfeat atom features and nout outputs (1 or 2) without a data set: y_mean 0,
+ * y_std 1 (a checkpoint sets them; al_molnet_load). */
+al_status  al_molnet_build(al_molnet *m, const al_molnet_cfg *cfg, int nfeat, int nout, uint64_t seed, al_error *err);
 void       al_molnet_free(al_molnet *m);
 /* Outputs (S, nout) for the batch: standardised predictions or the two classes' logits; dropout when
  * c->training, tape when c->grad_enabled. */
 al_tensor *al_molnet_forward(al_ctx *c, al_molnet *m, const al_mol_batch *b);
+
+/* Rebuild the model that `attnlab train --task molecule --save` wrote to path, for the molecules ms:
+ * its element vocabulary (when the checkpoint records one) renumbers ms's atoms (al_molset_use_elements),
+ * cfg.target is the index of its target among ms's (-1 if ms lacks it), y_mean and y_std are the
+ * checkpoint's. *meta (if non-NULL) receives the metadata text (caller frees). Free m with
+ * al_molnet_free. */
+al_status  al_molnet_load(const char *path, al_molset *ms, al_molnet *m, char **meta, al_error *err);
 
 /* ---------------- training ---------------- */
 /* One evaluation without dropout: regression RMSE and MAE in the file's units, or classification

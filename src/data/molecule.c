@@ -306,6 +306,36 @@ void al_molset_free(al_molset *ms)
     memset(ms, 0, sizeof *ms);
 }
 
+al_status al_molset_use_elements(al_molset *ms, const char *list, al_error *err)
+{
+    char names[AL_MOL_MAX_ELEMENTS][4] = {{0}};
+    int n = 0, map[AL_MOL_MAX_ELEMENTS];
+    for (const char *p = list; *p;) {
+        size_t l = strcspn(p, " ");
+        if (l == 0) { p++; continue; }
+        if (l > 3 || n == AL_MOL_MAX_ELEMENTS) return al_seterr(err, "element list '%.80s': more than %d elements or a symbol over 3 letters", list, AL_MOL_MAX_ELEMENTS);
+        memcpy(names[n], p, l); names[n][l] = 0;
+        for (int k = 0; k < n; k++)
+            if (!strcmp(names[k], names[n])) return al_seterr(err, "element list '%.80s': %s twice", list, names[n]);
+        n++; p += l;
+    }
+    if (n == 0) return al_seterr(err, "element list is empty");
+    for (int e = 0; e < ms->nelem; e++) {
+        map[e] = -1;
+        for (int k = 0; k < n; k++) if (!strcmp(ms->elements[e], names[k])) map[e] = k;
+    }
+    for (int64_t a = 0; a < ms->natoms; a++)
+        if (map[ms->elem[a]] < 0) {
+            int m = 0;
+            while (ms->atom_start[m + 1] <= a) m++;
+            return al_seterr(err, "molecule %d has %s, which is not among the model's elements (%s)", m, ms->elements[ms->elem[a]], list);
+        }
+    for (int64_t a = 0; a < ms->natoms; a++) ms->elem[a] = (uint8_t)map[ms->elem[a]];
+    memcpy(ms->elements, names, sizeof names);
+    ms->nelem = n;
+    return AL_OK;
+}
+
 al_status al_molset_resolve(const char *name, char *out, size_t n, al_error *err)
 {
     struct stat sb;
