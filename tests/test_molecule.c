@@ -82,7 +82,8 @@ static void test_esol_shape(void **st)
     al_molset_free(&ms);
 }
 
-/* The converter reproduces the committed file byte for byte (skipped without RDKit). */
+/* The converter reproduces the committed files byte for byte, molecules.txt with and without
+ * --coords, and coords.txt (RDKit's depiction; skipped without RDKit). */
 static void test_smiles_to_graphs_reproduces(void **st)
 {
     (void)st;
@@ -92,6 +93,11 @@ static void test_smiles_to_graphs_reproduces(void **st)
     snprintf(cmd, sizeof cmd, "R=$(git -C \"$(dirname \"$(readlink -f %s)\")\" rev-parse --show-toplevel) && "
              "$R/scripts/smiles_to_graphs.py $R/datasets/esol/esol.csv %s 2>/dev/null && cmp -s %s $R/datasets/esol/molecules.txt",
              tu_attnlab_bin(), out, out);
+    assert_int_equal(tu_system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "R=$(git -C \"$(dirname \"$(readlink -f %s)\")\" rev-parse --show-toplevel) && "
+             "$R/scripts/smiles_to_graphs.py $R/datasets/esol/esol.csv %s --coords %s/xy.txt 2>/dev/null && "
+             "cmp -s %s $R/datasets/esol/molecules.txt && cmp -s %s/xy.txt $R/datasets/esol/coords.txt",
+             tu_attnlab_bin(), out, dir, out, dir);
     assert_int_equal(tu_system(cmd), 0);
     /* a SMILES RDKit rejects: the CSV line is named and nothing is written */
     put("bad.csv", "name,smiles,y\na,CCO,1\nb,C1CC,2\n");
@@ -115,10 +121,10 @@ static void test_small_file(void **st)
     al_molset_free(&ms);
 }
 
-/* Replace line `line` (1-based) of the small file by `with` ("" deletes it), load, expect FILE:LINE: msg. */
-static void expect_bad(int line, const char *with, const char *want)
+/* src with line `line` (1-based) replaced by `with` ("" deletes it) into text (2048 bytes). */
+static void replace_line(const char *src, int line, const char *with, char *text)
 {
-    char text[2048], *o = text; const char *p = small;
+    char *o = text; const char *p = src;
     for (int l = 1; *p; l++) {
         const char *e = strchr(p, '\n') + 1;
         if (l == line) { if (*with) o += sprintf(o, "%s\n", with); }
@@ -126,6 +132,13 @@ static void expect_bad(int line, const char *with, const char *want)
         p = e;
     }
     *o = 0;
+}
+
+/* Replace line `line` (1-based) of the small file by `with` ("" deletes it), load, expect FILE:LINE: msg. */
+static void expect_bad(int line, const char *with, const char *want)
+{
+    char text[2048];
+    replace_line(small, line, with, text);
     put("bad.txt", text);
     char path[256]; snprintf(path, sizeof path, "%s/bad.txt", dir);
     al_molset ms; al_error err = {{0}};
@@ -169,6 +182,60 @@ static void test_bad_inputs(void **st)
     assert_int_equal(al_molset_load(&ms, dir, &err), AL_ERR);
     assert_non_null(strstr(err.msg, "memory budget"));
     al_mem_budget_set(0);
+}
+
+/* coords.txt: names and 2-D coordinates beside the small file; its checks name FILE:LINE. */
+static const char *small_xy =
+    "attnlab-coords 1\n"
+    "molecules 4\n"
+    "mol 0 3 ethanol\n0 0\n1.5 0\n2.25 1.299\n"
+    "mol 1 2 formaldehyde\n0 0\n1.5 0\n"
+    "mol 2 5 ring, with an ion  \n0 0\n1.5 0\n1.5 1.5\n0 1.5\n3 3\n"
+    "mol 3 1 methane\n-0.5 0.25\n";
+
+/* coords.txt = small_xy with line `line` replaced by `with` ("" deletes it): the load fails with want. */
+static void expect_bad_xy(int line, const char *with, const char *want)
+{
+    char text[2048];
+    replace_line(small_xy, line, with, text);
+    put("coords.txt", text);
+    al_molset ms; al_error err = {{0}};
+    if (al_molset_load(&ms, dir, &err) != AL_ERR) fail_msg("line %d -> '%s': loaded, expected '%s'", line, with, want);
+    if (!strstr(err.msg, want) || !strstr(err.msg, "coords.txt:")) fail_msg("line %d -> '%s': expected '%s' in: %s", line, with, want, err.msg);
+    assert_null(ms.atom_start);
+}
+
+static void test_coords(void **st)
+{
+    (void)st;
+    put("coords.txt", small_xy);
+    al_molset ms; al_error err = {{0}};
+    if (al_molset_load(&ms, dir, &err)) fail_msg("%s", err.msg);
+    assert_string_equal(al_molset_name(&ms, 2), "ring, with an ion");     /* spaces inside kept, trailing cut */
+    assert_string_equal(al_molset_name(&ms, 3), "methane");
+    assert_true(ms.xy[2 * 10] == -0.5f && ms.xy[2 * 10 + 1] == 0.25f && ms.xy[2 * 2] == 2.25f);
+    assert_int_equal(al_molset_find(&ms, "formaldehyde"), 1);
+    assert_int_equal(al_molset_find(&ms, "3"), 3);
+    assert_int_equal(al_molset_find(&ms, "4"), -1);
+    assert_int_equal(al_molset_find(&ms, "ethanol "), -1);
+    al_molset_free(&ms);
+    static const struct { int line; const char *with, *want; } bad[] = {
+        {1, "attnlab-coords 2", "coords.txt:1: not a coordinates file"},
+        {2, "molecules 5", "coords.txt:2: 5 molecules, but molecules.txt has 4"},
+        {3, "mol 1 3 ethanol", "coords.txt:3: molecule id 1, expected 0"},
+        {3, "mol 0 4 ethanol", "coords.txt:3: molecule 0 has 4 atoms here but 3 in molecules.txt"},
+        {3, "mol 0 3 ", "coords.txt:3: molecule 0: the name must have 1 to 255 characters"},
+        {4, "0 nan", "coords.txt:4: coordinate 'nan' is not a number"},
+        {5, "1e9 0", "coords.txt:5: coordinate '1e9' is not a number"},
+        {5, "1 2 3", "coords.txt:5: expected 'X Y' (2 fields), got 3"},
+        {7, "0 0", "coords.txt:7: expected 'mol 1 ATOMS NAME'"}, /* an atom line too many */
+        {17, "-0.5 0.25\n0 0", "coords.txt:18: unexpected line after the 4 molecules"},
+        {17, "", "coords.txt: 16 lines, too few for 4 molecules of 11 atoms"}, /* one missing */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) expect_bad_xy(bad[i].line, bad[i].with, bad[i].want);
+    char path[256];
+    snprintf(path, sizeof path, "%s/coords.txt", dir);
+    unlink(path);
 }
 
 /* ---------------- readout ops: finite differences ---------------- */
@@ -529,6 +596,7 @@ int main(void)
         cmocka_unit_test(test_smiles_to_graphs_reproduces),
         cmocka_unit_test(test_small_file),
         cmocka_unit_test(test_bad_inputs),
+        cmocka_unit_test(test_coords),
         cmocka_unit_test(test_readout_grads),
         cmocka_unit_test(test_gatv2_grads),
         cmocka_unit_test(test_batch_structure),
