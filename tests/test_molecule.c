@@ -528,6 +528,62 @@ static void test_eval_cli(void **st)
     expect_cli_error(args, 2, "holds a 'gt' model, not 'gcn'");
 }
 
+/* predict with a molecule checkpoint: a row per molecule with its coords.txt name (quoted when it
+ * holds a comma), the predictions of test.idx's molecules give eval's test RMSE; a file of other
+ * elements is renumbered to the model's vocabulary, an unknown element refused; bad arguments. */
+static void test_predict_cli(void **st)
+{
+    (void)st;
+    char args[5200], p[256], d[4096];
+    al_error err = {{0}};
+    al_molset ms;
+    if (al_molset_resolve("esol", d, sizeof d, &err) || al_molset_load(&ms, d, &err)) fail_msg("%s", err.msg);
+    snprintf(args, sizeof args, "train --task molecule --model gcn --dim 8 --epochs 2 --train-frac 0.1 --quiet --save %s/pr.st", dir);
+    assert_int_equal(tu_run_cli(dir, args), 0);
+    snprintf(args, sizeof args, "eval --load %s/pr.st --quiet", dir);
+    assert_int_equal(tu_run_cli(dir, args), 0);
+    snprintf(p, sizeof p, "%s/out.txt", dir);
+    char *ev = tu_slurp(p), rmse[32];
+    field(ev, "test_rmse", rmse, sizeof rmse);
+    free(ev);
+    snprintf(args, sizeof args, "predict --load %s/pr.st %s --quiet", dir, d);
+    assert_int_equal(tu_run_cli(dir, args), 0);
+    char *out = tu_slurp(p);
+    const char *head = "molecule,name,prediction\n0,Amigdalin,", *head2 = "molecule,name,prediction\n0,,";
+    assert_int_equal(strncmp(out, head, strlen(head)), 0);
+    assert_non_null(strstr(out, "\n166,\"2,4'-PCB\","));
+    double *pred = calloc((size_t)ms.nmol, sizeof *pred);
+    int rows = 0;
+    for (char *l = strchr(out, '\n') + 1; *l; l = strchr(l, '\n') + 1, rows++) {
+        int i = atoi(l);
+        const char *last = strchr(l, '\n');
+        while (last > l && *last != ',') last--;   /* the prediction is the last field */
+        assert_true(i == rows && *last == ',');
+        pred[i] = atof(last + 1);
+    }
+    assert_int_equal(rows, ms.nmol);
+    double se = 0;
+    for (int k = 0; k < ms.ntest; k++) { double r = pred[ms.test[k]] - ms.y[ms.test[k]]; se += r * r; }
+    double want = atof(rmse);
+    if (fabs(sqrt(se / ms.ntest) - want) > 1e-4) fail_msg("RMSE of the predictions %.6f, eval %s", sqrt(se / ms.ntest), rmse);
+    free(out); free(pred);
+    al_molset_free(&ms);
+    /* the small file (elements C N O): renumbered, no names without coords.txt */
+    snprintf(args, sizeof args, "predict --load %s/pr.st %s/molecules.txt --quiet", dir, dir);
+    assert_int_equal(tu_run_cli(dir, args), 0);
+    out = tu_slurp(p);
+    assert_int_equal(strncmp(out, head2, strlen(head2)), 0);
+    int n = 0;
+    for (char *c = out; *c; c++) n += *c == '\n';
+    assert_int_equal(n, 5);
+    free(out);
+    put("xx.txt", "attnlab-molecules 1\nelements C Xx\ntargets y\nmolecules 1\nmol 0 2 1 0\nC 1 0 3 0 0\nXx 1 0 0 0 0\n0 1 1\n");
+    snprintf(args, sizeof args, "predict --load %s/pr.st %s/xx.txt --quiet", dir, dir);
+    expect_cli_error(args, 1, "molecule 0 has Xx, which is not among the model's elements (Br C Cl F I N O P S)");
+    snprintf(args, sizeof args, "predict --load %s/pr.st %s/xx.txt %s/xx.txt --quiet", dir, dir, dir);
+    expect_cli_error(args, 2, "a molecule checkpoint takes one molecules file or directory, got 2");
+}
+
 /* A model's element vocabulary renumbers another file's atoms; an element it lacks is refused. */
 static void test_use_elements(void **st)
 {
@@ -604,6 +660,7 @@ int main(void)
         cmocka_unit_test(test_train_cli),
         cmocka_unit_test(test_classification),
         cmocka_unit_test(test_eval_cli),
+        cmocka_unit_test(test_predict_cli),
         cmocka_unit_test(test_use_elements),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
