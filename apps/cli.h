@@ -61,6 +61,10 @@ int cmd_tag(int argc, char **argv);            /* apps/cmd_tag.c */
  * flags (sentence xor conllu; block 0 = every block; cell 8..64). Returns the exit status. */
 typedef struct attnmap_words_opts { const char *load, *out, *sentence, *conllu; int index, block, cell, quiet; } attnmap_words_opts;
 int attnmap_words_run(const attnmap_words_opts *o);
+/* apps/attnmap_mol.c: attnmap of a molecule checkpoint (its attention pooling readout over the atoms of
+ * one molecule), after cmd_attnmap parsed and checked the flags (data NULL: the checkpoint's dataset). */
+typedef struct attnmap_mol_opts { const char *load, *out, *molecule, *data; int quiet; } attnmap_mol_opts;
+int attnmap_mol_run(const attnmap_mol_opts *o);
 int bench_gemm_main(int argc, char **argv);    /* apps/bench_gemm.c */
 int bench_attention_main(int argc, char **argv); /* apps/bench_attention.c */
 int bench_train_main(int argc, char **argv);   /* apps/bench_train.c */

@@ -3,8 +3,8 @@
 # ASan + UBSan build (make asan, -fno-sanitize-recover) runs them all: image training (Fashion-MNIST
 # when it is installed, and an image folder), graph training with attention and checkpoints, eval of
 # both, predict, attnmap, a graph sweep (its children are BIN too), summarize, plot (three kinds, when
-# gnuplot is installed), sequence training and tag, molecule training (resumed), eval and
-# predict, data import. Every command must exit 0 and write what it is asked to; sanitizer reports
+# gnuplot is installed), sequence training and tag, molecule training (resumed), eval, predict and
+# attnmap, data import. Every command must exit 0 and write what it is asked to; sanitizer reports
 # make it fail. Kept small: well under 2 minutes under ASan.
 #   tests/cli_paths.sh build-asan/bin/attnlab          (tests/test_cli_scripts.c runs it)
 set -u
@@ -78,6 +78,7 @@ step train-mol mol.st.train "$bin" "${mol[@]}"
 step train-mol-resume mol.st "$bin" "${mol[@]}" --resume
 step eval-mol -- "$bin" eval --load mol.st --quiet
 step predict-mol -- "$bin" predict --load mol.st "$root/datasets/esol" --quiet
+step attnmap-mol molmap.png "$bin" attnmap --load mol.st --molecule Amigdalin --out molmap.png --quiet
 # data import: a LINQS graph of 12 papers
 for i in $(seq 0 11); do printf 'p%d\t%d\t%d\t%d\tc%d\n' $i $((i % 2)) $((i / 2 % 2)) 1 $((i % 3)); done > lq.content
 for i in $(seq 0 10); do printf 'p%d\tp%d\n' $i $((i + 1)); done > lq.cites

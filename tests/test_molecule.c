@@ -36,34 +36,17 @@ static const char *small =
     "mol 3 1 0 2.0\n"
     "C 0 0 4 0 0\n";
 
-static void put(const char *name, const char *text)
-{
-    char p[256];
-    snprintf(p, sizeof p, "%s/%s", dir, name);
-    FILE *f = fopen(p, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-}
+static void put(const char *name, const char *text) { tu_put(dir, name, text); }
 
 static int setup(void **st)
 {
     (void)st;
     snprintf(dir, sizeof dir, "/tmp/attnlab_mol_XXXXXX");
     if (!mkdtemp(dir)) return -1;
-    put("molecules.txt", small);
-    put("train.idx", "0\n2\n");
-    put("val.idx", "1\n");
-    put("test.idx", "3\n");
+    tu_put_molset(dir, small, NULL, "0\n2\n", "1\n", "3\n");
     return 0;
 }
-static int teardown(void **st)
-{
-    (void)st;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    return tu_system(cmd) == 0 ? 0 : -1;
-}
+static int teardown(void **st) { (void)st; return tu_rm_rf(dir); }
 
 static void test_esol_shape(void **st)
 {
