@@ -24,7 +24,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
         "usage: attnlab predict --load MODEL.safetensors FILE|DIR... [OPTIONS]\n"
-        "       attnlab predict --load MOLECULE-MODEL.safetensors MOLECULES.txt|DIR [OPTIONS]\n\n"
+        "       attnlab predict --load MOLECULE-MODEL.safetensors MOLECULES.txt|DIR|NAME [OPTIONS]\n\n"
         "Classifies image files (PNG, JPEG, BMP) with a checkpoint of attnlab train --save: each is converted\n"
         "to the model's channels, resized to its input as image folders are, normalised with the\n"
         "checkpoint's mean and std. A DIR stands for the image files under it (recursively, sorted).\n"
@@ -32,7 +32,8 @@ static void usage(FILE *f)
         "name (its index for checkpoints that store no class names) and its softmax probability.\n\n"
         "A molecule checkpoint (attnlab train --task molecule --save) takes one molecules file (the format of\n"
         "datasets/README.md; its atoms renumbered to the model's element vocabulary, an element the model\n"
-        "never saw is an error) or a directory holding molecules.txt. Prints CSV: a header\n"
+        "never saw is an error), a directory holding molecules.txt, or a dataset NAME (found as train --data\n"
+        "finds it, e.g. esol). Prints CSV: a header\n"
         "molecule,name,prediction, then one row per molecule: its number in the file, its name (from the\n"
         "coords.txt beside a file named molecules.txt or in DIR; empty without one) and the prediction in\n"
         "the target's units (a 0/1 target: the probability of class 1). Targets in the file are ignored.\n\n"
@@ -184,13 +185,17 @@ out:
 }
 
 /* ---- molecules ---- */
-/* The molecules of path (a file, or DIR/molecules.txt) into ms, with the names of the coords.txt
- * beside a molecules.txt when there is one. */
+/* The molecules of path (a file, DIR/molecules.txt, or a dataset NAME looked up as --data is) into ms,
+ * with the names of the coords.txt beside a molecules.txt when there is one. */
 static al_status read_molecules(const char *path, al_molset *ms, al_error *err)
 {
     struct stat sb;
-    char file[4200], coords[4200];
+    char file[4200], coords[4200], dir[4096];
     int isdir = stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+    if (!isdir && stat(path, &sb) != 0 && !strchr(path, '/')) {   /* not a file here: a dataset name */
+        if (al_molset_resolve(path, dir, sizeof dir, err) != AL_OK) return AL_ERR;
+        path = dir; isdir = 1;
+    }
     snprintf(file, sizeof file, isdir ? "%s/molecules.txt" : "%s", path);
     if (al_molset_read(ms, file, err) != AL_OK) return AL_ERR;
     const char *slash = strrchr(file, '/'), *base = slash ? slash + 1 : file;
