@@ -45,6 +45,14 @@ int cli_num(const char *cmd, const char *flag, const char *s, double lo, double 
     return 0;
 }
 
+void cli_seed_path(char *out, size_t n, const char *path, long seed, int several)
+{
+    if (!several) { snprintf(out, n, "%s", path); return; }
+    const char *dot = strrchr(path, '.'), *slash = strrchr(path, '/');
+    if (!dot || (slash && dot < slash) || dot == path) snprintf(out, n, "%s-seed%ld", path, seed);
+    else snprintf(out, n, "%.*s-seed%ld%s", (int)(dot - path), path, seed, dot);
+}
+
 int cli_seeds(const char *cmd, const char *s, long *seeds, int max, int *n)
 {
     *n = 0;

@@ -20,6 +20,8 @@ int  cli_int32(const char *cmd, const char *flag, const char *s, long lo, long h
 int  cli_num(const char *cmd, const char *flag, const char *s, double lo, double hi, double *out);
 /* "1-10", "3", "1,2,5-7": up to max distinct non-negative seeds in seeds[0..*n) */
 int  cli_seeds(const char *cmd, const char *s, long *seeds, int max, int *n);
+/* FILE → FILE-seedS.ext (out, n bytes) when several seeds write the same output; FILE as is otherwise. */
+void cli_seed_path(char *out, size_t n, const char *path, long seed, int several);
 int  cli_max_threads(void);
 int  cli_threads(const char *cmd, const char *s, int *out);    /* --threads: 1 .. cli_max_threads() */
 int  cli_check_env_threads(const char *cmd);                   /* OMP_NUM_THREADS sane, or -1 */
@@ -59,6 +61,10 @@ int cmd_tag(int argc, char **argv);            /* apps/cmd_tag.c */
  * flags (sentence xor conllu; block 0 = every block; cell 8..64). Returns the exit status. */
 typedef struct attnmap_words_opts { const char *load, *out, *sentence, *conllu; int index, block, cell, quiet; } attnmap_words_opts;
 int attnmap_words_run(const attnmap_words_opts *o);
+/* apps/attnmap_mol.c: attnmap of a molecule checkpoint (its attention pooling readout over the atoms of
+ * one molecule), after cmd_attnmap parsed and checked the flags (data NULL: the checkpoint's dataset). */
+typedef struct attnmap_mol_opts { const char *load, *out, *molecule, *data; int quiet; } attnmap_mol_opts;
+int attnmap_mol_run(const attnmap_mol_opts *o);
 int bench_gemm_main(int argc, char **argv);    /* apps/bench_gemm.c */
 int bench_attention_main(int argc, char **argv); /* apps/bench_attention.c */
 int bench_train_main(int argc, char **argv);   /* apps/bench_train.c */

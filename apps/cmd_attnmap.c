@@ -1,5 +1,6 @@
 /* cmd_attnmap.c — attnlab attnmap: where the heads of an attention model look, as a PNG.
- * (A sequence checkpoint goes to attnmap_words.c after the flags are checked here.)
+ * (A sequence checkpoint goes to attnmap_words.c, a molecule checkpoint to attnmap_mol.c, after the
+ * flags are checked here.)
  *
  * Loads one or more sa/local checkpoints, runs one test image through each with the attention
  * weights captured, and draws, for each query position, the input (query outlined) and one heat
@@ -26,7 +27,10 @@ typedef struct attnmap_opts {
     int index, layer, scale, threads, distance, quiet;
     const char *sentence, *conllu;   /* sequence checkpoints */
     int cell;
+    const char *molecule;            /* molecule checkpoints */
+    int data_given;
     const char *image_flag, *seq_flag;   /* the first flag given that only images / only sequences take */
+    const char *not_mol_flag;            /* the first flag given that molecule checkpoints do not take */
     int qy[AL_ATTNMAP_MAXQ], qx[AL_ATTNMAP_MAXQ], nq;
 } attnmap_opts;
 
@@ -74,7 +78,15 @@ static void usage(FILE *f)
         "  --sentence TEXT      the sentence, words separated by spaces\n"
         "  --conllu FILE        or sentence --index I (0-based, default 0) of a CoNLL-U file (.conllu[.gz])\n"
         "  --block L            draw block L only (1-based; same as --layer; default: every block)\n"
-        "  --cell N             pixels per word cell, 8..64 (default 16)\n",
+        "  --cell N             pixels per word cell, 8..64 (default 16)\n"
+        "molecule checkpoints (attnlab train --task molecule --readout attn --save): the attention pooling\n"
+        "readout (each head's learned query attending over the atoms) of one molecule, drawn from the\n"
+        "dataset's coords.txt (RDKit's 2-D depiction), one panel per head: atoms as circles coloured by their\n"
+        "weight (the head's weights sum to 1 over the molecule), element inside; bonds single, double and\n"
+        "triple as 1-3 lines, aromatic as a line and a dashed line. Models without attention pooling (sum or\n"
+        "mean readout, mlp, fingerprint) are refused.\n"
+        "  --molecule NAME|I    the molecule: a name of coords.txt, or its 0-based number\n"
+        "  --data NAME|DIR      the molecule dataset (default: the checkpoint's)\n",
         AL_ATTNMAP_MAXMODELS, AL_ATTNMAP_MAXQ);
 }
 
@@ -169,7 +181,7 @@ static int print_distances(attnmap_run *R, const al_images *T, int n)
 static int parse_opt(attnmap_opts *o, int ch, const char *a)
 {
     enum { O_LOAD = 256, O_DATA, O_DATADIR, O_INDEX, O_QUERIES, O_LAYER, O_SCALE, O_OUT, O_THREADS, O_DIST, O_QUIET,
-           O_SENTENCE, O_CONLLU, O_CELL, O_BLOCK, O_MAXMEM };
+           O_SENTENCE, O_CONLLU, O_CELL, O_BLOCK, O_MAXMEM, O_MOLECULE };
     const char *c = "attnmap";
     static const char *const image_only[] = {[O_DATA - 256] = "--data", [O_DATADIR - 256] = "--data-dir",
                                              [O_QUERIES - 256] = "--queries", [O_SCALE - 256] = "--scale", [O_DIST - 256] = "--distance"};
@@ -178,9 +190,16 @@ static int parse_opt(attnmap_opts *o, int ch, const char *a)
     if (ch >= 256 && ch - 256 < (int)(sizeof image_only / sizeof *image_only) && image_only[ch - 256] && !o->image_flag)
         o->image_flag = image_only[ch - 256];
     if (ch >= O_SENTENCE && ch <= O_CELL && !o->seq_flag) o->seq_flag = seq_only[ch - O_SENTENCE];
+    static const char *const not_mol[] = {[O_DATADIR - 256] = "--data-dir", [O_INDEX - 256] = "--index", [O_QUERIES - 256] = "--queries",
+                                          [O_LAYER - 256] = "--layer", [O_SCALE - 256] = "--scale", [O_DIST - 256] = "--distance",
+                                          [O_SENTENCE - 256] = "--sentence", [O_CONLLU - 256] = "--conllu", [O_CELL - 256] = "--cell",
+                                          [O_BLOCK - 256] = "--block"};
+    if (ch >= 256 && ch - 256 < (int)(sizeof not_mol / sizeof *not_mol) && not_mol[ch - 256] && !o->not_mol_flag)
+        o->not_mol_flag = not_mol[ch - 256];
     switch (ch) {
     case O_LOAD: o->load = a; return 0;
-    case O_DATA: o->data = a; return 0;
+    case O_DATA: o->data = a; o->data_given = 1; return 0;
+    case O_MOLECULE: o->molecule = a; return 0;
     case O_DATADIR: o->data_dir = a; return 0;
     case O_OUT: o->out = a; return 0;
     case O_QUERIES: o->queries = a; return (o->nq = parse_queries(a, o->qy, o->qx)) < 0 ? -1 : 0;
@@ -208,7 +227,8 @@ static int parse_attnmap_opts(int argc, char **argv, attnmap_opts *o)
         {"load", 1, 0, 256}, {"data", 1, 0, 257}, {"data-dir", 1, 0, 258}, {"index", 1, 0, 259},
         {"queries", 1, 0, 260}, {"layer", 1, 0, 261}, {"scale", 1, 0, 262}, {"out", 1, 0, 263},
         {"threads", 1, 0, 264}, {"distance", 1, 0, 265}, {"quiet", 0, 0, 266}, {"sentence", 1, 0, 267},
-        {"conllu", 1, 0, 268}, {"cell", 1, 0, 269}, {"block", 1, 0, 270}, {"max-memory", 1, 0, 271}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+        {"conllu", 1, 0, 268}, {"cell", 1, 0, 269}, {"block", 1, 0, 270}, {"max-memory", 1, 0, 271}, {"molecule", 1, 0, 272},
+        {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     optind = 0; opterr = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
@@ -363,18 +383,29 @@ static int attnmap_run_all(attnmap_opts *o, attnmap_run *R)
     return o->out ? render(o, R) : 0;
 }
 
-/* Does the (first) checkpoint of --load hold a sequence model? Unreadable files say no: the image
- * path reports them. */
-static int sequence_checkpoint(const char *load)
+/* Does the (first) checkpoint of --load hold a sequence model (1), a molecule model (2) or neither (0)?
+ * -1: unreadable (the path the other flags choose reports it). */
+static int checkpoint_kind(const char *load)
 {
     char path[4096], *meta = NULL;
     snprintf(path, sizeof path, "%.*s", (int)strcspn(load, ","), load);
     al_error err = {{0}};
-    if (al_safetensors_read_meta(path, &meta, &err) != AL_OK) return 0;
-    char *fmt = al_meta_get(meta, "format");
-    int seq = fmt && !strcmp(fmt, "attnlab-sequence");
-    free(fmt); free(meta);
-    return seq;
+    if (al_safetensors_read_meta(path, &meta, &err) != AL_OK) return -1;
+    char *fmt = al_meta_get(meta, "format"), *task = al_meta_get(meta, "task");
+    int kind = fmt && !strcmp(fmt, "attnlab-sequence") ? 1 : task && !strcmp(task, "molecule") ? 2 : 0;
+    free(fmt); free(task); free(meta);
+    return kind;
+}
+
+/* A molecule checkpoint: its flags checked, then attnmap_mol_run. Returns the exit status. */
+static int run_mol(const attnmap_opts *o)
+{
+    if (o->not_mol_flag) { fprintf(stderr, "attnlab attnmap: %s does not apply to the molecule model %s\n", o->not_mol_flag, o->load); return 2; }
+    if (strchr(o->load, ',')) { fprintf(stderr, "attnlab attnmap: --load: one molecule checkpoint at a time\n"); return 2; }
+    if (!o->out) { fprintf(stderr, "attnlab attnmap: --out FILE.png is required\n"); return 2; }
+    if (!o->molecule) { fprintf(stderr, "attnlab attnmap: a molecule checkpoint needs --molecule NAME|NUMBER (of the dataset's coords.txt)\n"); return 2; }
+    attnmap_mol_opts mo = {o->load, o->out, o->molecule, o->data_given ? o->data : NULL, o->quiet};
+    return attnmap_mol_run(&mo);
 }
 
 /* A sequence checkpoint: its flags checked, then attnmap_words_run. Returns the exit status. */
@@ -399,7 +430,13 @@ int cmd_attnmap(int argc, char **argv)
     if (rc >= 0) return rc;
     if (cli_check_env_threads("attnmap")) return 2;
     if (o.threads > 0) al_set_threads(o.threads);
-    if (sequence_checkpoint(o.load)) return run_words(&o);
+    const int kind = checkpoint_kind(o.load);
+    if (kind == 2 || (kind < 0 && o.molecule)) return run_mol(&o);
+    if (o.molecule) {
+        fprintf(stderr, "attnlab attnmap: --molecule applies to molecule checkpoints (attnlab train --task molecule --save), not to %s\n", o.load);
+        return 2;
+    }
+    if (kind == 1) return run_words(&o);
     if (o.seq_flag) {
         fprintf(stderr, "attnlab attnmap: %s applies to sequence checkpoints (attnlab train --task sequence --save), not to %s\n",
                 o.seq_flag, o.load);

@@ -1,6 +1,7 @@
 /* cmd_eval.c — attnlab eval: rebuild a model from a checkpoint and report its test accuracy: an image
- * model on a test split (optionally a stratified subset, with its logits as CSV), or a graph model on
- * its graph's test nodes. parse → check the flags against the task → load → evaluate → report. */
+ * model on a test split (optionally a stratified subset, with its logits as CSV), a graph model on
+ * its graph's test nodes, or a molecule model on its dataset's test molecules (RMSE and MAE, or
+ * accuracy). parse → check the flags against the task → load → evaluate → report. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,18 +14,19 @@
 #include "attnlab/checkpoint.h"
 #include "attnlab/datadir.h"
 #include "attnlab/gnn.h"
+#include "attnlab/molnet.h"
 #include "attnlab/train.h"
 
-/* Where each flag applies: the image task, the graph task, fashion-mnist only. */
-enum { EV_IMAGE = 1, EV_GRAPH = 2, EV_IDX = 4, EV_BOTH = EV_IMAGE | EV_GRAPH };
+/* Where each flag applies: the image task, the graph task, the molecule task, fashion-mnist only. */
+enum { EV_IMAGE = 1, EV_GRAPH = 2, EV_MOL = 8, EV_IDX = 4, EV_ALL = EV_IMAGE | EV_GRAPH | EV_MOL };
 enum { E_TASK, E_LOAD, E_DATA, E_DATA_DIR, E_MODEL, E_BATCH, E_THREADS, E_TEST_SIZE, E_LOGITS, E_QUIET,
        E_NO_NORMALIZE, E_MAX_MEMORY, E_HELP, E_NFLAGS };
 static const struct { const char *name; int has_arg; unsigned where; } eval_flags[E_NFLAGS] = {
-    [E_TASK] = {"task", 1, EV_BOTH}, [E_LOAD] = {"load", 1, EV_BOTH}, [E_DATA] = {"data", 1, EV_BOTH},
-    [E_DATA_DIR] = {"data-dir", 1, EV_IMAGE | EV_IDX}, [E_MODEL] = {"model", 1, EV_BOTH},
-    [E_BATCH] = {"batch", 1, EV_IMAGE}, [E_THREADS] = {"threads", 1, EV_BOTH}, [E_TEST_SIZE] = {"test-size", 1, EV_IMAGE},
-    [E_LOGITS] = {"logits", 1, EV_IMAGE}, [E_QUIET] = {"quiet", 0, EV_BOTH}, [E_NO_NORMALIZE] = {"no-normalize", 0, EV_GRAPH},
-    [E_MAX_MEMORY] = {"max-memory", 1, EV_BOTH}, [E_HELP] = {"help", 0, EV_BOTH}};
+    [E_TASK] = {"task", 1, EV_ALL}, [E_LOAD] = {"load", 1, EV_ALL}, [E_DATA] = {"data", 1, EV_ALL},
+    [E_DATA_DIR] = {"data-dir", 1, EV_IMAGE | EV_IDX}, [E_MODEL] = {"model", 1, EV_ALL},
+    [E_BATCH] = {"batch", 1, EV_IMAGE}, [E_THREADS] = {"threads", 1, EV_ALL}, [E_TEST_SIZE] = {"test-size", 1, EV_IMAGE},
+    [E_LOGITS] = {"logits", 1, EV_IMAGE}, [E_QUIET] = {"quiet", 0, EV_ALL}, [E_NO_NORMALIZE] = {"no-normalize", 0, EV_GRAPH},
+    [E_MAX_MEMORY] = {"max-memory", 1, EV_ALL}, [E_HELP] = {"help", 0, EV_ALL}};
 
 typedef struct eval_opts {
     const char *task, *load, *data, *data_dir, *want_model, *logits;
@@ -36,14 +38,17 @@ static void usage(FILE *f)
 {
     fprintf(f,
         "usage: attnlab eval --load FILE [--data fashion-mnist|DIR] [OPTIONS]\n"
-        "       attnlab eval --task graph --load FILE [--data cora|DIR]\n\n"
+        "       attnlab eval --task graph --load FILE [--data cora|DIR]\n"
+        "       attnlab eval --task molecule --load FILE [--data esol|DIR]\n\n"
         "Rebuilds the model saved by `attnlab train --save FILE` from the checkpoint's metadata\n"
         "(model, shape, hyperparameters, normalisation) and prints its accuracy on the whole test split\n"
-        "(graph checkpoints: on the graph's test nodes). Progress on stderr when it is a terminal.\n\n"
-        "  --task image|graph   (default: the checkpoint's own task)\n"
+        "(graph checkpoints: on the graph's test nodes; molecule checkpoints: test_rmse and test_mae, or\n"
+        "test_acc for a 0/1 target, on the dataset's test.idx molecules, with the validation figure, as\n"
+        "train printed them for the kept model). Progress on stderr when it is a terminal.\n\n"
+        "  --task image|graph|molecule  (default: the checkpoint's own task)\n"
         "  --load FILE          safetensors checkpoint written by attnlab train --save\n"
         "  --data NAME|DIR      images: fashion-mnist (default) or an image folder (resized to the model's\n"
-        "                       input); graph: a graph directory or name (default: the checkpoint's dataset)\n"
+        "                       input); graph, molecule: a directory or name (default: the checkpoint's dataset)\n"
         "  --data-dir DIR       where the Fashion-MNIST files are (default: $ATTNLAB_FASHION_MNIST, $ATTNLAB_DATA/fashion-mnist,\n"
         "                       datasets/fashion-mnist, " AL_DATADIR "/fashion-mnist, then " AL_FASHION_MNIST_DIR ")\n"
         "  --model M            refuse the checkpoint unless it holds model M\n"
@@ -63,7 +68,10 @@ static int parse_flag(eval_opts *o, int f, const char *a)
 {
     switch (f) {
     case E_TASK: o->task = a;
-        if (strcmp(a, "image") && strcmp(a, "graph")) { fprintf(stderr, "attnlab eval: --task expects image or graph, got '%s'\n", a); return -1; }
+        if (strcmp(a, "image") && strcmp(a, "graph") && strcmp(a, "molecule")) {
+            fprintf(stderr, "attnlab eval: --task expects image, graph or molecule, got '%s'\n", a);
+            return -1;
+        }
         return 0;
     case E_LOAD: o->load = a; return 0;
     case E_DATA: o->data = a; return 0;
@@ -108,14 +116,15 @@ static int check_eval_opts(eval_opts *o)
         char *meta = NULL, *task = NULL;
         al_error e = {{0}};
         if (al_safetensors_read_meta(o->load, &meta, &e) == AL_OK) task = al_meta_get(meta, "task");
-        o->task = task && !strcmp(task, "graph") ? "graph" : "image";
+        o->task = task && !strcmp(task, "graph") ? "graph" : task && !strcmp(task, "molecule") ? "molecule" : "image";
         free(task); free(meta);
     }
-    unsigned have = !strcmp(o->task, "graph") ? EV_GRAPH : EV_IMAGE | (!o->data || !strcmp(o->data, "fashion-mnist") ? EV_IDX : 0);
+    unsigned have = !strcmp(o->task, "graph") ? EV_GRAPH : !strcmp(o->task, "molecule") ? EV_MOL
+                  : EV_IMAGE | (!o->data || !strcmp(o->data, "fashion-mnist") ? EV_IDX : 0);
     for (int f = 0; f < E_NFLAGS; f++) {
         unsigned w = eval_flags[f].where;
         if (!o->seen[f]) continue;
-        if (!(w & have & EV_BOTH)) {
+        if (!(w & have & EV_ALL)) {
             fprintf(stderr, "attnlab eval: --%s does not apply to %s checkpoints\n", eval_flags[f].name, o->task);
             return 2;
         }
@@ -241,6 +250,50 @@ out:
     return rc;
 }
 
+/* ---- molecules ---- */
+/* The figures of the kept model on the dataset's test (and validation) molecules. */
+static int eval_mol(const eval_opts *o, al_error *err)
+{
+    char *meta = NULL, *dataset = NULL, *target = NULL, dir[4096];
+    if (al_safetensors_read_meta(o->load, &meta, err) != AL_OK) return 1;
+    dataset = al_meta_get(meta, "dataset"); target = al_meta_get(meta, "target");
+    char *task = al_meta_get(meta, "task");
+    int mol = task && !strcmp(task, "molecule");
+    free(meta); meta = NULL;
+    if (!mol) al_seterr(err, "%s: not a molecule checkpoint (its metadata has task %s)", o->load, task ? task : "none");
+    free(task);
+    if (!mol) { free(dataset); free(target); return 2; }
+    const char *data = o->data ? o->data : dataset ? dataset : "esol";
+    al_molset ms; memset(&ms, 0, sizeof ms);
+    al_molnet m;
+    al_ctx *c = NULL;
+    int rc = 1, have = 0;
+    if (al_molset_resolve(data, dir, sizeof dir, err) || al_molset_load(&ms, dir, err)) goto out;
+    if (al_molnet_load(o->load, &ms, &m, NULL, err) != AL_OK) goto out;
+    have = 1; rc = 2;
+    if (o->want_model && strcmp(o->want_model, m.cfg.model)) { al_seterr(err, "%s holds a '%s' model, not '%s'", o->load, m.cfg.model, o->want_model); goto out; }
+    if (m.cfg.target < 0) { al_seterr(err, "%s predicts '%s', which %s/molecules.txt does not hold", o->load, target ? target : "?", dir); goto out; }
+    rc = 1;
+    if (!(c = al_ctx_new(0))) { al_seterr(err, "out of memory"); goto out; }
+    al_mol_eval te, va;
+    double t0 = al_time();
+    if (al_molnet_evaluate(&m, &ms, ms.test, ms.ntest, c, &te, NULL, err) || al_molnet_evaluate(&m, &ms, ms.val, ms.nval, c, &va, NULL, err))
+        goto out;
+    if (m.nout == 2)
+        printf("model %s checkpoint %s data %s test_molecules %d test_acc %.4f val_acc %.4f seconds %.2f\n", m.cfg.model, o->load,
+               ms.name, ms.ntest, te.acc, va.acc, al_time() - t0);
+    else
+        printf("model %s checkpoint %s data %s test_molecules %d test_rmse %.4f test_mae %.4f val_rmse %.4f seconds %.2f\n",
+               m.cfg.model, o->load, ms.name, ms.ntest, te.rmse, te.mae, va.rmse, al_time() - t0);
+    rc = 0;
+out:
+    al_ctx_free(c);
+    if (have) al_molnet_free(&m);
+    al_molset_free(&ms);
+    free(dataset); free(target);
+    return rc;
+}
+
 int cmd_eval(int argc, char **argv)
 {
     eval_opts o;
@@ -250,7 +303,8 @@ int cmd_eval(int argc, char **argv)
     if (o.threads > 0) al_set_threads(o.threads);
     if (!o.quiet) fprintf(stderr, "attnlab eval: %d threads\n", al_threads());
     al_error err = {{0}};
-    rc = !strcmp(o.task, "graph") ? eval_graph(&o, argv[0], &err) : eval_image(&o, &err);
+    rc = !strcmp(o.task, "graph") ? eval_graph(&o, argv[0], &err) : !strcmp(o.task, "molecule") ? eval_mol(&o, &err)
+                                   : eval_image(&o, &err);
     if (rc) fprintf(stderr, "attnlab eval: %s\n", err.msg[0] ? err.msg : "failed");
     return rc;
 }

@@ -1,5 +1,6 @@
 /* cmd_predict.c — attnlab predict: classify image files with a trained image checkpoint; one CSV row
- * per file (file,class,prob). parse → load the model → collect and decode the files → evaluate → print. */
+ * per file (file,class,prob); or, with a molecule checkpoint, one row per molecule of a molecules file
+ * (molecule,name,prediction). parse → load the model → collect and decode the inputs → evaluate → print. */
 #include <dirent.h>
 #include <getopt.h>
 #include <math.h>
@@ -13,22 +14,31 @@
 #include "attnlab/checkpoint.h"
 #include "attnlab/images.h"
 #include "attnlab/io.h"
+#include "attnlab/molnet.h"
 #include "attnlab/train.h"
 
-typedef struct predict_opts { const char *load; int threads, batch, quiet; } predict_opts;
+typedef struct predict_opts { const char *load; int threads, batch, quiet, seen_batch; } predict_opts;
 typedef struct strvec { char **s; int n, cap; } strvec;
 
 static void usage(FILE *f)
 {
     fprintf(f,
-        "usage: attnlab predict --load MODEL.safetensors FILE|DIR... [OPTIONS]\n\n"
+        "usage: attnlab predict --load MODEL.safetensors FILE|DIR... [OPTIONS]\n"
+        "       attnlab predict --load MOLECULE-MODEL.safetensors MOLECULES.txt|DIR|NAME [OPTIONS]\n\n"
         "Classifies image files (PNG, JPEG, BMP) with a checkpoint of attnlab train --save: each is converted\n"
         "to the model's channels, resized to its input as image folders are, normalised with the\n"
         "checkpoint's mean and std. A DIR stands for the image files under it (recursively, sorted).\n"
         "Prints CSV on stdout: a header file,class,prob, then one row per file with the predicted class's\n"
         "name (its index for checkpoints that store no class names) and its softmax probability.\n\n"
+        "A molecule checkpoint (attnlab train --task molecule --save) takes one molecules file (the format of\n"
+        "datasets/README.md; its atoms renumbered to the model's element vocabulary, an element the model\n"
+        "never saw is an error), a directory holding molecules.txt, or a dataset NAME (found as train --data\n"
+        "finds it, e.g. esol). Prints CSV: a header\n"
+        "molecule,name,prediction, then one row per molecule: its number in the file, its name (from the\n"
+        "coords.txt beside a file named molecules.txt or in DIR; empty without one) and the prediction in\n"
+        "the target's units (a 0/1 target: the probability of class 1). Targets in the file are ignored.\n\n"
         "  --load FILE          image checkpoint (attnlab train --save)\n"
-        "  --batch N            images per forward pass (default 256)\n"
+        "  --batch N            images per forward pass (default 256; images only)\n"
         "  --threads N          OpenMP threads\n"
         CLI_MAX_MEMORY_HELP
         "  --quiet              no thread line on stderr\n");
@@ -47,7 +57,7 @@ static int parse_predict_opts(int argc, char **argv, predict_opts *o)
         switch (ch) {
         case 'l': o->load = optarg; break;
         case 't': if (cli_threads("predict", optarg, &o->threads)) return 2; break;
-        case 'b': if (cli_int32("predict", "--batch", optarg, 1, 1 << 20, &o->batch)) return 2; break;
+        case 'b': if (cli_int32("predict", "--batch", optarg, 1, 1 << 20, &o->batch)) return 2; o->seen_batch = 1; break;
         case 'q': o->quiet = 1; break;
         case 'm': if (cli_max_memory("predict", optarg)) return 2; break;
         case 'h': usage(stdout); return 0;
@@ -174,6 +184,71 @@ out:
     return rc;
 }
 
+/* ---- molecules ---- */
+/* The molecules of path (a file, DIR/molecules.txt, or a dataset NAME looked up as --data is) into ms,
+ * with the names of the coords.txt beside a molecules.txt when there is one. */
+static al_status read_molecules(const char *path, al_molset *ms, al_error *err)
+{
+    struct stat sb;
+    char file[4200], coords[4200], dir[4096];
+    int isdir = stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+    if (!isdir && stat(path, &sb) != 0 && !strchr(path, '/')) {   /* not a file here: a dataset name */
+        if (al_molset_resolve(path, dir, sizeof dir, err) != AL_OK) return AL_ERR;
+        path = dir; isdir = 1;
+    }
+    snprintf(file, sizeof file, isdir ? "%s/molecules.txt" : "%s", path);
+    if (al_molset_read(ms, file, err) != AL_OK) return AL_ERR;
+    const char *slash = strrchr(file, '/'), *base = slash ? slash + 1 : file;
+    if (strcmp(base, "molecules.txt")) return AL_OK;
+    snprintf(coords, sizeof coords, "%.*scoords.txt", (int)(base - file), file);
+    if (stat(coords, &sb) != 0) return AL_OK;
+    return al_molset_read_coords(ms, coords, err);
+}
+
+static int predict_mol(const predict_opts *o, int nargs, char **args, al_error *err)
+{
+    if (nargs != 1) { al_seterr(err, "a molecule checkpoint takes one molecules file or directory, got %d", nargs); return 2; }
+    if (o->seen_batch) { al_seterr(err, "--batch does not apply to molecule checkpoints"); return 2; }
+    al_molset ms; memset(&ms, 0, sizeof ms);
+    al_molnet m;
+    al_ctx *c = NULL;
+    int *ids = NULL, rc = 1, have = 0;
+    float *pred = NULL;
+    if (read_molecules(args[0], &ms, err) != AL_OK || al_molnet_load(o->load, &ms, &m, NULL, err) != AL_OK) goto out;
+    have = 1;
+    if (m.cfg.target < 0) m.cfg.target = 0;   /* the file's targets are not used */
+    ids = malloc((size_t)ms.nmol * sizeof *ids); pred = malloc((size_t)ms.nmol * sizeof *pred);
+    if (!ids || !pred || !(c = al_ctx_new(0))) { al_seterr(err, "out of memory"); goto out; }
+    for (int i = 0; i < ms.nmol; i++) ids[i] = i;
+    al_mol_eval ev;
+    if (al_molnet_evaluate(&m, &ms, ids, ms.nmol, c, &ev, pred, err) != AL_OK) goto out;
+    printf("molecule,name,prediction\n");
+    for (int i = 0; i < ms.nmol; i++) {
+        printf("%d,", i);
+        print_field(al_molset_name(&ms, i) ? al_molset_name(&ms, i) : "");
+        printf(",%.6g\n", (double)pred[i]);
+    }
+    fflush(stdout);
+    rc = 0;
+out:
+    al_ctx_free(c);
+    free(ids); free(pred);
+    if (have) al_molnet_free(&m);
+    al_molset_free(&ms);
+    return rc;
+}
+
+/* The checkpoint's task from its metadata ("image" when it names none). */
+static int is_molecule_checkpoint(const char *path)
+{
+    char *meta = NULL, *task = NULL;
+    al_error e = {{0}};
+    if (al_safetensors_read_meta(path, &meta, &e) == AL_OK) task = al_meta_get(meta, "task");
+    int mol = task && !strcmp(task, "molecule");
+    free(task); free(meta);
+    return mol;
+}
+
 int cmd_predict(int argc, char **argv)
 {
     predict_opts o;
@@ -183,7 +258,8 @@ int cmd_predict(int argc, char **argv)
     if (o.threads > 0) al_set_threads(o.threads);
     if (!o.quiet) fprintf(stderr, "attnlab predict: %d threads\n", al_threads());
     al_error err = {{0}};
-    rc = predict_run(&o, argc - optind, argv + optind, &err);
+    rc = is_molecule_checkpoint(o.load) ? predict_mol(&o, argc - optind, argv + optind, &err)
+                                        : predict_run(&o, argc - optind, argv + optind, &err);
     if (rc) fprintf(stderr, "attnlab predict: %s\n", err.msg[0] ? err.msg : "failed");
     return rc;
 }

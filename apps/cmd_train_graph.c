@@ -95,15 +95,6 @@ static void usage(FILE *f)
         "  --help\n");
 }
 
-/* FILE → FILE-seedS.ext when several seeds write the same output. */
-static void seed_path(char *out, size_t n, const char *path, long seed, int several)
-{
-    if (!several) { snprintf(out, n, "%s", path); return; }
-    const char *dot = strrchr(path, '.'), *slash = strrchr(path, '/');
-    if (!dot || (slash && dot < slash) || dot == path) snprintf(out, n, "%s-seed%ld", path, seed);
-    else snprintf(out, n, "%.*s-seed%ld%s", (int)(dot - path), path, seed, dot);
-}
-
 /* ---- per-epoch callback: CSV row and progress ---- */
 typedef struct run_ctx {
     const gopts *o; const al_graph *g; const al_gnn *m;
@@ -205,7 +196,7 @@ static al_status save_graph(const gopts *o, const al_gnn_cfg *cfg, const al_grap
                             const al_gnn_result *res, const char *split_desc, const char *run_id, al_error *err)
 {
     char path[4200], vb[8][32];
-    seed_path(path, sizeof path, o->save, seed, o->nseeds > 1);
+    cli_seed_path(path, sizeof path, o->save, seed, o->nseeds > 1);
     snprintf(vb[0], 32, "%d", g->ntrain); snprintf(vb[1], 32, "%ld", seed); snprintf(vb[2], 32, "%d", res->best_epoch);
     snprintf(vb[3], 32, "%.6f", res->test_acc); snprintf(vb[4], 32, "%d", g->n); snprintf(vb[5], 32, "%d", g->nfeat);
     snprintf(vb[6], 32, "%d", g->nclass); snprintf(vb[7], 32, "%d", cfg->heads);
@@ -243,8 +234,8 @@ static int run_seed(const gopts *o, const al_gnn_cfg *cfg, const al_graph *g0, l
     al_gnn m;
     if (al_gnn_init(&m, cfg, &g, (uint64_t)seed, err)) { ro->failed = 1; if (own_train) free(g.train); return 1; }
     char ckpt[4200], save[4200];
-    if (o->checkpoint) seed_path(ckpt, sizeof ckpt, o->checkpoint, seed, o->nseeds > 1);
-    if (o->save) seed_path(save, sizeof save, o->save, seed, o->nseeds > 1);
+    if (o->checkpoint) cli_seed_path(ckpt, sizeof ckpt, o->checkpoint, seed, o->nseeds > 1);
+    if (o->save) cli_seed_path(save, sizeof save, o->save, seed, o->nseeds > 1);
     app_resume ar;
     app_resume_init(&ar, o->checkpoint_every, o->resume, o->checkpoint ? ckpt : NULL, o->save ? save : NULL);
     run_ctx rctx = {o, &g, &m, run_id, config, seed, tty, err, 0, &ar};
@@ -261,7 +252,7 @@ static int run_seed(const gopts *o, const al_gnn_cfg *cfg, const al_graph *g0, l
     if (st == AL_OK && o->save) st = save_graph(o, cfg, &g, &m, seed, &res, split_desc, run_id, err);
     if (st == AL_OK && o->attn) {
         char path[4200];
-        seed_path(path, sizeof path, o->attn, seed, o->nseeds > 1);
+        cli_seed_path(path, sizeof path, o->attn, seed, o->nseeds > 1);
         st = write_attention(path, &m, &g, err);
     }
     al_gnn_free(&m);

@@ -1,5 +1,6 @@
 /* cmd_train_mol.c — attnlab train --task molecule: graph-level regression on molecules (gat, gt,
- * gt-full, gcn, mlp, fingerprint), one or several seeds (one after the other), CSV log, checkpoint.
+ * gt-full, gcn, mlp, fingerprint), one or several seeds (one after the other), CSV log, checkpoint,
+ * training states (--checkpoint-every, --resume: train_resume.h) and the divergence stop.
  * parse → check the flags against the model table → load → run each seed → mean ± std. */
 #include <getopt.h>
 #include <math.h>
@@ -8,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "cli.h"
+#include "train_resume.h"
 #include "attnlab/molnet.h"
 #include "attnlab/io.h"
 #include "attnlab/datadir.h"
@@ -15,8 +17,8 @@
 #define MAX_SEEDS 1000
 
 typedef struct mol_opts {
-    const char *data, *model, *csv, *save, *target, *readout;
-    int epochs, batch, threads, quiet, dim, heads, depth, hidden;
+    const char *data, *model, *csv, *save, *target, *readout, *checkpoint;
+    int epochs, batch, threads, quiet, dim, heads, depth, hidden, checkpoint_every, resume;
     double lr, wd, dropout, frac;
     long seeds[MAX_SEEDS]; int nseeds;
     int seen_heads, seen_depth, seen_dim, seen_readout;
@@ -65,12 +67,21 @@ static void usage(FILE *f)
         "                        columns: " AL_CSV_HEADER "\n"
         "  --save FILE           safetensors checkpoint of the kept model (several seeds: FILE-seedS.ext)\n"
         "  --quiet               no progress on stderr\n"
-        "A flag that does not apply to the model (e.g. --heads with gcn) is an error (exit 2).\n"
+        "resuming (as for images: attnlab train --help):\n"
+        "  --checkpoint-every N  the training state (weights, AdamW moments and step, the shuffle and dropout\n"
+        "                        streams, the data order, the kept model and its validation figures, the CSV\n"
+        "                        rows written) before the first epoch, every N epochs and after the last\n"
+        "                        (several seeds: FILE-seedS.ext)\n"
+        "  --checkpoint FILE     where (default SAVE.train with --save, else attnlab-RUNID.train)\n"
+        "  --resume              continue from it: the same rows and weights as an uninterrupted run\n"
+        "A loss over 1000x its running minimum or a non-finite loss or weight stops training (exit 1; lower\n"
+        "--lr). A flag that does not apply to the model (e.g. --heads with gcn) is an error (exit 2).\n"
         "  --help\n");
 }
 
 enum { O_TASK = 256, O_DATA, O_MODEL, O_TARGET, O_DIM, O_HEADS, O_DEPTH, O_READOUT, O_HIDDEN, O_DROPOUT, O_LR, O_WD,
-       O_BATCH, O_EPOCHS, O_SEED, O_SEEDS, O_THREADS, O_CSV, O_SAVE, O_QUIET, O_HELP, O_FRAC, O_MAXMEM };
+       O_BATCH, O_EPOCHS, O_SEED, O_SEEDS, O_THREADS, O_CSV, O_SAVE, O_QUIET, O_HELP, O_FRAC, O_MAXMEM, O_CKPT_EVERY,
+       O_CKPT, O_RESUME };
 static const struct option long_opts[] = {
     {"task", 1, 0, O_TASK}, {"data", 1, 0, O_DATA}, {"model", 1, 0, O_MODEL}, {"target", 1, 0, O_TARGET},
     {"dim", 1, 0, O_DIM}, {"heads", 1, 0, O_HEADS}, {"depth", 1, 0, O_DEPTH}, {"readout", 1, 0, O_READOUT},
@@ -78,7 +89,8 @@ static const struct option long_opts[] = {
     {"weight-decay", 1, 0, O_WD}, {"batch", 1, 0, O_BATCH}, {"epochs", 1, 0, O_EPOCHS}, {"seed", 1, 0, O_SEED},
     {"seeds", 1, 0, O_SEEDS}, {"threads", 1, 0, O_THREADS}, {"csv", 1, 0, O_CSV}, {"save", 1, 0, O_SAVE},
     {"quiet", 0, 0, O_QUIET}, {"help", 0, 0, O_HELP}, {"train-frac", 1, 0, O_FRAC},
-    {"max-memory", 1, 0, O_MAXMEM}, {0, 0, 0, 0}};
+    {"max-memory", 1, 0, O_MAXMEM}, {"checkpoint-every", 1, 0, O_CKPT_EVERY}, {"checkpoint", 1, 0, O_CKPT},
+    {"resume", 0, 0, O_RESUME}, {0, 0, 0, 0}};
 
 static int parse_flag(mol_opts *o, int f, const char *a)
 {
@@ -107,6 +119,9 @@ static int parse_flag(mol_opts *o, int f, const char *a)
     case O_QUIET: o->quiet = 1; return 0;
     case O_FRAC: return cli_num(c, "--train-frac", a, 1e-9, 1, &o->frac);
     case O_MAXMEM: return cli_max_memory(c, a);
+    case O_CKPT_EVERY: return cli_int32(c, "--checkpoint-every", a, 1, CLI_NOMAX, &o->checkpoint_every);
+    case O_CKPT: o->checkpoint = a; return 0;
+    case O_RESUME: o->resume = 1; return 0;
     default: return -1;
     }
 }
@@ -161,7 +176,11 @@ static int mol_config(const mol_opts *o, const al_molset *ms, al_molnet_cfg *cfg
 }
 
 /* ---- one seed ---- */
-typedef struct run_ctx { const mol_opts *o; const al_molset *ms; const al_molnet *m; char run_id[17], config[1024]; long seed; int tty; al_error *err; int failed; } run_ctx;
+typedef struct run_ctx {
+    const mol_opts *o; const al_molset *ms; const al_molnet *m;
+    char run_id[17], config[1024], canon[1024]; long seed; int tty; al_error *err; int failed;
+    app_resume *ar;         /* counts the run's CSV rows */
+} run_ctx;
 
 static int on_epoch(const al_mol_epoch *e, void *ud)
 {
@@ -177,6 +196,7 @@ static int on_epoch(const al_mol_epoch *e, void *ud)
         row.params = (long)r->m->params.total; row.config = r->config; row.status = e->final ? "done" : NULL;
         row.regression = !cls; row.test_rmse = e->test.rmse; row.test_mae = e->test.mae;
         if (al_csv_append(r->o->csv, &row, r->err)) { r->failed = 1; return 1; }
+        app_resume_row(r->ar);
     }
     if (r->tty && !r->o->quiet && !e->final) {
         const int cls = r->m->nout == 2;
@@ -188,8 +208,8 @@ static int on_epoch(const al_mol_epoch *e, void *ud)
 
 static void mol_run_id(const mol_opts *o, const al_molnet_cfg *cfg, const al_molset *ms, long seed, run_ctx *r)
 {
-    char canon[1024];
-    snprintf(canon, sizeof canon, "task=molecule;dataset=%s;model=%s;train_size=%d;seed=%ld;epochs=%d;target=%s;dim=%d;heads=%d;"
+    char *canon = r->canon;
+    snprintf(canon, sizeof r->canon, "task=molecule;dataset=%s;model=%s;train_size=%d;seed=%ld;epochs=%d;target=%s;dim=%d;heads=%d;"
              "depth=%d;hidden=%d;readout=%s;dropout=%g;lr=%g;wd=%g;batch=%d", ms->name, o->model, ms->ntrain, seed, cfg->epochs,
              ms->targets[cfg->target], cfg->dim, cfg->heads, cfg->depth, cfg->hidden, al_mol_readout_name(cfg->readout),
              (double)cfg->dropout, (double)cfg->lr, (double)cfg->weight_decay, cfg->batch);
@@ -201,21 +221,18 @@ static al_status save_mol(const mol_opts *o, const al_molnet *m, const al_molset
                           const char *run_id, al_error *err)
 {
     char path[4200], v[10][32];
-    if (o->nseeds == 1) snprintf(path, sizeof path, "%s", o->save);
-    else {
-        const char *dot = strrchr(o->save, '.'), *slash = strrchr(o->save, '/');
-        if (!dot || (slash && dot < slash) || dot == o->save) snprintf(path, sizeof path, "%s-seed%ld", o->save, seed);
-        else snprintf(path, sizeof path, "%.*s-seed%ld%s", (int)(dot - o->save), o->save, seed, dot);
-    }
+    cli_seed_path(path, sizeof path, o->save, seed, o->nseeds > 1);
     snprintf(v[0], 32, "%ld", seed); snprintf(v[1], 32, "%d", res->best_epoch);
     snprintf(v[2], 32, "%.6f", m->nout == 2 ? res->test.acc : res->test.rmse);
     snprintf(v[3], 32, "%.9g", (double)m->y_mean); snprintf(v[4], 32, "%.9g", (double)m->y_std); snprintf(v[5], 32, "%d", m->cfg.dim);
     snprintf(v[6], 32, "%d", m->cfg.heads); snprintf(v[7], 32, "%d", m->cfg.depth); snprintf(v[8], 32, "%d", m->cfg.hidden);
     snprintf(v[9], 32, "%d", m->nfeat);
+    char elements[AL_MOL_MAX_ELEMENTS * 4 + 1] = "";
+    for (int e = 0; e < ms->nelem; e++) strcat(strcat(elements, e ? " " : ""), ms->elements[e]);
     const char *kv[] = {"task", "molecule", "dataset", ms->name, "model", o->model, "target", ms->targets[m->cfg.target],
                         "seed", v[0], "best_epoch", v[1], m->nout == 2 ? "test_acc" : "test_rmse", v[2], "y_mean", v[3], "y_std", v[4], "dim", v[5],
                         "heads", v[6], "depth", v[7], "hidden", v[8], "features", v[9],
-                        "readout", al_mol_readout_name(m->cfg.readout), "run_id", run_id};
+                        "readout", al_mol_readout_name(m->cfg.readout), "elements", elements, "run_id", run_id};
     return al_safetensors_save(path, &m->params, kv, (int)(sizeof kv / sizeof *kv / 2), err);
 }
 
@@ -236,14 +253,23 @@ static int run_seed(const mol_opts *o, const al_molnet_cfg *cfg, const al_molset
     mol_run_id(o, cfg, ms, seed, &r);
     if (al_molnet_init(&m, cfg, ms, (uint64_t)seed, &err)) { fprintf(stderr, "attnlab train: %s\n", err.msg); free(own); return 1; }
     r.m = &m;
+    char ckpt[4200], save[4200];
+    if (o->checkpoint) cli_seed_path(ckpt, sizeof ckpt, o->checkpoint, seed, o->nseeds > 1);
+    if (o->save) cli_seed_path(save, sizeof save, o->save, seed, o->nseeds > 1);
+    app_resume ar;
+    app_resume_init(&ar, o->checkpoint_every, o->resume, o->checkpoint ? ckpt : NULL, o->save ? save : NULL);
+    r.ar = &ar;
     double t0 = al_time();
-    al_status st = al_molnet_train(&m, ms, (uint64_t)seed, on_epoch, &r, res, &err);
+    int rc = app_resume_start(&ar, o->csv, r.run_id, r.canon, &m.params, &err);
+    al_status st = rc ? AL_ERR : al_molnet_train_resumable(&m, ms, (uint64_t)seed, app_resume_loop(&ar), on_epoch, &r, res, &err);
+    if (st != AL_OK && !rc) app_resume_fail_note(&ar, &err);
+    app_resume_free(&ar);
     if (r.tty && !o->quiet) fprintf(stderr, "\r\033[K");
     if (st == AL_OK && r.failed) st = AL_ERR;
     if (st == AL_OK && o->save) st = save_mol(o, &m, ms, seed, res, r.run_id, &err);
     al_molnet_free(&m);
     free(own);
-    if (st) { fprintf(stderr, "attnlab train: seed %ld: %s\n", seed, err.msg); return 1; }
+    if (st) { fprintf(stderr, "attnlab train: seed %ld: %s\n", seed, err.msg); return rc ? rc : 1; }
     if (cfg->target >= 0 && ms->binary[cfg->target])
         printf("%s %s seed %ld: test_acc %.2f %%  val_acc %.2f %%  best epoch %d of %d  %.2f s/epoch  %.1f s  run %s\n", ms->name,
                o->model, seed, 100 * res->test.acc, 100 * res->val.acc, res->best_epoch, res->epochs_run, res->step_seconds,
@@ -279,7 +305,7 @@ int train_mol_main(int argc, char **argv)
     double sum = 0, sum2 = 0; int done = 0;
     for (int s = 0; s < o.nseeds; s++) {
         al_mol_result res;
-        if (run_seed(&o, &cfg, &ms, o.seeds[s], &res)) { rc = 1; break; }
+        if ((rc = run_seed(&o, &cfg, &ms, o.seeds[s], &res))) break;
         double v = ms.binary[cfg.target] ? res.test.acc : res.test.rmse;
         sum += v; sum2 += v * v; done++;
     }

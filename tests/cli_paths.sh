@@ -3,8 +3,9 @@
 # ASan + UBSan build (make asan, -fno-sanitize-recover) runs them all: image training (Fashion-MNIST
 # when it is installed, and an image folder), graph training with attention and checkpoints, eval of
 # both, predict, attnmap, a graph sweep (its children are BIN too), summarize, plot (three kinds, when
-# gnuplot is installed), sequence training and tag, data import. Every command must exit 0 and write
-# what it is asked to; sanitizer reports make it fail. Kept small: well under 2 minutes under ASan.
+# gnuplot is installed), sequence training and tag, molecule training (resumed), eval, predict and
+# attnmap, data import. Every command must exit 0 and write what it is asked to; sanitizer reports
+# make it fail. Kept small: well under 2 minutes under ASan.
 #   tests/cli_paths.sh build-asan/bin/attnlab          (tests/test_cli_scripts.c runs it)
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -69,6 +70,15 @@ else echo "note: gnuplot not installed; plot not run"; fi
 # sequences: train on the tiny treebank, tag text with the checkpoint
 step train-seq seq.st "$bin" train --task sequence --model trunc --data "$D/conllu/ok" --epochs 2 --save seq.st --quiet
 step tag -- "$bin" tag --load seq.st "$D/text/ok.txt"
+# molecules: gt with attention pooling on a tenth of ESOL, training states every 2 epochs, then --resume
+# from the finished state
+mol=(train --task molecule --model gt --readout attn --dim 8 --heads 2 --train-frac 0.1 --epochs 3 --csv mol.csv
+     --save mol.st --checkpoint-every 2 --quiet)
+step train-mol mol.st.train "$bin" "${mol[@]}"
+step train-mol-resume mol.st "$bin" "${mol[@]}" --resume
+step eval-mol -- "$bin" eval --load mol.st --quiet
+step predict-mol -- "$bin" predict --load mol.st "$root/datasets/esol" --quiet
+step attnmap-mol molmap.png "$bin" attnmap --load mol.st --molecule Amigdalin --out molmap.png --quiet
 # data import: a LINQS graph of 12 papers
 for i in $(seq 0 11); do printf 'p%d\t%d\t%d\t%d\tc%d\n' $i $((i % 2)) $((i / 2 % 2)) 1 $((i % 3)); done > lq.content
 for i in $(seq 0 10); do printf 'p%d\tp%d\n' $i $((i + 1)); done > lq.cites

@@ -4,7 +4,8 @@
 # (alternating --threads 2 and 1, --checkpoint-every 2 and 1), then resumed to the end. The two results CSVs must be equal but
 # for the timing columns (epoch_seconds, samples_per_second) and the two --save files byte-identical.
 #   tests/resume_kill.sh [BIN]          (tests/test_resume.c runs it; RESUME_KILL_SEED=N repeats a
-#                                        run's kill moments, RESUME_KILL_QUICK=1 a smaller training)
+#                                        run's kill moments, RESUME_KILL_QUICK=1 a smaller training,
+#                                        RESUME_KILL_TASK=molecule a gt on a fifth of ESOL instead)
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=$(realpath "${1:-$root/bin/attnlab}")
@@ -17,6 +18,9 @@ echo "resume_kill: seed $seed (RESUME_KILL_SEED=$seed repeats these kill moments
 if [ "${RESUME_KILL_QUICK:-0}" = 1 ]; then size="--train-size 256 --test-size 64 --epochs 8"
 else size="--train-size 400 --test-size 200 --epochs 8"; fi
 args="train --model cnn $size --batch 32 --seed 3 --quiet"
+if [ "${RESUME_KILL_TASK:-image}" = molecule ]; then   # the kept best-validation model, dropout on
+  args="train --task molecule --data esol --model gt --dim 16 --heads 2 --dropout 0.1 --lr 0.01 --train-frac 0.2 --epochs 8 --seed 3 --quiet"
+fi
 fail() { echo "resume_kill: FAIL: $*"; exit 1; }
 now() { date +%s.%N; }
 
@@ -34,7 +38,7 @@ echo "resume_kill: uninterrupted run: $full s"
 # six, and the 8 epochs outlast them: at least three kills hit a running training on any machine.
 # The moments cover start-up (k = 0, small r), the middle of an epoch and the state's write right
 # after a CSV row (k = 1, small r).
-unit_ms=$(tail -n +2 full.csv | awk -F, 'NR == 1 || $12 < m { m = $12 } END { printf "%d", m * 900 }')
+unit_ms=$(tail -n +2 full.csv | awk -F, '$12 != "" && (m == "" || $12 < m) { m = $12 } END { printf "%d", m * 900 }')
 [ "$unit_ms" -ge 1 ] || unit_ms=1
 # the polling loop forks nothing but sleep, so that it notices a new row within a few ms
 rows_of() { local lines=(); [ -f killed.csv ] && mapfile -t lines < killed.csv; rows=$(( ${#lines[@]} > 0 ? ${#lines[@]} - 1 : 0 )); }
@@ -65,7 +69,7 @@ for i in 1 2 3 4 5; do
   if [ $rc -eq 137 ]; then killed=$((killed + 1)); what="killed"
   elif [ $rc -eq 0 ]; then finished=1; what="had finished"
   else fail "attempt $i exited $rc: $(cat "run$i.err")"; fi
-  echo "resume_kill: attempt $i (--threads $threads --checkpoint-every $every): $what $wait_ms ms after its row $k; CSV rows $rows; $(grep -h 'resum\|scratch' "run$i.err" | head -1)"
+  echo "resume_kill: attempt $i (--threads $threads --checkpoint-every $every): $what $wait_ms ms after its row $k; CSV rows $rows; $(grep -h 'resum\|scratch' "run$i.err" 2> /dev/null | head -1)"
   [ $finished = 1 ] && break
 done
 "$bin" $args --threads 1 --checkpoint-every 1 --resume --csv killed.csv --save killed.safetensors --checkpoint killed.train \

@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -166,24 +165,7 @@ static void test_words_render(void **st)
 }
 
 /* attnlab attnmap on checkpoints trained on a tiny treebank */
-static int run(const char *args, char *err, size_t n)
-{
-    int rc = tu_run_cli(tmpdir, args);
-    char p[256]; snprintf(p, sizeof p, "%s/err.txt", tmpdir);
-    char *e = tu_slurp(p);
-    snprintf(err, n, "%s", e ? e : "");
-    free(e);
-    return rc;
-}
-
-static int tmp_files(void)
-{
-    DIR *d = opendir(tmpdir); int k = 0;
-    struct dirent *e;
-    while (d && (e = readdir(d))) k += strstr(e->d_name, ".tmp.") != NULL;
-    if (d) closedir(d);
-    return k;
-}
+static int run(const char *args, char *err, size_t n) { return tu_run_cli_err(tmpdir, args, err, n); }
 
 static void test_words_cli(void **st)
 {
@@ -220,7 +202,7 @@ static void test_words_cli(void **st)
     snprintf(args, sizeof args, "attnmap --load %s/sa.st --conllu %s/tb/test.conllu --index 2 --block 2 --cell 8 --quiet "
              "--out %s/map2.png", tmpdir, tmpdir, tmpdir);
     if (run(args, err, sizeof err)) fail_msg("attnmap --conllu: %s", err);
-    assert_int_equal(tmp_files(), 0);
+    assert_int_equal(tu_tmp_files(tmpdir), 0);
     snprintf(p, sizeof p, "%s/map2.png", tmpdir);
     png = stbi_load(p, &W, &H, &C, 3);
     assert_non_null(png);
@@ -252,7 +234,7 @@ static void test_words_cli(void **st)
         assert_int_equal(now.st_size, before.st_size);
         assert_true(now.st_mtim.tv_sec == before.st_mtim.tv_sec && now.st_mtim.tv_nsec == before.st_mtim.tv_nsec);
     }
-    assert_int_equal(tmp_files(), 0);
+    assert_int_equal(tu_tmp_files(tmpdir), 0);
 }
 
 int main(void)

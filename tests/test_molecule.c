@@ -36,34 +36,17 @@ static const char *small =
     "mol 3 1 0 2.0\n"
     "C 0 0 4 0 0\n";
 
-static void put(const char *name, const char *text)
-{
-    char p[256];
-    snprintf(p, sizeof p, "%s/%s", dir, name);
-    FILE *f = fopen(p, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-}
+static void put(const char *name, const char *text) { tu_put(dir, name, text); }
 
 static int setup(void **st)
 {
     (void)st;
     snprintf(dir, sizeof dir, "/tmp/attnlab_mol_XXXXXX");
     if (!mkdtemp(dir)) return -1;
-    put("molecules.txt", small);
-    put("train.idx", "0\n2\n");
-    put("val.idx", "1\n");
-    put("test.idx", "3\n");
+    tu_put_molset(dir, small, NULL, "0\n2\n", "1\n", "3\n");
     return 0;
 }
-static int teardown(void **st)
-{
-    (void)st;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    return tu_system(cmd) == 0 ? 0 : -1;
-}
+static int teardown(void **st) { (void)st; return tu_rm_rf(dir); }
 
 static void test_esol_shape(void **st)
 {
@@ -82,7 +65,8 @@ static void test_esol_shape(void **st)
     al_molset_free(&ms);
 }
 
-/* The converter reproduces the committed file byte for byte (skipped without RDKit). */
+/* The converter reproduces the committed files byte for byte, molecules.txt with and without
+ * --coords, and coords.txt (RDKit's depiction; skipped without RDKit). */
 static void test_smiles_to_graphs_reproduces(void **st)
 {
     (void)st;
@@ -92,6 +76,11 @@ static void test_smiles_to_graphs_reproduces(void **st)
     snprintf(cmd, sizeof cmd, "R=$(git -C \"$(dirname \"$(readlink -f %s)\")\" rev-parse --show-toplevel) && "
              "$R/scripts/smiles_to_graphs.py $R/datasets/esol/esol.csv %s 2>/dev/null && cmp -s %s $R/datasets/esol/molecules.txt",
              tu_attnlab_bin(), out, out);
+    assert_int_equal(tu_system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "R=$(git -C \"$(dirname \"$(readlink -f %s)\")\" rev-parse --show-toplevel) && "
+             "$R/scripts/smiles_to_graphs.py $R/datasets/esol/esol.csv %s --coords %s/xy.txt 2>/dev/null && "
+             "cmp -s %s $R/datasets/esol/molecules.txt && cmp -s %s/xy.txt $R/datasets/esol/coords.txt",
+             tu_attnlab_bin(), out, dir, out, dir);
     assert_int_equal(tu_system(cmd), 0);
     /* a SMILES RDKit rejects: the CSV line is named and nothing is written */
     put("bad.csv", "name,smiles,y\na,CCO,1\nb,C1CC,2\n");
@@ -115,10 +104,10 @@ static void test_small_file(void **st)
     al_molset_free(&ms);
 }
 
-/* Replace line `line` (1-based) of the small file by `with` ("" deletes it), load, expect FILE:LINE: msg. */
-static void expect_bad(int line, const char *with, const char *want)
+/* src with line `line` (1-based) replaced by `with` ("" deletes it) into text (2048 bytes). */
+static void replace_line(const char *src, int line, const char *with, char *text)
 {
-    char text[2048], *o = text; const char *p = small;
+    char *o = text; const char *p = src;
     for (int l = 1; *p; l++) {
         const char *e = strchr(p, '\n') + 1;
         if (l == line) { if (*with) o += sprintf(o, "%s\n", with); }
@@ -126,6 +115,13 @@ static void expect_bad(int line, const char *with, const char *want)
         p = e;
     }
     *o = 0;
+}
+
+/* Replace line `line` (1-based) of the small file by `with` ("" deletes it), load, expect FILE:LINE: msg. */
+static void expect_bad(int line, const char *with, const char *want)
+{
+    char text[2048];
+    replace_line(small, line, with, text);
     put("bad.txt", text);
     char path[256]; snprintf(path, sizeof path, "%s/bad.txt", dir);
     al_molset ms; al_error err = {{0}};
@@ -169,6 +165,60 @@ static void test_bad_inputs(void **st)
     assert_int_equal(al_molset_load(&ms, dir, &err), AL_ERR);
     assert_non_null(strstr(err.msg, "memory budget"));
     al_mem_budget_set(0);
+}
+
+/* coords.txt: names and 2-D coordinates beside the small file; its checks name FILE:LINE. */
+static const char *small_xy =
+    "attnlab-coords 1\n"
+    "molecules 4\n"
+    "mol 0 3 ethanol\n0 0\n1.5 0\n2.25 1.299\n"
+    "mol 1 2 formaldehyde\n0 0\n1.5 0\n"
+    "mol 2 5 ring, with an ion  \n0 0\n1.5 0\n1.5 1.5\n0 1.5\n3 3\n"
+    "mol 3 1 methane\n-0.5 0.25\n";
+
+/* coords.txt = small_xy with line `line` replaced by `with` ("" deletes it): the load fails with want. */
+static void expect_bad_xy(int line, const char *with, const char *want)
+{
+    char text[2048];
+    replace_line(small_xy, line, with, text);
+    put("coords.txt", text);
+    al_molset ms; al_error err = {{0}};
+    if (al_molset_load(&ms, dir, &err) != AL_ERR) fail_msg("line %d -> '%s': loaded, expected '%s'", line, with, want);
+    if (!strstr(err.msg, want) || !strstr(err.msg, "coords.txt:")) fail_msg("line %d -> '%s': expected '%s' in: %s", line, with, want, err.msg);
+    assert_null(ms.atom_start);
+}
+
+static void test_coords(void **st)
+{
+    (void)st;
+    put("coords.txt", small_xy);
+    al_molset ms; al_error err = {{0}};
+    if (al_molset_load(&ms, dir, &err)) fail_msg("%s", err.msg);
+    assert_string_equal(al_molset_name(&ms, 2), "ring, with an ion");     /* spaces inside kept, trailing cut */
+    assert_string_equal(al_molset_name(&ms, 3), "methane");
+    assert_true(ms.xy[2 * 10] == -0.5f && ms.xy[2 * 10 + 1] == 0.25f && ms.xy[2 * 2] == 2.25f);
+    assert_int_equal(al_molset_find(&ms, "formaldehyde"), 1);
+    assert_int_equal(al_molset_find(&ms, "3"), 3);
+    assert_int_equal(al_molset_find(&ms, "4"), -1);
+    assert_int_equal(al_molset_find(&ms, "ethanol "), -1);
+    al_molset_free(&ms);
+    static const struct { int line; const char *with, *want; } bad[] = {
+        {1, "attnlab-coords 2", "coords.txt:1: not a coordinates file"},
+        {2, "molecules 5", "coords.txt:2: 5 molecules, but molecules.txt has 4"},
+        {3, "mol 1 3 ethanol", "coords.txt:3: molecule id 1, expected 0"},
+        {3, "mol 0 4 ethanol", "coords.txt:3: molecule 0 has 4 atoms here but 3 in molecules.txt"},
+        {3, "mol 0 3 ", "coords.txt:3: molecule 0: the name must have 1 to 255 characters"},
+        {4, "0 nan", "coords.txt:4: coordinate 'nan' is not a number"},
+        {5, "1e9 0", "coords.txt:5: coordinate '1e9' is not a number"},
+        {5, "1 2 3", "coords.txt:5: expected 'X Y' (2 fields), got 3"},
+        {7, "0 0", "coords.txt:7: expected 'mol 1 ATOMS NAME'"}, /* an atom line too many */
+        {17, "-0.5 0.25\n0 0", "coords.txt:18: unexpected line after the 4 molecules"},
+        {17, "", "coords.txt: 16 lines, too few for 4 molecules of 11 atoms"}, /* one missing */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) expect_bad_xy(bad[i].line, bad[i].with, bad[i].want);
+    char path[256];
+    snprintf(path, sizeof path, "%s/coords.txt", dir);
+    unlink(path);
 }
 
 /* ---------------- readout ops: finite differences ---------------- */
@@ -330,6 +380,18 @@ static void test_batch_equals_single(void **st)
 }
 
 /* ---------------- the CLI ---------------- */
+/* bin/attnlab ARGS exits rc with one line on stderr that holds text. */
+static void expect_cli_error(const char *args, int rc, const char *text)
+{
+    assert_int_equal(tu_run_cli(dir, args), rc);
+    char p[256];
+    snprintf(p, sizeof p, "%s/err.txt", dir);
+    char *e = tu_slurp(p);
+    assert_non_null(e);
+    if (!strstr(e, text) || strchr(e, '\n') != e + strlen(e) - 1) fail_msg("expected one line with '%s', got: %s", text, e);
+    free(e);
+}
+
 static void test_train_cli(void **st)
 {
     (void)st;
@@ -371,17 +433,13 @@ static void test_train_cli(void **st)
     free(w1); free(w2);
     /* flags that do not apply, unknown models, bad data: one line, exit 2 / 1 */
     snprintf(args, sizeof args, "train --task molecule --data %s --model gcn --heads 2", dir);
-    assert_int_equal(tu_run_cli(dir, args), 2);
-    snprintf(p, sizeof p, "%s/err.txt", dir);
-    char *e = tu_slurp(p);
-    assert_non_null(strstr(e, "--heads does not apply to --model gcn"));
-    free(e);
+    expect_cli_error(args, 2, "--heads does not apply to --model gcn");
     /* --train-frac: a seeded part of train.idx (2 molecules here: 0.5 keeps one; seed 3 would keep the
      * one without a target, which is an error) */
     snprintf(args, sizeof args, "train --task molecule --data %s --model mlp --epochs 2 --train-frac 0.5 --seed 1", dir);
     assert_int_equal(tu_run_cli(dir, args), 0);
     snprintf(p, sizeof p, "%s/out.txt", dir);
-    e = tu_slurp(p);
+    char *e = tu_slurp(p);
     assert_non_null(strstr(e, "train_size 1 "));
     free(e);
     snprintf(p, sizeof p, "%s/err.txt", dir);
@@ -397,6 +455,136 @@ static void test_train_cli(void **st)
     assert_ptr_equal(strchr(e, '\n'), e + strlen(e) - 1);   /* one line */
     free(e);
     put("molecules.txt", small);
+}
+
+/* The value after `key ` in text (train's and eval's result lines), as printed. */
+static void field(const char *text, const char *key, char *out, size_t n)
+{
+    const char *p = text ? strstr(text, key) : NULL;
+    if (!p) fail_msg("no '%s' in: %s", key, text ? text : "(null)");
+    p += strlen(key);
+    while (*p == ' ') p++;
+    size_t l = strcspn(p, " \n");
+    snprintf(out, n, "%.*s", (int)l, p);
+}
+
+/* eval --task molecule: the kept model's test RMSE, MAE and validation RMSE exactly as train printed
+ * them (a model kept before the last epoch, attention pooling, a tenth of ESOL's training set: the
+ * target standardisation comes from the checkpoint, not from the whole train.idx); the rebuilt model
+ * in the library; flags of other tasks and checkpoints of other tasks refused with one line. */
+static void test_eval_cli(void **st)
+{
+    (void)st;
+    char args[1024], p[256], a[32], b[32];
+    snprintf(args, sizeof args, "train --task molecule --model gt --readout attn --dim 8 --heads 2 --epochs 6 --lr 0.05 "
+             "--train-frac 0.1 --seed 1 --quiet --save %s/ev.st", dir);
+    assert_int_equal(tu_run_cli(dir, args), 0);
+    snprintf(p, sizeof p, "%s/out.txt", dir);
+    char *train = tu_slurp(p);
+    assert_non_null(strstr(train, "best epoch 5 of 6"));   /* the kept model is not the last one */
+    snprintf(args, sizeof args, "eval --load %s/ev.st --quiet", dir);    /* the task from the checkpoint */
+    assert_int_equal(tu_run_cli(dir, args), 0);
+    char *ev = tu_slurp(p);
+    static const char *const keys[3] = {"test_rmse", "test_mae", "val_rmse"};
+    for (int k = 0; k < 3; k++) {
+        field(train, keys[k], a, sizeof a); field(ev, keys[k], b, sizeof b);
+        if (strcmp(a, b)) fail_msg("%s: train printed %s, eval %s", keys[k], a, b);
+    }
+    assert_non_null(strstr(ev, "model gt ")); assert_non_null(strstr(ev, "test_molecules 114 "));
+    free(train); free(ev);
+    /* the library: the checkpoint's standardisation, not the dataset's */
+    char d[4096]; al_error err = {{0}};
+    al_molset ms; al_molnet m;
+    if (al_molset_resolve("esol", d, sizeof d, &err) || al_molset_load(&ms, d, &err)) fail_msg("%s", err.msg);
+    snprintf(p, sizeof p, "%s/ev.st", dir);
+    if (al_molnet_load(p, &ms, &m, NULL, &err)) fail_msg("%s", err.msg);
+    assert_int_equal(m.cfg.readout, AL_MOL_READ_ATTN); assert_int_equal(m.cfg.target, 0); assert_int_equal(m.nout, 1);
+    al_molnet full;
+    al_molnet_cfg cfg = m.cfg;
+    if (al_molnet_init(&full, &cfg, &ms, 1, &err)) fail_msg("%s", err.msg);
+    assert_true(m.y_mean != full.y_mean);                /* fitted on the run's tenth of train.idx */
+    al_molnet_free(&full); al_molnet_free(&m);
+    al_molset_free(&ms);
+    snprintf(args, sizeof args, "eval --task molecule --load %s/ev.st --batch 8", dir);
+    expect_cli_error(args, 2, "--batch does not apply to molecule checkpoints");
+    snprintf(args, sizeof args, "eval --task molecule --load %s/ev.st --model gcn --quiet", dir);
+    expect_cli_error(args, 2, "holds a 'gt' model, not 'gcn'");
+}
+
+/* predict with a molecule checkpoint: a row per molecule with its coords.txt name (quoted when it
+ * holds a comma), the predictions of test.idx's molecules give eval's test RMSE; a file of other
+ * elements is renumbered to the model's vocabulary, an unknown element refused; bad arguments. */
+static void test_predict_cli(void **st)
+{
+    (void)st;
+    char args[5200], p[256], d[4096];
+    al_error err = {{0}};
+    al_molset ms;
+    if (al_molset_resolve("esol", d, sizeof d, &err) || al_molset_load(&ms, d, &err)) fail_msg("%s", err.msg);
+    snprintf(args, sizeof args, "train --task molecule --model gcn --dim 8 --epochs 2 --train-frac 0.1 --quiet --save %s/pr.st", dir);
+    assert_int_equal(tu_run_cli(dir, args), 0);
+    snprintf(args, sizeof args, "eval --load %s/pr.st --quiet", dir);
+    assert_int_equal(tu_run_cli(dir, args), 0);
+    snprintf(p, sizeof p, "%s/out.txt", dir);
+    char *ev = tu_slurp(p), rmse[32];
+    field(ev, "test_rmse", rmse, sizeof rmse);
+    free(ev);
+    snprintf(args, sizeof args, "predict --load %s/pr.st %s --quiet", dir, d);
+    assert_int_equal(tu_run_cli(dir, args), 0);
+    char *out = tu_slurp(p);
+    const char *head = "molecule,name,prediction\n0,Amigdalin,", *head2 = "molecule,name,prediction\n0,,";
+    assert_int_equal(strncmp(out, head, strlen(head)), 0);
+    assert_non_null(strstr(out, "\n166,\"2,4'-PCB\","));
+    double *pred = calloc((size_t)ms.nmol, sizeof *pred);
+    int rows = 0;
+    for (char *l = strchr(out, '\n') + 1; *l; l = strchr(l, '\n') + 1, rows++) {
+        int i = atoi(l);
+        const char *last = strchr(l, '\n');
+        while (last > l && *last != ',') last--;   /* the prediction is the last field */
+        assert_true(i == rows && *last == ',');
+        pred[i] = atof(last + 1);
+    }
+    assert_int_equal(rows, ms.nmol);
+    double se = 0;
+    for (int k = 0; k < ms.ntest; k++) { double r = pred[ms.test[k]] - ms.y[ms.test[k]]; se += r * r; }
+    double want = atof(rmse);
+    if (fabs(sqrt(se / ms.ntest) - want) > 1e-4) fail_msg("RMSE of the predictions %.6f, eval %s", sqrt(se / ms.ntest), rmse);
+    free(out); free(pred);
+    al_molset_free(&ms);
+    /* the small file (elements C N O): renumbered, no names without coords.txt */
+    snprintf(args, sizeof args, "predict --load %s/pr.st %s/molecules.txt --quiet", dir, dir);
+    assert_int_equal(tu_run_cli(dir, args), 0);
+    out = tu_slurp(p);
+    assert_int_equal(strncmp(out, head2, strlen(head2)), 0);
+    int n = 0;
+    for (char *c = out; *c; c++) n += *c == '\n';
+    assert_int_equal(n, 5);
+    free(out);
+    put("xx.txt", "attnlab-molecules 1\nelements C Xx\ntargets y\nmolecules 1\nmol 0 2 1 0\nC 1 0 3 0 0\nXx 1 0 0 0 0\n0 1 1\n");
+    snprintf(args, sizeof args, "predict --load %s/pr.st %s/xx.txt --quiet", dir, dir);
+    expect_cli_error(args, 1, "molecule 0 has Xx, which is not among the model's elements (Br C Cl F I N O P S)");
+    snprintf(args, sizeof args, "predict --load %s/pr.st %s/xx.txt %s/xx.txt --quiet", dir, dir, dir);
+    expect_cli_error(args, 2, "a molecule checkpoint takes one molecules file or directory, got 2");
+}
+
+/* A model's element vocabulary renumbers another file's atoms; an element it lacks is refused. */
+static void test_use_elements(void **st)
+{
+    (void)st;
+    al_molset ms; al_error err = {{0}};
+    if (al_molset_load(&ms, dir, &err)) fail_msg("%s", err.msg);
+    float f[20];
+    assert_int_equal(al_molset_use_elements(&ms, "C O", &err), AL_ERR);   /* molecule 2 holds N */
+    assert_non_null(strstr(err.msg, "molecule 2 has N"));
+    assert_int_equal(ms.nelem, 3);                                          /* unchanged */
+    assert_int_equal(al_molset_use_elements(&ms, "Br C Cl N O", &err), AL_OK);
+    assert_int_equal(ms.nelem, 5); assert_int_equal(al_mol_nfeat(&ms), 10);
+    al_mol_atom_features(&ms, 2, f);                                        /* O: one-hot position 4 */
+    assert_true(f[4] == 1.f && f[0] == 0.f && f[1] == 0.f);
+    al_mol_atom_features(&ms, 0, f);                                        /* C: position 1 */
+    assert_true(f[1] == 1.f && f[4] == 0.f);
+    assert_int_equal(al_molset_use_elements(&ms, "C C", &err), AL_ERR);
+    al_molset_free(&ms);
 }
 
 /* A 0/1 target column is a class label: two logits, cross-entropy, accuracies in the CSV. */
@@ -447,12 +635,16 @@ int main(void)
         cmocka_unit_test(test_smiles_to_graphs_reproduces),
         cmocka_unit_test(test_small_file),
         cmocka_unit_test(test_bad_inputs),
+        cmocka_unit_test(test_coords),
         cmocka_unit_test(test_readout_grads),
         cmocka_unit_test(test_gatv2_grads),
         cmocka_unit_test(test_batch_structure),
         cmocka_unit_test(test_batch_equals_single),
         cmocka_unit_test(test_train_cli),
         cmocka_unit_test(test_classification),
+        cmocka_unit_test(test_eval_cli),
+        cmocka_unit_test(test_predict_cli),
+        cmocka_unit_test(test_use_elements),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,7 +1,8 @@
 /* test_resume.c — resumable training and divergence detection: a training state survives its file
  * bit for bit (optimiser moments and step, RNG streams, data order, early-stopping record); image,
  * sequence and graph training stopped after an epoch and continued from the saved state end with the
- * uninterrupted run's records and weights, whatever the thread counts; the divergence detector; the
+ * uninterrupted run's records and weights, whatever the thread counts (molecules too: the kept
+ * best-validation model and its record); the divergence detector; the
  * CSV's per-run row count and cut; through bin/attnlab: a diverging run exits 1 with one line and
  * keeps the last state, --resume refuses another configuration, and tests/resume_kill.sh (kill -9 at
  * five random moments, resume each time). */
@@ -9,6 +10,7 @@
 #include "attnlab/gnn.h"
 #include "attnlab/images.h"
 #include "attnlab/io.h"
+#include "attnlab/molnet.h"
 #include "attnlab/seq.h"
 #include "attnlab/train.h"
 #include "attnlab/trainstate.h"
@@ -222,6 +224,7 @@ static void rec_put(rec *r, double a, double b, double c)
 static int rec_image(void *ud, const al_train_progress *p) { if (p->kind) rec_put(ud, p->loss, p->train_acc, p->test_acc); return 0; }
 static int rec_seq(void *ud, const al_seq_progress *p) { if (p->kind) rec_put(ud, p->loss, p->train_acc, p->test_acc); return 0; }
 static int rec_graph(const al_gnn_epoch *e, void *ud) { rec_put(ud, e->train_loss, e->val_loss, e->test_acc); return 0; }
+static int rec_mol(const al_mol_epoch *e, void *ud) { rec_put(ud, e->train_loss, e->val.rmse, e->test.rmse); return 0; }
 
 /* The records of the continued run are the uninterrupted run's from epoch k + 1 on. */
 static void assert_tail_equal(const rec *full, const rec *second, int k)
@@ -354,6 +357,27 @@ static void test_sequence_stop_and_continue(void **st)
     al_set_threads(threads);
 }
 
+/* The state in f (path_in's buffer) into s and its weights into p; rs continues from it on `threads`
+ * threads, writing every state to `next` (then f names it) without stopping. */
+static void continue_from(al_train_state *s, char *f, al_params *p, al_resume *rs, saver *sv, const char *next, int threads)
+{
+    al_error e = {{0}};
+    if (al_train_state_load(f, p, s, NULL, &e) != AL_OK) fail_msg("%s", e.msg);
+    al_set_threads(threads);
+    rs->from = s; rs->every = 1; sv->path = path_in(f, 128, next); sv->p = p; sv->stop_after = -1;
+}
+
+/* The last state written (path f) replaces *s; it is a finished one, and rs continues from it without
+ * writing states. */
+static void continue_finished(al_train_state *s, const char *f, al_params *p, al_resume *rs)
+{
+    al_error e = {{0}};
+    al_train_state_free(s);
+    if (al_train_state_load(f, p, s, NULL, &e) != AL_OK) fail_msg("%s", e.msg);
+    assert_int_equal(s->finished, 1);
+    rs->from = s; rs->every = 0;
+}
+
 /* GAT on Cora with dropout (the context's stream) and early stopping (the record and the kept
  * weights): stopped after epoch 6, continued; and a finished state only reports the kept model. */
 static void test_graph_stop_and_continue(void **st)
@@ -379,21 +403,15 @@ static void test_graph_stop_and_continue(void **st)
     assert_int_equal(al_gnn_train_resumable(&b, &g, 2, &rs, rec_graph, &first, &rc, &e), AL_ERR);
     al_gnn c; assert_int_equal(al_gnn_init(&c, &cfg, &g, 77, &e), AL_OK);
     al_train_state s;
-    if (al_train_state_load(f, &c.params, &s, NULL, &e) != AL_OK) fail_msg("%s", e.msg);
-    al_set_threads(2);
-    rs.from = &s; rs.every = 1; sv.path = path_in(f, sizeof f, "graph2.train"); sv.p = &c.params; sv.stop_after = -1;
+    continue_from(&s, f, &c.params, &rs, &sv, "graph2.train", 2);
     rec second = {0};
-    e.msg[0] = 0;
     if (al_gnn_train_resumable(&c, &g, 2, &rs, rec_graph, &second, &rc, &e)) fail_msg("%s", e.msg);
     assert_tail_equal(&full, &second, 6);
     assert_memory_equal(c.params.data, a.params.data, (size_t)a.params.total * sizeof(float));
     assert_int_equal(rc.best_epoch, ra.best_epoch); assert_int_equal(rc.epochs_run, ra.epochs_run);
     assert_true(rc.test_acc == ra.test_acc);
     /* the last state written is a finished one: continuing from it trains nothing */
-    al_train_state_free(&s);
-    if (al_train_state_load(f, &c.params, &s, NULL, &e) != AL_OK) fail_msg("%s", e.msg);
-    assert_int_equal(s.finished, 1);
-    rs.from = &s; rs.every = 0;
+    continue_finished(&s, f, &c.params, &rs);
     rec third = {0};
     if (al_gnn_train_resumable(&c, &g, 2, &rs, rec_graph, &third, &rc, &e)) fail_msg("%s", e.msg);
     assert_int_equal(third.n, 1);                        /* the kept model's record only */
@@ -402,6 +420,71 @@ static void test_graph_stop_and_continue(void **st)
     al_train_state_free(&s);
     al_gnn_free(&a); al_gnn_free(&b); al_gnn_free(&c);
     al_graph_free(&g);
+    al_set_threads(threads);
+}
+
+/* A GAT on a tenth of ESOL's training molecules, dropout on (the context's stream) and a learning rate
+ * at which validation RMSE goes up and down (the kept model is not the last one): stopped after epoch
+ * 3, continued on another thread count from the file; then a finished state only reports the kept
+ * model. */
+static void mol_model(al_molnet *m, const al_molset *ms, uint64_t seed)
+{
+    al_molnet_cfg cfg; al_error e = {{0}};
+    al_molnet_defaults(&cfg, al_mol_model_find("gat"));
+    cfg.dim = 16; cfg.heads = 2; cfg.hidden = 16; cfg.epochs = 7; cfg.dropout = 0.2f; cfg.lr = 0.02f; cfg.batch = 16;
+    if (al_molnet_init(m, &cfg, ms, seed, &e) != AL_OK) fail_msg("%s", e.msg);
+}
+
+static void test_molecule_stop_and_continue(void **st)
+{
+    (void)st;
+    char mdir[4096]; al_error e = {{0}};
+    al_molset ms;
+    if (al_molset_resolve("esol", mdir, sizeof mdir, &e) || al_molset_load(&ms, mdir, &e)) fail_msg("%s", e.msg);
+    assert_int_equal(al_molset_train_frac(&ms, 0.1, 4, &e), AL_OK);
+    int threads = al_threads();
+    al_set_threads(2);
+    al_molnet a; mol_model(&a, &ms, 4);
+    rec full = {0};
+    al_mol_result ra, rc;
+    if (al_molnet_train(&a, &ms, 4, rec_mol, &full, &ra, &e)) fail_msg("%s", e.msg);
+    assert_int_equal(full.n, 7 + 1);
+    char f[128];
+    al_molnet b; mol_model(&b, &ms, 4);
+    saver sv = {path_in(f, sizeof f, "mol.train"), &b.params, 3, 0};
+    al_resume rs = {1, save_to_file, &sv, NULL};
+    rec first = {0};
+    assert_int_equal(al_molnet_train_resumable(&b, &ms, 4, &rs, rec_mol, &first, &rc, &e), AL_ERR);
+    assert_non_null(strstr(e.msg, "after epoch 3"));
+    assert_int_equal(sv.saves, 4);                      /* epochs 0, 1, 2, 3 */
+    al_molnet c; mol_model(&c, &ms, 77);                /* other weights: the state's replace them */
+    al_train_state s;
+    continue_from(&s, f, &c.params, &rs, &sv, "mol2.train", 1);
+    assert_non_null(s.best); assert_int_equal(s.norder, ms.ntrain);
+    rec second = {0};
+    if (al_molnet_train_resumable(&c, &ms, 4, &rs, rec_mol, &second, &rc, &e)) fail_msg("%s", e.msg);
+    assert_tail_equal(&full, &second, 3);
+    assert_memory_equal(c.params.data, a.params.data, (size_t)a.params.total * sizeof(float));
+    assert_int_equal(rc.best_epoch, ra.best_epoch); assert_int_equal(rc.epochs_run, 7);
+    assert_true(rc.test.rmse == ra.test.rmse && rc.val.rmse == ra.val.rmse && rc.train.mae == ra.train.mae);
+    assert_true(ra.best_epoch < 7);                     /* the kept model is an earlier one */
+    /* the kept model, evaluated again at the end, has its epoch's figures */
+    assert_true(ra.test.rmse == full.v[2][ra.best_epoch - 1] && ra.val.rmse == full.v[1][ra.best_epoch - 1]);
+    continue_finished(&s, f, &c.params, &rs);
+    rec third = {0};
+    if (al_molnet_train_resumable(&c, &ms, 4, &rs, rec_mol, &third, &rc, &e)) fail_msg("%s", e.msg);
+    assert_int_equal(third.n, 1);                        /* the kept model's record only */
+    assert_memory_equal(c.params.data, a.params.data, (size_t)a.params.total * sizeof(float));
+    assert_true(rc.test.rmse == ra.test.rmse && rc.epochs_run == 7 && rc.best_epoch == ra.best_epoch);
+    al_train_state_free(&s);
+    /* a learning rate far too high: one message naming the epoch and step */
+    al_molnet d; mol_model(&d, &ms, 4);
+    d.cfg.lr = 1e3f;
+    e.msg[0] = 0;
+    assert_int_equal(al_molnet_train(&d, &ms, 4, NULL, NULL, &rc, &e), AL_ERR);
+    if (!strstr(e.msg, "training diverged at epoch") || !strstr(e.msg, "lower --lr")) fail_msg("message: %s", e.msg);
+    al_molnet_free(&a); al_molnet_free(&b); al_molnet_free(&c); al_molnet_free(&d);
+    al_molset_free(&ms);
     al_set_threads(threads);
 }
 
@@ -431,6 +514,17 @@ static void test_cli_divergence(void **st)
     m = err_text();
     if (!strstr(m, "training diverged at epoch") || !strstr(m, "lower --lr") || !one_line(m)) fail_msg("stderr: %s", m);
     free(m);
+    /* molecules: the state of epoch 0 kept, no --save */
+    snprintf(cmd, sizeof cmd, "train --task molecule --model gcn --train-frac 0.1 --lr 1000 --epochs 3 --threads 1 --quiet "
+             "--save %s/mdiv.safetensors --checkpoint-every 1", dir);
+    assert_int_equal(run(cmd), 1);
+    m = err_text();
+    if (!strstr(m, "training diverged at epoch 1 step") || !strstr(m, "lower --lr") ||
+        !strstr(m, "the training state of epoch 0 in") || !one_line(m))
+        fail_msg("stderr: %s", m);
+    free(m);
+    assert_int_equal(access(path_in(p, sizeof p, "mdiv.safetensors"), F_OK), -1);
+    assert_int_equal(access(path_in(p, sizeof p, "mdiv.safetensors.train"), F_OK), 0);
 }
 
 /* --resume: no state (a fresh start, said), a finished state (nothing trained, the same CSV and
@@ -477,6 +571,20 @@ static void test_cli_resume_cases(void **st)
     m = err_text();
     if (!strstr(m, "batch=8 here, batch=32 in the state") || !one_line(m)) fail_msg("stderr: %s", m);
     free(m);
+    /* molecules: the same flags; another configuration refused (exit 2), a finished state reports again */
+    snprintf(base, sizeof base, "train --task molecule --model mlp --train-frac 0.1 --epochs 2 --threads 1 --quiet "
+             "--csv %s/m.csv --checkpoint %s/m.train --checkpoint-every 1", dir, dir);
+    assert_int_equal(run(base), 0);
+    snprintf(cmd, sizeof cmd, "%s --resume", base);
+    assert_int_equal(run(cmd), 0);
+    m = err_text();
+    if (!strstr(m, "where it had finished")) fail_msg("stderr: %s", m);
+    free(m);
+    snprintf(cmd, sizeof cmd, "%s --resume --hidden 8", base);
+    assert_int_equal(run(cmd), 2);
+    m = err_text();
+    if (!strstr(m, "hidden=8 here, hidden=64 in the state") || !one_line(m)) fail_msg("stderr: %s", m);
+    free(m);
     /* --checkpoint alone would do nothing: refused */
     snprintf(cmd, sizeof cmd, "train --task graph --model gcn --epochs 2 --quiet --checkpoint %s/x.train", dir);
     assert_int_equal(run(cmd), 1);
@@ -490,17 +598,17 @@ static void test_cli_resume_cases(void **st)
     free(m);
 }
 
-/* tests/resume_kill.sh: kill -9 at five random moments (a smaller training under the sanitizers). */
-static void test_kill_nine_five_times(void **st)
+/* tests/resume_kill.sh: kill -9 at five random moments (a smaller training under the sanitizers);
+ * env: the script's variables of the run. */
+static void kill_nine_five_times(const char *env)
 {
-    (void)st;
     char cmd[4096];
 #if defined(__SANITIZE_ADDRESS__)
     const char *quick = "RESUME_KILL_QUICK=1 ";
 #else
     const char *quick = "";
 #endif
-    snprintf(cmd, sizeof cmd, "%stests/resume_kill.sh %s > %s/kill.log 2>&1", quick, tu_attnlab_bin(), dir);
+    snprintf(cmd, sizeof cmd, "%s%stests/resume_kill.sh %s > %s/kill.log 2>&1", quick, env, tu_attnlab_bin(), dir);
     int rc = tu_system(cmd);
     char p[128];
     char *log = tu_slurp(path_in(p, sizeof p, "kill.log"));
@@ -512,6 +620,9 @@ static void test_kill_nine_five_times(void **st)
     free(log);
     assert_int_equal(rc, 0);
 }
+static void test_kill_nine_five_times(void **st) { (void)st; kill_nine_five_times(""); }
+/* the molecule task: its CSV (the kept model's row last) and --save file equal the uninterrupted run's */
+static void test_molecule_kill_nine_five_times(void **st) { (void)st; kill_nine_five_times("RESUME_KILL_TASK=molecule "); }
 
 int main(void)
 {
@@ -522,9 +633,11 @@ int main(void)
         cmocka_unit_test(test_image_stop_and_continue),
         cmocka_unit_test(test_sequence_stop_and_continue),
         cmocka_unit_test(test_graph_stop_and_continue),
+        cmocka_unit_test(test_molecule_stop_and_continue),
         cmocka_unit_test(test_cli_divergence),
         cmocka_unit_test(test_cli_resume_cases),
         cmocka_unit_test(test_kill_nine_five_times),
+        cmocka_unit_test(test_molecule_kill_nine_five_times),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

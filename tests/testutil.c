@@ -1,6 +1,7 @@
 /* testutil.c — see testutil.h. */
 #include "testutil.h"
 #include "attnlab/text.h"
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,6 +153,52 @@ int tu_run_cli(const char *dir, const char *args)
     int rc = tu_system(cmd);
     free(cmd);
     return rc;
+}
+
+int tu_run_cli_err(const char *dir, const char *args, char *err, size_t n)
+{
+    int rc = tu_run_cli(dir, args);
+    char p[4200];
+    snprintf(p, sizeof p, "%s/err.txt", dir);
+    char *e = tu_slurp(p);
+    snprintf(err, n, "%s", e ? e : "");
+    free(e);
+    return rc;
+}
+
+void tu_put(const char *dir, const char *name, const char *text)
+{
+    char p[4200];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    FILE *f = fopen(p, "w");
+    if (!f) fail_msg("cannot write %s", p);
+    fputs(text, f);
+    fclose(f);
+}
+
+void tu_put_molset(const char *dir, const char *molecules, const char *coords, const char *train, const char *val,
+                   const char *test)
+{
+    tu_put(dir, "molecules.txt", molecules);
+    if (coords) tu_put(dir, "coords.txt", coords);
+    tu_put(dir, "train.idx", train); tu_put(dir, "val.idx", val); tu_put(dir, "test.idx", test);
+}
+
+int tu_rm_rf(const char *dir)
+{
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    return tu_system(cmd) == 0 ? 0 : -1;
+}
+
+int tu_tmp_files(const char *dir)
+{
+    DIR *d = opendir(dir);
+    int k = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d))) k += strstr(e->d_name, ".tmp.") != NULL;
+    if (d) closedir(d);
+    return k;
 }
 
 void tu_script_passes(const char *script)

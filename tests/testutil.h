@@ -38,6 +38,18 @@ static inline char *tu_slurp(const char *path) { return tu_slurp_n(path, NULL); 
 int tu_system(const char *cmd);
 /* Run `$ATTNLAB_BIN ARGS` with stdout to DIR/out.txt and stderr to DIR/err.txt; its exit status. */
 int tu_run_cli(const char *dir, const char *args);
+/* tu_run_cli, with the start of DIR/err.txt copied to err (n bytes). */
+int tu_run_cli_err(const char *dir, const char *args, char *err, size_t n);
+/* Write text to DIR/NAME (the directory must exist); fails the test if it cannot. */
+void tu_put(const char *dir, const char *name, const char *text);
+/* A molecule dataset in dir: molecules.txt, coords.txt (when coords is not NULL) and the three splits
+ * (their lines, e.g. "0\n2\n"). */
+void tu_put_molset(const char *dir, const char *molecules, const char *coords, const char *train, const char *val,
+                   const char *test);
+/* rm -rf dir (a test's scratch directory): 0, or -1 if that failed. */
+int tu_rm_rf(const char *dir);
+/* How many files in dir have ".tmp." in their name (left-overs of an atomic write). */
+int tu_tmp_files(const char *dir);
 /* Run `SCRIPT $ATTNLAB_BIN` (a CLI test script: tests/readme_commands.sh, scripts/bad-inputs.sh, ...)
  * with its output to a log of this process in /tmp; on failure print the log and fail the test (the
  * log stays), else print its last line (and remove the log). */

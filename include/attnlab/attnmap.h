@@ -1,5 +1,6 @@
-/* attnlab/attnmap.h — attention maps: which pixels a query token of an image model looks at, and
- * which words a word of a sentence looks at in a sequence model (at the end of this header).
+/* attnlab/attnmap.h — attention maps: which pixels a query token of an image model looks at, which
+ * words a word of a sentence looks at in a sequence model, and which atoms of a molecule the attention
+ * pooling readout of a molecule model weighs (both at the end of this header).
  *
  * al_attnmap_compute runs one image through an attention model (sa, local) with capture_attn set and
  * scatters the weights of one block back onto the token grid: whatever the pattern's layout (full:
@@ -23,6 +24,7 @@
 #include "tensor.h"
 #include "models.h"
 #include "seq.h"
+#include "molnet.h"
 
 #define AL_ATTNMAP_MAXQ 16      /* queries per figure */
 #define AL_ATTNMAP_MAXMODELS 4  /* models side by side */
@@ -103,4 +105,35 @@ typedef struct al_attnmap_words_fig {
 /* Draw the figure: *rgb (h·w·3, rows top to bottom) is malloc'd, the caller frees it. */
 al_status al_attnmap_words_render(const al_attnmap_words_fig *f, uint8_t **rgb /* (h, w, 3) */, int *w, int *h,
                                   al_error *err);
+
+/* ---- molecule models: the attention pooling readout over the atoms of one molecule ----
+ *
+ *   float *w = malloc(heads * n * sizeof *w);                   // n = the molecule's atoms
+ *   al_mol_attnmap(&m, &ms, mol, w, &pred, &err);               // ms with coords.txt (ms.xy)
+ *   al_attnmap_mol_fig f = {&ms, mol, m.cfg.heads, w, "title", "note", 40};
+ *   uint8_t *rgb; int W, H; al_attnmap_mol_render(&f, &rgb, &W, &H, &err);   // then al_png_write
+ */
+/* The readout's weights of molecule mol of ms, evaluation mode: weights (heads, n) holds, for each head,
+ * the softmax of its learned query over the molecule's n atoms (each row sums to 1); *pred (may be
+ * NULL) the model's prediction (the target's units; a 0/1 target: the probability of class 1). Errors:
+ * a model without attention pooling (--readout sum or mean, mlp, fingerprint), a molecule out of range. */
+al_status al_mol_attnmap(al_molnet *m, const al_molset *ms, int mol, float *weights /* (heads, n) */, float *pred,
+                         al_error *err);
+
+/* A figure of one molecule, one panel per head: the molecule drawn from ms->xy (bonds: single one line,
+ * double two, triple three, aromatic a line and a dashed line; atoms: circles filled with the colour of
+ * weight / the panel's maximum, the element symbol inside), "head h" above and "max" under each panel;
+ * title and note lines on top, a colour bar at the bottom. */
+typedef struct al_attnmap_mol_fig {
+    const al_molset *ms;        /* with coordinates (coords.txt) */
+    int mol;
+    int heads;
+    const float *weights;       /* (heads, atoms of mol) */
+    const char *title, *note;   /* top lines (UTF-8 labels), or NULL */
+    int bond_px;                /* pixels per bond (RDKit's 1.5 units), 12..200 */
+} al_attnmap_mol_fig;
+/* Where atom `atom` of panel `head` is drawn (its centre) and the figure's size. */
+al_status al_attnmap_mol_atom(const al_attnmap_mol_fig *f, int head, int atom, int *x, int *y, int *w, int *h, al_error *err);
+/* Draw the figure: *rgb (h·w·3, rows top to bottom) is malloc'd, the caller frees it. */
+al_status al_attnmap_mol_render(const al_attnmap_mol_fig *f, uint8_t **rgb /* (h, w, 3) */, int *w, int *h, al_error *err);
 #endif

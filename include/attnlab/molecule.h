@@ -41,17 +41,32 @@ typedef struct al_molset {
     int *train, *val, *test;                       /* molecule numbers; owned */
     int ntrain, nval, ntest;
     char name[64];                                 /* last path component of the directory */
+    /* optional (dir/coords.txt, al_molset_read_coords): names and 2-D depiction coordinates; NULL without */
+    char *names;                                   /* nmol NUL-terminated names back to back */
+    int64_t *name_at;                              /* (nmol) where molecule m's name starts in names */
+    float *xy;                                     /* (natoms, 2) atom coordinates (RDKit's depiction) */
 } al_molset;
 
-/* Read dir/molecules.txt and dir/{train,val,test}.idx. Caller frees with al_molset_free (also
- * safe after a failed load). */
+/* Read dir/molecules.txt and dir/{train,val,test}.idx, and dir/coords.txt when it exists. Caller
+ * frees with al_molset_free (also safe after a failed load). */
 al_status al_molset_load(al_molset *ms, const char *dir, al_error *err);
-/* Only the molecule file (no splits): for tests and the fuzz harness. */
+/* Only the molecule file (no splits): for tests, the fuzz harness and predict. */
 al_status al_molset_read(al_molset *ms, const char *path, al_error *err);
+/* A coordinates file (scripts/smiles_to_graphs.py --coords; datasets/README.md) for the molecules of
+ * ms: a name and an X Y line per atom, molecule and atom counts equal to ms's; every failure is
+ * FILE:LINE. Fills ms->names, name_at, xy (replacing earlier ones); ms unchanged on error. */
+al_status al_molset_read_coords(al_molset *ms, const char *path, al_error *err);
+const char *al_molset_name(const al_molset *ms, int m);   /* molecule m's name, NULL without coords */
+/* The molecule named s (an exact name of coords.txt), else s as a 0-based number; -1 if neither. */
+int         al_molset_find(const al_molset *ms, const char *s);
 void      al_molset_free(al_molset *ms);
 /* Keep the first round(frac · ntrain) (at least 1) of the training molecules shuffled with the
  * AL_RNG_DATA stream of seed; frac in (0, 1]. val and test stay as loaded. */
 al_status al_molset_train_frac(al_molset *ms, double frac, uint64_t seed, al_error *err);
+/* Renumber the atoms' elements to the vocabulary `list` ("Br C Cl ...": a model's one-hot order, space
+ * separated); an element of some atom that list lacks is an error naming the molecule. ms unchanged
+ * on error. */
+al_status al_molset_use_elements(al_molset *ms, const char *list, al_error *err);
 /* Find a dataset as al_graph_resolve does (datadir.h): an existing directory as is, else NAME looked up. */
 al_status al_molset_resolve(const char *name, char *out, size_t n, al_error *err);
 

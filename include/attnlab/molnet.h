@@ -28,6 +28,7 @@
 #include "tensor.h"
 #include "molecule.h"
 #include "models.h"   /* al_block_params */
+#include "trainstate.h"
 
 #define AL_MOLNET_MAXDEPTH 8
 typedef enum { AL_MOL_READ_SUM, AL_MOL_READ_MEAN, AL_MOL_READ_ATTN } al_mol_readout;
@@ -85,10 +86,20 @@ typedef struct al_molnet {
 /* Build the model for molecules ms (features, target statistics of its training split); parameters
  * from the AL_RNG_INIT stream of seed. Caller frees with al_molnet_free. */
 al_status  al_molnet_init(al_molnet *m, const al_molnet_cfg *cfg, const al_molset *ms, uint64_t seed, al_error *err);
+/* The same model for nfeat atom features and nout outputs (1 or 2) without a data set: y_mean 0,
+ * y_std 1 (a checkpoint sets them; al_molnet_load). */
+al_status  al_molnet_build(al_molnet *m, const al_molnet_cfg *cfg, int nfeat, int nout, uint64_t seed, al_error *err);
 void       al_molnet_free(al_molnet *m);
 /* Outputs (S, nout) for the batch: standardised predictions or the two classes' logits; dropout when
  * c->training, tape when c->grad_enabled. */
 al_tensor *al_molnet_forward(al_ctx *c, al_molnet *m, const al_mol_batch *b);
+
+/* Rebuild the model that `attnlab train --task molecule --save` wrote to path, for the molecules ms:
+ * its element vocabulary (when the checkpoint records one) renumbers ms's atoms (al_molset_use_elements),
+ * cfg.target is the index of its target among ms's (-1 if ms lacks it), y_mean and y_std are the
+ * checkpoint's. *meta (if non-NULL) receives the metadata text (caller frees). Free m with
+ * al_molnet_free. */
+al_status  al_molnet_load(const char *path, al_molset *ms, al_molnet *m, char **meta, al_error *err);
 
 /* ---------------- training ---------------- */
 /* One evaluation without dropout: regression RMSE and MAE in the file's units, or classification
@@ -110,9 +121,19 @@ typedef struct al_mol_result {
 /* AdamW on minibatches (cfg.batch molecules, reshuffled every epoch with the AL_RNG_SHUFFLE stream of
  * seed), MSE on standardised targets or cross-entropy; after every epoch validation and test figures;
  * the model with the lowest validation RMSE (classification: highest accuracy, then lowest loss) is
- * kept and restored at the end (as the PyTorch peer does). Molecules without a target are skipped. */
+ * kept and restored at the end (as the PyTorch peer does), and its figures on every split reported
+ * (res, and a last record with final = 1). Molecules without a target are skipped. A loss over
+ * AL_DIVERGE_RATIO x its running minimum, a non-finite loss or weight stops training with AL_ERR
+ * ("training diverged at epoch E step S: ..."). */
 al_status al_molnet_train(al_molnet *m, const al_molset *ms, uint64_t seed, al_mol_epoch_fn fn, void *ud,
                           al_mol_result *res, al_error *err);
+/* al_molnet_train with training states (trainstate.h): handed to rs->save after epoch 0, every
+ * rs->every epochs and the last one, each after that epoch's record; the kept weights in best, its
+ * epoch in best_epoch, its validation accuracy in acc_max and its validation RMSE (classification:
+ * loss) in loss_min. With rs->from, training continues after from->epoch (a finished state only
+ * restores and reports the kept model). */
+al_status al_molnet_train_resumable(al_molnet *m, const al_molset *ms, uint64_t seed, const al_resume *rs,
+                                    al_mol_epoch_fn fn, void *ud, al_mol_result *res, al_error *err);
 /* The model over molecules ids[0..n), no dropout, in batches: *ev, and pred[i] (if non-NULL) the
  * prediction in the file's units or the probability of class 1. */
 al_status al_molnet_evaluate(al_molnet *m, const al_molset *ms, const int *ids, int n, al_ctx *c, al_mol_eval *ev,

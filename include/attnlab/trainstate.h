@@ -1,10 +1,10 @@
 /* attnlab/trainstate.h — resumable training and divergence detection, shared by the three training
- * loops (images: train.h, sequences: seq.h, graphs: gnn.h).
+ * loops (images: train.h, sequences: seq.h, graphs: gnn.h, molecules: molnet.h).
  *
  * A training state is everything a loop needs to continue exactly where it stopped: the epoch
  * reached, the optimiser (kind, hyperparameters, step count, moments), every RNG stream that moves
  * during training (the shuffle stream and the context's dropout stream), the data order, the
- * divergence detector and, for graphs, the early-stopping record with its kept weights. The weights
+ * divergence detector and, for graphs and molecules, the record of the kept model with its weights. The weights
  * themselves are the model's parameters. A loop given an al_resume with every > 0 hands its state to
  * resume->save before its first step (epoch 0), after every `every`-th epoch and after its last one;
  * given resume->from it continues from such a state, and the rest of the run is bit for bit the run
@@ -49,7 +49,7 @@ typedef struct al_train_state {
     int *order; int norder;     /* (norder) the data order after `epoch` shuffles; NULL, 0 for graphs */
     al_optim opt;               /* kind, hyperparameters, step; m, v (opt.n each; v NULL for SGD) */
     al_diverge div;
-    /* graphs: early stopping (best NULL otherwise) */
+    /* graphs: early stopping; molecules: the best-validation model (best NULL otherwise) */
     float *best;                /* (opt.n) the kept weights */
     int best_epoch, bad;
     double acc_max, loss_min, step_seconds;

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define MAXF (AL_MOL_MAX_TARGETS + 8)   /* most fields on any line */
 #define PATH al_path_short(t->path)
@@ -231,6 +232,115 @@ fail:
     return AL_ERR;
 }
 
+/* ---------------- names and 2-D coordinates (coords.txt) ---------------- */
+#define MAX_NAME 256
+#define MAX_COORD 1e4
+
+/* The next space-separated token at *pp, NUL-terminated in place; *pp moves past it and the spaces after. */
+static char *token(char **pp)
+{
+    char *s = al_text_skip_ws(*pp), *e = s;
+    while (*e && *e != ' ' && *e != '\t') e++;
+    if (*e) *e++ = 0;
+    *pp = al_text_skip_ws(e);
+    return s;
+}
+
+/* `mol ID ATOMS NAME` of molecule m: its name (the rest of the line, trailing blanks cut) copied to
+ * names at *used. */
+static int read_name_line(const al_molset *ms, al_text *t, int m, char *names, int64_t *used, al_error *err)
+{
+    char want[48], *l;
+    snprintf(want, sizeof want, "'mol %d ATOMS NAME'", m);
+    if (!(l = next_line(t, want, err))) return -1;
+    char *p = l, *kw = token(&p), *id = token(&p), *na = token(&p);
+    long v, atoms = ms->atom_start[m + 1] - ms->atom_start[m];
+    if (strcmp(kw, "mol")) return al_seterr(err, "%s:%ld: expected 'mol %d ATOMS NAME'", PATH, t->line, m), -1;
+    if (get_int(t, id, "molecule id", 0, 0x7ffffffe, &v, err)) return -1;
+    if (v != m) return al_seterr(err, "%s:%ld: molecule id %ld, expected %d (ids count 0, 1, 2, ...)", PATH, t->line, v, m), -1;
+    if (get_int(t, na, "atom count", 1, AL_MOL_MAX_ATOMS, &v, err)) return -1;
+    if (v != atoms) return al_seterr(err, "%s:%ld: molecule %d has %ld atoms here but %ld in molecules.txt", PATH, t->line, m, v, atoms), -1;
+    size_t L = strlen(p);
+    while (L > 0 && (p[L - 1] == ' ' || p[L - 1] == '\t')) L--;
+    if (L == 0 || L >= MAX_NAME) return al_seterr(err, "%s:%ld: molecule %d: the name must have 1 to %d characters", PATH, t->line, m, MAX_NAME - 1), -1;
+    memcpy(names + *used, p, L); names[*used + (int64_t)L] = 0;
+    *used += (int64_t)L + 1;
+    return 0;
+}
+
+/* One `X Y` line of atom a. */
+static int read_xy(al_text *t, float *xy, al_error *err)
+{
+    char *f[MAXF + 1], *l = next_line(t, "'X Y' of an atom", err);
+    if (!l) return -1;
+    int n = fields(l, f);
+    if (n != 2) return al_seterr(err, "%s:%ld: expected 'X Y' (2 fields), got %d", PATH, t->line, n > MAXF ? MAXF + 1 : n), -1;
+    for (int k = 0; k < 2; k++) {
+        char *e; errno = 0;
+        double v = strtod(f[k], &e);
+        if (e == f[k] || *e || errno == ERANGE || !(fabs(v) <= MAX_COORD))
+            return al_seterr(err, "%s:%ld: coordinate '%.32s' is not a number in [-%g, %g]", PATH, t->line, f[k], MAX_COORD, MAX_COORD), -1;
+        xy[k] = (float)v;
+    }
+    return 0;
+}
+
+al_status al_molset_read_coords(al_molset *ms, const char *path, al_error *err)
+{
+    al_text tt, *t = &tt;
+    if (al_text_open_path(t, path, err)) return AL_ERR;
+    int64_t lines = al_text_count_lines(t), used = 0;
+    char *f[MAXF + 1], *l, *names = NULL;
+    int64_t *at = NULL;
+    float *xy = NULL;
+    long n;
+    if (!(l = next_line(t, "'attnlab-coords 1'", err))) goto fail;
+    if (strcmp(l, "attnlab-coords 1")) { al_seterr(err, "%s:%ld: not a coordinates file (the first line must be 'attnlab-coords 1')", PATH, t->line); goto fail; }
+    if (!(l = next_line(t, "the 'molecules' line", err))) goto fail;
+    if (fields(l, f) != 2 || strcmp(f[0], "molecules")) { al_seterr(err, "%s:%ld: expected 'molecules COUNT'", PATH, t->line); goto fail; }
+    if (get_int(t, f[1], "molecule count", 1, 0x7ffffffe, &n, err)) goto fail;
+    if (n != ms->nmol) { al_seterr(err, "%s:%ld: %ld molecules, but molecules.txt has %d", PATH, t->line, n, ms->nmol); goto fail; }
+    if (lines - t->line < ms->nmol + ms->natoms) {
+        al_seterr(err, "%s: %lld lines, too few for %d molecules of %lld atoms", PATH, (long long)lines, ms->nmol, (long long)ms->natoms);
+        goto fail;
+    }
+    if (al_mem_check(al_size_add(al_size_add((uint64_t)t->len + 1, al_size_mul((uint64_t)ms->nmol, 8)), al_size_mul((uint64_t)ms->natoms, 8)),
+                     err, "%s: names and coordinates", PATH))
+        goto fail;
+    names = malloc(t->len + 1); at = malloc((size_t)ms->nmol * sizeof *at); xy = malloc((size_t)ms->natoms * 2 * sizeof *xy);
+    if (!names || !at || !xy) { al_seterr(err, "%s: out of memory", PATH); goto fail; }
+    for (int m = 0; m < ms->nmol; m++) {
+        at[m] = used;
+        if (read_name_line(ms, t, m, names, &used, err)) goto fail;
+        for (int64_t a = ms->atom_start[m]; a < ms->atom_start[m + 1]; a++) if (read_xy(t, xy + 2 * a, err)) goto fail;
+    }
+    while ((l = al_text_line(t)) != NULL)
+        if (*al_text_skip_ws(l)) { al_seterr(err, "%s:%ld: unexpected line after the %d molecules", PATH, t->line, ms->nmol); goto fail; }
+    al_text_close(t);
+    free(ms->names); free(ms->name_at); free(ms->xy);
+    ms->names = names; ms->name_at = at; ms->xy = xy;
+    return AL_OK;
+fail:
+    al_text_close(t);
+    free(names); free(at); free(xy);
+    return AL_ERR;
+}
+
+const char *al_molset_name(const al_molset *ms, int m)
+{
+    return ms->names && m >= 0 && m < ms->nmol ? ms->names + ms->name_at[m] : NULL;
+}
+
+int al_molset_find(const al_molset *ms, const char *name_or_index)
+{
+    for (int m = 0; ms->names && m < ms->nmol; m++)
+        if (!strcmp(ms->names + ms->name_at[m], name_or_index)) return m;
+    char *e;
+    errno = 0;
+    long v = strtol(name_or_index, &e, 10);
+    return e != name_or_index && !*e && !errno && v >= 0 && v < ms->nmol ? (int)v : -1;
+}
+
 /* A split file of molecule numbers; mark[m] = which split (1-based) holds it, for overlap checks. */
 static al_status read_split(al_molset *ms, const char *dir, int which, uint8_t *mark, long *mline, int **out, int *count, al_error *err)
 {
@@ -283,6 +393,8 @@ al_status al_molset_load(al_molset *ms, const char *dir, al_error *err)
              !read_split(ms, dir, 3, mark, mline, &ms->test, &ms->ntest, err))
         st = AL_OK;
     free(mark); free(mline);
+    snprintf(path, sizeof path, "%s/coords.txt", dir);
+    if (st == AL_OK && access(path, F_OK) == 0) st = al_molset_read_coords(ms, path, err);   /* optional */
     if (st) al_molset_free(ms);
     return st;
 }
@@ -303,7 +415,38 @@ void al_molset_free(al_molset *ms)
     free(ms->elem); free(ms->degree); free(ms->hs); free(ms->arom); free(ms->ring); free(ms->charge);
     free(ms->bond_i); free(ms->bond_j); free(ms->bond_type);
     free(ms->train); free(ms->val); free(ms->test);
+    free(ms->names); free(ms->name_at); free(ms->xy);
     memset(ms, 0, sizeof *ms);
+}
+
+al_status al_molset_use_elements(al_molset *ms, const char *list, al_error *err)
+{
+    char names[AL_MOL_MAX_ELEMENTS][4] = {{0}};
+    int n = 0, map[AL_MOL_MAX_ELEMENTS];
+    for (const char *p = list; *p;) {
+        size_t l = strcspn(p, " ");
+        if (l == 0) { p++; continue; }
+        if (l > 3 || n == AL_MOL_MAX_ELEMENTS) return al_seterr(err, "element list '%.80s': more than %d elements or a symbol over 3 letters", list, AL_MOL_MAX_ELEMENTS);
+        memcpy(names[n], p, l); names[n][l] = 0;
+        for (int k = 0; k < n; k++)
+            if (!strcmp(names[k], names[n])) return al_seterr(err, "element list '%.80s': %s twice", list, names[n]);
+        n++; p += l;
+    }
+    if (n == 0) return al_seterr(err, "element list is empty");
+    for (int e = 0; e < ms->nelem; e++) {
+        map[e] = -1;
+        for (int k = 0; k < n; k++) if (!strcmp(ms->elements[e], names[k])) map[e] = k;
+    }
+    for (int64_t a = 0; a < ms->natoms; a++)
+        if (map[ms->elem[a]] < 0) {
+            int m = 0;
+            while (ms->atom_start[m + 1] <= a) m++;
+            return al_seterr(err, "molecule %d has %s, which is not among the model's elements (%s)", m, ms->elements[ms->elem[a]], list);
+        }
+    for (int64_t a = 0; a < ms->natoms; a++) ms->elem[a] = (uint8_t)map[ms->elem[a]];
+    memcpy(ms->elements, names, sizeof names);
+    ms->nelem = n;
+    return AL_OK;
 }
 
 al_status al_molset_resolve(const char *name, char *out, size_t n, al_error *err)

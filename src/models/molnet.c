@@ -260,7 +260,7 @@ static al_status target_stats(al_molnet *m, const al_molset *ms, al_error *err)
     return AL_OK;
 }
 
-al_status al_molnet_init(al_molnet *m, const al_molnet_cfg *cfg, const al_molset *ms, uint64_t seed, al_error *err)
+al_status al_molnet_build(al_molnet *m, const al_molnet_cfg *cfg, int nfeat, int nout, uint64_t seed, al_error *err)
 {
     memset(m, 0, sizeof *m);
     m->cfg = *cfg;
@@ -270,11 +270,11 @@ al_status al_molnet_init(al_molnet *m, const al_molnet_cfg *cfg, const al_molset
     if (cfg->depth < 1 || cfg->depth > AL_MOLNET_MAXDEPTH) return al_seterr(err, "molecule model: depth %d outside [1, %d]", cfg->depth, AL_MOLNET_MAXDEPTH);
     if (cfg->hidden < 1 || cfg->hidden > 65536 || cfg->batch < 1 || cfg->epochs < 1 || !(cfg->dropout >= 0 && cfg->dropout < 1))
         return al_seterr(err, "molecule model: hidden, batch, epochs must be >= 1 and dropout in [0, 1)");
-    if (cfg->target < 0 || cfg->target >= ms->ntarget) return al_seterr(err, "molecule model: target %d outside [0, %d)", cfg->target, ms->ntarget);
-    m->nfeat = al_mol_nfeat(ms);
-    m->nout = ms->binary[cfg->target] ? 2 : 1;
+    if (nfeat < 1 || nfeat > AL_MOL_MAX_ELEMENTS + 5 || (nout != 1 && nout != 2))
+        return al_seterr(err, "molecule model: %d atom features (1 to %d) and %d outputs (1 or 2)", nfeat, AL_MOL_MAX_ELEMENTS + 5, nout);
+    m->nfeat = nfeat;
+    m->nout = nout;
     m->y_mean = 0.f; m->y_std = 1.f;
-    if (m->nout == 1 && target_stats(m, ms, err)) return AL_ERR;
     al_params_init(&m->params);
     if (m->kind->init(m) || (m->kind->layers && head_add(m))) {   /* graph models end in a readout and a head */
         al_molnet_free(m);
@@ -283,6 +283,22 @@ al_status al_molnet_init(al_molnet *m, const al_molnet_cfg *cfg, const al_molset
     for (int i = 0; i < m->params.n; i++) m->params.decay[i] = 1;   /* AdamW over model.parameters() */
     al_rng r; al_rng_seed(&r, seed, AL_RNG_INIT);
     if (al_params_finalize(&m->params, &r, err)) { al_molnet_free(m); return AL_ERR; }
+    return AL_OK;
+}
+
+al_status al_molnet_init(al_molnet *m, const al_molnet_cfg *cfg, const al_molset *ms, uint64_t seed, al_error *err)
+{
+    memset(m, 0, sizeof *m);
+    if (cfg->target < 0 || cfg->target >= ms->ntarget) return al_seterr(err, "molecule model: target %d outside [0, %d)", cfg->target, ms->ntarget);
+    const int nout = ms->binary[cfg->target] ? 2 : 1;
+    float mean = 0.f, std = 1.f;
+    if (nout == 1) {
+        m->cfg = *cfg;
+        if (target_stats(m, ms, err)) return AL_ERR;
+        mean = m->y_mean; std = m->y_std;
+    }
+    if (al_molnet_build(m, cfg, al_mol_nfeat(ms), nout, seed, err)) return AL_ERR;
+    m->y_mean = mean; m->y_std = std;
     return AL_OK;
 }
 

@@ -241,11 +241,7 @@ al_status al_attnmap_render(const al_attnmap_fig *f, uint8_t **rgb, int *w, int 
     {
         int by = Hh - FOOTER + 6, bw = W - 2 * MARGIN;
         if (bw > 320) bw = 320;
-        for (int x = 0; x < bw; x++) {
-            uint8_t c3[3];
-            al_attnmap_color(bw > 1 ? (float)x / (float)(bw - 1) : 1.f, c3);
-            al__fill_rect(&cv, MARGIN + x, by, 1, BAR_H, c3);
-        }
+        al__colour_bar(&cv, MARGIN, by, bw, BAR_H);
         al__draw_text(&cv, MARGIN, by + BAR_H + 4, "0", TS, ink);
         const char *lab = "weight / panel max";
         int lx = MARGIN + bw - al__text_width(lab, TS);

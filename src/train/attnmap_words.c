@@ -187,11 +187,7 @@ al_status al_attnmap_words_render(const al_attnmap_words_fig *f, uint8_t **rgb, 
     for (int k = 0; k < f->nblocks; k++) draw_block_row(&cv, f, &L, f->blocks[k], MARGIN + LINE + k * (L.row_h + GAP_BLOCK));
     /* colour bar: 0 … the panel's own maximum; the grey of keys outside the pattern */
     const int by = L.H - FOOTER + 6, bw = BAR_W;
-    for (int x = 0; x < bw; x++) {
-        uint8_t c3[3];
-        al_attnmap_color(bw > 1 ? (float)x / (float)(bw - 1) : 1.f, c3);
-        al__fill_rect(&cv, MARGIN + x, by, 1, BAR_H, c3);
-    }
+    al__colour_bar(&cv, MARGIN, by, bw, BAR_H);
     al__draw_text(&cv, MARGIN, by + BAR_H + 4, "0", TS, ink);
     al__draw_text(&cv, MARGIN + bw - al__text_width("max", TS), by + BAR_H + 4, "max", TS, ink);
     if (has_outside(f)) {

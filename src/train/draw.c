@@ -3,6 +3,7 @@
  * case and the rest of printable ASCII for word labels. */
 #include <ctype.h>
 #include <string.h>
+#include "attnlab/attnmap.h"
 #include "train/draw_impl.h"
 
 typedef struct glyph { char ch; uint8_t row[7]; } glyph;
@@ -146,5 +147,14 @@ void al__draw_label(al__canvas *cv, int x, int y, const char *s, int ts, int up,
         const uint8_t *r = glyph_find(label_char(&p));
         draw_glyph(cv, x, y, r ? r : glyph_find('?'), ts, up, rgb);
         if (up) y -= 6 * ts; else x += 6 * ts;
+    }
+}
+
+void al__colour_bar(al__canvas *cv, int x, int y, int w, int h)
+{
+    for (int k = 0; k < w; k++) {
+        uint8_t c3[3];
+        al_attnmap_color(w > 1 ? (float)k / (float)(w - 1) : 1.f, c3);
+        al__fill_rect(cv, x + k, y, 1, h, c3);
     }
 }

@@ -25,4 +25,6 @@ void al__draw_text_centred(al__canvas *cv, int cx, int y, const char *s, int ts,
  * bottom-left corner and going up; up = 0 draws it as a caption does, top-left at (x, y). */
 int  al__label_len(const char *s);
 void al__draw_label(al__canvas *cv, int x, int y, const char *s, int ts, int up, const uint8_t rgb[3]);
+/* The colour map from 0 (left) to 1 (right) as a w×h bar, top-left at (x, y). */
+void al__colour_bar(al__canvas *cv, int x, int y, int w, int h);
 #endif

@@ -199,6 +199,30 @@ def conllu_corpus():
 HDR = "run_id,task,dataset,model,train_size,seed,epoch,train_loss,train_acc,val_acc,test_acc,epoch_seconds,samples_per_second,params,config,status"
 
 
+SMALL_MOLS = (
+    "attnlab-molecules 1\nelements C N O\ntargets y\nmolecules 4\n"
+    "mol 0 3 2 -0.5\nC 1 0 3 0 0\nC 2 0 2 0 0\nO 1 0 1 0 0\n0 1 1\n1 2 1\n"
+    "mol 1 2 1 1.25\nC 1 0 2 0 0\nO 1 0 0 0 0\n0 1 2\n"
+    "mol 2 5 4 nan\nC 2 0 1 1 1\nC 2 0 1 1 1\nN 2 0 0 1 1\nC 2 0 1 1 1\nN 0 1 4 0 0\n0 1 4\n1 2 4\n2 3 4\n0 3 4\n"
+    "mol 3 1 0 2.0\nC 0 0 4 0 0\n")
+SMALL_XY = ("attnlab-coords 1\nmolecules 4\nmol 0 3 ethanol\n0 0\n1.5 0\n2.25 1.299\nmol 1 2 formaldehyde\n0 0\n1.5 0\n"
+            "mol 2 5 ring with an ion\n0 0\n1.5 0\n1.5 1.5\n0 1.5\n3 3\nmol 3 1 methane\n0 0\n")
+
+
+def mol_dir(name, coords=SMALL_XY):
+    for f, text in (("molecules.txt", SMALL_MOLS), ("train.idx", "0\n2\n"), ("val.idx", "1\n"), ("test.idx", "3\n")):
+        write("molecules/%s/%s" % (name, f), text.encode())
+    if coords is not None:
+        write("molecules/%s/coords.txt" % name, coords.encode())
+
+
+def molecules_corpus():
+    mol_dir("ok")
+    mol_dir("coords-nan", SMALL_XY.replace("1.5 1.5", "1.5 nan"))
+    mol_dir("coords-atoms", SMALL_XY.replace("mol 1 2 formaldehyde", "mol 1 3 formaldehyde"))
+    mol_dir("coords-short", SMALL_XY.replace("mol 3 1 methane\n0 0\n", ""))
+
+
 def results_corpus():
     rows = [f"r1,image,d,cnn,10,1,{e},0.5,0.5,,0.4,1.0,10.0,100,,{'done' if e == 2 else ''}" for e in (1, 2)]
     write("results/wrong-header.csv", "run,task,data\n" + "\n".join(rows) + "\n", "w")
@@ -256,11 +280,14 @@ def checkpoint_corpus(bin_):
     def train(args, out):
         cmd = [bin_, "train"] + args + ["--epochs", "1", "--quiet", "--save", out]
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-    img, gr, sq = (os.path.join(tmp, n) for n in ("img.st", "graph.st", "seq.st"))
+    img, gr, sq, mo = (os.path.join(tmp, n) for n in ("img.st", "graph.st", "seq.st", "mol.st"))
     train(["--model", "sa", "--dim", "8", "--depth", "1", "--heads", "1", "--patch", "7", "--data", path("images/ok")], img)
     train(["--task", "graph", "--model", "gcn", "--hidden", "4", "--data", path("graph/ok")], gr)
     train(["--task", "sequence", "--model", "fc", "--max-len", "16", "--data", path("conllu/ok")], sq)
-    for src, rel in ((img, "ckpt/image-ok.safetensors"), (gr, "ckpt/graph-ok.safetensors"), (sq, "ckpt/seq-ok.safetensors")):
+    train(["--task", "molecule", "--model", "gt", "--readout", "attn", "--dim", "4", "--heads", "2", "--depth", "1", "--hidden", "4",
+           "--data", path("molecules/ok")], mo)
+    for src, rel in ((img, "ckpt/image-ok.safetensors"), (gr, "ckpt/graph-ok.safetensors"), (sq, "ckpt/seq-ok.safetensors"),
+                     (mo, "ckpt/mol-ok.safetensors")):
         shutil.copyfile(src, path(rel))
     poke("ckpt/nan-weight.safetensors", img, lambda h, d: set_float(h, d, float("nan")))
     poke("ckpt/inf-weight.safetensors", img, lambda h, d: set_float(h, d, float("-inf")))
@@ -270,6 +297,9 @@ def checkpoint_corpus(bin_):
     poke("ckpt/nan-mean.safetensors", img, set_meta("mean", "nan"))
     poke("ckpt/graph-nan-weight.safetensors", gr, lambda h, d: set_float(h, d, float("nan")))
     poke("ckpt/seq-nan-weight.safetensors", sq, lambda h, d: set_float(h, d, float("nan")))
+    poke("ckpt/mol-zero-std.safetensors", mo, set_meta("y_std", "0"))
+    poke("ckpt/mol-bad-dim.safetensors", mo, set_meta("dim", "4x"))
+    poke("ckpt/mol-unknown-element.safetensors", mo, set_meta("elements", "C O"))
 
     def dtype(h, d):
         h[first_tensor(h)]["dtype"] = "F16"
@@ -313,6 +343,7 @@ def main():
     images_corpus()
     conllu_corpus()
     results_corpus()
+    molecules_corpus()
     checkpoint_corpus(os.path.abspath(sys.argv[1]))
 
 
