@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Compares two folders written by scripts/bitwise-outputs.sh, allowing only the documented format
-additions of attnlab 0.4: the results CSV's two new last columns (config, status) and the image
-checkpoints' `class_names` metadata key. Every tensor, every other metadata value, every CSV field,
+additions since: the results CSV's new last columns (config, status in 0.4; unseen_acc, ambig_acc,
+test_rmse, test_mae later, empty for image and graph runs) and the image checkpoints' `class_names`
+metadata key. Every tensor, every other metadata value, every CSV field,
 the attnmap PNG and every printed line must be byte-identical.
 
     scripts/bitwise-compare.py BEFORE_DIR AFTER_DIR      (exit 1 on any other difference)
@@ -26,8 +27,15 @@ def main(before, after):
         if f.endswith(".csv"):
             rows_a = open(a).read().splitlines()
             rows_b = open(b).read().splitlines()
-            cut = [",".join(r.split(",")[:-2]) for r in rows_b] if rows_b and rows_b[0].endswith(",config,status") else rows_b
-            same = rows_a == cut
+            ncol = len(rows_a[0].split(",")) if rows_a else 0
+            header_b = rows_b[0].split(",") if rows_b else []
+            added = header_b[ncol:]
+            known = ["config", "status", "unseen_acc", "ambig_acc", "test_rmse", "test_mae"]
+            cut = [",".join(r.split(",")[:ncol]) for r in rows_b]
+            # the added columns must be the known ones, and the four metric columns empty
+            extra_ok = added == known[:len(added)] and all(
+                all(v == "" for v in r.split(",")[ncol:][2:]) for r in rows_b[1:])
+            same = rows_a == cut and extra_ok
         elif f.endswith(".safetensors"):
             ta, ma = load(a)
             tb, mb = load(b)
@@ -38,7 +46,7 @@ def main(before, after):
         if not same:
             print(f"differs: {f}")
             bad += 1
-    print(f"{n} files compared; {bad} differ beyond the config/status columns and class_names")
+    print(f"{n} files compared; {bad} differ beyond the added CSV columns and class_names")
     return 1 if bad else 0
 
 
