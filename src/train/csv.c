@@ -301,6 +301,12 @@ al_status al_csv_keep_run_rows(const char *path, const char *run_id, int keep, i
 /* ====================================================================================== */
 /* run config and run id                                                                  */
 /* ====================================================================================== */
+int al__canonical_append(char *buf, size_t n, int o, const char *const *kv, int k)
+{
+    for (int i = 0; i < k && o >= 0 && (size_t)o < n; i++) o += snprintf(buf + o, n - (size_t)o, ";%s=%s", kv[2 * i], kv[2 * i + 1]);
+    return o;
+}
+
 int al_run_config(char *buf, size_t n, const char *canonical)
 {
     /* nwords, nsuffixes: a sequence run's vocabulary sizes, which follow from its training sentences

@@ -22,6 +22,11 @@ int al_write_all(int fd, const void *data /* (n) bytes */, size_t n);
 /* 0, -1 with errno set, or -2 at end of file. */
 int al_pread_all(int fd, void *data /* (n) bytes */, size_t n, off_t off);
 
+/* ---------- canonical run descriptions ---------- */
+/* Appends ";key=value" for each of the k pairs kv[2i], kv[2i+1] to buf, whose first o bytes are
+ * written (snprintf's running total: stops adding once it reaches n). Returns the new total. */
+int al__canonical_append(char *buf, size_t n, int o, const char *const *kv, int k);
+
 /* ---------- JSON values ---------- */
 typedef enum { AL_J_NULL, AL_J_BOOL, AL_J_NUM, AL_J_STR, AL_J_ARR, AL_J_OBJ } al_jtype;
 typedef struct al_jval {

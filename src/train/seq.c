@@ -313,8 +313,7 @@ int al_seq_run_canonical(char *buf, size_t n, const al_seq_config *cfg, const ch
     int k = config_kv(cfg, kv, 32, vb, sizeof vb);
     int o = snprintf(buf, n, "task=sequence;data=%s;train_size=%ld;epochs=%d;lr=%.9g;wd=%.9g;batch=%d;optim=adamw;seed=%ld",
                      dataset, train_size, epochs, (double)lr, (double)wd, batch, seed);
-    for (int i = 0; i < k && o >= 0 && (size_t)o < n; i++) o += snprintf(buf + o, n - (size_t)o, ";%s=%s", kv[2 * i], kv[2 * i + 1]);
-    return o;
+    return al__canonical_append(buf, n, o, kv, k);
 }
 
 al_status al_seq_save(const char *path, const al_seq_model *m, const al_featurizer *fz,
