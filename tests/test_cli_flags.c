@@ -1,7 +1,9 @@
 /* test_cli_flags.c — `attnlab train` refuses every flag that does not apply to the chosen task, model,
  * data, split or seed count (exit 2, one line naming the flag), before it loads any data; absurd
  * thread counts (--threads, OMP_NUM_THREADS) are refused by every command that runs OpenMP; a --window
- * larger than the token grid is refused; eval refuses the other task's flags. Runs $ATTNLAB_BIN. */
+ * larger than the token grid is refused; eval refuses the other task's flags; the sequence and
+ * molecule tasks refuse the other tasks' options and model options on models they do not fit.
+ * Runs $ATTNLAB_BIN. */
 #include "testutil.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -170,6 +172,68 @@ static void test_window_beyond_grid(void **st)
     }
 }
 
+/* The sequence and molecule tasks have their own option tables: every option of the other tasks is
+ * refused (exit 2, one line naming it), and so is every model option on a model it does not fit. */
+static const struct { const char *flag, *value; } not_sequence[] = {
+    {"--data-dir", "/x"}, {"--image-size", "8"}, {"--channels", "1"}, {"--patch", "2"}, {"--init-from", "/x"},
+    {"--test-size", "10"}, {"--eval-every", "1"}, {"--dim", "8"}, {"--seeds", "1-2"}, {"--sequential", ""},
+    {"--split", "planetoid"}, {"--labels-per-class", "5"}, {"--train-frac", "0.5"}, {"--no-normalize", ""},
+    {"--hidden", "8"}, {"--dropout", "0.1"}, {"--attn-dropout", "0.1"}, {"--patience", "5"},
+    {"--attention", "a.csv"}, {"--readout", "sum"}};
+enum { S_WINDOW = 1, S_RNN = 2, S_ATTN = 4 };
+static const struct { const char *model; unsigned props; } seq_models[] = {
+    {"fc", 0}, {"window-fc", S_WINDOW}, {"rnn", S_RNN}, {"sa", S_ATTN}, {"trunc", S_ATTN | S_WINDOW}};
+static const struct { const char *flag, *value; unsigned need; } seq_model_flags[] = {
+    {"--window", "2", S_WINDOW}, {"--rnn", "uni", S_RNN}, {"--pos", "none", S_ATTN}, {"--score", "dot", S_ATTN},
+    {"--norm", "relu", S_ATTN}, {"--heads", "2", S_ATTN}, {"--depth", "1", S_ATTN}};
+
+static void test_sequence_task(void **st)
+{
+    (void)st;
+    char args[1024];
+    for (int m = 0; m < N(seq_models); m++) {
+        const char *model = seq_models[m].model;
+        for (int f = 0; f < N(not_sequence); f++) {
+            snprintf(args, sizeof args, "train --task sequence --model %s %s %s", model, not_sequence[f].flag, not_sequence[f].value);
+            expect_refused(NULL, args, not_sequence[f].flag, NULL);
+        }
+        for (int f = 0; f < N(seq_model_flags); f++) {
+            if (seq_models[m].props & seq_model_flags[f].need) continue;
+            snprintf(args, sizeof args, "train --task sequence --model %s %s %s", model, seq_model_flags[f].flag, seq_model_flags[f].value);
+            expect_refused(NULL, args, seq_model_flags[f].flag, NULL);
+        }
+    }
+}
+
+static const struct { const char *flag, *value; } not_molecule[] = {
+    {"--data-dir", "/x"}, {"--image-size", "8"}, {"--channels", "1"}, {"--patch", "2"}, {"--window", "2"},
+    {"--pos", "none"}, {"--score", "dot"}, {"--norm", "relu"}, {"--rnn", "uni"}, {"--max-len", "30"},
+    {"--train-size", "10"}, {"--labels-per-class", "5"}, {"--split", "planetoid"}, {"--attention", "a.csv"}};
+enum { M_ATTN = 1, M_GRAPH = 2 };
+static const struct { const char *model; unsigned props; } mol_models[] = {
+    {"gat", M_ATTN | M_GRAPH}, {"gatv2", M_ATTN | M_GRAPH}, {"gt", M_ATTN | M_GRAPH}, {"gt-full", M_ATTN | M_GRAPH},
+    {"gcn", M_GRAPH}, {"mlp", 0}, {"fingerprint", 0}};
+static const struct { const char *flag, *value; unsigned need; } mol_model_flags[] = {
+    {"--heads", "2", M_ATTN}, {"--depth", "2", M_GRAPH}, {"--dim", "32", M_GRAPH}, {"--readout", "attn", M_GRAPH}};
+
+static void test_molecule_task(void **st)
+{
+    (void)st;
+    char args[1024];
+    for (int m = 0; m < N(mol_models); m++) {
+        const char *model = mol_models[m].model;
+        for (int f = 0; f < N(not_molecule); f++) {
+            snprintf(args, sizeof args, "train --task molecule --model %s %s %s", model, not_molecule[f].flag, not_molecule[f].value);
+            expect_refused(NULL, args, not_molecule[f].flag, NULL);
+        }
+        for (int f = 0; f < N(mol_model_flags); f++) {
+            if ((mol_models[m].props & mol_model_flags[f].need) == mol_model_flags[f].need) continue;
+            snprintf(args, sizeof args, "train --task molecule --model %s %s %s", model, mol_model_flags[f].flag, mol_model_flags[f].value);
+            expect_refused(NULL, args, mol_model_flags[f].flag, model);
+        }
+    }
+}
+
 static int setup(void **st)
 {
     (void)st;
@@ -188,6 +252,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_image_task),
         cmocka_unit_test(test_graph_task),
+        cmocka_unit_test(test_sequence_task),
+        cmocka_unit_test(test_molecule_task),
         cmocka_unit_test(test_eval_flags),
         cmocka_unit_test(test_absurd_threads),
         cmocka_unit_test(test_window_beyond_grid),
