@@ -19,6 +19,10 @@ command -v "$CC" >/dev/null || { echo "run.sh: $CC not found (apt-get install cl
 
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
 CFLAGS="-std=c11 -g -O1 -fno-omit-frame-pointer -Iinclude -Isrc -D_GNU_SOURCE -Wno-unknown-pragmas -DAL_DATADIR=\"\\\"/nonexistent\\\"\""
+# the speech libraries, as the Makefile links them
+SPEECH_PKGS="sndfile samplerate fftw3f espeak-ng"
+CFLAGS="$CFLAGS $(pkg-config --cflags $SPEECH_PKGS)"
+SPEECH_LIBS=$(pkg-config --libs $SPEECH_PKGS)
 mkdir -p "$OUT/obj" "$OUT/bin"
 
 # The library, instrumented for coverage (fuzzer-no-link), compiled directly from src/; the pixel
@@ -40,7 +44,7 @@ for h in $LIST; do
   src="tests/fuzz/fuzz_$h.c"
   [ -f "$src" ] || { echo "run.sh: no harness $src" >&2; exit 2; }
   bin="$OUT/bin/fuzz_$h"
-  $CC $CFLAGS $SAN -fsanitize=fuzzer "$src" "${objs[@]}" -lpng -lz -lm -o "$bin" || exit 2
+  $CC $CFLAGS $SAN -fsanitize=fuzzer "$src" "${objs[@]}" -lpng -lz $SPEECH_LIBS -lm -o "$bin" || exit 2
   mkdir -p "$OUT/corpus/$h" "$OUT/$h"
   seeds="tests/fuzz/seeds/$h"
   echo "== fuzz_$h for ${SECONDS_PER}s"
