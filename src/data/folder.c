@@ -4,6 +4,8 @@
 #include "attnlab/io.h"
 #include <dirent.h>
 #include <errno.h>
+#include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,4 +140,33 @@ al_status al__classfolder_list(const char *dir, const char *noun, void (*skip)(v
     if (st == AL_OK && tr) st = list_test(cf, &cap, skip, ud, err);
     if (st != AL_OK) al__classfolder_free(cf);
     return st;
+}
+
+void al__skipf(al__skips *s, const char *fmt, ...)
+{
+    s->n++;
+    char msg[1024];
+    va_list ap; va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (!s->first[0]) { size_t k = strlen(msg); if (k >= sizeof s->first) k = sizeof s->first - 1; memcpy(s->first, msg, k); s->first[k] = 0; }
+    if (s->warn) s->warn(s->ud, msg);
+}
+void al__skip_entry(void *skips, const char *msg) { al__skipf(skips, "%s", msg); }
+
+al_status al__none_usable(const al__skips *s, const char *dir, const char *what, al_error *err)
+{
+    char db[120];
+    if (s->n) return al_seterr(err, "no readable %s in any class directory of %s (%d file%s skipped, the first: %s)", what,
+                               al_path_abbrev(dir, db, sizeof db), s->n, s->n == 1 ? "" : "s", s->first);
+    return al_seterr(err, "%s: no readable %s in any class directory", al_path_short(dir), what);
+}
+
+int al__hold_out_pick(al_rng *rng, int *members, int m, double frac, int min_test)
+{
+    int nt = (int)floor(frac * m + 0.5);
+    if (nt < min_test && m > min_test) nt = min_test;
+    if (nt >= m) nt = m - 1;
+    al_rng_shuffle(rng, members, m);
+    return nt;
 }

@@ -3,6 +3,7 @@
 #ifndef ATTNLAB_DATA_FOLDER_IMPL_H
 #define ATTNLAB_DATA_FOLDER_IMPL_H
 #include "attnlab/tensor.h"
+#include "attnlab/datadir.h"
 
 /* A growable list of malloc'd strings. */
 typedef struct al__strlist { char **s; int n, cap; } al__strlist;
@@ -31,4 +32,17 @@ typedef struct al__classfolder {
 al_status al__classfolder_list(const char *dir, const char *noun, void (*skip)(void *ud, const char *msg), void *ud,
                                al__classfolder *cf, al_error *err);
 void al__classfolder_free(al__classfolder *cf);
+
+/* The held-out part of m members (a class's files, or speakers): shuffles members[0..m) with rng and
+ * returns how many of the first ones go to the test split, round(frac · m) but at most m − 1 (and at
+ * least min_test when m > min_test). */
+int al__hold_out_pick(al_rng *rng, int *members, int m, double frac, int min_test);
+
+/* The files a folder reader skipped: each reported through warn (may be NULL) and counted; the first
+ * message kept for the error that follows when nothing was usable. */
+typedef struct al__skips { al_warn_fn warn; void *ud; int n; char first[AL_ERRLEN]; } al__skips;
+void al__skipf(al__skips *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void al__skip_entry(void *skips, const char *msg);   /* al__skipf(skips, "%s", msg): for al__classfolder_list */
+/* The error of a folder with no usable file: "no readable WHAT in any class directory of DIR (...)". */
+al_status al__none_usable(const al__skips *s, const char *dir, const char *what, al_error *err);
 #endif

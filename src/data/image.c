@@ -4,7 +4,6 @@
 #include "attnlab/images.h"
 #include "attnlab/io.h"
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,21 +51,8 @@ typedef struct fentry {
 typedef struct fload {
     fentry *e; int n, cap;
     const al_folder_opts *o;
-    int skipped;
-    char first[AL_ERRLEN];   /* the first warning, for an error that follows when nothing was usable */
+    al__skips sk;            /* the files skipped */
 } fload;
-
-static void warnf(fload *L, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void warnf(fload *L, const char *fmt, ...)
-{
-    L->skipped++;
-    char msg[1024];
-    va_list ap; va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    if (!L->first[0]) { size_t k = strlen(msg); if (k >= sizeof L->first) k = sizeof L->first - 1; memcpy(L->first, msg, k); L->first[k] = 0; }
-    if (L->o->warn) L->o->warn(L->o->warn_ud, msg);
-}
 
 /* Width and height from a PNG's IHDR (stb_image reports a huge PNG only as "corrupt"); 0 if not a PNG. */
 static int png_header_dims(const char *path, uint32_t *w, uint32_t *h)
@@ -168,7 +154,7 @@ static al_status probe_files(fload *L, const al__classfolder *cf, al_error *err)
         const al__classfile *c = &cf->f[i];
         al__imgfile im;
         char why[512];
-        if (al__image_probe(c->path, &im, why, sizeof why)) { warnf(L, "%s: %s, skipped", c->path, why); continue; }
+        if (al__image_probe(c->path, &im, why, sizeof why)) { al__skipf(&L->sk, "%s: %s, skipped", c->path, why); continue; }
         if (L->n == L->cap) {
             int cap = L->cap ? 2 * L->cap : 256;
             fentry *q = realloc(L->e, (size_t)cap * sizeof *q);
@@ -280,9 +266,7 @@ static al_status hold_out(fload *L, int nclass, double frac, uint64_t seed, al_e
     for (int k = 0; k < nclass; k++) {
         int m = 0;
         for (int i = 0; i < L->n; i++) if (L->e[i].ok && L->e[i].label == k) members[m++] = i;
-        int nt = (int)floor(frac * m + 0.5);
-        if (nt >= m) nt = m - 1;
-        al_rng_shuffle(&rng, members, m);
+        int nt = al__hold_out_pick(&rng, members, m, frac, 0);
         for (int j = 0; j < nt; j++) L->e[members[j]].split = 1;
     }
     free(members);
@@ -321,20 +305,14 @@ static al_status budget_decode(const fload *L, const char *dir, int C, int H, in
                         al_path_abbrev(L->e[bi].path, pb, sizeof pb), L->e[bi].im.w, L->e[bi].im.h);
 }
 
-static void skip_entry(void *ud, const char *msg) { warnf(ud, "%s", msg); }
 
 /* The class folder dir (folder.c: the layout, its class directories and files) with every image file
  * probed into L (headers only). */
 static al_status scan_folder(fload *L, const char *dir, al__classfolder *cf, al_error *err)
 {
-    if (al__classfolder_list(dir, "IMAGE", skip_entry, L, cf, err)) return AL_ERR;
+    if (al__classfolder_list(dir, "IMAGE", al__skip_entry, &L->sk, cf, err)) return AL_ERR;
     if (probe_files(L, cf, err)) return AL_ERR;
-    if (L->n == 0) {
-        char db[120];
-        if (L->skipped) return al_seterr(err, "no readable images in any class directory of %s (%d file%s skipped, the first: %s)",
-                                         al_path_abbrev(dir, db, sizeof db), L->skipped, L->skipped == 1 ? "" : "s", L->first);
-        return al_seterr(err, "%s: no readable images in any class directory", al_path_short(dir));
-    }
+    if (L->n == 0) return al__none_usable(&L->sk, dir, "images", err);
     return AL_OK;
 }
 
@@ -345,6 +323,7 @@ al_status al_image_folder_load(const char *dir, const al_folder_opts *opts, al_i
     if (!opts) opts = &def;
     fload L = {0};
     L.o = opts;
+    L.sk.warn = opts->warn; L.sk.ud = opts->warn_ud;
     al__classfolder cf = {0};
     uint8_t *all = NULL;
     int *cnt = NULL;
@@ -378,7 +357,7 @@ al_status al_image_folder_load(const char *dir, const al_folder_opts *opts, al_i
     for (int i = 0; i < ne; i++) L.e[i].ok = decode_one(&L.e[i], all + (size_t)i * (size_t)per, C, H, W) == 0;
     for (int i = 0; i < ne; i++)
         if (!L.e[i].ok) {
-            warnf(&L, "%s", L.e[i].msg ? L.e[i].msg : "an image could not be decoded, skipped");
+            al__skipf(&L.sk, "%s", L.e[i].msg ? L.e[i].msg : "an image could not be decoded, skipped");
         }
 
     /* Per-class counts of usable images in the train pool (and in the test split). */
@@ -408,7 +387,7 @@ al_status al_image_folder_load(const char *dir, const al_folder_opts *opts, al_i
     if (make_images(&out->train, nsplit[0], C, H, W, &classes, err)) goto out;
     if (make_images(&out->test, nsplit[1], C, H, W, &classes, err)) goto out;
     fill_splits(&L, classes.n, all, per, out);
-    out->skipped = L.skipped;
+    out->skipped = L.sk.n;
     st = AL_OK;
 out:
     for (int i = 0; i < L.n; i++) { free(L.e[i].path); free(L.e[i].msg); }
