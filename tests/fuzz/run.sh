@@ -13,7 +13,7 @@ cd "$(dirname "$0")/../.."
 SECONDS_PER=${1:-${FUZZ_SECONDS:-30}}
 OUT=${FUZZ_OUT:-build-fuzz}
 CC=${FUZZ_CC:-clang}
-ALL="idx graph safetensors results image conllu molecules"
+ALL="idx graph safetensors results image conllu molecules audio"
 LIST=$(printf '%s' "${FUZZ:-$ALL}" | tr ',' ' ')
 command -v "$CC" >/dev/null || { echo "run.sh: $CC not found (apt-get install clang libclang-rt-14-dev)" >&2; exit 2; }
 
@@ -49,6 +49,7 @@ for h in $LIST; do
   seeds="tests/fuzz/seeds/$h"
   echo "== fuzz_$h for ${SECONDS_PER}s"
   ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  LSAN_OPTIONS=suppressions=$PWD/tests/fuzz/lsan.supp \
     "$bin" -max_total_time="$SECONDS_PER" -timeout="${FUZZ_WALL_TIMEOUT:-120}" -rss_limit_mb=2560 -malloc_limit_mb=1024 \
       -print_final_stats=1 -artifact_prefix="$OUT/$h/" "$OUT/corpus/$h" "$seeds" >"$OUT/$h.log" 2>&1
   rc=$?
