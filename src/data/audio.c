@@ -254,8 +254,9 @@ static al_status budget(aload *L, const char *dir, int64_t *total, al_error *err
 #endif
     uint64_t need = al_size_mul(al_size_add(al_size_mul(sum, 2), al_size_mul(scratch, (uint64_t)threads)), sizeof(float));
     char pb[200];
-    if (al_mem_check(need, err, "%s: %d audio files, %lld samples at 16 kHz (the largest file, %s, %lld frames of %d channels)", dir,
-                     L->n, (long long)sum, al_path_abbrev(L->f[bi].path, pb, sizeof pb), (long long)L->f[bi].need, L->f[bi].channels))
+    if (al_mem_check(need, err, "%s: %d audio files, %lld samples at 16 kHz (the largest file, %s, %lld frames of %d channel%s)", dir,
+                     L->n, (long long)sum, al_path_abbrev(L->f[bi].path, pb, sizeof pb), (long long)L->f[bi].need, L->f[bi].channels,
+                     L->f[bi].channels == 1 ? "" : "s"))
         return AL_ERR;
     *total = (int64_t)sum;
     return AL_OK;
