@@ -172,9 +172,9 @@ static int data_speech_digits(int argc, char **argv)
     al_digits_stats st; al_error err = {{0}};
     double t0 = al_time();
     if (al_speech_digits_generate(&o, &st, &err) != AL_OK) { fprintf(stderr, "attnlab %s: %s\n", cmd, err.msg[0] ? err.msg : "failed"); return 1; }
-    printf("wrote %d utterances (%d isolated digits, %d sequences, %.0f s of audio) from %d voices (%d train speakers, "
+    printf("wrote %d utterances (%d isolated digits, %d sequences, %.0f s of audio) from %d voices (%d train speaker%s, "
            "%d test) into %s in %.1f s\n", st.utterances, st.isolated, st.sequences, st.audio_seconds, st.voices,
-           st.train_speakers, st.test_speakers, o.out, al_time() - t0);
+           st.train_speakers, st.train_speakers == 1 ? "" : "s", st.test_speakers, o.out, al_time() - t0);
     return 0;
 }
 

@@ -162,6 +162,7 @@ static void add_noise(utt *u, al_rng *r)
 
 typedef struct gen {
     const al_digits_opts *o;
+    char *out;                 /* o->out without trailing slashes */
     char *tmp;                 /* OUT.tmp.PID */
     FILE *man;                 /* manifest.tsv (parent), the speaker's part of it (child) */
     int sr;
@@ -297,7 +298,7 @@ static void make_voices(const al_digits_opts *o, voice *v)
 /* OUT must not exist or be an empty directory; OUT.tmp.PID gets the tree of directories. */
 static al_status make_tree(gen *g, al_error *err)
 {
-    const char *out = g->o->out;
+    const char *out = g->out;
     struct stat sb;
     if (stat(out, &sb) == 0) {   /* rename(2) replaces an empty directory, nothing else */
         if (!S_ISDIR(sb.st_mode)) return al_seterr(err, "%s: exists and is not a directory", al_path_short(out));
@@ -334,11 +335,11 @@ static al_status commit_tree(gen *g, al_error *err)
 {
     int ok = fflush(g->man) == 0 && fclose(g->man) == 0;
     g->man = NULL;
-    if (!ok) return al_seterr(err, "%s: writing the manifest failed: %s", al_path_short(g->o->out), strerror(errno));
+    if (!ok) return al_seterr(err, "%s: writing the manifest failed: %s", al_path_short(g->out), strerror(errno));
     int fd = open(g->tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd >= 0) { (void)syncfs(fd); close(fd); }
-    if (rename(g->tmp, g->o->out) != 0) return al_seterr(err, "%s: rename from %s failed: %s", al_path_short(g->o->out), g->tmp, strerror(errno));
-    al_fsync_parent(g->o->out);
+    if (rename(g->tmp, g->out) != 0) return al_seterr(err, "%s: rename from %s failed: %s", al_path_short(g->out), g->tmp, strerror(errno));
+    al_fsync_parent(g->out);
     return AL_OK;
 }
 
@@ -489,9 +490,11 @@ al_status al_speech_digits_generate(const al_digits_opts *o, al_digits_stats *st
     gen g; memset(&g, 0, sizeof g);
     g.o = o; g.st = st;
     al_status s = AL_ERR;
+    if (!(g.out = strdup(o->out))) return al_seterr(err, "out of memory");
+    for (size_t k = strlen(g.out); k > 1 && g.out[k - 1] == '/'; k--) g.out[k - 1] = 0;   /* "speech/" -> "speech" */
     if (!make_tree(&g, err)) s = run(&g, err);
     if (g.man) fclose(g.man);
     if (s != AL_OK && g.tmp) nftw(g.tmp, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
-    free(g.tmp);
+    free(g.tmp); free(g.out);
     return s;
 }
