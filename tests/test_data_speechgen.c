@@ -1,7 +1,7 @@
 /* test_data_speechgen.c — the spoken-digit generator on a small corpus: byte-identical files for one
  * seed, other files for another, speaker-disjoint splits that the audio reader loads, manifest frame
- * labels that agree with the audio (digit frames loud, silence frames quiet), refused options and
- * outputs, no temporary directory left behind. */
+ * labels that agree with the audio (digit frames loud, silence frames quiet), the command with one
+ * and two jobs writing the same bytes, refused options and outputs, no temporary directory left. */
 #include "testutil.h"
 #include "attnlab/speechgen.h"
 #include "attnlab/audio.h"
@@ -122,6 +122,32 @@ static void test_splits_and_labels(void **st)
     al_fbank_free(&fb);
 }
 
+/* Two processes of the command, one and two jobs: the same tree, file by file. */
+static void test_cli_jobs_same_bytes(void **st)
+{
+    (void)st;
+    char args[1024];
+    for (int j = 1; j <= 2; j++) {
+        snprintf(args, sizeof args, "data speech-digits --out %s --speakers 4 --repeats 1 --sequences 1 --seed 9 --jobs %d",
+                 tu_tpath("cli%d", j), j);
+        if (tu_run_cli(tu_tmpdir(), args) != 0) fail_msg("attnlab %s failed: %s", args, tu_slurp(tu_tpath("err.txt")));
+    }
+    char *out = tu_slurp(tu_tpath("out.txt"));
+    assert_non_null(strstr(out, "wrote 44 utterances (40 isolated digits, 4 sequences"));
+    assert_non_null(strstr(out, "from 4 voices (3 train speakers, 1 test)"));
+    free(out);
+    char *man = tu_slurp(tu_tpath("cli1/manifest.tsv"));
+    assert_true(same_file(tu_tpath("cli1/manifest.tsv"), tu_tpath("cli2/manifest.tsv")));
+    int files = 0;
+    for (char *l = strchr(man, '\n') + 1; *l; l = strchr(l, '\n') + 1, files++) {
+        char rel[128];
+        assert_int_equal(sscanf(l, "%127s", rel), 1);
+        if (!same_file(tu_tpath("cli1/%s", rel), tu_tpath("cli2/%s", rel))) fail_msg("%s differs between --jobs 1 and 2", rel);
+    }
+    assert_int_equal(files, 44);
+    free(man);
+}
+
 static void test_refused(void **st)
 {
     (void)st;
@@ -147,6 +173,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_same_seed_same_bytes),
         cmocka_unit_test(test_splits_and_labels),
+        cmocka_unit_test(test_cli_jobs_same_bytes),
         cmocka_unit_test(test_refused),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
