@@ -208,8 +208,7 @@ typedef struct aload {
     al__skips sk;            /* the files skipped */
 } aload;
 
-/* The speaker part of a file name (audio.h: SPEAKER_REST) into out (n bytes); 0 if it has none. */
-static int speaker_of(const char *name, char *out, size_t n)
+int al__speaker_of(const char *name, char *out, size_t n)
 {
     const char *u = strchr(name, '_');
     if (!u || u == name || !u[1] || (size_t)(u - name) >= n) return 0;
@@ -262,40 +261,26 @@ static al_status budget(aload *L, const char *dir, int64_t *total, al_error *err
     return AL_OK;
 }
 
-/* The speaker in the name of file f (audio.h: SPEAKER_REST) into sp; 0 if it names none. */
-static int file_speaker(const afile *f, char *sp, size_t n)
-{
-    const char *base = strrchr(f->path, '/');
-    return speaker_of(base ? base + 1 : f->path, sp, n);
-}
-
-/* Speakers of the usable files from their names: *names (sorted, distinct), each file's index;
- * returns 1 if every usable file names one (and there are two or more). */
+/* Speakers of the usable files from their names (audio.h's rule): *names (sorted, distinct), each
+ * file's index; returns 1 if every usable file names one (and there are two or more). */
 static int assign_speakers(aload *L, al__strlist *names, al_error *err, al_status *st)
 {
     int all = 1;
-    char sp[256];
+    char **sp = calloc((size_t)L->n, sizeof *sp);
+    int *idx = malloc((size_t)L->n * sizeof *idx);
     *st = AL_OK;
-    for (int i = 0; i < L->n; i++) {
+    if (!sp || !idx) { free(sp); free(idx); *st = al_seterr(err, "out of memory"); return 0; }
+    for (int i = 0; i < L->n && *st == AL_OK; i++) {
+        char buf[256];
+        const char *base = strrchr(L->f[i].path, '/');
         if (!L->f[i].ok) continue;
-        if (!file_speaker(&L->f[i], sp, sizeof sp)) { all = 0; continue; }
-        if (al__sl_push(names, sp)) { *st = al_seterr(err, "out of memory"); return 0; }
+        if (!al__speaker_of(base ? base + 1 : L->f[i].path, buf, sizeof buf)) all = 0;
+        else if (!(sp[i] = strdup(buf))) *st = al_seterr(err, "out of memory");
     }
-    if (names->n == 0) return 0;
-    qsort(names->s, (size_t)names->n, sizeof *names->s, al__cmp_str);
-    int u = 1;
-    for (int i = 1; i < names->n; i++) {
-        if (strcmp(names->s[i], names->s[u - 1])) names->s[u++] = names->s[i];
-        else free(names->s[i]);
-    }
-    names->n = u;
-    for (int i = 0; i < L->n; i++) {
-        if (!L->f[i].ok || !file_speaker(&L->f[i], sp, sizeof sp)) continue;
-        char *key = sp;
-        char **hit = bsearch(&key, names->s, (size_t)names->n, sizeof *names->s, al__cmp_str);
-        L->f[i].speaker = (int)(hit - names->s);
-    }
-    return all && names->n >= 2;
+    if (*st == AL_OK && al__name_index((const char *const *)sp, L->n, names, idx)) *st = al_seterr(err, "out of memory");
+    for (int i = 0; i < L->n; i++) { if (*st == AL_OK) L->f[i].speaker = idx[i]; free(sp[i]); }
+    free(sp); free(idx);
+    return *st == AL_OK && all && names->n >= 2;
 }
 
 /* The held-out split: whole speakers (by_speaker) or round(frac · n_k) files of each class, seeded

@@ -170,3 +170,20 @@ int al__hold_out_pick(al_rng *rng, int *members, int m, double frac, int min_tes
     al_rng_shuffle(rng, members, m);
     return nt;
 }
+
+int al__name_index(const char *const *names, int n, al__strlist *uniq, int *idx)
+{
+    for (int i = 0; i < n; i++) if (names[i] && al__sl_push(uniq, names[i])) return -1;
+    if (uniq->n > 1) qsort(uniq->s, (size_t)uniq->n, sizeof *uniq->s, al__cmp_str);
+    int u = uniq->n ? 1 : 0;
+    for (int i = 1; i < uniq->n; i++) {
+        if (strcmp(uniq->s[i], uniq->s[u - 1])) uniq->s[u++] = uniq->s[i];
+        else free(uniq->s[i]);
+    }
+    uniq->n = u;
+    for (int i = 0; i < n; i++) {
+        char **hit = names[i] ? bsearch(&names[i], uniq->s, (size_t)uniq->n, sizeof *uniq->s, al__cmp_str) : NULL;
+        idx[i] = hit ? (int)(hit - uniq->s) : -1;
+    }
+    return 0;
+}

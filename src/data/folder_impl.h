@@ -38,6 +38,13 @@ void al__classfolder_free(al__classfolder *cf);
  * least min_test when m > min_test). */
 int al__hold_out_pick(al_rng *rng, int *members, int m, double frac, int min_test);
 
+/* The speaker part of a file name (audio.h's rule: SPEAKER_REST) into out (n bytes); 0 if it has none
+ * (audio.c). */
+int al__speaker_of(const char *name, char *out, size_t n);
+/* Indices of names[0..n) (NULL entries: none) in the sorted list of the distinct ones, appended to uniq
+ * (which must start empty): idx[i] in [0, uniq->n), or -1 for a NULL entry. 0, or -1 out of memory. */
+int al__name_index(const char *const *names, int n, al__strlist *uniq, int *idx);
+
 /* The files a folder reader skipped: each reported through warn (may be NULL) and counted; the first
  * message kept for the error that follows when nothing was usable. */
 typedef struct al__skips { al_warn_fn warn; void *ud; int n; char first[AL_ERRLEN]; } al__skips;
