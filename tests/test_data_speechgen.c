@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int setup(void **st) { (void)st; return tu_tmpdir_make("speechgen"); }
 static int teardown(void **st) { (void)st; return tu_tmpdir_remove(); }
@@ -122,6 +123,66 @@ static void test_splits_and_labels(void **st)
     al_fbank_free(&fb);
 }
 
+/* The sequences through al_frame_set_load: per split, clips in manifest order, labels per frame whose
+ * runs (silence dropped) spell the digit string; broken manifests name their line. */
+static void test_frame_sets(void **st)
+{
+    (void)st;
+    al_frame_set tr, te; al_error e = {{0}};
+    if (al_frame_set_load(tu_tpath("a"), "train", &tr, &e) || al_frame_set_load(tu_tpath("a"), "test", &te, &e)) fail_msg("%s", e.msg);
+    assert_int_equal(tr.a.n, 4); assert_int_equal(te.a.n, 2);   /* 2 train speakers × 2, 1 test speaker × 2 */
+    assert_int_equal(tr.a.nspeakers, 2); assert_int_equal(te.a.nspeakers, 1);
+    al_fbank_cfg c = al_fbank_defaults();
+    for (int i = 0; i < tr.a.n; i++) {
+        const int64_t T = tr.foff[i + 1] - tr.foff[i];
+        assert_int_equal(T, al_fbank_frames(&c, al_audio_len(&tr.a, i)));
+        char spelled[16]; int k = 0, prev = AL_FRAME_SILENCE;
+        for (int64_t t = 0; t < T; t++) {
+            int l = tr.flab[tr.foff[i] + t];
+            if (l != AL_FRAME_SILENCE && l != prev && k < 15) spelled[k++] = (char)('0' + l);
+            prev = l;
+        }
+        spelled[k] = 0;
+        int nd = (int)strlen(tr.digits[i]);
+        assert_true(nd >= 3 && nd <= 7);
+        /* a repeated digit after a pause spells twice; back-to-back spans cannot merge (pauses >= 15 ms) */
+        assert_string_equal(spelled, tr.digits[i]);
+    }
+    al_frame_set_free(&tr); al_frame_set_free(&te);
+    /* broken manifests: a label count off by one, a bad label, no such split, no manifest */
+    char *man = tu_slurp(tu_tpath("a/manifest.tsv"));
+    char *seq = strstr(man, "\nsequences/") + 1, *eol = strchr(seq, '\n');
+    tu_mkdirs(tu_tpath("broken"));
+    size_t head = (size_t)(seq - man);
+    char *b = malloc(strlen(man) + 8);
+    memcpy(b, man, head); memcpy(b + head, seq, (size_t)(eol - seq)); strcpy(b + head + (eol - seq), "-\n");
+    tu_spit(tu_tpath("broken/manifest.tsv"), b, strlen(b));
+    tu_mkdirs(tu_tpath("broken/sequences"));
+    symlink(tu_tpath("a/sequences/train"), tu_tpath("broken/sequences/train"));
+    symlink(tu_tpath("a/sequences/test"), tu_tpath("broken/sequences/test"));
+    const char *split = strstr(seq, "\ttest\t") && strstr(seq, "\ttest\t") < eol ? "test" : "train";
+    e.msg[0] = 0;
+    assert_int_equal(al_frame_set_load(tu_tpath("broken"), split, &tr, &e), AL_ERR);
+    int line = 1;
+    for (size_t i = 0; i < head; i++) line += man[i] == '\n';
+    char want[64];
+    snprintf(want, sizeof want, "manifest.tsv:%d: ", line);
+    if (!strstr(e.msg, want) || !strstr(e.msg, "frame labels for sequences/")) fail_msg("%s (want %s)", e.msg, want);
+    b[head + (eol - seq)] = 'x';
+    tu_spit(tu_tpath("broken/manifest.tsv"), b, strlen(b));
+    e.msg[0] = 0;
+    assert_int_equal(al_frame_set_load(tu_tpath("broken"), split, &tr, &e), AL_ERR);
+    snprintf(want, sizeof want, "manifest.tsv:%d: frame label 'x'", line);
+    if (!strstr(e.msg, want)) fail_msg("%s (want %s)", e.msg, want);
+    e.msg[0] = 0;
+    assert_int_equal(al_frame_set_load(tu_tpath("a"), "valid", &tr, &e), AL_ERR);
+    assert_non_null(strstr(e.msg, "no sequences/ line of split 'valid'"));
+    e.msg[0] = 0;
+    assert_int_equal(al_frame_set_load(tu_tpath("a/digits"), "train", &tr, &e), AL_ERR);
+    assert_non_null(strstr(e.msg, "no manifest.tsv"));
+    free(b); free(man);
+}
+
 /* Two processes of the command, one and two jobs: the same tree, file by file. */
 static void test_cli_jobs_same_bytes(void **st)
 {
@@ -173,6 +234,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_same_seed_same_bytes),
         cmocka_unit_test(test_splits_and_labels),
+        cmocka_unit_test(test_frame_sets),
         cmocka_unit_test(test_cli_jobs_same_bytes),
         cmocka_unit_test(test_refused),
     };

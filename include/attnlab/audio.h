@@ -70,6 +70,24 @@ typedef struct al_audio_opts {
  * (all defaults: own lengths, 20 %, seed 0, no warnings). */
 al_status al_audio_folder_load(const char *dir, const al_audio_opts *opts, al_audio_split *out, al_error *err);
 
+/* ---------- frame-labelled utterances (the N-to-N task) ---------- */
+#define AL_FRAME_SILENCE 10   /* the frame label of silence; digits are 0-9 */
+/* The utterances of one split of a speech-digits corpus (speechgen.h) with a label per front-end frame. */
+typedef struct al_frame_set {
+    al_audio a;             /* the clips at their own lengths (labels 0, classes 0: there is no clip class) */
+    int64_t *foff;          /* (n + 1): clip i's frame labels are flab[foff[i] .. foff[i+1]) */
+    uint8_t *flab;          /* 0-9 the digit spoken at the frame's centre, AL_FRAME_SILENCE otherwise */
+    char **digits;          /* (n) the digit string of each clip ("0417") */
+} al_frame_set;
+void al_frame_set_free(al_frame_set *f);
+/* Reads DIR/manifest.tsv (speechgen.h: path, split, speaker, voice, pitch, range, rate, volume, SNR, digits,
+ * spans, frame labels) and loads every sequences/ file of `split` ("train" or "test") through
+ * al_audio_file_load, in manifest order, speakers by the file-name rule. The clips' total size is
+ * budgeted from the files' sizes before any is read. Errors name the manifest and its line: a missing
+ * column, a label that is neither a digit nor '-', a label count other than the clip's frame count
+ * 1 + (n − 400) / 160, a file that does not load; no line of that split is an error too. */
+al_status al_frame_set_load(const char *dir, const char *split, al_frame_set *out, al_error *err);
+
 /* One file, through the same checks: *x (malloc'd, caller frees) receives *n mono samples at 16 kHz
  * (round(max_seconds · 16000) when max_seconds > 0, padded or cut), *nreal of them from the file. */
 al_status al_audio_file_load(const char *path, double max_seconds, float **x, int64_t *n, int64_t *nreal, al_error *err);
