@@ -38,7 +38,11 @@ endif
 ifeq ($(SAN),1)
   SANFLAGS = -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g
 endif
-LIBS = -lpng -lz -lm
+# The speech libraries through pkg-config (their .pc files come with the -dev packages install-deps.sh
+# installs); scripts/attnlab.pc.in lists the same names under Requires.private.
+SPEECH_PKGS = sndfile samplerate fftw3f espeak-ng
+CFLAGS_BASE += $(shell pkg-config --cflags $(SPEECH_PKGS))
+LIBS = -lpng -lz $(shell pkg-config --libs $(SPEECH_PKGS)) -lm
 CFLAGS  += $(CFLAGS_BASE) $(ARCH) $(OMPFLAGS) $(SANFLAGS)
 LDFLAGS += $(OMPFLAGS) $(SANFLAGS)
 

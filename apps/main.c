@@ -15,7 +15,7 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
     {"attnmap", cmd_attnmap, "draw attention maps of a saved model as a PNG"},
     {"bench", cmd_bench, "benchmarks: gemm, attention, train, graph"},
     {"tag", cmd_tag, "POS-tag tokenised text with a sequence checkpoint, print CoNLL-U"},
-    {"data", cmd_data, "import a graph from LINQS (.content/.cites) or OGB CSV files"},
+    {"data", cmd_data, "import a graph (LINQS, OGB); synthesise the spoken-digit corpus; check an audio folder"},
 };
 #define NCMDS (int)(sizeof cmds / sizeof cmds[0])
 

@@ -41,6 +41,8 @@ section "attnlab train \\-\\-task molecule" train --task molecule
 for c in eval predict sweep summarize plot attnmap bench tag; do section "attnlab $c" "$c"; done
 section "attnlab data" data
 section "attnlab data import" data import
+section "attnlab data speech\\-digits" data speech-digits
+section "attnlab data audio\\-stats" data audio-stats
 for b in gemm attention train graph seq; do section "attnlab bench $b" bench "$b"; done
 cat <<'FTR'
 .SH ENVIRONMENT

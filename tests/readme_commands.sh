@@ -69,6 +69,7 @@ while IFS= read -r line; do
     *" train --task sequence"*) cmd="$cmd --epochs 1 --train-size 200" ;;
     *" train --task molecule"*) cmd="$cmd --epochs 2 --train-frac 0.2" ;;
     *" train --model conv-attn"*) cmd="$cmd --test-size 200" ;;
+    *" data speech-digits"*) cmd="$cmd --speakers 3 --repeats 2 --sequences 1" ;;
     *" train "*) cmd="$cmd --epochs 1"; case "$cmd" in *--train-size*|*"--data ~/photos"*) ;; *) cmd="$cmd --train-size 200" ;; esac
                  case "$cmd" in *--test-size*) ;; *"--data ~/photos"*) ;; *) cmd="$cmd --test-size 200" ;; esac ;;
     *" sweep --task image"*) cmd="$cmd --epochs 1 --test-size 200" ;;

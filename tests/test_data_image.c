@@ -4,7 +4,6 @@
 #include "testutil.h"
 #include "attnlab/images.h"
 #include "attnlab/io.h"
-#include <ftw.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,32 +12,10 @@
 #include <unistd.h>
 #include <zlib.h>
 
-static char tmpdir[256];
 static al_image_split fm;   /* Fashion-MNIST, loaded once */
 
-static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *f) { (void)sb; (void)flag; (void)f; return remove(p); }
-static int setup(void **st)
-{
-    (void)st;
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/attnlab_data_XXXXXX");
-    return mkdtemp(tmpdir) ? 0 : -1;
-}
-static int teardown(void **st) { (void)st; al_image_split_free(&fm); return nftw(tmpdir, rm_cb, 16, FTW_DEPTH | FTW_PHYS); }
-static const char *tpath(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static const char *tpath(const char *fmt, ...)
-{
-    static char b[8][512]; static int k; k = (k + 1) % 8;
-    int o = snprintf(b[k], sizeof b[k], "%s/", tmpdir);
-    va_list ap; va_start(ap, fmt); vsnprintf(b[k] + o, sizeof b[k] - (size_t)o, fmt, ap); va_end(ap);
-    return b[k];
-}
-static void mkdirs(const char *p) { char b[512]; snprintf(b, sizeof b, "%s", p); for (char *s = b + 1; *s; s++) if (*s == '/') { *s = 0; mkdir(b, 0755); *s = '/'; } mkdir(b, 0755); }
-static void spit(const char *path, const void *d, size_t n)
-{
-    FILE *f = fopen(path, "wb"); assert_non_null(f);
-    assert_int_equal(fwrite(d, 1, n, f), n); fclose(f);
-}
-
+static int setup(void **st) { (void)st; return tu_tmpdir_make("data"); }
+static int teardown(void **st) { (void)st; al_image_split_free(&fm); return tu_tmpdir_remove(); }
 /* ================================================================ Fashion-MNIST (real data) */
 static void load_fm(void)
 {
@@ -164,7 +141,7 @@ static void write_idx(const char *ip, const char *lp, uint32_t magic_i, uint32_t
         gzFile f = gzopen(ip, "wb"); assert_non_null(f); assert_int_equal(gzwrite(f, b, (unsigned)bytes), (int)bytes); gzclose(f);
         f = gzopen(lp, "wb"); assert_non_null(f); assert_int_equal(gzwrite(f, l, 8 + nl), (int)(8 + nl)); gzclose(f);
     } else {
-        spit(ip, b, bytes); spit(lp, l, 8 + nl);
+        tu_spit(ip, b, bytes); tu_spit(lp, l, 8 + nl);
     }
     free(b); free(l);
 }
@@ -181,7 +158,7 @@ static void idx_refused(const char *ip, const char *lp, const char *want_file, c
 static void test_idx_valid_small(void **st)
 {
     (void)st;
-    const char *ip = tpath("ok-images.gz"), *lp = tpath("ok-labels.gz");
+    const char *ip = tu_tpath("ok-images.gz"), *lp = tu_tpath("ok-labels.gz");
     for (int gz = 0; gz < 2; gz++) {
         write_idx(ip, lp, 0x803, 5, 4, 3, 5, 5, gz, 0);
         al_images im; al_error e = {{0}};
@@ -197,13 +174,13 @@ static void test_idx_valid_small(void **st)
 static void test_idx_malformed(void **st)
 {
     (void)st;
-    const char *ip = tpath("images"), *lp = tpath("labels");
+    const char *ip = tu_tpath("images"), *lp = tu_tpath("labels");
     /* wrong magic (image and label file) */
     write_idx(ip, lp, 0x802, 5, 4, 3, 5, 5, 1, 0);
     idx_refused(ip, lp, ip, "bad magic number 0x00000802");
     write_idx(ip, lp, 0x803, 5, 4, 3, 5, 5, 0, 0);
     unsigned char badl[9] = {0, 0, 8, 3, 0, 0, 0, 1, 0};
-    spit(lp, badl, 9);
+    tu_spit(lp, badl, 9);
     idx_refused(ip, lp, lp, "bad magic number 0x00000803");
     /* label count != image count */
     write_idx(ip, lp, 0x803, 5, 4, 3, 5, 4, 1, 0);
@@ -219,21 +196,21 @@ static void test_idx_malformed(void **st)
     write_idx(ip, lp, 0x803, 5, 4, 3, 3, 5, 0, 0);
     idx_refused(ip, lp, ip, "byte offset 52");
     /* a header cut short */
-    spit(ip, "\0\0\x08\x03\0\0", 6);
+    tu_spit(ip, "\0\0\x08\x03\0\0", 6);
     idx_refused(ip, lp, ip, "byte offset 6");
     /* trailing garbage after the declared pixels */
     write_idx(ip, lp, 0x803, 5, 4, 3, 5, 5, 1, 7);
     idx_refused(ip, lp, ip, "trailing data at byte offset 76");
     /* a truncated gzip stream: cut the compressed file in the middle */
-    const char *gp = tpath("cut.gz");
+    const char *gp = tu_tpath("cut.gz");
     write_idx(gp, lp, 0x803, 200, 28, 28, 200, 200, 1, 0);
     FILE *f = fopen(gp, "rb"); fseek(f, 0, SEEK_END); long L = ftell(f); fseek(f, 0, SEEK_SET);
     unsigned char *b = malloc((size_t)L); assert_int_equal(fread(b, 1, (size_t)L, f), (size_t)L); fclose(f);
-    spit(gp, b, (size_t)L / 2);
+    tu_spit(gp, b, (size_t)L / 2);
     free(b);
     idx_refused(gp, lp, gp, "byte offset");
     /* a missing file */
-    idx_refused(tpath("does-not-exist"), lp, "does-not-exist", "cannot open");
+    idx_refused(tu_tpath("does-not-exist"), lp, "does-not-exist", "cannot open");
 }
 
 /* ================================================================ image folders */
@@ -264,7 +241,7 @@ static void hostile_png(const char *path, uint32_t w, uint32_t h)
     be32(c + 21, (uint32_t)crc32(0, c + 4, 17));
     unsigned char *e = c + 25;
     be32(e, 0); memcpy(e + 4, "IEND", 4); be32(e + 8, (uint32_t)crc32(0, e + 4, 4));
-    spit(path, b, sizeof b);
+    tu_spit(path, b, sizeof b);
 }
 
 /* Folder "fold": classes zebra, ant, moth (10 images each, value 10·class_on_disk + j), plus odd files. */
@@ -272,27 +249,27 @@ static void make_folder(void)
 {
     const char *cls[3] = {"zebra", "ant", "moth"};
     for (int k = 0; k < 3; k++) {
-        mkdirs(tpath("fold/%s", cls[k]));
+        tu_mkdirs(tu_tpath("fold/%s", cls[k]));
         for (int j = 0; j < 10; j++) {
             uint8_t v = (uint8_t)(50 + 60 * k + 3 * j);
             uint8_t rgb[3] = {v, v, v};
             /* mostly 8x8 grey; the ant class has one RGB image and one 12x10 image */
             int colour = k == 1 && j == 3, big = k == 1 && j == 4;
             if (colour) { rgb[1] = (uint8_t)(v + 1); rgb[2] = (uint8_t)(v + 2); }
-            solid_png(tpath("fold/%s/img%02d.png", cls[k], j), big ? 12 : 8, big ? 10 : 8, colour ? 3 : 1, rgb);
+            solid_png(tu_tpath("fold/%s/img%02d.png", cls[k], j), big ? 12 : 8, big ? 10 : 8, colour ? 3 : 1, rgb);
         }
     }
-    spit(tpath("fold/ant/notes.txt"), "not an image\n", 13);
-    hostile_png(tpath("fold/moth/huge.png"), 100000, 100000);
-    hostile_png(tpath("fold/moth/wide.png"), 20000, 100);
-    spit(tpath("fold/README"), "x", 1);   /* a file next to the classes */
-    spit(tpath("fold/zebra/.hidden"), "x", 1);   /* hidden: ignored silently */
+    tu_spit(tu_tpath("fold/ant/notes.txt"), "not an image\n", 13);
+    hostile_png(tu_tpath("fold/moth/huge.png"), 100000, 100000);
+    hostile_png(tu_tpath("fold/moth/wide.png"), 20000, 100);
+    tu_spit(tu_tpath("fold/README"), "x", 1);   /* a file next to the classes */
+    tu_spit(tu_tpath("fold/zebra/.hidden"), "x", 1);   /* hidden: ignored silently */
 }
 
 static void test_folder_defaults_and_split(void **st)
 {
     (void)st;
-    char root[512]; snprintf(root, sizeof root, "%s", tpath("fold"));
+    char root[512]; snprintf(root, sizeof root, "%s", tu_tpath("fold"));
     make_folder();
     warns w = {0};
     al_folder_opts o = {0}; o.warn = collect; o.warn_ud = &w;
@@ -394,7 +371,7 @@ static void write_bmp(const char *path, int w, int h, const uint8_t *rgb)
     for (int y = 0; y < h; y++)
         for (int x = 0; x < w; x++)
             for (int c = 0; c < 3; c++) b[54 + (size_t)(h - 1 - y) * stride + 3 * x + c] = rgb[3 * (y * w + x) + 2 - c];
-    spit(path, b, n);
+    tu_spit(path, b, n);
     free(b);
 }
 
@@ -402,18 +379,18 @@ static void test_folder_size_channels_formats(void **st)
 {
     (void)st;
     /* one class per format: PNG (attnlab's writer), JPEG (embedded bytes), BMP and PGM by hand */
-    char root[512]; snprintf(root, sizeof root, "%s", tpath("fmt"));
-    mkdirs(tpath("fmt/a_png")); mkdirs(tpath("fmt/b_jpg")); mkdirs(tpath("fmt/c_bmp")); mkdirs(tpath("fmt/d_pgm"));
+    char root[512]; snprintf(root, sizeof root, "%s", tu_tpath("fmt"));
+    tu_mkdirs(tu_tpath("fmt/a_png")); tu_mkdirs(tu_tpath("fmt/b_jpg")); tu_mkdirs(tu_tpath("fmt/c_bmp")); tu_mkdirs(tu_tpath("fmt/d_pgm"));
     uint8_t red[3] = {255, 0, 0};
-    for (int j = 0; j < 5; j++) solid_png(tpath("fmt/a_png/%d.png", j), 6, 4, 3, red);
+    for (int j = 0; j < 5; j++) solid_png(tu_tpath("fmt/a_png/%d.png", j), 6, 4, 3, red);
     uint8_t *rgb = malloc(20 * 10 * 3);
     for (int i = 0; i < 200; i++) { rgb[3 * i] = 40; rgb[3 * i + 1] = 120; rgb[3 * i + 2] = 200; }
     for (int j = 0; j < 5; j++) {
-        spit(tpath("fmt/b_jpg/%d.jpg", j), jpeg_20x10, sizeof jpeg_20x10 - 1);
-        write_bmp(tpath("fmt/c_bmp/%d.bmp", j), 20, 10, rgb);
+        tu_spit(tu_tpath("fmt/b_jpg/%d.jpg", j), jpeg_20x10, sizeof jpeg_20x10 - 1);
+        write_bmp(tu_tpath("fmt/c_bmp/%d.bmp", j), 20, 10, rgb);
         char pgm[64 + 35]; int hl = snprintf(pgm, 64, "P5\n7 5\n255\n");
         memset(pgm + hl, 77, 35);
-        spit(tpath("fmt/d_pgm/%d.pgm", j), pgm, (size_t)hl + 35);
+        tu_spit(tu_tpath("fmt/d_pgm/%d.pgm", j), pgm, (size_t)hl + 35);
     }
     free(rgb);
     al_folder_opts o = {0}; o.h = 16; o.w = 12; o.channels = 1;
@@ -449,10 +426,10 @@ static void test_folder_train_test_dirs(void **st)
 {
     (void)st;
     uint8_t g[1] = {9};
-    char root[512]; snprintf(root, sizeof root, "%s", tpath("tt"));
-    for (int j = 0; j < 3; j++) { mkdirs(tpath("tt/train/cat")); mkdirs(tpath("tt/train/dog")); mkdirs(tpath("tt/test/dog"));
-        solid_png(tpath("tt/train/cat/%d.png", j), 5, 5, 1, g); solid_png(tpath("tt/train/dog/%d.png", j), 5, 5, 1, g); }
-    solid_png(tpath("tt/test/dog/x.png"), 5, 5, 1, g);
+    char root[512]; snprintf(root, sizeof root, "%s", tu_tpath("tt"));
+    for (int j = 0; j < 3; j++) { tu_mkdirs(tu_tpath("tt/train/cat")); tu_mkdirs(tu_tpath("tt/train/dog")); tu_mkdirs(tu_tpath("tt/test/dog"));
+        solid_png(tu_tpath("tt/train/cat/%d.png", j), 5, 5, 1, g); solid_png(tu_tpath("tt/train/dog/%d.png", j), 5, 5, 1, g); }
+    solid_png(tu_tpath("tt/test/dog/x.png"), 5, 5, 1, g);
     al_image_split d; al_error e = {{0}};
     if (al_image_folder_load(root, NULL, &d, &e) != AL_OK) fail_msg("%s", e.msg);
     assert_int_equal(d.train.n, 6); assert_int_equal(d.test.n, 1);
@@ -461,8 +438,8 @@ static void test_folder_train_test_dirs(void **st)
     assert_int_equal(d.train.c, 1);
     al_image_split_free(&d);
     /* a test class that training does not have is an error */
-    mkdirs(tpath("tt/test/emu"));
-    solid_png(tpath("tt/test/emu/y.png"), 5, 5, 1, g);
+    tu_mkdirs(tu_tpath("tt/test/emu"));
+    solid_png(tu_tpath("tt/test/emu/y.png"), 5, 5, 1, g);
     assert_int_equal(al_image_folder_load(root, NULL, &d, &e), AL_ERR);
     assert_non_null(strstr(e.msg, "emu"));
 }
@@ -472,35 +449,35 @@ static void test_folder_errors(void **st)
     (void)st;
     al_image_split d; al_error e = {{0}};
     /* empty folder */
-    mkdirs(tpath("empty"));
-    assert_int_equal(al_image_folder_load(tpath("empty"), NULL, &d, &e), AL_ERR);
+    tu_mkdirs(tu_tpath("empty"));
+    assert_int_equal(al_image_folder_load(tu_tpath("empty"), NULL, &d, &e), AL_ERR);
     assert_non_null(strstr(e.msg, "no class directories"));
-    assert_non_null(strstr(e.msg, tpath("empty")));
+    assert_non_null(strstr(e.msg, tu_tpath("empty")));
     /* a class whose only file is not an image */
     uint8_t g[1] = {9};
-    mkdirs(tpath("bad/ok")); mkdirs(tpath("bad/junk"));
-    solid_png(tpath("bad/ok/1.png"), 4, 4, 1, g);
-    spit(tpath("bad/junk/1.png"), "\x89PNG\r\n\x1a\nnot really", 18);
+    tu_mkdirs(tu_tpath("bad/ok")); tu_mkdirs(tu_tpath("bad/junk"));
+    solid_png(tu_tpath("bad/ok/1.png"), 4, 4, 1, g);
+    tu_spit(tu_tpath("bad/junk/1.png"), "\x89PNG\r\n\x1a\nnot really", 18);
     memset(&e, 0, sizeof e);
     warns w = {0}; al_folder_opts o = {0}; o.warn = collect; o.warn_ud = &w;
-    assert_int_equal(al_image_folder_load(tpath("bad"), &o, &d, &e), AL_ERR);
+    assert_int_equal(al_image_folder_load(tu_tpath("bad"), &o, &d, &e), AL_ERR);
     assert_non_null(strstr(e.msg, "junk"));
     assert_non_null(strstr(e.msg, "no usable images"));
     assert_true(warned_about(&w, "junk/1.png", "skipped"));
     /* not a directory; bad options */
     memset(&e, 0, sizeof e);
-    assert_int_equal(al_image_folder_load(tpath("nowhere"), NULL, &d, &e), AL_ERR);
+    assert_int_equal(al_image_folder_load(tu_tpath("nowhere"), NULL, &d, &e), AL_ERR);
     assert_non_null(strstr(e.msg, "nowhere"));
     memset(&e, 0, sizeof e);
     o.channels = 2;
-    assert_int_equal(al_image_folder_load(tpath("bad"), &o, &d, &e), AL_ERR);
+    assert_int_equal(al_image_folder_load(tu_tpath("bad"), &o, &d, &e), AL_ERR);
     assert_non_null(strstr(e.msg, "channels"));
     /* a PNG whose header passes stbi_info but whose data is corrupt: skipped at decode with a warning */
-    mkdirs(tpath("corrupt/c"));
-    solid_png(tpath("corrupt/c/good.png"), 4, 4, 1, g);
-    hostile_png(tpath("corrupt/c/nodata.png"), 4, 4);
+    tu_mkdirs(tu_tpath("corrupt/c"));
+    solid_png(tu_tpath("corrupt/c/good.png"), 4, 4, 1, g);
+    hostile_png(tu_tpath("corrupt/c/nodata.png"), 4, 4);
     memset(&e, 0, sizeof e); memset(&w, 0, sizeof w); o.channels = 0;
-    assert_int_equal(al_image_folder_load(tpath("corrupt"), &o, &d, &e), AL_OK);
+    assert_int_equal(al_image_folder_load(tu_tpath("corrupt"), &o, &d, &e), AL_OK);
     assert_int_equal(d.skipped, 1);
     assert_true(warned_about(&w, "nodata.png", "could not be decoded"));
     assert_int_equal(d.train.n + d.test.n, 1);

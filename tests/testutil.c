@@ -6,6 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ftw.h>
+#include <stdarg.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -240,4 +243,32 @@ void tu_write_treebank(const char *path, int nsent, uint64_t seed, int rare_ever
         fputs(t, f); free(t);
     }
     fclose(f);
+}
+
+static char tmpdir_[256];
+int tu_tmpdir_make(const char *tag)
+{
+    snprintf(tmpdir_, sizeof tmpdir_, "/tmp/attnlab_%s_XXXXXX", tag);
+    return mkdtemp(tmpdir_) ? 0 : -1;
+}
+const char *tu_tmpdir(void) { return tmpdir_; }
+const char *tu_tpath(const char *fmt, ...)
+{
+    static char b[8][512]; static int k; k = (k + 1) % 8;
+    int o = snprintf(b[k], sizeof b[k], "%s/", tmpdir_);
+    va_list ap; va_start(ap, fmt); vsnprintf(b[k] + o, sizeof b[k] - (size_t)o, fmt, ap); va_end(ap);
+    return b[k];
+}
+static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *f) { (void)sb; (void)flag; (void)f; return remove(p); }
+int tu_tmpdir_remove(void) { return tmpdir_[0] ? nftw(tmpdir_, rm_cb, 16, FTW_DEPTH | FTW_PHYS) : 0; }
+void tu_mkdirs(const char *p)
+{
+    char b[512]; snprintf(b, sizeof b, "%s", p);
+    for (char *s = b + 1; *s; s++) if (*s == '/') { *s = 0; mkdir(b, 0755); *s = '/'; }
+    mkdir(b, 0755);
+}
+void tu_spit(const char *path, const void *d, size_t n)
+{
+    FILE *f = fopen(path, "wb"); assert_non_null(f);
+    assert_int_equal(fwrite(d, 1, n, f), n); fclose(f);
 }

@@ -58,6 +58,16 @@ void tu_script_passes(const char *script);
  * lists, seeded; "saw" is both a VERB and a NOUN (an ambiguous word). rare_every > 0: every rare_every-th
  * sentence's first noun is "zebra" or "yak", words the other sentences never have (unseen in train). */
 void tu_write_treebank(const char *path, int nsent, uint64_t seed, int rare_every);
+/* A scratch directory per test program: tu_tmpdir_make("data") creates /tmp/attnlab_data_XXXXXX (0, or
+ * -1), tu_tpath("a/%d.wav", 3) names a path under it (one of 8 rotating buffers), tu_tmpdir_remove()
+ * deletes the whole tree (0, or -1). tu_mkdirs makes a directory and its parents; tu_spit writes a file
+ * (fails the test if it cannot). */
+int         tu_tmpdir_make(const char *tag);
+const char *tu_tmpdir(void);
+const char *tu_tpath(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int         tu_tmpdir_remove(void);
+void        tu_mkdirs(const char *path);
+void        tu_spit(const char *path, const void *data, size_t n);
 /* Build a 1-4 dim shape initializer. */
 static inline tu_input tu_in(float *data, int check, int ndim, int d0, int d1, int d2, int d3)
 { tu_input i = {ndim, {d0, d1, d2, d3}, data, check}; return i; }

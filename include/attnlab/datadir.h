@@ -23,6 +23,9 @@
 #endif
 #define AL_FASHION_MNIST_DIR "/usr/share/datasets/fashion-mnist"
 
+/* How the folder readers (images.h, audio.h) report a file they skip: one message naming it. */
+typedef void (*al_warn_fn)(void *ud, const char *msg);
+
 /* Writes the directory of dataset `name` to out (n bytes). */
 al_status al_data_locate(const char *name, const char *explicit_dir, char *out, size_t n, al_error *err);
 #endif

@@ -58,7 +58,6 @@ al_status al_fashion_mnist_load(const char *dir, al_image_split *out, al_error *
 al_status al_fashion_mnist_count(const char *dir, int64_t *ntrain, int64_t *ntest, al_error *err);
 
 /* ---------- image folders: DIR/CLASS/IMAGE, decoded with stb_image ---------- */
-typedef void (*al_warn_fn)(void *ud, const char *msg);
 typedef struct al_folder_opts {
     int h, w;              /* size every image is resized to; 0, 0: the most common size in the folder */
     int channels;          /* 1 (grey) or 3 (RGB); 0: 3 if any image file has colour, else 1 */

@@ -68,6 +68,8 @@ void al_run_id(char out[17], const char *canonical);
 
 /* Write bytes to path atomically (tmp file + fsync + rename). */
 al_status al_write_atomic(const char *path, const void *data, size_t n, al_error *err);
+/* fsync the directory that holds path (best effort): what makes a rename into it durable. */
+void      al_fsync_parent(const char *path);
 /* Before any work: can path be written as al_write_atomic writes it? path must not be empty, end in
  * '/' or name a directory, and its directory must exist and take a new file (PATH.tmp.PID is created
  * and removed to make sure). Messages start with the path: "out/m.st: directory 'out' does not exist". */

@@ -3,10 +3,7 @@
  * split. IDX files are idx.c's, subsets/statistics/batches images.c's. See images.h. */
 #include "attnlab/images.h"
 #include "attnlab/io.h"
-#include <dirent.h>
-#include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +13,7 @@
 #include "core/omp_impl.h"
 #include "data/stb_impl.h"
 #include "data/images_impl.h"
+#include "data/folder_impl.h"
 
 /* Threads a parallel decode may use (1 without OpenMP). */
 static int decode_threads(void)
@@ -43,45 +41,6 @@ void al_image_split_free(al_image_split *s)
 /* ====================================================================================== */
 /* image folders                                                                          */
 /* ====================================================================================== */
-typedef struct strlist { char **s; int n, cap; } strlist;
-static int sl_push(strlist *l, const char *s)
-{
-    if (l->n == l->cap) {
-        int cap = l->cap ? 2 * l->cap : 16;
-        char **q = realloc(l->s, (size_t)cap * sizeof *q);
-        if (!q) return -1;
-        l->s = q; l->cap = cap;
-    }
-    if (!(l->s[l->n] = strdup(s))) return -1;
-    l->n++;
-    return 0;
-}
-static void sl_free(strlist *l) { for (int i = 0; i < l->n; i++) free(l->s[i]); free(l->s); memset(l, 0, sizeof *l); }
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-static char *path_join(const char *a, const char *b)
-{
-    size_t n = strlen(a) + strlen(b) + 2;
-    char *p = malloc(n);
-    if (p) snprintf(p, n, "%s/%s", a, b);
-    return p;
-}
-static int is_dir(const char *p) { struct stat sb; return stat(p, &sb) == 0 && S_ISDIR(sb.st_mode); }
-
-/* Non-hidden entries of dir, sorted by name (strcmp: byte order, locale-independent). */
-static al_status list_dir(const char *dir, strlist *out, al_error *err)
-{
-    DIR *d = opendir(dir);
-    if (!d) return al_seterr(err, "%s: cannot open directory: %s", al_path_short(dir), strerror(errno));
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (e->d_name[0] == '.') continue;
-        if (sl_push(out, e->d_name)) { closedir(d); sl_free(out); return al_seterr(err, "out of memory"); }
-    }
-    closedir(d);
-    if (out->n > 1) qsort(out->s, (size_t)out->n, sizeof *out->s, cmp_str);
-    return AL_OK;
-}
-
 typedef struct fentry {
     char *path;
     int label, split;     /* split: 0 train, 1 test */
@@ -92,21 +51,8 @@ typedef struct fentry {
 typedef struct fload {
     fentry *e; int n, cap;
     const al_folder_opts *o;
-    int skipped;
-    char first[AL_ERRLEN];   /* the first warning, for an error that follows when nothing was usable */
+    al__skips sk;            /* the files skipped */
 } fload;
-
-static void warnf(fload *L, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void warnf(fload *L, const char *fmt, ...)
-{
-    L->skipped++;
-    char msg[1024];
-    va_list ap; va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    if (!L->first[0]) { size_t k = strlen(msg); if (k >= sizeof L->first) k = sizeof L->first - 1; memcpy(L->first, msg, k); L->first[k] = 0; }
-    if (L->o->warn) L->o->warn(L->o->warn_ud, msg);
-}
 
 /* Width and height from a PNG's IHDR (stb_image reports a huge PNG only as "corrupt"); 0 if not a PNG. */
 static int png_header_dims(const char *path, uint32_t *w, uint32_t *h)
@@ -201,28 +147,26 @@ int al__image_probe(const char *p, al__imgfile *f, char *why, size_t n)
     return 0;
 }
 
-/* Scan dir/<class>/ files: each probed (al__image_probe), what fails skipped with a warning. */
-static al_status scan_class(fload *L, const char *cdir, int label, int split, al_error *err)
+/* Probe every file of the class folder (al__image_probe); what fails is skipped with a warning. */
+static al_status probe_files(fload *L, const al__classfolder *cf, al_error *err)
 {
-    strlist files = {0};
-    if (list_dir(cdir, &files, err)) return AL_ERR;
-    for (int i = 0; i < files.n; i++) {
-        char *p = path_join(cdir, files.s[i]);
-        if (!p) { sl_free(&files); return al_seterr(err, "out of memory"); }
+    for (int i = 0; i < cf->n; i++) {
+        const al__classfile *c = &cf->f[i];
         al__imgfile im;
         char why[512];
-        if (al__image_probe(p, &im, why, sizeof why)) { warnf(L, "%s: %s, skipped", p, why); free(p); continue; }
+        if (al__image_probe(c->path, &im, why, sizeof why)) { al__skipf(&L->sk, "%s: %s, skipped", c->path, why); continue; }
         if (L->n == L->cap) {
             int cap = L->cap ? 2 * L->cap : 256;
             fentry *q = realloc(L->e, (size_t)cap * sizeof *q);
-            if (!q) { free(p); sl_free(&files); return al_seterr(err, "out of memory"); }
+            if (!q) return al_seterr(err, "out of memory");
             L->e = q; L->cap = cap;
         }
-        fentry *f = &L->e[L->n++];
+        fentry *f = &L->e[L->n];
         memset(f, 0, sizeof *f);
-        f->path = p; f->label = label; f->split = split; f->im = im;
+        if (!(f->path = strdup(c->path))) return al_seterr(err, "out of memory");
+        f->label = c->label; f->split = c->split; f->im = im;
+        L->n++;
     }
-    sl_free(&files);
     return AL_OK;
 }
 
@@ -286,7 +230,7 @@ static int cmp_size(const void *a, const void *b)
     return x->w < y->w ? -1 : x->w > y->w;
 }
 
-static al_status make_images(al_images *im, int n, int C, int H, int W, const strlist *classes, al_error *err)
+static al_status make_images(al_images *im, int n, int C, int H, int W, const al__strlist *classes, al_error *err)
 {
     memset(im, 0, sizeof *im);
     im->n = n; im->c = C; im->h = H; im->w = W; im->classes = classes->n;
@@ -322,9 +266,7 @@ static al_status hold_out(fload *L, int nclass, double frac, uint64_t seed, al_e
     for (int k = 0; k < nclass; k++) {
         int m = 0;
         for (int i = 0; i < L->n; i++) if (L->e[i].ok && L->e[i].label == k) members[m++] = i;
-        int nt = (int)floor(frac * m + 0.5);
-        if (nt >= m) nt = m - 1;
-        al_rng_shuffle(&rng, members, m);
+        int nt = al__hold_out_pick(&rng, members, m, frac, 0);
         for (int j = 0; j < nt; j++) L->e[members[j]].split = 1;
     }
     free(members);
@@ -363,56 +305,15 @@ static al_status budget_decode(const fload *L, const char *dir, int C, int H, in
                         al_path_abbrev(L->e[bi].path, pb, sizeof pb), L->e[bi].im.w, L->e[bi].im.h);
 }
 
-/* The class directories (of dir, or of dir/train when split_mode) and every image file in them,
- * scanned into L (headers only); the test split's classes must be the training split's. */
-static al_status scan_folder(fload *L, const char *dir, const char *trdir, const char *tedir, int split_mode,
-                             strlist *classes, al_error *err)
-{
-    strlist top = {0}, testc = {0};
-    al_status st = AL_ERR;
-    const char *cbase = split_mode ? trdir : dir;
-    if (list_dir(cbase, &top, err)) goto done;
-    for (int i = 0; i < top.n; i++) {
-        char *p = path_join(cbase, top.s[i]);
-        if (!p) { al_seterr(err, "out of memory"); goto done; }
-        if (is_dir(p)) { if (sl_push(classes, top.s[i])) { free(p); al_seterr(err, "out of memory"); goto done; } }
-        else if (!(split_mode == 0 && (!strcmp(top.s[i], "train") || !strcmp(top.s[i], "test"))))
-            warnf(L, "%s: not a class directory, skipped", p);
-        free(p);
-    }
-    if (classes->n == 0) { al_seterr(err, "%s: no class directories (expected %s/CLASS/IMAGE files)", al_path_short(cbase), cbase); goto done; }
-    for (int k = 0; k < classes->n; k++) {
-        char *cd = path_join(cbase, classes->s[k]);
-        if (!cd) { al_seterr(err, "out of memory"); goto done; }
-        al_status s = scan_class(L, cd, k, 0, err);
-        free(cd);
-        if (s) goto done;
-    }
-    if (split_mode) {
-        if (list_dir(tedir, &testc, err)) goto done;
-        for (int i = 0; i < testc.n; i++) {
-            char *cd = path_join(tedir, testc.s[i]);
-            if (!cd) { al_seterr(err, "out of memory"); goto done; }
-            if (!is_dir(cd)) { warnf(L, "%s: not a class directory, skipped", cd); free(cd); continue; }
-            char **hit = bsearch(&testc.s[i], classes->s, (size_t)classes->n, sizeof *classes->s, cmp_str);
-            if (!hit) { al_seterr(err, "%s: class '%s' of the test split is not a class of %s", al_path_short(cd), testc.s[i], trdir); free(cd); goto done; }
-            al_status s = scan_class(L, cd, (int)(hit - classes->s), 1, err);
-            free(cd);
-            if (s) goto done;
-        }
-    }
-    if (L->n == 0) {
-        char db[120];
-        if (L->skipped) al_seterr(err, "no readable images in any class directory of %s (%d file%s skipped, the first: %s)",
-                                 al_path_abbrev(dir, db, sizeof db), L->skipped, L->skipped == 1 ? "" : "s", L->first);
-        else al_seterr(err, "%s: no readable images in any class directory", al_path_short(dir));
-        goto done;
-    }
 
-    st = AL_OK;
-done:
-    sl_free(&top); sl_free(&testc);
-    return st;
+/* The class folder dir (folder.c: the layout, its class directories and files) with every image file
+ * probed into L (headers only). */
+static al_status scan_folder(fload *L, const char *dir, al__classfolder *cf, al_error *err)
+{
+    if (al__classfolder_list(dir, "IMAGE", al__skip_entry, &L->sk, cf, err)) return AL_ERR;
+    if (probe_files(L, cf, err)) return AL_ERR;
+    if (L->n == 0) return al__none_usable(&L->sk, dir, "images", err);
+    return AL_OK;
 }
 
 al_status al_image_folder_load(const char *dir, const al_folder_opts *opts, al_image_split *out, al_error *err)
@@ -422,10 +323,10 @@ al_status al_image_folder_load(const char *dir, const al_folder_opts *opts, al_i
     if (!opts) opts = &def;
     fload L = {0};
     L.o = opts;
-    strlist classes = {0};
+    L.sk.warn = opts->warn; L.sk.ud = opts->warn_ud;
+    al__classfolder cf = {0};
     uint8_t *all = NULL;
     int *cnt = NULL;
-    char *trdir = NULL, *tedir = NULL;
     al_status st = AL_ERR;
     double frac = opts->test_frac > 0 ? opts->test_frac : 0.2;
     if (frac >= 1.0 || opts->test_frac < 0) return al_seterr(err, "%s: test fraction %g is not in [0, 1)", al_path_short(dir), opts->test_frac);
@@ -433,18 +334,9 @@ al_status al_image_folder_load(const char *dir, const al_folder_opts *opts, al_i
         return al_seterr(err, "%s: channels must be 1 or 3 (or 0 for automatic), got %d", al_path_short(dir), opts->channels);
     if (opts->h < 0 || opts->w < 0 || opts->h > AL_IMAGE_MAX_SIDE || opts->w > AL_IMAGE_MAX_SIDE || (!opts->h) != (!opts->w))
         return al_seterr(err, "%s: bad target size %dx%d", al_path_short(dir), opts->h, opts->w);
-    if (!is_dir(dir)) return al_seterr(err, "%s: not a directory", al_path_short(dir));
-
-    trdir = path_join(dir, "train"); tedir = path_join(dir, "test");
-    if (!trdir || !tedir) { al_seterr(err, "out of memory"); goto out; }
-    int split_mode = is_dir(trdir) && is_dir(tedir);
-    if (!split_mode && (is_dir(trdir) || is_dir(tedir))) {   /* half of the split layout: not classes named train/test */
-        al_seterr(err, "%s: has %s/ but no %s/ (expected DIR/train/CLASS/IMAGE and DIR/test/CLASS/IMAGE, or DIR/CLASS/IMAGE "
-                  "to hold out a test fraction)", al_path_short(dir), is_dir(trdir) ? "train" : "test", is_dir(trdir) ? "test" : "train");
-        goto out;
-    }
-    const char *cbase = split_mode ? trdir : dir;
-    if (scan_folder(&L, dir, trdir, tedir, split_mode, &classes, err)) goto out;
+    if (scan_folder(&L, dir, &cf, err)) goto out;
+    const al__strlist classes = cf.classes;
+    const int split_mode = cf.split_mode;
     /* Target size: the caller's, else the most common (ties: smallest h, then w). */
     int H = opts->h, W = opts->w;
     if (!H && common_size(&L, &H, &W, err)) goto out;
@@ -465,7 +357,7 @@ al_status al_image_folder_load(const char *dir, const al_folder_opts *opts, al_i
     for (int i = 0; i < ne; i++) L.e[i].ok = decode_one(&L.e[i], all + (size_t)i * (size_t)per, C, H, W) == 0;
     for (int i = 0; i < ne; i++)
         if (!L.e[i].ok) {
-            warnf(&L, "%s", L.e[i].msg ? L.e[i].msg : "an image could not be decoded, skipped");
+            al__skipf(&L.sk, "%s", L.e[i].msg ? L.e[i].msg : "an image could not be decoded, skipped");
         }
 
     /* Per-class counts of usable images in the train pool (and in the test split). */
@@ -473,7 +365,7 @@ al_status al_image_folder_load(const char *dir, const al_folder_opts *opts, al_i
     if (!cnt) { al_seterr(err, "out of memory"); goto out; }
     for (int i = 0; i < ne; i++) if (L.e[i].ok) cnt[2 * L.e[i].label + L.e[i].split]++;
     for (int k = 0; k < classes.n; k++)
-        if (cnt[2 * k] == 0) { al_seterr(err, "%s/%s: the class has no usable images", al_path_short(cbase), classes.s[k]); goto out; }
+        if (cnt[2 * k] == 0) { al_seterr(err, "%s/%s: the class has no usable images", al_path_short(cf.cbase), classes.s[k]); goto out; }
     if (!split_mode) {
         if (hold_out(&L, classes.n, frac, opts->split_seed, err)) goto out;
         int ntest = 0;
@@ -488,19 +380,19 @@ al_status al_image_folder_load(const char *dir, const al_folder_opts *opts, al_i
     } else {
         int ntest = 0;
         for (int k = 0; k < classes.n; k++) ntest += cnt[2 * k + 1];
-        if (ntest == 0) { al_seterr(err, "%s: the test split has no usable images", al_path_short(tedir)); goto out; }
+        if (ntest == 0) { al_seterr(err, "%s: the test split has no usable images", al_path_short(cf.tedir)); goto out; }
     }
     int nsplit[2] = {0, 0};
     for (int i = 0; i < ne; i++) if (L.e[i].ok) nsplit[L.e[i].split]++;
     if (make_images(&out->train, nsplit[0], C, H, W, &classes, err)) goto out;
     if (make_images(&out->test, nsplit[1], C, H, W, &classes, err)) goto out;
     fill_splits(&L, classes.n, all, per, out);
-    out->skipped = L.skipped;
+    out->skipped = L.sk.n;
     st = AL_OK;
 out:
     for (int i = 0; i < L.n; i++) { free(L.e[i].path); free(L.e[i].msg); }
-    free(L.e); free(all); free(cnt); free(trdir); free(tedir);
-    sl_free(&classes);
+    free(L.e); free(all); free(cnt);
+    al__classfolder_free(&cf);
     if (st != AL_OK) al_image_split_free(out);
     return st;
 }

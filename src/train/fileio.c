@@ -97,17 +97,20 @@ al_status al_write_atomic(const char *path, const void *data, size_t n, al_error
         unlink(tmp); free(tmp); return AL_ERR;
     }
     free(tmp);
-    /* Make the rename itself durable: fsync the directory (best effort). */
-    char *dir = strdup(path);
-    if (dir) {
-        char *slash = strrchr(dir, '/');
-        const char *d = ".";
-        if (slash) { if (slash == dir) slash[1] = 0; else *slash = 0; d = dir; }
-        int dfd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd >= 0) { (void)fsync(dfd); close(dfd); }
-        free(dir);
-    }
+    al_fsync_parent(path);   /* the rename itself durable */
     return AL_OK;
+}
+
+void al_fsync_parent(const char *path)
+{
+    char *dir = strdup(path);
+    if (!dir) return;
+    char *slash = strrchr(dir, '/');
+    const char *d = ".";
+    if (slash) { if (slash == dir) slash[1] = 0; else *slash = 0; d = dir; }
+    int dfd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) { (void)fsync(dfd); close(dfd); }
+    free(dir);
 }
 
 /* The directory part of path ("." when it has none, "/" for "/x"), or NULL when out of memory. */

@@ -11,7 +11,7 @@ the image-folder cases put copies of them into folders.
 
     tests/bad-inputs/make-corpus.py bin/attnlab
 """
-import gzip, json, os, shutil, struct, subprocess, sys, zlib
+import gzip, json, math, os, shutil, struct, subprocess, sys, zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "..", "data")
@@ -162,6 +162,49 @@ def images_corpus():
     write("images/empty-class/train/c/notes.txt", b"no images here\n")
     write("images/no-classes/train/README", b"no class directories\n")
     write("images/no-classes/test/README", b"no class directories either (and git keeps no empty directory)\n")
+
+
+# ---------------------------------------------------------------- audio folders (attnlab data audio-stats)
+def wav(ch, rate, claimed=None, data=None, fmt=1, bits=16):
+    """A WAV written byte by byte: fmt chunk (PCM or IEEE float), a data chunk claiming `claimed` bytes."""
+    if data is None:
+        data = b"".join(struct.pack("<h", int(8000 * math.sin(i * 0.3))) for i in range(1600))
+    claimed = len(data) if claimed is None else claimed
+    blk = max(ch, 1) * bits // 8
+    return (b"RIFF" + struct.pack("<I", (36 + claimed) & 0xffffffff) + b"WAVEfmt "
+            + struct.pack("<IHHIIHH", 16, fmt, ch, rate, (rate * blk) & 0xffffffff, blk, bits)
+            + b"data" + struct.pack("<I", claimed) + data)
+
+
+def flac_streaminfo(total, ch, rate=16000):
+    """A FLAC file of its STREAMINFO block only: the header's claims, no audio frames."""
+    v = (rate << 44) | ((ch - 1) << 41) | (15 << 36) | total
+    return b"fLaC" + bytes([0x80, 0, 0, 34]) + struct.pack(">HH", 4096, 4096) + bytes(6) + v.to_bytes(8, "big") + bytes(16)
+
+
+def audio_corpus():
+    for c in "ab":   # 4 speakers in each class: the held-out speaker leaves 3 in train
+        for k in range(1, 5):
+            write(f"audio/ok/{c}/s{k}_0.wav", wav(1, 16000 if k < 4 else 8000))
+    # one class, one file, and it is broken: skipped with a warning naming it, then nothing is left
+    nan = struct.pack("<8f", 0, 0.1, 0.2, float("nan"), 0, 0, 0, 0)
+    for name, data in (("truncated-wav", wav(1, 16000, claimed=64000, data=bytes(300))),
+                       ("data-size-4gb", wav(1, 16000, claimed=0xfffffff0)),
+                       ("zero-channels", wav(0, 16000)),
+                       ("rate-2e9", wav(1, 2000000000)),
+                       ("rate-100", wav(1, 100)),
+                       ("1000-channels", wav(1000, 16000, data=bytes(4000))),
+                       ("not-audio", b"this is text, not a WAV file\n"),
+                       ("empty-file", b""),
+                       ("nan-sample", wav(1, 16000, data=nan, fmt=3, bits=32))):
+        write(f"audio/{name}/a/s1_x.wav", data)
+    write("audio/claims-hours/a/s1_x.flac", flac_streaminfo(16000 * 3600 * 5, 1))
+    write("audio/forged-flac/a/s1_x.flac", flac_streaminfo(16000 * 300, 8))
+    write("audio/empty-class/a/s1_0.wav", wav(1, 16000))
+    write("audio/empty-class/b/.keep", b"")   # git keeps no empty directory; hidden files are not audio
+    write("audio/no-classes/README", b"no class directories\n")
+    write("audio/train-without-test/train/a/s1_0.wav", wav(1, 16000))
+    write("audio/directory-as-file/a/s1_0.wav/keep", b"")
 
 
 # ---------------------------------------------------------------- CoNLL-U and text
@@ -341,6 +384,7 @@ def main():
     idx_corpus()
     graph_corpus()
     images_corpus()
+    audio_corpus()
     conllu_corpus()
     results_corpus()
     molecules_corpus()

@@ -13,12 +13,16 @@ cd "$(dirname "$0")/../.."
 SECONDS_PER=${1:-${FUZZ_SECONDS:-30}}
 OUT=${FUZZ_OUT:-build-fuzz}
 CC=${FUZZ_CC:-clang}
-ALL="idx graph safetensors results image conllu molecules"
+ALL="idx graph safetensors results image conllu molecules audio"
 LIST=$(printf '%s' "${FUZZ:-$ALL}" | tr ',' ' ')
 command -v "$CC" >/dev/null || { echo "run.sh: $CC not found (apt-get install clang libclang-rt-14-dev)" >&2; exit 2; }
 
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
 CFLAGS="-std=c11 -g -O1 -fno-omit-frame-pointer -Iinclude -Isrc -D_GNU_SOURCE -Wno-unknown-pragmas -DAL_DATADIR=\"\\\"/nonexistent\\\"\""
+# the speech libraries, as the Makefile links them
+SPEECH_PKGS="sndfile samplerate fftw3f espeak-ng"
+CFLAGS="$CFLAGS $(pkg-config --cflags $SPEECH_PKGS)"
+SPEECH_LIBS=$(pkg-config --libs $SPEECH_PKGS)
 mkdir -p "$OUT/obj" "$OUT/bin"
 
 # The library, instrumented for coverage (fuzzer-no-link), compiled directly from src/; the pixel
@@ -40,11 +44,12 @@ for h in $LIST; do
   src="tests/fuzz/fuzz_$h.c"
   [ -f "$src" ] || { echo "run.sh: no harness $src" >&2; exit 2; }
   bin="$OUT/bin/fuzz_$h"
-  $CC $CFLAGS $SAN -fsanitize=fuzzer "$src" "${objs[@]}" -lpng -lz -lm -o "$bin" || exit 2
+  $CC $CFLAGS $SAN -fsanitize=fuzzer "$src" "${objs[@]}" -lpng -lz $SPEECH_LIBS -lm -o "$bin" || exit 2
   mkdir -p "$OUT/corpus/$h" "$OUT/$h"
   seeds="tests/fuzz/seeds/$h"
   echo "== fuzz_$h for ${SECONDS_PER}s"
   ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  LSAN_OPTIONS=suppressions=$PWD/tests/fuzz/lsan.supp \
     "$bin" -max_total_time="$SECONDS_PER" -timeout="${FUZZ_WALL_TIMEOUT:-120}" -rss_limit_mb=2560 -malloc_limit_mb=1024 \
       -print_final_stats=1 -artifact_prefix="$OUT/$h/" "$OUT/corpus/$h" "$seeds" >"$OUT/$h.log" 2>&1
   rc=$?
