@@ -56,6 +56,7 @@ int train_image_main(int argc, char **argv);   /* apps/cmd_train_image.c */
 int train_graph_main(int argc, char **argv);   /* apps/cmd_train_graph.c */
 int train_seq_main(int argc, char **argv);     /* apps/cmd_train_seq.c */
 int train_mol_main(int argc, char **argv);     /* apps/cmd_train_mol.c */
+int train_speech_main(int argc, char **argv);  /* apps/cmd_train_speech.c */
 int cmd_tag(int argc, char **argv);            /* apps/cmd_tag.c */
 /* apps/attnmap_words.c: attnmap of a sequence checkpoint, after cmd_attnmap parsed and checked the
  * flags (sentence xor conllu; block 0 = every block; cell 8..64). Returns the exit status. */
@@ -65,6 +66,9 @@ int attnmap_words_run(const attnmap_words_opts *o);
  * one molecule), after cmd_attnmap parsed and checked the flags (data NULL: the checkpoint's dataset). */
 typedef struct attnmap_mol_opts { const char *load, *out, *molecule, *data; int quiet; } attnmap_mol_opts;
 int attnmap_mol_run(const attnmap_mol_opts *o);
+/* apps/attnmap_speech.c: attnmap of a speech checkpoint (block 0 = the last; cell = pixels per frame, 0 = 2). */
+typedef struct attnmap_speech_opts { const char *load, *out, *data; int index, block, cell, quiet; } attnmap_speech_opts;
+int attnmap_speech_run(const attnmap_speech_opts *o);
 int bench_gemm_main(int argc, char **argv);    /* apps/bench_gemm.c */
 int bench_attention_main(int argc, char **argv); /* apps/bench_attention.c */
 int bench_train_main(int argc, char **argv);   /* apps/bench_train.c */

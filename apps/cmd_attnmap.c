@@ -31,6 +31,8 @@ typedef struct attnmap_opts {
     int data_given;
     const char *image_flag, *seq_flag;   /* the first flag given that only images / only sequences take */
     const char *not_mol_flag;            /* the first flag given that molecule checkpoints do not take */
+    const char *not_speech_flag;         /* ... that speech checkpoints do not take */
+    int px;                              /* speech checkpoints: pixels per frame */
     int qy[AL_ATTNMAP_MAXQ], qx[AL_ATTNMAP_MAXQ], nq;
 } attnmap_opts;
 
@@ -86,7 +88,12 @@ static void usage(FILE *f)
         "triple as 1-3 lines, aromatic as a line and a dashed line. Models without attention pooling (sum or\n"
         "mean readout, mlp, fingerprint) are refused.\n"
         "  --molecule NAME|I    the molecule: a name of coords.txt, or its 0-based number\n"
-        "  --data NAME|DIR      the molecule dataset (default: the checkpoint's)\n",
+        "  --data NAME|DIR      the molecule dataset (default: the checkpoint's)\n"
+        "speech checkpoints (attnlab train --task speech --save): one test utterance of the corpus, its log-mel\n"
+        "spectrogram, the reference and the model's label of every frame, and the attention of one block (mean\n"
+        "of its heads) over frames on the same time axis, each query row scaled to its maximum (sa, trunc)\n"
+        "  --data DIR           the speech-digits corpus (attnlab data speech-digits); --index I its test utterance\n"
+        "  --layer L            block to draw (default the last)   --px N  pixels per 10-ms frame, 1..8 (default 2)\n",
         AL_ATTNMAP_MAXMODELS, AL_ATTNMAP_MAXQ);
 }
 
@@ -181,7 +188,7 @@ static int print_distances(attnmap_run *R, const al_images *T, int n)
 static int parse_opt(attnmap_opts *o, int ch, const char *a)
 {
     enum { O_LOAD = 256, O_DATA, O_DATADIR, O_INDEX, O_QUERIES, O_LAYER, O_SCALE, O_OUT, O_THREADS, O_DIST, O_QUIET,
-           O_SENTENCE, O_CONLLU, O_CELL, O_BLOCK, O_MAXMEM, O_MOLECULE };
+           O_SENTENCE, O_CONLLU, O_CELL, O_BLOCK, O_MAXMEM, O_MOLECULE, O_PX };
     const char *c = "attnmap";
     static const char *const image_only[] = {[O_DATA - 256] = "--data", [O_DATADIR - 256] = "--data-dir",
                                              [O_QUERIES - 256] = "--queries", [O_SCALE - 256] = "--scale", [O_DIST - 256] = "--distance"};
@@ -196,6 +203,12 @@ static int parse_opt(attnmap_opts *o, int ch, const char *a)
                                           [O_BLOCK - 256] = "--block"};
     if (ch >= 256 && ch - 256 < (int)(sizeof not_mol / sizeof *not_mol) && not_mol[ch - 256] && !o->not_mol_flag)
         o->not_mol_flag = not_mol[ch - 256];
+    if (ch == O_PX && !o->not_mol_flag) o->not_mol_flag = "--px";
+    static const char *const not_speech[] = {[O_DATADIR - 256] = "--data-dir", [O_QUERIES - 256] = "--queries",
+                                             [O_SCALE - 256] = "--scale", [O_DIST - 256] = "--distance", [O_SENTENCE - 256] = "--sentence",
+                                             [O_CONLLU - 256] = "--conllu", [O_CELL - 256] = "--cell", [O_MOLECULE - 256] = "--molecule"};
+    if (ch >= 256 && ch - 256 < (int)(sizeof not_speech / sizeof *not_speech) && not_speech[ch - 256] && !o->not_speech_flag)
+        o->not_speech_flag = not_speech[ch - 256];
     switch (ch) {
     case O_LOAD: o->load = a; return 0;
     case O_DATA: o->data = a; o->data_given = 1; return 0;
@@ -211,6 +224,7 @@ static int parse_opt(attnmap_opts *o, int ch, const char *a)
     case O_SENTENCE: o->sentence = a; return 0;
     case O_CONLLU: o->conllu = a; return 0;
     case O_CELL: return cli_int32(c, "--cell", a, 8, 64, &o->cell);
+    case O_PX: return cli_int32(c, "--px", a, 1, 8, &o->px);
     case O_THREADS: return cli_threads(c, a, &o->threads);
     case O_QUIET: o->quiet = 1; return 0;
     case O_MAXMEM: return cli_max_memory(c, a);
@@ -227,7 +241,7 @@ static int parse_attnmap_opts(int argc, char **argv, attnmap_opts *o)
         {"load", 1, 0, 256}, {"data", 1, 0, 257}, {"data-dir", 1, 0, 258}, {"index", 1, 0, 259},
         {"queries", 1, 0, 260}, {"layer", 1, 0, 261}, {"scale", 1, 0, 262}, {"out", 1, 0, 263},
         {"threads", 1, 0, 264}, {"distance", 1, 0, 265}, {"quiet", 0, 0, 266}, {"sentence", 1, 0, 267},
-        {"conllu", 1, 0, 268}, {"cell", 1, 0, 269}, {"block", 1, 0, 270}, {"max-memory", 1, 0, 271}, {"molecule", 1, 0, 272},
+        {"conllu", 1, 0, 268}, {"cell", 1, 0, 269}, {"block", 1, 0, 270}, {"max-memory", 1, 0, 271}, {"molecule", 1, 0, 272}, {"px", 1, 0, 273},
         {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     optind = 0; opterr = 0;
     int ch;
@@ -383,7 +397,7 @@ static int attnmap_run_all(attnmap_opts *o, attnmap_run *R)
     return o->out ? render(o, R) : 0;
 }
 
-/* Does the (first) checkpoint of --load hold a sequence model (1), a molecule model (2) or neither (0)?
+/* Does the (first) checkpoint of --load hold a sequence model (1), a molecule model (2), a speech model (3) or none (0)?
  * -1: unreadable (the path the other flags choose reports it). */
 static int checkpoint_kind(const char *load)
 {
@@ -392,7 +406,8 @@ static int checkpoint_kind(const char *load)
     al_error err = {{0}};
     if (al_safetensors_read_meta(path, &meta, &err) != AL_OK) return -1;
     char *fmt = al_meta_get(meta, "format"), *task = al_meta_get(meta, "task");
-    int kind = fmt && !strcmp(fmt, "attnlab-sequence") ? 1 : task && !strcmp(task, "molecule") ? 2 : 0;
+    int kind = fmt && !strcmp(fmt, "attnlab-sequence") ? 1 : task && !strcmp(task, "molecule") ? 2
+             : fmt && !strcmp(fmt, "attnlab-speech") ? 3 : 0;
     free(fmt); free(task); free(meta);
     return kind;
 }
@@ -412,6 +427,7 @@ static int run_mol(const attnmap_opts *o)
 static int run_words(const attnmap_opts *o)
 {
     if (o->image_flag) { fprintf(stderr, "attnlab attnmap: %s applies to image checkpoints, not to the sequence model %s\n", o->image_flag, o->load); return 2; }
+    if (o->px) { fprintf(stderr, "attnlab attnmap: --px applies to speech checkpoints, not to the sequence model %s\n", o->load); return 2; }
     if (strchr(o->load, ',')) { fprintf(stderr, "attnlab attnmap: --load: one sequence checkpoint at a time\n"); return 2; }
     if (!o->out) { fprintf(stderr, "attnlab attnmap: --out FILE.png is required\n"); return 2; }
     if (!o->sentence == !o->conllu) {
@@ -421,6 +437,17 @@ static int run_words(const attnmap_opts *o)
     if (o->sentence && o->index) { fprintf(stderr, "attnlab attnmap: --index goes with --conllu, not --sentence\n"); return 2; }
     attnmap_words_opts w = {o->load, o->out, o->sentence, o->conllu, o->index, o->layer, o->cell, o->quiet};
     return attnmap_words_run(&w);
+}
+
+/* A speech checkpoint: its flags checked, then attnmap_speech_run. Returns the exit status. */
+static int run_speech(const attnmap_opts *o)
+{
+    if (o->not_speech_flag) { fprintf(stderr, "attnlab attnmap: %s does not apply to the speech model %s\n", o->not_speech_flag, o->load); return 2; }
+    if (strchr(o->load, ',')) { fprintf(stderr, "attnlab attnmap: --load: one speech checkpoint at a time\n"); return 2; }
+    if (!o->out) { fprintf(stderr, "attnlab attnmap: --out FILE.png is required\n"); return 2; }
+    if (!o->data_given) { fprintf(stderr, "attnlab attnmap: a speech checkpoint needs --data CORPUS (attnlab data speech-digits) [--index I]\n"); return 2; }
+    attnmap_speech_opts so = {o->load, o->out, o->data, o->index, o->layer, o->px, o->quiet};
+    return attnmap_speech_run(&so);
 }
 
 int cmd_attnmap(int argc, char **argv)
@@ -437,6 +464,8 @@ int cmd_attnmap(int argc, char **argv)
         return 2;
     }
     if (kind == 1) return run_words(&o);
+    if (kind == 3) return run_speech(&o);
+    if (o.px) { fprintf(stderr, "attnlab attnmap: --px applies to speech checkpoints (attnlab train --task speech --save), not to %s\n", o.load); return 2; }
     if (o.seq_flag) {
         fprintf(stderr, "attnlab attnmap: %s applies to sequence checkpoints (attnlab train --task sequence --save), not to %s\n",
                 o.seq_flag, o.load);

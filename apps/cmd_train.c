@@ -13,6 +13,7 @@ int cmd_train(int argc, char **argv)
             if (!strcmp(task, "graph")) return train_graph_main(argc, argv);
             if (!strcmp(task, "sequence")) return train_seq_main(argc, argv);
             if (!strcmp(task, "molecule")) return train_mol_main(argc, argv);
+            if (!strcmp(task, "speech")) return train_speech_main(argc, argv);
             return train_image_main(argc, argv);
         }
     }
@@ -20,6 +21,7 @@ int cmd_train(int argc, char **argv)
     if (!strcmp(task, "graph")) return train_graph_main(argc, argv);
     if (!strcmp(task, "sequence")) return train_seq_main(argc, argv);
     if (!strcmp(task, "molecule")) return train_mol_main(argc, argv);
-    fprintf(stderr, "attnlab train: unknown task '%s' (expected image, graph, sequence or molecule)\n", task);
+    if (!strcmp(task, "speech")) return train_speech_main(argc, argv);
+    fprintf(stderr, "attnlab train: unknown task '%s' (expected image, graph, sequence, molecule or speech)\n", task);
     return 2;
 }

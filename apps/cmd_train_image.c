@@ -43,7 +43,8 @@ static void usage(FILE *f)
 {
     fprintf(f,
         "usage: attnlab train [--task image] --model %s [OPTIONS]\n"
-        "       (the graph task's options: attnlab train --task graph --help; molecules: --task molecule --help)\n\n"
+        "       (the graph task's options: attnlab train --task graph --help; molecules: --task molecule --help;\n"
+        "        POS tagging: --task sequence --help; speech: --task speech --help)\n\n"
         "Trains an image classifier with AdamW and cross-entropy; evaluates the whole test split after\n"
         "every epoch; one CSV row per epoch (--csv); summary line on stdout; progress on stderr.\n\n"
         "data:\n"

@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include "cli.h"
 #include "train_resume.h"
+#include "seq_opts.h"
 #include "attnlab/datadir.h"
 #include "attnlab/io.h"
 #include "attnlab/kernels.h"
@@ -16,12 +17,6 @@
 
 #define CMD "train"
 
-typedef struct sopts {
-    const char *model, *data, *csv, *save, *pos, *score, *norm, *rnn, *checkpoint;
-    int epochs, batch, threads, train_size, quiet, max_len, window, heads, depth, checkpoint_every, resume;
-    long seed;
-    double lr, wd;
-} sopts;
 
 static void usage(FILE *f)
 {
@@ -110,54 +105,58 @@ static int on_progress(void *ud, const al_seq_progress *p)
 
 static int cmp_int(const void *a, const void *b) { int x = *(const int *)a, y = *(const int *)b; return (x > y) - (x < y); }
 
+int seq_common_opt(sopts *o, const char *task, int ch, const char *optarg)
+{
+    switch (ch) {
+    case SO_TASK:
+        if (strcmp(optarg, task)) { fprintf(stderr, "attnlab train: this is the %s task, got --task %s\n", task, optarg); return 2; }
+        return 0;
+    case SO_MODEL: o->model = optarg; return 0;
+    case SO_DATA: o->data = optarg; return 0;
+    case SO_TRAINSIZE: return cli_int32(CMD, "--train-size", optarg, 0, CLI_NOMAX, &o->train_size);
+    case SO_EPOCHS: return cli_int32(CMD, "--epochs", optarg, 1, 100000, &o->epochs);
+    case SO_LR: return cli_num(CMD, "--lr", optarg, 1e-12, 1e3, &o->lr);
+    case SO_WD: return cli_num(CMD, "--wd", optarg, 0, 1e3, &o->wd);
+    case SO_BATCH: return cli_int32(CMD, "--batch", optarg, 1, 1000000, &o->batch);
+    case SO_SEED: return cli_int(CMD, "--seed", optarg, 0, CLI_NOMAX, &o->seed);
+    case SO_THREADS: return cli_threads(CMD, optarg, &o->threads);
+    case SO_CSV: o->csv = optarg; return 0;
+    case SO_SAVE: o->save = optarg; return 0;
+    case SO_QUIET: o->quiet = 1; return 0;
+    case SO_WINDOW: return cli_int32(CMD, "--window", optarg, 0, 1000000, &o->window);
+    case SO_RNN:
+        o->rnn = optarg;
+        if (strcmp(optarg, "bi") && strcmp(optarg, "uni")) { fprintf(stderr, "attnlab train: --rnn must be bi or uni, got '%s'\n", optarg); return -1; }
+        return 0;
+    case SO_POS: o->pos = optarg; return 0;
+    case SO_SCORE: o->score = optarg; return 0;
+    case SO_NORM: o->norm = optarg; return 0;
+    case SO_HEADS: return cli_int32(CMD, "--heads", optarg, 1, 1024, &o->heads);
+    case SO_DEPTH: return cli_int32(CMD, "--depth", optarg, 1, AL_MODEL_MAXDEPTH, &o->depth);
+    case SO_CKPT_EVERY: return cli_int32(CMD, "--checkpoint-every", optarg, 1, CLI_NOMAX, &o->checkpoint_every);
+    case SO_CKPT: o->checkpoint = optarg; return 0;
+    case SO_RESUME: o->resume = 1; return 0;
+    case SO_MAXMEM: return cli_max_memory(CMD, optarg);
+    default: return -1;
+    }
+}
+
 /* Options into *o; 0, -1 after --help (exit 0), or the exit status 2 after one line on stderr. */
 static int parse_seq_args(int argc, char **argv, sopts *o)
 {
     memset(o, 0, sizeof *o);
     o->data = "ud-english-ewt"; o->epochs = 10; o->batch = 32; o->seed = 1; o->lr = 1e-3; o->wd = 0.01;
     o->max_len = AL_CONLLU_MAX_LEN; o->window = -2;
-    enum { O_TASK = 256, O_MODEL, O_DATA, O_TRAINSIZE, O_EPOCHS, O_LR, O_WD, O_BATCH, O_SEED, O_THREADS, O_CSV, O_SAVE,
-           O_QUIET, O_MAXLEN, O_WINDOW, O_RNN, O_POS, O_SCORE, O_NORM, O_HEADS, O_DEPTH, O_MAXMEM, O_HELP, O_CKPT_EVERY, O_CKPT,
-           O_RESUME };
-    static const struct option lo[] = {
-        {"task", 1, 0, O_TASK}, {"model", 1, 0, O_MODEL}, {"data", 1, 0, O_DATA}, {"train-size", 1, 0, O_TRAINSIZE},
-        {"epochs", 1, 0, O_EPOCHS}, {"lr", 1, 0, O_LR}, {"wd", 1, 0, O_WD}, {"batch", 1, 0, O_BATCH},
-        {"seed", 1, 0, O_SEED}, {"threads", 1, 0, O_THREADS}, {"csv", 1, 0, O_CSV}, {"save", 1, 0, O_SAVE},
-        {"quiet", 0, 0, O_QUIET}, {"max-len", 1, 0, O_MAXLEN}, {"window", 1, 0, O_WINDOW}, {"rnn", 1, 0, O_RNN},
-        {"pos", 1, 0, O_POS}, {"score", 1, 0, O_SCORE}, {"norm", 1, 0, O_NORM}, {"heads", 1, 0, O_HEADS},
-        {"depth", 1, 0, O_DEPTH}, {"max-memory", 1, 0, O_MAXMEM}, {"help", 0, 0, O_HELP}, {"checkpoint-every", 1, 0, O_CKPT_EVERY},
-        {"checkpoint", 1, 0, O_CKPT}, {"resume", 0, 0, O_RESUME}, {0, 0, 0, 0}};
+    static const struct option lo[] = {SEQ_COMMON_LONGOPTS, {"max-len", 1, 0, SO_END}, {0, 0, 0, 0}};
     optind = 0; opterr = 0;
     int ch, bad = 0;
     while (!bad && (ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
         switch (ch) {
-        case O_TASK: if (strcmp(optarg, "sequence")) { fprintf(stderr, "attnlab train: this is the sequence task, got --task %s\n", optarg); return 2; } break;
-        case O_MODEL: o->model = optarg; break;
-        case O_DATA: o->data = optarg; break;
-        case O_TRAINSIZE: bad = cli_int32(CMD, "--train-size", optarg, 0, CLI_NOMAX, &o->train_size); break;
-        case O_EPOCHS: bad = cli_int32(CMD, "--epochs", optarg, 1, 100000, &o->epochs); break;
-        case O_LR: bad = cli_num(CMD, "--lr", optarg, 1e-12, 1e3, &o->lr); break;
-        case O_WD: bad = cli_num(CMD, "--wd", optarg, 0, 1e3, &o->wd); break;
-        case O_BATCH: bad = cli_int32(CMD, "--batch", optarg, 1, 1000000, &o->batch); break;
-        case O_SEED: bad = cli_int(CMD, "--seed", optarg, 0, CLI_NOMAX, &o->seed); break;
-        case O_THREADS: bad = cli_threads(CMD, optarg, &o->threads); break;
-        case O_CSV: o->csv = optarg; break;
-        case O_SAVE: o->save = optarg; break;
-        case O_QUIET: o->quiet = 1; break;
-        case O_MAXLEN: bad = cli_int32(CMD, "--max-len", optarg, 1, 1000000, &o->max_len); break;
-        case O_WINDOW: bad = cli_int32(CMD, "--window", optarg, 0, 1000000, &o->window); break;
-        case O_RNN: o->rnn = optarg; if (strcmp(optarg, "bi") && strcmp(optarg, "uni")) { fprintf(stderr, "attnlab train: --rnn must be bi or uni, got '%s'\n", optarg); bad = -1; } break;
-        case O_POS: o->pos = optarg; break;
-        case O_SCORE: o->score = optarg; break;
-        case O_NORM: o->norm = optarg; break;
-        case O_HEADS: bad = cli_int32(CMD, "--heads", optarg, 1, 1024, &o->heads); break;
-        case O_DEPTH: bad = cli_int32(CMD, "--depth", optarg, 1, AL_MODEL_MAXDEPTH, &o->depth); break;
-        case O_CKPT_EVERY: bad = cli_int32(CMD, "--checkpoint-every", optarg, 1, CLI_NOMAX, &o->checkpoint_every); break;
-        case O_CKPT: o->checkpoint = optarg; break;
-        case O_RESUME: o->resume = 1; break;
-        case O_MAXMEM: bad = cli_max_memory(CMD, optarg); break;
-        case 'h': case O_HELP: usage(stdout); return -1;
-        default: return cli_bad_option(CMD, argv);
+        case SO_END: bad = cli_int32(CMD, "--max-len", optarg, 1, 1000000, &o->max_len); break;
+        case 'h': case SO_HELP: usage(stdout); return -1;
+        default:
+            if (ch < SO_TASK || ch >= SO_END) return cli_bad_option(CMD, argv);
+            if ((bad = seq_common_opt(o, "sequence", ch, optarg)) == 2) return 2;
         }
     }
     if (bad) return 2;
@@ -167,9 +166,7 @@ static int parse_seq_args(int argc, char **argv, sopts *o)
     return 0;
 }
 
-/* The model configuration from the options (placeholder vocabulary sizes until the data is read);
- * a flag the model does not take is refused by the table's properties. 0 or the exit status 2. */
-static int build_seq_config(const sopts *o, al_seq_config *cfg, al_error *err)
+int build_seq_config(const sopts *o, al_seq_config *cfg, al_error *err)
 {
     if (al_seq_config_default(cfg, o->model, 2, 2, AL_UPOS_N, err) != AL_OK) { fprintf(stderr, "attnlab train: %s\n", err->msg); return 2; }
     const al_seq_kind *kind = al_seq_kind_find(o->model);

@@ -6,7 +6,7 @@
 #include "cli.h"
 
 static const struct { const char *name; int (*fn)(int, char **); const char *help; } cmds[] = {
-    {"train", cmd_train, "train a model (image or graph task), write CSV and a checkpoint"},
+    {"train", cmd_train, "train a model (image, graph, sequence, molecule or speech task), write CSV and a checkpoint"},
     {"eval", cmd_eval, "evaluate a saved checkpoint on a test set (image or graph)"},
     {"predict", cmd_predict, "classify image files with a saved checkpoint (CSV file,class,prob)"},
     {"sweep", cmd_sweep, "run models x data sizes x seeds, resumable, one CSV"},

@@ -38,6 +38,7 @@ section "attnlab train (images)" train
 section "attnlab train \\-\\-task graph" train --task graph
 section "attnlab train \\-\\-task sequence" train --task sequence
 section "attnlab train \\-\\-task molecule" train --task molecule
+section "attnlab train \\-\\-task speech" train --task speech
 for c in eval predict sweep summarize plot attnmap bench tag; do section "attnlab $c" "$c"; done
 section "attnlab data" data
 section "attnlab data import" data import

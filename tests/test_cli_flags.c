@@ -179,7 +179,8 @@ static const struct { const char *flag, *value; } not_sequence[] = {
     {"--test-size", "10"}, {"--eval-every", "1"}, {"--dim", "8"}, {"--seeds", "1-2"}, {"--sequential", ""},
     {"--split", "planetoid"}, {"--labels-per-class", "5"}, {"--train-frac", "0.5"}, {"--no-normalize", ""},
     {"--hidden", "8"}, {"--dropout", "0.1"}, {"--attn-dropout", "0.1"}, {"--patience", "5"},
-    {"--attention", "a.csv"}, {"--readout", "sum"}};
+    {"--attention", "a.csv"}, {"--readout", "sum"}, {"--target", "frames"}, {"--features", "fbank"}, {"--subsample", "2"},
+    {"--cmvn", "0"}, {"--train-speakers", "3"}, {"--max-seconds", "2"}};
 enum { S_WINDOW = 1, S_RNN = 2, S_ATTN = 4 };
 static const struct { const char *model; unsigned props; } seq_models[] = {
     {"fc", 0}, {"window-fc", S_WINDOW}, {"rnn", S_RNN}, {"sa", S_ATTN}, {"trunc", S_ATTN | S_WINDOW}};
@@ -203,6 +204,36 @@ static void test_sequence_task(void **st)
             expect_refused(NULL, args, seq_model_flags[f].flag, NULL);
         }
     }
+}
+
+/* Speech: the sequence models (fc aside) over frames; the image, graph, molecule and word options are
+ * refused, and so is every model option on a model it does not fit. */
+static const struct { const char *flag, *value; } not_speech[] = {
+    {"--data-dir", "/x"}, {"--image-size", "8"}, {"--channels", "1"}, {"--patch", "2"}, {"--init-from", "/x"},
+    {"--split", "planetoid"}, {"--labels-per-class", "5"}, {"--hidden", "8"}, {"--dropout", "0.1"},
+    {"--readout", "sum"}, {"--max-len", "30"}, {"--attention", "a.csv"}, {"--seeds", "1-2"}};
+
+static void test_speech_task(void **st)
+{
+    (void)st;
+    char args[1024];
+    for (int m = 1; m < N(seq_models); m++) {
+        const char *model = seq_models[m].model;
+        for (int f = 0; f < N(not_speech); f++) {
+            snprintf(args, sizeof args, "train --task speech --data /nonexistent --model %s %s %s", model, not_speech[f].flag, not_speech[f].value);
+            expect_refused(NULL, args, not_speech[f].flag, NULL);
+        }
+        for (int f = 0; f < N(seq_model_flags); f++) {
+            if (seq_models[m].props & seq_model_flags[f].need) continue;
+            snprintf(args, sizeof args, "train --task speech --data /nonexistent --model %s %s %s", model, seq_model_flags[f].flag, seq_model_flags[f].value);
+            expect_refused(NULL, args, seq_model_flags[f].flag, NULL);
+        }
+    }
+    expect_refused(NULL, "train --task speech --data /nonexistent --model fc", "fc", NULL);
+    expect_refused(NULL, "train --task speech --data /nonexistent --model sa --subsample 3", "--subsample", NULL);
+    expect_refused(NULL, "train --task speech --data /nonexistent --model sa --target speaker --train-speakers 2", "--train-speakers", NULL);
+    expect_refused(NULL, "train --task speech --data /nonexistent --model sa --max-seconds 0", "--max-seconds", NULL);
+    expect_refused(NULL, "train --task speech --data /nonexistent --model sa --features wav", "--features", NULL);
 }
 
 static const struct { const char *flag, *value; } not_molecule[] = {
@@ -254,6 +285,7 @@ int main(void)
         cmocka_unit_test(test_graph_task),
         cmocka_unit_test(test_sequence_task),
         cmocka_unit_test(test_molecule_task),
+        cmocka_unit_test(test_speech_task),
         cmocka_unit_test(test_eval_flags),
         cmocka_unit_test(test_absurd_threads),
         cmocka_unit_test(test_window_beyond_grid),

@@ -37,7 +37,7 @@ static al_seq_batch view(const rbatch *r, int first, int nseg)
 {
     int a = 0; for (int s = 0; s < first; s++) a += r->len[s];
     int n = 0; for (int s = first; s < first + nseg; s++) n += r->len[s];
-    al_seq_batch b = {nseg, n, r->len + first, r->word + a, r->suffix + a, r->shape + (int64_t)a * 4};
+    al_seq_batch b = {nseg, n, r->len + first, r->word + a, r->suffix + a, r->shape + (int64_t)a * 4, NULL};
     return b;
 }
 

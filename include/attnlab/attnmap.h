@@ -77,7 +77,8 @@ al_status al_attnmap_render(const al_attnmap_fig *f, uint8_t **rgb /* *rgb: (h, 
 #define AL_ATTNMAP_MAXWORDS 128   /* words of a sentence a figure draws */
 
 /* Every block's attention of an sa/trunc model (the table's attention models) for one sentence, b a
- * batch of one segment of n = b->ntok tokens: maps (depth, heads, n, n), row i = query word i, column j
+ * batch of one segment of b->ntok tokens, n = al_seq_out_len(cfg, b->ntok) of them after a frame
+ * model's subsampling (else n = b->ntok): maps (depth, heads, n, n), row i = query word i, column j
  * = key word j, in evaluation mode. Keys the pattern leaves out (trunc: |i − j| > window) hold 0, and
  * allowed (n, n), if not NULL, receives 1 where the pattern has the key, 0 elsewhere. With the softmax
  * norm every row of every (block, head) sums to 1 over its allowed keys. pred (n), if not NULL, receives
@@ -136,4 +137,28 @@ typedef struct al_attnmap_mol_fig {
 al_status al_attnmap_mol_atom(const al_attnmap_mol_fig *f, int head, int atom, int *x, int *y, int *w, int *h, al_error *err);
 /* Draw the figure: *rgb (h·w·3, rows top to bottom) is malloc'd, the caller frees it. */
 al_status al_attnmap_mol_render(const al_attnmap_mol_fig *f, uint8_t **rgb /* (h, w, 3) */, int *w, int *h, al_error *err);
+/* ---- speech models: the log-mel spectrogram of an utterance, its frame labels, and attention over frames ----
+ *
+ *   al_attnmap_speech_fig f = {T, logmel, truth, pred, names, 11, n, sub, attn, allowed, "trunc", note, 3};
+ *   uint8_t *rgb; int W, H; al_attnmap_speech_render(&f, &rgb, &W, &H, &err);   // then al_png_write
+ *
+ * Top: the 80 log-mel energies of every frame (low frequencies at the bottom, viridis from the
+ * utterance's minimum to its maximum); under it two strips, the reference label of every frame and the
+ * model's, one colour per class with its name written over each run wide enough; under them the
+ * attention of one block averaged over its heads, query frames down, key frames across, on the same
+ * time axis as the spectrogram (a subsampled frame covers sub input frames), each row scaled to its own
+ * maximum; light grey where the pattern has no key (trunc's band). */
+typedef struct al_attnmap_speech_fig {
+    int T;                        /* input frames, 1.. */
+    const float *logmel;          /* (T, 80) */
+    const uint8_t *truth, *pred;  /* (T) class per frame, or NULL (the strip is left out) */
+    const char *const *names;     /* (classes) drawn over label runs */
+    int classes;                  /* 1..64 */
+    int n, sub;                   /* attention frames n = ceil(T / sub), sub 1, 2 or 4 */
+    const float *attn;            /* (n, n) or NULL (no attention panel: rnn, window-fc) */
+    const uint8_t *allowed;       /* (n, n) or NULL */
+    const char *title, *note;     /* lines on top, or NULL */
+    int px;                       /* pixels per input frame, 1..8 */
+} al_attnmap_speech_fig;
+al_status al_attnmap_speech_render(const al_attnmap_speech_fig *f, uint8_t **rgb, int *w, int *h, al_error *err);
 #endif

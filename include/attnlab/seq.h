@@ -66,6 +66,12 @@ typedef struct al_seq_config {
     al_score_kind score;           /* dot (default) or additive */
     al_norm_kind norm;             /* softmax (default) or relu */
     int max_len;                   /* longest sentence (positions table), default 512 */
+    /* Frames instead of words (speech, speech.h): feat_dim > 0 replaces the word/suffix/shape embedding
+     * by linear(feat_dim → dim) ("front.proj") on the batch's feat rows; subsample 2 or 4 then applies
+     * one or two strided 1-D convolutions over each utterance's frames (kernel 3, stride 2, zero padding
+     * 1 inside the utterance, GELU; "front.conv{0,1}"), so an utterance of L frames leaves
+     * al_seq_out_len(cfg, L) = ceil(L / subsample) rows. 0 / 1: words / no subsampling. */
+    int feat_dim, subsample;
 } al_seq_config;
 
 typedef struct al_seq_model {
@@ -77,6 +83,7 @@ typedef struct al_seq_model {
     al_tensor *rnn_wih[2], *rnn_whh[2], *rnn_bih[2], *rnn_bhh[2];   /* rnn.*_l0 and *_l0_reverse */
     al_tensor *head_w, *head_b;                        /* rnn / sa / trunc: head.* */
     al_tensor *ln_w, *ln_b, *pos;                      /* sa / trunc: ln.*, learned positions "pos" */
+    al_tensor *front_w, *front_b, *conv_w[2], *conv_b[2]; /* frames: front.proj.*, front.conv{0,1}.* */
     al_block_params blocks[AL_MODEL_MAXDEPTH];         /* blocks.b.{ln1,qkv,proj,ln2,fc1,fc2}.* */
     float *sincos;                                     /* (max_len, dim) or NULL; owned */
     /* If capture_attn is set, an sa/trunc forward stores each block's attention weights (1, heads, nnz),
@@ -93,6 +100,7 @@ typedef struct al_seq_batch {
     const int *len;                /* (nseg), each >= 1 */
     const int *word, *suffix;      /* (ntok) ids */
     const float *shape;            /* (ntok, 4) */
+    const float *feat;             /* frames (cfg.feat_dim > 0): (ntok, feat_dim); word, suffix, shape unused */
 } al_seq_batch;
 
 /* The table: one entry per model (src/models/seq.c). */
@@ -122,8 +130,11 @@ void      al_seq_free(al_seq_model *m);
 /* A second handle r on m's weights (the same data arrays, read-only for r's users) with its own
  * gradient array: for a data-parallel shard of a batch. Free r with al_seq_free before m. */
 al_status al_seq_replica(const al_seq_model *m, al_seq_model *r, al_error *err);
-/* The batch's tokens → logits (ntok, tags). Honours c->grad_enabled. Errors are recorded in c. */
+/* The batch's tokens → logits (ntok, tags); with subsampling (ntok', tags), utterance s owning
+ * al_seq_out_len(&m->cfg, len[s]) rows. Honours c->grad_enabled. Errors are recorded in c. */
 al_tensor *al_seq_forward(al_ctx *c, al_seq_model *m, const al_seq_batch *b);
+/* Rows left of a sequence of len tokens after the frame subsampling (len itself without it). */
+int al_seq_out_len(const al_seq_config *cfg, int len);
 
 /* ---------------- data ---------------- */
 /* A treebank's features, encoded once: sentence s owns tokens [start[s], start[s+1]). */

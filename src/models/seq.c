@@ -20,9 +20,57 @@
 static const al_init ZEROS = {AL_INIT_ZEROS, 0}, ONES = {AL_INIT_ONES, 0};
 
 /* ---------------- shared: embedding ---------------- */
+/* Frames: front.proj (feat_dim → dim), then one strided convolution per factor 2 of subsample, each
+ * (dim, 3·dim) over the frames t−1, t, t+1 (PyTorch's Conv1d(dim, dim, 3, stride=2, padding=1) with its
+ * weight (dim, dim, 3) stored tap-major: column k·dim + i is input channel i at tap k). */
+static al_status front_init(al_seq_model *m)
+{
+    const al_seq_config *g = &m->cfg;
+    ADD(m, m->front_w, "front.proj.weight", 2, S2(g->dim, g->feat_dim), al_init_kaiming(g->feat_dim));
+    ADD(m, m->front_b, "front.proj.bias", 1, S1(g->dim), al_init_kaiming(g->feat_dim));
+    for (int k = 0, f = g->subsample; f > 1; k++, f /= 2) {
+        char nw[32], nb[32];
+        snprintf(nw, sizeof nw, "front.conv%d.weight", k); snprintf(nb, sizeof nb, "front.conv%d.bias", k);
+        ADD(m, m->conv_w[k], nw, 2, S2(g->dim, 3 * g->dim), al_init_kaiming(3 * g->dim));
+        ADD(m, m->conv_b[k], nb, 1, S1(g->dim), al_init_kaiming(3 * g->dim));
+    }
+    return AL_OK;
+}
+
+int al_seq_out_len(const al_seq_config *cfg, int len)
+{
+    for (int f = cfg->subsample; f > 1; f /= 2) len = (len + 1) / 2;
+    return len;
+}
+
+/* (N, dim) frame vectors of b, and through *len_out the utterances' lengths after subsampling (arena). */
+static al_tensor *front_forward(al_ctx *c, al_seq_model *m, const al_seq_batch *b, int **len_out)
+{
+    const al_seq_config *g = &m->cfg;
+    al_tensor *feat = al_wrap(c, (float *)b->feat, 2, (int[]){b->ntok, g->feat_dim});   /* (N, F) constant */
+    al_tensor *x = al_linear(c, feat, m->front_w, m->front_b);                          /* (N, D) */
+    int *len = al_arena_alloc(&c->arena, (size_t)b->nseg * sizeof(int));
+    int *ids = al_arena_alloc(&c->arena, (size_t)(b->ntok > 0 ? b->ntok : 1) * sizeof(int));
+    if (!len || !ids) return al_fail(c, "%s: out of memory (arena)", g->name);
+    memcpy(len, b->len, (size_t)b->nseg * sizeof(int));
+    for (int k = 0, f = g->subsample; f > 1 && x; k++, f /= 2) {
+        al_tensor *win = al_seg_window(c, x, len, b->nseg, 1);                          /* (N, 3D): t−1, t, t+1 */
+        int n = 0, row = 0;
+        for (int s = 0; s < b->nseg; s++) {                                             /* frames 0, 2, 4, ... */
+            for (int t = 0; t < len[s]; t += 2) ids[n++] = row + t;
+            row += len[s];
+            len[s] = (len[s] + 1) / 2;
+        }
+        x = al_gelu(c, al_linear(c, al_embedding(c, win, ids, n), m->conv_w[k], m->conv_b[k]));   /* (N', D) */
+    }
+    *len_out = len;
+    return x;
+}
+
 static al_status embed_init(al_seq_model *m)
 {
     const al_seq_config *g = &m->cfg;
+    if (g->feat_dim > 0) return front_init(m);
     int in = g->word_dim + g->suffix_dim + 4;
     ADD(m, m->wemb, "emb.w.weight", 2, S2(g->nwords, g->word_dim), ((al_init){AL_INIT_NORMAL, 1.0f}));
     ADD(m, m->semb, "emb.s.weight", 2, S2(g->nsuffixes, g->suffix_dim), ((al_init){AL_INIT_NORMAL, 1.0f}));
@@ -231,7 +279,11 @@ al_status al_seq_config_check(const al_seq_config *cfg, al_error *err)
 {
     const al_seq_kind *k = al_seq_kind_find(cfg->name);
     if (!k) return al_seterr(err, "unknown sequence model '%s' (expected %s)", cfg->name, al_seq_names());
-    if (cfg->nwords < 2 || cfg->nsuffixes < 2) return al_seterr(err, "%s: vocabularies need >= 2 rows (padding, <unk>)", cfg->name);
+    if (cfg->feat_dim < 0 || cfg->feat_dim > 4096) return al_seterr(err, "%s: feat_dim must be 0..4096, got %d", cfg->name, cfg->feat_dim);
+    if (cfg->subsample != 0 && cfg->subsample != 1 && cfg->subsample != 2 && cfg->subsample != 4)
+        return al_seterr(err, "%s: --subsample must be 1, 2 or 4, got %d", cfg->name, cfg->subsample);
+    if (cfg->subsample > 1 && cfg->feat_dim == 0) return al_seterr(err, "%s: --subsample applies to frames (speech), not words", cfg->name);
+    if (cfg->feat_dim == 0 && (cfg->nwords < 2 || cfg->nsuffixes < 2)) return al_seterr(err, "%s: vocabularies need >= 2 rows (padding, <unk>)", cfg->name);
     if (cfg->tags < 2) return al_seterr(err, "%s: need >= 2 tags, got %d", cfg->name, cfg->tags);
     if (cfg->word_dim < 1 || cfg->suffix_dim < 1 || cfg->dim < 2 || cfg->dim % 2 || cfg->hidden < 1)
         return al_seterr(err, "%s: bad layer sizes (dim must be even and >= 2)", cfg->name);
@@ -253,9 +305,10 @@ al_status al_seq_init(al_seq_model *m, const al_seq_config *cfg, uint64_t seed, 
     al_rng rng; al_rng_seed(&rng, seed, AL_RNG_INIT);
     if (al_params_finalize(&m->params, &rng, err) != AL_OK) { al_seq_free(m); return AL_ERR; }
     for (int i = 0; i < m->params.n; i++) m->params.decay[i] = 1;   /* torch.optim.AdamW(model.parameters()) */
-    /* nn.Embedding(padding_idx=0): row 0 is zero */
-    memset(m->wemb->data, 0, (size_t)cfg->word_dim * sizeof(float));
-    memset(m->semb->data, 0, (size_t)cfg->suffix_dim * sizeof(float));
+    if (m->wemb) {   /* nn.Embedding(padding_idx=0): row 0 is zero */
+        memset(m->wemb->data, 0, (size_t)cfg->word_dim * sizeof(float));
+        memset(m->semb->data, 0, (size_t)cfg->suffix_dim * sizeof(float));
+    }
     return AL_OK;
 }
 
@@ -277,14 +330,25 @@ al_tensor *al_seq_forward(al_ctx *c, al_seq_model *m, const al_seq_batch *b)
 {
     if (!al_ok(c)) return NULL;
     const al_seq_config *g = &m->cfg;
-    if (b->nseg < 1 || !b->len || !b->word || !b->suffix || !b->shape) return al_fail(c, "%s: empty or incomplete batch", g->name);
+    const int frames = g->feat_dim > 0;
+    if (b->nseg < 1 || !b->len || (frames ? !b->feat : !b->word || !b->suffix || !b->shape))
+        return al_fail(c, "%s: empty or incomplete batch", g->name);
     int64_t n = 0;
     for (int s = 0; s < b->nseg; s++) {
         if (b->len[s] < 1) return al_fail(c, "%s: sentence %d of the batch is empty", g->name, s);
-        if (b->len[s] > g->max_len) return al_fail(c, "%s: sentence %d has %d tokens, more than the model's max_len %d", g->name, s, b->len[s], g->max_len);
+        if (al_seq_out_len(g, b->len[s]) > g->max_len)
+            return al_fail(c, "%s: sequence %d has %d tokens, more than the model's max_len %d", g->name, s, al_seq_out_len(g, b->len[s]), g->max_len);
         n += b->len[s];
     }
     if (n != b->ntok) return al_fail(c, "%s: sentence lengths sum to %lld, not ntok %d", g->name, (long long)n, b->ntok);
+    if (frames) {
+        int *len = NULL;
+        al_tensor *x = front_forward(c, m, b, &len);        /* (N', dim) */
+        if (!x) return NULL;
+        al_seq_batch b2 = *b;
+        b2.len = len; b2.ntok = x->shape[0];
+        return m->kind->forward(c, m, x, &b2);             /* (N', tags) */
+    }
     for (int i = 0; i < b->ntok; i++)
         if (b->word[i] < 0 || b->word[i] >= g->nwords || b->suffix[i] < 0 || b->suffix[i] >= g->nsuffixes)
             return al_fail(c, "%s: token %d has a word id %d / suffix id %d outside the vocabularies (%d / %d)", g->name, i,

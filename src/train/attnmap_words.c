@@ -48,7 +48,7 @@ al_status al_seq_attnmap(al_seq_model *m, const al_seq_batch *b, float *maps, ui
                          attention_models(names, sizeof names));
     if (b->nseg != 1 || b->ntok < 1 || b->len[0] != b->ntok)
         return al_seterr(err, "attnmap: draws one sentence at a time (got a batch of %d)", b->nseg);
-    const int n = b->ntok, H = g->heads;
+    const int n = al_seq_out_len(g, b->ntok), H = g->heads;
     memset(maps, 0, (size_t)g->depth * H * n * n * sizeof *maps);
     if (allowed) memset(allowed, 0, (size_t)n * n);
     al_ctx *c = al_ctx_new(1);

@@ -291,9 +291,10 @@ done:
 #define MAXKV 48
 
 /* The configuration as (key, value) pairs; values in buf. Returns the count or -1. */
-static int config_kv(const al_seq_config *g, const char **kv, int max, char *buf, size_t bufsize)
+int al__seq_config_kv(const al_seq_config *g, const char **kv, int max, char *buf, size_t bufsize)
 {
     al_kvb b = {kv, max, 0, buf, bufsize, 0};
+    if (g->feat_dim > 0) { al__kv(&b, "feat_dim", "%d", g->feat_dim); al__kv(&b, "subsample", "%d", g->subsample > 1 ? g->subsample : 1); }
     al__kv(&b, "model", "%s", g->name);
     al__kv(&b, "nwords", "%d", g->nwords); al__kv(&b, "nsuffixes", "%d", g->nsuffixes); al__kv(&b, "tags", "%d", g->tags);
     al__kv(&b, "word_dim", "%d", g->word_dim); al__kv(&b, "suffix_dim", "%d", g->suffix_dim); al__kv(&b, "dim", "%d", g->dim);
@@ -310,7 +311,7 @@ int al_seq_run_canonical(char *buf, size_t n, const al_seq_config *cfg, const ch
 {
     const char *kv[2 * 32];
     char vb[1024];
-    int k = config_kv(cfg, kv, 32, vb, sizeof vb);
+    int k = al__seq_config_kv(cfg, kv, 32, vb, sizeof vb);
     int o = snprintf(buf, n, "task=sequence;data=%s;train_size=%ld;epochs=%d;lr=%.9g;wd=%.9g;batch=%d;optim=adamw;seed=%ld",
                      dataset, train_size, epochs, (double)lr, (double)wd, batch, seed);
     return al__canonical_append(buf, n, o, kv, k);
@@ -322,7 +323,7 @@ al_status al_seq_save(const char *path, const al_seq_model *m, const al_featuriz
     const char *kv[2 * MAXKV];
     char buf[2048];
     kv[0] = "format"; kv[1] = SEQ_FORMAT;
-    int n = config_kv(&m->cfg, kv + 2, MAXKV - 2, buf, sizeof buf);
+    int n = al__seq_config_kv(&m->cfg, kv + 2, MAXKV - 2, buf, sizeof buf);
     if (n < 0 || n + 2 + nextra > MAXKV) return al_seterr(err, "%s: too much checkpoint metadata", path);
     n++;
     char *vocab = NULL; size_t vlen;
@@ -346,6 +347,29 @@ static int meta_int(const char *meta, const char *key, int *out)
     return 0;
 }
 
+/* The model configuration in a checkpoint's metadata (both formats) into *g; AL_ERR naming path. */
+al_status al__seq_config_from_meta(const char *meta, const char *path, al_seq_config *g, al_error *err)
+{
+    char *name = al_meta_get(meta, "model");
+    char *pos = al_meta_get(meta, "pos"), *score = al_meta_get(meta, "score"), *norm = al_meta_get(meta, "norm");
+    char *fd = al_meta_get(meta, "feat_dim");
+    al_status st = AL_ERR;
+    if (al_seq_config_default(g, name, 2, 2, AL_UPOS_N, err) != AL_OK) goto out;
+    if (meta_int(meta, "nwords", &g->nwords) || meta_int(meta, "nsuffixes", &g->nsuffixes) || meta_int(meta, "tags", &g->tags) ||
+        meta_int(meta, "word_dim", &g->word_dim) || meta_int(meta, "suffix_dim", &g->suffix_dim) || meta_int(meta, "dim", &g->dim) ||
+        meta_int(meta, "hidden", &g->hidden) || meta_int(meta, "window", &g->window) || meta_int(meta, "depth", &g->depth) ||
+        meta_int(meta, "heads", &g->heads) || meta_int(meta, "bidirectional", &g->bidirectional) || meta_int(meta, "max_len", &g->max_len) ||
+        (fd && (meta_int(meta, "feat_dim", &g->feat_dim) || meta_int(meta, "subsample", &g->subsample))) ||
+        !pos || al_pos_parse(pos, &g->pos) || !score || al_score_parse(score, &g->score) || !norm || al_norm_parse(norm, &g->norm)) {
+        al_seterr(err, "%s: missing or bad model configuration in the metadata", path);
+        goto out;
+    }
+    st = AL_OK;
+out:
+    free(name); free(pos); free(score); free(norm); free(fd);
+    return st;
+}
+
 al_status al_seq_load(const char *path, al_seq_model *m, al_featurizer *fz, char **meta_out, al_error *err)
 {
     memset(m, 0, sizeof *m);
@@ -353,21 +377,13 @@ al_status al_seq_load(const char *path, al_seq_model *m, al_featurizer *fz, char
     if (meta_out) *meta_out = NULL;
     char *meta = NULL;
     if (al_safetensors_read_meta(path, &meta, err) != AL_OK) return AL_ERR;
-    char *fmt = al_meta_get(meta, "format"), *name = al_meta_get(meta, "model");
-    char *pos = al_meta_get(meta, "pos"), *score = al_meta_get(meta, "score"), *norm = al_meta_get(meta, "norm");
+    char *fmt = al_meta_get(meta, "format");
     char *vocab = al_meta_get(meta, "vocab");
     al_seq_config g;
     al_status st = AL_ERR;
     if (!fmt || strcmp(fmt, SEQ_FORMAT)) { al_seterr(err, "%s: not an attnlab sequence-model checkpoint (metadata format is not " SEQ_FORMAT ")", path); goto out; }
-    if (al_seq_config_default(&g, name, 2, 2, AL_UPOS_N, err) != AL_OK) goto out;
-    if (meta_int(meta, "nwords", &g.nwords) || meta_int(meta, "nsuffixes", &g.nsuffixes) || meta_int(meta, "tags", &g.tags) ||
-        meta_int(meta, "word_dim", &g.word_dim) || meta_int(meta, "suffix_dim", &g.suffix_dim) || meta_int(meta, "dim", &g.dim) ||
-        meta_int(meta, "hidden", &g.hidden) || meta_int(meta, "window", &g.window) || meta_int(meta, "depth", &g.depth) ||
-        meta_int(meta, "heads", &g.heads) || meta_int(meta, "bidirectional", &g.bidirectional) || meta_int(meta, "max_len", &g.max_len) ||
-        !pos || al_pos_parse(pos, &g.pos) || !score || al_score_parse(score, &g.score) || !norm || al_norm_parse(norm, &g.norm)) {
-        al_seterr(err, "%s: missing or bad model configuration in the metadata", path);
-        goto out;
-    }
+    if (al__seq_config_from_meta(meta, path, &g, err) != AL_OK) goto out;
+    if (g.feat_dim > 0) { al_seterr(err, "%s: a model of frames, not words", path); goto out; }
     if (!vocab) { al_seterr(err, "%s: no vocabularies (\"vocab\") in the metadata", path); goto out; }
     if (al_feat_load(vocab, strlen(vocab), fz, err) != AL_OK) goto out;
     if (al_feat_nwords(fz) != g.nwords || al_feat_nsuffixes(fz) != g.nsuffixes) {
@@ -380,7 +396,7 @@ al_status al_seq_load(const char *path, al_seq_model *m, al_featurizer *fz, char
     st = AL_OK;
 out:
     if (st != AL_OK) al_feat_free(fz);
-    free(fmt); free(name); free(pos); free(score); free(norm); free(vocab);
+    free(fmt); free(vocab);
     if (st == AL_OK && meta_out) *meta_out = meta; else free(meta);
     return st;
 }

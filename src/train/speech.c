@@ -1,0 +1,323 @@
+/* speech.c — training, evaluation and checkpoints of the speech task (speech.h): shuffled batches of
+ * whole utterances packed frame after frame (no padding), one context per step whose ops run in
+ * parallel inside (a batch holds thousands of frames, unlike a batch of sentences), AdamW, cross-entropy
+ * per frame (N-to-N) or per utterance over the mean of its frame logits (N-to-1). Nothing prints. */
+#include "attnlab/speech.h"
+#include "attnlab/optim.h"
+#include "attnlab/ops.h"
+#include "attnlab/io.h"
+#include "train/io_impl.h"
+#include "train/state_impl.h"
+#include "train/seq_impl.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------- batches ---------------- */
+typedef struct sbatch {
+    int *len;          /* (cap_utt) input frames per utterance */
+    float *x;          /* (cap_frames, dim) */
+    int *lab;          /* (cap_frames) N-to-N labels at the output frames, or (cap_utt) N-to-1 labels */
+} sbatch;
+
+static int sbatch_alloc(sbatch *b, const al_speech_data *d, int cap_utt, int64_t cap_frames)
+{
+    memset(b, 0, sizeof *b);
+    if (cap_frames < 1) cap_frames = 1;
+    b->len = malloc((size_t)cap_utt * sizeof(int));
+    b->x = malloc((size_t)cap_frames * (size_t)d->dim * sizeof(float));
+    b->lab = malloc((size_t)(cap_frames > cap_utt ? cap_frames : cap_utt) * sizeof(int));
+    return b->len && b->x && b->lab ? 0 : -1;
+}
+static void sbatch_free(sbatch *b) { free(b->len); free(b->x); free(b->lab); }
+
+/* The most frames any k utterances of d hold. */
+static int64_t frames_cap(const al_speech_data *d, int k)
+{
+    return (int64_t)(k < d->n ? k : d->n) * (d->max_frames > 0 ? d->max_frames : 1);
+}
+
+/* Pack utterances ids[0..S) of d; labels at the output frames (input frame sub·t') or per utterance. */
+static void gather(const al_speech_data *d, const al_seq_config *g, const int *ids, int S, sbatch *bb, al_seq_batch *b)
+{
+    int64_t t = 0, o = 0;
+    const int sub = g->subsample > 1 ? g->subsample : 1;
+    for (int k = 0; k < S; k++) {
+        const int i = ids[k];
+        const int64_t f0 = d->foff[i], T = d->foff[i + 1] - f0;
+        bb->len[k] = (int)T;
+        memcpy(bb->x + t * d->dim, d->x + f0 * d->dim, (size_t)(T * d->dim) * sizeof(float));
+        if (d->framewise) {
+            const int To = al_seq_out_len(g, (int)T);
+            for (int u = 0; u < To; u++) bb->lab[o++] = d->flab[f0 + (int64_t)u * sub];
+        } else bb->lab[k] = d->label[i];
+        t += T;
+    }
+    memset(b, 0, sizeof *b);
+    b->nseg = S; b->ntok = (int)t; b->len = bb->len; b->feat = bb->x;
+}
+
+static int argmax_row(const float *r, int n)
+{
+    int k = 0;
+    for (int j = 1; j < n; j++) if (r[j] > r[k]) k = j;
+    return k;
+}
+
+/* Logits (N', K) of a batch → (S, K) utterance logits: the mean over each utterance's frames. */
+static al_tensor *pooled(al_ctx *c, const al_seq_config *g, al_tensor *logits, const al_seq_batch *b)
+{
+    int *lo = al_arena_alloc(&c->arena, (size_t)b->nseg * sizeof(int));
+    if (!lo) return al_fail(c, "speech: out of memory (arena)");
+    for (int s = 0; s < b->nseg; s++) lo[s] = al_seq_out_len(g, b->len[s]);
+    return al_seg_pool(c, logits, lo, b->nseg, 1);
+}
+
+/* ---------------- evaluation ---------------- */
+static al_status eval_with(al_ctx *c, al_seq_model *m, const al_speech_data *d, int batch, al_speech_scores *sc, int *pred,
+                           sbatch *bb, int *ids, al_error *err)
+{
+    int g0 = c->grad_enabled, t0 = c->training;
+    c->grad_enabled = 0; c->training = 0;
+    const al_seq_config *g = &m->cfg;
+    const int sub = g->subsample > 1 ? g->subsample : 1;
+    int64_t ok = 0, n = 0, strings_bad = 0;
+    uint8_t *fl = d->framewise ? malloc((size_t)d->max_frames) : NULL;
+    char *s1 = d->framewise ? malloc((size_t)d->max_frames + 1) : NULL;
+    al_status st = AL_OK;
+    if (d->framewise && (!fl || !s1)) st = al_seterr(err, "evaluation: out of memory");
+    for (int s = 0; st == AL_OK && s < d->n; s += batch) {
+        int S = d->n - s < batch ? d->n - s : batch;
+        for (int k = 0; k < S; k++) ids[k] = s + k;
+        al_seq_batch b;
+        gather(d, g, ids, S, bb, &b);
+        al_ctx_reset(c);
+        al_tensor *logits = al_seq_forward(c, m, &b);                  /* (N', K) */
+        if (logits && !d->framewise) logits = pooled(c, g, logits, &b); /* (S, K) */
+        if (!logits) { st = al_seterr(err, "evaluation: %s", al_ctx_error(c)); break; }
+        const int K = logits->shape[1];
+        if (!d->framewise) {
+            for (int k = 0; k < S; k++) {
+                int p = argmax_row(logits->data + (int64_t)k * K, K);
+                if (pred) pred[s + k] = p;
+                ok += p == d->label[s + k]; n++;
+            }
+            continue;
+        }
+        int64_t o = 0;
+        for (int k = 0; k < S; k++) {
+            const int i = s + k, T = b.len[k], To = al_seq_out_len(g, T);
+            const int64_t f0 = d->foff[i];
+            for (int t = 0; t < T; t++) {                               /* the nearest output frame */
+                int u = (t + sub / 2) / sub;
+                if (u > To - 1) u = To - 1;
+                fl[t] = (uint8_t)argmax_row(logits->data + (o + u) * K, K);
+                if (pred) pred[f0 + t] = fl[t];
+                ok += fl[t] == d->flab[f0 + t]; n++;
+            }
+            al_speech_decode(fl, T, s1);
+            strings_bad += strcmp(s1, d->digits[i]) != 0;
+            o += To;
+        }
+    }
+    al_ctx_reset(c);
+    c->grad_enabled = g0; c->training = t0;
+    free(fl); free(s1);
+    if (st == AL_OK && sc) {
+        sc->acc = n ? (double)ok / (double)n : NAN;
+        sc->ser = d->framewise && d->n ? (double)strings_bad / d->n : NAN;
+        sc->n = n;
+    }
+    return st;
+}
+
+al_status al_speech_eval(al_seq_model *m, const al_speech_data *d, int batch, al_speech_scores *sc, int *pred, al_error *err)
+{
+    if (batch < 1) batch = 64;
+    if (m->cfg.feat_dim != d->dim || m->cfg.tags != d->classes)
+        return al_seterr(err, "evaluation: the model reads %d features into %d classes, the data has %d and %d",
+                         m->cfg.feat_dim, m->cfg.tags, d->dim, d->classes);
+    al_ctx *c = al_ctx_new(0);
+    sbatch bb;
+    int *ids = malloc((size_t)batch * sizeof(int));
+    int bb_ok = sbatch_alloc(&bb, d, batch, frames_cap(d, batch)) == 0;
+    al_status st = !c || !ids || !bb_ok ? al_seterr(err, "evaluation: out of memory") : eval_with(c, m, d, batch, sc, pred, &bb, ids, err);
+    sbatch_free(&bb); free(ids); al_ctx_free(c);
+    return st;
+}
+
+/* ---------------- training ---------------- */
+/* Forward, mean cross-entropy, backward into m's gradients (zeroed first). */
+static al_status step(al_ctx *c, al_seq_model *m, const al_seq_batch *b, const al_speech_data *d, const int *lab,
+                      double *loss, int64_t *hits, int64_t *count, al_error *err)
+{
+    al_ctx_reset(c);
+    al_params_zero_grad(&m->params);
+    al_tensor *logits = al_seq_forward(c, m, b);                      /* (N', K) */
+    if (logits && !d->framewise) logits = pooled(c, &m->cfg, logits, b);
+    al_tensor *l = logits ? al_cross_entropy(c, logits, lab, NULL) : NULL;
+    if (!l || al_backward(c, l) != AL_OK) return al_seterr(err, "%s", al_ctx_error(c));
+    *loss = l->data[0];
+    const int R = logits->shape[0], K = logits->shape[1];
+    int64_t h = 0;
+    for (int i = 0; i < R; i++) h += argmax_row(logits->data + (int64_t)i * K, K) == lab[i];
+    *hits = h; *count = R;
+    return AL_OK;
+}
+
+al_status al_speech_train(al_seq_model *m, const al_speech_data *train, const al_speech_data *test,
+                          const al_speech_train_config *tc, al_speech_cb cb, void *ud, al_error *err)
+{
+    if (tc->epochs < 1 || tc->batch < 1) return al_seterr(err, "training: epochs and batch must be positive");
+    if (train->n < 1) return al_seterr(err, "training: the training set is empty");
+    if (!(tc->lr > 0) || !(tc->weight_decay >= 0)) return al_seterr(err, "training: need lr > 0 and weight decay >= 0");
+    if (m->cfg.feat_dim != train->dim || m->cfg.tags != train->classes || (test && (test->dim != train->dim || test->classes != train->classes)))
+        return al_seterr(err, "training: the model reads %d features into %d classes, the data has %d and %d",
+                         m->cfg.feat_dim, m->cfg.tags, train->dim, train->classes);
+    const int mx = train->max_frames > (test ? test->max_frames : 0) ? train->max_frames : test->max_frames;
+    if (al_seq_out_len(&m->cfg, mx) > m->cfg.max_len)
+        return al_seterr(err, "training: an utterance has %d frames, more than the model's max_len %d", al_seq_out_len(&m->cfg, mx), m->cfg.max_len);
+    const int batch = tc->batch, eval_batch = tc->eval_batch > 0 ? tc->eval_batch : 64;
+    const int scratch = batch > eval_batch ? batch : eval_batch;
+    int64_t cap = frames_cap(train, scratch);
+    if (test && frames_cap(test, scratch) > cap) cap = frames_cap(test, scratch);
+    int *perm = malloc((size_t)train->n * sizeof(int)), *ids = malloc((size_t)scratch * sizeof(int));
+    sbatch bb;
+    int bb_ok = sbatch_alloc(&bb, train, scratch, cap) == 0;
+    al_ctx *c = al_ctx_new(tc->seed);
+    al_optim opt;
+    memset(&opt, 0, sizeof opt);
+    al_status st = AL_OK;
+    if (!perm || !ids || !bb_ok || !c) { st = al_seterr(err, "training: out of memory"); goto done; }
+    if (al_optim_init(&opt, AL_ADAMW, m->params.total, tc->lr, err) != AL_OK) { st = AL_ERR; goto done; }
+    opt.weight_decay = tc->weight_decay;
+
+    al_rng shuf;
+    const int steps_per_epoch = (train->n + batch - 1) / batch;
+    int64_t total_steps;
+    al_diverge div;
+    al__loop L = {&opt, &shuf, c, perm, train->n, &total_steps, &div};
+    int first;
+    st = al__loop_begin(tc->resume, &L, tc->seed, &first, err);
+    double t_start = al_time();
+    for (int ep = first; ep <= tc->epochs && st == AL_OK; ep++) {
+        al_rng_shuffle(&shuf, perm, train->n);
+        double loss_sum = 0, t0 = al_time();
+        int64_t correct = 0, seen = 0, frames = 0;
+        int stp;
+        for (stp = 1; stp <= steps_per_epoch; stp++) {
+            int s = (stp - 1) * batch, S = train->n - s < batch ? train->n - s : batch;
+            al_seq_batch b;
+            gather(train, &m->cfg, perm + s, S, &bb, &b);
+            double lv = 0; int64_t hits = 0, cnt = 0;
+            al_error serr = {{0}};
+            if (step(c, m, &b, train, bb.lab, &lv, &hits, &cnt, &serr) != AL_OK) {
+                st = al_seterr(err, "training step %d of epoch %d: %s", stp, ep, serr.msg);
+                break;
+            }
+            if (al_diverge_loss(&div, lv, ep, stp, err) != AL_OK) { st = AL_ERR; break; }
+            al_optim_step(&opt, &m->params);
+            if (al_diverge_weights(&div, &m->params, lv, ep, stp, err) != AL_OK) { st = AL_ERR; break; }
+            correct += hits; loss_sum += lv * cnt; seen += cnt; frames += b.ntok; total_steps++;
+            if (cb) {
+                double now = al_time();
+                al_speech_progress p = {0};
+                p.kind = 0; p.epoch = ep; p.epochs = tc->epochs; p.step = stp; p.steps_per_epoch = steps_per_epoch;
+                p.loss = lv; p.train_acc = (double)correct / seen; p.test.acc = p.test.ser = NAN;
+                p.epoch_seconds = now - t0; p.frames_per_s = frames / (now - t0 > 1e-9 ? now - t0 : 1e-9); p.elapsed = now - t_start;
+                if (cb(ud, &p)) { st = al_seterr(err, "stopped"); break; }
+            }
+            if (tc->max_steps > 0 && total_steps >= tc->max_steps) break;
+        }
+        if (st != AL_OK) break;
+        double secs = al_time() - t0;
+        al_speech_scores sc = {NAN, NAN, 0};
+        if (test && test->n > 0 && eval_with(c, m, test, eval_batch, &sc, NULL, &bb, ids, err) != AL_OK) { st = AL_ERR; break; }
+        if (cb) {
+            al_speech_progress p = {0};
+            p.kind = 1; p.epoch = ep; p.epochs = tc->epochs; p.step = stp > steps_per_epoch ? steps_per_epoch : stp;
+            p.steps_per_epoch = steps_per_epoch;
+            p.loss = seen ? loss_sum / seen : NAN; p.train_acc = seen ? (double)correct / seen : NAN;
+            p.test = sc;
+            p.epoch_seconds = secs; p.frames_per_s = frames / (secs > 1e-9 ? secs : 1e-9); p.elapsed = al_time() - t_start;
+            if (cb(ud, &p)) { st = al_seterr(err, "stopped"); break; }
+        }
+        int last = ep == tc->epochs || (tc->max_steps > 0 && total_steps >= tc->max_steps);
+        if (al__loop_offer(tc->resume, &L, ep, last, err) != AL_OK) { st = AL_ERR; break; }
+        if (tc->max_steps > 0 && total_steps >= tc->max_steps) break;
+    }
+done:
+    al_optim_free(&opt);
+    al_ctx_free(c);
+    free(perm); free(ids);
+    sbatch_free(&bb);
+    return st;
+}
+
+int al_speech_run_canonical(char *buf, size_t n, const al_seq_config *cfg, const char *what, long train_size,
+                            int epochs, float lr, float wd, int batch, long seed)
+{
+    const char *kv[2 * 32];
+    char vb[1024];
+    int k = al__seq_config_kv(cfg, kv, 32, vb, sizeof vb);
+    int o = snprintf(buf, n, "task=speech;%s;train_size=%ld;epochs=%d;lr=%.9g;wd=%.9g;batch=%d;optim=adamw;seed=%ld",
+                     what, train_size, epochs, (double)lr, (double)wd, batch, seed);
+    return al__canonical_append(buf, n, o, kv, k);
+}
+
+/* ---------------- checkpoints ---------------- */
+#define SPEECH_FORMAT "attnlab-speech"
+#define MAXKV 48
+
+al_status al_speech_save(const char *path, const al_seq_model *m, const al_speech_opts *o, const al_speech_data *d,
+                         const char *const *extra, int nextra, al_error *err)
+{
+    const char *kv[2 * MAXKV];
+    char buf[2048];
+    kv[0] = "format"; kv[1] = SPEECH_FORMAT;
+    int n = al__seq_config_kv(&m->cfg, kv + 2, MAXKV - 6, buf, sizeof buf);
+    if (n < 0 || n + 5 + nextra > MAXKV) return al_seterr(err, "%s: too much checkpoint metadata", path);
+    n++;
+    size_t nb = 1;
+    for (int i = 0; i < d->classes; i++) nb += strlen(d->class_names[i]) + 1;
+    char *names = malloc(nb);
+    if (!names) return al_seterr(err, "%s: out of memory", path);
+    size_t p = 0;
+    for (int i = 0; i < d->classes; i++) p += (size_t)sprintf(names + p, i ? "\n%s" : "%s", d->class_names[i]);
+    names[p] = 0;
+    kv[2 * n] = "features"; kv[2 * n + 1] = al_speech_features_name(o->features); n++;
+    kv[2 * n] = "cmvn"; kv[2 * n + 1] = o->cmvn ? "1" : "0"; n++;
+    kv[2 * n] = "framewise"; kv[2 * n + 1] = d->framewise ? "1" : "0"; n++;
+    kv[2 * n] = "class_names"; kv[2 * n + 1] = names; n++;
+    for (int i = 0; i < nextra; i++, n++) { kv[2 * n] = extra[2 * i]; kv[2 * n + 1] = extra[2 * i + 1]; }
+    al_status st = al_safetensors_save(path, &m->params, kv, n, err);
+    free(names);
+    return st;
+}
+
+al_status al_speech_load(const char *path, al_seq_model *m, al_speech_opts *o, char **meta_out, al_error *err)
+{
+    memset(m, 0, sizeof *m);
+    if (meta_out) *meta_out = NULL;
+    char *meta = NULL;
+    if (al_safetensors_read_meta(path, &meta, err) != AL_OK) return AL_ERR;
+    char *fmt = al_meta_get(meta, "format"), *feat = al_meta_get(meta, "features"), *cmvn = al_meta_get(meta, "cmvn");
+    al_seq_config g;
+    al_status st = AL_ERR;
+    if (!fmt || strcmp(fmt, SPEECH_FORMAT)) { al_seterr(err, "%s: not an attnlab speech checkpoint (metadata format is not " SPEECH_FORMAT ")", path); goto out; }
+    if (al__seq_config_from_meta(meta, path, &g, err) != AL_OK) goto out;
+    if (!feat || al_speech_features_parse(feat, &o->features, err) != AL_OK || !cmvn || (strcmp(cmvn, "0") && strcmp(cmvn, "1"))) {
+        al_seterr(err, "%s: missing or bad front end (features, cmvn) in the metadata", path);
+        goto out;
+    }
+    o->cmvn = cmvn[0] == '1';
+    if (g.feat_dim != (o->features == AL_SPEECH_FBANK ? 80 : 39)) { al_seterr(err, "%s: feat_dim %d does not fit features %s", path, g.feat_dim, feat); goto out; }
+    if (al_seq_init(m, &g, 0, err) != AL_OK) goto out;
+    if (al_safetensors_load(path, &m->params, NULL, err) != AL_OK) { al_seq_free(m); goto out; }
+    st = AL_OK;
+out:
+    free(fmt); free(feat); free(cmvn);
+    if (st == AL_OK && meta_out) *meta_out = meta; else free(meta);
+    return st;
+}
