@@ -110,7 +110,7 @@ static int parse_args(int argc, char **argv, spopts *O)
     if (optind < argc) { fprintf(stderr, "attnlab train: unexpected argument '%s'\n", argv[optind]); return 2; }
     if (!o->model) { fprintf(stderr, "attnlab train: --task speech needs --model %s\n", al_seq_names()); return 2; }
     if (!o->data) { fprintf(stderr, "attnlab train: --task speech needs --data DIR (make one: attnlab data speech-digits --out DIR)\n"); return 2; }
-    if (!strcmp(o->model, "fc")) { fprintf(stderr, "attnlab train: --model fc sees one frame alone; speech takes %s except fc\n", al_seq_names()); return 2; }
+    if (!strcmp(o->model, "fc")) { fprintf(stderr, "attnlab train: --model fc sees one frame alone; speech takes window-fc, rnn, sa or trunc\n"); return 2; }
     if (O->target == T_SPEAKER && O->train_speakers) { fprintf(stderr, "attnlab train: --train-speakers does not apply to --target speaker (the speakers are the classes)\n"); return 2; }
     if (O->max_seconds == 0 && O->target != T_FRAMES) { fprintf(stderr, "attnlab train: --max-seconds 0 (own lengths) applies to --target frames only; clips are padded for N-to-1\n"); return 2; }
     if (cli_output(CMD, "--csv", o->csv, 1) || cli_output(CMD, "--save", o->save, 0)) return 2;
@@ -234,6 +234,7 @@ static int speaker_split(const spopts *O, srun *R, al_error *err)
                 free(idx);
             }
             if (!rc) rc = keep_only(all, is_train, err);
+            if (!rc && R->te.n == 0) { al_seterr(err, "--target speaker: no clip held out (every speaker has fewer than 3 clips)"); rc = 2; }
         }
     }
     free(map); free(cnt); free(is_test); free(is_train);

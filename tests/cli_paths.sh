@@ -4,7 +4,7 @@
 # when it is installed, and an image folder), graph training with attention and checkpoints, eval of
 # both, predict, attnmap, a graph sweep (its children are BIN too), summarize, plot (three kinds, when
 # gnuplot is installed), sequence training and tag, molecule training (resumed), eval, predict and
-# attnmap, data import. Every command must exit 0 and write what it is asked to; sanitizer reports
+# attnmap, the speech corpus, speech training and attnmap, data import. Every command must exit 0 and write what it is asked to; sanitizer reports
 # make it fail. Kept small: well under 2 minutes under ASan.
 #   tests/cli_paths.sh build-asan/bin/attnlab          (tests/test_cli_scripts.c runs it)
 set -u
@@ -79,6 +79,13 @@ step train-mol-resume mol.st "$bin" "${mol[@]}" --resume
 step eval-mol -- "$bin" eval --load mol.st --quiet
 step predict-mol -- "$bin" predict --load mol.st "$root/datasets/esol" --quiet
 step attnmap-mol molmap.png "$bin" attnmap --load mol.st --molecule Amigdalin --out molmap.png --quiet
+# speech: a 4-voice corpus, frame labelling with trunc (subsampled, saved), digit classification
+# with rnn, attnmap of the frame model
+step speech-digits sp/manifest.tsv "$bin" data speech-digits --out sp --speakers 4 --repeats 1 --sequences 2 --jobs 2
+step train-speech-frames sp.st "$bin" train --task speech --data sp --target frames --model trunc --window 2 --subsample 2 \
+  --epochs 2 --batch 4 --csv sp.csv --save sp.st --quiet
+step train-speech-digit -- "$bin" train --task speech --data sp --model rnn --features fbank --epochs 1 --quiet
+step attnmap-speech spmap.png "$bin" attnmap --load sp.st --data sp --index 1 --out spmap.png --quiet
 # data import: a LINQS graph of 12 papers
 for i in $(seq 0 11); do printf 'p%d\t%d\t%d\t%d\tc%d\n' $i $((i % 2)) $((i / 2 % 2)) 1 $((i % 3)); done > lq.content
 for i in $(seq 0 10); do printf 'p%d\tp%d\n' $i $((i + 1)); done > lq.cites
