@@ -5,7 +5,7 @@
 #
 #   scripts/speech-experiments.sh CORPUS window|length|speakers|main [OUTDIR]
 #
-#   window    frame labelling (N-to-N): trunc at windows 1 2 4 8 16 32 frames each side vs sa, 20 epochs
+#   window    frame labelling (N-to-N): trunc at windows 1 2 4 8 16 32 frames each side vs sa, 12 epochs
 #   length    cost vs length: sa, trunc (window 8), rnn on utterances padded or cut to 1 2 4 8 16 s,
 #             64 training utterances, 1 epoch, batch 4, 1 thread: frames/s and peak RSS
 #   speakers  N-to-1 digits vs training speakers (2 5 10 20 40) for sa, trunc, window-fc, rnn, 15 epochs
@@ -41,9 +41,9 @@ run() {
 case "$WHAT" in
   window)
     for w in 1 2 4 8 16 32; do
-      run "trunc-w$w" --target frames --model trunc --window "$w" --epochs 20 --csv "$OUT/speech-window.csv"
+      run "trunc-w$w" --target frames --model trunc --window "$w" --epochs 12 --csv "$OUT/speech-window.csv"
     done
-    run "sa" --target frames --model sa --epochs 20 --csv "$OUT/speech-window.csv"
+    run "sa" --target frames --model sa --epochs 12 --csv "$OUT/speech-window.csv"
     ;;
   length)
     for s in 1 2 4 8 16; do
@@ -66,7 +66,7 @@ case "$WHAT" in
       run "speaker-$m" --target speaker --model "$m" --epochs 15 --csv "$OUT/speech-main.csv"
     done
     for m in rnn window-fc; do
-      run "frames-$m" --target frames --model "$m" --epochs 20 --csv "$OUT/speech-main.csv"
+      run "frames-$m" --target frames --model "$m" --epochs 12 --csv "$OUT/speech-main.csv"
     done
     ;;
   *) echo "speech-experiments.sh: unknown experiment '$WHAT' (window, length, speakers, main)" >&2; exit 2 ;;

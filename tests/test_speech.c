@@ -329,6 +329,40 @@ static void test_learns_n_to_n(void **st)
     al_frame_set_free(&ftr); al_frame_set_free(&fte);
 }
 
+/* The same seed gives the same weights bit for bit on 1 and 2 threads (N-to-1 through rnn, N-to-N through sa). */
+static void test_threads_bitwise(void **st)
+{
+    (void)st;
+    al_frame_set f; al_error e = {{0}};
+    make_frameset(&f, 12, 5);
+    al_speech_opts o = {AL_SPEECH_MFCC, 1};
+    al_speech_data d;
+    assert_int_equal(al_speech_from_frames(&f, &o, &d, &e), AL_OK);
+    const char *models[] = {"sa", "rnn", "trunc"};
+    const int saved = al_threads();
+    for (int mi = 0; mi < 3; mi++) {
+        float *w[2] = {NULL, NULL};
+        int64_t P = 0;
+        for (int th = 1; th <= 2; th++) {
+            al_set_threads(th);
+            al_seq_config cfg;
+            assert_int_equal(al_speech_config(&cfg, models[mi], &d, mi == 2 ? 2 : 1, &e), AL_OK);
+            al_seq_model m;
+            assert_int_equal(al_seq_init(&m, &cfg, 9, &e), AL_OK);
+            al_speech_train_config tc = {.epochs = 2, .batch = 5, .lr = 3e-3f, .weight_decay = 0.01f, .seed = 4};
+            if (al_speech_train(&m, &d, NULL, &tc, NULL, NULL, &e) != AL_OK) fail_msg("%s", e.msg);
+            P = m.params.total;
+            w[th - 1] = malloc((size_t)P * sizeof(float));
+            memcpy(w[th - 1], m.params.data, (size_t)P * sizeof(float));
+            al_seq_free(&m);
+        }
+        if (memcmp(w[0], w[1], (size_t)P * sizeof(float))) fail_msg("%s: weights differ between 1 and 2 threads", models[mi]);
+        free(w[0]); free(w[1]);
+    }
+    al_set_threads(saved);
+    al_speech_data_free(&d); al_frame_set_free(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -339,6 +373,7 @@ int main(void)
         cmocka_unit_test(test_decode),
         cmocka_unit_test(test_learns_n_to_1),
         cmocka_unit_test(test_learns_n_to_n),
+        cmocka_unit_test(test_threads_bitwise),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
