@@ -74,4 +74,5 @@ int bench_attention_main(int argc, char **argv); /* apps/bench_attention.c */
 int bench_train_main(int argc, char **argv);   /* apps/bench_train.c */
 int bench_graph_main(int argc, char **argv);   /* apps/bench_graph.c */
 int bench_seq_main(int argc, char **argv);     /* apps/bench_seq.c */
+int bench_speech_main(int argc, char **argv);  /* apps/bench_speech.c */
 #endif

@@ -9,6 +9,7 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
     {"train", bench_train_main, "image model training and inference img/s, peak memory"},
     {"graph", bench_graph_main, "graph models: ms per training epoch, peak memory"},
     {"seq", bench_seq_main, "sequence models (POS tagging): training tokens/s, whole epochs or length buckets"},
+    {"speech", bench_speech_main, "speech models: training frames/s and peak memory against utterance length"},
 };
 #define NB (int)(sizeof benches / sizeof benches[0])
 

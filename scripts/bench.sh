@@ -5,6 +5,7 @@
 #   BENCH_REPS=3 BENCH_STEPS=30 BENCH_THREADS=2 BENCH_BATCH=64   image-training comparison settings
 #   BENCH_ONLY=train               only the image-training table
 #   BENCH_ONLY=seq                 only the two sequence-model tables (whole epochs, length buckets)
+#   BENCH_ONLY=speech              only the speech cost-vs-length table (bench speech: sa, trunc, rnn at 1-16 s)
 #   BENCH_SEQ_REPS=3 BENCH_SEQ_MODELS=fc,window-fc,rnn,sa,trunc BENCH_SEQ_BUCKET_MODELS=rnn,sa,trunc
 #   BENCH_SEQ_BUCKETS=1-10,11-20,21-40,41-80,81-
 #                                  sequence tables: alternating repetitions, models of each table (empty:
@@ -208,6 +209,10 @@ if want seq && [ -n "$bmodels" ] && [ -n "$seq_buckets" ]; then
   echo
 fi
 
+if want all || want speech; then
+  # issue 16: training frames/s and peak RSS of sa, trunc (window 8) and rnn on 1-16 s utterances, 1 thread
+  run "speech" bench speech
+fi
 want all || { rm -rf "$outdir"; exit $status; }
 run "graph" bench graph
 if [ -n "$py" ]; then

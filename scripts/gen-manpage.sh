@@ -44,7 +44,7 @@ section "attnlab data" data
 section "attnlab data import" data import
 section "attnlab data speech\\-digits" data speech-digits
 section "attnlab data audio\\-stats" data audio-stats
-for b in gemm attention train graph seq; do section "attnlab bench $b" bench "$b"; done
+for b in gemm attention train graph seq speech; do section "attnlab bench $b" bench "$b"; done
 cat <<'FTR'
 .SH ENVIRONMENT
 .TP

@@ -40,10 +40,11 @@ run() {
 
 case "$WHAT" in
   window)
-    for w in 1 2 4 8 16 32; do
+    run "trunc-w8" --target frames --model trunc --window 8 --epochs 12 --csv "$OUT/speech-window.csv"
+    run "sa" --target frames --model sa --epochs 12 --csv "$OUT/speech-window.csv"
+    for w in 1 2 4 16 32; do
       run "trunc-w$w" --target frames --model trunc --window "$w" --epochs 12 --csv "$OUT/speech-window.csv"
     done
-    run "sa" --target frames --model sa --epochs 12 --csv "$OUT/speech-window.csv"
     ;;
   length)
     for s in 1 2 4 8 16; do

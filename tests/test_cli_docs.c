@@ -75,7 +75,7 @@ static void test_manpage_covers_every_command_and_option(void **state)
     assert_true(ncmd >= 7);
     static const char *const helps[] = {"train", "train --task graph", "eval", "sweep", "summarize", "plot",
                                         "attnmap", "bench", "bench gemm", "bench attention", "bench train",
-                                        "bench graph", "bench seq", "data import", "data speech-digits", "data audio-stats",
+                                        "bench graph", "bench seq", "bench speech", "data import", "data speech-digits", "data audio-stats",
                                         "train --task sequence", "train --task molecule", "train --task speech"};
     for (size_t i = 0; i < sizeof helps / sizeof *helps; i++) check_help_in_man(man, helps[i]);
     free(man);
