@@ -40,8 +40,9 @@ run() {
 
 case "$WHAT" in
   window)
-    run "trunc-w8" --target frames --model trunc --window 8 --epochs 12 --csv "$OUT/speech-window.csv"
-    run "sa" --target frames --model sa --epochs 12 --csv "$OUT/speech-window.csv"
+    run "trunc-w8" --target frames --model trunc --window 8 --epochs 12 --csv "$OUT/speech-window.csv" \
+        --save "$OUT/speech-frames-trunc8.safetensors"
+    run "sa" --target frames --model sa --epochs 12 --csv "$OUT/speech-window.csv" --save "$OUT/speech-frames-sa.safetensors"
     for w in 1 2 4 16 32; do
       run "trunc-w$w" --target frames --model trunc --window "$w" --epochs 12 --csv "$OUT/speech-window.csv"
     done
