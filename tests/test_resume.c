@@ -7,6 +7,7 @@
  * keeps the last state, --resume refuses another configuration, and tests/resume_kill.sh (kill -9 at
  * five random moments, resume each time). */
 #include "testutil.h"
+#include "attnlab/optim.h"
 #include "attnlab/gnn.h"
 #include "attnlab/images.h"
 #include "attnlab/io.h"
@@ -150,6 +151,23 @@ static void test_diverge_detector(void **st)
     e.msg[0] = 0;
     assert_int_equal(al_diverge_weights(&d, &p, 1.0, 4, 2, &e), AL_ERR);
     if (!strstr(e.msg, "b[5] is inf") || !strstr(e.msg, "epoch 4 step 2")) fail_msg("message: %s", e.msg);
+    /* after an optimiser step: its own flag says whether to look; SGD and AdamW, a NaN gradient or none */
+    for (int kind = 0; kind < 2; kind++) {
+        for (int i = 0; i < 10; i++) { p.data[i] = 1.f; p.grad[i] = 0.5f; }
+        al_optim o;
+        assert_int_equal(al_optim_init(&o, kind ? AL_ADAMW : AL_SGD, p.total, 0.1f, &e), AL_OK);
+        al_optim_step(&o, &p);
+        assert_int_equal(o.nonfinite, 0);
+        assert_int_equal(al_diverge_step(&d, &o, &p, 1.0, 1, 1, &e), AL_OK);
+        p.grad[2] = NAN;
+        al_optim_step(&o, &p);
+        assert_int_equal(o.nonfinite, 1);
+        e.msg[0] = 0;
+        assert_int_equal(al_diverge_step(&d, &o, &p, 1.0, 2, 7, &e), AL_ERR);
+        if (!strstr(e.msg, "a[2] is nan") || !strstr(e.msg, "epoch 2 step 7")) fail_msg("message: %s", e.msg);
+        p.grad[2] = 0.5f; p.data[2] = 1.f;
+        al_optim_free(&o);
+    }
     al_params_free(&p);
 }
 

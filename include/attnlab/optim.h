@@ -16,6 +16,7 @@ typedef struct al_optim {
     int64_t step;          /* number of steps taken */
     int64_t n;             /* parameter count */
     float *m, *v;          /* (n) state; caller frees with al_optim_free */
+    int nonfinite;         /* set by each al_optim_step: 1 if it left a weight NaN or infinite */
 } al_optim;
 /* Defaults: momentum 0, betas (0.9, 0.999), eps 1e-8, weight_decay 0 (AdamW: 0.01, as PyTorch). */
 al_status al_optim_init(al_optim *o, al_optim_kind kind, int64_t n, float lr, al_error *err);

@@ -39,6 +39,11 @@ void      al_diverge_init(al_diverge *d);
 al_status al_diverge_loss(al_diverge *d, double loss, int epoch, int step, al_error *err);
 /* After the optimiser step: AL_ERR naming the first parameter with a non-finite value. */
 al_status al_diverge_weights(const al_diverge *d, const al_params *p, double loss, int epoch, int step, al_error *err);
+/* The same after optimiser o's step on p, at no cost when the step left every weight finite (o->nonfinite
+ * is 0): the scan, for the message naming the weight, runs only when it did not. */
+struct al_optim;
+al_status al_diverge_step(const al_diverge *d, const struct al_optim *o, const al_params *p, double loss, int epoch, int step,
+                          al_error *err);
 
 /* ---------------- the state ---------------- */
 typedef struct al_train_state {

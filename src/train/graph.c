@@ -160,7 +160,7 @@ al_status al_gnn_train_resumable(al_gnn *m, const al_graph *g, uint64_t seed, co
         if (al_gnn_step(m, g, c, &o, &loss, err)) { st = AL_ERR; break; }
         double dt = al_time() - t0;
         t.step_total += dt; steps++;
-        if (al_diverge_loss(&div, loss, e, 1, err) || al_diverge_weights(&div, &m->params, loss, e, 1, err)) { st = AL_ERR; break; }
+        if (al_diverge_loss(&div, loss, e, 1, err) || al_diverge_step(&div, &o, &m->params, loss, e, 1, err)) { st = AL_ERR; break; }
         al_gnn_eval ev;
         if (al_gnn_evaluate(m, g, c, &ev, err)) { st = AL_ERR; break; }
         int stop = track_epoch(&t, &ev, m, best, e);

@@ -111,7 +111,7 @@ al_status al_train_image(al_model *m, const al_images *train, const al_images *t
             al_params_zero_grad(&m->params);
             if (al_backward(c, loss) != AL_OK) { st = al_seterr(err, "backward, epoch %d step %d: %s", ep, step, al_ctx_error(c)); break; }
             al_optim_step(&opt, &m->params);
-            if (al_diverge_weights(&div, &m->params, lv, ep, step, err) != AL_OK) { st = AL_ERR; break; }
+            if (al_diverge_step(&div, &opt, &m->params, lv, ep, step, err) != AL_OK) { st = AL_ERR; break; }
             int K = logits->shape[1];
             for (int b = 0; b < B; b++) correct += argmax_row(logits->data + (int64_t)b * K, K) == lab[b];
             loss_sum += lv * B; seen += B; total_steps++;

@@ -105,7 +105,7 @@ static al_status step(al_molnet *m, const al_molset *ms, const int *ids, int n, 
     if (al_backward(c, l)) return al_seterr(err, "molecule training: %s", al_ctx_error(c));
     *loss = l->data[0];
     al_optim_step(o, &m->params);
-    return al_diverge_weights(div, &m->params, *loss, ep, no, err);
+    return al_diverge_step(div, o, &m->params, *loss, ep, no, err);
 }
 
 /* Validation and test figures of the current parameters into e (the training set's only for the kept

@@ -4,6 +4,7 @@
 #include "attnlab/optim.h"
 #include "core/omp_impl.h"
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,12 +34,22 @@ void al_optim_free(al_optim *o)
     o->m = o->v = NULL;
 }
 
-/* One tensor's slice [off, off + len) of the flat arrays; wd is 0 when the tensor is not decayed. */
-static void sgd_slice(al_optim *o, float *w /* (len) */, const float *g /* (len) */, float *buf /* (len) */,
+/* Is x NaN or infinite (exponent all ones)? Bit arithmetic, so the update loops stay vectorised. */
+static inline unsigned nonfinite_bit(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return (u & 0x7f800000u) == 0x7f800000u;
+}
+
+/* One tensor's slice [off, off + len) of the flat arrays; wd is 0 when the tensor is not decayed.
+ * Returns 1 if an updated weight is not finite. */
+static unsigned sgd_slice(al_optim *o, float *w /* (len) */, const float *g /* (len) */, float *buf /* (len) */,
                       int64_t len, float wd)
 {
     const float lr = o->lr, mu = o->momentum;
     const int first = o->step == 1, nest = o->nesterov;
+    unsigned bad = 0;
     for (int64_t i = 0; i < len; i++) {
         float d = g[i];
         if (wd != 0.f) d += wd * w[i];
@@ -48,10 +59,12 @@ static void sgd_slice(al_optim *o, float *w /* (len) */, const float *g /* (len)
             d = nest ? d + mu * b : b;
         }
         w[i] -= lr * d;
+        bad |= nonfinite_bit(w[i]);
     }
+    return bad;
 }
 
-static void adam_slice(al_optim *o, float *w /* (len) */, const float *g /* (len) */, float *m /* (len) */,
+static unsigned adam_slice(al_optim *o, float *w /* (len) */, const float *g /* (len) */, float *m /* (len) */,
                        float *v /* (len) */, int64_t len, float wd, int decoupled)
 {
     const float lr = o->lr, b1 = o->beta1, b2 = o->beta2, eps = o->eps;
@@ -60,6 +73,7 @@ static void adam_slice(al_optim *o, float *w /* (len) */, const float *g /* (len
     const float bc2_sqrt = (float)sqrt(1.0 - pow((double)b2, t));
     const float step_size = lr / bc1;
     const float shrink = 1.f - lr * wd;
+    unsigned bad = 0;
     for (int64_t i = 0; i < len; i++) {
         float d = g[i];
         if (wd != 0.f) {
@@ -70,7 +84,9 @@ static void adam_slice(al_optim *o, float *w /* (len) */, const float *g /* (len
         v[i] = b2 * v[i] + (1.f - b2) * d * d;
         float denom = sqrtf(v[i]) / bc2_sqrt + eps;
         w[i] -= step_size * (m[i] / denom);
+        bad |= nonfinite_bit(w[i]);
     }
+    return bad;
 }
 
 /* One parallel region over the whole flat array: thread t updates elements [lo, hi) (whole 16-float
@@ -83,7 +99,8 @@ void al_optim_step(al_optim *o, al_params *p)
     int64_t n = 0;                                 /* the tensors the optimiser was sized for */
     int nt = 0;
     while (nt < p->n && n + p->t[nt]->numel <= o->n) n += p->t[nt++]->numel;
-    AL_OMP("omp parallel if (n > 65536)")
+    unsigned bad = 0;
+    AL_OMP("omp parallel reduction(|:bad) if (n > 65536)")
     {
         const int t = al__thread_id(), T = al__num_threads();
         const int64_t lo = n / 16 * t / T * 16, hi = t == T - 1 ? n : n / 16 * (t + 1) / T * 16;
@@ -93,12 +110,13 @@ void al_optim_step(al_optim *o, al_params *p)
             if (a < e) {
                 float wd = p->decay && p->decay[ti] ? o->weight_decay : 0.f;
                 float *w = p->data + a, *g = p->grad + a;
-                if (o->kind == AL_SGD) sgd_slice(o, w, g, o->m + a, e - a, wd);
-                else adam_slice(o, w, g, o->m + a, o->v + a, e - a, wd, o->kind == AL_ADAMW);
+                if (o->kind == AL_SGD) bad |= sgd_slice(o, w, g, o->m + a, e - a, wd);
+                else bad |= adam_slice(o, w, g, o->m + a, o->v + a, e - a, wd, o->kind == AL_ADAMW);
             }
             off += len;
         }
     }
+    o->nonfinite = bad != 0;
 }
 
 float al_clip_grad_norm(al_params *p, float max_norm)

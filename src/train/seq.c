@@ -247,7 +247,7 @@ al_status al_seq_train(al_seq_model *m, const al_seq_data *train, const al_seq_d
             }
             if (al_diverge_loss(&div, lv, ep, step, err) != AL_OK) { st = AL_ERR; break; }   /* before the update */
             al_optim_step(&opt, &m->params);
-            if (al_diverge_weights(&div, &m->params, lv, ep, step, err) != AL_OK) { st = AL_ERR; break; }
+            if (al_diverge_step(&div, &opt, &m->params, lv, ep, step, err) != AL_OK) { st = AL_ERR; break; }
             correct += hits;
             loss_sum += lv * b.ntok; seen += b.ntok; total_steps++;
             if (cb) {

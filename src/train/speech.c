@@ -218,7 +218,7 @@ al_status al_speech_train(al_seq_model *m, const al_speech_data *train, const al
             }
             if (al_diverge_loss(&div, lv, ep, stp, err) != AL_OK) { st = AL_ERR; break; }
             al_optim_step(&opt, &m->params);
-            if (al_diverge_weights(&div, &m->params, lv, ep, stp, err) != AL_OK) { st = AL_ERR; break; }
+            if (al_diverge_step(&div, &opt, &m->params, lv, ep, stp, err) != AL_OK) { st = AL_ERR; break; }
             correct += hits; loss_sum += lv * cnt; seen += cnt; frames += b.ntok; total_steps++;
             if (cb) {
                 double now = al_time();

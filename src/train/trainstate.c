@@ -2,6 +2,7 @@
  * load through the safetensors array reader and writer) and the loops' side of resuming
  * (state_impl.h). */
 #include "attnlab/trainstate.h"
+#include "attnlab/optim.h"
 #include "attnlab/io.h"
 #include "train/io_impl.h"
 #include "train/state_impl.h"
@@ -41,6 +42,12 @@ al_status al_diverge_weights(const al_diverge *d, const al_params *p, double los
     return al_seterr(err, "training diverged at epoch %d step %d: %s[%lld] is %g after the optimiser step (loss %.4g, "
                      "lowest so far %.4g); try a lower --lr", epoch, step, p->n ? p->t[ti]->name : "a weight",
                      (long long)(bad - (p->n ? p->t[ti]->data - p->data : 0)), (double)p->data[bad], loss, d->min);
+}
+
+al_status al_diverge_step(const al_diverge *d, const al_optim *o, const al_params *p, double loss, int epoch, int step,
+                          al_error *err)
+{
+    return o->nonfinite ? al_diverge_weights(d, p, loss, epoch, step, err) : AL_OK;
 }
 
 /* ---------------- the file ---------------- */
