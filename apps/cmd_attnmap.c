@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "cli.h"
+#include "image_common.h"
 #include "attnlab/attnmap.h"
 #include "attnlab/images.h"
 #include "attnlab/io.h"
@@ -47,6 +48,7 @@ typedef struct attnmap_run {
     al_attnmap_model mm[MAXM];
     uint8_t *rgb;
     al_image_split D;
+    long permute;                   /* the checkpoints' --permute-pixels seed (-1: none), applied to the test image */
 } attnmap_run;
 
 static void usage(FILE *f)
@@ -276,10 +278,20 @@ static int load_model(const attnmap_opts *o, attnmap_run *R, int k)
 {
     al_error err = {{0}};
     if (access(R->path[k], R_OK)) { fprintf(stderr, "attnlab attnmap: --load %s: %s\n", R->path[k], strerror(errno)); return 1; }
-    if (al_model_load(R->path[k], &R->m[k], R->mean[k], R->sd[k], NULL, &err) != AL_OK) {
+    char *meta = NULL;
+    if (al_model_load(R->path[k], &R->m[k], R->mean[k], R->sd[k], &meta, &err) != AL_OK) {
         fprintf(stderr, "attnlab attnmap: %s\n", err.msg); return 1;
     }
     R->loaded = k + 1;
+    const long perm = app_permute_seed(meta);
+    free(meta);
+    if (perm == -2) { fprintf(stderr, "attnlab attnmap: %s: a bad %s in the metadata\n", R->path[k], APP_PERMUTE_KEY); return 1; }
+    if (k == 0) R->permute = perm;
+    else if (perm != R->permute) {   /* the models see one test image: it must be arranged alike for all */
+        fprintf(stderr, "attnlab attnmap: %s was trained on pixels permuted with seed %ld, %s with %ld; draw them separately\n",
+                R->path[k], perm, R->path[0], R->permute);
+        return 2;
+    }
     const al_model_config *cfg = &R->m[k].cfg, *c0 = &R->m[0].cfg;
     if (!R->m[k].kind->attention) {
         fprintf(stderr, "attnlab attnmap: %s holds a '%s' model, which has no attention to draw (use an sa or local checkpoint)\n",
@@ -307,6 +319,7 @@ static int load_test(attnmap_opts *o, attnmap_run *R)
     if (al_image_data_load(o->data, o->data_dir, c0->channels, c0->height, c0->width, cli_warn, NULL, &R->D, &err) != AL_OK) {
         fprintf(stderr, "attnlab attnmap: %s\n", err.msg); return 1;
     }
+    if (app_images_permute(&R->D.test, R->permute, &err) != AL_OK) { fprintf(stderr, "attnlab attnmap: %s\n", err.msg); return 1; }
     const al_images *T = &R->D.test;
     if (T->c != c0->channels || T->h != c0->height || T->w != c0->width) {
         fprintf(stderr, "attnlab attnmap: %s expects %dx%dx%d images but %s has %dx%dx%d\n", R->path[0], c0->channels,

@@ -189,17 +189,22 @@ static int eval_image(const eval_opts *o, al_error *err)
 {
     al_model m;
     float mean[4], std[4];
-    if (al_model_load(o->load, &m, mean, std, NULL, err) != AL_OK) return 1;
+    char *meta = NULL;
+    if (al_model_load(o->load, &m, mean, std, &meta, err) != AL_OK) return 1;
+    const long perm = app_permute_seed(meta);
+    free(meta);
     al_image_split D;
     memset(&D, 0, sizeof D);
     int *keep = NULL, rc = 2;
     float *lg = NULL;
+    if (perm == -2) { al_seterr(err, "%s: a bad %s in the metadata", o->load, APP_PERMUTE_KEY); goto out; }
     if (o->want_model && strcmp(o->want_model, m.cfg.name)) {
         al_seterr(err, "%s holds a '%s' model, not '%s'", o->load, m.cfg.name, o->want_model);
         goto out;
     }
     if ((rc = load_test(o, &m, &D, &keep, err))) goto out;
     rc = 1;
+    if (app_images_permute(&D.test, perm, err) != AL_OK) goto out;   /* as the model was trained */
     if (o->logits && !(lg = malloc((size_t)D.test.n * m.cfg.classes * sizeof *lg + 1))) { al_seterr(err, "out of memory"); goto out; }
     double acc, t0 = al_time(), last = 0;
     int progress = !o->quiet && isatty(2);

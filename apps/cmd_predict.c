@@ -172,6 +172,9 @@ static int predict_run(const predict_opts *o, int nargs, char **args, al_error *
     for (int i = 0; i < nargs; i++) if (collect(args[i], &files, 0, err) != AL_OK) goto out;
     if (!files.n) { al_seterr(err, "no image files (.png, .jpg, .jpeg, .bmp) found"); goto out; }
     if (decode_all(&files, &m.cfg, &im, err) != AL_OK) goto out;
+    const long perm = app_permute_seed(meta);   /* a model of permuted pixels sees its images permuted alike */
+    if (perm == -2) { al_seterr(err, "%s: a bad %s in the metadata", o->load, APP_PERMUTE_KEY); goto out; }
+    if (app_images_permute(&im, perm, err) != AL_OK) goto out;
     if (!(lg = malloc((size_t)files.n * m.cfg.classes * sizeof *lg))) { al_seterr(err, "out of memory"); goto out; }
     double acc;
     if (al_eval_image_ex(&m, &im, mean, std, o->batch, &acc, NULL, lg, NULL, NULL, err) != AL_OK) goto out;

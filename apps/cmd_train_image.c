@@ -21,7 +21,7 @@ typedef struct train_image_opts {
     const char *model, *data, *data_dir, *csv, *save, *init_from, *checkpoint;
     int epochs, batch, threads, train_size, test_size, eval_every, image_h, image_w, channels, quiet;
     int checkpoint_every, resume;
-    long seed;
+    long seed, permute;                 /* permute: --permute-pixels SEED, -1 none */
     float lr, wd; int wd_set;
     /* model options; -1 / NULL = model default */
     int heads, depth, dim, patch, window;
@@ -55,6 +55,9 @@ static void usage(FILE *f)
         "  --train-size N       stratified subset of N training images, seeded (default 0 = all)\n"
         "  --test-size N        evaluate on a stratified subset of N test images (quick checks only;\n"
         "                       default 0 = the whole test split, the reported protocol)\n"
+        "  --permute-pixels S   one fixed random permutation of the pixel positions (seed S), train and test\n"
+        "                       alike: locality is gone, every value kept (the checkpoint carries it to eval,\n"
+        "                       predict and attnmap)\n"
         "  --image-size HxW     image folders: resize to HxW, or SxS for a single number S (default: the\n"
         "                       most common size in the folder)\n"
         "  --channels C         image folders: 1 (grey) or 3 (RGB) (default: 3 if any image has colour)\n"
@@ -241,6 +244,7 @@ static int parse_flag(train_image_opts *o, int f, const char *a)
     case TF_BATCH: return cli_int32(c, "--batch", a, 1, CLI_NOMAX, &o->batch);
     case TF_EVAL_EVERY: return cli_int32(c, "--eval-every", a, 1, CLI_NOMAX, &o->eval_every);
     case TF_SEED: return cli_int(c, "--seed", a, 0, CLI_NOMAX, &o->seed);
+    case TF_PERMUTE: return cli_int(c, "--permute-pixels", a, 0, CLI_NOMAX, &o->permute);
     case TF_THREADS: return cli_threads(c, a, &o->threads);
     case TF_MAX_MEMORY: return cli_max_memory(c, a);
     case TF_DIM: return cli_int32(c, "--dim", a, 1, CLI_NOMAX, &o->dim);
@@ -267,6 +271,7 @@ static int parse_image_opts(int argc, char **argv, train_image_opts *o)
 {
     memset(o, 0, sizeof *o);
     o->model = al_model_kind_at(0)->name; o->data = "fashion-mnist"; o->epochs = 10; o->batch = 64; o->seed = 1; o->lr = 1e-3f;
+    o->permute = -1;
     o->heads = o->depth = o->dim = o->patch = o->window = -1;
     const struct option *lo = train_flags_options();
     optind = 0; opterr = 0;
@@ -314,6 +319,7 @@ static int load_image_data(const train_image_opts *o, image_run *R, al_error *er
     }
     if (app_images_keep(&R->D.train, o->train_size, (uint64_t)o->seed, NULL, err) != AL_OK) return 1;
     if (app_images_keep(&R->D.test, o->test_size, 0, NULL, err) != AL_OK) return 1;
+    if (app_images_permute(&R->D.train, o->permute, err) != AL_OK || app_images_permute(&R->D.test, o->permute, err) != AL_OK) return 1;
     R->classes = R->D.train.classes > R->D.test.classes ? R->D.train.classes : R->D.test.classes;
     return 0;
 }
@@ -437,6 +443,10 @@ static void image_run_id(const train_image_opts *o, const image_run *R, char run
         size_t l = strlen(canon);
         snprintf(canon + l, 2048 - l, ";test_size=%d", R->D.test.n);
     }
+    if (o->permute >= 0) {    /* so is a permuted one (absent otherwise: earlier run ids stay) */
+        size_t l = strlen(canon);
+        snprintf(canon + l, 2048 - l, ";permute_pixels=%ld", o->permute);
+    }
     al_run_id(run_id, canon);
     al_run_config(config, cn, canon);
 }
@@ -449,11 +459,12 @@ static al_status save_image(const train_image_opts *o, const image_run *R, const
     char vb[6][48], names[8192] = "";
     snprintf(vb[0], 48, "%d", R->D.train.n); snprintf(vb[1], 48, "%d", o->epochs); snprintf(vb[2], 48, "%.9g", (double)o->lr);
     snprintf(vb[3], 48, "%.9g", (double)o->wd); snprintf(vb[4], 48, "%d", o->batch); snprintf(vb[5], 48, "%ld", o->seed);
-    char acc[32]; snprintf(acc, sizeof acc, "%.6f", test_acc);
+    char acc[32], perm[32]; snprintf(acc, sizeof acc, "%.6f", test_acc); snprintf(perm, sizeof perm, "%ld", o->permute);
     const char *kv[] = {"task", "image", "data", R->dname, "train_size", vb[0], "epochs", vb[1], "lr", vb[2],
                         "wd", vb[3], "batch", vb[4], "seed", vb[5], "optim", "adamw", "run_id", run_id,
-                        "test_acc", acc, APP_CLASS_NAMES_KEY, names};
+                        "test_acc", acc, APP_PERMUTE_KEY, perm, APP_CLASS_NAMES_KEY, names};
     int nkv = (int)(sizeof kv / sizeof *kv / 2);
+    if (o->permute < 0) { kv[2 * nkv - 4] = kv[2 * nkv - 2]; kv[2 * nkv - 3] = kv[2 * nkv - 1]; nkv--; }   /* no key: unpermuted */
     const al_images *T = R->D.train.class_names ? &R->D.train : &R->D.test;
     if (!T->class_names || T->classes != R->classes || app_class_names_join(T->class_names, T->classes, names, sizeof names))
         nkv--;   /* no names (or too long): predict prints class indices */

@@ -3,6 +3,7 @@
 #include <string.h>
 #include <stdio.h>
 #include "image_common.h"
+#include "attnlab/io.h"
 
 /* Replace im by the n images idx[0..n) (copied). */
 static al_status take_subset(al_images *im, const int *idx, int n, al_error *err)
@@ -15,6 +16,28 @@ static al_status take_subset(al_images *im, const int *idx, int n, al_error *err
     free(im->pix); free(im->labels);
     im->pix = pix; im->labels = lab; im->n = n;
     return AL_OK;
+}
+
+al_status app_images_permute(al_images *im, long seed, al_error *err)
+{
+    if (seed < 0 || im->n == 0) return AL_OK;
+    const int hw = im->h * im->w;
+    int *perm = malloc((size_t)(hw > 0 ? hw : 1) * sizeof(int));
+    if (!perm) return al_seterr(err, "--permute-pixels: out of memory");
+    al_pixel_permutation(hw, (uint64_t)seed, perm);
+    al_status st = al_images_permute(im, perm, err);
+    free(perm);
+    return st;
+}
+
+long app_permute_seed(const char *meta)
+{
+    char *v = meta ? al_meta_get(meta, APP_PERMUTE_KEY) : NULL;
+    if (!v) return -1;
+    char *end; long s = strtol(v, &end, 10);
+    long r = end == v || *end || s < 0 ? -2 : s;
+    free(v);
+    return r;
 }
 
 al_status app_images_keep(al_images *im, int n, uint64_t seed, int **keep, al_error *err)

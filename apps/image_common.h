@@ -11,6 +11,13 @@
  * im->n entries after the call; NULL when nothing was dropped). */
 al_status app_images_keep(al_images *im, int n, uint64_t seed, int **idx, al_error *err);
 
+/* --permute-pixels SEED (train) and the checkpoint metadata key that carries it to eval, predict and
+ * attnmap: every image of im rearranged by the seeded permutation of its pixel positions. seed < 0: nothing. */
+#define APP_PERMUTE_KEY "permute_pixels"
+al_status app_images_permute(al_images *im, long seed, al_error *err);
+/* The permutation seed a checkpoint's metadata names (-1 if none; -2 for a bad value). */
+long app_permute_seed(const char *meta);
+
 /* Checkpoint metadata key of the class names: "class_names" = the names joined by ',' with '%' and ','
  * inside a name written as %25 and %2C. */
 #define APP_CLASS_NAMES_KEY "class_names"

@@ -314,6 +314,61 @@ static void test_cli_csv_deterministic_and_eval(void **st)
     assert_int_equal(system(cmd), 0);
 }
 
+/* --permute-pixels: a seeded permutation (every position once, the same for a seed), applied to every
+ * image and channel alike; a model trained on permuted pixels is evaluated on them by eval and predict
+ * (the checkpoint carries the seed): eval reproduces the run's test accuracy, which differs from the
+ * unpermuted run's. */
+static void test_permute_pixels(void **st)
+{
+    (void)st;
+    int p1[784], p2[784], seen[784] = {0};
+    al_pixel_permutation(784, 7, p1); al_pixel_permutation(784, 7, p2);
+    assert_memory_equal(p1, p2, sizeof p1);
+    for (int i = 0; i < 784; i++) seen[p1[i]]++;
+    for (int i = 0; i < 784; i++) assert_int_equal(seen[i], 1);
+    al_pixel_permutation(784, 8, p2);
+    assert_true(memcmp(p1, p2, sizeof p1) != 0);
+    int moved = 0;
+    for (int i = 0; i < 784; i++) moved += p1[i] != i;
+    assert_true(moved > 700);
+    al_images im = {0};
+    im.n = 2; im.c = 2; im.h = 28; im.w = 28; im.classes = 1;
+    im.pix = malloc(2 * 2 * 784);
+    for (int k = 0; k < 4 * 784; k++) im.pix[k] = (uint8_t)(k * 7 + k / 784);
+    uint8_t *orig = malloc(4 * 784);
+    memcpy(orig, im.pix, 4 * 784);
+    al_error e = {{0}};
+    assert_int_equal(al_images_permute(&im, p1, &e), AL_OK);
+    for (int k = 0; k < 4; k++)
+        for (int q = 0; q < 784; q++) assert_int_equal(im.pix[k * 784 + q], orig[k * 784 + p1[q]]);
+    free(orig); free(im.pix);
+
+    const char *b = tu_attnlab_bin();
+    char dir[] = "/tmp/attnlab_test_permute_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char cmd[2048];
+    double acc[2];
+    for (int k = 0; k < 2; k++) {
+        snprintf(cmd, sizeof cmd, "%s train --model cnn --train-size 300 --test-size 300 --epochs 2 --seed 2 --threads 1 --quiet "
+                 "%s --save %s/m%d.st > %s/o%d.txt 2>&1", b, k ? "--permute-pixels 5" : "", dir, k, dir, k);
+        assert_int_equal(system(cmd), 0);
+        snprintf(cmd, sizeof cmd, "%s/o%d.txt", dir, k);
+        char *out = tu_slurp(cmd), *ta = out ? strstr(out, "test_acc ") : NULL;
+        assert_non_null(ta);
+        acc[k] = strtod(ta + 9, NULL);
+        snprintf(cmd, sizeof cmd, "%s eval --load %s/m%d.st --test-size 300 --threads 1 --quiet > %s/e%d.txt 2>&1", b, dir, k, dir, k);
+        assert_int_equal(system(cmd), 0);
+        snprintf(cmd, sizeof cmd, "%s/e%d.txt", dir, k);
+        char *ev = tu_slurp(cmd), *ea = ev ? strstr(ev, "test_acc ") : NULL;
+        assert_non_null(ea);
+        if (!(fabs(strtod(ea + 9, NULL) - acc[k]) < 1e-4)) fail_msg("eval of the %s model: %s vs %.4f", k ? "permuted" : "plain", ea, acc[k]);
+        free(out); free(ev);
+    }
+    assert_true(acc[0] != acc[1]);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -322,6 +377,7 @@ int main(void)
         cmocka_unit_test(test_nan_loss_is_an_error),
         cmocka_unit_test(test_shape_and_label_checks),
         cmocka_unit_test(test_cli_csv_deterministic_and_eval),
+        cmocka_unit_test(test_permute_pixels),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

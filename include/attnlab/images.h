@@ -89,6 +89,12 @@ al_status al_image_data_load(const char *data, const char *data_dir, int channel
  * seeded (stream AL_RNG_DATA): idx (n) is caller-allocated and receives ascending indices. For one seed
  * a smaller subset is (nearly) contained in a larger one. n < 1 or n > im->n is an error. */
 al_status al_images_subset(const al_images *im, int n, uint64_t seed, int *idx /* (n) */, al_error *err);
+/* --permute-pixels: one fixed random permutation of the h·w pixel positions, seeded (stream AL_RNG_DATA
+ * of seed, Fisher-Yates), the same for every channel and image: pixel p of the output image is pixel
+ * perm[p] of the input. It destroys locality and keeps every pixel's value. */
+void al_pixel_permutation(int hw, uint64_t seed, int *perm /* (hw) */);
+/* Every image of im rearranged by perm (h·w entries, a permutation). AL_ERR on out of memory. */
+al_status al_images_permute(al_images *im, const int *perm, al_error *err);
 /* Per-channel mean and (population) standard deviation of pixel/255 over the images idx[0..n)
  * (all images if idx is NULL; n is then ignored). mean, std: (c). Exact integer sums, so the result
  * does not depend on the thread count. An index outside [0, im->n) is an error. */

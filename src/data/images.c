@@ -11,6 +11,27 @@
 /* ====================================================================================== */
 /* subsets, statistics, batches                                                           */
 /* ====================================================================================== */
+void al_pixel_permutation(int hw, uint64_t seed, int *perm)
+{
+    for (int i = 0; i < hw; i++) perm[i] = i;
+    al_rng r; al_rng_seed(&r, seed, AL_RNG_DATA);
+    al_rng_shuffle(&r, perm, hw);
+}
+
+al_status al_images_permute(al_images *im, const int *perm, al_error *err)
+{
+    const int hw = im->h * im->w;
+    uint8_t *tmp = malloc((size_t)(hw > 0 ? hw : 1));
+    if (!tmp) return al_seterr(err, "--permute-pixels: out of memory");
+    for (int64_t k = 0; k < (int64_t)im->n * im->c; k++) {
+        uint8_t *img = im->pix + k * hw;
+        for (int p = 0; p < hw; p++) tmp[p] = img[perm[p]];
+        memcpy(img, tmp, (size_t)hw);
+    }
+    free(tmp);
+    return AL_OK;
+}
+
 al_status al_images_subset(const al_images *im, int n, uint64_t seed, int *idx /* (n) */, al_error *err)
 {
     if (!im || im->n < 1 || im->classes < 1) return al_seterr(err, "subset: empty image set");
