@@ -22,6 +22,7 @@ typedef struct train_image_opts {
     int epochs, batch, threads, train_size, test_size, eval_every, image_h, image_w, channels, quiet;
     int checkpoint_every, resume;
     long seed, permute;                 /* permute: --permute-pixels SEED, -1 none */
+    al_augment augment;                 /* --augment; all zero: none */
     float lr, wd; int wd_set;
     /* model options; -1 / NULL = model default */
     int heads, depth, dim, patch, window;
@@ -55,6 +56,9 @@ static void usage(FILE *f)
         "  --train-size N       stratified subset of N training images, seeded (default 0 = all)\n"
         "  --test-size N        evaluate on a stratified subset of N test images (quick checks only;\n"
         "                       default 0 = the whole test split, the reported protocol)\n"
+        "  --augment SPEC       on-the-fly augmentation of the training images, e.g. shift:2,flip,erase:0.25\n"
+        "                       (shift by up to N pixels, mirror with p 1/2, random erasing with probability P;\n"
+        "                       seeded per epoch and image, so runs repeat bit for bit; default none)\n"
         "  --permute-pixels S   one fixed random permutation of the pixel positions (seed S), train and test\n"
         "                       alike: locality is gone, every value kept (the checkpoint carries it to eval,\n"
         "                       predict and attnmap)\n"
@@ -245,6 +249,11 @@ static int parse_flag(train_image_opts *o, int f, const char *a)
     case TF_EVAL_EVERY: return cli_int32(c, "--eval-every", a, 1, CLI_NOMAX, &o->eval_every);
     case TF_SEED: return cli_int(c, "--seed", a, 0, CLI_NOMAX, &o->seed);
     case TF_PERMUTE: return cli_int(c, "--permute-pixels", a, 0, CLI_NOMAX, &o->permute);
+    case TF_AUGMENT: {
+        al_error e = {{0}};
+        if (al_augment_parse(a, &o->augment, &e) != AL_OK) { fprintf(stderr, "attnlab train: %s\n", e.msg); return -1; }
+        return 0;
+    }
     case TF_THREADS: return cli_threads(c, a, &o->threads);
     case TF_MAX_MEMORY: return cli_max_memory(c, a);
     case TF_DIM: return cli_int32(c, "--dim", a, 1, CLI_NOMAX, &o->dim);
@@ -447,6 +456,11 @@ static void image_run_id(const train_image_opts *o, const image_run *R, char run
         size_t l = strlen(canon);
         snprintf(canon + l, 2048 - l, ";permute_pixels=%ld", o->permute);
     }
+    char aug[96];
+    if (al_augment_str(&o->augment, aug, sizeof aug) && strcmp(aug, "none")) {   /* and augmented training */
+        size_t l = strlen(canon);
+        snprintf(canon + l, 2048 - l, ";augment=%s", aug);
+    }
     al_run_id(run_id, canon);
     al_run_config(config, cn, canon);
 }
@@ -488,7 +502,7 @@ static int run_training(const train_image_opts *o, image_run *R, al_error *err)
     al_train_config tc;
     memset(&tc, 0, sizeof tc);
     tc.epochs = o->epochs; tc.batch = o->batch; tc.eval_batch = 256; tc.eval_every = o->eval_every; tc.lr = o->lr;
-    tc.weight_decay = o->wd; tc.seed = (uint64_t)o->seed;
+    tc.weight_decay = o->wd; tc.seed = (uint64_t)o->seed; tc.augment = o->augment;
     for (int i = 0; i < 4; i++) { tc.mean[i] = 0.f; tc.std[i] = 1.f; }
     if (al_images_stats(T, NULL, 0, tc.mean, tc.std, err) != AL_OK) return 1;
     char run_id[17], config[1024], canon[2048];

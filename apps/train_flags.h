@@ -31,6 +31,7 @@ enum {
     X(TRAIN_SIZE,    "train-size",        1, AP_TRAINABLE,                0) \
     X(TEST_SIZE,     "test-size",         1, AP_ANY,                      0) \
     X(PERMUTE,       "permute-pixels",    1, AP_ANY,                      0) \
+    X(AUGMENT,       "augment",           1, AP_TRAINABLE,                0) \
     X(IMAGE_SIZE,    "image-size",        1, AP_FOLDER,                   0) \
     X(CHANNELS,      "channels",          1, AP_FOLDER,                   0) \
     X(EPOCHS,        "epochs",            1, AP_TRAINABLE,                AP_ANY) \

@@ -29,7 +29,7 @@ al_status al_seterr(al_error *err, const char *fmt, ...) __attribute__((format(p
 
 /* ---------- RNG: xoshiro256**, seeded by splitmix64; one stream per purpose ---------- */
 typedef struct al_rng { uint64_t s[4]; } al_rng;
-enum { AL_RNG_INIT = 1, AL_RNG_SHUFFLE = 2, AL_RNG_DROPOUT = 3, AL_RNG_DATA = 4 };
+enum { AL_RNG_INIT = 1, AL_RNG_SHUFFLE = 2, AL_RNG_DROPOUT = 3, AL_RNG_DATA = 4, AL_RNG_AUGMENT = 5 };
 void     al_rng_seed(al_rng *r, uint64_t seed, uint64_t stream); /* independent stream per (seed, stream) */
 uint64_t al_rng_u64(al_rng *r);
 float    al_rng_uniform(al_rng *r);              /* [0, 1) with 24 random bits */

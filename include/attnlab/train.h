@@ -11,6 +11,24 @@
 #include "models.h"
 #include "trainstate.h"
 
+/* On-the-fly augmentation of training images (never of test images), an effective-data multiplier:
+ * each (seed, epoch, image) draws its own stream (AL_RNG_AUGMENT), so a run repeats bit for bit on any
+ * thread count and across a resume, and every epoch sees every image differently.
+ *   shift   translate by dx, dy uniform in [-shift, shift] pixels, black (pixel 0) coming in (as
+ *           torchvision's RandomCrop(size, padding=shift))
+ *   flip    mirror left-right with probability 1/2 (RandomHorizontalFlip)
+ *   erase   with this probability, one rectangle of 2-33 % of the image, aspect 0.3-3.3, set to 0 after
+ *           normalisation, i.e. the channel mean (RandomErasing(p=erase), value 0)
+ * All zero: none. */
+typedef struct al_augment { int shift, flip; float erase; } al_augment;
+/* "shift:2,flip,erase:0.25" (any subset, any order; "none") into *a; AL_ERR naming the bad part. */
+al_status al_augment_parse(const char *s, al_augment *a, al_error *err);
+int       al_augment_str(const al_augment *a, char *buf, size_t n);   /* canonical text, "none" if off */
+/* Augment x (b, c, h, w), normalised, in place: image i is training image idx[i] at this epoch. fill
+ * (c) is the normalised value of a black pixel. */
+al_status al_augment_batch(const al_augment *a, float *x, int b, int c, int h, int w, const int *idx, uint64_t seed, int epoch,
+                           const float *fill, al_error *err);
+
 typedef struct al_train_config {
     int epochs, batch, eval_batch;  /* eval_batch default 256 */
     float lr, weight_decay;
@@ -20,6 +38,7 @@ typedef struct al_train_config {
     int eval_every;                 /* evaluate the test set every this many epochs and after the last
                                      * (0 or 1 = every epoch); skipped epochs report test_acc NaN */
     const al_resume *resume;        /* NULL, or training states to hand out / to continue from (trainstate.h) */
+    al_augment augment;             /* training images only; all zero = none */
 } al_train_config;
 
 /* What the progress callback receives: after every step (kind 0) and at the end of an epoch (kind 1). */

@@ -85,6 +85,8 @@ al_status al_train_image(al_model *m, const al_images *train, const al_images *t
     if (al_optim_init(&opt, AL_ADAMW, m->params.total, tc->lr, err) != AL_OK) { st = AL_ERR; goto done; }
     opt.weight_decay = tc->weight_decay;
 
+    float fill[4];                                          /* a black pixel after normalisation */
+    for (int ch = 0; ch < 4; ch++) fill[ch] = ch < cfg->channels ? -tc->mean[ch] / (tc->std[ch] >= 1e-8f ? tc->std[ch] : 1.f) : 0.f;
     al_rng shuf;
     int steps_per_epoch = (train->n + batch - 1) / batch;   /* the last batch may be short (drop_last=False) */
     int64_t total_steps;
@@ -103,6 +105,8 @@ al_status al_train_image(al_model *m, const al_images *train, const al_images *t
             al_ctx_reset(c);
             al_tensor *x = al_new(c, 4, (int[]){B, cfg->channels, cfg->height, cfg->width});
             if (x && al_images_batch(train, perm + s, B, tc->mean, tc->std, x->data, lab, err) != AL_OK) { st = AL_ERR; break; }
+            if (x && al_augment_batch(&tc->augment, x->data, B, cfg->channels, cfg->height, cfg->width, perm + s, tc->seed, ep,
+                                      fill, err) != AL_OK) { st = AL_ERR; break; }
             al_tensor *logits = al_model_forward(c, m, x);                 /* (B, classes) */
             al_tensor *loss = al_cross_entropy(c, logits, lab, NULL);      /* (1) */
             if (!loss) { st = al_seterr(err, "training step %d of epoch %d: %s", step, ep, al_ctx_error(c)); break; }
