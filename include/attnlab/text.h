@@ -120,4 +120,21 @@ al_status al_feat_save(const al_featurizer *fz, char **out, size_t *len, al_erro
  * order, and reports the line of any problem. Version 1 texts ("attnlab-vocab 1": no ambiguous section)
  * load with fz->ambiguous empty. On error fz is left empty. */
 al_status al_feat_load(const char *text, size_t len, al_featurizer *fz, al_error *err);
+/* ---------- generated sequence tasks with unlimited data (issue 17's distance experiments) ----------
+ * Sequences of `len` tokens as a treebank (al_conllu) whose tags are the labels, -1 where a token has
+ * none (only the query tokens are labelled; tags 0 .. values-1 are class ids, not UPOS):
+ *   recall:LEN   associative recall: `pairs` key-value pairs ("k7" then "v3") at random, non-overlapping
+ *                places among fillers ("x"), then `queries` of the keys again at the end (each a key of
+ *                the context, distinct), labelled with the value that followed that key far earlier;
+ *   copy:LEN     selective copy: `pairs` value tokens at random places among fillers, then `queries`
+ *                markers ("?"), the j-th labelled with the j-th value of the context.
+ * The same (spec, n, seed) gives the same sequences; train and test come from different seeds. */
+typedef struct al_gen_seq_cfg {
+    int kind;             /* 0 recall, 1 selective copy */
+    int len, pairs, queries, keys, values;   /* defaults: pairs 4, queries 4, keys 32, values 10 */
+} al_gen_seq_cfg;
+/* "recall:LEN" or "copy:LEN" (LEN 2·pairs + queries .. 100000) into *cfg with the defaults; 1 if s is
+ * not such a spec at all (a treebank name), 0 on success, -1 (err set) for a bad one. */
+int       al_gen_seq_parse(const char *s, al_gen_seq_cfg *cfg, al_error *err);
+al_status al_gen_seq(const al_gen_seq_cfg *cfg, int n, uint64_t seed, al_conllu *out, al_error *err);
 #endif
