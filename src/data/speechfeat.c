@@ -2,6 +2,7 @@
  * over every clip (in parallel: one FFTW plan, per-call buffers), labels per utterance or per frame. */
 #include "attnlab/speech.h"
 #include "attnlab/fbank.h"
+#include "attnlab/io.h"
 #include "core/omp_impl.h"
 #include <math.h>
 #include <stdio.h>
@@ -82,6 +83,8 @@ static al_status alloc_frames(const al_audio *a, const al_speech_opts *o, al_spe
         if (T > out->max_frames) out->max_frames = (int)T;
     }
     size_t bytes = (size_t)out->foff[a->n] * (size_t)out->dim * sizeof(float);
+    if (al_mem_check((uint64_t)bytes, err, "speech features: %lld frames of %d values", (long long)out->foff[a->n], out->dim))
+        return AL_ERR;
     if (!(out->x = malloc(bytes > 0 ? bytes : 1))) return al_seterr(err, "speech: out of memory for %lld frames", (long long)out->foff[a->n]);
     out->speaker = malloc((size_t)(a->n > 0 ? a->n : 1) * sizeof(int));
     if (!out->speaker) return al_seterr(err, "speech: out of memory");
@@ -145,6 +148,9 @@ al_status al_frame_set_fit(al_frame_set *f, double seconds, al_error *err)
     const int64_t n = (int64_t)llround(seconds * AL_AUDIO_RATE), T = al_fbank_frames(&fc, n);
     if (T < 1 || seconds > AL_AUDIO_MAX_SECONDS) return al_seterr(err, "--max-seconds %g gives no frame or is over %d s", seconds, AL_AUDIO_MAX_SECONDS);
     const int N = f->a.n;
+    if (al_mem_check((uint64_t)N * (uint64_t)n * sizeof(float) + (uint64_t)N * (uint64_t)T, err,
+                     "--max-seconds %g: %d utterances of %lld samples", seconds, N, (long long)n))
+        return AL_ERR;
     float *x = calloc((size_t)N * (size_t)n, sizeof(float));
     uint8_t *lab = malloc((size_t)N * (size_t)T);
     int64_t *off = malloc((size_t)(N + 1) * sizeof(int64_t)), *foff = malloc((size_t)(N + 1) * sizeof(int64_t));
