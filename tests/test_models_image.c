@@ -122,6 +122,8 @@ static void test_forward_shapes(void **st)
     cfg.pos = AL_POS_LEARNED; cfg.score = AL_SCORE_ADDITIVE; check_forward(&cfg, 2);
     cfg.score = AL_SCORE_DOT; cfg.norm = AL_NORM_RELU; check_forward(&cfg, 2);
     cfg.norm = AL_NORM_SOFTMAX; cfg.patch = 1; check_forward(&cfg, 2);
+    al_model_config_default(&cfg, "hybrid", 1, 28, 28, 10, &e); check_forward(&cfg, 2);   /* 14x14 tokens */
+    al_model_config_default(&cfg, "hybrid", 3, 10, 14, 4, &e); cfg.dim = 16; cfg.depth = 1; check_forward(&cfg, 2);
     al_model_config_default(&cfg, "local", 1, 12, 12, 5, &e); cfg.window = 3; check_forward(&cfg, 2);
     cfg.pos = AL_POS_LEARNED; check_forward(&cfg, 2);
     cfg.pos = AL_POS_RELATIVE; cfg.patch = 1; cfg.window = 7; check_forward(&cfg, 2);
@@ -223,6 +225,10 @@ static void test_gradcheck_tiny_models(void **st)
     al_model_config_default(&cfg, "mlp", 2, 3, 3, 4, &e);
     cfg.hidden = 5;
     gradcheck_model(&cfg, 1, 1e-3, 1e-2);   /* a small step: fewer ReLU kinks crossed */
+    /* hybrid: conv stage, ReLU, max-pool, then attention blocks over the 3x2 map — every parameter, the input */
+    al_model_config_default(&cfg, "hybrid", 1, 6, 4, 3, &e);
+    cfg.dim = 8; cfg.heads = 2; cfg.hidden = 12; cfg.depth = 1;
+    gradcheck_model(&cfg, 1, 1e-3, 1e-2);
     al_set_threads(threads);
 }
 

@@ -30,6 +30,8 @@ static const al_model_kind kinds[] = {
      NULL, al__cnn_check, al__cnn_init, al__conv_attn_forward},
     {"mlp", "no prior: the flattened pixels through two ReLU layers of 256, then linear", 0.01f, 1, 0, 0,
      al__mlp_defaults, al__mlp_check, al__mlp_init, al__mlp_forward},
+    {"hybrid", "the cnn's first conv stage (3x3 conv, ReLU, maxpool 2), then sa's blocks over its 14x14 map", 0.01f, 1, 1, 0,
+     NULL, al__hybrid_check, al__hybrid_init, al__hybrid_forward},
 };
 enum { NKINDS = (int)(sizeof kinds / sizeof *kinds) };
 

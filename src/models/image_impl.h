@@ -15,6 +15,9 @@ al_status  al__sa_check(const al_model_config *cfg, al_error *err);
 al_status  al__local_check(const al_model_config *cfg, al_error *err);
 al_status  al__transformer_init(al_model *m);
 al_tensor *al__transformer_forward(al_ctx *c, al_model *m, al_tensor *x /* (B,C,H,W) */);
+al_status  al__hybrid_check(const al_model_config *cfg, al_error *err);
+al_status  al__hybrid_init(al_model *m);
+al_tensor *al__hybrid_forward(al_ctx *c, al_model *m, al_tensor *x /* (B,C,H,W) */);
 
 /* mlp.c: no prior at all, pixels → hidden → hidden → classes */
 void       al__mlp_defaults(al_model_config *cfg);

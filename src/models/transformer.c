@@ -55,12 +55,13 @@ static al_status block_init(al_model *m, int b, int offs)
     return al__block_params_add(&m->params, &m->blocks[b], b, "attn.", cfg->dim, cfg->heads, cfg->hidden, offs, cfg->score);
 }
 
-al_status al__transformer_init(al_model *m)
+/* The token model over a gh × gw grid of pin-value tokens: embedding, positions, blocks, head. */
+static al_status tokens_init(al_model *m, int pin, int gh, int gw)
 {
     const al_model_config *cfg = &m->cfg;
     const al_init zeros = {AL_INIT_ZEROS, 0}, ones = {AL_INIT_ONES, 0};
-    int D = cfg->dim, pin = cfg->channels * cfg->patch * cfg->patch;
-    m->grid_h = cfg->height / cfg->patch; m->grid_w = cfg->width / cfg->patch;
+    int D = cfg->dim;
+    m->grid_h = gh; m->grid_w = gw;
     int N = m->grid_h * m->grid_w;
     int offs = 0;
     if (cfg->pos == AL_POS_RELATIVE) {
@@ -87,6 +88,12 @@ oom:
     return AL_ERR;
 }
 
+al_status al__transformer_init(al_model *m)
+{
+    const al_model_config *cfg = &m->cfg;
+    return tokens_init(m, cfg->channels * cfg->patch * cfg->patch, cfg->height / cfg->patch, cfg->width / cfg->patch);
+}
+
 static al_pattern model_pattern(const al_model *m)
 {
     const al_model_config *cfg = &m->cfg;
@@ -108,10 +115,11 @@ static al_tensor *block_forward(al_ctx *c, al_model *m, int bi, al_tensor *x /* 
     return al__block_forward(c, &m->blocks[bi], &d, cfg->heads, x);            /* (B,N,D) */
 }
 
-al_tensor *al__transformer_forward(al_ctx *c, al_model *m, al_tensor *x /* (B,C,H,W) */)
+/* tokens (B, N, pin) → logits (B, classes) */
+static al_tensor *tokens_forward(al_ctx *c, al_model *m, al_tensor *tok)
 {
     const al_model_config *cfg = &m->cfg;
-    al_tensor *h = al_linear(c, al_patchify(c, x, cfg->patch), m->embed_w, m->embed_b);  /* (B,N,D) */
+    al_tensor *h = al_linear(c, tok, m->embed_w, m->embed_b);  /* (B,N,D) */
     if (m->pos) h = al_add_bcast(c, h, m->pos);
     if (m->sincos && h) {
         al_tensor *pe = al_wrap(c, m->sincos, 2, (int[]){m->grid_h * m->grid_w, cfg->dim});
@@ -120,4 +128,38 @@ al_tensor *al__transformer_forward(al_ctx *c, al_model *m, al_tensor *x /* (B,C,
     for (int b = 0; b < cfg->depth; b++) h = block_forward(c, m, b, h);
     h = al_mean_tokens(c, al_layernorm(c, h, m->ln_w, m->ln_b, 1e-5f));   /* (B,D) */
     return al_linear(c, h, m->head_w, m->head_b);                         /* (B,classes) */
+}
+
+al_tensor *al__transformer_forward(al_ctx *c, al_model *m, al_tensor *x /* (B,C,H,W) */)
+{
+    return tokens_forward(c, m, al_patchify(c, x, m->cfg.patch));       /* (B,N,C·p²) */
+}
+
+/* ---------------- hybrid: the cnn's first conv stage, then attention over its map ----------------
+ * conv3x3(C→32)·ReLU·maxpool2 (the cnn's "c1", same init), then every position of the H/2 × W/2 map is a
+ * token of 32 values: embedding, positions, depth blocks of full self-attention, LN, mean, head — the
+ * usual way a vision transformer gets the CNN's small-data prior back (a convolutional stem). The token
+ * grid is the image's at patch 2, so attention maps draw as sa's at --patch 2. */
+al_status al__hybrid_check(const al_model_config *cfg, al_error *err)
+{
+    if (cfg->patch != 2) return al_seterr(err, "hybrid: the conv stage's pooling makes 2x2 tokens; --patch must be 2, got %d", cfg->patch);
+    if (cfg->height < 2 || cfg->width < 2) return al_seterr(err, "hybrid: images must be at least 2x2");
+    return attn_check(cfg, 0, err);
+}
+
+al_status al__hybrid_init(al_model *m)
+{
+    const al_model_config *cfg = &m->cfg;
+    const int C = cfg->channels;
+    AL__ADD(m, m->c1_w, "c1.weight", 4, AL__S4(32, C, 3, 3), al_init_kaiming(C * 9));
+    AL__ADD(m, m->c1_b, "c1.bias", 1, AL__S1(32), al_init_kaiming(C * 9));
+    return tokens_init(m, 32, cfg->height / 2, cfg->width / 2);
+oom:
+    return AL_ERR;
+}
+
+al_tensor *al__hybrid_forward(al_ctx *c, al_model *m, al_tensor *x /* (B,C,H,W) */)
+{
+    al_tensor *h = al_relu(c, al_maxpool2d(c, al_conv2d(c, x, m->c1_w, m->c1_b, 1, 1), 2, 2));   /* (B,32,H/2,W/2) */
+    return tokens_forward(c, m, al_patchify(c, h, 1));                                            /* (B,N,32) */
 }

@@ -16,8 +16,8 @@ al_status al_attnmap_compute(al_model *m, const float *x /* (C, H, W) */, int la
                              int nq, float *maps /* (nq, heads, grid_h·grid_w) */, int *pred, al_error *err)
 {
     const al_model_config *cfg = &m->cfg;
-    if (strcmp(cfg->name, "sa") && strcmp(cfg->name, "local"))
-        return al_seterr(err, "attnmap: a '%s' model has no attention weights (only sa and local have)", cfg->name);
+    if (!m->kind || !m->kind->attention)
+        return al_seterr(err, "attnmap: a '%s' model has no attention weights (only sa, local and hybrid have)", cfg->name);
     const int depth = cfg->depth, H = cfg->heads, gh = m->grid_h, gw = m->grid_w, N = gh * gw;
     if (layer == -1) layer = depth - 1;
     if (layer < 0 || layer >= depth)
