@@ -28,7 +28,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
         "usage: attnlab plot FILE.csv --out FILE.png [--kind tradeoff|curves] [--size N] [--by KEYS]\n"
-        "                    [--metric test_acc|unseen_acc|ambig_acc] [--script FILE.gp]\n"
+        "                    [--metric test_acc|unseen_acc|ambig_acc] [--script FILE.gp]   (FILE.csv.gz too)\n"
         "       attnlab plot ATTENTION.csv --kind graph-attention --node N [--layer L] --out FILE.png\n"
         "  --kind tradeoff  final test accuracy vs training-set size (log x), mean +- std over seeds as error\n"
         "                   bars, one line per model and variant (default); for graph CSVs x is the number\n"

@@ -12,7 +12,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
         "usage: attnlab summarize FILE.csv [--csv] [--by KEYS]\n"
-        "  Reads a results CSV (one row per epoch, the last row of a run is its result) and prints, per\n"
+        "  Reads a results CSV (or FILE.csv.gz; one row per epoch, the last row of a run is its result) and prints, per\n"
         "  task, dataset, model, variant (the run's config: patch, pos, score, lr, split kind, ...) and\n"
         "  training-set size, the final test accuracy as mean +- sample std over runs (seeds), the number\n"
         "  of runs, the mean epoch of the final row (graph runs: the restored best epoch), parameters and\n"

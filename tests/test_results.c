@@ -1,5 +1,7 @@
 /* test_results.c — results CSV reader: parsing, grouping into runs, mean ± std, error lines. */
 #include "testutil.h"
+#include <sys/stat.h>
+#include <zlib.h>
 #include "attnlab/io.h"
 #include "attnlab/results.h"
 #include <math.h>
@@ -136,6 +138,23 @@ static void test_read_file(void **st)
     al_error e2 = {{0}};
     assert_int_equal(al_results_read(path, &r, &e2), AL_ERR);
     assert_non_null(strstr(e2.msg, path));
+    /* FILE.gz: the same rows through zlib; a cut gzip stream is an error naming the file */
+    char gz[64];
+    snprintf(gz, sizeof gz, "%s.gz", path);
+    gzFile z = gzopen(gz, "wb9");
+    assert_non_null(z);
+    assert_int_equal(gzwrite(z, csv_ok, (unsigned)strlen(csv_ok)), (int)strlen(csv_ok));
+    assert_int_equal(gzclose(z), Z_OK);
+    assert_int_equal(al_results_read(gz, &r, &e), AL_OK);
+    assert_int_equal(r.n, 6);
+    al_results_free(&r);
+    struct stat sb;
+    assert_int_equal(stat(gz, &sb), 0);
+    assert_int_equal(truncate(gz, sb.st_size - 12), 0);
+    e2.msg[0] = 0;
+    assert_int_equal(al_results_read(gz, &r, &e2), AL_ERR);
+    if (!strstr(e2.msg, "cut short or damaged")) fail_msg("%s", e2.msg);
+    unlink(gz);
 }
 
 /* The 16-column format of 0.4: config and status columns; variants grouped apart, --by merges them,
