@@ -31,6 +31,9 @@ static void usage(FILE *f)
         "data:\n"
         "  --data NAME|DIR      treebank directory with train/test (.conllu or .conllu.gz, or UD release names)\n"
         "                       (default ud-english-ewt, found as datasets/NAME, $ATTNLAB_DATA/NAME, ...)\n"
+        "  --data recall:LEN    generated, unlimited: associative recall over LEN tokens (4 key-value pairs among\n"
+        "                       fillers, the keys asked again at the end; test_acc = answers right), or copy:LEN\n"
+        "                       (selective copy); --train-size sequences (default 10000), 1000 test ones\n"
         "  --train-size N       random subset of N training sentences, seeded (default 0 = all)\n"
         "  --max-len N          longest sentence accepted (default 512)\n"
         "training:\n"
@@ -199,6 +202,7 @@ typedef struct seq_run {
     al_seq_model m; int have_model;
     char dname[64];
     app_resume ar;
+    int gen_values, gen_len;        /* --data recall:LEN / copy:LEN: label classes and length (0: a treebank) */
 } seq_run;
 
 static void seq_run_free(seq_run *R)
@@ -213,6 +217,19 @@ static void seq_run_free(seq_run *R)
 /* The treebank, the seeded --train-size subset (kept in file order), features; 0, 1 or 2. */
 static int load_seq_data(const sopts *o, seq_run *R, al_error *err)
 {
+    al_gen_seq_cfg gen;
+    const int g = al_gen_seq_parse(o->data, &gen, err);
+    if (g < 0) return 2;
+    if (g == 0) {   /* a generated task: --train-size sequences (default 10 000) from the seed, 1 000 test ones from another */
+        snprintf(R->dname, sizeof R->dname, "%s", o->data);
+        const int ntr = o->train_size > 0 ? o->train_size : 10000;
+        if (al_gen_seq(&gen, ntr, (uint64_t)o->seed, &R->D.train, err) != AL_OK ||
+            al_gen_seq(&gen, 1000, (uint64_t)o->seed ^ 0x7e57da7a5eedULL, &R->D.test, err) != AL_OK) return 1;
+        R->gen_values = gen.values; R->gen_len = gen.len;
+        if (al_feat_build(&R->D.train, &R->fz, err) != AL_OK) return 1;
+        if (al_seq_data_encode(&R->fz, &R->D.train, &R->tr, err) != AL_OK) return 1;
+        return al_seq_data_encode(&R->fz, &R->D.test, &R->te, err) != AL_OK;
+    }
     char dir[4096];
     const char *explicit_dir = strchr(o->data, '/') ? o->data : NULL;
     if (al_data_locate(explicit_dir ? "ud-english-ewt" : o->data, explicit_dir, dir, sizeof dir, err) != AL_OK) return 1;
@@ -260,6 +277,11 @@ static al_status save_seq(const sopts *o, seq_run *R, const char *run_id, const 
 static int run_seq(const sopts *o, seq_run *R, al_seq_config *cfg, al_error *err)
 {
     cfg->nwords = al_feat_nwords(&R->fz); cfg->nsuffixes = al_feat_nsuffixes(&R->fz);
+    if (R->gen_values) {   /* generated: the labels are value ids, and the sequences may be longer than --max-len */
+        cfg->tags = R->gen_values;
+        if (cfg->max_len < R->gen_len) cfg->max_len = R->gen_len;
+        if (!strcmp(cfg->name, "trunc") && cfg->window > cfg->max_len) cfg->window = cfg->max_len;
+    }
     if (al_seq_init(&R->m, cfg, (uint64_t)o->seed, err) != AL_OK) return 1;
     R->have_model = 1;
     char canon[2048], run_id[17], config[1024];

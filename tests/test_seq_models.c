@@ -287,28 +287,33 @@ static void test_checkpoint(void **st)
 
 /* The sharded step = one pass over the whole batch: loss, hits and gradient (to float rounding:
  * the shards' sums meet in another order); the replica's gradient is all zero afterwards. Batches
- * of one sentence (a single shard) and of several, every model. */
+ * of one sentence (a single shard) and of several, every model; and with unlabelled tokens (tag -1,
+ * as the generated tasks have: the mean is over the labelled ones, a shard with none adds nothing). */
 static void test_shard_step(void **st)
 {
     (void)st;
     const int len[] = {5, 1, 7, 3, 2};
     rbatch r; make_batch(&r, len, 5, 31);
     int tags[64];
-    for (int i = 0; i < r.ntok; i++) tags[i] = (r.word[i] * 7 + i) % TAGS;
+    for (int unl = 0; unl <= 1; unl++)
     for (size_t vi = 0; vi < sizeof VARIANTS / sizeof *VARIANTS; vi++)
         for (int nseg = 1; nseg <= 5; nseg += 4) {
+            for (int i = 0; i < r.ntok; i++) tags[i] = unl && (i < 3 || i % 3 == 0) ? -1 : (r.word[i] * 7 + i) % TAGS;
+            uint8_t mask[64];
+            for (int i = 0; i < r.ntok; i++) mask[i] = tags[i] >= 0;
             al_seq_model m; init_variant(&m, &VARIANTS[vi], 1);
             const int64_t P = m.params.total;
             al_seq_batch b = view(&r, 0, nseg);
             al_ctx *c = al_ctx_new(1);                         /* one pass */
             al_params_zero_grad(&m.params);
             al_tensor *logits = al_seq_forward(c, &m, &b);
-            al_tensor *loss = al_cross_entropy(c, logits, tags, NULL);
+            al_tensor *loss = al_cross_entropy(c, logits, tags, unl ? mask : NULL);
             assert_non_null(loss);
             assert_int_equal(al_backward(c, loss), AL_OK);
             const double want_loss = loss->data[0];
             int64_t want_hits = 0;
             for (int i = 0; i < b.ntok; i++) {
+                if (tags[i] < 0) continue;
                 const float *q = logits->data + (int64_t)i * TAGS;
                 int k = 0; for (int j = 1; j < TAGS; j++) if (q[j] > q[k]) k = j;
                 want_hits += k == tags[i];
@@ -327,6 +332,13 @@ static void test_shard_step(void **st)
                     fail_msg("%s, %d sentences: sharded step vs one pass: gradient %.3g, loss %.9g vs %.9g, hits %lld vs %lld",
                              VARIANTS[vi].model, nseg, eg, got_loss, want_loss, (long long)hits, (long long)want_hits);
                 for (int64_t i = 0; i < P; i++) if (sp.rep.params.grad[i] != 0.f) fail_msg("%s: replica gradient %lld not 0", VARIANTS[vi].model, (long long)i);
+            }
+            if (unl && nseg == 5) {                                       /* no label at all: an error, not NaN */
+                int none[64];
+                for (int i = 0; i < r.ntok; i++) none[i] = -1;
+                e.msg[0] = 0;
+                assert_int_equal(al__seq_step(&sp, &m, &b, none, &got_loss, &hits, &e), AL_ERR);
+                assert_non_null(strstr(e.msg, "no labelled token"));
             }
             al__seq_stepper_free(&sp);
             free(want);

@@ -198,9 +198,10 @@ al_status al_seq_train(al_seq_model *m, const al_seq_data *train, const al_seq_d
     if (tc->epochs < 1 || tc->batch < 1) return al_seterr(err, "training: epochs and batch must be positive");
     if (train->nsent < 1) return al_seterr(err, "training: the training set is empty");
     if (!(tc->lr > 0) || !(tc->weight_decay >= 0)) return al_seterr(err, "training: need lr > 0 and weight decay >= 0");
-    for (int i = 0; i < train->ntok; i++)
-        if (train->tag[i] < 0 || train->tag[i] >= m->cfg.tags)
+    for (int i = 0; i < train->ntok; i++)   /* -1: an unlabelled token (the generated tasks' context), not trained on */
+        if (train->tag[i] < -1 || train->tag[i] >= m->cfg.tags)
             return al_seterr(err, "training: token %d has tag %d outside [0, %d)", i, train->tag[i], m->cfg.tags);
+    if (al__seq_tagged(train->tag, train->ntok) == 0) return al_seterr(err, "training: no training token has a label");
     if (train->max_len > m->cfg.max_len || (test && test->max_len > m->cfg.max_len))
         return al_seterr(err, "training: a sentence has %d tokens, more than --max-len %d", 
                          train->max_len > (test ? test->max_len : 0) ? train->max_len : test->max_len, m->cfg.max_len);
@@ -233,7 +234,7 @@ al_status al_seq_train(al_seq_model *m, const al_seq_data *train, const al_seq_d
     for (int ep = first; ep <= tc->epochs && st == AL_OK; ep++) {
         al_rng_shuffle(&shuf, perm, train->nsent);
         double loss_sum = 0, t0 = al_time();
-        int64_t correct = 0, seen = 0;
+        int64_t correct = 0, seen = 0, toks = 0;   /* labelled tokens, all tokens */
         int step;
         for (step = 1; step <= steps_per_epoch; step++) {
             int s = (step - 1) * batch, S = train->nsent - s < batch ? train->nsent - s : batch;
@@ -248,14 +249,15 @@ al_status al_seq_train(al_seq_model *m, const al_seq_data *train, const al_seq_d
             if (al_diverge_loss(&div, lv, ep, step, err) != AL_OK) { st = AL_ERR; break; }   /* before the update */
             al_optim_step(&opt, &m->params);
             if (al_diverge_step(&div, &opt, &m->params, lv, ep, step, err) != AL_OK) { st = AL_ERR; break; }
+            const int ntag = al__seq_tagged(bb.tag, b.ntok);
             correct += hits;
-            loss_sum += lv * b.ntok; seen += b.ntok; total_steps++;
+            loss_sum += lv * ntag; seen += ntag; toks += b.ntok; total_steps++;
             if (cb) {
                 double now = al_time();
                 al_seq_progress p = {0};
                 p.kind = 0; p.epoch = ep; p.epochs = tc->epochs; p.step = step; p.steps_per_epoch = steps_per_epoch;
                 p.loss = lv; p.train_acc = (double)correct / seen; p.test_acc = p.unseen_acc = p.ambig_acc = NAN;
-                p.epoch_seconds = now - t0; p.tok_per_s = seen / (now - t0 > 1e-9 ? now - t0 : 1e-9); p.elapsed = now - t_start;
+                p.epoch_seconds = now - t0; p.tok_per_s = toks / (now - t0 > 1e-9 ? now - t0 : 1e-9); p.elapsed = now - t_start;
                 if (cb(ud, &p)) { st = al_seterr(err, "stopped"); break; }
             }
             if (tc->max_steps > 0 && total_steps >= tc->max_steps) break;
@@ -270,7 +272,7 @@ al_status al_seq_train(al_seq_model *m, const al_seq_data *train, const al_seq_d
             p.steps_per_epoch = steps_per_epoch;
             p.loss = seen ? loss_sum / seen : NAN; p.train_acc = seen ? (double)correct / seen : NAN;
             p.test_acc = sc.acc; p.unseen_acc = sc.unseen_acc; p.ambig_acc = sc.ambig_acc;
-            p.epoch_seconds = secs; p.tok_per_s = seen / (secs > 1e-9 ? secs : 1e-9); p.elapsed = al_time() - t_start;
+            p.epoch_seconds = secs; p.tok_per_s = toks / (secs > 1e-9 ? secs : 1e-9); p.elapsed = al_time() - t_start;
             if (cb(ud, &p)) { st = al_seterr(err, "stopped"); break; }
         }
         int last = ep == tc->epochs || (tc->max_steps > 0 && total_steps >= tc->max_steps);

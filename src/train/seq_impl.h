@@ -36,6 +36,8 @@ void      al__seq_stepper_free(al__seq_stepper *s);
  * argmax is tags[i]. The weights are not touched. */
 al_status al__seq_step(al__seq_stepper *s, al_seq_model *m, const al_seq_batch *b, const int *tags /* (ntok) */,
                        double *loss, int64_t *correct, al_error *err);
+/* Tokens of tags[0..n) with a label (>= 0). */
+int       al__seq_tagged(const int *tags, int n);
 /* The configuration as checkpoint metadata pairs (values in buf; the count or -1), and back. */
 int       al__seq_config_kv(const al_seq_config *g, const char **kv, int max, char *buf, size_t bufsize);
 al_status al__seq_config_from_meta(const char *meta, const char *path, al_seq_config *g, al_error *err);

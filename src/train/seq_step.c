@@ -44,22 +44,40 @@ static int split_point(const al_seq_batch *b)
 
 typedef struct { al_seq_batch b; const int *tags; double loss; int64_t correct; int failed; } shard;
 
+/* Tokens of tags[0..n) with a label (>= 0; -1 = unlabelled, as the generated tasks' context tokens). */
+int al__seq_tagged(const int *tags, int n)
+{
+    int k = 0;
+    for (int i = 0; i < n; i++) k += tags[i] >= 0;
+    return k;
+}
+
 /* One shard on its own context, every op serial (called inside a parallel region, or alone). The
- * model's gradient is zeroed first; the replica's is zero already (see al__seq_step). */
-static void shard_run(al_ctx *c, al_seq_model *m, int zero, shard *sh, int ntok_all)
+ * model's gradient is zeroed first; the replica's is zero already (see al__seq_step). The loss is the
+ * mean over the labelled tokens, weighted by the shard's share of the batch's ntag_all labelled tokens
+ * (every token, for a treebank: then no mask is built and the arithmetic is as before). */
+static void shard_run(al_ctx *c, al_seq_model *m, int zero, shard *sh, int ntag_all)
 {
     al_ctx_reset(c);
     if (zero) al_params_zero_grad(&m->params);
+    const int n = sh->b.ntok, nt = al__seq_tagged(sh->tags, n);
+    if (nt == 0) return;                                                  /* nothing to learn from here */
+    uint8_t *mask = NULL;
+    if (nt < n) {
+        if (!(mask = al_arena_alloc(&c->arena, (size_t)n))) { sh->failed = 1; return; }
+        for (int i = 0; i < n; i++) mask[i] = sh->tags[i] >= 0;
+    }
     al_tensor *logits = al_seq_forward(c, m, &sh->b);                     /* (n, tags) */
-    al_tensor *loss = al_cross_entropy(c, logits, sh->tags, NULL);        /* mean over the shard's tokens */
+    al_tensor *loss = al_cross_entropy(c, logits, sh->tags, mask);        /* mean over the shard's labelled tokens */
     float *seed = loss ? al_grad(c, loss) : NULL;
     if (!seed) { sh->failed = 1; return; }
-    const float w = (float)sh->b.ntok / (float)ntok_all;                  /* the shard's share of the batch mean */
+    const float w = (float)nt / (float)ntag_all;                          /* the shard's share of the batch mean */
     sh->loss = (double)loss->data[0] * w;
     seed[0] = w;
     if (al_backward_run(c) != AL_OK) { sh->failed = 1; return; }
     const int K = logits->shape[1];
-    for (int i = 0; i < sh->b.ntok; i++) {
+    for (int i = 0; i < n; i++) {
+        if (sh->tags[i] < 0) continue;
         const float *r = logits->data + (int64_t)i * K;
         int k = 0;
         for (int j = 1; j < K; j++) if (r[j] > r[k]) k = j;
@@ -104,7 +122,8 @@ static void add_dense(float *g0, float *g1, int64_t lo, int64_t hi, int64_t tota
 al_status al__seq_step(al__seq_stepper *s, al_seq_model *m, const al_seq_batch *b, const int *tags,
                        double *loss, int64_t *correct, al_error *err)
 {
-    const int k = split_point(b), nsh = k < b->nseg ? 2 : 1;
+    const int k = split_point(b), nsh = k < b->nseg ? 2 : 1, ntag = al__seq_tagged(tags, b->ntok);
+    if (ntag == 0) return al_seterr(err, "a batch of %d sequences has no labelled token", b->nseg);
     int n0 = 0;
     for (int i = 0; i < k; i++) n0 += b->len[i];
     shard sh[AL_SEQ_SHARDS];
@@ -122,7 +141,7 @@ al_status al__seq_step(al__seq_stepper *s, al_seq_model *m, const al_seq_batch *
     AL_OMP("omp parallel num_threads(2) if (nsh > 1 && al_threads() > 1)")
     {
         const int t = al__thread_id(), nt = al__num_threads();
-        for (int q = t; q < nsh; q += nt) shard_run(s->c[q], q ? &s->rep : m, q == 0, &sh[q], b->ntok);
+        for (int q = t; q < nsh; q += nt) shard_run(s->c[q], q ? &s->rep : m, q == 0, &sh[q], ntag);
         AL_OMP("omp barrier")
         if (nsh > 1) {                             /* g0 += g1, g1 = 0: each thread its own part */
             add_dense(g0, g1, total * t / nt, total * (t + 1) / nt, total, tab);
