@@ -93,7 +93,8 @@ static void preamble(FILE *f, const char *tmp_out, al_metric metric)
 static const char *size_words(const char *task)
 {
     return !strcmp(task, "graph") ? "labelled training nodes (labels per class x classes)"
-         : !strcmp(task, "sequence") ? "training-set size (sentences)" : "training-set size (images)";
+         : !strcmp(task, "sequence") ? "training-set size (sentences)"
+         : !strcmp(task, "speech") ? "training-set size (clips)" : "training-set size (images)";
 }
 
 static int tradeoff(FILE *f, const al_results *r, const al_summary *s, const char *task, const char *dataset, al_metric mt)
