@@ -18,6 +18,7 @@ WHAT=${2:?usage: speech-experiments.sh CORPUS window|length|speakers|main [OUTDI
 OUT=${3:-results}
 BIN=${ATTNLAB_BIN:-bin/attnlab}
 THREADS=${THREADS:-2}
+SEED=${SEED:-1}                  # SEED=2 scripts/speech-experiments.sh ...: another seed (keys get -sN)
 mkdir -p "$OUT"
 DONE="$OUT/speech-$WHAT.done"
 touch "$DONE"
@@ -25,10 +26,11 @@ touch "$DONE"
 # run KEY ARGS...: one training run unless KEY is done; its summary line goes to speech-WHAT.log.
 run() {
   local key=$1; shift
+  [ "$SEED" = 1 ] || key="$key-s$SEED"
   if grep -qxF "$key" "$DONE"; then echo "skip $key"; return 0; fi
   echo "run  $key: $BIN train --task speech --data $CORPUS $*"
   local t; t=$(mktemp)
-  if /usr/bin/time -f "peak_rss_kb %M" -o "$t" "$BIN" train --task speech --data "$CORPUS" --threads "$THREADS" --quiet "$@" \
+  if /usr/bin/time -f "peak_rss_kb %M" -o "$t" "$BIN" train --task speech --data "$CORPUS" --threads "$THREADS" --seed "$SEED" --quiet "$@" \
        > "$t.out"; then
     echo "$key $(cat "$t.out") $(cat "$t")" >> "$OUT/speech-$WHAT.log"
     echo "$key" >> "$DONE"
