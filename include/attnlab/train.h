@@ -10,6 +10,7 @@
 #include "images.h"
 #include "models.h"
 #include "trainstate.h"
+#include "dist.h"
 
 typedef struct al_train_config {
     int epochs, batch, eval_batch;  /* eval_batch default 256 */
@@ -20,6 +21,7 @@ typedef struct al_train_config {
     int eval_every;                 /* evaluate the test set every this many epochs and after the last
                                      * (0 or 1 = every epoch); skipped epochs report test_acc NaN */
     const al_resume *resume;        /* NULL, or training states to hand out / to continue from (trainstate.h) */
+    const al_dist *dist;            /* NULL: one process; else this rank's share of a data-parallel run (dist.h) */
 } al_train_config;
 
 /* What the progress callback receives: after every step (kind 0) and at the end of an epoch (kind 1). */

@@ -36,4 +36,10 @@ void      al__seq_stepper_free(al__seq_stepper *s);
  * argmax is tags[i]. The weights are not touched. */
 al_status al__seq_step(al__seq_stepper *s, al_seq_model *m, const al_seq_batch *b, const int *tags /* (ntok) */,
                        double *loss, int64_t *correct, al_error *err);
+/* The data-parallel step (dist.h): this rank's micro-shards of b (contiguous sentences, al_dist_shards of
+ * the sentence count), each on s->c[0] alone, then m's gradient SET to the sum over every rank. *loss,
+ * *correct: the whole batch's, the same on every rank. step_no seeds each shard's dropout stream. */
+al_status al__seq_step_dist(al__seq_stepper *s, al_seq_model *m, const al_seq_batch *b, const int *tags /* (ntok) */,
+                            const al_dist *d, uint64_t seed, int64_t step_no, al_gradsum *gs,
+                            double *loss, int64_t *correct, al_error *err);
 #endif

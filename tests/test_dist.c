@@ -1,0 +1,121 @@
+/* test_dist.c — the data-parallel step's arithmetic (dist.h) without MPI: micro-shard counts and
+ * ranges, and the fixed-point gradient sum across 1, 2, 3 and 5 ranks simulated by threads whose
+ * allreduce meets at a barrier. The sum must have the same bits for every rank count and lie within
+ * the fixed point's rounding of the exact sum. (tests/mpi.sh does the same through mpirun.) */
+#include "testutil.h"
+#include "attnlab/dist.h"
+#include "attnlab/tensor.h"
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void test_shard_counts(void **st)
+{
+    (void)st;
+    static const int n[] = {1, 5, 8, 32, 64, 100, 512, 5000}, want[] = {1, 5, 8, 8, 8, 13, 64, 64};
+    for (size_t i = 0; i < sizeof n / sizeof *n; i++) assert_int_equal(al_dist_shards(n[i]), want[i]);
+    for (int N = 1; N <= 9; N++) {             /* ranks cover [0, S) in order, each shard once */
+        int next = 0;
+        for (int r = 0; r < N; r++) {
+            al_dist d = {r, N, NULL, NULL};
+            int j0, j1;
+            al_dist_my_shards(&d, 8, &j0, &j1);
+            assert_int_equal(j0, next);
+            assert_true(j1 >= j0);
+            next = j1;
+        }
+        assert_int_equal(next, 8);
+    }
+}
+
+/* A world of N threads: allreduce adds (or takes the maximum of) every thread's buffer at a barrier. */
+enum { P = 1000, S = 8, MAXN = 5 };
+typedef struct world { int N; pthread_barrier_t bar; int64_t *bufs[MAXN]; int64_t out[P]; } world;
+typedef struct rank_arg { world *w; int rank; float (*g)[P]; float result[P]; int failed; } rank_arg;
+
+static int fake_allreduce(void *ud, int64_t *buf, int64_t n, int op)
+{
+    rank_arg *a = ud;
+    world *w = a->w;
+    w->bufs[a->rank] = buf;
+    pthread_barrier_wait(&w->bar);
+    if (a->rank == 0)
+        for (int64_t i = 0; i < n; i++) {
+            int64_t v = w->bufs[0][i];
+            for (int r = 1; r < w->N; r++) v = op == AL_DIST_SUM ? v + w->bufs[r][i] : (w->bufs[r][i] > v ? w->bufs[r][i] : v);
+            w->out[i] = v;
+        }
+    pthread_barrier_wait(&w->bar);
+    memcpy(buf, w->out, (size_t)n * sizeof *buf);
+    pthread_barrier_wait(&w->bar);             /* nobody overwrites out before every rank copied it */
+    return 0;
+}
+
+static void *rank_main(void *p)
+{
+    rank_arg *a = p;
+    al_dist d = {a->rank, a->w->N, fake_allreduce, a};
+    al_gradsum gs;
+    memset(&gs, 0, sizeof gs);
+    al_error e = {{0}};
+    int j0, j1;
+    al_dist_my_shards(&d, S, &j0, &j1);
+    al_gradsum_begin(&gs, P);
+    for (int j = j0; j < j1; j++) a->failed |= al_gradsum_add(&gs, a->g[j], &e) != AL_OK;
+    a->failed |= al_gradsum_reduce(&gs, &d, a->result, &e) != AL_OK;
+    al_gradsum_free(&gs);
+    return NULL;
+}
+
+static void sum_on(int N, float (*g)[P], float out[P])
+{
+    world w;
+    memset(&w, 0, sizeof w);
+    w.N = N;
+    pthread_barrier_init(&w.bar, NULL, (unsigned)N);
+    rank_arg *a = calloc((size_t)N, sizeof *a);
+    pthread_t th[MAXN];
+    for (int r = 0; r < N; r++) { a[r].w = &w; a[r].rank = r; a[r].g = g; pthread_create(&th[r], NULL, rank_main, &a[r]); }
+    for (int r = 0; r < N; r++) pthread_join(th[r], NULL);
+    for (int r = 0; r < N; r++) {
+        assert_false(a[r].failed);
+        assert_memory_equal(a[r].result, a[0].result, sizeof a[0].result);   /* every rank the same */
+    }
+    memcpy(out, a[0].result, sizeof a[0].result);
+    free(a);
+    pthread_barrier_destroy(&w.bar);
+}
+
+static void test_gradient_sum_same_bits_for_any_rank_count(void **st)
+{
+    (void)st;
+    static float g[S][P];
+    al_rng r; al_rng_seed(&r, 7, AL_RNG_DATA);
+    for (int j = 0; j < S; j++)
+        for (int i = 0; i < P; i++) g[j][i] = al_rng_normal(&r) * ldexpf(1.f, (int)al_rng_below(&r, 30) - 20);   /* 2^-20 .. 2^9 */
+    static float one[P], other[P];
+    sum_on(1, g, one);
+    for (int N = 2; N <= MAXN; N++) {
+        sum_on(N, g, other);
+        assert_memory_equal(one, other, sizeof one);
+    }
+    double M = 0;
+    for (int j = 0; j < S; j++) for (int i = 0; i < P; i++) if (fabs(g[j][i]) > M) M = fabs(g[j][i]);
+    for (int i = 0; i < P; i++) {              /* each term rounds by half a unit of 2^-k, k = 56 - e(M) */
+        double exact = 0;
+        for (int j = 0; j < S; j++) exact += g[j][i];
+        int e; frexp(M, &e);
+        double tol = S * ldexp(0.5, e - 56) + fabs(exact) * ldexp(1.0, -23);
+        if (!(fabs(one[i] - exact) <= tol)) fail_msg("element %d: %.9g, exact %.9g", i, (double)one[i], exact);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_shard_counts),
+        cmocka_unit_test(test_gradient_sum_same_bits_for_any_rank_count),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
