@@ -46,12 +46,18 @@ typedef struct sched {
     csvbuf *csv;
 } sched;
 
+/* Is a run left to hand out? (next_run without taking it) */
+static int runs_left(sched *S)
+{
+    if (sweep_stopped() || S->fatal) return 0;
+    while (S->next < S->np && S->plan[S->next].state != RUN_TODO) S->next++;
+    return S->next < S->np;
+}
+
 /* The next run to hand out, or -1. */
 static int next_run(sched *S)
 {
-    if (sweep_stopped() || S->fatal) return -1;
-    while (S->next < S->np && S->plan[S->next].state != RUN_TODO) S->next++;
-    return S->next < S->np ? S->next++ : -1;
+    return runs_left(S) ? S->next++ : -1;
 }
 
 static void head_of(const sched *S, const plan_run *r, int rank, char *head, size_t n)
@@ -153,7 +159,7 @@ int mpi_run_plan(const sweep_cfg *c, plan_run *plan, int np, const char *exe, cs
             if (flag) { busy = 1; if (serve(&S, &ms)) mpi_ok = 0; }
         }
         if (!mpi_ok || (sweep_stopped() && S.local == 0)) break;   /* the workers are taken down by main's MPI_Abort */
-        if (S.local == 0 && S.remote == 0 && S.stopped == workers && next_run(&S) < 0) break;
+        if (S.local == 0 && S.remote == 0 && S.stopped == workers && !runs_left(&S)) break;
         if (!busy) usleep(20000);
     }
     sweep_signals(0);
