@@ -12,7 +12,8 @@
  *   worker -> 0  DONE  three int64: plan index, the trainer's wait status, the byte count that follows
  *   worker -> 0  BYTES the part file (exit 0) or the tail of the trainer's stderr (a failure)
  * A rank that dies takes the job down (Open MPI's default); the CSV holds every run merged before, and
- * the same command resumes (rank 0's runs from their training states, the workers' from the start). */
+ * the same command resumes: rank 0 keeps the runs that have a training state in the CSV's directory for
+ * itself (it continues them from there); the dead workers' runs start over. */
 #ifdef AL_MPI
 #include <mpi.h>
 #include <errno.h>
@@ -39,25 +40,32 @@ int mpi_sweep_go(int rc)
 /* ---------------- rank 0 ---------------- */
 typedef struct sched {
     const sweep_cfg *c; plan_run *plan; int np;
-    int next;                       /* the next plan index to look at */
+    int next[2];                    /* the next plan index to look at: [0] any run, [1] runs with a state here */
+    unsigned char *mine;            /* (np) 1: a killed sweep left this run's training state here: rank 0 resumes it */
     int local, remote;              /* runs in flight here, on the workers */
     int stopped;                    /* workers told to stop asking */
     int ndone, nfail, fatal;
     csvbuf *csv;
 } sched;
 
-/* Is a run left to hand out? (next_run without taking it) */
-static int runs_left(sched *S)
+/* Cursor k's next run (k = 1: those with a state here; k = 0: the others), without taking it; -1 for none. */
+static int peek(sched *S, int k)
 {
-    if (sweep_stopped() || S->fatal) return 0;
-    while (S->next < S->np && S->plan[S->next].state != RUN_TODO) S->next++;
-    return S->next < S->np;
+    if (sweep_stopped() || S->fatal) return -1;
+    int *i = &S->next[k];
+    while (*i < S->np && (S->plan[*i].state != RUN_TODO || S->mine[*i] != k)) (*i)++;
+    return *i < S->np ? *i : -1;
 }
 
-/* The next run to hand out, or -1. */
-static int next_run(sched *S)
+/* Is a run left to hand out? */
+static int runs_left(sched *S) { return peek(S, 0) >= 0 || peek(S, 1) >= 0; }
+
+/* The next run for rank 0 (here: its resumable runs first) or a worker (never those), or -1. */
+static int next_run(sched *S, int here)
 {
-    return runs_left(S) ? S->next++ : -1;
+    int k = here && peek(S, 1) >= 0 ? 1 : 0, i = peek(S, k);
+    if (i >= 0) S->next[k]++;
+    return i;
 }
 
 static void head_of(const sched *S, const plan_run *r, int rank, char *head, size_t n)
@@ -72,12 +80,11 @@ static int serve(sched *S, const MPI_Status *ms)
     if (ms->MPI_TAG == TAG_REQ) {
         int dummy, k;
         MPI_Recv(&dummy, 1, MPI_INT, src, TAG_REQ, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        k = next_run(S);
+        k = next_run(S, 0);
         if (k < 0) S->stopped++;
         else {
             plan_run *r = &S->plan[k];
             r->state = RUN_RUNNING; r->t0 = al_time(); S->remote++;
-            keep_partial(r);        /* a state here is of no use to another node: the run starts over there */
             fprintf(stderr, "[%d/%d] %s started on rank %d\n", k + 1, S->np, r->desc, src);
         }
         return MPI_Send(&k, 1, MPI_INT, src, TAG_RUN, MPI_COMM_WORLD) == MPI_SUCCESS ? 0 : -1;
@@ -109,7 +116,7 @@ static int serve(sched *S, const MPI_Status *ms)
 static int work_here(sched *S, const char *exe, const char *threads)
 {
     int busy = 0, k;
-    while (S->local < S->c->jobs && (k = next_run(S)) >= 0) {
+    while (S->local < S->c->jobs && (k = next_run(S, 1)) >= 0) {
         plan_run *r = &S->plan[k];
         const char *again = keep_partial(r) ? " (resuming)" : "";
         fprintf(stderr, "[%d/%d] %s started on rank 0%s\n", k + 1, S->np, r->desc, again);
@@ -144,7 +151,10 @@ static int work_here(sched *S, const char *exe, const char *threads)
 
 int mpi_run_plan(const sweep_cfg *c, plan_run *plan, int np, const char *exe, csvbuf *main_csv, int *ndone, int *nfail)
 {
-    sched S = {c, plan, np, 0, 0, 0, 0, 0, 0, 0, main_csv};
+    sched S = {c, plan, np, {0, 0}, calloc((size_t)(np > 0 ? np : 1), 1), 0, 0, 0, 0, 0, 0, main_csv};
+    if (!S.mine) { fprintf(stderr, "sweep: out of memory\n"); return 1; }
+    for (int i = 0; i < np; i++)
+        S.mine[i] = plan[i].state == RUN_TODO && access(plan[i].ckpt, F_OK) == 0 && access(plan[i].part, F_OK) == 0;
     const int workers = app_mpi_size() - 1;
     char tb[32];
     const char *threads = sweep_threads(c, app_mpi_local_size(), tb, sizeof tb);
@@ -163,6 +173,7 @@ int mpi_run_plan(const sweep_cfg *c, plan_run *plan, int np, const char *exe, cs
         if (!busy) usleep(20000);
     }
     sweep_signals(0);
+    free(S.mine);
     if (mpi_ok && S.stopped == workers && S.remote == 0) app_mpi_settled();   /* every worker is done asking */
     *ndone = S.ndone; *nfail = S.nfail;
     if (!mpi_ok) { fprintf(stderr, "sweep: MPI communication failed\n"); return 1; }
