@@ -6,7 +6,6 @@
 #include "attnlab/dist.h"
 #include "attnlab/tensor.h"
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,62 +28,36 @@ static void test_shard_counts(void **st)
     }
 }
 
-/* A world of N threads: allreduce adds (or takes the maximum of) every thread's buffer at a barrier. */
 enum { P = 1000, S = 8, MAXN = 5 };
-typedef struct world { int N; pthread_barrier_t bar; int64_t *bufs[MAXN]; int64_t out[P]; } world;
-typedef struct rank_arg { world *w; int rank; float (*g)[P]; float result[P]; int failed; } rank_arg;
+typedef struct rank_arg { float (*g)[P]; float result[P]; int failed; } rank_arg;
 
-static int fake_allreduce(void *ud, int64_t *buf, int64_t n, int op)
-{
-    rank_arg *a = ud;
-    world *w = a->w;
-    w->bufs[a->rank] = buf;
-    pthread_barrier_wait(&w->bar);
-    if (a->rank == 0)
-        for (int64_t i = 0; i < n; i++) {
-            int64_t v = w->bufs[0][i];
-            for (int r = 1; r < w->N; r++) v = op == AL_DIST_SUM ? v + w->bufs[r][i] : (w->bufs[r][i] > v ? w->bufs[r][i] : v);
-            w->out[i] = v;
-        }
-    pthread_barrier_wait(&w->bar);
-    memcpy(buf, w->out, (size_t)n * sizeof *buf);
-    pthread_barrier_wait(&w->bar);             /* nobody overwrites out before every rank copied it */
-    return 0;
-}
-
-static void *rank_main(void *p)
+/* One rank: its shards of g added, then the sum over the ranks into result. */
+static void rank_main(const al_dist *d, void *p)
 {
     rank_arg *a = p;
-    al_dist d = {a->rank, a->w->N, fake_allreduce, a};
     al_gradsum gs;
     memset(&gs, 0, sizeof gs);
     al_error e = {{0}};
     int j0, j1;
-    al_dist_my_shards(&d, S, &j0, &j1);
+    al_dist_my_shards(d, S, &j0, &j1);
     al_gradsum_begin(&gs, P);
     for (int j = j0; j < j1; j++) a->failed |= al_gradsum_add(&gs, a->g[j], &e) != AL_OK;
-    a->failed |= al_gradsum_reduce(&gs, &d, a->result, &e) != AL_OK;
+    a->failed |= al_gradsum_reduce(&gs, d, a->result, &e) != AL_OK;
     al_gradsum_free(&gs);
-    return NULL;
 }
 
 static void sum_on(int N, float (*g)[P], float out[P])
 {
-    world w;
-    memset(&w, 0, sizeof w);
-    w.N = N;
-    pthread_barrier_init(&w.bar, NULL, (unsigned)N);
     rank_arg *a = calloc((size_t)N, sizeof *a);
-    pthread_t th[MAXN];
-    for (int r = 0; r < N; r++) { a[r].w = &w; a[r].rank = r; a[r].g = g; pthread_create(&th[r], NULL, rank_main, &a[r]); }
-    for (int r = 0; r < N; r++) pthread_join(th[r], NULL);
+    void *args[MAXN];
+    for (int r = 0; r < N; r++) { a[r].g = g; args[r] = &a[r]; }
+    tu_ranks(N, rank_main, args);
     for (int r = 0; r < N; r++) {
         assert_false(a[r].failed);
         assert_memory_equal(a[r].result, a[0].result, sizeof a[0].result);   /* every rank the same */
     }
     memcpy(out, a[0].result, sizeof a[0].result);
     free(a);
-    pthread_barrier_destroy(&w.bar);
 }
 
 static void test_gradient_sum_same_bits_for_any_rank_count(void **st)
