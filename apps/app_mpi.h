@@ -9,6 +9,10 @@
 #define ATTNLAB_APP_MPI_H
 #include "attnlab/dist.h"
 
+/* The lines of train --help (image, sequence) about mpirun. */
+#define APP_MPI_TRAIN_HELP \
+    "MPI (a make MPI=1 build): mpirun -np N attnlab train ... trains data-parallel, --batch the global batch,\n" \
+    "  the same bits for any N; rank 0 writes the outputs (docs/scale-out.md)\n"
 #define APP_NO_MPI_ENV "ATTNLAB_NO_MPI"   /* set in the sweep's child trainers: they are single processes */
 
 /* apps/train_dist.c: `train` under a launcher. *dist = the loop's al_dist (NULL: one process, nothing

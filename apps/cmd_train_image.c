@@ -76,6 +76,7 @@ static void usage(FILE *f)
         "  --init-from FILE     start from a checkpoint with the same parameters. conv-attn is not trained:\n"
         "                       it runs a trained cnn checkpoint's convs as attention (exact construction)\n"
         "                       and prints both test accuracies and how often their predictions agree\n"
+        APP_MPI_TRAIN_HELP
         "output:\n"
         "  --csv FILE           append one row per epoch (columns: " AL_CSV_HEADER ")\n"
         "                       val_acc is empty: image runs hold out no validation split\n"

@@ -49,6 +49,7 @@ static void usage(FILE *f)
         "  --rnn bi|uni         rnn: bidirectional (default) or forwards only\n"
         "  --pos none|learned|sinusoidal (sinusoidal)  --score dot|additive (dot)  --norm softmax|relu (softmax)\n"
         "  --heads N (4)  --depth N (2)       sa, trunc\n"
+        APP_MPI_TRAIN_HELP
         "output:\n"
         "  --csv FILE           append one row per epoch (columns: " AL_CSV_HEADER ");\n"
         "                       task sequence, train_size = sentences, test_acc = token accuracy, val_acc empty,\n"
