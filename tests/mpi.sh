@@ -56,7 +56,9 @@ job=$!
 victim=""
 for _ in $(seq 1 300); do            # rank 1's pid, once it has a run
   if grep -q "started on rank 1" killed.err 2> /dev/null; then
-    for p in $(pgrep -f "attnlab sweep"); do
+    for p in $(pgrep -f "attnlab sweep"); do     # ours (below $job), rank 1
+      a=$p; while [ "$a" -gt 1 ] && [ "$a" != "$job" ]; do a=$(awk '/^PPid:/ {print $2}' /proc/$a/status 2> /dev/null || echo 1); done
+      [ "$a" = "$job" ] || continue
       [ "$(tr '\0' '\n' < /proc/$p/environ 2> /dev/null | sed -n 's/^OMPI_COMM_WORLD_RANK=//p')" = 1 ] && victim=$p
     done
     [ -n "$victim" ] && break
