@@ -6,6 +6,7 @@ PORTABLE ?= 0
 SAN      ?= 0
 BUILD    ?= build
 WERROR   ?= 0
+MPI      ?= 0
 PREFIX   ?= /usr/local
 DESTDIR  ?=
 BINDIR    = $(PREFIX)/bin
@@ -35,6 +36,12 @@ endif
 ifeq ($(WERROR),1)
   CFLAGS_BASE += -Werror
 endif
+# MPI=1: Open MPI's compiler wrapper and AL_MPI (apps/mpi_*.c; docs/scale-out.md). Without it no MPI
+# header is read and no MPI symbol is linked.
+ifeq ($(MPI),1)
+  CC := mpicc
+  CFLAGS_BASE += -DAL_MPI
+endif
 ifeq ($(SAN),1)
   SANFLAGS = -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g
 endif
@@ -61,8 +68,11 @@ else
   BIN = $(BUILD)/bin/attnlab
 endif
 export ATTNLAB_BIN = $(abspath $(BIN))
+# Which MPI setting the objects of $(BUILD) were compiled with: switching (make, then make MPI=1 in one
+# BUILD) rebuilds them all instead of linking a mix.
+MODE = $(BUILD)/.mode-mpi$(MPI)
 
-.PHONY: all test asan bench clean help plots demo shared install uninstall examples fuzz
+.PHONY: test-mpi all test asan bench clean help plots demo shared install uninstall examples fuzz
 all: $(LIBA) $(BIN)
 
 help:
@@ -72,20 +82,25 @@ help:
 	@echo "make bench      benchmarks (and the PyTorch peer when torch is importable)"
 	@echo "make demo       the README's main job: demo sweep, summary table, plot"
 	@echo "make plots      redraw results/*.png from the committed CSVs"
+	@echo "make test-mpi   build with MPI=1 in build-mpi and run tests/mpi.sh (mpirun, 2 and 3 ranks)"
 	@echo "make fuzz       the libFuzzer harnesses of tests/fuzz/, FUZZ_SECONDS each (default 30; clang)"
 	@echo "make install    bin, libattnlab.a/.so, headers, attnlab.pc, man page, datasets under PREFIX"
 	@echo "                (PREFIX=$(PREFIX), DESTDIR= for staging); make uninstall removes them"
 	@echo "make examples   build examples/*.c against the installed copy through pkg-config"
-	@echo "options: PORTABLE=1 OPENMP=0 WERROR=1 CC=clang PREFIX=DIR"
+	@echo "options: PORTABLE=1 OPENMP=0 WERROR=1 CC=clang PREFIX=DIR MPI=1 (mpicc: mpirun -np N attnlab train|sweep)"
 	@echo "packages: scripts/install-deps.sh installs what is missing (make never runs apt-get)"
 
-$(BUILD)/src/%.o: src/%.c
+$(MODE):
+	@mkdir -p $(dir $@)
+	@rm -f $(BUILD)/.mode-mpi*
+	@touch $@
+$(BUILD)/src/%.o: src/%.c $(MODE)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
-$(BUILD)/pic/%.o: src/%.c
+$(BUILD)/pic/%.o: src/%.c $(MODE)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -fPIC -c $< -o $@
-$(BUILD)/apps/%.o: apps/%.c
+$(BUILD)/apps/%.o: apps/%.c $(MODE)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 $(LIBA): $(LIB_OBJ)
@@ -97,7 +112,7 @@ $(BIN): $(APP_OBJ) $(LIBA)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $(APP_OBJ) $(LIBA) $(LIBS)
 
-$(BUILD)/tests/testutil.o: tests/testutil.c
+$(BUILD)/tests/testutil.o: tests/testutil.c $(MODE)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 $(BUILD)/tests/%: tests/%.c $(BUILD)/tests/testutil.o $(LIBA)
@@ -109,6 +124,11 @@ test: $(TEST_BIN) $(BIN)
 
 asan:
 	ASAN_OPTIONS=detect_leaks=1 $(MAKE) BUILD=build-asan SAN=1 test
+
+# The MPI build in its own directory, then the multi-rank checks (tests/mpi.sh: about 2 minutes).
+test-mpi:
+	$(MAKE) MPI=1 BUILD=build-mpi all
+	ATTNLAB_BIN=$(abspath build-mpi/bin/attnlab) tests/mpi.sh
 
 bench: all
 	@scripts/bench.sh
@@ -171,6 +191,6 @@ fuzz:
 	tests/fuzz/run.sh $(FUZZ_SECONDS)
 
 clean:
-	rm -rf build build-asan build-fuzz bin
+	rm -rf build build-asan build-fuzz build-mpi bin
 
 -include $(LIB_OBJ:.o=.d) $(PIC_OBJ:.o=.d) $(APP_OBJ:.o=.d) $(TEST_BIN:=.d)

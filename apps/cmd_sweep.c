@@ -38,6 +38,7 @@
 #include "attnlab/seq.h"
 #include "cli.h"
 #include "sweep.h"
+#include "app_mpi.h"
 
 /* ---------------- usage ---------------- */
 static void usage(FILE *f)
@@ -86,6 +87,8 @@ static void usage(FILE *f)
         "                           unless OMP_NUM_THREADS is set\n"
         "  --plot FILE.png          demo, sequence-tradeoff: where the plot goes (default results/PRESET.png;\n"
         "                           sequence-tradeoff also writes FILE-unseen_acc.png and FILE-ambig_acc.png)\n"
+        "  --threads N              OpenMP threads of each run (default: cores / N of --jobs, and under mpirun\n"
+        "                           cores / (jobs x ranks on the node); OMP_NUM_THREADS if set and jobs = 1)\n"
         "  --max-memory SIZE        memory budget of each run (passed to train), e.g. 512M or 4G\n"
         "  --dry-run                print the runs (todo / done) and exit\n"
         "presets:\n"
@@ -103,6 +106,9 @@ static void usage(FILE *f)
         "  demo            cnn,sa,local on 1000 and 10000 Fashion-MNIST images, seed 1, about 400 steps per run\n"
         "                  (1000: 25 epochs, 10000: 3; evaluated 4 times); writes results/demo.csv, prints the\n"
         "                  summary table, plots results/demo.png\n"
+        "MPI (a build with make MPI=1): mpirun -np N attnlab sweep ... plans on rank 0, which hands the runs out\n"
+        "  to the ranks as they free up (--jobs runs each, rank 0 included) and alone writes FILE; rerunning resumes\n"
+        "  (docs/scale-out.md)\n"
         "exit status: 0 all runs complete, 1 a run failed or an I/O error, 2 bad arguments, 130 interrupted\n",
         seq_models, STEP_BUDGET, BATCH, STEP_BUDGET, BATCH, GAT_FULL_EPOCHS, seq_models, seq_sizes, SEQ_TRADEOFF_EPOCHS);
 }
@@ -436,7 +442,7 @@ static int set_preset(sweep_cfg *c, const char *name)
 static int parse_args(int argc, char **argv, sweep_cfg *c)
 {
     enum { O_PRESET = 256, O_TASK, O_DATA, O_MODELS, O_SIZES, O_LPC, O_FRAC, O_PLANETOID, O_SEEDS, O_EPOCHS,
-           O_CSV, O_JOBS, O_PLOT, O_DRY, O_AXIS, O_MAXMEM };
+           O_CSV, O_JOBS, O_PLOT, O_DRY, O_AXIS, O_MAXMEM, O_THREADS };
     static const struct option opts[] = {
         {"preset", required_argument, 0, O_PRESET}, {"task", required_argument, 0, O_TASK},
         {"data", required_argument, 0, O_DATA}, {"models", required_argument, 0, O_MODELS},
@@ -445,7 +451,7 @@ static int parse_args(int argc, char **argv, sweep_cfg *c)
         {"seeds", required_argument, 0, O_SEEDS}, {"epochs", required_argument, 0, O_EPOCHS},
         {"csv", required_argument, 0, O_CSV}, {"jobs", required_argument, 0, O_JOBS},
         {"plot", required_argument, 0, O_PLOT}, {"dry-run", no_argument, 0, O_DRY},
-        {"max-memory", required_argument, 0, O_MAXMEM},
+        {"max-memory", required_argument, 0, O_MAXMEM}, {"threads", required_argument, 0, O_THREADS},
         {"patch", required_argument, 0, O_AXIS}, {"pos", required_argument, 0, O_AXIS},
         {"score", required_argument, 0, O_AXIS}, {"norm", required_argument, 0, O_AXIS},
         {"depth", required_argument, 0, O_AXIS}, {"dim", required_argument, 0, O_AXIS},
@@ -493,13 +499,14 @@ static int parse_args(int argc, char **argv, sweep_cfg *c)
             c->jobs = (int)v; break;
         case O_PLOT: c->plot_out = optarg; break;
         case O_MAXMEM: if (cli_max_memory("sweep", optarg)) return 2; c->max_memory = optarg; break;
+        case O_THREADS: if (cli_threads("sweep", optarg, &c->threads)) return 2; break;
         case O_DRY: c->dry_run = 1; break;
         default: return bad("unknown or incomplete option '%s' (see attnlab sweep --help)", argv[optind - 1]);
         }
     }
     if (optind < argc) return bad("unexpected argument '%s' (see attnlab sweep --help)", argv[optind]);
     if (preset) {
-        if (freeform) return bad("--preset %s sets task, models and sizes; use --csv, --seeds, --epochs, --jobs only", preset);
+        if (freeform) return bad("--preset %s sets task, models and sizes; use --csv, --seeds, --epochs, --jobs, --threads only", preset);
         if (set_preset(c, preset)) return 2;
         if (!c->csv) { snprintf(csv_default, sizeof csv_default, "results/%s.csv", preset); c->csv = csv_default; }
         if (c->post && !c->plot_out) c->plot_out = !strcmp(preset, "demo") ? "results/demo.png" : "results/sequence-tradeoff.png";
@@ -674,13 +681,50 @@ static void free_cfg(sweep_cfg *c)
     for (int i = 0; i < c->naxes; i++) free(c->axes[i].buf);
 }
 
+/* This binary's path (or ATTNLAB_SWEEP_TRAINER, a stand-in for `attnlab train` in tests); 0 or 1. */
+static int own_exe(char *exe, size_t n)
+{
+    const char *trainer = getenv("ATTNLAB_SWEEP_TRAINER");
+    if (trainer && *trainer) { snprintf(exe, n, "%s", trainer); return 0; }
+    ssize_t k = readlink("/proc/self/exe", exe, n - 1);
+    if (k <= 0) { fprintf(stderr, "attnlab sweep: cannot find my own binary: %s\n", strerror(errno)); return 1; }
+    exe[k] = 0;
+    return 0;
+}
+
+/* A rank other than 0 under mpirun (mpi_sweep.c): the same plan with its part files in a private
+ * temporary directory, run as rank 0 hands it out. */
+static int sweep_worker(sweep_cfg *c)
+{
+    char tmpl[PATH_MAX], exe[PATH_MAX];
+    const char *tmp = getenv("TMPDIR");
+    snprintf(tmpl, sizeof tmpl, "%s/attnlab-sweep-rank%d-XXXXXX", tmp && *tmp ? tmp : "/tmp", app_mpi_rank());
+    int bad_setup = own_exe(exe, sizeof exe) || !mkdtemp(tmpl);
+    int np = 0;
+    plan_run *plan = bad_setup ? NULL : make_plan(c, tmpl, "sweep", &np);
+    int go = mpi_sweep_go(0), rc = 0;                       /* rank 0's checks passed? */
+    if (!go && (!plan || (np > 0 && !plan[np - 1].part))) { fprintf(stderr, "attnlab sweep: rank %d: cannot set up in %s\n", app_mpi_rank(), tmpl); rc = 1; }
+    else if (!go) rc = mpi_sweep_worker(c, plan, np, exe);
+    else app_mpi_settled();
+    if (plan) free_plan(plan, np);
+    if (!bad_setup) rmdir(tmpl);
+    return rc;
+}
+
 int cmd_sweep(int argc, char **argv)
 {
     static sweep_cfg c;
     memset(&c, 0, sizeof c);
     int rc = parse_args(argc, argv, &c);
     if (!rc) rc = check_data(&c);
+    rc = app_mpi_agree(rc);                                  /* every rank goes on, or none */
     if (rc) { free_cfg(&c); return rc < 0 ? 0 : rc; }
+    if (app_mpi_rank() > 0) {
+        rc = c.dry_run ? 0 : sweep_worker(&c);
+        free_cfg(&c);
+        return rc;
+    }
+    int sent_go = app_mpi_size() == 1 || c.dry_run;          /* the workers wait for rank 0's word */
 
     char dir[PATH_MAX]; const char *base;
     dir_and_base(c.csv, dir, sizeof dir, &base);
@@ -736,19 +780,21 @@ int cmd_sweep(int argc, char **argv)
         }
         goto done;
     }
-    fprintf(stderr, "sweep: %d runs, %d already complete in %s, %d to run (%d at a time)\n", np, np - ntodo, c.csv,
-            ntodo, c.jobs);
+    if (app_mpi_size() > 1)
+        fprintf(stderr, "sweep: %d runs, %d already complete in %s, %d to run (%d MPI ranks x %d at a time)\n", np,
+                np - ntodo, c.csv, ntodo, app_mpi_size(), c.jobs);
+    else
+        fprintf(stderr, "sweep: %d runs, %d already complete in %s, %d to run (%d at a time)\n", np, np - ntodo, c.csv,
+                ntodo, c.jobs);
 
     char exe[PATH_MAX];
-    const char *trainer = getenv("ATTNLAB_SWEEP_TRAINER");   /* tests: a stand-in for `attnlab train` */
-    if (trainer && *trainer) snprintf(exe, sizeof exe, "%s", trainer);
-    else {
-        ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
-        if (k <= 0) { fprintf(stderr, "attnlab sweep: cannot find my own binary: %s\n", strerror(errno)); rc = 1; goto done; }
-        exe[k] = 0;
-    }
+    if (own_exe(exe, sizeof exe)) { rc = 1; goto done; }
     int ndone, nfail;
-    rc = run_plan(&c, plan, np, exe, &main_csv, &ndone, &nfail);
+    if (!sent_go) {
+        sent_go = 1;
+        mpi_sweep_go(0);
+        rc = mpi_run_plan(&c, plan, np, exe, &main_csv, &ndone, &nfail);
+    } else rc = run_plan(&c, plan, np, exe, &main_csv, &ndone, &nfail);
     if (rc == 130) {
         fprintf(stderr, "sweep: interrupted; %d runs finished this time, %s keeps every complete run — run the "
                 "same command to resume\n", ndone, c.csv);
@@ -760,6 +806,7 @@ int cmd_sweep(int argc, char **argv)
     rc = nfail ? 1 : 0;
     if (c.post && ndone + (np - ntodo) > 0 && post_process(&c)) rc = 1;
 done:
+    if (!sent_go) { mpi_sweep_go(rc ? rc : 1); app_mpi_settled(); }   /* rank 0 stopped before the runs: so do the others */
     if (lockfd >= 0) close(lockfd);
     al_results_free(&have);
     free(main_csv.p);

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "cli.h"
+#include "app_mpi.h"
 
 int cmd_train(int argc, char **argv)
 {
@@ -16,6 +17,12 @@ int cmd_train(int argc, char **argv)
             if (!strcmp(task, "speech")) return train_speech_main(argc, argv);
             return train_image_main(argc, argv);
         }
+    }
+    if (app_mpi_size() > 1 && (!strcmp(task, "graph") || !strcmp(task, "molecule") || !strcmp(task, "speech"))) {
+        if (!app_mpi_rank())
+            fprintf(stderr, "attnlab train: --task %s trains on one process; data-parallel MPI training is for image and "
+                    "sequence (run it without mpirun, or sweep its runs with mpirun)\n", task);
+        return 2;
     }
     if (!strcmp(task, "image")) return train_image_main(argc, argv);
     if (!strcmp(task, "graph")) return train_graph_main(argc, argv);

@@ -11,6 +11,7 @@
 #include "train_flags.h"
 #include "image_common.h"
 #include "train_resume.h"
+#include "app_mpi.h"
 #include "attnlab/images.h"
 #include "attnlab/io.h"
 #include "attnlab/kernels.h"
@@ -21,6 +22,7 @@ typedef struct train_image_opts {
     const char *model, *data, *data_dir, *csv, *save, *init_from, *checkpoint;
     int epochs, batch, threads, train_size, test_size, eval_every, image_h, image_w, channels, quiet;
     int checkpoint_every, resume;
+    const al_dist *dist;                /* under mpirun: this rank's share (app_mpi.h) */
     long seed, permute;                 /* permute: --permute-pixels SEED, -1 none */
     al_augment augment;                 /* --augment; all zero: none */
     float lr, wd; int wd_set;
@@ -82,6 +84,7 @@ static void usage(FILE *f)
         "  --init-from FILE     start from a checkpoint with the same parameters. conv-attn is not trained:\n"
         "                       it runs a trained cnn checkpoint's convs as attention (exact construction)\n"
         "                       and prints both test accuracies and how often their predictions agree\n"
+        APP_MPI_TRAIN_HELP
         "output:\n"
         "  --csv FILE           append one row per epoch (columns: " AL_CSV_HEADER ")\n"
         "                       val_acc is empty: image runs hold out no validation split\n"
@@ -502,7 +505,7 @@ static int run_training(const train_image_opts *o, image_run *R, al_error *err)
     al_train_config tc;
     memset(&tc, 0, sizeof tc);
     tc.epochs = o->epochs; tc.batch = o->batch; tc.eval_batch = 256; tc.eval_every = o->eval_every; tc.lr = o->lr;
-    tc.weight_decay = o->wd; tc.seed = (uint64_t)o->seed; tc.augment = o->augment;
+    tc.weight_decay = o->wd; tc.seed = (uint64_t)o->seed; tc.augment = o->augment; tc.dist = o->dist;
     for (int i = 0; i < 4; i++) { tc.mean[i] = 0.f; tc.std[i] = 1.f; }
     if (al_images_stats(T, NULL, 0, tc.mean, tc.std, err) != AL_OK) return 1;
     char run_id[17], config[1024], canon[2048];
@@ -539,6 +542,11 @@ int train_image_main(int argc, char **argv)
     int rc = parse_image_opts(argc, argv, &o);
     if (rc >= 0) return rc;
     if (cli_check_env_threads("train") || check_image_opts(&o)) return 2;
+    if (app_train_dist(o.checkpoint || o.checkpoint_every || o.resume, &o.csv, &o.save, &o.quiet, &o.threads, &o.dist)) return 2;
+    if (o.dist && o.dist->size > 1 && !al_model_kind_find(o.model)->trainable) {
+        if (!o.dist->rank) fprintf(stderr, "attnlab train: --model %s is not trained; run it on one process\n", o.model);
+        return 2;
+    }
     if (o.threads > 0) al_set_threads(o.threads);
     if (!o.quiet) fprintf(stderr, "attnlab train: %d threads, gemm %s\n", al_threads(), al_gemm_backend());
     al_error err = {{0}};

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "cli.h"
+#include "app_mpi.h"
 #include "train_resume.h"
 #include "seq_opts.h"
 #include "attnlab/datadir.h"
@@ -45,6 +46,7 @@ static void usage(FILE *f)
         "  --rnn bi|uni         rnn: bidirectional (default) or forwards only\n"
         "  --pos none|learned|sinusoidal (sinusoidal)  --score dot|additive (dot)  --norm softmax|relu (softmax)\n"
         "  --heads N (4)  --depth N (2)       sa, trunc\n"
+        APP_MPI_TRAIN_HELP
         "output:\n"
         "  --csv FILE           append one row per epoch (columns: " AL_CSV_HEADER ");\n"
         "                       task sequence, train_size = sentences, test_acc = token accuracy, val_acc empty,\n"
@@ -308,7 +310,7 @@ static int run_seq(const sopts *o, seq_run *R, al_seq_config *cfg, al_error *err
     al_seq_train_config tc;
     memset(&tc, 0, sizeof tc);
     tc.epochs = o->epochs; tc.batch = o->batch; tc.eval_batch = 256; tc.lr = (float)o->lr; tc.weight_decay = (float)o->wd;
-    tc.seed = (uint64_t)o->seed; tc.resume = app_resume_loop(&R->ar);
+    tc.seed = (uint64_t)o->seed; tc.resume = app_resume_loop(&R->ar); tc.dist = o->dist;
     double t0 = al_time();
     if (al_seq_train(&R->m, &R->tr, &R->te, &tc, on_progress, &pg, err) != AL_OK) { app_resume_fail_note(&R->ar, err); return 1; }
     double secs = al_time() - t0;
@@ -332,6 +334,7 @@ int train_seq_main(int argc, char **argv)
     al_seq_config cfg;
     if ((rc = build_seq_config(&o, &cfg, &err))) return rc;
     if (cli_check_env_threads(CMD)) return 2;
+    if (app_train_dist(o.checkpoint || o.checkpoint_every || o.resume, &o.csv, &o.save, &o.quiet, &o.threads, &o.dist)) return 2;
     if (o.threads > 0) al_set_threads(o.threads);
     if (!o.quiet) fprintf(stderr, "attnlab train: %d threads, gemm %s\n", al_threads(), al_gemm_backend());
     seq_run R;

@@ -4,6 +4,7 @@
 #include "attnlab/kernels.h"
 #include "attnlab/version.h"
 #include "cli.h"
+#include "app_mpi.h"
 
 static const struct { const char *name; int (*fn)(int, char **); const char *help; } cmds[] = {
     {"train", cmd_train, "train a model (image, graph, sequence, molecule or speech task), write CSV and a checkpoint"},
@@ -22,7 +23,14 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
 static void usage(FILE *f)
 {
     fprintf(f, "usage: attnlab COMMAND [OPTIONS]   (attnlab COMMAND --help for its options)\n"
-               "       attnlab --version              (version, kernels and what the build includes)\n\ncommands:\n");
+               "       attnlab --version              (version, kernels and what the build includes)\n"
+#ifdef AL_MPI
+               "       mpirun -np N attnlab train|sweep ...   (this build has MPI: data-parallel training, distributed\n"
+               "                                      sweeps; docs/scale-out.md)\n"
+#else
+               "       (no MPI in this build: make MPI=1 builds one for mpirun; docs/scale-out.md)\n"
+#endif
+               "\ncommands:\n");
     for (int i = 0; i < NCMDS; i++) fprintf(f, "  %-10s %s\n", cmds[i].name, cmds[i].help);
 }
 
@@ -34,8 +42,9 @@ static int version(void)
 #else
     const char *omp = "no";
 #endif
-#ifdef AL_HAVE_MPI
-    const char *mpi = "yes";
+#ifdef AL_MPI
+    char mpi[160];
+    snprintf(mpi, sizeof mpi, "yes, %s: mpirun -np N attnlab train|sweep", app_mpi_library());
 #else
     const char *mpi = "no";
 #endif
@@ -43,13 +52,28 @@ static int version(void)
     return 0;
 }
 
-int main(int argc, char **argv)
+/* The commands that use MPI ranks (app_mpi.h); the others run on one. */
+static int uses_ranks(const char *cmd) { return !strcmp(cmd, "train") || !strcmp(cmd, "sweep"); }
+
+static int dispatch(int argc, char **argv)
 {
     if (argc < 2) { usage(stderr); return 2; }
-    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) return version();
-    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) { usage(stdout); return 0; }
+    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) return app_mpi_rank() ? 0 : version();
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) { if (!app_mpi_rank()) usage(stdout); return 0; }
     for (int i = 0; i < NCMDS; i++)
-        if (!strcmp(argv[1], cmds[i].name)) return cmds[i].fn(argc - 1, argv + 1);
+        if (!strcmp(argv[1], cmds[i].name)) {
+            if (app_mpi_size() > 1 && !uses_ranks(argv[1])) {
+                if (!app_mpi_rank()) fprintf(stderr, "attnlab %s: runs on one process; only train and sweep use MPI ranks (run it without mpirun)\n", argv[1]);
+                return 2;
+            }
+            return cmds[i].fn(argc - 1, argv + 1);
+        }
     fprintf(stderr, "attnlab: unknown command '%s' (see attnlab --help)\n", argv[1]);
     return 2;
+}
+
+int main(int argc, char **argv)
+{
+    if (app_mpi_init(&argc, &argv)) { fprintf(stderr, "attnlab: MPI_Init failed\n"); return 1; }
+    return app_mpi_finish(dispatch(argc, argv));
 }

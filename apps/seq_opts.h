@@ -6,6 +6,7 @@
 typedef struct sopts {
     const char *model, *data, *csv, *save, *pos, *score, *norm, *rnn, *checkpoint;
     int epochs, batch, threads, train_size, quiet, max_len, window, heads, depth, checkpoint_every, resume;
+    const struct al_dist *dist;         /* under mpirun: this rank's share (app_mpi.h) */
     long seed;
     double lr, wd;
 } sopts;

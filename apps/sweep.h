@@ -56,6 +56,7 @@ typedef struct sweep_cfg {
     long seeds[MAXLIST]; int nseeds;
     int epochs;               /* > 0 fixed; 0 trainer default; < 0 one of the presets' EPOCHS_* rules */
     int jobs, dry_run, post;  /* post: demo's summary table and plot */
+    int threads;              /* --threads: OMP_NUM_THREADS of every run; 0: cores / (jobs x ranks on the node) */
     const char *plot_out;
     const char *max_memory;   /* --max-memory, passed to every run; NULL: not given */
     char *models_buf;         /* storage of models[] from --models */
@@ -73,6 +74,8 @@ int  mkdir_p(const char *dir);
  * states without their part), .part.log files and temporary files are deleted; a part file with its
  * state stays, and its run resumes. Returns how many files were deleted. */
 int  remove_leftovers(const char *dir, const char *base);
+/* The last n - 1 bytes of run r's .part.log (its trainer's stderr) into buf, NUL-terminated; their count. */
+size_t run_log_tail(const plan_run *r, char *buf, size_t n);
 /* Delete run r's part file, its log and its training state (show_log: the log's tail first). */
 void drop_run_files(const plan_run *r, int show_log);
 /* The CSV text as read from disk, upgraded to the current header if it has the 14-column one of
@@ -82,6 +85,39 @@ int  csv_upgrade(csvbuf *b);
 /* Run every RUN_TODO run, c->jobs at a time, merging each finished run into the CSV.
  * Returns 0 (check *nfail), 1 when the CSV could not be written, 130 when interrupted. */
 int  run_plan(const sweep_cfg *c, plan_run *plan, int np, const char *exe, csvbuf *main_csv, int *ndone, int *nfail);
+/* The pieces run_plan is made of, for the MPI scheduler (mpi_sweep.c) too. */
+/* Rows of a finished run (text, len: its part file's bytes, freed here; label names them in messages)
+ * appended to the CSV in one atomic replace; 0, or -1 with msg set (*fatal: the CSV was not written). */
+int   merge_rows(const sweep_cfg *c, plan_run *r, char *text, size_t len, const char *label, csvbuf *main_csv,
+                 double *acc, char *msg, size_t mn, int *fatal);
+/* The end of run r: st is its trainer's wait status; rows (len; freed here, may be NULL: read r's part
+ * file) its CSV rows when it exited 0, labelled label in messages; log (may be NULL: r's .part.log) its
+ * stderr's tail. Merged, or marked failed with the log shown; one line on stderr after head. 1 done, 0 failed. */
+int   sweep_finish(const sweep_cfg *c, plan_run *r, int st, char *rows, size_t len, const char *label, const char *log,
+                   const char *head, csvbuf *main_csv, int *fatal);
+pid_t start_child(const sweep_cfg *c, plan_run *r, const char *exe, const char *threads);   /* the run's trainer; pid or -1 */
+int   keep_partial(const plan_run *r);   /* a stopped run keeps its part file with its state (1), or loses both (0) */
+void  sweep_signals(int on);             /* 1: SIGINT/SIGTERM stop the sweep and reach the tracked children; 0: as before */
+int   sweep_stopped(void);               /* a signal came */
+int   sweep_track(pid_t pid);            /* a child the signals reach; its slot or -1 */
+int   sweep_untrack(pid_t pid);          /* its slot, or -1 if it was not tracked */
+/* OMP_NUM_THREADS for each run (buf), or NULL to leave the environment's: --threads, else cores / (jobs x
+ * ranks_here) when that shares the node */
+const char *sweep_threads(const sweep_cfg *c, int ranks_here, char *buf, size_t n);
+/* mpi_sweep.c (make MPI=1): rank 0 runs the plan with every rank; the others run what it hands them.
+ * Both return an exit status as run_plan does (rank 0) or 0/1 (the others). */
+#ifdef AL_MPI
+int   mpi_run_plan(const sweep_cfg *c, plan_run *plan, int np, const char *exe, csvbuf *main_csv, int *ndone, int *nfail);
+int   mpi_sweep_worker(const sweep_cfg *c, plan_run *plan, int np, const char *exe);
+/* rank 0's go (0) or no-go (an exit status) after its checks, received by the others; returns it */
+int   mpi_sweep_go(int rc);
+#else                                    /* one process: never called (app_mpi_size() is 1) */
+static inline int mpi_run_plan(const sweep_cfg *c, plan_run *plan, int np, const char *exe, csvbuf *main_csv, int *ndone,
+                               int *nfail) { return run_plan(c, plan, np, exe, main_csv, ndone, nfail); }
+static inline int mpi_sweep_worker(const sweep_cfg *c, plan_run *plan, int np, const char *exe)
+{ (void)c; (void)plan; (void)np; (void)exe; return 1; }
+static inline int mpi_sweep_go(int rc) { return rc; }
+#endif
 /* The model flags of run r as argv pairs ("--patch", "4", ...) into av; returns how many entries. */
 int  run_axis_args(const sweep_cfg *c, const plan_run *r, const char **av, char bufs[][64]);
 #endif

@@ -24,6 +24,7 @@
 #include "attnlab/results.h"
 #include "cli.h"
 #include "sweep.h"
+#include "app_mpi.h"
 
 /* ---------------- signals: forwarded to running children from the handler ---------------- */
 static volatile sig_atomic_t g_stop;
@@ -34,6 +35,44 @@ static void on_signal(int sig)
     g_stop = sig;
     for (int i = 0; i < MAXJOBS; i++)
         if (g_child[i] > 0) kill((pid_t)g_child[i], sig);
+}
+
+void sweep_signals(int on)
+{
+    static struct sigaction old_int, old_term;
+    if (on) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa); sa.sa_handler = on_signal; sigemptyset(&sa.sa_mask);
+        sigaction(SIGINT, &sa, &old_int); sigaction(SIGTERM, &sa, &old_term);
+        g_stop = 0;
+    } else {
+        sigaction(SIGINT, &old_int, NULL); sigaction(SIGTERM, &old_term, NULL);
+    }
+}
+
+int sweep_stopped(void) { return g_stop != 0; }
+
+int sweep_track(pid_t pid)
+{
+    for (int i = 0; i < MAXJOBS; i++) if (g_child[i] <= 0) { g_child[i] = pid; return i; }
+    return -1;
+}
+
+int sweep_untrack(pid_t pid)
+{
+    for (int i = 0; i < MAXJOBS; i++) if (g_child[i] == pid) { g_child[i] = 0; return i; }
+    return -1;
+}
+
+const char *sweep_threads(const sweep_cfg *c, int ranks_here, char *buf, size_t n)
+{
+    if (c->threads > 0) { snprintf(buf, n, "%d", c->threads); return buf; }
+    if (c->jobs * ranks_here > 1 && !getenv("OMP_NUM_THREADS")) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN), per = cores / (c->jobs * ranks_here);
+        snprintf(buf, n, "%ld", per > 1 ? per : 1);
+        return buf;
+    }
+    return NULL;
 }
 
 /* ---------------- the CSV and its companions ---------------- */
@@ -113,22 +152,30 @@ int remove_leftovers(const char *dir, const char *base)
     return removed;
 }
 
+size_t run_log_tail(const plan_run *r, char *buf, size_t n)
+{
+    char log[PATH_MAX + 8];
+    snprintf(log, sizeof log, "%s.log", r->part);
+    buf[0] = 0;
+    FILE *f = fopen(log, "rb");
+    if (!f) return 0;
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    if (len > (long)n - 1) fseek(f, len - (long)n + 1, SEEK_SET); else fseek(f, 0, SEEK_SET);
+    size_t k = fread(buf, 1, n - 1, f);
+    buf[k] = 0;
+    fclose(f);
+    return k;
+}
+
 void drop_run_files(const plan_run *r, int show_log)
 {
     char log[PATH_MAX + 8];
     snprintf(log, sizeof log, "%s.log", r->part);
     if (show_log) {
-        FILE *f = fopen(log, "rb");
-        if (f) {
-            char buf[4096];
-            fseek(f, 0, SEEK_END);
-            long n = ftell(f);
-            if (n > (long)sizeof buf - 1) fseek(f, n - (long)sizeof buf + 1, SEEK_SET); else fseek(f, 0, SEEK_SET);
-            size_t k = fread(buf, 1, sizeof buf - 1, f);
-            buf[k] = 0;
-            fclose(f);
-            if (k) fprintf(stderr, "  --- stderr of the run ---\n%s%s", buf, buf[k - 1] == '\n' ? "" : "\n");
-        }
+        char buf[4096];
+        size_t k = run_log_tail(r, buf, sizeof buf);
+        if (k) fprintf(stderr, "  --- stderr of the run ---\n%s%s", buf, buf[k - 1] == '\n' ? "" : "\n");
     }
     unlink(r->part);
     unlink(log);
@@ -137,7 +184,7 @@ void drop_run_files(const plan_run *r, int show_log)
 
 /* A run that stopped part-way keeps its part file when its training state exists (it resumes from
  * there); otherwise its files go. Returns 1 when kept. */
-static int keep_partial(const plan_run *r)
+int keep_partial(const plan_run *r)
 {
     if (access(r->ckpt, F_OK) == 0 && access(r->part, F_OK) == 0) return 1;
     drop_run_files(r, 0);
@@ -152,27 +199,24 @@ static void setmsg(char *msg, size_t n, const char *fmt, ...)
     va_end(ap);
 }
 
-/* Merge a finished child's rows into the CSV (one atomic replace). Returns 0, or -1 with msg set;
- * *fatal is set when the main CSV could not be written. */
-static int merge_run(const sweep_cfg *c, plan_run *r, csvbuf *main_csv, double *acc, char *msg, size_t mn, int *fatal)
+int merge_rows(const sweep_cfg *c, plan_run *r, char *text, size_t len, const char *label, csvbuf *main_csv, double *acc,
+               char *msg, size_t mn, int *fatal)
 {
-    char *text; size_t len;
     al_error e = {{0}};
     al_results res;
     *fatal = 0;
-    if (al_read_file(r->part, &text, &len, &e) != AL_OK) { setmsg(msg, mn, "%s", e.msg); return -1; }
-    if (al_results_parse(text, len, r->part, &res, &e) != AL_OK) { setmsg(msg, mn, "%s", e.msg); free(text); return -1; }
+    if (al_results_parse(text, len, label, &res, &e) != AL_OK) { setmsg(msg, mn, "%s", e.msg); free(text); return -1; }
     int ok = 0;
-    if (res.n == 0) setmsg(msg, mn, "%s: the trainer wrote no rows", r->part);
-    else if (res.nrun != 1) setmsg(msg, mn, "%s: the trainer wrote %d runs, expected 1", r->part, res.nrun);
+    if (res.n == 0) setmsg(msg, mn, "%s: the trainer wrote no rows", label);
+    else if (res.nrun != 1) setmsg(msg, mn, "%s: the trainer wrote %d runs, expected 1", label, res.nrun);
     else {
         const al_result_row *last = &res.row[res.n - 1];
         if (strcmp(last->task, c->task) || strcmp(last->model, r->model) || last->seed != r->seed
             || (r->sp.kind == SPLIT_SIZE && last->train_size != r->sp.n))
-            setmsg(msg, mn, "%s: rows are for %s %s size=%ld seed=%ld, expected %s", r->part, last->task,
+            setmsg(msg, mn, "%s: rows are for %s %s size=%ld seed=%ld, expected %s", label, last->task,
                      last->model, last->train_size, last->seed, r->desc);
         else if (strcmp(last->status, "done"))
-            setmsg(msg, mn, "%s: the trainer's last row (epoch %d) is not marked done", r->part, last->epoch);
+            setmsg(msg, mn, "%s: the trainer's last row (epoch %d) is not marked done", label, last->epoch);
         else { ok = 1; *acc = last->test_acc; }
     }
     int version = res.version;     /* an older trainer's rows get the columns it lacks, empty */
@@ -202,8 +246,18 @@ static int merge_run(const sweep_cfg *c, plan_run *r, csvbuf *main_csv, double *
     return 0;
 }
 
-/* Fork/exec `EXE train ...` for run r; returns the pid or -1. */
-static pid_t start_child(const sweep_cfg *c, plan_run *r, const char *exe, const char *threads)
+/* Merge a finished child's rows into the CSV (one atomic replace). Returns 0, or -1 with msg set;
+ * *fatal is set when the main CSV could not be written. */
+static int merge_run(const sweep_cfg *c, plan_run *r, csvbuf *main_csv, double *acc, char *msg, size_t mn, int *fatal)
+{
+    char *text; size_t len;
+    al_error e = {{0}};
+    *fatal = 0;
+    if (al_read_file(r->part, &text, &len, &e) != AL_OK) { setmsg(msg, mn, "%s", e.msg); return -1; }
+    return merge_rows(c, r, text, len, r->part, main_csv, acc, msg, mn, fatal);
+}
+
+pid_t start_child(const sweep_cfg *c, plan_run *r, const char *exe, const char *threads)
 {
     char sz[32], sd[32], ep[32];
     const char *av[32 + 2 * MAXAXES]; int n = 0;
@@ -248,6 +302,7 @@ static pid_t start_child(const sweep_cfg *c, plan_run *r, const char *exe, const
         int lfd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);   /* shown if the run fails */
         if (lfd >= 0) { dup2(lfd, 2); close(lfd); }
         if (threads) setenv("OMP_NUM_THREADS", threads, 1);
+        setenv(APP_NO_MPI_ENV, "1", 1);               /* under mpirun: the trainer is one process, not a rank */
         execv(exe, (char *const *)av);
         fprintf(stderr, "attnlab sweep: cannot run %s: %s\n", exe, strerror(errno));
         _exit(127);
@@ -256,22 +311,34 @@ static pid_t start_child(const sweep_cfg *c, plan_run *r, const char *exe, const
     return pid;
 }
 
+int sweep_finish(const sweep_cfg *c, plan_run *r, int st, char *rows, size_t len, const char *label, const char *log,
+                 const char *head, csvbuf *main_csv, int *fatal)
+{
+    double acc = NAN, secs = al_time() - r->t0;
+    char msg[AL_ERRLEN + 64] = "";
+    int ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+    if (!ok && WIFEXITED(st)) snprintf(msg, sizeof msg, "train exited with status %d", WEXITSTATUS(st));
+    else if (!ok) snprintf(msg, sizeof msg, "train killed by signal %d", WTERMSIG(st));
+    else if (rows) { ok = merge_rows(c, r, rows, len, label, main_csv, &acc, msg, sizeof msg, fatal) == 0; rows = NULL; }
+    else ok = merge_run(c, r, main_csv, &acc, msg, sizeof msg, fatal) == 0;
+    free(rows);
+    if (ok) { r->state = RUN_DONE; fprintf(stderr, "%sdone %.4f (%.1f s)\n", head, acc, secs); return 1; }
+    r->state = RUN_FAILED;
+    fprintf(stderr, "%sFAILED: %s\n", head, msg);
+    if (log && *log) fprintf(stderr, "  --- stderr of the run ---\n%s%s", log, log[strlen(log) - 1] == '\n' ? "" : "\n");
+    drop_run_files(r, !log);
+    return 0;
+}
+
 /* Run every RUN_TODO run, c->jobs at a time, merging each finished run into the CSV.
  * Returns 0 (check *nfail), 1 when the CSV could not be written, 130 when interrupted. */
 int run_plan(const sweep_cfg *c, plan_run *plan, int np, const char *exe, csvbuf *main_csv, int *ndone, int *nfail)
 {
-    char threads_buf[32]; const char *threads = NULL;
-    if (c->jobs > 1 && !getenv("OMP_NUM_THREADS")) {
-        long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        snprintf(threads_buf, sizeof threads_buf, "%ld", cores / c->jobs > 1 ? cores / c->jobs : 1);
-        threads = threads_buf;
-    }
-    struct sigaction sa, old_int, old_term;
-    memset(&sa, 0, sizeof sa); sa.sa_handler = on_signal; sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_int); sigaction(SIGTERM, &sa, &old_term);
+    char threads_buf[32];
+    const char *threads = sweep_threads(c, 1, threads_buf, sizeof threads_buf);
+    sweep_signals(1);
     sigset_t block, prev;
     sigemptyset(&block); sigaddset(&block, SIGINT); sigaddset(&block, SIGTERM);
-    g_stop = 0;
     int next = 0, running = 0, fatal = 0, slot_of[MAXJOBS];
     *ndone = *nfail = 0;
     for (;;) {
@@ -304,25 +371,14 @@ int run_plan(const sweep_cfg *c, plan_run *plan, int np, const char *exe, csvbuf
         g_child[slot] = 0; running--;
         char head[320] = "";
         if (c->jobs > 1) snprintf(head, sizeof head, "[%d/%d] %s ", slot_of[slot] + 1, np, r->desc);
-        double secs = al_time() - r->t0;
         if (g_stop) {                                   /* a partial run, whatever its exit status */
             r->state = RUN_STOPPED;
             fprintf(stderr, "%sinterrupted%s\n", head, keep_partial(r) ? " (its training state is kept: it resumes)" : "");
             continue;
         }
-        double acc = NAN; char msg[AL_ERRLEN + 64] = "";
-        int ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
-        if (!ok && WIFEXITED(st)) snprintf(msg, sizeof msg, "train exited with status %d", WEXITSTATUS(st));
-        else if (!ok) snprintf(msg, sizeof msg, "train killed by signal %d", WTERMSIG(st));
-        else ok = merge_run(c, r, main_csv, &acc, msg, sizeof msg, &fatal) == 0;
-        if (ok) { r->state = RUN_DONE; (*ndone)++; fprintf(stderr, "%sdone %.4f (%.1f s)\n", head, acc, secs); }
-        else {
-            r->state = RUN_FAILED; (*nfail)++;
-            fprintf(stderr, "%sFAILED: %s\n", head, msg);
-            drop_run_files(r, 1);
-        }
+        if (sweep_finish(c, r, st, NULL, 0, NULL, NULL, head, main_csv, &fatal)) (*ndone)++; else (*nfail)++;
     }
-    sigaction(SIGINT, &old_int, NULL); sigaction(SIGTERM, &old_term, NULL);
+    sweep_signals(0);
     return g_stop ? 130 : fatal ? 1 : 0;
 }
 

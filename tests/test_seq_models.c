@@ -380,6 +380,53 @@ static void test_train_threads_bitwise(void **st)
     al_seq_data_free(&tr);
 }
 
+/* Data-parallel training (dist.h) on 1 and 3 ranks simulated by threads (tu_ranks): the same weights,
+ * losses and train accuracies on every rank and for both rank counts, every model (evaluation sharded). */
+typedef struct { const char *model; const al_seq_data *tr, *te; float *w; int64_t P; losses l; int failed; } seq_rank;
+static void seq_rank_train(const al_dist *d, void *p)
+{
+    seq_rank *a = p;
+    al_seq_config cfg; al_error e = {{0}}; al_seq_model m;
+    a->failed = al_seq_config_default(&cfg, a->model, NW, NS, TAGS, &e) != AL_OK || al_seq_init(&m, &cfg, 1, &e) != AL_OK;
+    if (a->failed) return;
+    al_seq_train_config tc = {0};
+    tc.epochs = 2; tc.batch = 20; tc.lr = 3e-3f; tc.weight_decay = 0.01f; tc.seed = 1; tc.dist = d;
+    memset(&a->l, 0, sizeof a->l);
+    a->failed = al_seq_train(&m, a->tr, a->te, &tc, keep_loss, &a->l, &e) != AL_OK;
+    a->P = m.params.total;
+    a->w = malloc((size_t)a->P * sizeof(float));
+    if (a->w) memcpy(a->w, m.params.data, (size_t)a->P * sizeof(float));
+    al_seq_free(&m);
+}
+
+static void test_data_parallel_same_bits(void **st)
+{
+    (void)st;
+    al_seq_data tr, te; make_synth(&tr, 130, 6); make_synth(&te, 70, 7);
+    const char *models[] = {"fc", "window-fc", "rnn", "sa", "trunc"};
+    const int saved = al_threads();
+    al_set_threads(1);
+    for (int k = 0; k < 5; k++) {
+        seq_rank one[1], three[3];
+        for (int N = 1; N <= 3; N += 2) {
+            seq_rank *a = N == 1 ? one : three;
+            void *args[3];
+            for (int r = 0; r < N; r++) { memset(&a[r], 0, sizeof a[r]); a[r].model = models[k]; a[r].tr = &tr; a[r].te = &te; args[r] = &a[r]; }
+            tu_ranks(N, seq_rank_train, args);
+            for (int r = 0; r < N; r++) {
+                if (a[r].failed || !a[r].w) fail_msg("%s: rank %d of %d failed", models[k], r, N);
+                if (memcmp(a[r].w, one[0].w, (size_t)one[0].P * sizeof(float))) fail_msg("%s: rank %d of %d: other weights", models[k], r, N);
+                assert_int_equal(a[r].l.n, one[0].l.n);
+                assert_memory_equal(a[r].l.loss, one[0].l.loss, (size_t)one[0].l.n * sizeof(double));
+            }
+        }
+        free(one[0].w);
+        for (int r = 0; r < 3; r++) free(three[r].w);
+    }
+    al_set_threads(saved);
+    al_seq_data_free(&tr); al_seq_data_free(&te);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -390,6 +437,7 @@ int main(void)
         cmocka_unit_test(test_learns_synthetic),
         cmocka_unit_test(test_shard_step),
         cmocka_unit_test(test_train_threads_bitwise),
+        cmocka_unit_test(test_data_parallel_same_bits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -144,6 +144,51 @@ static void test_deterministic(void **st)
     al_set_threads(threads);
 }
 
+/* Data-parallel training (dist.h) over 1, 2 and 3 ranks simulated by threads (tu_ranks): every rank
+ * ends with the same weights and reports the same losses and accuracies, and so does every rank count. */
+typedef struct dp_rank { const al_images *tr, *te; float *w; int64_t n; rec r; int failed; } dp_rank;
+static void dp_train(const al_dist *d, void *p)
+{
+    dp_rank *a = p;
+    al_model m; tiny_sa(&m, 5);
+    al_train_config tc; default_tc(&tc, a->tr, 2, 1e-3f);
+    tc.seed = 5; tc.dist = d; tc.batch = 50;    /* 6 steps of 8 micro-shards, the last one short */
+    al_error e = {{0}};
+    memset(&a->r, 0, sizeof a->r);
+    a->failed = al_train_image(&m, a->tr, a->te, &tc, record, &a->r, &e) != AL_OK;
+    a->n = m.params.total;
+    a->w = malloc((size_t)a->n * sizeof(float));
+    if (a->w) memcpy(a->w, m.params.data, (size_t)a->n * sizeof(float));
+    al_model_free(&m);
+}
+
+static void test_data_parallel_same_bits_for_any_rank_count(void **st)
+{
+    (void)st;
+    int threads = al_threads();
+    al_set_threads(1);
+    al_images tr = subset(&fm.train, 290, 4), te = subset(&fm.test, 300, 0);
+    dp_rank one[1], three[3];
+    for (int N = 1; N <= 3; N += 2) {
+        dp_rank *a = N == 1 ? one : three;
+        void *args[3];
+        for (int k = 0; k < N; k++) { memset(&a[k], 0, sizeof a[k]); a[k].tr = &tr; a[k].te = &te; args[k] = &a[k]; }
+        tu_ranks(N, dp_train, args);
+        for (int k = 0; k < N; k++) {
+            assert_false(a[k].failed);
+            assert_non_null(a[k].w);
+            assert_int_equal(a[k].r.n, 2);
+            assert_memory_equal(a[k].w, one[0].w, (size_t)one[0].n * sizeof(float));
+            assert_memory_equal(&a[k].r, &one[0].r, sizeof one[0].r);
+        }
+    }
+    assert_true(one[0].r.te[1] > 0.2);               /* it learns (chance: 0.1) */
+    free(one[0].w);
+    for (int k = 0; k < 3; k++) free(three[k].w);
+    free_subset(&tr); free_subset(&te);
+    al_set_threads(threads);
+}
+
 static void test_nan_loss_is_an_error(void **st)
 {
     (void)st;
@@ -374,6 +419,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_learns_fashion_mnist_subset),
         cmocka_unit_test(test_deterministic),
+        cmocka_unit_test(test_data_parallel_same_bits_for_any_rank_count),
         cmocka_unit_test(test_nan_loss_is_an_error),
         cmocka_unit_test(test_shape_and_label_checks),
         cmocka_unit_test(test_cli_csv_deterministic_and_eval),

@@ -2,6 +2,7 @@
 #include "testutil.h"
 #include "attnlab/text.h"
 #include <dirent.h>
+#include <pthread.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -271,4 +272,56 @@ void tu_spit(const char *path, const void *d, size_t n)
 {
     FILE *f = fopen(path, "wb"); assert_non_null(f);
     assert_int_equal(fwrite(d, 1, n, f), n); fclose(f);
+}
+
+/* ---------------- ranks as threads (tu_ranks) ---------------- */
+enum { TU_MAXRANKS = 8 };
+typedef struct tu_world { int n; pthread_barrier_t bar; int64_t *bufs[TU_MAXRANKS]; int64_t *out; int64_t cap; int oom; } tu_world;
+typedef struct tu_rank { tu_world *w; al_dist d; tu_rank_fn fn; void *arg; } tu_rank;
+
+static int tu_allreduce(void *ud, int64_t *buf, int64_t n, int op)
+{
+    tu_rank *r = ud;
+    tu_world *w = r->w;
+    w->bufs[r->d.rank] = buf;
+    pthread_barrier_wait(&w->bar);
+    if (r->d.rank == 0) {                      /* rank 0 adds up, in rank order (any order gives the same) */
+        if (n > w->cap) { free(w->out); w->out = malloc((size_t)n * sizeof(int64_t)); w->cap = w->out ? n : 0; }
+        w->oom = !w->out;
+        for (int64_t i = 0; i < n && w->out; i++) {
+            int64_t v = w->bufs[0][i];
+            for (int k = 1; k < w->n; k++) v = op == AL_DIST_SUM ? v + w->bufs[k][i] : (w->bufs[k][i] > v ? w->bufs[k][i] : v);
+            w->out[i] = v;
+        }
+    }
+    pthread_barrier_wait(&w->bar);
+    int oom = w->oom;
+    if (!oom) memcpy(buf, w->out, (size_t)n * sizeof(int64_t));
+    pthread_barrier_wait(&w->bar);             /* nobody reuses out before every rank has its copy */
+    return oom ? -1 : 0;
+}
+
+static void *tu_rank_main(void *p)
+{
+    tu_rank *r = p;
+    r->fn(&r->d, r->arg);
+    return NULL;
+}
+
+void tu_ranks(int n, tu_rank_fn fn, void *const *args)
+{
+    assert_true(n >= 1 && n <= TU_MAXRANKS);
+    tu_world w;
+    memset(&w, 0, sizeof w);
+    w.n = n;
+    pthread_barrier_init(&w.bar, NULL, (unsigned)n);
+    tu_rank r[TU_MAXRANKS];
+    pthread_t th[TU_MAXRANKS];
+    for (int k = 0; k < n; k++) {
+        r[k] = (tu_rank){&w, {k, n, tu_allreduce, &r[k]}, fn, args[k]};
+        assert_int_equal(pthread_create(&th[k], NULL, tu_rank_main, &r[k]), 0);
+    }
+    for (int k = 0; k < n; k++) pthread_join(th[k], NULL);
+    pthread_barrier_destroy(&w.bar);
+    free(w.out);
 }

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include "attnlab/tensor.h"
+#include "attnlab/dist.h"
 
 /* Fill x[n] with uniform values in [lo, hi) from a seeded stream. */
 void   tu_fill(float *x, int64_t n, uint64_t seed, float lo, float hi);
@@ -68,6 +69,10 @@ const char *tu_tpath(const char *fmt, ...) __attribute__((format(printf, 1, 2)))
 int         tu_tmpdir_remove(void);
 void        tu_mkdirs(const char *path);
 void        tu_spit(const char *path, const void *data, size_t n);
+/* n threads standing in for MPI ranks (dist.h): fn(d, args[rank]) runs on each, and d's allreduce
+ * (sum or max of int64) meets the other ranks at a barrier. Returns when every rank has returned. */
+typedef void (*tu_rank_fn)(const al_dist *d, void *arg);
+void        tu_ranks(int n, tu_rank_fn fn, void *const *args);
 /* Build a 1-4 dim shape initializer. */
 static inline tu_input tu_in(float *data, int check, int ndim, int d0, int d1, int d2, int d3)
 { tu_input i = {ndim, {d0, d1, d2, d3}, data, check}; return i; }

@@ -30,6 +30,7 @@
 #include "models.h"   /* al_pos_kind, AL_MODEL_MAXDEPTH, al_block_params */
 #include "text.h"
 #include "trainstate.h"
+#include "dist.h"
 
 /* ---------------- segments: who may see whom in a packed batch ---------------- */
 /* The block-diagonal adjacency of nseg segments of lengths len[0..nseg) (each >= 0) packed back to
@@ -158,6 +159,7 @@ typedef struct al_seq_train_config {
     uint64_t seed;                  /* shuffling: AL_RNG_SHUFFLE stream */
     int max_steps;                  /* > 0: stop after this many steps (tests) */
     const al_resume *resume;        /* NULL, or training states to hand out / continue from (trainstate.h) */
+    const al_dist *dist;            /* NULL: one process; else this rank's share of a data-parallel run (dist.h) */
 } al_seq_train_config;
 
 typedef struct al_seq_progress {

@@ -10,6 +10,7 @@
 #include "images.h"
 #include "models.h"
 #include "trainstate.h"
+#include "dist.h"
 
 /* On-the-fly augmentation of training images (never of test images), an effective-data multiplier:
  * each (seed, epoch, image) draws its own stream (AL_RNG_AUGMENT), so a run repeats bit for bit on any
@@ -39,6 +40,7 @@ typedef struct al_train_config {
                                      * (0 or 1 = every epoch); skipped epochs report test_acc NaN */
     const al_resume *resume;        /* NULL, or training states to hand out / to continue from (trainstate.h) */
     al_augment augment;             /* training images only; all zero = none */
+    const al_dist *dist;            /* NULL: one process; else this rank's share of a data-parallel run (dist.h) */
 } al_train_config;
 
 /* What the progress callback receives: after every step (kind 0) and at the end of an epoch (kind 1). */

@@ -30,6 +30,7 @@
 #include "attnlab/kernels.h"
 #include "attnlab/tensor.h"   /* al_threads */
 #include <stddef.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -449,9 +450,14 @@ static float *ws_alloc(size_t n)
  * attention kernels call al_gemm_serial thousands of times per step on small tiles, where a
  * malloc/free pair per call cost as much as the product. One buffer per thread (thread-local), so
  * concurrent calls never share it; gemm_blocked never re-enters the gemm, so one is enough. It lives
- * until the thread exits (the process's threads are the main thread and OpenMP's pool). */
+ * until the thread exits: a thread-specific key frees it then (a caller's own threads — the
+ * data-parallel tests run ranks as threads — would otherwise leak one buffer each). */
 static _Thread_local float *tl_ws;
 static _Thread_local size_t tl_ws_cap;
+static pthread_key_t ws_key;
+static pthread_once_t ws_once = PTHREAD_ONCE_INIT;
+static int ws_key_ok;
+static void ws_key_make(void) { ws_key_ok = pthread_key_create(&ws_key, free) == 0; }
 static float *ws_thread(size_t n)
 {
     if (n <= tl_ws_cap && tl_ws) return tl_ws;
@@ -460,6 +466,8 @@ static float *ws_thread(size_t n)
     if (!w) return NULL;
     free(tl_ws);
     tl_ws = w; tl_ws_cap = want;
+    pthread_once(&ws_once, ws_key_make);
+    if (ws_key_ok) pthread_setspecific(ws_key, w);   /* freed at the thread's exit */
     return w;
 }
 

@@ -21,15 +21,56 @@ static int argmax_row(const float *r, int n)
     return k;
 }
 
+/* One data-parallel step (dist.h): this rank's micro-shards of the batch ids (B), forward and backward
+ * each alone on c, the gradient summed over every rank into m's. *loss = the batch's mean loss and
+ * *hits its argmax hits, the same on every rank. lab (B) is scratch. */
+static al_status dist_step(al_ctx *c, al_model *m, const al_images *train, const al_train_config *tc, const int *ids,
+                           int B, int64_t step_no, int epoch, const float *fill, al_gradsum *gs, int *lab, double *loss,
+                           int64_t *hits, al_error *err)
+{
+    const al_model_config *cfg = &m->cfg;
+    const int S = al_dist_shards(B);
+    int j0, j1;
+    al_dist_my_shards(tc->dist, S, &j0, &j1);
+    double lv[AL_DIST_MAX_SHARDS] = {0};
+    *hits = 0;
+    al_gradsum_begin(gs, m->params.total);
+    for (int j = j0; j < j1; j++) {
+        const int a = B * j / S, n = B * (j + 1) / S - a;
+        al_ctx_reset(c);
+        al_rng_seed(&c->dropout_rng, tc->seed + (uint64_t)(step_no * S + j), AL_RNG_DROPOUT);   /* per shard, not per rank */
+        al_tensor *x = al_new(c, 4, (int[]){n, cfg->channels, cfg->height, cfg->width});
+        if (x && al_images_batch(train, ids + a, n, tc->mean, tc->std, x->data, lab, err) != AL_OK) return AL_ERR;
+        if (x && al_augment_batch(&tc->augment, x->data, n, cfg->channels, cfg->height, cfg->width, ids + a, tc->seed, epoch,
+                                  fill, err) != AL_OK) return AL_ERR;   /* per image: the same on any shard */
+        al_tensor *logits = al_model_forward(c, m, x);                 /* (n, classes) */
+        al_tensor *l = al_cross_entropy(c, logits, lab, NULL);         /* mean over the shard */
+        float *seed = l ? al_grad(c, l) : NULL;
+        if (!seed) return al_seterr(err, "%s", al_ctx_error(c));
+        const float w = (float)n / (float)B;                            /* the shard's share of the batch mean */
+        lv[j] = (double)l->data[0] * w;
+        seed[0] = w;
+        al_params_zero_grad(&m->params);
+        if (al_backward_run(c) != AL_OK) return al_seterr(err, "backward: %s", al_ctx_error(c));
+        const int K = logits->shape[1];
+        for (int b = 0; b < n; b++) *hits += argmax_row(logits->data + (int64_t)b * K, K) == lab[b];
+        if (al_gradsum_add(gs, m->params.grad, err) != AL_OK) return AL_ERR;
+    }
+    if (al_gradsum_reduce(gs, tc->dist, m->params.grad, err) != AL_OK || al_dist_sum_slots(tc->dist, lv, S, loss, err) != AL_OK)
+        return AL_ERR;
+    return al_dist_sum_counts(tc->dist, hits, 1, err);
+}
+
 /* Evaluate with a caller-supplied context (reused across epochs). idx (batch) and lab (batch) are scratch. */
 static al_status eval_with(al_ctx *c, al_model *m, const al_images *d, const float mean[4], const float std[4],
-                           int batch, double *acc, int *pred, int *idx, int *lab, al_error *err)
+                           int batch, double *acc, int *pred, int *idx, int *lab, const al_dist *dist, al_error *err)
 {
     int g0 = c->grad_enabled, t0 = c->training;
     c->grad_enabled = 0; c->training = 0;
     int64_t correct = 0;
     al_status st = AL_OK;
     for (int s = 0; s < d->n; s += batch) {
+        if (dist && (s / batch) % dist->size != dist->rank) continue;   /* data-parallel: batches round-robin */
         int B = d->n - s < batch ? d->n - s : batch;
         for (int b = 0; b < B; b++) idx[b] = s + b;
         al_ctx_reset(c);
@@ -46,6 +87,7 @@ static al_status eval_with(al_ctx *c, al_model *m, const al_images *d, const flo
     }
     al_ctx_reset(c);
     c->grad_enabled = g0; c->training = t0;
+    if (st == AL_OK && dist) st = al_dist_sum_counts(dist, &correct, 1, err);
     if (st == AL_OK) *acc = d->n > 0 ? (double)correct / d->n : 0.0;
     return st;
 }
@@ -80,6 +122,8 @@ al_status al_train_image(al_model *m, const al_images *train, const al_images *t
     al_ctx *c = al_ctx_new(tc->seed);
     al_optim opt;
     memset(&opt, 0, sizeof opt);
+    al_gradsum gs;
+    memset(&gs, 0, sizeof gs);
     al_status st = AL_OK;
     if (!perm || !idx || !lab || !c) { st = al_seterr(err, "training: out of memory"); goto done; }
     if (al_optim_init(&opt, AL_ADAMW, m->params.total, tc->lr, err) != AL_OK) { st = AL_ERR; goto done; }
@@ -102,22 +146,35 @@ al_status al_train_image(al_model *m, const al_images *train, const al_images *t
         int step;
         for (step = 1; step <= steps_per_epoch; step++) {
             int s = (step - 1) * batch, B = train->n - s < batch ? train->n - s : batch;
-            al_ctx_reset(c);
-            al_tensor *x = al_new(c, 4, (int[]){B, cfg->channels, cfg->height, cfg->width});
-            if (x && al_images_batch(train, perm + s, B, tc->mean, tc->std, x->data, lab, err) != AL_OK) { st = AL_ERR; break; }
-            if (x && al_augment_batch(&tc->augment, x->data, B, cfg->channels, cfg->height, cfg->width, perm + s, tc->seed, ep,
-                                      fill, err) != AL_OK) { st = AL_ERR; break; }
-            al_tensor *logits = al_model_forward(c, m, x);                 /* (B, classes) */
-            al_tensor *loss = al_cross_entropy(c, logits, lab, NULL);      /* (1) */
-            if (!loss) { st = al_seterr(err, "training step %d of epoch %d: %s", step, ep, al_ctx_error(c)); break; }
-            double lv = loss->data[0];
-            if (al_diverge_loss(&div, lv, ep, step, err) != AL_OK) { st = AL_ERR; break; }
-            al_params_zero_grad(&m->params);
-            if (al_backward(c, loss) != AL_OK) { st = al_seterr(err, "backward, epoch %d step %d: %s", ep, step, al_ctx_error(c)); break; }
-            al_optim_step(&opt, &m->params);
-            if (al_diverge_step(&div, &opt, &m->params, lv, ep, step, err) != AL_OK) { st = AL_ERR; break; }
-            int K = logits->shape[1];
-            for (int b = 0; b < B; b++) correct += argmax_row(logits->data + (int64_t)b * K, K) == lab[b];
+            double lv;
+            if (tc->dist) {                                                /* data-parallel (dist.h) */
+                int64_t hits;
+                al_error serr = {{0}};
+                if (dist_step(c, m, train, tc, perm + s, B, total_steps, ep, fill, &gs, lab, &lv, &hits, &serr) != AL_OK) {
+                    st = al_seterr(err, "training step %d of epoch %d: %s", step, ep, serr.msg); break;
+                }
+                if (al_diverge_loss(&div, lv, ep, step, err) != AL_OK) { st = AL_ERR; break; }
+                al_optim_step(&opt, &m->params);
+                if (al_diverge_step(&div, &opt, &m->params, lv, ep, step, err) != AL_OK) { st = AL_ERR; break; }
+                correct += hits;
+            } else {
+                al_ctx_reset(c);
+                al_tensor *x = al_new(c, 4, (int[]){B, cfg->channels, cfg->height, cfg->width});
+                if (x && al_images_batch(train, perm + s, B, tc->mean, tc->std, x->data, lab, err) != AL_OK) { st = AL_ERR; break; }
+                if (x && al_augment_batch(&tc->augment, x->data, B, cfg->channels, cfg->height, cfg->width, perm + s, tc->seed, ep,
+                                          fill, err) != AL_OK) { st = AL_ERR; break; }
+                al_tensor *logits = al_model_forward(c, m, x);                 /* (B, classes) */
+                al_tensor *loss = al_cross_entropy(c, logits, lab, NULL);      /* (1) */
+                if (!loss) { st = al_seterr(err, "training step %d of epoch %d: %s", step, ep, al_ctx_error(c)); break; }
+                lv = loss->data[0];
+                if (al_diverge_loss(&div, lv, ep, step, err) != AL_OK) { st = AL_ERR; break; }
+                al_params_zero_grad(&m->params);
+                if (al_backward(c, loss) != AL_OK) { st = al_seterr(err, "backward, epoch %d step %d: %s", ep, step, al_ctx_error(c)); break; }
+                al_optim_step(&opt, &m->params);
+                if (al_diverge_step(&div, &opt, &m->params, lv, ep, step, err) != AL_OK) { st = AL_ERR; break; }
+                int K = logits->shape[1];
+                for (int b = 0; b < B; b++) correct += argmax_row(logits->data + (int64_t)b * K, K) == lab[b];
+            }
             loss_sum += lv * B; seen += B; total_steps++;
             if (cb) {
                 double now = al_time();
@@ -133,7 +190,7 @@ al_status al_train_image(al_model *m, const al_images *train, const al_images *t
         double secs = al_time() - t0, acc = NAN;
         int last = ep == tc->epochs || (tc->max_steps > 0 && total_steps >= tc->max_steps);
         int due = tc->eval_every <= 1 || ep % tc->eval_every == 0 || last;
-        if (due && test && test->n > 0 && eval_with(c, m, test, tc->mean, tc->std, eval_batch, &acc, NULL, idx, lab, err) != AL_OK) { st = AL_ERR; break; }
+        if (due && test && test->n > 0 && eval_with(c, m, test, tc->mean, tc->std, eval_batch, &acc, NULL, idx, lab, tc->dist, err) != AL_OK) { st = AL_ERR; break; }
         if (cb) {
             al_train_progress p = {0};
             p.kind = 1; p.epoch = ep; p.epochs = tc->epochs; p.step = step > steps_per_epoch ? steps_per_epoch : step;
@@ -146,6 +203,7 @@ al_status al_train_image(al_model *m, const al_images *train, const al_images *t
         if (tc->max_steps > 0 && total_steps >= tc->max_steps) break;
     }
 done:
+    al_gradsum_free(&gs);
     al_optim_free(&opt);
     al_ctx_free(c);
     free(perm); free(idx); free(lab);

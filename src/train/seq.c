@@ -135,13 +135,14 @@ static int argmax_row(const float *r, int n)
 static double ratio(int64_t ok, int64_t n) { return n ? (double)ok / (double)n : NAN; }
 
 static al_status eval_with(al_ctx *c, al_seq_model *m, const al_seq_data *d, int batch, al_seq_scores *sc,
-                           int *pred, batchbuf *bb, int *ids, al_error *err)
+                           int *pred, batchbuf *bb, int *ids, const al_dist *dist, al_error *err)
 {
     int g0 = c->grad_enabled, t0 = c->training;
     c->grad_enabled = 0; c->training = 0;
     int64_t ok = 0, n = 0, ok_u = 0, n_u = 0, ok_a = 0, n_a = 0;
     al_status st = AL_OK;
     for (int s = 0; s < d->nsent; s += batch) {
+        if (dist && (s / batch) % dist->size != dist->rank) continue;   /* data-parallel: batches round-robin */
         int S = d->nsent - s < batch ? d->nsent - s : batch;
         for (int k = 0; k < S; k++) ids[k] = s + k;
         al_seq_batch b;
@@ -162,6 +163,9 @@ static al_status eval_with(al_ctx *c, al_seq_model *m, const al_seq_data *d, int
     }
     al_ctx_reset(c);
     c->grad_enabled = g0; c->training = t0;
+    int64_t cnt[6] = {ok, n, ok_u, n_u, ok_a, n_a};
+    if (st == AL_OK && dist && al_dist_sum_counts(dist, cnt, 6, err) != AL_OK) st = AL_ERR;
+    ok = cnt[0]; n = cnt[1]; ok_u = cnt[2]; n_u = cnt[3]; ok_a = cnt[4]; n_a = cnt[5];
     if (st == AL_OK && sc) {
         sc->acc = ratio(ok, n); sc->unseen_acc = ratio(ok_u, n_u); sc->ambig_acc = ratio(ok_a, n_a);
         sc->ntok = n; sc->nunseen = n_u; sc->nambig = n_a;
@@ -177,7 +181,7 @@ al_status al_seq_eval_scores(al_seq_model *m, const al_seq_data *d, int batch, a
     int *ids = malloc((size_t)batch * sizeof(int));
     al_status st;
     if (!c || !ids || batchbuf_alloc(&bb, batch, batch_cap(d, batch))) st = al_seterr(err, "evaluation: out of memory");
-    else st = eval_with(c, m, d, batch, sc, pred, &bb, ids, err);
+    else st = eval_with(c, m, d, batch, sc, pred, &bb, ids, NULL, err);
     batchbuf_free(&bb); free(ids); al_ctx_free(c);
     return st;
 }
@@ -216,6 +220,8 @@ al_status al_seq_train(al_seq_model *m, const al_seq_data *train, const al_seq_d
     al_ctx *c = al_ctx_new(tc->seed);
     al_optim opt;
     memset(&opt, 0, sizeof opt);
+    al_gradsum gs;                                  /* across processes (dist.h) */
+    memset(&gs, 0, sizeof gs);
     al__seq_stepper stp;                            /* the data-parallel step (train/seq_impl.h) */
     al_status st = al__seq_stepper_init(&stp, m, tc->seed, err);
     if (st != AL_OK) goto done;
@@ -242,7 +248,9 @@ al_status al_seq_train(al_seq_model *m, const al_seq_data *train, const al_seq_d
             gather(train, perm + s, S, &bb, &b);
             double lv; int64_t hits;                /* forward, loss (mean over the batch's tokens), backward */
             al_error serr = {{0}};
-            if (al__seq_step(&stp, m, &b, bb.tag, &lv, &hits, &serr) != AL_OK) {
+            al_status ss = tc->dist ? al__seq_step_dist(&stp, m, &b, bb.tag, tc->dist, tc->seed, total_steps, &gs, &lv, &hits, &serr)
+                                    : al__seq_step(&stp, m, &b, bb.tag, &lv, &hits, &serr);
+            if (ss != AL_OK) {
                 st = al_seterr(err, "training step %d of epoch %d: %s", step, ep, serr.msg);
                 break;
             }
@@ -265,7 +273,7 @@ al_status al_seq_train(al_seq_model *m, const al_seq_data *train, const al_seq_d
         if (st != AL_OK) break;
         double secs = al_time() - t0;
         al_seq_scores sc = {NAN, NAN, NAN, 0, 0, 0};
-        if (test && test->nsent > 0 && eval_with(c, m, test, eval_batch, &sc, NULL, &bb, ids, err) != AL_OK) { st = AL_ERR; break; }
+        if (test && test->nsent > 0 && eval_with(c, m, test, eval_batch, &sc, NULL, &bb, ids, tc->dist, err) != AL_OK) { st = AL_ERR; break; }
         if (cb) {
             al_seq_progress p = {0};
             p.kind = 1; p.epoch = ep; p.epochs = tc->epochs; p.step = step > steps_per_epoch ? steps_per_epoch : step;
@@ -280,6 +288,7 @@ al_status al_seq_train(al_seq_model *m, const al_seq_data *train, const al_seq_d
         if (tc->max_steps > 0 && total_steps >= tc->max_steps) break;
     }
 done:
+    al_gradsum_free(&gs);
     al__seq_stepper_free(&stp);
     al_optim_free(&opt);
     al_ctx_free(c);

@@ -41,4 +41,10 @@ int       al__seq_tagged(const int *tags, int n);
 /* The configuration as checkpoint metadata pairs (values in buf; the count or -1), and back. */
 int       al__seq_config_kv(const al_seq_config *g, const char **kv, int max, char *buf, size_t bufsize);
 al_status al__seq_config_from_meta(const char *meta, const char *path, al_seq_config *g, al_error *err);
+/* The data-parallel step (dist.h): this rank's micro-shards of b (contiguous sentences, al_dist_shards of
+ * the sentence count), each on s->c[0] alone, then m's gradient SET to the sum over every rank. *loss,
+ * *correct: the whole batch's, the same on every rank. step_no seeds each shard's dropout stream. */
+al_status al__seq_step_dist(al__seq_stepper *s, al_seq_model *m, const al_seq_batch *b, const int *tags /* (ntok) */,
+                            const al_dist *d, uint64_t seed, int64_t step_no, al_gradsum *gs,
+                            double *loss, int64_t *correct, al_error *err);
 #endif

@@ -160,3 +160,37 @@ al_status al__seq_step(al__seq_stepper *s, al_seq_model *m, const al_seq_batch *
     *correct = sh[0].correct + (nsh > 1 ? sh[1].correct : 0);
     return AL_OK;
 }
+
+al_status al__seq_step_dist(al__seq_stepper *s, al_seq_model *m, const al_seq_batch *b, const int *tags,
+                            const al_dist *d, uint64_t seed, int64_t step_no, al_gradsum *gs,
+                            double *loss, int64_t *correct, al_error *err)
+{
+    const int ntag = al__seq_tagged(tags, b->ntok);
+    if (ntag == 0) return al_seterr(err, "a batch of %d sequences has no labelled token", b->nseg);
+    const int S = al_dist_shards(b->nseg);
+    int j0, j1;
+    al_dist_my_shards(d, S, &j0, &j1);
+    double lv[AL_DIST_MAX_SHARDS] = {0};
+    *correct = 0;
+    al_gradsum_begin(gs, m->params.total);
+    int64_t t0 = 0;                                  /* the first token of shard j */
+    for (int j = 0; j < j1; j++) {
+        const int a = (int)((int64_t)b->nseg * j / S), e = (int)((int64_t)b->nseg * (j + 1) / S);
+        int n = 0;
+        for (int i = a; i < e; i++) n += b->len[i];
+        if (j >= j0) {
+            shard sh;
+            memset(&sh, 0, sizeof sh);
+            sh.b = *b; sh.b.nseg = e - a; sh.b.ntok = n; sh.b.len = b->len + a; sh.b.word = b->word + t0;
+            sh.b.suffix = b->suffix + t0; sh.b.shape = b->shape + t0 * 4; sh.tags = tags + t0;
+            al_rng_seed(&s->c[0]->dropout_rng, seed + (uint64_t)(step_no * S + j), AL_RNG_DROPOUT);   /* per shard, not per rank */
+            shard_run(s->c[0], m, 1, &sh, ntag);
+            if (sh.failed) return al_seterr(err, "%s", al_ctx_error(s->c[0]));
+            lv[j] = sh.loss; *correct += sh.correct;
+            if (al_gradsum_add(gs, m->params.grad, err) != AL_OK) return AL_ERR;
+        }
+        t0 += n;
+    }
+    if (al_gradsum_reduce(gs, d, m->params.grad, err) != AL_OK || al_dist_sum_slots(d, lv, S, loss, err) != AL_OK) return AL_ERR;
+    return al_dist_sum_counts(d, correct, 1, err);
+}
