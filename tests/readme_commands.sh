@@ -69,7 +69,9 @@ while IFS= read -r line; do
     *" train --task sequence"*) cmd="$cmd --epochs 1 --train-size 200" ;;
     *" train --task molecule"*) cmd="$cmd --epochs 2 --train-frac 0.2" ;;
     *" train --model conv-attn"*) cmd="$cmd --test-size 200" ;;
-    *" data speech-digits"*) cmd="$cmd --speakers 3 --repeats 2 --sequences 1" ;;
+    *" data speech-digits"*) cmd="$cmd --speakers 3 --repeats 2 --sequences 4" ;;
+    *" train --task speech"*)  # the corpus above (2 training voices); ~/speech_commands: its digits folder
+      ln -sfn "$work/speech/digits" "$HOME/speech_commands"; cmd="$cmd --epochs 1 --batch 4" ;;
     *" train "*) cmd="$cmd --epochs 1"; case "$cmd" in *--train-size*|*"--data ~/photos"*) ;; *) cmd="$cmd --train-size 200" ;; esac
                  case "$cmd" in *--test-size*) ;; *"--data ~/photos"*) ;; *) cmd="$cmd --test-size 200" ;; esac ;;
     *" sweep --task image"*) cmd="$cmd --epochs 1 --test-size 200" ;;
