@@ -41,8 +41,11 @@ endif
 # The speech libraries through pkg-config (their .pc files come with the -dev packages install-deps.sh
 # installs); scripts/attnlab.pc.in lists the same names under Requires.private.
 SPEECH_PKGS = sndfile samplerate fftw3f espeak-ng
-CFLAGS_BASE += $(shell pkg-config --cflags $(SPEECH_PKGS))
-LIBS = -lpng -lz $(shell pkg-config --libs $(SPEECH_PKGS)) -lm
+# ARPACK (Lanczos) and LAPACKE (dsyevd): the Laplacian eigenvectors of the graph transformer's
+# positional encodings (src/data/graph_lappe.c).
+LINALG_PKGS = arpack lapacke
+CFLAGS_BASE += $(shell pkg-config --cflags $(SPEECH_PKGS) $(LINALG_PKGS))
+LIBS = -lpng -lz $(shell pkg-config --libs $(SPEECH_PKGS) $(LINALG_PKGS)) -lm
 CFLAGS  += $(CFLAGS_BASE) $(ARCH) $(OMPFLAGS) $(SANFLAGS)
 LDFLAGS += $(OMPFLAGS) $(SANFLAGS)
 

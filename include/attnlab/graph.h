@@ -58,6 +58,19 @@ al_status al_graph_adj_self_loops(const al_graph *g, al_csr *out, al_error *err)
 /* GCN propagation matrix Â = D^-1/2 (A + I) D^-1/2 with values, D the row sums of A + I. */
 al_status al_graph_gcn_norm(const al_graph *g, al_csr *out, al_error *err);
 
+/* Laplacian positional encodings (Dwivedi & Bresson 2020): pe (n, k) row-major receives the k
+ * eigenvectors (unit norm, columns) of L = I − D^-1/2 A D^-1/2 with the smallest non-trivial
+ * eigenvalues, eval (k) or NULL those eigenvalues ascending. A is adj made symmetric, without
+ * self-loops; an isolated node has L_ii = 0. "Non-trivial": outside L's null space (one D^1/2 1 per
+ * connected component), which is excluded exactly. Each vector's largest entry is positive (the sign
+ * is otherwise arbitrary; within a repeated eigenvalue the basis is). When the graph has fewer than k
+ * non-trivial eigenpairs the last columns are 0 and their eval NaN. Solver: AL_EIG_DENSE is
+ * LAPACKE_dsyevd on the n × n matrix; AL_EIG_ARPACK implicitly restarted Lanczos (ARPACK dsaupd) on
+ * P (2I − L) P, P off the null space; AL_EIG_AUTO dense up to AL_LAPPE_DENSE_MAX nodes (src/data/graph_lappe.c). */
+typedef enum { AL_EIG_AUTO, AL_EIG_DENSE, AL_EIG_ARPACK } al_eig_solver;
+#define AL_LAPPE_DENSE_MAX 1000
+al_status al_graph_lap_pe(const al_csr *adj, int k, al_eig_solver solver, float *pe, double *eval, al_error *err);
+
 /* A random graph for benchmarks: n nodes, m distinct directed edges (no self-loops) with uniform
  * endpoints, nfeat dense uniform features per node stored as CSR (row-normalised), nclass
  * random labels; train / val / test are random disjoint 10 % / 10 % / 10 % of the nodes. */
