@@ -285,9 +285,9 @@ static const struct { const char *name; int candidates, classes; } graph_table[]
 
 /* ---------------- model flags as grid axes ---------------- */
 /* Which models of each task (image, graph, sequence) a swept flag applies to: none (not a flag of
- * that task), every model, only the attention models (image: sa, local; graph: gat, gat-full;
- * sequence: sa, trunc), only the windowed ones (local; window-fc, trunc) or the recurrent one (rnn),
- * as the model tables say. */
+ * that task), every model, only the attention models (image: sa, local; graph: gat, gat-full, gatv2,
+ * gt, gt-full; sequence: sa, trunc), only the windowed ones (local; window-fc, trunc) or the recurrent
+ * one (rnn), as the model tables say. */
 enum { AX_NONE, AX_ALL, AX_ATTENTION, AX_WINDOWED, AX_RECURRENT };
 typedef struct axis_flag { const char *flag; int applies[NTASKS]; } axis_flag;
 static const axis_flag axis_flags[] = {

@@ -1,6 +1,6 @@
 /* attnlab/graph.h — graph data for node classification: the text format reader, splits, the
- * adjacency matrices the models use and random benchmark graphs. The models (gat, gat-full, gcn,
- * mlp) and their training loop are in gnn.h.
+ * adjacency matrices the models use and random benchmark graphs. The models (gat, gat-full, gatv2, gt,
+ * gt-full, gcn, mlp) and their training loop are in gnn.h; gt-full's Laplacian eigenvectors are here.
  *
  * A dataset is a directory with features.libsvm, edges.txt, train.idx, val.idx, test.idx
  * (datasets/README.md, "Graph format"). Features are stored as CSR (nodes × features); the first
