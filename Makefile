@@ -48,8 +48,11 @@ endif
 # The speech libraries through pkg-config (their .pc files come with the -dev packages install-deps.sh
 # installs); scripts/attnlab.pc.in lists the same names under Requires.private.
 SPEECH_PKGS = sndfile samplerate fftw3f espeak-ng
-CFLAGS_BASE += $(shell pkg-config --cflags $(SPEECH_PKGS))
-LIBS = -lpng -lz $(shell pkg-config --libs $(SPEECH_PKGS)) -lm
+# ARPACK (Lanczos) and LAPACKE (dsyevd): the Laplacian eigenvectors of the graph transformer's
+# positional encodings (src/data/graph_lappe.c).
+LINALG_PKGS = arpack lapacke
+CFLAGS_BASE += $(shell pkg-config --cflags $(SPEECH_PKGS) $(LINALG_PKGS))
+LIBS = -lpng -lz $(shell pkg-config --libs $(SPEECH_PKGS) $(LINALG_PKGS)) -lm
 CFLAGS  += $(CFLAGS_BASE) $(ARCH) $(OMPFLAGS) $(SANFLAGS)
 LDFLAGS += $(OMPFLAGS) $(SANFLAGS)
 
@@ -142,6 +145,7 @@ plots: all
 	bin/attnlab plot results/image-tradeoff.csv --kind curves --size 500 --out results/image-curves-500.png
 	bin/attnlab plot results/image-tradeoff.csv --kind curves --size 10000 --out results/image-curves-10000.png
 	bin/attnlab plot results/graph-tradeoff.csv --out results/graph-tradeoff.png
+	bin/attnlab plot results/graph-fair.csv --by model --out results/graph-fair.png
 	bin/attnlab plot results/graph_attention_cora_gat_node24.csv --kind graph-attention --node 24 \
 	  --out results/graph_attention_cora_gat_node24.png
 	bin/attnlab plot results/graph_attention_cora_gat_node1358.csv --kind graph-attention --node 1358 \

@@ -52,8 +52,8 @@ static void usage(FILE *f)
     for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
         o += (size_t)snprintf(seq_sizes + o, sizeof seq_sizes - o, "%s%ld", i ? "," : "", sizes[i]);
     fprintf(f,
-        "usage: attnlab sweep --preset image-tradeoff|graph-tradeoff|sequence-tradeoff|demo [--csv FILE] [--seeds LIST]\n"
-        "                     [--jobs N]\n"
+        "usage: attnlab sweep --preset image-tradeoff|graph-tradeoff|graph-fair|sequence-tradeoff|demo [--csv FILE]\n"
+        "                     [--seeds LIST] [--jobs N]\n"
         "       attnlab sweep --task image|sequence --models a,b,... --train-sizes n1,n2,... --seeds LIST --csv FILE\n"
         "       attnlab sweep --task graph --models a,b,... [--labels-per-class k1,k2,...] [--train-frac F,...]\n"
         "                     [--planetoid] --seeds LIST --csv FILE\n"
@@ -62,7 +62,8 @@ static void usage(FILE *f)
         "  sweep that was interrupted (Ctrl-C, kill -9, power loss) resumes with the same command; a run that\n"
         "  was in flight continues from its training state (FILE.run-RUNID.train, written after every epoch).\n"
         "options:\n"
-        "  --task image|graph|sequence  image: models cnn, sa, local; graph: gat, gat-full, gcn, mlp;\n"
+        "  --task image|graph|sequence  image: models cnn, sa, local; graph: gat, gat-full, gatv2, gt, gt-full,\n"
+        "                           gcn, mlp;\n"
         "                           sequence: %s\n"
         "  --data NAME              dataset passed to train (default fashion-mnist / cora / ud-english-ewt)\n"
         "  --models LIST            comma-separated models\n"
@@ -77,7 +78,8 @@ static void usage(FILE *f)
         "  image: --patch --pos --score --norm --depth --dim --heads (attention models), --window (local),\n"
         "         --lr --wd --batch --test-size (every model; --test-size N evaluates a stratified subset\n"
         "         of N test images: quick checks only)\n"
-        "  graph: --heads --attn-dropout (gat, gat-full), --hidden --dropout --lr --wd --patience (every model)\n"
+        "  graph: --heads --attn-dropout (gat, gat-full, gatv2, gt, gt-full), --hidden --dropout --lr --wd\n"
+        "         --patience (every model)\n"
         "  sequence: --pos --score --norm --depth --heads (sa, trunc), --window (window-fc, trunc: context each\n"
         "         side), --rnn (rnn), --lr --wd --batch (every model)\n"
         "  Each run's variant is its CSV row's config column; summarize and plot keep variants apart.\n"
@@ -100,6 +102,10 @@ static void usage(FILE *f)
         "  graph-tradeoff  gat,gat-full,gcn,mlp on cora, labels per class 2,5,10,20,50,100 and train-frac 0.6,\n"
         "                  seeds 1-10, the trainer's defaults except gat-full: at most %d epochs (its epoch costs\n"
         "                  ~20x gat's and its validation accuracy does not move: see docs/experiments.md)\n"
+        "  graph-fair      gat,gatv2,gcn,mlp,gt,gt-full,gat-full on cora, graph-tradeoff's splits, seeds and\n"
+        "                  epoch rule (gt-full, the other model over every node, is capped at %d epochs too);\n"
+        "                  --labels-per-class / --train-frac restrict a graph preset to some of its splits\n"
+        "                  (the same runs: the full preset later resumes the rest)\n"
         "  sequence-tradeoff  %s on UD English EWT, %s training sentences,\n"
         "                  seeds 1-3, %d epochs; then the summary table and plots of test token accuracy,\n"
         "                  unseen-word and ambiguous-word accuracy vs size (results/sequence-tradeoff*.png)\n"
@@ -110,7 +116,7 @@ static void usage(FILE *f)
         "  to the ranks as they free up (--jobs runs each, rank 0 included) and alone writes FILE; rerunning resumes\n"
         "  (docs/scale-out.md)\n"
         "exit status: 0 all runs complete, 1 a run failed or an I/O error, 2 bad arguments, 130 interrupted\n",
-        seq_models, STEP_BUDGET, BATCH, STEP_BUDGET, BATCH, GAT_FULL_EPOCHS, seq_models, seq_sizes, SEQ_TRADEOFF_EPOCHS);
+        seq_models, STEP_BUDGET, BATCH, STEP_BUDGET, BATCH, GAT_FULL_EPOCHS, GAT_FULL_EPOCHS, seq_models, seq_sizes, SEQ_TRADEOFF_EPOCHS);
 }
 
 /* One line on stderr; returns the usage-error exit status 2. */
@@ -285,9 +291,9 @@ static const struct { const char *name; int candidates, classes; } graph_table[]
 
 /* ---------------- model flags as grid axes ---------------- */
 /* Which models of each task (image, graph, sequence) a swept flag applies to: none (not a flag of
- * that task), every model, only the attention models (image: sa, local; graph: gat, gat-full;
- * sequence: sa, trunc), only the windowed ones (local; window-fc, trunc) or the recurrent one (rnn),
- * as the model tables say. */
+ * that task), every model, only the attention models (image: sa, local; graph: gat, gat-full, gatv2,
+ * gt, gt-full; sequence: sa, trunc), only the windowed ones (local; window-fc, trunc) or the recurrent
+ * one (rnn), as the model tables say. */
 enum { AX_NONE, AX_ALL, AX_ATTENTION, AX_WINDOWED, AX_RECURRENT };
 typedef struct axis_flag { const char *flag; int applies[NTASKS]; } axis_flag;
 static const axis_flag axis_flags[] = {
@@ -414,10 +420,16 @@ static int set_preset(sweep_cfg *c, const char *name)
         for (int i = 0; i < c->nseeds; i++) c->seeds[i] = i + 1;
         c->epochs = demo ? EPOCHS_DEMO : EPOCHS_STEP_BUDGET;
         c->post = demo;
-    } else if (!strcmp(name, "graph-tradeoff")) {
+    } else if (!strcmp(name, "graph-tradeoff") || !strcmp(name, "graph-fair")) {
+        /* the same splits, seeds and epoch rule; graph-fair adds the baselines of issue 17 (the models
+         * named, so that a model added to the table changes neither preset) */
         static const long lpc[] = {2, 5, 10, 20, 50, 100};
+        static char *const tradeoff[] = {"gat", "gat-full", "gcn", "mlp"};
+        static char *const fair[] = {"gat", "gatv2", "gcn", "mlp", "gt", "gt-full", "gat-full"};
+        const int isfair = !strcmp(name, "graph-fair");
         c->task = "graph";
-        c->nmodels = task_models(T_GRAPH, (const char **)c->models, MAXLIST);
+        c->nmodels = isfair ? 7 : 4;
+        for (int i = 0; i < c->nmodels; i++) c->models[i] = isfair ? fair[i] : tradeoff[i];
         c->nsplits = 0;
         for (int i = 0; i < 6; i++) c->splits[c->nsplits++] = (split){SPLIT_LPC, lpc[i], 0};
         c->splits[c->nsplits++] = (split){SPLIT_FRAC, 0, 0.6};
@@ -434,7 +446,31 @@ static int set_preset(sweep_cfg *c, const char *name)
         for (int i = 0; i < 3; i++) c->seeds[i] = i + 1;
         c->epochs = SEQ_TRADEOFF_EPOCHS;
         c->post = 1;
-    } else return bad("unknown preset '%s' (expected image-tradeoff, graph-tradeoff, sequence-tradeoff or demo)", name);
+    } else return bad("unknown preset '%s' (expected image-tradeoff, graph-tradeoff, graph-fair, sequence-tradeoff or demo)", name);
+    return 0;
+}
+
+/* A graph preset restricted to some of its splits (--labels-per-class / --train-frac with --preset):
+ * the same runs, the same run ids, fewer of them; 0 or 2. */
+static int preset_subset(sweep_cfg *c, const char *lpc, const char *frac)
+{
+    if (task_of(c->task) != T_GRAPH) return bad("--labels-per-class and --train-frac restrict the graph presets only");
+    split all[MAXLIST];
+    const int nall = c->nsplits;
+    memcpy(all, c->splits, (size_t)nall * sizeof *all);
+    c->nsplits = 0;
+    if ((lpc && add_splits("--labels-per-class", lpc, SPLIT_LPC, c)) || (frac && add_splits("--train-frac", frac, SPLIT_FRAC, c)))
+        return 2;
+    for (int i = 0; i < c->nsplits; i++) {
+        int found = 0;
+        for (int j = 0; j < nall; j++)
+            found |= all[j].kind == c->splits[i].kind && all[j].n == c->splits[i].n && all[j].frac == c->splits[i].frac;
+        if (!found) {
+            char sp[48];
+            split_str(&c->splits[i], sp, sizeof sp);
+            return bad("--preset %s has no split %s (a preset's splits can be restricted, not extended)", c->preset, sp);
+        }
+    }
     return 0;
 }
 
@@ -486,8 +522,8 @@ static int parse_args(int argc, char **argv, sweep_cfg *c)
         case O_DATA: c->data = optarg; break;
         case O_MODELS: models = optarg; freeform = 1; break;
         case O_SIZES: sizes = optarg; freeform = 1; break;
-        case O_LPC: lpc = optarg; freeform = 1; break;
-        case O_FRAC: frac = optarg; freeform = 1; break;
+        case O_LPC: lpc = optarg; break;
+        case O_FRAC: frac = optarg; break;
         case O_PLANETOID: planetoid = 1; freeform = 1; break;
         case O_SEEDS: seeds = optarg; break;
         case O_EPOCHS:
@@ -506,12 +542,14 @@ static int parse_args(int argc, char **argv, sweep_cfg *c)
     }
     if (optind < argc) return bad("unexpected argument '%s' (see attnlab sweep --help)", argv[optind]);
     if (preset) {
-        if (freeform) return bad("--preset %s sets task, models and sizes; use --csv, --seeds, --epochs, --jobs, --threads only", preset);
+        if (freeform) return bad("--preset %s sets task, models and sizes; use --csv, --seeds, --epochs, --jobs, --threads only (graph presets: also --labels-per-class / --train-frac to restrict their splits)", preset);
         if (set_preset(c, preset)) return 2;
+        if ((lpc || frac) && preset_subset(c, lpc, frac)) return 2;
         if (!c->csv) { snprintf(csv_default, sizeof csv_default, "results/%s.csv", preset); c->csv = csv_default; }
         if (c->post && !c->plot_out) c->plot_out = !strcmp(preset, "demo") ? "results/demo.png" : "results/sequence-tradeoff.png";
     } else {
         if (!c->task) return bad("give --preset NAME or --task image|graph|sequence (see attnlab sweep --help)");
+        freeform |= lpc || frac;
         const int task = task_of(c->task);
         if (task == T_NONE) return bad("--task: unknown task '%s' (expected image, graph or sequence)", c->task);
         if (!models) return bad("--models is required");

@@ -1,4 +1,5 @@
-/* cmd_train_graph.c — attnlab train --task graph: node classification (gat, gat-full, gcn, mlp) on a
+/* cmd_train_graph.c — attnlab train --task graph: node classification (gat, gat-full, gatv2, gt, gt-full,
+ * gcn, mlp) on a
  * graph dataset, one or several seeds, CSV log, checkpoint, learned attention as CSV.
  * parse (options struct, the flag table of train_flags.h) → load the graph → build the config →
  * run each seed (train, save, attention) → the mean over seeds. */
@@ -33,7 +34,7 @@ typedef train_graph_opts gopts;
 static void usage(FILE *f)
 {
     fprintf(f,
-        "usage: attnlab train --task graph --data cora|DIR --model gat|gat-full|gcn|mlp [OPTIONS]\n\n"
+        "usage: attnlab train --task graph --data cora|DIR --model gat|gat-full|gatv2|gt|gt-full|gcn|mlp [OPTIONS]\n\n"
         "Semi-supervised node classification, full batch: Adam with L2 weight decay, cross-entropy on the\n"
         "training nodes; after every epoch the model is evaluated (no dropout) on train / val / test. The\n"
         "model kept is the last one whose validation accuracy and loss were both at least as good as\n"
@@ -57,7 +58,21 @@ static void usage(FILE *f)
         "                        additive scores LeakyReLU 0.2 over neighbours and self; dropout 0.6 on\n"
         "                        both inputs and the coefficients; lr 0.005, wd 5e-4 on all parameters;\n"
         "                        1000 epochs, patience 100\n"
-        "                        gat-full: the same with every node attending to every node\n"
+        "                        gat-full: the same with every node attending to every node; the degenerate\n"
+        "                        case, kept as a reference: GAT's additive score is static (one ranking of\n"
+        "                        the keys for every query) and the layer has no residual path, so over all\n"
+        "                        nodes it gives every node nearly the same mixture (Cora: chance)\n"
+        "                        gatv2: gat with GATv2's dynamic score a . LeakyReLU(W_r h_i + W_l h_j)\n"
+        "                        (Brody et al. 2022), separate target / source weights; gat's defaults\n"
+        "                        gt: graph transformer (Dwivedi & Bresson 2020), 2 pre-LN blocks of 8 heads\n"
+        "                        x 8 (--heads x --hidden), dot-product attention over neighbours and self,\n"
+        "                        residual + layer norm + feed-forward (2x width); input embedding\n"
+        "                        layer-normed; dropout 0.6 on the input, the residual branches and before\n"
+        "                        the classifier, attention dropout 0.6; lr 0.005, wd 5e-4 on all\n"
+        "                        parameters; 1000 epochs, patience 100\n"
+        "                        gt-full: gt over every node, plus the 8 Laplacian eigenvectors with the\n"
+        "                        smallest non-trivial eigenvalues (ARPACK; each sign flipped at random while\n"
+        "                        training) through a linear layer added to the input; 200 epochs\n"
         "                        gcn: 2 layers, 16 hidden, D^-1/2 (A+I) D^-1/2, dropout 0.5, lr 0.01,\n"
         "                        wd 5e-4 on the first layer's weight only (Kipf & Welling), 200 epochs\n"
         "                        mlp: no graph; 2 layers, 64 hidden, ReLU, dropout 0.5, lr 0.01, wd 5e-4\n"
@@ -81,7 +96,7 @@ static void usage(FILE *f)
         "  --save FILE           safetensors checkpoint of the kept model (several seeds: FILE-seedS.ext)\n"
         "  --attention FILE      CSV layer,head,src,dst,weight of the kept model's attention, evaluation mode\n"
         "                        (gat, gat-full; gat-full writes the weights on the edges of A+I only;\n"
-        "                        gcn and mlp have no attention weights: an error)\n"
+        "                        for the other models: an error)\n"
         "  --quiet               no progress on stderr\n"
         "resuming (as for images: attnlab train --help):\n"
         "  --checkpoint-every N  the training state (weights, Adam moments and step, the dropout stream, the\n"
@@ -132,8 +147,8 @@ static int on_epoch(const al_gnn_epoch *e, void *ud)
 /* Attention of the kept model: layer,head,src,dst,weight (evaluation mode), written atomically. */
 static al_status write_attention(const char *path, al_gnn *m, const al_graph *g, al_error *err)
 {
-    if (!al_gnn_model_at((int)m->cfg.kind)->attention)
-        return al_seterr(err, "--attention: model %s has no attention", al_gnn_kind_name(m->cfg.kind));
+    if (!al_gnn_model_at((int)m->cfg.kind)->capture)
+        return al_seterr(err, "--attention: model %s does not write its attention weights", al_gnn_kind_name(m->cfg.kind));
     al_csr a;
     if (al_graph_adj_self_loops(g, &a, err)) return AL_ERR;
     al_ctx *c = al_ctx_new(1);
@@ -187,6 +202,10 @@ static void graph_run_id(const gopts *o, const al_gnn_cfg *cfg, const al_graph *
              "dropout=%g;attn_dropout=%g;lr=%g;wd=%g;decay_all=%d;patience=%d;normalize=%d",
              g->name, o->model, split_desc, g->ntrain, seed, cfg->epochs, cfg->hidden, cfg->heads, (double)cfg->dropout,
              (double)cfg->attn_dropout, (double)cfg->lr, (double)cfg->weight_decay, cfg->decay_all, cfg->patience, o->normalize);
+    /* only the models that have them: the other models' run ids stay what they were */
+    size_t len = strlen(canon);
+    if (cfg->layers > 0) len += (size_t)snprintf(canon + len, 1024 - len, ";layers=%d", cfg->layers);
+    if (cfg->pe_dim > 0) snprintf(canon + len, 1024 - len, ";pe=%d", cfg->pe_dim);
     al_run_id(run_id, canon);
     al_run_config(config, cn, canon);
 }

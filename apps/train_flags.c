@@ -22,7 +22,10 @@ static unsigned image_props(const al_model_kind *k)
     return AP_ANY | (k->trainable ? AP_TRAINABLE : 0u) | (k->attention ? AP_ATTENTION : 0u) |
            (k->windowed ? AP_WINDOWED : 0u);
 }
-static unsigned graph_props(const al_gnn_model *k) { return AP_ANY | (k->attention ? AP_ATTENTION : 0u); }
+static unsigned graph_props(const al_gnn_model *k)
+{
+    return AP_ANY | (k->attention ? AP_ATTENTION : 0u) | (k->capture ? AP_ATTNMAP : 0u);
+}
 
 unsigned train_model_props(int task, const char *model)
 {
@@ -58,6 +61,9 @@ static void why(const flag_ctx *fc, int f, unsigned p)
                                "from the --init-from checkpoint)\n", flag, fc->model); break;
     case AP_ATTENTION: fprintf(stderr, "attnlab train: --%s does not apply to --model %s: it has no attention (only to %s)\n",
                                flag, fc->model, models); break;
+    case AP_ATTNMAP: fprintf(stderr, "attnlab train: --%s does not apply to --model %s: %s (only to %s)\n", flag, fc->model,
+                             train_model_props(fc->task, fc->model) & AP_ATTENTION ? "its attention weights are not written"
+                                                                                    : "it has no attention", models); break;
     case AP_WINDOWED: fprintf(stderr, "attnlab train: --%s does not apply to --model %s: its attention is not windowed "
                               "(only to %s)\n", flag, fc->model, models); break;
     case AP_FOLDER: fprintf(stderr, "attnlab train: --%s applies to image folders only, not to --data fashion-mnist\n", flag); break;

@@ -13,13 +13,14 @@
 enum {
     AP_ANY = 1,             /* every model of the task */
     AP_TRAINABLE = 2,       /* image models that are trained (not conv-attn) */
-    AP_ATTENTION = 4,       /* models with attention (image: transformers; graph: gat, gat-full) */
+    AP_ATTENTION = 4,       /* models with attention (image: transformers; graph: gat, gat-full, gatv2, gt, gt-full) */
     AP_WINDOWED = 8,        /* windowed attention (local) */
     AP_FOLDER = 16,         /* --data is an image folder */
     AP_IDX = 32,            /* --data is fashion-mnist */
     AP_PERCLASS = 64,       /* --split per-class */
     AP_FRAC = 128,          /* --split frac */
-    AP_SEEDS = 256          /* several --seeds */
+    AP_SEEDS = 256,         /* several --seeds */
+    AP_ATTNMAP = 512        /* graph models whose attention weights --attention writes (gat, gat-full) */
 };
 
 /*        id           name                has_arg  image                        graph */
@@ -62,7 +63,7 @@ enum {
     X(DROPOUT,       "dropout",           1, 0,                           AP_ANY) \
     X(ATTN_DROPOUT,  "attn-dropout",      1, 0,                           AP_ATTENTION) \
     X(PATIENCE,      "patience",          1, 0,                           AP_ANY) \
-    X(ATTENTION,     "attention",         1, 0,                           AP_ATTENTION) \
+    X(ATTENTION,     "attention",         1, 0,                           AP_ATTNMAP) \
     X(CHECKPOINT_EVERY, "checkpoint-every", 1, AP_TRAINABLE,               AP_ANY) \
     X(CHECKPOINT,    "checkpoint",        1, AP_TRAINABLE,                AP_ANY) \
     X(RESUME,        "resume",            0, AP_TRAINABLE,                AP_ANY) \

@@ -25,9 +25,10 @@ attnlab \\- self\\-attention, convolution and recurrence on one tensor core, mea
 .SH DESCRIPTION
 .B attnlab
 trains and evaluates image classifiers (a CNN, full self\\-attention, window attention, convolution
-run as attention), graph node classifiers (GAT, GCN, MLP, full attention over nodes) and runs
-resumable experiment sweeps, summaries, plots, attention maps and benchmarks. Every command prints
-its options and defaults with \\fB\\-\\-help\\fR; the sections below are those texts.
+run as attention), graph node classifiers (GAT, GATv2, a graph transformer, GCN, MLP, attention
+over all nodes) and runs resumable experiment sweeps, summaries, plots, attention maps and
+benchmarks. Every command prints its options and defaults with \\fB\\-\\-help\\fR; the sections
+below are those texts.
 Errors are one line on standard error with a non\\-zero exit status (2 for bad arguments, 1 for
 failures at run time).
 .SH COMMANDS

@@ -9,11 +9,14 @@
 # end's power spectra), libespeak-ng (`attnlab data speech-digits` synthesises in-process; espeak-ng-data
 # comes with it) and the espeak-ng program (to listen to a voice by hand).
 # MPI (docs/scale-out.md): Open MPI's headers, mpicc and mpirun for `make MPI=1` and `make test-mpi`.
+# libarpack2-dev, liblapacke-dev: the Laplacian eigenvectors of gt-full's positional encodings (ARPACK's
+# Lanczos; LAPACKE's dense dsyevd for small graphs and as the tests' reference).
 # make never installs anything itself: this script is the one place that does.
 set -u
 PKGS="gcc make libc6-dev pkg-config libpng-dev libstb-dev libcmocka-dev zlib1g-dev dataset-fashion-mnist gnuplot-nox
       python3 python3-numpy python3-rdkit man-db clang libclang-rt-14-dev time util-linux
-      libsndfile1-dev libsamplerate0-dev libfftw3-dev libespeak-ng-dev espeak-ng libopenmpi-dev openmpi-bin"
+      libsndfile1-dev libsamplerate0-dev libfftw3-dev libespeak-ng-dev espeak-ng libopenmpi-dev openmpi-bin
+      libarpack2-dev liblapacke-dev"
 case "${1:-}" in
   --bench) PKGS="$PKGS python3-torch libopenblas0-pthread linux-perf"; shift ;;
 esac

@@ -38,10 +38,10 @@ static void expect_refused(const char *env, const char *args, const char *flag, 
 }
 
 static const char *image_models[] = {"cnn", "sa", "local", "conv-attn"};
-static const char *graph_models[] = {"gat", "gat-full", "gcn", "mlp"};
-enum { TRAINABLE = 1, ATTENTION = 2, WINDOWED = 4 };
+static const char *graph_models[] = {"gat", "gat-full", "gcn", "mlp", "gatv2", "gt", "gt-full"};
+enum { TRAINABLE = 1, ATTENTION = 2, WINDOWED = 4, ATTNMAP = 8 };
 static const unsigned image_props[] = {TRAINABLE, TRAINABLE | ATTENTION, TRAINABLE | ATTENTION | WINDOWED, 0};
-static const unsigned graph_props[] = {ATTENTION, ATTENTION, 0, 0};
+static const unsigned graph_props[] = {ATTENTION | ATTNMAP, ATTENTION | ATTNMAP, 0, 0, ATTENTION, ATTENTION, ATTENTION};
 
 /* Image flags that need a model property (their value, the property). */
 static const struct { const char *flag, *value; unsigned need; } image_model_flags[] = {
@@ -104,6 +104,9 @@ static void test_graph_task(void **st)
             expect_refused(NULL, args, "--attn-dropout", model);
             snprintf(args, sizeof args, "train --task graph --model %s --labels-per-class 5 --attention a.csv", model);
             expect_refused(NULL, args, "--attention", "no attention");
+        } else if (!(graph_props[m] & ATTNMAP)) {   /* attention whose weights --attention does not write */
+            snprintf(args, sizeof args, "train --task graph --model %s --labels-per-class 5 --attention a.csv", model);
+            expect_refused(NULL, args, "--attention", "not written");
         }
         /* split and seeds */
         snprintf(args, sizeof args, "train --task graph --model %s --split frac --labels-per-class 5", model);

@@ -185,13 +185,41 @@ static void test_other_models_and_splits(void **st)
     free(out);
 }
 
+/* gatv2, gt, gt-full: the same CSV rows (timing aside) with 1 and with 2 threads in one run, and with
+ * two seeds run side by side. */
+static void test_new_models_threads(void **st)
+{
+    (void)st;
+    const char *models[] = {"gatv2", "gt", "gt-full"};
+    for (int i = 0; i < 3; i++) {
+        char *csv[3];
+        const char *how[3] = {"--seeds 1-2 --threads 1 --sequential", "--seeds 1-2 --threads 2 --sequential", "--seeds 1-2 --threads 2"};
+        for (int k = 0; k < 3; k++) {
+            char args[1024], name[32];
+            snprintf(name, sizeof name, "t%d.csv", k);
+            snprintf(args, sizeof args, "train --task graph --data %s/g --model %s --epochs 6 %s --quiet --csv %s/%s", dir,
+                     models[i], how[k], dir, name);
+            assert_int_equal(run(args), 0);
+            char *raw = out_file(name);
+            assert_non_null(raw);
+            csv[k] = strip_timing(raw);
+            sort_lines(csv[k]);
+            free(raw);
+            snprintf(args, sizeof args, "%s/%s", dir, name);
+            unlink(args);
+        }
+        if (strcmp(csv[0], csv[1]) || strcmp(csv[0], csv[2])) fail_msg("%s: the CSV rows depend on the threads", models[i]);
+        for (int k = 0; k < 3; k++) free(csv[k]);
+    }
+}
+
 /* eval --task graph rebuilds a saved model (gat: heads from the metadata, hidden from the shapes) and
  * reproduces the test accuracy train printed; without --task the checkpoint's own task is used. */
 static void test_eval_graph_checkpoint(void **st)
 {
     (void)st;
-    const char *models[] = {"gat", "gcn", "mlp"};
-    for (int i = 0; i < 3; i++) {
+    const char *models[] = {"gat", "gcn", "mlp", "gatv2", "gt", "gt-full"};
+    for (int i = 0; i < 6; i++) {
         char args[1024];
         snprintf(args, sizeof args, "train --task graph --data %s/g --model %s --epochs 15 --hidden 6 --seed 3 --threads 1 "
                  "--quiet --save %s/e.safetensors", dir, models[i], dir);
@@ -267,6 +295,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_train_csv_seeds_attention),
         cmocka_unit_test(test_other_models_and_splits),
+        cmocka_unit_test(test_new_models_threads),
         cmocka_unit_test(test_eval_graph_checkpoint),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_bench_small),

@@ -238,11 +238,16 @@ static al_tensor *gatv2_fn(al_ctx *c, al_tensor **t, void *ud)
     return al_gatv2(c, &A, t[0], t[1], t[2], t[3], 0.2f);
 }
 
+static void gatv2_inputs(float *q, float *k, float *a, float *bias)
+{
+    tu_fill(q, 30, 4, -1, 1); tu_fill(k, 30, 5, -1, 1); tu_fill(a, 6, 6, -1, 1); tu_fill(bias, 16, 7, -0.5f, 0.5f);
+}
+
 static void test_gatv2_grads(void **st)
 {
     (void)st;
     float q[5 * 6], k[5 * 6], a[2 * 3], bias[2 * 8];
-    tu_fill(q, 30, 4, -1, 1); tu_fill(k, 30, 5, -1, 1); tu_fill(a, 6, 6, -1, 1); tu_fill(bias, 16, 7, -0.5f, 0.5f);
+    gatv2_inputs(q, k, a, bias);
     tu_input in[4] = {tu_in(q, 1, 2, 5, 6, 0, 0), tu_in(k, 1, 2, 5, 6, 0, 0), tu_in(a, 1, 2, 2, 3, 0, 0), tu_in(bias, 1, 2, 2, 8, 0, 0)};
     TU_GRADCHECK("gatv2", gatv2_fn, NULL, in, 4, 1e-3, 5e-3);
     /* a row with one key returns that key's value; an empty row returns zeros */
@@ -252,6 +257,47 @@ static void test_gatv2_grads(void **st)
     assert_non_null(y);
     for (int d = 0; d < 6; d++) { assert_true(y->data[6 + d] == 0.f); assert_true(fabsf(y->data[3 * 6 + d] - k[3 * 6 + d]) < 1e-6f); }
     al_ctx_free(c);
+}
+
+/* GATv2 with attention dropout: gradients through the kept coefficients, evaluation = al_gatv2 */
+static al_tensor *gatv2_drop_fn(al_ctx *c, al_tensor **t, void *ud)
+{
+    static al_csr A;
+    A.rows = A.cols = 5; A.nnz = 8; A.rowptr = (int64_t *)g2_rowptr; A.col = g2_col; A.val = NULL;
+    c->training = 1;
+    return al_gatv2_dropout(c, &A, t[0], t[1], t[2], t[3], 0.2f, *(const float *)ud);
+}
+
+static void test_gatv2_dropout(void **st)
+{
+    (void)st;
+    float q[5 * 6], k[5 * 6], a[2 * 3], bias[2 * 8];
+    gatv2_inputs(q, k, a, bias);
+    tu_input in[4] = {tu_in(q, 1, 2, 5, 6, 0, 0), tu_in(k, 1, 2, 5, 6, 0, 0), tu_in(a, 1, 2, 2, 3, 0, 0), tu_in(bias, 1, 2, 2, 8, 0, 0)};
+    float p = 0.4f;
+    TU_GRADCHECK("gatv2 attention dropout 0.4", gatv2_drop_fn, &p, in, 4, 1e-3, 5e-3);
+    /* forward: each output is Σ over kept slots of α/(1-p) k_j; without training, al_gatv2's output */
+    al_csr A = {5, 5, 8, (int64_t *)g2_rowptr, g2_col, NULL};
+    al_ctx *c = al_ctx_new(3), *c0 = al_ctx_new(3);
+    al_tensor *t[4] = {al_wrap(c, q, 2, (int[]){5, 6}), al_wrap(c, k, 2, (int[]){5, 6}), al_wrap(c, a, 2, (int[]){2, 3}), NULL};
+    al_tensor *t0[4] = {al_wrap(c0, q, 2, (int[]){5, 6}), al_wrap(c0, k, 2, (int[]){5, 6}), al_wrap(c0, a, 2, (int[]){2, 3}), NULL};
+    c->training = 0;
+    al_tensor *y_eval = al_gatv2_dropout(c, &A, t[0], t[1], t[2], NULL, 0.2f, 0.9f), *y_ref = al_gatv2(c0, &A, t0[0], t0[1], t0[2], NULL, 0.2f);
+    assert_non_null(y_eval); assert_non_null(y_ref);
+    assert_memory_equal(y_eval->data, y_ref->data, 30 * sizeof(float));
+    c->training = 1;
+    al_tensor *y = al_gatv2_dropout(c, &A, t[0], t[1], t[2], NULL, 0.2f, 0.5f);
+    assert_non_null(y);
+    int differs = 0;
+    for (int i = 0; i < 30; i++) {
+        assert_true(isfinite(y->data[i]));
+        differs |= y->data[i] != y_ref->data[i];
+    }
+    assert_true(differs);
+    for (int d = 0; d < 6; d++) assert_true(y->data[6 + d] == 0.f);   /* the empty row */
+    /* a bad probability is an error */
+    assert_null(al_gatv2_dropout(c, &A, t[0], t[1], t[2], NULL, 0.2f, 1.0f));
+    al_ctx_free(c); al_ctx_free(c0);
 }
 
 static void test_readout_grads(void **st)
@@ -638,6 +684,7 @@ int main(void)
         cmocka_unit_test(test_coords),
         cmocka_unit_test(test_readout_grads),
         cmocka_unit_test(test_gatv2_grads),
+        cmocka_unit_test(test_gatv2_dropout),
         cmocka_unit_test(test_batch_structure),
         cmocka_unit_test(test_batch_equals_single),
         cmocka_unit_test(test_train_cli),

@@ -462,6 +462,8 @@ static void test_bad_arguments(void **st)
         {"needs --labels-per-class", {"--task", "graph", "--models", "gcn", "--seeds", "1", "--csv", p}},
         {"not a fraction", {"--task", "graph", "--models", "gcn", "--train-frac", "1.5", "--seeds", "1", "--csv", p}},
         {"--jobs", {"--preset", "demo", "--jobs", "0"}},
+        {"--preset graph-fair has no split lpc=7", {"--preset", "graph-fair", "--labels-per-class", "7"}},
+        {"restrict the graph presets only", {"--preset", "demo", "--labels-per-class", "20"}},
         {"neither fashion-mnist nor an image folder", {"--task", "image", "--models", "cnn", "--train-sizes", "100", "--seeds", "1", "--data", "/nonexistent/dir", "--csv", p}},
         {"unknown sequence model 'cnn' (expected fc, window-fc, rnn, sa or trunc)", {"--task", "sequence", "--models", "fc,cnn", "--train-sizes", "20", "--seeds", "1", "--csv", p}},
         {"20000 is larger than the ud-english-ewt training set (12544 sentences)", {"--task", "sequence", "--models", "fc", "--train-sizes", "20000", "--seeds", "1", "--csv", p}},
@@ -491,6 +493,41 @@ static void test_bad_arguments(void **st)
     assert_int_equal(access(g_marker, F_OK), -1);              /* no run started */
     assert_int_equal(access(p, F_OK), -1);                     /* no CSV written */
     unsetenv("FAKE_MARKER");
+}
+
+/* The graph presets' plans: graph-tradeoff keeps its 4 models (a model added to the table does not
+ * join it), graph-fair has 7 with gat-full and gt-full capped, and --labels-per-class restricts a preset
+ * to some of its splits with the same run ids. */
+static void test_graph_presets(void **st)
+{
+    (void)st;
+    const char *presets[] = {"graph-tradeoff", "graph-fair", "graph-fair --labels-per-class 20"};
+    const int runs[] = {280, 490, 70};
+    char *plans[3];
+    for (int i = 0; i < 3; i++) {
+        char cmd[8192], p[700];
+        snprintf(p, sizeof p, "%s/plan%d.txt", g_dir, i);
+        snprintf(cmd, sizeof cmd, "%s sweep --preset %s --csv %s/gp.csv --dry-run > %s", g_bin, presets[i], g_dir, p);
+        assert_int_equal(tu_system(cmd), 0);
+        plans[i] = slurp(p);
+        assert_non_null(plans[i]);
+        int lines = 0;
+        for (char *q = plans[i]; *q; q++) lines += *q == '\n';
+        if (lines != runs[i]) fail_msg("--preset %s: %d runs, expected %d", presets[i], lines, runs[i]);
+        unlink(p);
+    }
+    assert_null(strstr(plans[0], "gatv2")); assert_null(strstr(plans[0], " gt"));
+    assert_non_null(strstr(plans[0], "[4/280] todo mlp lpc=2 seed=1 epochs=default"));
+    assert_non_null(strstr(plans[1], "[6/490] todo gt-full lpc=2 seed=1 epochs=100"));
+    assert_non_null(strstr(plans[1], "[7/490] todo gat-full lpc=2 seed=1 epochs=100"));
+    assert_non_null(strstr(plans[2], "[2/70] todo gatv2 lpc=20 seed=1 epochs=default"));
+    /* the same run (gatv2 lpc=20 seed=1) has the same id in the full and the restricted plan */
+    const char *a = strstr(plans[1], "gatv2 lpc=20 seed=1 "), *b = strstr(plans[2], "gatv2 lpc=20 seed=1 ");
+    assert_non_null(a); assert_non_null(b);
+    a = strstr(a, "run_id="); b = strstr(b, "run_id=");
+    assert_non_null(a); assert_non_null(b);
+    assert_memory_equal(a, b, 23);
+    for (int i = 0; i < 3; i++) free(plans[i]);
 }
 
 /* A tiny treebank DIR/train.conllu (ntrain sentences) and DIR/test.conllu, whose every third
@@ -738,6 +775,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test(test_graph_presets),
         cmocka_unit_test(test_kill_resume_stand_in),
         cmocka_unit_test(test_axes_and_config),
         cmocka_unit_test(test_resume_old_format),

@@ -66,6 +66,10 @@ al_tensor *al_attention(al_ctx *c, const al_attn_desc *d, al_tensor *q, al_tenso
  * q, k (N, H·D) (the target and source projections), a (H, D), bias (H, nnz) or NULL → (N, H·D).
  * Gradients flow into q, k, a and bias (src/attention/gatv2.c). */
 al_tensor *al_gatv2(al_ctx *c, const al_csr *adj, al_tensor *q, al_tensor *k, al_tensor *a, al_tensor *bias, float slope);
+/* al_gatv2 with attention dropout p in [0, 1) on the normalised coefficients while c->training (GAT's
+ * rule: α·m/(1-p), m drawn per head and slot from c->dropout_rng's seed; al_gatv2 is p = 0). */
+al_tensor *al_gatv2_dropout(al_ctx *c, const al_csr *adj, al_tensor *q, al_tensor *k, al_tensor *a, al_tensor *bias,
+                            float slope, float p);
 
 /* The dense masked reference: materialises the (N, N) scores with the pattern as a mask.
  * Same arguments and results as al_attention; for tests only. */

@@ -1,6 +1,6 @@
 /* attnlab/graph.h — graph data for node classification: the text format reader, splits, the
- * adjacency matrices the models use and random benchmark graphs. The models (gat, gat-full, gcn,
- * mlp) and their training loop are in gnn.h.
+ * adjacency matrices the models use and random benchmark graphs. The models (gat, gat-full, gatv2, gt,
+ * gt-full, gcn, mlp) and their training loop are in gnn.h; gt-full's Laplacian eigenvectors are here.
  *
  * A dataset is a directory with features.libsvm, edges.txt, train.idx, val.idx, test.idx
  * (datasets/README.md, "Graph format"). Features are stored as CSR (nodes × features); the first
@@ -57,6 +57,19 @@ al_status al_graph_split_frac(al_graph *g, double frac, uint64_t seed, al_error 
 al_status al_graph_adj_self_loops(const al_graph *g, al_csr *out, al_error *err);
 /* GCN propagation matrix Â = D^-1/2 (A + I) D^-1/2 with values, D the row sums of A + I. */
 al_status al_graph_gcn_norm(const al_graph *g, al_csr *out, al_error *err);
+
+/* Laplacian positional encodings (Dwivedi & Bresson 2020): pe (n, k) row-major receives the k
+ * eigenvectors (unit norm, columns) of L = I − D^-1/2 A D^-1/2 with the smallest non-trivial
+ * eigenvalues, eval (k) or NULL those eigenvalues ascending. A is adj made symmetric, without
+ * self-loops; an isolated node has L_ii = 0. "Non-trivial": outside L's null space (one D^1/2 1 per
+ * connected component), which is excluded exactly. Each vector's largest entry is positive (the sign
+ * is otherwise arbitrary; within a repeated eigenvalue the basis is). When the graph has fewer than k
+ * non-trivial eigenpairs the last columns are 0 and their eval NaN. Solver: AL_EIG_DENSE is
+ * LAPACKE_dsyevd on the n × n matrix; AL_EIG_ARPACK implicitly restarted Lanczos (ARPACK dsaupd) on
+ * P (2I − L) P, P off the null space; AL_EIG_AUTO dense up to AL_LAPPE_DENSE_MAX nodes (src/data/graph_lappe.c). */
+typedef enum { AL_EIG_AUTO, AL_EIG_DENSE, AL_EIG_ARPACK } al_eig_solver;
+#define AL_LAPPE_DENSE_MAX 1000
+al_status al_graph_lap_pe(const al_csr *adj, int k, al_eig_solver solver, float *pe, double *eval, al_error *err);
 
 /* A random graph for benchmarks: n nodes, m distinct directed edges (no self-loops) with uniform
  * endpoints, nfeat dense uniform features per node stored as CSR (row-normalised), nclass

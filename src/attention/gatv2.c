@@ -5,17 +5,29 @@
  *   α = softmax of e over row i's slots;  out[i, h, :] = Σ_s α[h, s] k[j, h, :]
  * Its own loop rather than a score kind of al_attention: the score is not separable into a query
  * part and a key part, which the sparse kernels' additive path relies on. Loops run over rows in
- * order (the key gradients are scattered), so results do not depend on the thread count. */
+ * order (the key gradients are scattered), so results do not depend on the thread count.
+ * Attention dropout (al_gatv2_dropout, training only) drops coefficients after the softmax, as GAT's:
+ * the keep decision of slot s of head h is al__keep_hash(seed, h·nnz + s), drawn again in backward
+ * rather than stored. */
 #include "attnlab/attention.h"
 #include "ops/ops_impl.h"
+#include "core/rng_impl.h"
 #include <math.h>
 #include <string.h>
 
-typedef struct { const al_csr *adj; al_tensor *q, *k, *a, *bias, *y, *w; int H; float slope; } gatv2_node;
+/* Attention dropout of one call: drop when the hash is below thresh, scale kept weights by inv_keep. */
+typedef struct { int on; uint64_t seed; uint32_t thresh; float inv_keep; } gatv2_drop;
+/* The multiplier of slot s of head h: 1 without dropout, 0 or 1/(1-p) with it. */
+static inline float drop_mul(const gatv2_drop *dr, int h, int64_t E, int64_t s)
+{
+    return !dr->on ? 1.f : al__keep_hash(dr->seed, (uint64_t)((int64_t)h * E + s), dr->thresh) ? dr->inv_keep : 0.f;
+}
+
+typedef struct { const al_csr *adj; al_tensor *q, *k, *a, *bias, *y, *w; int H; float slope; gatv2_drop drop; } gatv2_node;
 
 static void gatv2_forward(const al_csr *A, const float *q /* (N, H·D) */, const float *k /* (N, H·D) */,
                           const float *a /* (H, D) */, const float *bias /* (H, nnz) or NULL */, float *w /* (H, nnz) */,
-                          float *y /* (N, H·D) */, int H, int D, float slope)
+                          float *y /* (N, H·D) */, int H, int D, float slope, const gatv2_drop *dr)
 {
     const int N = A->rows, HD = H * D;
     const int64_t E = A->nnz;
@@ -38,7 +50,7 @@ static void gatv2_forward(const al_csr *A, const float *q /* (N, H·D) */, const
             for (int64_t s = s0; s < s1; s++) { float e = expf(w[(int64_t)h * E + s] - mx); w[(int64_t)h * E + s] = e; sum += e; }
             const float inv = (float)(1.0 / sum);
             for (int64_t s = s0; s < s1; s++) {
-                const float al = w[(int64_t)h * E + s] *= inv;
+                const float al = (w[(int64_t)h * E + s] *= inv) * drop_mul(dr, h, E, s);
                 const float *kj = k + (int64_t)A->col[s] * HD + h * D;
                 for (int d = 0; d < D; d++) yi[d] += al * kj[d];
             }
@@ -62,27 +74,27 @@ static void gatv2_backward(al_ctx *c, void *p)
         for (int h = 0; h < H; h++) {
             const float *qi = q + (int64_t)i * HD + h * D, *dyi = dy + (int64_t)i * HD + h * D;
             const int64_t s0 = A->rowptr[i], s1 = A->rowptr[i + 1];
-            double dot = 0;   /* Σ_s α_s dα_s */
+            double dot = 0;   /* Σ_s α_s dα_s, dα_s = m_s (dy_i · k_j), m_s the dropout multiplier */
             for (int64_t s = s0; s < s1; s++) {
                 const float *kj = k + (int64_t)A->col[s] * HD + h * D;
                 float dal = 0.f;
                 for (int d = 0; d < D; d++) dal += dyi[d] * kj[d];
-                dot += (double)w[(int64_t)h * E + s] * dal;
+                dot += (double)w[(int64_t)h * E + s] * (dal * drop_mul(&nd->drop, h, E, s));
             }
             for (int64_t s = s0; s < s1; s++) {
                 const int j = A->col[s];
                 const float *kj = k + (int64_t)j * HD + h * D;
-                const float al = w[(int64_t)h * E + s];
+                const float al = w[(int64_t)h * E + s], mul = drop_mul(&nd->drop, h, E, s), ald = al * mul;
                 float dal = 0.f;
                 for (int d = 0; d < D; d++) dal += dyi[d] * kj[d];
-                const float de = al * (dal - (float)dot);
+                const float de = al * (dal * mul - (float)dot);
                 if (db) db[(int64_t)h * E + s] += de;
                 for (int d = 0; d < D; d++) {
                     const float z = qi[d] + kj[d], g = z > 0 ? 1.f : nd->slope;
                     if (da) da[h * D + d] += de * z * g;                  /* LeakyReLU(z) = z · g */
                     const float dz = de * a[h * D + d] * g;
                     if (dq) dq[(int64_t)i * HD + h * D + d] += dz;
-                    if (dk) dk[(int64_t)j * HD + h * D + d] += dz + al * dyi[d];   /* score and value paths */
+                    if (dk) dk[(int64_t)j * HD + h * D + d] += dz + ald * dyi[d];   /* score and value paths */
                 }
             }
         }
@@ -90,6 +102,12 @@ static void gatv2_backward(al_ctx *c, void *p)
 
 al_tensor *al_gatv2(al_ctx *c, const al_csr *adj, al_tensor *q /* (N, H·D) */, al_tensor *k /* (N, H·D) */,
                     al_tensor *a /* (H, D) */, al_tensor *bias /* (H, nnz) or NULL */, float slope)
+{
+    return al_gatv2_dropout(c, adj, q, k, a, bias, slope, 0.f);
+}
+
+al_tensor *al_gatv2_dropout(al_ctx *c, const al_csr *adj, al_tensor *q /* (N, H·D) */, al_tensor *k /* (N, H·D) */,
+                            al_tensor *a /* (H, D) */, al_tensor *bias /* (H, nnz) or NULL */, float slope, float p)
 {
     if (!q || !k || !a || !al_ok(c)) return NULL;
     char b1[64], b2[64], b3[64];
@@ -104,13 +122,20 @@ al_tensor *al_gatv2(al_ctx *c, const al_csr *adj, al_tensor *q /* (N, H·D) */, 
         return al_fail(c, "gatv2: bias %s must be (H, nnz) = (%d, %lld)", al_shape_str(bias, b1, sizeof b1), H, (long long)adj->nnz);
     for (int64_t s = 0; s < adj->nnz; s++)
         if (adj->col[s] < 0 || adj->col[s] >= adj->rows) return al_fail(c, "gatv2: slot %lld has column %d outside [0, %d)", (long long)s, adj->col[s], adj->rows);
+    if (!(p >= 0.f && p < 1.f)) return al_fail(c, "gatv2: attention dropout %g outside [0, 1)", (double)p);
+    gatv2_drop dr = {0, 0, 0, 1.f};
+    if (c->training && p > 0.f) {
+        const double t = (double)p * 4294967296.0;
+        dr.on = 1; dr.thresh = t >= 4294967295.0 ? 0xffffffffu : (uint32_t)t;
+        dr.inv_keep = 1.0f / (1.0f - p); dr.seed = al_rng_u64(&c->dropout_rng);
+    }
     al_tensor *y = al_new(c, 2, (int[]){q->shape[0], H * D});
     al_tensor *w = al_new(c, 2, (int[]){H, adj->nnz > 0 ? (int)adj->nnz : 1});
     if (!y || !w) return NULL;
-    gatv2_forward(adj, q->data, k->data, a->data, bias ? bias->data : NULL, w->data, y->data, H, D, slope);
+    gatv2_forward(adj, q->data, k->data, a->data, bias ? bias->data : NULL, w->data, y->data, H, D, slope, &dr);
     if (c->grad_enabled && (q->requires_grad || k->requires_grad || a->requires_grad || (bias && bias->requires_grad))) {
         gatv2_node *nd = al__node_new(c, sizeof *nd);
-        if (nd) { nd->adj = adj; nd->q = q; nd->k = k; nd->a = a; nd->bias = bias; nd->y = y; nd->w = w; nd->H = H; nd->slope = slope; }
+        if (nd) { nd->adj = adj; nd->q = q; nd->k = k; nd->a = a; nd->bias = bias; nd->y = y; nd->w = w; nd->H = H; nd->slope = slope; nd->drop = dr; }
         if (!al__record(c, y, gatv2_backward, nd)) return NULL;
     }
     return y;

@@ -47,13 +47,19 @@ al_tensor *al__block_forward(al_ctx *c, const al_block_params *p, const al_attn_
 al_tensor *al__block_forward_bias(al_ctx *c, const al_block_params *p, const al_attn_desc *d, int heads,
                                   al_tensor *x /* (…,N,D) */, al_tensor *bias /* (H,slots) or NULL */)
 {
+    return al__block_forward_drop(c, p, d, heads, x, bias, 0.f);
+}
+
+al_tensor *al__block_forward_drop(al_ctx *c, const al_block_params *p, const al_attn_desc *d, int heads,
+                                  al_tensor *x /* (…,N,D) */, al_tensor *bias /* (H,slots) or NULL */, float drop)
+{
     al_tensor *h = al_layernorm(c, x, p->ln1_w, p->ln1_b, 1e-5f);
     al_tensor *qkv = al_linear(c, h, p->qkv_w, p->qkv_b);                       /* (…,N,3D) */
     al_tensor *q, *k, *v;                                                       /* (…,H,N,Dh) each */
     if (al_split_qkv(c, qkv, heads, &q, &k, &v) != AL_OK) return NULL;         /* one pass, not 3 slices + 3 splits */
     al_tensor *o = al_attention(c, d, q, k, v, p->a_q, p->a_k, p->rel, bias);   /* (…,H,N,Dh) */
     o = al_linear(c, al_merge_heads(c, o), p->proj_w, p->proj_b);               /* (…,N,D) */
-    x = al_add(c, x, o);
+    x = al_add(c, x, al_dropout(c, o, drop));
     h = al_gelu(c, al_linear(c, al_layernorm(c, x, p->ln2_w, p->ln2_b, 1e-5f), p->fc1_w, p->fc1_b)); /* (…,N,hidden) */
-    return al_add(c, x, al_linear(c, h, p->fc2_w, p->fc2_b));                  /* (…,N,D) */
+    return al_add(c, x, al_dropout(c, al_linear(c, h, p->fc2_w, p->fc2_b), drop));   /* (…,N,D) */
 }

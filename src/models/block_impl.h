@@ -17,4 +17,8 @@ al_tensor *al__block_forward(al_ctx *c, const al_block_params *p, const al_attn_
  * the molecule models' bond-type and distance biases. */
 al_tensor *al__block_forward_bias(al_ctx *c, const al_block_params *p, const al_attn_desc *d, int heads, al_tensor *x,
                                   al_tensor *bias);
+/* The same with dropout p on the attention and the feed-forward outputs before each residual add
+ * (identity when p = 0 or not training): the graph transformers of gnn.c. */
+al_tensor *al__block_forward_drop(al_ctx *c, const al_block_params *p, const al_attn_desc *d, int heads, al_tensor *x,
+                                  al_tensor *bias, float drop);
 #endif
