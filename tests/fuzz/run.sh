@@ -19,8 +19,8 @@ command -v "$CC" >/dev/null || { echo "run.sh: $CC not found (apt-get install cl
 
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
 CFLAGS="-std=c11 -g -O1 -fno-omit-frame-pointer -Iinclude -Isrc -D_GNU_SOURCE -Wno-unknown-pragmas -DAL_DATADIR=\"\\\"/nonexistent\\\"\""
-# the speech libraries, as the Makefile links them
-SPEECH_PKGS="sndfile samplerate fftw3f espeak-ng"
+# the speech and linear-algebra libraries (ARPACK, LAPACKE), as the Makefile links them
+SPEECH_PKGS="sndfile samplerate fftw3f espeak-ng arpack lapacke"
 CFLAGS="$CFLAGS $(pkg-config --cflags $SPEECH_PKGS)"
 SPEECH_LIBS=$(pkg-config --libs $SPEECH_PKGS)
 mkdir -p "$OUT/obj" "$OUT/bin"
