@@ -144,8 +144,8 @@ plots: all
 	bin/attnlab plot results/image-tradeoff.csv --out results/image-tradeoff.png
 	bin/attnlab plot results/image-tradeoff.csv --kind curves --size 500 --out results/image-curves-500.png
 	bin/attnlab plot results/image-tradeoff.csv --kind curves --size 10000 --out results/image-curves-10000.png
-	bin/attnlab plot results/graph-tradeoff.csv --out results/graph-tradeoff.png
-	bin/attnlab plot results/graph-fair.csv --by model --out results/graph-fair.png
+	bin/attnlab plot results/graph-tradeoff.csv.gz --out results/graph-tradeoff.png
+	bin/attnlab plot results/graph-fair.csv.gz --by model --out results/graph-fair.png
 	bin/attnlab plot results/graph_attention_cora_gat_node24.csv --kind graph-attention --node 24 \
 	  --out results/graph_attention_cora_gat_node24.png
 	bin/attnlab plot results/graph_attention_cora_gat_node1358.csv --kind graph-attention --node 1358 \

@@ -535,7 +535,7 @@ static void test_deterministic_threads(void **st)
 
 /* CI: GAT, GATv2 and GT on Cora (the Planetoid split) for a few dozen epochs reach >= 75, 75 and 65 %
  * test accuracy (seed 1 reached 0.807 with gatv2 and 0.711 with gt when the bars were set). gt-full is
- * not here: its epoch costs N^2 per head (about 1 s on one core); results/graph-fair.csv has it. */
+ * not here: its epoch costs N^2 per head (about 1 s on one core); results/graph-fair.csv.gz has it. */
 static void test_gat_cora(void **st)
 {
     (void)st;
