@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include "cli.h"
 #include "attnlab/attnmap.h"
 #include "attnlab/fbank.h"
@@ -26,8 +25,6 @@ typedef struct sp_run {
     int *p;
     uint8_t *rgb;
 } sp_run;
-
-static int is_dir(const char *p) { struct stat st; return stat(p, &st) == 0 && S_ISDIR(st.st_mode); }
 
 static int load_model(const attnmap_speech_opts *o, sp_run *R)
 {
@@ -72,10 +69,9 @@ static int load_data(const attnmap_speech_opts *o, sp_run *R)
         a = &R->fs.a;
     } else {
         char sub[4096];
-        snprintf(sub, sizeof sub, "%s/digits", o->data);
         al_audio_opts ao = {0};
         ao.max_seconds = R->max_seconds > 0 ? R->max_seconds : 1.0;
-        st = al_audio_folder_load(is_dir(sub) ? sub : o->data, &ao, &R->as, &err);
+        st = al_audio_folder_load(al_speech_clip_dir(o->data, sub, sizeof sub), &ao, &R->as, &err);
         R->have_as = st == AL_OK;
         if (st == AL_OK) st = al_speech_from_audio(&R->as.test, &R->fe, AL_SPEECH_BY_CLASS, &R->all, &err);
         a = &R->as.test;

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include "cli.h"
 #include "train_resume.h"
@@ -134,8 +133,6 @@ static void run_free(srun *R)
 
 static void warn_skip(void *ud, const char *msg) { (void)ud; fprintf(stderr, "attnlab: warning: %s\n", msg); }
 
-static int is_dir(const char *p) { struct stat st; return stat(p, &st) == 0 && S_ISDIR(st.st_mode); }
-
 /* Keep the utterances of d whose flag keep[i] is set. */
 static int keep_only(al_speech_data *d, const unsigned char *keep, al_error *err)
 {
@@ -261,12 +258,11 @@ static int load_data(const spopts *O, srun *R, al_error *err)
         }
     } else {
         char sub[4096];
-        snprintf(sub, sizeof sub, "%s/digits", dir);
         al_audio_opts ao = {0};
         ao.max_seconds = O->max_seconds > 0 ? O->max_seconds : 1.0;
         ao.split_seed = (uint64_t)O->s.seed; ao.warn = warn_skip;
         al_audio_split sp;
-        if (al_audio_folder_load(is_dir(sub) ? sub : dir, &ao, &sp, err) != AL_OK) return 1;
+        if (al_audio_folder_load(al_speech_clip_dir(dir, sub, sizeof sub), &ao, &sp, err) != AL_OK) return 1;
         al_status st = al_speech_from_audio(&sp.train, &O->fe, O->target == T_SPEAKER ? AL_SPEECH_BY_SPEAKER : AL_SPEECH_BY_CLASS, &R->tr, err);
         if (st == AL_OK && O->target == T_DIGIT) st = al_speech_from_audio(&sp.test, &O->fe, AL_SPEECH_BY_CLASS, &R->te, err);
         al_audio_split_free(&sp);

@@ -57,6 +57,9 @@ al_status al_speech_from_frames(const al_frame_set *f, const al_speech_opts *o, 
 /* Every utterance of f padded with silence (label AL_FRAME_SILENCE) or cut to round(seconds · 16000)
  * samples; the digit strings are re-read from the labels (a cut may drop or split a digit). */
 al_status al_frame_set_fit(al_frame_set *f, double seconds, al_error *err);
+/* The folder of N-to-1 clips for --data DIR: DIR/digits when DIR is a speech-digits corpus, else DIR
+ * itself (any DIR/CLASS/FILE folder); written to buf (n bytes), which is returned. */
+const char *al_speech_clip_dir(const char *dir, char *buf, size_t n);
 /* The utterances idx[0..k) of d, in that order, as a new set (copies). */
 al_status al_speech_subset(const al_speech_data *d, const int *idx, int k, al_speech_data *out, al_error *err);
 

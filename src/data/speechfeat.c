@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 al_status al_speech_features_parse(const char *s, al_speech_features *out, al_error *err)
 {
@@ -213,6 +214,14 @@ al_status al_speech_subset(const al_speech_data *d, const int *idx, int k, al_sp
         if (T > out->max_frames) out->max_frames = (int)T;
     }
     return AL_OK;
+}
+
+const char *al_speech_clip_dir(const char *dir, char *buf, size_t n)
+{
+    struct stat st;
+    snprintf(buf, n, "%s/digits", dir);
+    if (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode)) snprintf(buf, n, "%s", dir);
+    return buf;
 }
 
 void al_speech_decode(const uint8_t *lab, int64_t n, char *out)
