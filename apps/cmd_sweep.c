@@ -36,6 +36,7 @@
 #include "attnlab/results.h"
 #include "attnlab/datadir.h"
 #include "attnlab/seq.h"
+#include "attnlab/text.h"
 #include "cli.h"
 #include "sweep.h"
 #include "app_mpi.h"
@@ -52,8 +53,8 @@ static void usage(FILE *f)
     for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
         o += (size_t)snprintf(seq_sizes + o, sizeof seq_sizes - o, "%s%ld", i ? "," : "", sizes[i]);
     fprintf(f,
-        "usage: attnlab sweep --preset image-tradeoff|graph-tradeoff|graph-fair|sequence-tradeoff|demo [--csv FILE]\n"
-        "                     [--seeds LIST] [--jobs N]\n"
+        "usage: attnlab sweep --preset NAME [--csv FILE] [--seeds LIST] [--jobs N]   (NAME: image-tradeoff,\n"
+        "                     prior-mismatch, augment, graph-tradeoff, graph-fair, sequence-tradeoff, distance, demo)\n"
         "       attnlab sweep --task image|sequence --models a,b,... --train-sizes n1,n2,... --seeds LIST --csv FILE\n"
         "       attnlab sweep --task graph --models a,b,... [--labels-per-class k1,k2,...] [--train-frac F,...]\n"
         "                     [--planetoid] --seeds LIST --csv FILE\n"
@@ -65,7 +66,8 @@ static void usage(FILE *f)
         "  --task image|graph|sequence  image: models cnn, sa, local; graph: gat, gat-full, gatv2, gt, gt-full,\n"
         "                           gcn, mlp;\n"
         "                           sequence: %s\n"
-        "  --data NAME              dataset passed to train (default fashion-mnist / cora / ud-english-ewt)\n"
+        "  --data NAME[,NAME...]    dataset passed to train (default fashion-mnist / cora / ud-english-ewt); a list\n"
+        "                           is a grid axis (e.g. --task sequence --data recall:16,recall:256)\n"
         "  --models LIST            comma-separated models\n"
         "  --train-sizes LIST       image: training-set sizes (at most the training set, 60000 for Fashion-MNIST);\n"
         "                           sequence: training sentences (at most the treebank's, 12544 for EWT)\n"
@@ -77,7 +79,8 @@ static void usage(FILE *f)
         "take it, e.g. --patch 2,4 doubles the sa and local runs and leaves cnn alone):\n"
         "  image: --patch --pos --score --norm --depth --dim --heads (attention models), --window (local),\n"
         "         --lr --wd --batch --test-size (every model; --test-size N evaluates a stratified subset\n"
-        "         of N test images: quick checks only)\n"
+        "         of N test images: quick checks only), --permute-pixels none,S and --augment none,SPEC (every\n"
+        "         model; inside a list join an augmentation's parts with '+': shift:2+flip)\n"
         "  graph: --heads --attn-dropout (gat, gat-full, gatv2, gt, gt-full), --hidden --dropout --lr --wd\n"
         "         --patience (every model)\n"
         "  sequence: --pos --score --norm --depth --heads (sa, trunc), --window (window-fc, trunc: context each\n"
@@ -99,6 +102,11 @@ static void usage(FILE *f)
         "                  i.e. at least %d steps of batch %d (500: 125 epochs, 1000: 63, 2000: 32, 5000: 13,\n"
         "                  10000: 7, 30000: 3, 60000: 2); runs over 5 epochs are evaluated every ceil(epochs/5)\n"
         "                  epochs and after the last\n"
+        "  prior-mismatch  cnn, local, sa at patch 2 and patch 1 (pixel-level), mlp on Fashion-MNIST, each with the\n"
+        "                  pixels as they are and permuted (--permute-pixels 1: locality gone), sizes 1000,10000,\n"
+        "                  60000, seeds 1-3, image-tradeoff's step budget\n"
+        "  augment         cnn, sa, hybrid at 60000 images, %d epochs, --augment none and shift:2+flip+erase:0.25,\n"
+        "                  seeds 1-3\n"
         "  graph-tradeoff  gat,gat-full,gcn,mlp on cora, labels per class 2,5,10,20,50,100 and train-frac 0.6,\n"
         "                  seeds 1-10, the trainer's defaults except gat-full: at most %d epochs (its epoch costs\n"
         "                  ~20x gat's and its validation accuracy does not move: see docs/experiments.md)\n"
@@ -109,6 +117,8 @@ static void usage(FILE *f)
         "  sequence-tradeoff  %s on UD English EWT, %s training sentences,\n"
         "                  seeds 1-3, %d epochs; then the summary table and plots of test token accuracy,\n"
         "                  unseen-word and ambiguous-word accuracy vs size (results/sequence-tradeoff*.png)\n"
+        "  distance        rnn, window-fc, trunc, sa on associative recall (--data recall:LEN) at LEN 16, 64, 256,\n"
+        "                  1024, %d training sequences, %d epochs, seeds 1-3: where does each stop working?\n"
         "  demo            cnn,sa,local on 1000 and 10000 Fashion-MNIST images, seed 1, about 400 steps per run\n"
         "                  (1000: 25 epochs, 10000: 3; evaluated 4 times); writes results/demo.csv, prints the\n"
         "                  summary table, plots results/demo.png\n"
@@ -116,7 +126,8 @@ static void usage(FILE *f)
         "  to the ranks as they free up (--jobs runs each, rank 0 included) and alone writes FILE; rerunning resumes\n"
         "  (docs/scale-out.md)\n"
         "exit status: 0 all runs complete, 1 a run failed or an I/O error, 2 bad arguments, 130 interrupted\n",
-        seq_models, STEP_BUDGET, BATCH, STEP_BUDGET, BATCH, GAT_FULL_EPOCHS, GAT_FULL_EPOCHS, seq_models, seq_sizes, SEQ_TRADEOFF_EPOCHS);
+        seq_models, STEP_BUDGET, BATCH, STEP_BUDGET, BATCH, AUGMENT_EPOCHS, GAT_FULL_EPOCHS, GAT_FULL_EPOCHS, seq_models,
+        seq_sizes, SEQ_TRADEOFF_EPOCHS, DISTANCE_SIZE, DISTANCE_EPOCHS);
 }
 
 /* One line on stderr; returns the usage-error exit status 2. */
@@ -304,6 +315,7 @@ static const axis_flag axis_flags[] = {
     {"heads", {AX_ATTENTION, AX_ATTENTION, AX_ATTENTION}}, {"lr", {AX_ALL, AX_ALL, AX_ALL}},
     {"wd", {AX_ALL, AX_ALL, AX_ALL}}, {"hidden", {0, AX_ALL, 0}}, {"dropout", {0, AX_ALL, 0}},
     {"attn-dropout", {0, AX_ATTENTION, 0}}, {"patience", {0, AX_ALL, 0}}, {"rnn", {0, 0, AX_RECURRENT}},
+    {"permute-pixels", {AX_ALL, 0, 0}}, {"augment", {AX_ALL, 0, 0}},
 };
 #define NAXISFLAGS (int)(sizeof axis_flags / sizeof axis_flags[0])
 
@@ -316,6 +328,7 @@ static const axis_flag *axis_flag_find(const char *flag)
 static int axis_applies(const sweep_cfg *c, const axis *a, const char *model)
 {
     const int task = task_of(c->task), rule = axis_flag_find(a->flag)->applies[task];
+    if (a->only && strcmp(a->only, model)) return 0;
     if (rule == AX_ALL) return 1;
     if (task == T_IMAGE) {
         const al_model_kind *k = al_model_kind_find(model);
@@ -402,6 +415,15 @@ static int epochs_for(const sweep_cfg *c, const char *model, const split *sp)
 }
 
 /* ---------------- argument parsing ---------------- */
+/* A preset's swept flag (vals a comma list; only: the one model it applies to, or NULL); 0 or -1. */
+static int preset_axis(sweep_cfg *c, const char *flag, const char *vals, const char *only)
+{
+    axis *a = &c->axes[c->naxes++];
+    a->flag = flag; a->only = only;
+    a->nvals = split_list(flag, vals, a->vals, MAXLIST, &a->buf);
+    return a->nvals < 0 ? -1 : 0;
+}
+
 static int set_preset(sweep_cfg *c, const char *name)
 {
     c->preset = name;
@@ -446,7 +468,40 @@ static int set_preset(sweep_cfg *c, const char *name)
         for (int i = 0; i < 3; i++) c->seeds[i] = i + 1;
         c->epochs = SEQ_TRADEOFF_EPOCHS;
         c->post = 1;
-    } else return bad("unknown preset '%s' (expected image-tradeoff, graph-tradeoff, graph-fair, sequence-tradeoff or demo)", name);
+    } else if (!strcmp(name, "prior-mismatch") || !strcmp(name, "augment")) {
+        /* prior-mismatch: the image models with and without one fixed permutation of the pixels (seed 1),
+         * sa at patch 2 and at patch 1 (pixel-level: learned positions, no locality to lose), the image
+         * step budget; augment: 60 000 images, 30 epochs, with and without shift:2, flip, erase:0.25 */
+        const int pm = !strcmp(name, "prior-mismatch");
+        static const long sizes[] = {1000, 10000, 60000};
+        static char *const pm_models[] = {"cnn", "local", "sa", "mlp"}, *const aug_models[] = {"cnn", "sa", "hybrid"};
+        c->task = "image";
+        c->nmodels = pm ? 4 : 3;
+        for (int i = 0; i < c->nmodels; i++) c->models[i] = pm ? pm_models[i] : aug_models[i];
+        c->nsplits = pm ? 3 : 1;
+        for (int i = 0; i < c->nsplits; i++) c->splits[i] = (split){SPLIT_SIZE, pm ? sizes[i] : 60000, 0};
+        c->nseeds = 3;
+        for (int i = 0; i < 3; i++) c->seeds[i] = i + 1;
+        c->epochs = pm ? EPOCHS_STEP_BUDGET : AUGMENT_EPOCHS;
+        if (pm ? preset_axis(c, "patch", "2,1", "sa") || preset_axis(c, "permute-pixels", "none,1", NULL)
+               : preset_axis(c, "augment", "none,shift:2+flip+erase:0.25", NULL)) return -1;
+    } else if (!strcmp(name, "distance")) {
+        /* the sequence models on associative recall at growing length: where does each stop working? */
+        static char *const models[] = {"rnn", "window-fc", "trunc", "sa"};
+        static char *const lens[] = {DISTANCE_LENS};
+        c->task = "sequence";
+        c->nmodels = 4;
+        for (int i = 0; i < 4; i++) c->models[i] = models[i];
+        c->ndata = (int)(sizeof lens / sizeof *lens);
+        for (int i = 0; i < c->ndata; i++) c->datas[i] = lens[i];
+        c->data = c->datas[0];
+        c->splits[0] = (split){SPLIT_SIZE, DISTANCE_SIZE, 0};
+        c->nsplits = 1;
+        c->nseeds = 3;
+        for (int i = 0; i < 3; i++) c->seeds[i] = i + 1;
+        c->epochs = DISTANCE_EPOCHS;
+    } else return bad("unknown preset '%s' (expected image-tradeoff, prior-mismatch, augment, graph-tradeoff, graph-fair, "
+                      "sequence-tradeoff, distance or demo)", name);
     return 0;
 }
 
@@ -496,7 +551,8 @@ static int parse_args(int argc, char **argv, sweep_cfg *c)
         {"wd", required_argument, 0, O_AXIS}, {"hidden", required_argument, 0, O_AXIS},
         {"dropout", required_argument, 0, O_AXIS}, {"attn-dropout", required_argument, 0, O_AXIS},
         {"patience", required_argument, 0, O_AXIS}, {"test-size", required_argument, 0, O_AXIS},
-        {"rnn", required_argument, 0, O_AXIS},
+        {"rnn", required_argument, 0, O_AXIS}, {"permute-pixels", required_argument, 0, O_AXIS},
+        {"augment", required_argument, 0, O_AXIS},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     static char csv_default[PATH_MAX];
     const char *preset = NULL, *models = NULL, *sizes = NULL, *lpc = NULL, *frac = NULL, *seeds = NULL;
@@ -543,7 +599,9 @@ static int parse_args(int argc, char **argv, sweep_cfg *c)
     if (optind < argc) return bad("unexpected argument '%s' (see attnlab sweep --help)", argv[optind]);
     if (preset) {
         if (freeform) return bad("--preset %s sets task, models and sizes; use --csv, --seeds, --epochs, --jobs, --threads only (graph presets: also --labels-per-class / --train-frac to restrict their splits)", preset);
+        const char *user_data = c->data;
         if (set_preset(c, preset)) return 2;
+        if (user_data && c->ndata) return bad("--preset %s sets its datasets; --data is not for it", preset);
         if ((lpc || frac) && preset_subset(c, lpc, frac)) return 2;
         if (!c->csv) { snprintf(csv_default, sizeof csv_default, "results/%s.csv", preset); c->csv = csv_default; }
         if (c->post && !c->plot_out) c->plot_out = !strcmp(preset, "demo") ? "results/demo.png" : "results/sequence-tradeoff.png";
@@ -584,45 +642,62 @@ static int parse_args(int argc, char **argv, sweep_cfg *c)
         static const char *const default_data[NTASKS] = {"fashion-mnist", "cora", "ud-english-ewt"};
         c->data = default_data[task_of(c->task)];
     }
+    if (!c->ndata) {                       /* --data LIST: each dataset a grid point */
+        c->ndata = split_list("--data", c->data, c->datas, MAXLIST, &c->data_buf);
+        if (c->ndata < 0) return 2;
+        for (int i = 0; i < c->ndata; i++)
+            for (int j = 0; j < i; j++)
+                if (!strcmp(c->datas[i], c->datas[j])) return bad("--data: '%s' appears twice", c->datas[i]);
+        c->data = c->datas[0];
+    }
     if (!*c->csv) return bad("--csv: empty file name");
     long points = 0;
     for (int m = 0; m < c->nmodels && points <= MAXRUNS; m++) points += model_points(c, c->models[m]);
-    long total = (long)c->nseeds * c->nsplits * points;
+    long total = (long)c->nseeds * c->ndata * c->nsplits * points;
     if (total > MAXRUNS) return bad("%ld runs are too many for one sweep (at most %d)", total, MAXRUNS);
     return 0;
 }
 
 /* The dataset exists and every size fits its training set; 0 or 2. */
-static int check_data(const sweep_cfg *c)
+static int check_one_data(const sweep_cfg *c, const char *data)
 {
     if (task_of(c->task) == T_SEQUENCE) {
         al_error e = {{0}};
-        long have = seq_train_count(c->data, &e);
+        al_gen_seq_cfg g;
+        const int gen = al_gen_seq_parse(data, &g, &e);
+        if (gen < 0) return bad("--data: %s", e.msg);
+        if (gen == 0) return 0;                      /* generated: as many sequences as asked for */
+        long have = seq_train_count(data, &e);
         if (have < 0) return bad("--data: %s", e.msg);
         for (int i = 0; i < c->nsplits; i++)
             if (c->splits[i].n > have)
-                return bad("--train-sizes: %ld is larger than the %s training set (%ld sentences)", c->splits[i].n, c->data, have);
+                return bad("--train-sizes: %ld is larger than the %s training set (%ld sentences)", c->splits[i].n, data, have);
         return 0;
     }
     if (!strcmp(c->task, "image")) {
         struct stat sb;
-        if (strcmp(c->data, "fashion-mnist") && (stat(c->data, &sb) || !S_ISDIR(sb.st_mode)))
-            return bad("--data: '%s' is neither fashion-mnist nor an image folder", c->data);
-        long have = image_train_count(c->data);
+        if (strcmp(data, "fashion-mnist") && (stat(data, &sb) || !S_ISDIR(sb.st_mode)))
+            return bad("--data: '%s' is neither fashion-mnist nor an image folder", data);
+        long have = image_train_count(data);
         for (int i = 0; i < c->nsplits && have > 0; i++)
             if (c->splits[i].n > have)
-                return bad("--train-sizes: %ld is larger than the %s training set (%ld images)", c->splits[i].n, c->data, have);
+                return bad("--train-sizes: %ld is larger than the %s training set (%ld images)", c->splits[i].n, data, have);
         return 0;
     }
     char gdir[PATH_MAX]; al_error ge = {{0}};
-    if (al_graph_resolve(c->data, NULL, gdir, sizeof gdir, &ge) != AL_OK) return bad("--data: %s", ge.msg);
+    if (al_graph_resolve(data, NULL, gdir, sizeof gdir, &ge) != AL_OK) return bad("--data: %s", ge.msg);
     for (size_t t = 0; t < sizeof graph_table / sizeof graph_table[0]; t++) {
-        if (strcmp(graph_table[t].name, c->data)) continue;
+        if (strcmp(graph_table[t].name, data)) continue;
         for (int i = 0; i < c->nsplits; i++)
             if (c->splits[i].kind == SPLIT_LPC && c->splits[i].n * graph_table[t].classes > graph_table[t].candidates)
                 return bad("--labels-per-class: %ld x %d classes is more than the %d labelled training candidates of %s",
-                           c->splits[i].n, graph_table[t].classes, graph_table[t].candidates, c->data);
+                           c->splits[i].n, graph_table[t].classes, graph_table[t].candidates, data);
     }
+    return 0;
+}
+static int check_data(const sweep_cfg *c)
+{
+    for (int i = 0; i < c->ndata; i++) if (check_one_data(c, c->datas[i])) return 2;
     return 0;
 }
 
@@ -631,24 +706,26 @@ static plan_run *make_plan(const sweep_cfg *c, const char *dir, const char *base
 {
     long points = 0;
     for (int m = 0; m < c->nmodels; m++) points += model_points(c, c->models[m]);
-    long n = c->nseeds * c->nsplits * points, k = 0;
+    long n = (long)c->nseeds * c->ndata * c->nsplits * points, k = 0;
     plan_run *plan = calloc((size_t)(n > 0 ? n : 1), sizeof *plan);
     if (!plan) return NULL;
     for (int s = 0; s < c->nseeds; s++)
+        for (int d = 0; d < c->ndata; d++)
         for (int j = 0; j < c->nsplits; j++)
             for (int m = 0; m < c->nmodels; m++)
                 for (long p = 0; p < model_points(c, c->models[m]); p++) {
                     plan_run *r = &plan[k++];
                     char sp[48], canon[512];
-                    r->model = c->models[m]; r->sp = c->splits[j]; r->seed = c->seeds[s];
+                    r->model = c->models[m]; r->data = c->datas[d]; r->sp = c->splits[j]; r->seed = c->seeds[s];
                     r->epochs = epochs_for(c, r->model, &c->splits[j]);
                     split_str(&r->sp, sp, sizeof sp);
-                    snprintf(r->desc, sizeof r->desc, "%s %s seed=%ld", r->model, sp, r->seed);
+                    if (c->ndata > 1) snprintf(r->desc, sizeof r->desc, "%s %s %s seed=%ld", r->model, r->data, sp, r->seed);
+                    else snprintf(r->desc, sizeof r->desc, "%s %s seed=%ld", r->model, sp, r->seed);
                     size_t d0 = strlen(r->desc);
                     model_point(c, r->model, p, r->val, r->desc, sizeof r->desc);
                     /* without swept flags the canonical text (and so the run id) is what it always was,
                      * so sweeps of earlier versions resume */
-                    snprintf(canon, sizeof canon, "sweep task=%s dataset=%s model=%s %s seed=%ld%s", c->task, c->data,
+                    snprintf(canon, sizeof canon, "sweep task=%s dataset=%s model=%s %s seed=%ld%s", c->task, r->data,
                              r->model, sp, r->seed, r->desc + d0);
                     al_run_id(r->run_id, canon);
                     if (asprintf(&r->part, "%s/%s.run-%s.part", dir, base, r->run_id) < 0) r->part = NULL;
@@ -716,6 +793,7 @@ static int post_process(const sweep_cfg *c)
 static void free_cfg(sweep_cfg *c)
 {
     free(c->models_buf);
+    free(c->data_buf);
     for (int i = 0; i < c->naxes; i++) free(c->axes[i].buf);
 }
 

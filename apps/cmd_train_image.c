@@ -60,10 +60,11 @@ static void usage(FILE *f)
         "                       default 0 = the whole test split, the reported protocol)\n"
         "  --augment SPEC       on-the-fly augmentation of the training images, e.g. shift:2,flip,erase:0.25\n"
         "                       (shift by up to N pixels, mirror with p 1/2, random erasing with probability P;\n"
-        "                       seeded per epoch and image, so runs repeat bit for bit; default none)\n"
+        "                       parts joined by ',' or '+'; seeded per epoch and image, so runs repeat bit for\n"
+        "                       bit; default none)\n"
         "  --permute-pixels S   one fixed random permutation of the pixel positions (seed S), train and test\n"
         "                       alike: locality is gone, every value kept (the checkpoint carries it to eval,\n"
-        "                       predict and attnmap)\n"
+        "                       predict and attnmap); none (the default): the pixels as they are\n"
         "  --image-size HxW     image folders: resize to HxW, or SxS for a single number S (default: the\n"
         "                       most common size in the folder)\n"
         "  --channels C         image folders: 1 (grey) or 3 (RGB) (default: 3 if any image has colour)\n"
@@ -251,7 +252,9 @@ static int parse_flag(train_image_opts *o, int f, const char *a)
     case TF_BATCH: return cli_int32(c, "--batch", a, 1, CLI_NOMAX, &o->batch);
     case TF_EVAL_EVERY: return cli_int32(c, "--eval-every", a, 1, CLI_NOMAX, &o->eval_every);
     case TF_SEED: return cli_int(c, "--seed", a, 0, CLI_NOMAX, &o->seed);
-    case TF_PERMUTE: return cli_int(c, "--permute-pixels", a, 0, CLI_NOMAX, &o->permute);
+    case TF_PERMUTE:
+        if (!strcmp(a, "none")) { o->permute = -1; return 0; }    /* a sweep's "original" grid point */
+        return cli_int(c, "--permute-pixels", a, 0, CLI_NOMAX, &o->permute);
     case TF_AUGMENT: {
         al_error e = {{0}};
         if (al_augment_parse(a, &o->augment, &e) != AL_OK) { fprintf(stderr, "attnlab train: %s\n", e.msg); return -1; }

@@ -21,6 +21,10 @@ enum { EPOCHS_STEP_BUDGET = -1, EPOCHS_DEMO = -2, EPOCHS_GRAPH_CAPPED = -3 };
 #define BATCH 64            /* the image trainer's default batch size */
 #define SEQ_TRADEOFF_SIZES 250, 1000, 4000, 12544   /* sequence-tradeoff: training sentences (12544: all of EWT) */
 #define SEQ_TRADEOFF_EPOCHS 10
+#define AUGMENT_EPOCHS 30   /* augment: epochs at 60 000 images */
+#define DISTANCE_LENS "recall:16", "recall:64", "recall:256", "recall:1024"   /* distance: the generated task */
+#define DISTANCE_SIZE 10000 /* distance: training sequences (1 000 test ones) */
+#define DISTANCE_EPOCHS 10
 
 enum { SPLIT_SIZE, SPLIT_LPC, SPLIT_FRAC, SPLIT_PLANETOID };
 enum { RUN_TODO, RUN_SKIP, RUN_RUNNING, RUN_DONE, RUN_FAILED, RUN_STOPPED };
@@ -28,7 +32,7 @@ enum { RUN_TODO, RUN_SKIP, RUN_RUNNING, RUN_DONE, RUN_FAILED, RUN_STOPPED };
 typedef struct split { int kind; long n; double frac; } split;
 
 typedef struct plan_run {
-    const char *model;
+    const char *model, *data; /* data: one of the sweep's datasets (--data LIST) */
     split sp;
     long seed;
     int epochs;               /* 0: the trainer's default */
@@ -47,10 +51,14 @@ typedef struct axis {
     const char *flag;         /* "patch", "lr", ... (without --) */
     char *vals[MAXLIST]; int nvals;
     char *buf;                /* storage of vals */
+    const char *only;         /* a preset's axis of one model (prior-mismatch: sa's --patch 2,1); NULL: every
+                               * model the flag applies to */
 } axis;
 
 typedef struct sweep_cfg {
-    const char *preset, *task, *data, *csv;
+    const char *preset, *task, *data, *csv;   /* data: the first of datas */
+    char *datas[MAXLIST]; int ndata;          /* --data LIST: every dataset is a grid axis (outside the splits) */
+    char *data_buf;
     char *models[MAXLIST]; int nmodels;
     split splits[MAXLIST]; int nsplits;
     long seeds[MAXLIST]; int nseeds;

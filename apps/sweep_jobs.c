@@ -262,7 +262,7 @@ pid_t start_child(const sweep_cfg *c, plan_run *r, const char *exe, const char *
     char sz[32], sd[32], ep[32];
     const char *av[32 + 2 * MAXAXES]; int n = 0;
     av[n++] = exe; av[n++] = "train"; av[n++] = "--task"; av[n++] = c->task;
-    av[n++] = "--data"; av[n++] = c->data; av[n++] = "--model"; av[n++] = r->model;
+    av[n++] = "--data"; av[n++] = r->data; av[n++] = "--model"; av[n++] = r->model;
     switch (r->sp.kind) {
     case SPLIT_SIZE: snprintf(sz, sizeof sz, "%ld", r->sp.n); av[n++] = "--train-size"; av[n++] = sz; break;
     case SPLIT_LPC:  snprintf(sz, sizeof sz, "%ld", r->sp.n); av[n++] = "--labels-per-class"; av[n++] = sz; break;

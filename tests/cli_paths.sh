@@ -66,6 +66,23 @@ if command -v gnuplot > /dev/null; then
   step plot-tradeoff tradeoff.png "$bin" plot sweep.csv --out tradeoff.png --script tradeoff.gp
   step plot-curves curves.png "$bin" plot sweep.csv --kind curves --out curves.png
   step plot-attention att.png "$bin" plot att.csv --kind graph-attention --node 0 --out att.png
+  # the gap figure over two presets' (made-up) results: cnn 0.79/0.81, local 0.75/0.75, sa 0.70/0.72 at
+  # 1000 images -> local - cnn = -5.00 points, error sqrt(0.01414^2 + 0) = 1.41; distance: sa 0.95/0.97
+  # vs window-fc 0.50/0.50 at recall:64 -> +46.00
+  mkdir -p gap
+  { echo run_id,task,dataset,model,train_size,seed,epoch,train_loss,train_acc,val_acc,test_acc,epoch_seconds,samples_per_second,params
+    i=0; for r in cnn:1:0.79 cnn:2:0.81 local:1:0.75 local:2:0.75 sa:1:0.70 sa:2:0.72; do
+      IFS=: read -r m sd a <<< "$r"; i=$((i + 1))
+      echo "r$i,image,fashion-mnist,$m,1000,$sd,1,0.5,0.5,,$a,1,1,10"; done; } > gap/image-tradeoff.csv
+  { echo run_id,task,dataset,model,train_size,seed,epoch,train_loss,train_acc,val_acc,test_acc,epoch_seconds,samples_per_second,params
+    i=0; for r in window-fc:1:0.50 window-fc:2:0.50 sa:1:0.95 sa:2:0.97 rnn:1:0.99 rnn:2:0.99; do
+      IFS=: read -r m sd a <<< "$r"; i=$((i + 1))
+      echo "d$i,sequence,recall:64,$m,10000,$sd,1,0.5,0.5,,$a,1,1,10"; done; } > gap/distance.csv
+  step gap-figure gap/gap.png env ATTNLAB_BIN="$bin" "$root/scripts/gap-figure.sh" gap gap/gap.png
+  if ! grep -qP '^image-tradeoff\tall\t1000\t-5.00\t1.41\tlocal$' gap/gap.tsv ||
+     ! grep -qP '^distance\tall\t64\t46.00\t1.41\tsa$' gap/gap.tsv; then
+    fails=$((fails + 1)); echo "FAIL gap-figure: gap/gap.tsv is not the expected gaps:"; sed 's/^/     | /' gap/gap.tsv
+  fi
 else echo "note: gnuplot not installed; plot not run"; fi
 # sequences: train on the tiny treebank, tag text with the checkpoint
 step train-seq seq.st "$bin" train --task sequence --model trunc --data "$D/conllu/ok" --epochs 2 --save seq.st --quiet

@@ -22,10 +22,14 @@ static void test_parse(void **st)
     assert_int_equal(a.shift, 2); assert_int_equal(a.flip, 1); assert_true(fabsf(a.erase - 0.25f) < 1e-7f);
     al_augment_str(&a, buf, sizeof buf);
     assert_string_equal(buf, "shift:2,flip,erase:0.25");
+    /* '+' joins parts as ',' does (a sweep's axis value cannot hold a comma): the same canonical text */
+    assert_int_equal(al_augment_parse("shift:2+flip+erase:0.25", &a, &e), AL_OK);
+    al_augment_str(&a, buf, sizeof buf);
+    assert_string_equal(buf, "shift:2,flip,erase:0.25");
     assert_int_equal(al_augment_parse("none", &a, &e), AL_OK);
     al_augment_str(&a, buf, sizeof buf);
     assert_string_equal(buf, "none");
-    const char *bad[] = {"", "shift", "shift:0", "shift:65", "erase:0", "erase:1.5", "flip,flip", "rotate:3", "shift:2x"};
+    const char *bad[] = {"", "shift", "shift:0", "shift:65", "erase:0", "erase:1.5", "flip,flip", "flip+flip", "rotate:3", "shift:2x", "shift:2++"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         e.msg[0] = 0;
         if (al_augment_parse(bad[i], &a, &e) != AL_ERR || !strstr(e.msg, "--augment")) fail_msg("'%s' accepted (%s)", bad[i], e.msg);

@@ -470,6 +470,10 @@ static void test_bad_arguments(void **st)
         {"--patch is not a model flag of --task sequence", {"--task", "sequence", "--models", "sa", "--train-sizes", "20", "--patch", "2", "--seeds", "1", "--csv", p}},
         {"--window applies to none of the models of this sweep (windowed models only)", {"--task", "sequence", "--models", "fc,sa", "--train-sizes", "20", "--window", "1,2", "--seeds", "1", "--csv", p}},
         {"--task sequence needs --train-sizes", {"--task", "sequence", "--models", "fc", "--seeds", "1", "--csv", p}},
+        {"--preset distance sets its datasets", {"--preset", "distance", "--data", "recall:16"}},
+        {"--data: 'recall:16' appears twice", {"--task", "sequence", "--models", "sa", "--train-sizes", "20", "--seeds", "1", "--data", "recall:16,recall:16", "--csv", p}},
+        {"the length must be a number in 12..100000", {"--task", "sequence", "--models", "sa", "--train-sizes", "20", "--seeds", "1", "--data", "recall:16,recall:5", "--csv", p}},
+        {"--permute-pixels is not a model flag of --task sequence", {"--task", "sequence", "--models", "sa", "--train-sizes", "20", "--permute-pixels", "none,1", "--seeds", "1", "--csv", p}},
         {"dataset 'no-such-graph' not found", {"--task", "graph", "--models", "gcn", "--labels-per-class", "2", "--seeds", "1", "--data", "no-such-graph", "--csv", p}},
     };
     enum { NCASES = sizeof cases / sizeof cases[0] };
@@ -495,6 +499,23 @@ static void test_bad_arguments(void **st)
     unsetenv("FAKE_MARKER");
 }
 
+/* The --dry-run plans of n presets (each "NAME [flags]") into plans[] (malloc'd); each must list runs[i] runs. */
+static void dry_run_plans(const char *const *presets, const int *runs, int n, char **plans)
+{
+    for (int i = 0; i < n; i++) {
+        char cmd[8192], p[700];
+        snprintf(p, sizeof p, "%s/plan%d.txt", g_dir, i);
+        snprintf(cmd, sizeof cmd, "%s sweep --preset %s --csv %s/plan.csv --dry-run > %s", g_bin, presets[i], g_dir, p);
+        assert_int_equal(tu_system(cmd), 0);
+        plans[i] = slurp(p);
+        assert_non_null(plans[i]);
+        int lines = 0;
+        for (char *q = plans[i]; *q; q++) lines += *q == '\n';
+        if (lines != runs[i]) fail_msg("--preset %s: %d runs, expected %d", presets[i], lines, runs[i]);
+        unlink(p);
+    }
+}
+
 /* The graph presets' plans: graph-tradeoff keeps its 4 models (a model added to the table does not
  * join it), graph-fair has 7 with gat-full and gt-full capped, and --labels-per-class restricts a preset
  * to some of its splits with the same run ids. */
@@ -504,18 +525,7 @@ static void test_graph_presets(void **st)
     const char *presets[] = {"graph-tradeoff", "graph-fair", "graph-fair --labels-per-class 20"};
     const int runs[] = {280, 490, 70};
     char *plans[3];
-    for (int i = 0; i < 3; i++) {
-        char cmd[8192], p[700];
-        snprintf(p, sizeof p, "%s/plan%d.txt", g_dir, i);
-        snprintf(cmd, sizeof cmd, "%s sweep --preset %s --csv %s/gp.csv --dry-run > %s", g_bin, presets[i], g_dir, p);
-        assert_int_equal(tu_system(cmd), 0);
-        plans[i] = slurp(p);
-        assert_non_null(plans[i]);
-        int lines = 0;
-        for (char *q = plans[i]; *q; q++) lines += *q == '\n';
-        if (lines != runs[i]) fail_msg("--preset %s: %d runs, expected %d", presets[i], lines, runs[i]);
-        unlink(p);
-    }
+    dry_run_plans(presets, runs, 3, plans);
     assert_null(strstr(plans[0], "gatv2")); assert_null(strstr(plans[0], " gt"));
     assert_non_null(strstr(plans[0], "[4/280] todo mlp lpc=2 seed=1 epochs=default"));
     assert_non_null(strstr(plans[1], "[6/490] todo gt-full lpc=2 seed=1 epochs=100"));
@@ -528,6 +538,75 @@ static void test_graph_presets(void **st)
     assert_non_null(a); assert_non_null(b);
     assert_memory_equal(a, b, 23);
     for (int i = 0; i < 3; i++) free(plans[i]);
+}
+
+/* The issue-17 presets' plans: prior-mismatch sweeps sa's patch (2, 1) and not local's, every model with
+ * and without the permutation; augment every model with and without augmentation (its parts joined by
+ * '+' inside a list); distance the sequence models over the recall lengths, each length its dataset. And
+ * a --permute-pixels / --augment axis of a free sweep reaches the trainer as a flag pair. */
+static void test_issue17_presets(void **st)
+{
+    (void)st;
+    const char *presets[] = {"prior-mismatch", "augment", "distance"};
+    const int runs[] = {90, 18, 48};
+    char *plans[3];
+    dry_run_plans(presets, runs, 3, plans);
+    assert_non_null(strstr(plans[0], "[1/90] todo cnn size=1000 seed=1 permute-pixels=none epochs=63"));
+    assert_non_null(strstr(plans[0], "[8/90] todo sa size=1000 seed=1 patch=1 permute-pixels=1 epochs=63"));
+    assert_non_null(strstr(plans[0], "[90/90] todo mlp size=60000 seed=3 permute-pixels=1 epochs=2"));
+    assert_null(strstr(plans[0], "local size=1000 seed=1 patch"));       /* the patch axis is sa's alone */
+    assert_non_null(strstr(plans[1], "[2/18] todo cnn size=60000 seed=1 augment=shift:2+flip+erase:0.25 epochs=30"));
+    assert_non_null(strstr(plans[1], "[18/18] todo hybrid size=60000 seed=3 augment=shift:2+flip+erase:0.25"));
+    assert_non_null(strstr(plans[2], "[1/48] todo rnn recall:16 size=10000 seed=1 epochs=10"));
+    assert_non_null(strstr(plans[2], "[48/48] todo sa recall:1024 size=10000 seed=3 epochs=10"));
+    for (int i = 0; i < 3; i++) free(plans[i]);
+
+    /* a free image sweep over both new axes, through the stand-in trainer: 2 x 2 runs, each its own id */
+    use_fake();
+    char p[600], err[600];
+    snprintf(p, sizeof p, "%s/perm.csv", g_dir); snprintf(err, sizeof err, "%s/err.txt", g_dir);
+    unlink(p);
+    char *av[] = {"--task", "image", "--models", "cnn", "--train-sizes", "100", "--seeds", "1", "--epochs", "1",
+                  "--permute-pixels", "none,3", "--augment", "none,shift:1+flip", "--csv", p, NULL};
+    assert_int_equal(sweep(av, err), 0);
+    al_results r; al_error e = {{0}};
+    if (al_results_read(p, &r, &e) != AL_OK) fail_msg("%s", e.msg);
+    assert_int_equal(r.nrun, 4);
+    al_results_free(&r);
+}
+
+/* --data LIST with the real trainer: recall and copy at length 16 are two grid points, each run's rows
+ * name its dataset, and a second sweep over one of them alone finds its run done (the same id). */
+static void test_data_list(void **st)
+{
+    (void)st;
+    unsetenv("ATTNLAB_SWEEP_TRAINER");
+    setenv("OMP_NUM_THREADS", "1", 1);
+    char p[600], err[600];
+    snprintf(p, sizeof p, "%s/gen.csv", g_dir); snprintf(err, sizeof err, "%s/err.txt", g_dir);
+    unlink(p);
+    char *args[] = {"--task", "sequence", "--data", "recall:16,copy:16", "--models", "fc", "--train-sizes", "50",
+                    "--seeds", "1", "--epochs", "1", "--csv", p, NULL};
+    int rc = sweep(args, err);
+    if (rc) { char *m = slurp(err); fail_msg("sweep exited %d: %s", rc, m ? m : ""); }
+    al_results r; al_error e = {{0}};
+    if (al_results_read(p, &r, &e) != AL_OK) fail_msg("%s", e.msg);
+    assert_int_equal(r.nrun, 2);
+    int seen = 0;
+    for (int k = 0; k < r.nrun; k++) {
+        const al_result_row *w = &r.row[r.run[k].last];
+        assert_true(r.run[k].complete);
+        seen |= (strstr(w->dataset, "recall") ? 1 : 0) | (strstr(w->dataset, "copy") ? 2 : 0);
+    }
+    assert_int_equal(seen, 3);
+    al_results_free(&r);
+    char *one[] = {"--task", "sequence", "--data", "copy:16", "--models", "fc", "--train-sizes", "50",
+                   "--seeds", "1", "--epochs", "1", "--csv", p, NULL};
+    assert_int_equal(sweep(one, err), 0);
+    char *log = slurp(err);
+    assert_non_null(strstr(log, "1 already complete"));
+    free(log);
+    unsetenv("OMP_NUM_THREADS");
 }
 
 /* A tiny treebank DIR/train.conllu (ntrain sentences) and DIR/test.conllu, whose every third
@@ -786,6 +865,8 @@ int main(void)
         cmocka_unit_test(test_kill_resume_real_trainer),
         cmocka_unit_test(test_partial_run_resumes),
         cmocka_unit_test(test_sequence_sweep),
+        cmocka_unit_test(test_issue17_presets),
+        cmocka_unit_test(test_data_list),
         cmocka_unit_test(test_context_width_script),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -22,7 +22,8 @@
  *           normalisation, i.e. the channel mean (RandomErasing(p=erase), value 0)
  * All zero: none. */
 typedef struct al_augment { int shift, flip; float erase; } al_augment;
-/* "shift:2,flip,erase:0.25" (any subset, any order; "none") into *a; AL_ERR naming the bad part. */
+/* "shift:2,flip,erase:0.25" (any subset, any order, parts joined by ',' or '+' — a sweep's axis value
+ * cannot hold a comma; "none") into *a; AL_ERR naming the bad part. */
 al_status al_augment_parse(const char *s, al_augment *a, al_error *err);
 int       al_augment_str(const al_augment *a, char *buf, size_t n);   /* canonical text, "none" if off */
 /* Augment x (b, c, h, w), normalised, in place: image i is training image idx[i] at this epoch. fill

@@ -15,8 +15,11 @@ al_status al_augment_parse(const char *s, al_augment *a, al_error *err)
     char buf[256];
     if (strlen(s) >= sizeof buf) return al_seterr(err, "--augment: '%s' is too long", s);
     strcpy(buf, s);
-    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    for (char *next = buf, *t; (t = next) != NULL;) {
         char *end;
+        next = t + strcspn(t, ",+");
+        next = *next ? (*next = 0, next + 1) : NULL;
+        if (!*t) return al_seterr(err, "--augment: empty part in '%s'", s);
         if (!strcmp(t, "flip")) { if (a->flip) goto twice; a->flip = 1; }
         else if (!strncmp(t, "shift:", 6)) {
             if (a->shift) goto twice;
