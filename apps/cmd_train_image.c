@@ -85,6 +85,10 @@ static void usage(FILE *f)
         "  --init-from FILE     start from a checkpoint with the same parameters. conv-attn is not trained:\n"
         "                       it runs a trained cnn checkpoint's convs as attention (exact construction)\n"
         "                       and prints both test accuracies and how often their predictions agree\n"
+        "model (conv-attn-ft: the cnn's convs as trainable 9-head window attention):\n"
+        "  --window 3|5|7|...|full (5)   the attention window of both layers; --init-from a trained cnn\n"
+        "                       checkpoint builds the cnn exactly (relative bias one-hot at the conv offsets,\n"
+        "                       queries 0), then training may widen what each head looks at\n"
         APP_MPI_TRAIN_HELP
         "output:\n"
         "  --csv FILE           append one row per epoch (columns: " AL_CSV_HEADER ")\n"
@@ -266,7 +270,9 @@ static int parse_flag(train_image_opts *o, int f, const char *a)
     case TF_DEPTH: return cli_int32(c, "--depth", a, 1, CLI_NOMAX, &o->depth);
     case TF_HEADS: return cli_int32(c, "--heads", a, 1, CLI_NOMAX, &o->heads);
     case TF_PATCH: return cli_int32(c, "--patch", a, 1, CLI_NOMAX, &o->patch);
-    case TF_WINDOW: return cli_int32(c, "--window", a, 1, CLI_NOMAX, &o->window);
+    case TF_WINDOW:
+        if (!strcmp(a, "full")) { o->window = 0; return 0; }   /* conv-attn-ft: every key of the layer's grid */
+        return cli_int32(c, "--window", a, 1, CLI_NOMAX, &o->window);
     case TF_POS: o->pos = a; return 0;
     case TF_SCORE: o->score = a; return 0;
     case TF_NORM: o->norm = a; return 0;
@@ -347,12 +353,16 @@ static int apply_model_opts(const train_image_opts *o, al_model_config *cfg, al_
     if (o->depth > 0) cfg->depth = o->depth;
     if (o->heads > 0) cfg->heads = o->heads;
     if (o->patch > 0) cfg->patch = o->patch;
-    if (o->window > 0) cfg->window = o->window;
+    if (o->window >= 0) cfg->window = o->window;
     if (o->pos && al_pos_parse(o->pos, &cfg->pos)) { al_seterr(err, "--pos must be none, learned, sinusoidal or relative"); return 2; }
     if (o->score && al_score_parse(o->score, &cfg->score)) { al_seterr(err, "--score must be dot or additive"); return 2; }
     if (o->norm && al_norm_parse(o->norm, &cfg->norm)) { al_seterr(err, "--norm must be softmax or relu"); return 2; }
     const al_model_kind *kind = al_model_kind_find(cfg->name);
-    if (kind->windowed && cfg->patch > 0) {   /* a window beyond the grid only costs time */
+    if (o->window == 0 && kind->attention) {
+        al_seterr(err, "--window full is for conv-attn-ft (for full attention over the tokens use --model sa)");
+        return 2;
+    }
+    if (kind->windowed && kind->attention && cfg->patch > 0) {   /* a window beyond the grid only costs time */
         int gh = cfg->height / cfg->patch, gw = cfg->width / cfg->patch;
         if (cfg->window > (gh > gw ? gh : gw)) {
             al_seterr(err, "--window %d is larger than the %dx%d token grid (%dx%d images, patch %d)", cfg->window, gh, gw,
@@ -373,7 +383,21 @@ static int build_image_model(const train_image_opts *o, image_run *R, al_error *
     if (al_model_init(&R->m, &R->cfg, (uint64_t)o->seed, err) != AL_OK) return 2;
     R->have_model = 1;
     if (o->init_from && R->m.kind->trainable) {   /* start from a checkpoint with the same parameter names and shapes */
-        if (al_safetensors_load(o->init_from, &R->m.params, NULL, err) != AL_OK) return 1;
+        const al_model_kind *k = R->m.kind;
+        if (k->from) {                            /* or of the model this one is built from (conv-attn-ft: a cnn) */
+            al_model src;
+            float mean[4], std[4];
+            if (al_model_load(o->init_from, &src, mean, std, NULL, err) != AL_OK) return 1;
+            al_status st = !strcmp(src.cfg.name, k->built_from) ? k->from(&R->m, &src, err)
+                                                                 : al_safetensors_load(o->init_from, &R->m.params, NULL, err);
+            al_model_free(&src);
+            if (st != AL_OK) {
+                char why[sizeof err->msg];
+                snprintf(why, sizeof why, "%s", err->msg);
+                al_seterr(err, "--init-from %s: %s", o->init_from, why);
+                return 2;
+            }
+        } else if (al_safetensors_load(o->init_from, &R->m.params, NULL, err) != AL_OK) return 1;
         al_model_refresh(&R->m);
     }
     return 0;
@@ -461,6 +485,11 @@ static void image_run_id(const train_image_opts *o, const image_run *R, char run
     if (o->permute >= 0) {    /* so is a permuted one (absent otherwise: earlier run ids stay) */
         size_t l = strlen(canon);
         snprintf(canon + l, 2048 - l, ";permute_pixels=%ld", o->permute);
+    }
+    if (o->init_from) {       /* and a run from a checkpoint (its file name) */
+        const char *slash = strrchr(o->init_from, '/');
+        size_t l = strlen(canon);
+        snprintf(canon + l, 2048 - l, ";init_from=%s", slash ? slash + 1 : o->init_from);
     }
     char aug[96];
     if (al_augment_str(&o->augment, aug, sizeof aug) && strcmp(aug, "none")) {   /* and augmented training */

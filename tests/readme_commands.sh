@@ -68,6 +68,7 @@ while IFS= read -r line; do
     *" train --task graph"*|*" sweep --task graph"*) cmd="$cmd --epochs 5" ;;
     *" train --task sequence"*) cmd="$cmd --epochs 1 --train-size 200" ;;
     *" train --task molecule"*) cmd="$cmd --epochs 2 --train-frac 0.2" ;;
+    *" train --model conv-attn-ft"*) cmd="$cmd --epochs 1 --test-size 200" ;;
     *" train --model conv-attn"*) cmd="$cmd --test-size 200" ;;
     *" data speech-digits"*) cmd="$cmd --speakers 3 --repeats 2 --sequences 4" ;;
     *" train --task speech"*)  # the corpus above (2 training voices); ~/speech_commands: its digits folder

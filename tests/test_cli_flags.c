@@ -37,10 +37,10 @@ static void expect_refused(const char *env, const char *args, const char *flag, 
     free(err);
 }
 
-static const char *image_models[] = {"cnn", "sa", "local", "conv-attn"};
+static const char *image_models[] = {"cnn", "sa", "local", "conv-attn", "conv-attn-ft"};
 static const char *graph_models[] = {"gat", "gat-full", "gcn", "mlp", "gatv2", "gt", "gt-full"};
 enum { TRAINABLE = 1, ATTENTION = 2, WINDOWED = 4, ATTNMAP = 8 };
-static const unsigned image_props[] = {TRAINABLE, TRAINABLE | ATTENTION, TRAINABLE | ATTENTION | WINDOWED, 0};
+static const unsigned image_props[] = {TRAINABLE, TRAINABLE | ATTENTION, TRAINABLE | ATTENTION | WINDOWED, 0, TRAINABLE | WINDOWED};
 static const unsigned graph_props[] = {ATTENTION | ATTNMAP, ATTENTION | ATTNMAP, 0, 0, ATTENTION, ATTENTION, ATTENTION};
 
 /* Image flags that need a model property (their value, the property). */
@@ -173,6 +173,11 @@ static void test_window_beyond_grid(void **st)
         snprintf(args, sizeof args, "train --model local --data %s/img --window %s --epochs 1 --threads 1 --quiet", dir, windows[i]);
         expect_refused(NULL, args, "--window", "14x14");
     }
+    /* full is conv-attn-ft's window (every key of a conv layer's grid), not a token window of local */
+    snprintf(args, sizeof args, "train --model local --data %s/img --window full --epochs 1 --threads 1 --quiet", dir);
+    expect_refused(NULL, args, "--window full", "conv-attn-ft");
+    snprintf(args, sizeof args, "train --model conv-attn-ft --data %s/img --window 4 --epochs 1 --threads 1 --quiet", dir);
+    expect_refused(NULL, args, "--window", "odd");
 }
 
 /* The sequence and molecule tasks have their own option tables: every option of the other tasks is

@@ -188,6 +188,11 @@ static void gradcheck_model(al_model_config *cfg, int check_params, double eps, 
     if (al_model_init(&m, cfg, 11, &e) != AL_OK) fail_msg("%s", e.msg);
     /* perturb the zero-initialised relative biases so their gradient path is exercised in general position */
     for (int b = 0; b < cfg->depth; b++) if (m.blocks[b].rel) tu_fill(m.blocks[b].rel->data, m.blocks[b].rel->numel, 3 + b, -0.5f, 0.5f);
+    if (!strcmp(cfg->name, "conv-attn-ft"))   /* its queries start at 0 and its bias one-hot: every ReLU at a kink */
+        for (int l = 0; l < 2; l++) {
+            tu_fill(m.t[5 * l]->data, m.t[5 * l]->numel, 5 + l, -0.3f, 1.2f);
+            tu_fill(m.t[5 * l + 1]->data, m.t[5 * l + 1]->numel, 7 + l, -0.6f, 0.6f);
+        }
     int B = 2;
     int64_t nx = (int64_t)B * cfg->channels * cfg->height * cfg->width;
     float *x = tu_alloc_rand(nx, 21, -1.5f, 1.5f);
@@ -229,6 +234,15 @@ static void test_gradcheck_tiny_models(void **st)
     al_model_config_default(&cfg, "hybrid", 1, 6, 4, 3, &e);
     cfg.dim = 8; cfg.heads = 2; cfg.hidden = 12; cfg.depth = 1;
     gradcheck_model(&cfg, 1, 1e-3, 1e-2);
+    /* conv-attn-ft: both attention layers (relative bias, queries, keys, output), ReLU, mass bound, pools,
+     * linear — every parameter and the input, at window 5 and full */
+    al_model_config_default(&cfg, "conv-attn-ft", 2, 6, 6, 3, &e);
+    /* many ReLU kinks (attention weights, mass bound, activations) — a small step, and 2 % on the input's
+     * gradient, whose every element moves queries, keys and values of both layers at once (a wrong factor
+     * or a missing path shows as tens of percent) */
+    gradcheck_model(&cfg, 1, 2e-4, 2e-2);
+    cfg.window = 0;
+    gradcheck_model(&cfg, 1, 2e-4, 2e-2);
     al_set_threads(threads);
 }
 
@@ -299,6 +313,65 @@ static void test_conv_attn_equals_cnn(void **st)
     assert_true(tu_max_rel_err(y2->data, y1->data, y1->numel) < 1e-5);
     al_ctx_free(c);
     al_model_free(&cnn); al_model_free(&ca);
+}
+
+/* conv-attn-ft built from a cnn (al_model_kind.from) computes the cnn's function before any update, at
+ * every window: the same logits to rounding and the same predictions, on images with borders (zero
+ * padding: an absent target key leaves its head at 0); a random initialisation is the conv prior too
+ * (one-hot bias, zero queries); from() refuses a model that is not a cnn of the same images. */
+static void test_conv_attn_ft_starts_as_the_cnn(void **st)
+{
+    (void)st;
+    al_model cnn, ft, sa;
+    init_model(&cnn, "cnn", 2, 12, 10, 5, 8);
+    al_ctx *c = al_ctx_new(1);
+    c->grad_enabled = 0;
+    al_tensor *x = al_new(c, 4, (int[]){6, 2, 12, 10});
+    tu_fill(x->data, x->numel, 4, -2, 2);
+    al_tensor *y1 = al_model_forward(c, &cnn, x);
+    assert_non_null(y1);
+    const int windows[] = {3, 5, 7, 0};
+    for (int i = 0; i < 4; i++) {
+        al_model_config cfg; al_error e = {{0}};
+        assert_int_equal(al_model_config_default(&cfg, "conv-attn-ft", 2, 12, 10, 5, &e), AL_OK);
+        cfg.window = windows[i];
+        if (al_model_init(&ft, &cfg, 9, &e) != AL_OK) fail_msg("%s", e.msg);
+        const al_model_kind *k = al_model_kind_find("conv-attn-ft");
+        assert_string_equal(k->built_from, "cnn");
+        if (k->from(&ft, &cnn, &e) != AL_OK) fail_msg("%s", e.msg);
+        al_tensor *y2 = al_model_forward(c, &ft, x);
+        if (!y2) fail_msg("%s", al_ctx_error(c));
+        double err = tu_max_rel_err(y2->data, y1->data, y1->numel);
+        if (!(err < 1e-5)) fail_msg("conv-attn-ft window %d vs cnn: rel err %.3g", windows[i], err);
+        for (int b = 0; b < 6; b++) {
+            int a1 = 0, a2 = 0;
+            for (int j = 1; j < 5; j++) { if (y1->data[b * 5 + j] > y1->data[b * 5 + a1]) a1 = j; if (y2->data[b * 5 + j] > y2->data[b * 5 + a2]) a2 = j; }
+            assert_int_equal(a1, a2);
+        }
+        /* a random initialisation: one-hot bias at the conv offsets, zero queries */
+        const float *rel = ft.t[0]->data;
+        const int win = windows[i] ? windows[i] : 2 * 12 - 1, r = win / 2;
+        for (int h = 0; h < 9; h++)
+            for (int o = 0; o < win * win; o++)
+                assert_true(rel[h * win * win + o] == (o == (h / 3 - 1 + r) * win + (h % 3 - 1 + r) ? 1.0f : 0.0f));
+        al_model_free(&ft);
+    }
+    /* not a cnn, or a cnn of other images */
+    al_model_config cfg; al_error e = {{0}};
+    assert_int_equal(al_model_config_default(&cfg, "conv-attn-ft", 2, 12, 10, 5, &e), AL_OK);
+    if (al_model_init(&ft, &cfg, 9, &e) != AL_OK) fail_msg("%s", e.msg);
+    init_model(&sa, "sa", 2, 12, 10, 5, 3);
+    assert_int_equal(al_model_kind_find("conv-attn-ft")->from(&ft, &sa, &e), AL_ERR);
+    assert_non_null(strstr(e.msg, "built from a cnn"));
+    al_model_free(&sa);
+    init_model(&sa, "cnn", 1, 12, 10, 5, 3);
+    assert_int_equal(al_model_kind_find("conv-attn-ft")->from(&ft, &sa, &e), AL_ERR);
+    al_model_free(&sa);
+    /* windows that are not odd or below the conv's 3 */
+    const int badw[] = {1, 4, -3};
+    for (int i = 0; i < 3; i++) { cfg.window = badw[i]; assert_int_equal(al_model_config_check(&cfg, &e), AL_ERR); }
+    al_ctx_free(c);
+    al_model_free(&ft); al_model_free(&cnn);
 }
 
 static void test_checkpoint_round_trip(void **st)
@@ -385,6 +458,7 @@ int main(void)
         cmocka_unit_test(test_grads_independent_of_arena_garbage),
         cmocka_unit_test(test_conv_attn_equals_cnn),
         cmocka_unit_test(test_checkpoint_round_trip),
+        cmocka_unit_test(test_conv_attn_ft_starts_as_the_cnn),
         cmocka_unit_test(test_run_canonical_covers_hyperparameters),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,4 +1,4 @@
-/* test_ops_elementwise.c — add, mul, scale, broadcast add, activations and dropout:
+/* test_ops_elementwise.c — add, mul, scale, broadcast add, mass normalisation, activations and dropout:
  * forward against hand values or naive loops, finite-difference gradient checks, errors. */
 #include "testutil.h"
 #include "attnlab/ops.h"
@@ -210,6 +210,35 @@ static void test_gelu_accuracy(void **st)
     al_ctx_free(c);
 }
 
+/* ---------------- mass normalisation ---------------- */
+static al_tensor *f_mass(al_ctx *c, al_tensor **t, void *ud) { (void)ud; return al_mass_normalize(c, t[0]); }
+
+/* Rows (values, mass): divided by the mass above 1, copied at or below; the gradient with masses on both
+ * sides of 1 (kept more than GEPS away from it); a last dimension of 1 is refused. */
+static void test_mass_normalize(void **st)
+{
+    (void)st;
+    enum { R = 3 * 7, D = 5 };
+    float *x = tu_alloc_rand(R * (D + 1), 31, -2.f, 2.f);
+    for (int r = 0; r < R; r++) x[r * (D + 1) + D] = r % 3 == 0 ? 0.4f + 0.02f * r : 1.2f + 0.3f * r;
+    al_ctx *c = al_ctx_new(1);
+    al_tensor *t = al_wrap(c, x, 3, (int[]){3, 7, D + 1});
+    al_tensor *y = al_mass_normalize(c, t);
+    assert_non_null(y);
+    assert_int_equal(y->ndim, 3); assert_int_equal(y->shape[2], D); assert_int_equal(y->shape[1], 7);
+    for (int r = 0; r < R; r++) {
+        const float m = x[r * (D + 1) + D], s = m > 1 ? m : 1;
+        for (int d = 0; d < D; d++) assert_true(fabsf(y->data[r * D + d] - x[r * (D + 1) + d] / s) <= 1e-6f * fabsf(x[r * (D + 1) + d]) + 1e-7f);
+        if (m <= 1) assert_memory_equal(y->data + r * D, x + r * (D + 1), D * sizeof(float));   /* exactly */
+    }
+    assert_null(al_mass_normalize(c, al_new(c, 2, (int[]){4, 1})));
+    assert_non_null(strstr(al_ctx_error(c), "last dimension"));
+    al_ctx_free(c);
+    tu_input in[1] = {tu_in(x, 1, 3, 3, 7, D + 1, 0)};
+    TU_GRADCHECK("mass_normalize", f_mass, NULL, in, 1, GEPS, GTOL);
+    free(x);
+}
+
 static void test_relu_leaky_grad(void **st)
 {
     (void)st;
@@ -309,6 +338,7 @@ int main(void)
         cmocka_unit_test(test_elu_gelu_grad),
         cmocka_unit_test(test_dropout_rate_and_scale),
         cmocka_unit_test(test_dropout_grad),
+        cmocka_unit_test(test_mass_normalize),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

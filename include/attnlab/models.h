@@ -88,6 +88,9 @@ typedef struct al_model_kind {
     al_status (*check)(const al_model_config *cfg, al_error *err);      /* after the common checks */
     al_status (*init)(al_model *m);     /* register m's parameters in m->params; AL_ERR = out of memory */
     al_tensor *(*forward)(al_ctx *c, al_model *m, al_tensor *x /* (B,C,H,W) */);   /* → (B,classes) */
+    void (*post_init)(al_model *m);     /* after the parameters' random initialisation, or NULL */
+    const char *built_from;             /* a model whose checkpoint --init-from turns into this one (from), or NULL */
+    al_status (*from)(al_model *m, const al_model *src, al_error *err);
 } al_model_kind;
 
 /* The entry named `name`, or NULL. */

@@ -31,6 +31,11 @@ al_tensor *al_scale(al_ctx *c, al_tensor *x, float s);
 /* x (..., T) + y (T) where y's shape equals x's trailing dims: bias add, positional add. */
 al_tensor *al_add_bcast(al_ctx *c, al_tensor *x, al_tensor *y);
 
+/* x (..., D+1) whose last column is a mass m → (..., D) = x[..., :D] / max(1, m): the first D columns
+ * divided by the mass where it exceeds 1, as they are where it does not (conv-attn-ft's bounded ReLU
+ * attention: values with a ones column appended give each query its total weight as m). */
+al_tensor *al_mass_normalize(al_ctx *c, al_tensor *x);
+
 /* ---- activations ---- */
 al_tensor *al_relu(al_ctx *c, al_tensor *x);
 al_tensor *al_leaky_relu(al_ctx *c, al_tensor *x, float slope);

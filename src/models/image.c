@@ -21,17 +21,21 @@
 
 static const al_model_kind kinds[] = {
     {"cnn", "conv3x3(C→32)·ReLU·maxpool2 → conv3x3(32→64)·ReLU·maxpool2 → linear", 0.0f, 1, 0, 0,
-     NULL, al__cnn_check, al__cnn_init, al__cnn_forward},
+     NULL, al__cnn_check, al__cnn_init, al__cnn_forward, NULL, NULL, NULL},
     {"sa", "patch embedding, learned positions, pre-LN blocks of full self-attention and a GELU MLP", 0.01f, 1, 1, 0,
-     NULL, al__sa_check, al__transformer_init, al__transformer_forward},
+     NULL, al__sa_check, al__transformer_init, al__transformer_forward, NULL, NULL, NULL},
     {"local", "sa with attention in a window of the token grid and a learned relative bias", 0.01f, 1, 1, 1,
-     al__local_defaults, al__local_check, al__transformer_init, al__transformer_forward},
+     al__local_defaults, al__local_check, al__transformer_init, al__transformer_forward, NULL, NULL, NULL},
     {"conv-attn", "the cnn with each conv computed by attention (built from a trained cnn, evaluated only)", 0.01f, 0, 0, 0,
-     NULL, al__cnn_check, al__cnn_init, al__conv_attn_forward},
+     NULL, al__cnn_check, al__cnn_init, al__conv_attn_forward, NULL, NULL, NULL},
     {"mlp", "no prior: the flattened pixels through two ReLU layers of 256, then linear", 0.01f, 1, 0, 0,
-     al__mlp_defaults, al__mlp_check, al__mlp_init, al__mlp_forward},
+     al__mlp_defaults, al__mlp_check, al__mlp_init, al__mlp_forward, NULL, NULL, NULL},
     {"hybrid", "the cnn's first conv stage (3x3 conv, ReLU, maxpool 2), then sa's blocks over its 14x14 map", 0.01f, 1, 1, 0,
-     NULL, al__hybrid_check, al__hybrid_init, al__hybrid_forward},
+     NULL, al__hybrid_check, al__hybrid_init, al__hybrid_forward, NULL, NULL, NULL},
+    {"conv-attn-ft", "the cnn's convs as trainable 9-head window attention (--window 3|5|7|full), exactly the cnn at "
+     "start; --init-from a trained cnn", 0.0f, 1, 0, 1,
+     al__conv_attn_ft_defaults, al__conv_attn_ft_check, al__conv_attn_ft_init, al__conv_attn_ft_forward,
+     al__conv_attn_ft_post_init, "cnn", al__conv_attn_ft_from},
 };
 enum { NKINDS = (int)(sizeof kinds / sizeof *kinds) };
 
@@ -171,6 +175,7 @@ al_status al_model_init(al_model *m, const al_model_config *cfg, uint64_t seed, 
     al_rng rng; al_rng_seed(&rng, seed, AL_RNG_INIT);
     if (al_params_finalize(P, &rng, err) != AL_OK) { al_model_free(m); return AL_ERR; }
     for (int i = 0; i < P->n; i++) P->decay[i] = 1;   /* torch.optim.AdamW(model.parameters()) */
+    if (m->kind->post_init) m->kind->post_init(m);
     return AL_OK;
 }
 

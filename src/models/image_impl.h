@@ -25,6 +25,13 @@ al_status  al__mlp_check(const al_model_config *cfg, al_error *err);
 al_status  al__mlp_init(al_model *m);
 al_tensor *al__mlp_forward(al_ctx *c, al_model *m, al_tensor *x /* (B,C,H,W) */);
 
+void       al__conv_attn_ft_defaults(al_model_config *cfg);
+al_status  al__conv_attn_ft_check(const al_model_config *cfg, al_error *err);
+al_status  al__conv_attn_ft_init(al_model *m);
+void       al__conv_attn_ft_post_init(al_model *m);
+al_status  al__conv_attn_ft_from(al_model *m, const al_model *src, al_error *err);
+al_tensor *al__conv_attn_ft_forward(al_ctx *c, al_model *m, al_tensor *x /* (B,C,H,W) */);
+
 /* Register a parameter of m: `shape` (ndim) in a compound literal; jumps to the caller's `oom`. */
 #define AL__ADD(m, dst, name, nd, shp, ini) \
     do { if (!((dst) = al_params_add(&(m)->params, (name), (nd), (int[])shp, (ini)))) goto oom; } while (0)

@@ -113,6 +113,63 @@ al_tensor *al_scale(al_ctx *c, al_tensor *x, float s)
     return y;
 }
 
+/* ======================= mass normalisation ======================= */
+typedef struct { al_tensor *x, *y; int64_t R; int D; } mass_node;   /* x (R, D+1), y (R, D) */
+
+static void mass_backward(al_ctx *c, void *p)
+{
+    mass_node *nd = p;
+    const float *dy = nd->y->grad;
+    if (!dy || !nd->x->requires_grad) return;
+    float *dx = al_grad(c, nd->x);
+    if (!dx) return;
+    const int64_t R = nd->R; const int D = nd->D;
+    const float *x = nd->x->data;
+    AL_OMP("omp parallel for schedule(static) if (R * D >= AL_PAR_MIN)")
+    for (int64_t r = 0; r < R; r++) {
+        const float *xr = x + r * (D + 1), *g = dy + r * D;
+        float *dr = dx + r * (D + 1);
+        const float m = xr[D];
+        if (m > 1.0f) {       /* y = x / m: dx = g / m, dm = −Σ g·x / m² */
+            const float inv = 1.0f / m;
+            float s = 0.0f;
+            for (int d = 0; d < D; d++) { dr[d] += g[d] * inv; s += g[d] * xr[d]; }
+            dr[D] -= s * inv * inv;
+        } else
+            for (int d = 0; d < D; d++) dr[d] += g[d];
+    }
+}
+
+al_tensor *al_mass_normalize(al_ctx *c, al_tensor *x)
+{
+    if (!x || !al_ok(c)) return NULL;
+    if (x->ndim < 1 || x->shape[x->ndim - 1] < 2) {
+        char b[64];
+        return al_fail(c, "mass_normalize: x %s needs a last dimension of at least 2 (values, then the mass)", al_shape_str(x, b, sizeof b));
+    }
+    int shape[AL_MAXDIM];
+    for (int i = 0; i < x->ndim; i++) shape[i] = x->shape[i];
+    const int D = --shape[x->ndim - 1];
+    al_tensor *y = al_new(c, x->ndim, shape);
+    if (!y) return NULL;
+    const int64_t R = y->numel / D;
+    const float *xd = x->data; float *yd = y->data;
+    AL_OMP("omp parallel for schedule(static) if (R * D >= AL_PAR_MIN)")
+    for (int64_t r = 0; r < R; r++) {
+        const float *xr = xd + r * (D + 1);
+        float *yr = yd + r * D;
+        const float m = xr[D];
+        if (m > 1.0f) { const float inv = 1.0f / m; for (int d = 0; d < D; d++) yr[d] = xr[d] * inv; }
+        else memcpy(yr, xr, (size_t)D * sizeof(float));
+    }
+    if (al__wants_grad(c, x)) {
+        mass_node *nd = al__node_new(c, sizeof *nd);
+        if (nd) { nd->x = x; nd->y = y; nd->R = R; nd->D = D; }
+        if (!al__record(c, y, mass_backward, nd)) return NULL;
+    }
+    return y;
+}
+
 /* ======================= broadcast add ======================= */
 typedef struct { al_tensor *x, *b, *y; int64_t R, T; } bc_node;   /* x, y (R, T); b (T) */
 
