@@ -9,7 +9,9 @@
 # the best attention model is the one with the highest mean at that point (sa at any patch, local,
 # hybrid; gatv2, gt, gt-full, gat-full; sa, trunc), the baseline its own best variant; the error bar is
 # sqrt(std_best^2 + std_base^2) of the two groups' seed-to-seed standard deviations. Above zero: attention
-# wins there. Also writes OUT.tsv (preset, series, x, gap, error, best model) — the figure's numbers.
+# wins there. Also writes OUT.tsv (preset, series, x, gap, error, best model) — the figure's numbers. A point
+# where some attention model of the preset (one that ran anywhere in its CSV) has not run is left out, with a
+# note on stderr: a preset still running shows only the points every contender reached.
 # Presets without a CSV in DIR are left out (a panel per preset found). Exit 2 when there is none.
 set -euo pipefail
 DIR=${1:-results}
@@ -53,12 +55,21 @@ while IFS='|' read -r preset base att key xkind xlabel; do
             g = series SUBSEP x
             pts[g] = 1
             if (model == base) { if (!(g in bm) || mean > bm[g]) { bm[g] = mean; bs[g] = std } }
-            else if (model in isatt) { if (!(g in am) || mean > am[g]) { am[g] = mean; as[g] = std; an[g] = model } }
+            else if (model in isatt) {
+                if (!(g in am) || mean > am[g]) { am[g] = mean; as[g] = std; an[g] = model }
+                if (!((g, model) in ran)) { ran[g, model] = 1; nat[g]++ }
+                if (!(model in seen)) { seen[model] = 1; nseen++ }
+            }
         }
         END {
             for (g in pts) {
                 if (!(g in bm) || !(g in am)) continue
                 split(g, k, SUBSEP)
+                if (nat[g] < nseen) {   # a contender of the preset has not run here (yet): no best to name
+                    printf "gap-figure.sh: %s %s x=%s left out: %d of the %d attention models ran there\n", preset, k[1], k[2],
+                           nat[g], nseen > "/dev/stderr"
+                    continue
+                }
                 printf "%s\t%s\t%s\t%.2f\t%.2f\t%s\n", preset, k[1], k[2], 100 * (am[g] - bm[g]),
                        100 * sqrt(as[g] * as[g] + bs[g] * bs[g]), an[g]
             }
