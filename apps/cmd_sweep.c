@@ -54,7 +54,8 @@ static void usage(FILE *f)
         o += (size_t)snprintf(seq_sizes + o, sizeof seq_sizes - o, "%s%ld", i ? "," : "", sizes[i]);
     fprintf(f,
         "usage: attnlab sweep --preset NAME [--csv FILE] [--seeds LIST] [--jobs N]   (NAME: image-tradeoff,\n"
-        "                     prior-mismatch, augment, graph-tradeoff, graph-fair, sequence-tradeoff, distance, demo)\n"
+        "                     prior-mismatch, augment, long-range, graph-tradeoff, graph-fair, sequence-tradeoff,\n"
+        "                     distance, demo)\n"
         "       attnlab sweep --task image|sequence --models a,b,... --train-sizes n1,n2,... --seeds LIST --csv FILE\n"
         "       attnlab sweep --task graph --models a,b,... [--labels-per-class k1,k2,...] [--train-frac F,...]\n"
         "                     [--planetoid] --seeds LIST --csv FILE\n"
@@ -107,6 +108,9 @@ static void usage(FILE *f)
         "                  60000, seeds 1-3, image-tradeoff's step budget\n"
         "  augment         cnn, sa, hybrid at 60000 images, %d epochs, --augment none and shift:2+flip+erase:0.25,\n"
         "                  seeds 1-3\n"
+        "  long-range      cnn, sa (patch 4: 196 tokens), hybrid on fashion-pairs (two Fashion-MNIST items on a 56x56\n"
+        "                  canvas: same class or not), 1000, 10000, 100000, 1000000 generated examples, seeds 1-3,\n"
+        "                  image-tradeoff's step budget\n"
         "  graph-tradeoff  gat,gat-full,gcn,mlp on cora, labels per class 2,5,10,20,50,100 and train-frac 0.6,\n"
         "                  seeds 1-10, the trainer's defaults except gat-full: at most %d epochs (its epoch costs\n"
         "                  ~20x gat's and its validation accuracy does not move: see docs/experiments.md)\n"
@@ -485,6 +489,21 @@ static int set_preset(sweep_cfg *c, const char *name)
         c->epochs = pm ? EPOCHS_STEP_BUDGET : AUGMENT_EPOCHS;
         if (pm ? preset_axis(c, "patch", "2,1", "sa") || preset_axis(c, "permute-pixels", "none,1", NULL)
                : preset_axis(c, "augment", "none,shift:2+flip+erase:0.25", NULL)) return -1;
+    } else if (!strcmp(name, "long-range")) {
+        /* fashion-pairs (same class or not, two items up to a 56x56 canvas apart) at 10^3 .. 10^6 generated
+         * examples; sa at patch 4 (196 tokens, as on Fashion-MNIST at patch 2); the image step budget */
+        static const long sizes[] = {1000, 10000, 100000, 1000000};
+        static char *const models[] = {"cnn", "sa", "hybrid"};
+        c->task = "image";
+        c->data = "fashion-pairs";
+        c->nmodels = 3;
+        for (int i = 0; i < 3; i++) c->models[i] = models[i];
+        c->nsplits = 4;
+        for (int i = 0; i < 4; i++) c->splits[i] = (split){SPLIT_SIZE, sizes[i], 0};
+        c->nseeds = 3;
+        for (int i = 0; i < 3; i++) c->seeds[i] = i + 1;
+        c->epochs = EPOCHS_STEP_BUDGET;
+        if (preset_axis(c, "patch", "4", "sa")) return -1;
     } else if (!strcmp(name, "distance")) {
         /* the sequence models on associative recall at growing length: where does each stop working? */
         static char *const models[] = {"rnn", "window-fc", "trunc", "sa"};
@@ -500,8 +519,8 @@ static int set_preset(sweep_cfg *c, const char *name)
         c->nseeds = 3;
         for (int i = 0; i < 3; i++) c->seeds[i] = i + 1;
         c->epochs = DISTANCE_EPOCHS;
-    } else return bad("unknown preset '%s' (expected image-tradeoff, prior-mismatch, augment, graph-tradeoff, graph-fair, "
-                      "sequence-tradeoff, distance or demo)", name);
+    } else return bad("unknown preset '%s' (expected image-tradeoff, prior-mismatch, augment, long-range, graph-tradeoff, "
+                      "graph-fair, sequence-tradeoff, distance or demo)", name);
     return 0;
 }
 
@@ -601,7 +620,7 @@ static int parse_args(int argc, char **argv, sweep_cfg *c)
         if (freeform) return bad("--preset %s sets task, models and sizes; use --csv, --seeds, --epochs, --jobs, --threads only (graph presets: also --labels-per-class / --train-frac to restrict their splits)", preset);
         const char *user_data = c->data;
         if (set_preset(c, preset)) return 2;
-        if (user_data && c->ndata) return bad("--preset %s sets its datasets; --data is not for it", preset);
+        if (user_data && (c->ndata || c->data != user_data)) return bad("--preset %s sets its datasets; --data is not for it", preset);
         if ((lpc || frac) && preset_subset(c, lpc, frac)) return 2;
         if (!c->csv) { snprintf(csv_default, sizeof csv_default, "results/%s.csv", preset); c->csv = csv_default; }
         if (c->post && !c->plot_out) c->plot_out = !strcmp(preset, "demo") ? "results/demo.png" : "results/sequence-tradeoff.png";
@@ -676,8 +695,8 @@ static int check_one_data(const sweep_cfg *c, const char *data)
     }
     if (!strcmp(c->task, "image")) {
         struct stat sb;
-        if (strcmp(data, "fashion-mnist") && (stat(data, &sb) || !S_ISDIR(sb.st_mode)))
-            return bad("--data: '%s' is neither fashion-mnist nor an image folder", data);
+        if (strcmp(data, "fashion-mnist") && strcmp(data, "fashion-pairs") && (stat(data, &sb) || !S_ISDIR(sb.st_mode)))
+            return bad("--data: '%s' is neither fashion-mnist, fashion-pairs nor an image folder", data);
         long have = image_train_count(data);
         for (int i = 0; i < c->nsplits && have > 0; i++)
             if (c->splits[i].n > have)

@@ -53,6 +53,10 @@ static void usage(FILE *f)
         "data:\n"
         "  --data NAME|DIR      fashion-mnist (IDX files) or an image folder DIR/{train,test}/CLASS/*.png|jpg\n"
         "                       (default fashion-mnist)\n"
+        "  --data fashion-pairs generated: two Fashion-MNIST items at random, non-overlapping places of a 56x56\n"
+        "                       canvas, label same class or not (half and half); --train-size examples (default\n"
+        "                       10000, up to 10^6) drawn from the train split with --seed, --test-size (10000)\n"
+        "                       from the test split, the same for every run\n"
         "  --data-dir DIR       where the Fashion-MNIST .gz files are (default: $ATTNLAB_FASHION_MNIST, $ATTNLAB_DATA/fashion-mnist,\n"
         "                       datasets/fashion-mnist, " AL_DATADIR "/fashion-mnist, then " AL_FASHION_MNIST_DIR ")\n"
         "  --train-size N       stratified subset of N training images, seeded (default 0 = all)\n"
@@ -314,7 +318,7 @@ static int check_image_opts(train_image_opts *o)
     al_model_config cfg;
     if (al_model_config_default(&cfg, o->model, 1, 1, 1, 2, &err) != AL_OK) { fprintf(stderr, "attnlab train: %s\n", err.msg); return 2; }
     flag_ctx fc = {TASK_IMAGE, o->model, train_model_props(TASK_IMAGE, o->model)};
-    fc.props |= strcmp(o->data, "fashion-mnist") ? AP_FOLDER : AP_IDX;
+    fc.props |= strcmp(o->data, "fashion-mnist") && strcmp(o->data, "fashion-pairs") ? AP_FOLDER : AP_IDX;
     if (train_flags_check(&fc, o->seen)) return 2;
     const al_model_kind *kind = al_model_kind_find(o->model);
     if (!kind->trainable && !o->init_from) {
@@ -332,8 +336,17 @@ static int check_image_opts(train_image_opts *o)
 static int load_image_data(const train_image_opts *o, image_run *R, al_error *err)
 {
     cli_dataset_name(o->data, R->dname, sizeof R->dname);
-    if (al_image_data_load(o->data, o->data_dir, o->channels, o->image_h, o->image_w, cli_warn, NULL, &R->D, err) != AL_OK)
+    const int pairs = !strcmp(o->data, "fashion-pairs");
+    if (al_image_data_load(pairs ? "fashion-mnist" : o->data, o->data_dir, o->channels, o->image_h, o->image_w, cli_warn, NULL,
+                           &R->D, err) != AL_OK)
         return 1;
+    if (pairs) {   /* the generated task: its examples from the train and test pools, then as any image data */
+        al_images tr, te;
+        if (al_pairs_make(&R->D.train, o->train_size > 0 ? o->train_size : 10000, (uint64_t)o->seed, &tr, err) != AL_OK) return 1;
+        if (al_pairs_make(&R->D.test, o->test_size > 0 ? o->test_size : 10000, 0, &te, err) != AL_OK) { al_images_free(&tr); return 1; }
+        al_images_free(&R->D.train); al_images_free(&R->D.test);
+        R->D.train = tr; R->D.test = te;
+    }
     if (o->train_size > R->D.train.n) {
         al_seterr(err, "--train-size %d is larger than the training split (%d images)", o->train_size, R->D.train.n);
         return 2;

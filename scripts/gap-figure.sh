@@ -24,6 +24,7 @@ command -v gnuplot >/dev/null || { echo "gap-figure.sh: gnuplot is not installed
 PRESETS='image-tradeoff|cnn|sa,local|-|size|training images
 prior-mismatch|cnn|sa,local,hybrid|permute_pixels|size|training images (series: pixels permuted or not)
 augment|cnn|sa,hybrid|augment|size|training images (series: augmentation)
+long-range|cnn|sa,hybrid|-|size|generated fashion-pairs examples
 graph-fair|gat|gatv2,gt,gt-full,gat-full|-|size|labelled training nodes (Cora)
 sequence-tradeoff|window-fc|sa,trunc|-|size|training sentences (UD EWT)
 distance|window-fc|sa,trunc|-|len|recall: sequence length'

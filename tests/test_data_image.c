@@ -484,6 +484,61 @@ static void test_folder_errors(void **st)
     al_image_split_free(&d);
 }
 
+/* fashion-pairs: a pool of 9 blocks of distinct sizes on 6x6 images (grey value 10 + item, class item %
+ * 3): every example holds exactly two items, whole (each grey value's pixel count is its block's area, so
+ * the boxes never overlap) and distinct, labelled 1 exactly when their classes agree, about half and half;
+ * the same seed gives the same bytes, another seed others; bad pools and sizes are errors. */
+static void test_fashion_pairs(void **st)
+{
+    (void)st;
+    enum { P = 9, S = 6, N = 3000 };
+    al_images pool = {0};
+    pool.n = P; pool.c = 1; pool.h = S; pool.w = S; pool.classes = 3;
+    pool.pix = calloc(P * S * S, 1); pool.labels = malloc(P * sizeof(int));
+    int area[P];
+    for (int i = 0; i < P; i++) {
+        const int bh = 1 + i % 5, bw = 1 + (i * 2) % 6, y0 = i % (S - bh + 1), x0 = (i * 3) % (S - bw + 1);
+        area[i] = bh * bw;
+        for (int y = 0; y < bh; y++) for (int x = 0; x < bw; x++) pool.pix[i * S * S + (y0 + y) * S + x0 + x] = (uint8_t)(10 + i);
+        pool.labels[i] = i % 3;
+    }
+    al_images a, b, c2; al_error e = {{0}};
+    assert_int_equal(al_pairs_make(&pool, N, 7, &a, &e), AL_OK);
+    assert_int_equal(a.n, N); assert_int_equal(a.h, 2 * S); assert_int_equal(a.w, 2 * S); assert_int_equal(a.c, 1);
+    assert_int_equal(a.classes, 2);
+    assert_string_equal(a.class_names[0], "different"); assert_string_equal(a.class_names[1], "same");
+    int same = 0;
+    for (int k = 0; k < N; k++) {
+        int count[P] = {0}, other = 0;
+        const uint8_t *p = a.pix + (size_t)k * 4 * S * S;
+        for (int q = 0; q < 4 * S * S; q++) {
+            if (!p[q]) continue;
+            if (p[q] >= 10 && p[q] < 10 + P) count[p[q] - 10]++; else other++;
+        }
+        assert_int_equal(other, 0);
+        int items[2], ni = 0;
+        for (int i = 0; i < P; i++) if (count[i]) { if (ni < 2) items[ni] = i; ni++; }
+        if (ni != 2) fail_msg("example %d holds %d items", k, ni);
+        for (int t = 0; t < 2; t++)
+            if (count[items[t]] != area[items[t]]) fail_msg("example %d: item %d has %d of its %d pixels", k, items[t], count[items[t]], area[items[t]]);
+        assert_int_equal(a.labels[k], pool.labels[items[0]] == pool.labels[items[1]]);
+        same += a.labels[k];
+    }
+    assert_true(same > N * 45 / 100 && same < N * 55 / 100);
+    assert_int_equal(al_pairs_make(&pool, N, 7, &b, &e), AL_OK);
+    assert_memory_equal(a.pix, b.pix, (size_t)N * 4 * S * S);
+    assert_memory_equal(a.labels, b.labels, N * sizeof(int));
+    assert_int_equal(al_pairs_make(&pool, N, 8, &c2, &e), AL_OK);
+    assert_true(memcmp(a.pix, c2.pix, (size_t)N * 4 * S * S) != 0);
+    al_images_free(&a); al_images_free(&b); al_images_free(&c2);
+    assert_int_equal(al_pairs_make(&pool, 0, 7, &a, &e), AL_ERR);
+    pool.classes = 1;
+    for (int i = 0; i < P; i++) pool.labels[i] = 0;
+    assert_int_equal(al_pairs_make(&pool, 10, 7, &a, &e), AL_ERR);
+    assert_non_null(strstr(e.msg, "fashion-pairs"));
+    al_images_free(&pool);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -496,6 +551,7 @@ int main(void)
         cmocka_unit_test(test_folder_size_channels_formats),
         cmocka_unit_test(test_folder_train_test_dirs),
         cmocka_unit_test(test_folder_errors),
+        cmocka_unit_test(test_fashion_pairs),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -464,7 +464,7 @@ static void test_bad_arguments(void **st)
         {"--jobs", {"--preset", "demo", "--jobs", "0"}},
         {"--preset graph-fair has no split lpc=7", {"--preset", "graph-fair", "--labels-per-class", "7"}},
         {"restrict the graph presets only", {"--preset", "demo", "--labels-per-class", "20"}},
-        {"neither fashion-mnist nor an image folder", {"--task", "image", "--models", "cnn", "--train-sizes", "100", "--seeds", "1", "--data", "/nonexistent/dir", "--csv", p}},
+        {"neither fashion-mnist, fashion-pairs nor an image folder", {"--task", "image", "--models", "cnn", "--train-sizes", "100", "--seeds", "1", "--data", "/nonexistent/dir", "--csv", p}},
         {"unknown sequence model 'cnn' (expected fc, window-fc, rnn, sa or trunc)", {"--task", "sequence", "--models", "fc,cnn", "--train-sizes", "20", "--seeds", "1", "--csv", p}},
         {"20000 is larger than the ud-english-ewt training set (12544 sentences)", {"--task", "sequence", "--models", "fc", "--train-sizes", "20000", "--seeds", "1", "--csv", p}},
         {"--patch is not a model flag of --task sequence", {"--task", "sequence", "--models", "sa", "--train-sizes", "20", "--patch", "2", "--seeds", "1", "--csv", p}},
@@ -542,15 +542,16 @@ static void test_graph_presets(void **st)
 
 /* The issue-17 presets' plans: prior-mismatch sweeps sa's patch (2, 1) and not local's, every model with
  * and without the permutation; augment every model with and without augmentation (its parts joined by
- * '+' inside a list); distance the sequence models over the recall lengths, each length its dataset. And
+ * '+' inside a list); distance the sequence models over the recall lengths, each length its dataset;
+ * long-range the generated fashion-pairs up to 10^6 examples, sa at patch 4. And
  * a --permute-pixels / --augment axis of a free sweep reaches the trainer as a flag pair. */
 static void test_issue17_presets(void **st)
 {
     (void)st;
-    const char *presets[] = {"prior-mismatch", "augment", "distance"};
-    const int runs[] = {90, 18, 48};
-    char *plans[3];
-    dry_run_plans(presets, runs, 3, plans);
+    const char *presets[] = {"prior-mismatch", "augment", "distance", "long-range"};
+    const int runs[] = {90, 18, 48, 36};
+    char *plans[4];
+    dry_run_plans(presets, runs, 4, plans);
     assert_non_null(strstr(plans[0], "[1/90] todo cnn size=1000 seed=1 permute-pixels=none epochs=63"));
     assert_non_null(strstr(plans[0], "[8/90] todo sa size=1000 seed=1 patch=1 permute-pixels=1 epochs=63"));
     assert_non_null(strstr(plans[0], "[90/90] todo mlp size=60000 seed=3 permute-pixels=1 epochs=2"));
@@ -559,7 +560,9 @@ static void test_issue17_presets(void **st)
     assert_non_null(strstr(plans[1], "[18/18] todo hybrid size=60000 seed=3 augment=shift:2+flip+erase:0.25"));
     assert_non_null(strstr(plans[2], "[1/48] todo rnn recall:16 size=10000 seed=1 epochs=10"));
     assert_non_null(strstr(plans[2], "[48/48] todo sa recall:1024 size=10000 seed=3 epochs=10"));
-    for (int i = 0; i < 3; i++) free(plans[i]);
+    assert_non_null(strstr(plans[3], "[2/36] todo sa size=1000 seed=1 patch=4 epochs=63"));
+    assert_non_null(strstr(plans[3], "[36/36] todo hybrid size=1000000 seed=3 epochs=2"));
+    for (int i = 0; i < 4; i++) free(plans[i]);
 
     /* a free image sweep over both new axes, through the stand-in trainer: 2 x 2 runs, each its own id */
     use_fake();

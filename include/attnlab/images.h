@@ -84,6 +84,16 @@ al_status al_image_folder_load(const char *dir, const al_folder_opts *opts, al_i
 al_status al_image_data_load(const char *data, const char *data_dir, int channels, int height, int width,
                              al_warn_fn warn, void *warn_ud, al_image_split *out, al_error *err);
 
+/* ---------- fashion-pairs: a generated task whose label needs a long-range relation (issue 17) ----------
+ * Each example is two items of a pool (Fashion-MNIST's train split for training, its test split for
+ * testing), each cut to the box of its non-zero pixels and pasted at a uniformly random place of a black
+ * canvas of twice the item's side (56×56 for 28×28 items), the two boxes never overlapping: label 1 ("same") if both are of the same class, 0 ("different") otherwise, drawn half
+ * and half so that chance is 50 %. Neither item alone says anything: the model must relate two regions
+ * up to a canvas apart. The same (pool, n, seed) gives the same examples (stream AL_RNG_DATA), so a
+ * training set of any size 1 .. 10⁶ is built in memory (side² bytes per example, budgeted first).
+ * The pool needs at least 2 classes and one-channel items; out has classes 2, names "different", "same". */
+al_status al_pairs_make(const al_images *pool, int n, uint64_t seed, al_images *out, al_error *err);
+
 /* ---------- subsets, statistics, batches ---------- */
 /* n image indices of im, class-stratified (each class gets its share, largest remainders first) and
  * seeded (stream AL_RNG_DATA): idx (n) is caller-allocated and receives ascending indices. For one seed
