@@ -39,6 +39,7 @@
 #include "attnlab/text.h"
 #include "cli.h"
 #include "sweep.h"
+#include "image_common.h"
 #include "app_mpi.h"
 
 /* ---------------- usage ---------------- */
@@ -428,6 +429,13 @@ static int preset_axis(sweep_cfg *c, const char *flag, const char *vals, const c
     return a->nvals < 0 ? -1 : 0;
 }
 
+/* A preset's seeds 1..n. */
+static void preset_seeds(sweep_cfg *c, int n)
+{
+    c->nseeds = n;
+    for (int i = 0; i < n; i++) c->seeds[i] = i + 1;
+}
+
 static int set_preset(sweep_cfg *c, const char *name)
 {
     c->preset = name;
@@ -442,8 +450,7 @@ static int set_preset(sweep_cfg *c, const char *name)
         const long *s = demo ? dsizes : sizes;
         c->nsplits = demo ? 2 : 7;
         for (int i = 0; i < c->nsplits; i++) c->splits[i] = (split){SPLIT_SIZE, s[i], 0};
-        c->nseeds = demo ? 1 : 3;
-        for (int i = 0; i < c->nseeds; i++) c->seeds[i] = i + 1;
+        preset_seeds(c, demo ? 1 : 3);
         c->epochs = demo ? EPOCHS_DEMO : EPOCHS_STEP_BUDGET;
         c->post = demo;
     } else if (!strcmp(name, "graph-tradeoff") || !strcmp(name, "graph-fair")) {
@@ -459,8 +466,7 @@ static int set_preset(sweep_cfg *c, const char *name)
         c->nsplits = 0;
         for (int i = 0; i < 6; i++) c->splits[c->nsplits++] = (split){SPLIT_LPC, lpc[i], 0};
         c->splits[c->nsplits++] = (split){SPLIT_FRAC, 0, 0.6};
-        c->nseeds = 10;
-        for (int i = 0; i < 10; i++) c->seeds[i] = i + 1;
+        preset_seeds(c, 10);
         c->epochs = EPOCHS_GRAPH_CAPPED;
     } else if (!strcmp(name, "sequence-tradeoff")) {
         static const long sizes[] = {SEQ_TRADEOFF_SIZES};
@@ -468,8 +474,7 @@ static int set_preset(sweep_cfg *c, const char *name)
         c->nmodels = task_models(T_SEQUENCE, (const char **)c->models, MAXLIST);   /* the whole table */
         c->nsplits = (int)(sizeof sizes / sizeof *sizes);
         for (int i = 0; i < c->nsplits; i++) c->splits[i] = (split){SPLIT_SIZE, sizes[i], 0};
-        c->nseeds = 3;
-        for (int i = 0; i < 3; i++) c->seeds[i] = i + 1;
+        preset_seeds(c, 3);
         c->epochs = SEQ_TRADEOFF_EPOCHS;
         c->post = 1;
     } else if (!strcmp(name, "prior-mismatch") || !strcmp(name, "augment")) {
@@ -484,8 +489,7 @@ static int set_preset(sweep_cfg *c, const char *name)
         for (int i = 0; i < c->nmodels; i++) c->models[i] = pm ? pm_models[i] : aug_models[i];
         c->nsplits = pm ? 3 : 1;
         for (int i = 0; i < c->nsplits; i++) c->splits[i] = (split){SPLIT_SIZE, pm ? sizes[i] : 60000, 0};
-        c->nseeds = 3;
-        for (int i = 0; i < 3; i++) c->seeds[i] = i + 1;
+        preset_seeds(c, 3);
         c->epochs = pm ? EPOCHS_STEP_BUDGET : AUGMENT_EPOCHS;
         if (pm ? preset_axis(c, "patch", "2,1", "sa") || preset_axis(c, "permute-pixels", "none,1", NULL)
                : preset_axis(c, "augment", "none,shift:2+flip+erase:0.25", NULL)) return -1;
@@ -500,24 +504,19 @@ static int set_preset(sweep_cfg *c, const char *name)
         for (int i = 0; i < 3; i++) c->models[i] = models[i];
         c->nsplits = 4;
         for (int i = 0; i < 4; i++) c->splits[i] = (split){SPLIT_SIZE, sizes[i], 0};
-        c->nseeds = 3;
-        for (int i = 0; i < 3; i++) c->seeds[i] = i + 1;
+        preset_seeds(c, 3);
         c->epochs = EPOCHS_STEP_BUDGET;
         if (preset_axis(c, "patch", "4", "sa")) return -1;
     } else if (!strcmp(name, "distance")) {
         /* the sequence models on associative recall at growing length: where does each stop working? */
         static char *const models[] = {"rnn", "window-fc", "trunc", "sa"};
-        static char *const lens[] = {DISTANCE_LENS};
         c->task = "sequence";
+        c->data = DISTANCE_LENS;                     /* a list: each length is a grid point */
         c->nmodels = 4;
         for (int i = 0; i < 4; i++) c->models[i] = models[i];
-        c->ndata = (int)(sizeof lens / sizeof *lens);
-        for (int i = 0; i < c->ndata; i++) c->datas[i] = lens[i];
-        c->data = c->datas[0];
         c->splits[0] = (split){SPLIT_SIZE, DISTANCE_SIZE, 0};
         c->nsplits = 1;
-        c->nseeds = 3;
-        for (int i = 0; i < 3; i++) c->seeds[i] = i + 1;
+        preset_seeds(c, 3);
         c->epochs = DISTANCE_EPOCHS;
     } else return bad("unknown preset '%s' (expected image-tradeoff, prior-mismatch, augment, long-range, graph-tradeoff, "
                       "graph-fair, sequence-tradeoff, distance or demo)", name);
@@ -620,7 +619,7 @@ static int parse_args(int argc, char **argv, sweep_cfg *c)
         if (freeform) return bad("--preset %s sets task, models and sizes; use --csv, --seeds, --epochs, --jobs, --threads only (graph presets: also --labels-per-class / --train-frac to restrict their splits)", preset);
         const char *user_data = c->data;
         if (set_preset(c, preset)) return 2;
-        if (user_data && (c->ndata || c->data != user_data)) return bad("--preset %s sets its datasets; --data is not for it", preset);
+        if (user_data && c->data != user_data) return bad("--preset %s sets its datasets; --data is not for it", preset);
         if ((lpc || frac) && preset_subset(c, lpc, frac)) return 2;
         if (!c->csv) { snprintf(csv_default, sizeof csv_default, "results/%s.csv", preset); c->csv = csv_default; }
         if (c->post && !c->plot_out) c->plot_out = !strcmp(preset, "demo") ? "results/demo.png" : "results/sequence-tradeoff.png";
@@ -661,14 +660,11 @@ static int parse_args(int argc, char **argv, sweep_cfg *c)
         static const char *const default_data[NTASKS] = {"fashion-mnist", "cora", "ud-english-ewt"};
         c->data = default_data[task_of(c->task)];
     }
-    if (!c->ndata) {                       /* --data LIST: each dataset a grid point */
-        c->ndata = split_list("--data", c->data, c->datas, MAXLIST, &c->data_buf);
-        if (c->ndata < 0) return 2;
-        for (int i = 0; i < c->ndata; i++)
-            for (int j = 0; j < i; j++)
-                if (!strcmp(c->datas[i], c->datas[j])) return bad("--data: '%s' appears twice", c->datas[i]);
-        c->data = c->datas[0];
-    }
+    c->ndata = split_list("--data", c->data, c->datas, MAXLIST, &c->data_buf);   /* a list: each dataset a grid point */
+    if (c->ndata < 0) return 2;
+    for (int i = 0; i < c->ndata; i++)
+        for (int j = 0; j < i; j++)
+            if (!strcmp(c->datas[i], c->datas[j])) return bad("--data: '%s' appears twice", c->datas[i]);
     if (!*c->csv) return bad("--csv: empty file name");
     long points = 0;
     for (int m = 0; m < c->nmodels && points <= MAXRUNS; m++) points += model_points(c, c->models[m]);
@@ -695,7 +691,7 @@ static int check_one_data(const sweep_cfg *c, const char *data)
     }
     if (!strcmp(c->task, "image")) {
         struct stat sb;
-        if (strcmp(data, "fashion-mnist") && strcmp(data, "fashion-pairs") && (stat(data, &sb) || !S_ISDIR(sb.st_mode)))
+        if (!app_image_data_named(data) && (stat(data, &sb) || !S_ISDIR(sb.st_mode)))
             return bad("--data: '%s' is neither fashion-mnist, fashion-pairs nor an image folder", data);
         long have = image_train_count(data);
         for (int i = 0; i < c->nsplits && have > 0; i++)

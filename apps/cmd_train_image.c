@@ -318,7 +318,7 @@ static int check_image_opts(train_image_opts *o)
     al_model_config cfg;
     if (al_model_config_default(&cfg, o->model, 1, 1, 1, 2, &err) != AL_OK) { fprintf(stderr, "attnlab train: %s\n", err.msg); return 2; }
     flag_ctx fc = {TASK_IMAGE, o->model, train_model_props(TASK_IMAGE, o->model)};
-    fc.props |= strcmp(o->data, "fashion-mnist") && strcmp(o->data, "fashion-pairs") ? AP_FOLDER : AP_IDX;
+    fc.props |= app_image_data_named(o->data) ? AP_IDX : AP_FOLDER;
     if (train_flags_check(&fc, o->seen)) return 2;
     const al_model_kind *kind = al_model_kind_find(o->model);
     if (!kind->trainable && !o->init_from) {

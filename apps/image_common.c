@@ -40,6 +40,8 @@ long app_permute_seed(const char *meta)
     return r;
 }
 
+int app_image_data_named(const char *data) { return !strcmp(data, "fashion-mnist") || !strcmp(data, "fashion-pairs"); }
+
 al_status app_images_keep(al_images *im, int n, uint64_t seed, int **keep, al_error *err)
 {
     if (keep) *keep = NULL;

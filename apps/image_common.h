@@ -11,6 +11,10 @@
  * im->n entries after the call; NULL when nothing was dropped). */
 al_status app_images_keep(al_images *im, int n, uint64_t seed, int **idx, al_error *err);
 
+/* --data NAME that is a dataset's name rather than an image folder: fashion-mnist, or fashion-pairs (generated
+ * from it); 1 or 0. */
+int app_image_data_named(const char *data);
+
 /* --permute-pixels SEED (train) and the checkpoint metadata key that carries it to eval, predict and
  * attnmap: every image of im rearranged by the seeded permutation of its pixel positions. seed < 0: nothing. */
 #define APP_PERMUTE_KEY "permute_pixels"

@@ -22,7 +22,7 @@ enum { EPOCHS_STEP_BUDGET = -1, EPOCHS_DEMO = -2, EPOCHS_GRAPH_CAPPED = -3 };
 #define SEQ_TRADEOFF_SIZES 250, 1000, 4000, 12544   /* sequence-tradeoff: training sentences (12544: all of EWT) */
 #define SEQ_TRADEOFF_EPOCHS 10
 #define AUGMENT_EPOCHS 30   /* augment: epochs at 60 000 images */
-#define DISTANCE_LENS "recall:16", "recall:64", "recall:256", "recall:1024"   /* distance: the generated task */
+#define DISTANCE_LENS "recall:16,recall:64,recall:256,recall:1024"   /* distance: the generated task, a --data list */
 #define DISTANCE_SIZE 10000 /* distance: training sequences (1 000 test ones) */
 #define DISTANCE_EPOCHS 10
 
@@ -56,8 +56,8 @@ typedef struct axis {
 } axis;
 
 typedef struct sweep_cfg {
-    const char *preset, *task, *data, *csv;   /* data: the first of datas */
-    char *datas[MAXLIST]; int ndata;          /* --data LIST: every dataset is a grid axis (outside the splits) */
+    const char *preset, *task, *data, *csv;   /* data: the --data text (or the preset's), a comma list */
+    char *datas[MAXLIST]; int ndata;          /* its datasets: a grid axis outside the splits */
     char *data_buf;
     char *models[MAXLIST]; int nmodels;
     split splits[MAXLIST]; int nsplits;

@@ -14,9 +14,9 @@
  *   y(i) = W_out [z_1(i) … z_9(i)] + b    (B,N,O) → (B,O,H,W); then ReLU and maxpool as the cnn.
  * Initialisation (random or from a trained cnn): rel_h is one-hot at head h's conv offset (dy, dx) =
  * (h / 3 − 1, h % 3 − 1) and W_q = 0, so every score is exactly 1 at that offset and 0 elsewhere: the
- * layer IS the zero-padded 3×3 conv with W_out[o][h·C + c] = w[o][c][h] (an absent target key — the
- * border — leaves the head at 0, as zero padding does). Built from a cnn, the model gives the cnn's
- * outputs to rounding and its predictions exactly. Training then moves rel (every offset of the
+ * layer IS the zero-padded 3×3 conv with W_out[o][h·C + c] = w[o][c][h], al_conv_attn_build's weights
+ * (an absent target key — the border — leaves the head at 0, as zero padding does). Built from a cnn,
+ * the model gives the cnn's outputs to rounding and its predictions exactly. Training then moves rel (every offset of the
  * window, not only the 3×3 core: a positional receptive field) and W_q, W_k (content: once W_q leaves
  * 0, q·k is non-zero at every offset, so ReLU passes gradient to the offsets outside the core).
  * --window 3|5|7|…|full (cfg->window; 0 = full: 2·side − 1, every key of the layer's grid).
@@ -101,13 +101,13 @@ al_status al__conv_attn_ft_from(al_model *m, const al_model *cnn, al_error *err)
                          a->name, a->channels, a->height, a->width, a->classes, b->name, b->channels, b->height, b->width,
                          b->classes);
     const al_tensor *cw[2] = {cnn->c1_w, cnn->c2_w}, *cb[2] = {cnn->c1_b, cnn->c2_b};
-    for (int l = 0; l < 2; l++) {
+    for (int l = 0; l < 2; l++) {   /* W_out and b are conv-attn's exact construction (attention.h) */
         const int O = cw[l]->shape[0], C = cw[l]->shape[1];
-        float *wo = m->t[5 * l + 3]->data;
-        for (int o = 0; o < O; o++)
-            for (int h = 0; h < HEADS; h++)
-                for (int c = 0; c < C; c++) wo[((size_t)o * HEADS + h) * C + c] = cw[l]->data[((size_t)o * C + c) * HEADS + h];
-        memcpy(m->t[5 * l + 4]->data, cb[l]->data, (size_t)O * sizeof(float));
+        al_conv_attn ca;
+        if (al_conv_attn_build(&ca, cw[l]->data, cb[l]->data, O, C, 3, err) != AL_OK) return AL_ERR;
+        memcpy(m->t[5 * l + 3]->data, ca.w_out, (size_t)O * HEADS * C * sizeof(float));
+        memcpy(m->t[5 * l + 4]->data, ca.b_out, (size_t)O * sizeof(float));
+        al_conv_attn_free(&ca);
         memset(m->t[5 * l + 1]->data, 0, (size_t)m->t[5 * l + 1]->numel * sizeof(float));
     }
     memcpy(m->t[10]->data, cnn->fc_w->data, (size_t)cnn->fc_w->numel * sizeof(float));
