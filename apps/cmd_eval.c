@@ -20,13 +20,14 @@
 /* Where each flag applies: the image task, the graph task, the molecule task, fashion-mnist only. */
 enum { EV_IMAGE = 1, EV_GRAPH = 2, EV_MOL = 8, EV_IDX = 4, EV_ALL = EV_IMAGE | EV_GRAPH | EV_MOL };
 enum { E_TASK, E_LOAD, E_DATA, E_DATA_DIR, E_MODEL, E_BATCH, E_THREADS, E_TEST_SIZE, E_LOGITS, E_QUIET,
-       E_NO_NORMALIZE, E_MAX_MEMORY, E_HELP, E_NFLAGS };
+       E_NO_NORMALIZE, E_MAX_MEMORY, E_HELP, E_EVAL_BATCH, E_NFLAGS };
 static const struct { const char *name; int has_arg; unsigned where; } eval_flags[E_NFLAGS] = {
     [E_TASK] = {"task", 1, EV_ALL}, [E_LOAD] = {"load", 1, EV_ALL}, [E_DATA] = {"data", 1, EV_ALL},
     [E_DATA_DIR] = {"data-dir", 1, EV_IMAGE | EV_IDX}, [E_MODEL] = {"model", 1, EV_ALL},
     [E_BATCH] = {"batch", 1, EV_IMAGE}, [E_THREADS] = {"threads", 1, EV_ALL}, [E_TEST_SIZE] = {"test-size", 1, EV_IMAGE},
     [E_LOGITS] = {"logits", 1, EV_IMAGE}, [E_QUIET] = {"quiet", 0, EV_ALL}, [E_NO_NORMALIZE] = {"no-normalize", 0, EV_GRAPH},
-    [E_MAX_MEMORY] = {"max-memory", 1, EV_ALL}, [E_HELP] = {"help", 0, EV_ALL}};
+    [E_MAX_MEMORY] = {"max-memory", 1, EV_ALL}, [E_HELP] = {"help", 0, EV_ALL},
+    [E_EVAL_BATCH] = {"eval-batch", 1, EV_IMAGE}};
 
 typedef struct eval_opts {
     const char *task, *load, *data, *data_dir, *want_model, *logits;
@@ -52,7 +53,7 @@ static void usage(FILE *f)
         "  --data-dir DIR       where the Fashion-MNIST files are (default: $ATTNLAB_FASHION_MNIST, $ATTNLAB_DATA/fashion-mnist,\n"
         "                       datasets/fashion-mnist, " AL_DATADIR "/fashion-mnist, then " AL_FASHION_MNIST_DIR ")\n"
         "  --model M            refuse the checkpoint unless it holds model M\n"
-        "  --batch N            evaluation batch size (default 256)\n"
+        "  --batch N, --eval-batch N   images per forward pass (default 256): memory, never results\n"
         "  --test-size N        evaluate a stratified subset of N test images (as train --test-size)\n"
         "  --logits FILE.csv    one row per evaluated test image: index,label,logit_0,...,logit_{K-1}\n"
         "                       (index = the image's position in the test split)\n"
@@ -78,6 +79,7 @@ static int parse_flag(eval_opts *o, int f, const char *a)
     case E_DATA_DIR: o->data_dir = a; return 0;
     case E_MODEL: o->want_model = a; return 0;
     case E_BATCH: return cli_int32("eval", "--batch", a, 1, 1 << 20, &o->batch);
+    case E_EVAL_BATCH: return cli_int32("eval", "--eval-batch", a, 1, 1 << 20, &o->batch);
     case E_THREADS: return cli_threads("eval", a, &o->threads);
     case E_TEST_SIZE: return cli_int32("eval", "--test-size", a, 0, CLI_NOMAX, &o->test_size);
     case E_LOGITS: o->logits = a; return 0;

@@ -20,7 +20,7 @@
 
 typedef struct train_image_opts {
     const char *model, *data, *data_dir, *csv, *save, *init_from, *checkpoint;
-    int epochs, batch, threads, train_size, test_size, eval_every, image_h, image_w, channels, quiet;
+    int epochs, batch, eval_batch, threads, train_size, test_size, eval_every, image_h, image_w, channels, quiet;
     int checkpoint_every, resume;
     const al_dist *dist;                /* under mpirun: this rank's share (app_mpi.h) */
     long seed, permute;                 /* permute: --permute-pixels SEED, -1 none */
@@ -82,6 +82,8 @@ static void usage(FILE *f)
         CLI_MAX_MEMORY_HELP
         "  --eval-every N       evaluate every N epochs and after the last (default 1); the CSV rows of\n"
         "                       epochs not evaluated have an empty test_acc\n"
+        "  --eval-batch N       images per evaluation forward pass (default 256): memory, never results —\n"
+        "                       evaluation runs without a tape, each layer's temporaries freed once used\n"
         "model (sa, local):\n"
         "  --dim N (64)  --depth N (2)  --heads N (4)  --patch P (2; 1 = pixel tokens)  --window K (local: 5)\n"
         "  --pos none|learned|sinusoidal|relative   (sa: learned, local: relative)\n"
@@ -258,6 +260,7 @@ static int parse_flag(train_image_opts *o, int f, const char *a)
     case TF_LR: return parse_float("--lr", a, 1e-12, &o->lr);
     case TF_WD: case TF_WEIGHT_DECAY: o->wd_set = 1; return parse_float("--wd", a, 0, &o->wd);
     case TF_BATCH: return cli_int32(c, "--batch", a, 1, CLI_NOMAX, &o->batch);
+    case TF_EVAL_BATCH: return cli_int32(c, "--eval-batch", a, 1, 1 << 20, &o->eval_batch);
     case TF_EVAL_EVERY: return cli_int32(c, "--eval-every", a, 1, CLI_NOMAX, &o->eval_every);
     case TF_SEED: return cli_int(c, "--seed", a, 0, CLI_NOMAX, &o->seed);
     case TF_PERMUTE:
@@ -295,7 +298,7 @@ static int parse_flag(train_image_opts *o, int f, const char *a)
 static int parse_image_opts(int argc, char **argv, train_image_opts *o)
 {
     memset(o, 0, sizeof *o);
-    o->model = al_model_kind_at(0)->name; o->data = "fashion-mnist"; o->epochs = 10; o->batch = 64; o->seed = 1; o->lr = 1e-3f;
+    o->model = al_model_kind_at(0)->name; o->data = "fashion-mnist"; o->epochs = 10; o->batch = 64; o->eval_batch = 256; o->seed = 1; o->lr = 1e-3f;
     o->permute = -1;
     o->heads = o->depth = o->dim = o->patch = o->window = -1;
     const struct option *lo = train_flags_options();
@@ -549,7 +552,7 @@ static int run_training(const train_image_opts *o, image_run *R, al_error *err)
     const al_images *T = &R->D.train;
     al_train_config tc;
     memset(&tc, 0, sizeof tc);
-    tc.epochs = o->epochs; tc.batch = o->batch; tc.eval_batch = 256; tc.eval_every = o->eval_every; tc.lr = o->lr;
+    tc.epochs = o->epochs; tc.batch = o->batch; tc.eval_batch = o->eval_batch; tc.eval_every = o->eval_every; tc.lr = o->lr;
     tc.weight_decay = o->wd; tc.seed = (uint64_t)o->seed; tc.augment = o->augment; tc.dist = o->dist;
     for (int i = 0; i < 4; i++) { tc.mean[i] = 0.f; tc.std[i] = 1.f; }
     if (al_images_stats(T, NULL, 0, tc.mean, tc.std, err) != AL_OK) return 1;

@@ -39,6 +39,7 @@ static void usage(FILE *f)
         "  --max-len N          longest sentence accepted (default 512)\n"
         "training:\n"
         "  --epochs N (10)  --batch N sentences (32)  --lr X (0.001)  --wd X (0.01)  --seed N (1)\n"
+        "  --eval-batch N       sentences per evaluation forward pass (256): memory, not results\n"
         "  --threads N          OpenMP threads (default: OMP_NUM_THREADS or all cores)\n"
         CLI_MAX_MEMORY_HELP
         "model:\n"
@@ -141,6 +142,7 @@ int seq_common_opt(sopts *o, const char *task, int ch, const char *optarg)
     case SO_CKPT_EVERY: return cli_int32(CMD, "--checkpoint-every", optarg, 1, CLI_NOMAX, &o->checkpoint_every);
     case SO_CKPT: o->checkpoint = optarg; return 0;
     case SO_RESUME: o->resume = 1; return 0;
+    case SO_EVAL_BATCH: return cli_int32(CMD, "--eval-batch", optarg, 1, 1000000, &o->eval_batch);
     case SO_MAXMEM: return cli_max_memory(CMD, optarg);
     default: return -1;
     }
@@ -150,7 +152,7 @@ int seq_common_opt(sopts *o, const char *task, int ch, const char *optarg)
 static int parse_seq_args(int argc, char **argv, sopts *o)
 {
     memset(o, 0, sizeof *o);
-    o->data = "ud-english-ewt"; o->epochs = 10; o->batch = 32; o->seed = 1; o->lr = 1e-3; o->wd = 0.01;
+    o->data = "ud-english-ewt"; o->epochs = 10; o->batch = 32; o->eval_batch = 256; o->seed = 1; o->lr = 1e-3; o->wd = 0.01;
     o->max_len = AL_CONLLU_MAX_LEN; o->window = -2;
     static const struct option lo[] = {SEQ_COMMON_LONGOPTS, {"max-len", 1, 0, SO_END}, {0, 0, 0, 0}};
     optind = 0; opterr = 0;
@@ -309,7 +311,7 @@ static int run_seq(const sopts *o, seq_run *R, al_seq_config *cfg, al_error *err
                 R->te.nsent, R->te.ntok, cfg->nwords, cfg->nsuffixes, run_id);
     al_seq_train_config tc;
     memset(&tc, 0, sizeof tc);
-    tc.epochs = o->epochs; tc.batch = o->batch; tc.eval_batch = 256; tc.lr = (float)o->lr; tc.weight_decay = (float)o->wd;
+    tc.epochs = o->epochs; tc.batch = o->batch; tc.eval_batch = o->eval_batch; tc.lr = (float)o->lr; tc.weight_decay = (float)o->wd;
     tc.seed = (uint64_t)o->seed; tc.resume = app_resume_loop(&R->ar); tc.dist = o->dist;
     double t0 = al_time();
     if (al_seq_train(&R->m, &R->tr, &R->te, &tc, on_progress, &pg, err) != AL_OK) { app_resume_fail_note(&R->ar, err); return 1; }

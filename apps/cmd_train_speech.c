@@ -51,6 +51,7 @@ static void usage(FILE *f)
         "  --train-size N       random subset of N training clips, seeded (default all)\n"
         "training:\n"
         "  --epochs N (20)  --batch N clips (16)  --lr X (0.001)  --wd X (0.01)  --seed N (1)\n"
+        "  --eval-batch N       clips per evaluation forward pass (64): memory, not results\n"
         "  --threads N          OpenMP threads (default: OMP_NUM_THREADS or all cores)\n"
         CLI_MAX_MEMORY_HELP
         "model:\n"
@@ -72,7 +73,7 @@ static int parse_args(int argc, char **argv, spopts *O)
 {
     memset(O, 0, sizeof *O);
     sopts *o = &O->s;
-    o->data = NULL; o->epochs = 20; o->batch = 16; o->seed = 1; o->lr = 1e-3; o->wd = 0.01; o->max_len = 1000000; o->window = -2;
+    o->data = NULL; o->epochs = 20; o->batch = 16; o->eval_batch = 64; o->seed = 1; o->lr = 1e-3; o->wd = 0.01; o->max_len = 1000000; o->window = -2;
     O->fe.cmvn = 1; O->max_seconds = -1; O->subsample = 1;
     enum { O_TARGET = SO_END, O_FEATURES, O_CMVN, O_MAXSEC, O_TRSPK, O_SUBSAMPLE };
     static const struct option lo[] = {
@@ -353,7 +354,7 @@ static int run(const spopts *O, srun *R, al_seq_config *cfg, al_error *err)
                 R->te.n, (long long)R->te.foff[R->te.n], R->tr.dim, al_speech_features_name(O->fe.features), R->tr.classes, run_id);
     al_speech_train_config tc;
     memset(&tc, 0, sizeof tc);
-    tc.epochs = o->epochs; tc.batch = o->batch; tc.eval_batch = 64; tc.lr = (float)o->lr; tc.weight_decay = (float)o->wd;
+    tc.epochs = o->epochs; tc.batch = o->batch; tc.eval_batch = o->eval_batch; tc.lr = (float)o->lr; tc.weight_decay = (float)o->wd;
     tc.seed = (uint64_t)o->seed; tc.resume = app_resume_loop(&R->ar);
     double t0 = al_time();
     if (al_speech_train(&R->m, &R->tr, &R->te, &tc, on_progress, &pg, err) != AL_OK) { app_resume_fail_note(&R->ar, err); return 1; }

@@ -5,7 +5,7 @@
 
 typedef struct sopts {
     const char *model, *data, *csv, *save, *pos, *score, *norm, *rnn, *checkpoint;
-    int epochs, batch, threads, train_size, quiet, max_len, window, heads, depth, checkpoint_every, resume;
+    int epochs, batch, eval_batch, threads, train_size, quiet, max_len, window, heads, depth, checkpoint_every, resume;
     const struct al_dist *dist;         /* under mpirun: this rank's share (app_mpi.h) */
     long seed;
     double lr, wd;
@@ -15,7 +15,7 @@ typedef struct sopts {
  * with its own options and {0, 0, 0, 0}). */
 enum { SO_TASK = 256, SO_MODEL, SO_DATA, SO_TRAINSIZE, SO_EPOCHS, SO_LR, SO_WD, SO_BATCH, SO_SEED, SO_THREADS, SO_CSV, SO_SAVE,
        SO_QUIET, SO_WINDOW, SO_RNN, SO_POS, SO_SCORE, SO_NORM, SO_HEADS, SO_DEPTH, SO_MAXMEM, SO_HELP, SO_CKPT_EVERY, SO_CKPT,
-       SO_RESUME, SO_END };
+       SO_RESUME, SO_EVAL_BATCH, SO_END };
 #define SEQ_COMMON_LONGOPTS \
     {"task", 1, 0, SO_TASK}, {"model", 1, 0, SO_MODEL}, {"data", 1, 0, SO_DATA}, {"train-size", 1, 0, SO_TRAINSIZE}, \
     {"epochs", 1, 0, SO_EPOCHS}, {"lr", 1, 0, SO_LR}, {"wd", 1, 0, SO_WD}, {"batch", 1, 0, SO_BATCH}, \
@@ -23,8 +23,8 @@ enum { SO_TASK = 256, SO_MODEL, SO_DATA, SO_TRAINSIZE, SO_EPOCHS, SO_LR, SO_WD, 
     {"quiet", 0, 0, SO_QUIET}, {"window", 1, 0, SO_WINDOW}, {"rnn", 1, 0, SO_RNN}, \
     {"pos", 1, 0, SO_POS}, {"score", 1, 0, SO_SCORE}, {"norm", 1, 0, SO_NORM}, {"heads", 1, 0, SO_HEADS}, \
     {"depth", 1, 0, SO_DEPTH}, {"max-memory", 1, 0, SO_MAXMEM}, {"help", 0, 0, SO_HELP}, {"checkpoint-every", 1, 0, SO_CKPT_EVERY}, \
-    {"checkpoint", 1, 0, SO_CKPT}, {"resume", 0, 0, SO_RESUME}
-/* One shared option (ch in SO_TASK..SO_RESUME except SO_HELP) into o; task is the caller's --task name.
+    {"checkpoint", 1, 0, SO_CKPT}, {"resume", 0, 0, SO_RESUME}, {"eval-batch", 1, 0, SO_EVAL_BATCH}
+/* One shared option (ch in SO_TASK..SO_EVAL_BATCH except SO_HELP) into o; task is the caller's --task name.
  * 0 ok, non-zero bad (one line printed; 2 for --task: the caller returns 2). */
 int seq_common_opt(sopts *o, const char *task, int ch, const char *arg);
 

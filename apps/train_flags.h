@@ -41,6 +41,7 @@ enum {
     X(WEIGHT_DECAY,  "weight-decay",      1, AP_TRAINABLE,                AP_ANY) \
     X(BATCH,         "batch",             1, AP_TRAINABLE,                0) \
     X(EVAL_EVERY,    "eval-every",        1, AP_TRAINABLE,                0) \
+    X(EVAL_BATCH,    "eval-batch",        1, AP_ANY,                      0) \
     X(SEED,          "seed",              1, AP_ANY,                      AP_ANY) \
     X(SEEDS,         "seeds",             1, 0,                           AP_ANY) \
     X(THREADS,       "threads",           1, AP_ANY,                      AP_ANY) \

@@ -288,6 +288,36 @@ static void test_grads_independent_of_arena_garbage(void **st)
     }
 }
 
+/* Inference mode: without a tape the transformer blocks free their temporaries as they go (al_keep);
+ * the logits are the training-mode forward's, bit for bit, in a fraction of the arena. */
+static void test_inference_forward_same_bits_less_memory(void **st)
+{
+    (void)st;
+    const char *names[] = {"sa", "local", "hybrid", "cnn"};
+    for (int mi = 0; mi < 4; mi++) {
+        al_model m;
+        init_model(&m, names[mi], 1, 16, 16, 10, 5);
+        enum { B = 5 };
+        float *xin = tu_alloc_rand(B * 256, 33, -1, 1);
+        float out[2][B * 10];
+        size_t peak[2];
+        for (int pass = 0; pass < 2; pass++) {
+            al_ctx *c = al_ctx_new(1);
+            c->grad_enabled = pass == 0; c->training = 0;
+            al_tensor *x = al_wrap(c, xin, 4, (int[]){B, 1, 16, 16});
+            al_tensor *lg = al_model_forward(c, &m, x);
+            if (!lg) fail_msg("%s: %s", names[mi], al_ctx_error(c));
+            memcpy(out[pass], lg->data, sizeof out[pass]);
+            peak[pass] = c->arena.peak;
+            al_ctx_free(c);
+        }
+        if (memcmp(out[0], out[1], sizeof out[0])) fail_msg("%s: inference logits differ from the training forward", names[mi]);
+        if (mi < 3 && !(peak[1] * 2 < peak[0]))
+            fail_msg("%s: inference arena peak %zu not under half the training forward's %zu", names[mi], peak[1], peak[0]);
+        free(xin); al_model_free(&m);
+    }
+}
+
 static void test_conv_attn_equals_cnn(void **st)
 {
     (void)st;
@@ -456,6 +486,7 @@ int main(void)
         cmocka_unit_test(test_config_errors),
         cmocka_unit_test(test_gradcheck_tiny_models),
         cmocka_unit_test(test_grads_independent_of_arena_garbage),
+        cmocka_unit_test(test_inference_forward_same_bits_less_memory),
         cmocka_unit_test(test_conv_attn_equals_cnn),
         cmocka_unit_test(test_checkpoint_round_trip),
         cmocka_unit_test(test_conv_attn_ft_starts_as_the_cnn),

@@ -40,6 +40,60 @@ static void test_arena_coalesces_to_peak(void **st)
     al_arena_free(&a);
 }
 
+/* Marks: release returns to the mark (blocks opened since are kept aside and reused); al_keep moves
+ * tensors down to the mark with their bits, in place or through a copy, and does nothing with a tape. */
+static void test_arena_mark_release_keep(void **st)
+{
+    (void)st;
+    al_ctx *c = al_ctx_new(1);
+    assert_non_null(c);
+    c->grad_enabled = 0;
+    al_tensor *x = al_new(c, 1, (int[]){100});
+    for (int i = 0; i < 100; i++) x->data[i] = (float)i;
+    al_arena_mark m = al_ctx_mark(c);
+    size_t used0 = c->arena.used;
+    al_tensor *junk = al_new(c, 1, (int[]){5000});
+    assert_non_null(junk);
+    memset(junk->data, 0xff, 5000 * sizeof(float));
+    al_tensor *k[2] = {al_new(c, 2, (int[]){3, 7}), al_new(c, 1, (int[]){11})};
+    for (int i = 0; i < 21; i++) k[0]->data[i] = 0.5f * (float)i;
+    for (int i = 0; i < 11; i++) k[1]->data[i] = -(float)i;
+    float *old0 = k[0]->data;
+    assert_int_equal(al_keep(c, m, k, 2), AL_OK);
+    assert_true(k[0]->data < old0);                        /* moved down over the freed temporary */
+    assert_int_equal(k[0]->ndim, 2); assert_int_equal(k[0]->shape[1], 7);
+    for (int i = 0; i < 21; i++) assert_true(k[0]->data[i] == 0.5f * (float)i);
+    for (int i = 0; i < 11; i++) assert_true(k[1]->data[i] == -(float)i);
+    for (int i = 0; i < 100; i++) assert_true(x->data[i] == (float)i);   /* before the mark: untouched */
+    assert_true(c->arena.used < used0 + 5000 * sizeof(float));
+    /* a tensor in a block opened after the mark (bigger than the current block) */
+    m = al_ctx_mark(c);
+    al_tensor *big = al_new(c, 1, (int[]){1 << 19});
+    assert_non_null(big);
+    for (int i = 0; i < (1 << 19); i++) big->data[i] = (float)(i % 977);
+    int nb = al_arena_nblocks(&c->arena);
+    assert_int_equal(al_keep(c, m, &big, 1), AL_OK);
+    for (int i = 0; i < (1 << 19); i++) assert_true(big->data[i] == (float)(i % 977));
+    assert_true(al_arena_nblocks(&c->arena) <= nb + 1);
+    al_arena_release(&c->arena, m);
+    assert_non_null(al_new(c, 1, (int[]){1 << 19}));       /* reuses the block kept aside */
+    assert_true(al_arena_nblocks(&c->arena) <= nb + 1);
+    /* with a tape nothing moves */
+    c->grad_enabled = 1;
+    m = al_ctx_mark(c);
+    al_new(c, 1, (int[]){64});
+    al_tensor *t = al_new(c, 1, (int[]){8}), *t0 = t;
+    assert_int_equal(al_keep(c, m, &t, 1), AL_OK);
+    assert_ptr_equal(t, t0);
+    al_ctx_reset(c);
+    assert_int_equal(al_arena_nblocks(&c->arena), 1);
+    /* reserve: one block of the size asked */
+    assert_int_equal(al_arena_reserve(&c->arena, (size_t)3 << 20), 0);
+    assert_int_equal(al_arena_nblocks(&c->arena), 1);
+    assert_true(al_arena_capacity(&c->arena) >= (size_t)3 << 20);
+    al_ctx_free(c);
+}
+
 static void test_tensor_shape_errors(void **st)
 {
     (void)st;
@@ -87,6 +141,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rng_streams_deterministic),
         cmocka_unit_test(test_arena_coalesces_to_peak),
+        cmocka_unit_test(test_arena_mark_release_keep),
         cmocka_unit_test(test_tensor_shape_errors),
         cmocka_unit_test(test_params_flat_and_seeded),
     };

@@ -40,11 +40,21 @@ void     al_rng_shuffle(al_rng *r, int *a, int n);
 /* ---------- arena: bump allocator; grows during a step, coalesces to its peak on reset ---------- */
 typedef struct al_arena {
     struct al_block *blocks;   /* current blocks, newest first */
+    struct al_block *spare;    /* blocks emptied by al_arena_release, reused before malloc is asked again */
     size_t used, peak;         /* bytes in use this step, high-water mark over all steps */
 } al_arena;
 void  *al_arena_alloc(al_arena *a, size_t bytes);   /* 64-byte aligned, NULL only if malloc fails */
 void  *al_arena_calloc(al_arena *a, size_t bytes);
 void   al_arena_reset(al_arena *a);   /* frees everything; keeps one block of `peak` bytes */
+/* A point in the arena to come back to: al_arena_release frees everything allocated after it (blocks
+ * opened since are returned to malloc), so a forward pass without a tape can drop a layer's
+ * temporaries as soon as the next layer has its input (al_keep). */
+typedef struct al_arena_mark { const void *block; size_t block_used, used; } al_arena_mark;
+al_arena_mark al_arena_mark_get(const al_arena *a);
+void   al_arena_release(al_arena *a, al_arena_mark m);
+/* Make the arena one block of at least `bytes` before a step whose size is known (a first evaluation
+ * batch), so that it does not grow block by block; 0 or -1 if malloc fails. */
+int    al_arena_reserve(al_arena *a, size_t bytes);
 void   al_arena_free(al_arena *a);
 int    al_arena_nblocks(const al_arena *a);
 size_t al_arena_capacity(const al_arena *a);  /* bytes held in all blocks */
@@ -95,6 +105,14 @@ float     *al_grad_for_write(al_ctx *c, al_tensor *t, int *fresh);
 int        al_same_shape(const al_tensor *a, const al_tensor *b);
 const char *al_shape_str(const al_tensor *t, char *buf, size_t n);  /* "(2, 3, 4)" */
 int64_t    al_shape_numel(int ndim, const int *shape);  /* -1 if a dim < 1 or overflow */
+
+/* Inference without a tape: when gradients are off (c->grad_enabled == 0), al_keep moves the n
+ * tensors t[0..n) (given in the order they were allocated, all after mark) down to the mark and frees
+ * everything else allocated since — the temporaries that made them. The pointers in t are replaced by the
+ * moved tensors (same shapes, same bits). With gradients on it does nothing (the tape needs them all).
+ * Returns AL_ERR (the context's error set) only if memory runs out. */
+al_arena_mark al_ctx_mark(const al_ctx *c);
+al_status  al_keep(al_ctx *c, al_arena_mark mark, al_tensor **t, int n);
 
 /* Record a backward step; node is arena memory the op filled in. */
 void al_tape_push(al_ctx *c, al_backward_fn fn, void *node);

@@ -80,9 +80,14 @@ void *al_arena_alloc(al_arena *a, size_t bytes)
     if (need == 0) need = AL_ALIGN;
     al_block *b = a->blocks;
     if (!b || b->size - b->used < need) {
-        size_t sz = need > ((size_t)1 << 20) ? need : ((size_t)1 << 20);
-        if (b && sz < b->size) sz = b->size;        /* grow geometrically-ish */
-        al_block *nb = block_new(sz);
+        al_block *nb = NULL;
+        for (al_block **s = &a->spare; *s; s = &(*s)->next)   /* an emptied block that fits */
+            if ((*s)->size >= need) { nb = *s; *s = nb->next; nb->used = 0; break; }
+        if (!nb) {
+            size_t sz = need > ((size_t)1 << 20) ? need : ((size_t)1 << 20);
+            if (b && sz < b->size) sz = b->size;        /* grow geometrically-ish */
+            nb = block_new(sz);
+        }
         if (!nb) return NULL;
         nb->next = a->blocks; a->blocks = nb; b = nb;
     }
@@ -100,20 +105,58 @@ void *al_arena_calloc(al_arena *a, size_t bytes)
 void al_arena_free(al_arena *a)
 {
     for (al_block *b = a->blocks, *n; b; b = n) { n = b->next; free(b->mem); free(b); }
-    a->blocks = NULL; a->used = 0;
+    for (al_block *b = a->spare, *n; b; b = n) { n = b->next; free(b->mem); free(b); }
+    a->blocks = NULL; a->spare = NULL; a->used = 0;
 }
-int al_arena_nblocks(const al_arena *a) { int n = 0; for (al_block *b = a->blocks; b; b = b->next) n++; return n; }
-size_t al_arena_capacity(const al_arena *a) { size_t n = 0; for (al_block *b = a->blocks; b; b = b->next) n += b->size; return n; }
+int al_arena_nblocks(const al_arena *a)
+{
+    int n = 0;
+    for (al_block *b = a->blocks; b; b = b->next) n++;
+    for (al_block *b = a->spare; b; b = b->next) n++;
+    return n;
+}
+size_t al_arena_capacity(const al_arena *a)
+{
+    size_t n = 0;
+    for (al_block *b = a->blocks; b; b = b->next) n += b->size;
+    for (al_block *b = a->spare; b; b = b->next) n += b->size;
+    return n;
+}
 void al_arena_reset(al_arena *a)
 {
     /* One block that holds the largest step seen: after the first step no allocation happens. */
-    if (a->blocks && (a->blocks->next || a->blocks->size < a->peak)) {
+    if (a->spare || (a->blocks && (a->blocks->next || a->blocks->size < a->peak))) {
         al_arena_free(a);
         a->blocks = block_new(a->peak);
     } else if (a->blocks) {
         a->blocks->used = 0;
     }
     a->used = 0;
+}
+
+al_arena_mark al_arena_mark_get(const al_arena *a)
+{
+    return (al_arena_mark){a->blocks, a->blocks ? a->blocks->used : 0, a->used};
+}
+void al_arena_release(al_arena *a, al_arena_mark m)
+{
+    while (a->blocks && a->blocks != m.block) {   /* blocks opened after the mark: kept aside, empty */
+        al_block *b = a->blocks;
+        a->blocks = b->next;
+        b->used = 0; b->next = a->spare; a->spare = b;
+    }
+    if (a->blocks) a->blocks->used = m.block_used;
+    a->used = m.used;
+}
+
+int al_arena_reserve(al_arena *a, size_t bytes)
+{
+    if (a->used || (a->blocks && !a->blocks->next && !a->spare && a->blocks->size >= bytes)) return 0;
+    al_block *b = block_new(bytes);
+    if (!b) return -1;
+    al_arena_free(a);
+    a->blocks = b;
+    return 0;
 }
 
 /* ---------------- context & tape ---------------- */
@@ -227,6 +270,57 @@ al_tensor *al_view(al_ctx *c, al_tensor *x, int ndim, const int *shape)
     t->data = x->data;
     return t;
 }
+al_arena_mark al_ctx_mark(const al_ctx *c) { return al_arena_mark_get(&c->arena); }
+
+al_status al_keep(al_ctx *c, al_arena_mark mark, al_tensor **t, int n)
+{
+    if (c->grad_enabled || !al_ok(c)) return al_ok(c) ? AL_OK : AL_ERR;
+    enum { MAXKEEP = 8 };
+    if (n < 1 || n > MAXKEEP) { al_fail(c, "keep: %d tensors (1..%d)", n, MAXKEEP); return AL_ERR; }
+    al_tensor hdr[MAXKEEP];
+    float *tmp[MAXKEEP] = {0};
+    for (int i = 0; i < n; i++) {
+        if (!t[i]) return AL_ERR;
+        hdr[i] = *t[i];
+    }
+    /* When all the data lies after the mark in the mark's own block, in allocation order, it moves down in
+     * place (memmove in that order: each destination is at or below its source and above every source not
+     * yet moved); otherwise (a newer block, borrowed memory) everything is copied out first. */
+    const al_block *mb = mark.block;
+    const unsigned char *lo = mb ? mb->mem + mark.block_used : NULL, *hi = mb ? mb->mem + mb->size : NULL;
+    int inplace = c->arena.blocks == mb && mb != NULL;
+    for (int i = 0; i < n && inplace; i++) {   /* all in place, in ascending order, or all copied */
+        const unsigned char *d = (const unsigned char *)hdr[i].data;
+        inplace = d >= lo && d < hi && (i == 0 || hdr[i].data >= hdr[i - 1].data + hdr[i - 1].numel);
+    }
+    for (int i = 0; i < n; i++) {
+        if (!inplace) {
+            tmp[i] = malloc((size_t)hdr[i].numel * sizeof(float));
+            if (!tmp[i]) { for (int j = 0; j < i; j++) free(tmp[j]); al_fail(c, "keep: out of memory"); return AL_ERR; }
+            memcpy(tmp[i], hdr[i].data, (size_t)hdr[i].numel * sizeof(float));
+        }
+    }
+    al_arena_release(&c->arena, mark);
+    float *dst[MAXKEEP];
+    al_status st = AL_OK;
+    for (int i = 0; i < n; i++) {   /* the data first, back to back from the mark, then the headers */
+        dst[i] = al_arena_alloc(&c->arena, (size_t)hdr[i].numel * sizeof(float));
+        if (!dst[i]) { st = AL_ERR; break; }
+        if (tmp[i]) memcpy(dst[i], tmp[i], (size_t)hdr[i].numel * sizeof(float));
+        else memmove(dst[i], hdr[i].data, (size_t)hdr[i].numel * sizeof(float));
+    }
+    for (int i = 0; i < n && st == AL_OK; i++) {
+        al_tensor *h = al_arena_alloc(&c->arena, sizeof *h);
+        if (!h) { st = AL_ERR; break; }
+        *h = hdr[i];
+        h->data = dst[i]; h->grad = NULL;
+        t[i] = h;
+    }
+    for (int i = 0; i < n; i++) free(tmp[i]);
+    if (st != AL_OK) al_fail(c, "keep: out of memory (arena)");
+    return st;
+}
+
 float *al_grad(al_ctx *c, al_tensor *t)
 {
     if (!t->grad) {

@@ -53,13 +53,30 @@ al_tensor *al__block_forward_bias(al_ctx *c, const al_block_params *p, const al_
 al_tensor *al__block_forward_drop(al_ctx *c, const al_block_params *p, const al_attn_desc *d, int heads,
                                   al_tensor *x /* (…,N,D) */, al_tensor *bias /* (H,slots) or NULL */, float drop)
 {
+    /* Without a tape (evaluation, prediction) each step's temporaries are dropped as soon as the next step
+     * has its input (al_keep): the same ops in the same order, so the same bits, in a fraction of the memory.
+     * Not when the attention weights are captured (they live among the temporaries). */
+    const int lean = !c->grad_enabled && !d->weights;
+    al_arena_mark m0 = al_ctx_mark(c), m1;
     al_tensor *h = al_layernorm(c, x, p->ln1_w, p->ln1_b, 1e-5f);
     al_tensor *qkv = al_linear(c, h, p->qkv_w, p->qkv_b);                       /* (…,N,3D) */
+    if (lean && al_keep(c, m0, &qkv, 1) != AL_OK) return NULL;
     al_tensor *q, *k, *v;                                                       /* (…,H,N,Dh) each */
     if (al_split_qkv(c, qkv, heads, &q, &k, &v) != AL_OK) return NULL;         /* one pass, not 3 slices + 3 splits */
+    if (lean) { al_tensor *t[3] = {q, k, v}; if (al_keep(c, m0, t, 3) != AL_OK) return NULL; q = t[0]; k = t[1]; v = t[2]; }
     al_tensor *o = al_attention(c, d, q, k, v, p->a_q, p->a_k, p->rel, bias);   /* (…,H,N,Dh) */
-    o = al_linear(c, al_merge_heads(c, o), p->proj_w, p->proj_b);               /* (…,N,D) */
+    if (lean && al_keep(c, m0, &o, 1) != AL_OK) return NULL;
+    o = al_merge_heads(c, o);
+    if (lean && al_keep(c, m0, &o, 1) != AL_OK) return NULL;
+    o = al_linear(c, o, p->proj_w, p->proj_b);                                  /* (…,N,D) */
     x = al_add(c, x, al_dropout(c, o, drop));
-    h = al_gelu(c, al_linear(c, al_layernorm(c, x, p->ln2_w, p->ln2_b, 1e-5f), p->fc1_w, p->fc1_b)); /* (…,N,hidden) */
-    return al_add(c, x, al_dropout(c, al_linear(c, h, p->fc2_w, p->fc2_b), drop));   /* (…,N,D) */
+    if (lean && al_keep(c, m0, &x, 1) != AL_OK) return NULL;
+    m1 = al_ctx_mark(c);
+    h = al_linear(c, al_layernorm(c, x, p->ln2_w, p->ln2_b, 1e-5f), p->fc1_w, p->fc1_b);   /* (…,N,hidden) */
+    if (lean && al_keep(c, m1, &h, 1) != AL_OK) return NULL;
+    h = al_gelu(c, h);
+    if (lean && al_keep(c, m1, &h, 1) != AL_OK) return NULL;
+    al_tensor *y = al_add(c, x, al_dropout(c, al_linear(c, h, p->fc2_w, p->fc2_b), drop));   /* (…,N,D) */
+    if (lean && al_keep(c, m0, &y, 1) != AL_OK) return NULL;
+    return y;
 }

@@ -46,6 +46,14 @@ al_status al_eval_image_ex(al_model *m, const al_images *d, const float mean[4],
     if (!c || !idx || !lab) st = al_seterr(err, "evaluation: out of memory");
     else {
         c->grad_enabled = 0; c->training = 0;
+        /* One image first: its arena peak, times the batch, sizes the arena as one block, so that the
+         * first batch does not grow it block by block (each block touched, the resident size twice the need). */
+        int64_t one = 0;
+        if (batch > 1 && d->n > 1 && (st = eval_batch(c, m, d, mean, std, 0, 1, idx, lab, &one, NULL, NULL, err)) == AL_OK) {
+            size_t want = c->arena.peak * (size_t)(d->n < batch ? d->n : batch);
+            al_ctx_reset(c);
+            if (al_arena_reserve(&c->arena, want)) st = al_seterr(err, "evaluation: out of memory (%zu bytes for a batch)", want);
+        }
         for (int s = 0; s < d->n && st == AL_OK; s += batch) {
             int B = d->n - s < batch ? d->n - s : batch;
             st = eval_batch(c, m, d, mean, std, s, B, idx, lab, &correct, pred, logits, err);
