@@ -123,7 +123,8 @@ static void usage(FILE *f)
         "                  seeds 1-3, %d epochs; then the summary table and plots of test token accuracy,\n"
         "                  unseen-word and ambiguous-word accuracy vs size (results/sequence-tradeoff*.png)\n"
         "  distance        rnn, window-fc, trunc, sa on associative recall (--data recall:LEN) at LEN 16, 64, 256,\n"
-        "                  1024, %d training sequences, %d epochs, seeds 1-3: where does each stop working?\n"
+        "                  1024, %d training sequences, %d epochs, sa and trunc at depth %s, seeds 1-3: where does\n"
+        "                  each stop working?\n"
         "  demo            cnn,sa,local on 1000 and 10000 Fashion-MNIST images, seed 1, about 400 steps per run\n"
         "                  (1000: 25 epochs, 10000: 3; evaluated 4 times); writes results/demo.csv, prints the\n"
         "                  summary table, plots results/demo.png\n"
@@ -132,7 +133,7 @@ static void usage(FILE *f)
         "  (docs/scale-out.md)\n"
         "exit status: 0 all runs complete, 1 a run failed or an I/O error, 2 bad arguments, 130 interrupted\n",
         seq_models, STEP_BUDGET, BATCH, STEP_BUDGET, BATCH, AUGMENT_EPOCHS, GAT_FULL_EPOCHS, GAT_FULL_EPOCHS, seq_models,
-        seq_sizes, SEQ_TRADEOFF_EPOCHS, DISTANCE_SIZE, DISTANCE_EPOCHS);
+        seq_sizes, SEQ_TRADEOFF_EPOCHS, DISTANCE_SIZE, DISTANCE_EPOCHS, DISTANCE_DEPTH);
 }
 
 /* One line on stderr; returns the usage-error exit status 2. */
@@ -518,6 +519,7 @@ static int set_preset(sweep_cfg *c, const char *name)
         c->nsplits = 1;
         preset_seeds(c, 3);
         c->epochs = DISTANCE_EPOCHS;
+        if (preset_axis(c, "depth", DISTANCE_DEPTH, NULL)) return -1;   /* the attention models' (sa, trunc) */
     } else return bad("unknown preset '%s' (expected image-tradeoff, prior-mismatch, augment, long-range, graph-tradeoff, "
                       "graph-fair, sequence-tradeoff, distance or demo)", name);
     return 0;

@@ -23,8 +23,9 @@ enum { EPOCHS_STEP_BUDGET = -1, EPOCHS_DEMO = -2, EPOCHS_GRAPH_CAPPED = -3 };
 #define SEQ_TRADEOFF_EPOCHS 10
 #define AUGMENT_EPOCHS 30   /* augment: epochs at 60 000 images */
 #define DISTANCE_LENS "recall:16,recall:64,recall:256,recall:1024"   /* distance: the generated task, a --data list */
-#define DISTANCE_SIZE 10000 /* distance: training sequences (1 000 test ones) */
-#define DISTANCE_EPOCHS 10
+#define DISTANCE_SIZE 20000 /* distance: training sequences (1 000 test ones) */
+#define DISTANCE_EPOCHS 40  /* 25 000 steps: sa leaves the recall plateau after ~6 000 (results/recall-probe) */
+#define DISTANCE_DEPTH "3"  /* distance: sa and trunc blocks; at 2 sa stays on the plateau */
 
 enum { SPLIT_SIZE, SPLIT_LPC, SPLIT_FRAC, SPLIT_PLANETOID };
 enum { RUN_TODO, RUN_SKIP, RUN_RUNNING, RUN_DONE, RUN_FAILED, RUN_STOPPED };

@@ -558,8 +558,10 @@ static void test_issue17_presets(void **st)
     assert_null(strstr(plans[0], "local size=1000 seed=1 patch"));       /* the patch axis is sa's alone */
     assert_non_null(strstr(plans[1], "[2/18] todo cnn size=60000 seed=1 augment=shift:2+flip+erase:0.25 epochs=30"));
     assert_non_null(strstr(plans[1], "[18/18] todo hybrid size=60000 seed=3 augment=shift:2+flip+erase:0.25"));
-    assert_non_null(strstr(plans[2], "[1/48] todo rnn recall:16 size=10000 seed=1 epochs=10"));
-    assert_non_null(strstr(plans[2], "[48/48] todo sa recall:1024 size=10000 seed=3 epochs=10"));
+    assert_non_null(strstr(plans[2], "[1/48] todo rnn recall:16 size=20000 seed=1 epochs=40"));
+    assert_non_null(strstr(plans[2], "[3/48] todo trunc recall:16 size=20000 seed=1 depth=3 epochs=40"));
+    assert_non_null(strstr(plans[2], "[48/48] todo sa recall:1024 size=20000 seed=3 depth=3 epochs=40"));
+    assert_null(strstr(plans[2], "rnn recall:16 size=20000 seed=1 depth"));   /* depth is the attention models' */
     assert_non_null(strstr(plans[3], "[2/36] todo sa size=1000 seed=1 patch=4 epochs=63"));
     assert_non_null(strstr(plans[3], "[36/36] todo hybrid size=1000000 seed=3 epochs=2"));
     for (int i = 0; i < 4; i++) free(plans[i]);
