@@ -16,7 +16,9 @@ static void usage(FILE *f)
     fprintf(f,
         "usage: attnlab bench train --model cnn|sa|local [OPTIONS]\n\n"
         "Training img/s (forward, cross-entropy, backward, AdamW) and inference img/s on random\n"
-        "1x28x28 input with 10 classes, after warm-up steps, and the peak RSS.\n\n"
+        "1x28x28 input with 10 classes, after warm-up steps, and the peak RSS. The first step is counted\n"
+        "in FLOPs (matmul-class: linear, conv2d, attention products; kernels.h al_flops_*): MFLOP per image,\n"
+        "achieved GFLOP/s and their share of this run's 1024^3 al_gemm rate (gemm_gflops), by op below.\n\n"
         "  --model M      cnn, sa or local (default cnn); a comma list runs several\n"
         "  --batch N      (default 64)\n"
         "  --threads N    OpenMP threads (default 2)\n"
@@ -25,6 +27,29 @@ static void usage(FILE *f)
         "  --patch P      sa/local patch side (default 2)\n"
         "  --max-memory SIZE  memory budget of the model, e.g. 512M or 4G\n");
 }
+
+/* The machine's reference rate: al_gemm on 1024x1024x1024 with this run's threads, median of 5 after one
+ * warm-up, in GFLOP/s (2 FLOPs per multiply-add). */
+static double gemm_rate(void)
+{
+    enum { S = 1024, R = 5 };
+    float *a = malloc((size_t)S * S * sizeof(float)), *b = malloc((size_t)S * S * sizeof(float)), *c = malloc((size_t)S * S * sizeof(float));
+    double t[R];
+    if (!a || !b || !c) { free(a); free(b); free(c); return 0; }
+    al_rng r; al_rng_seed(&r, 7, AL_RNG_DATA);
+    for (int i = 0; i < S * S; i++) { a[i] = al_rng_uniform(&r) - 0.5f; b[i] = al_rng_uniform(&r) - 0.5f; }
+    al_gemm(0, 0, S, S, S, 1.0f, a, S, b, S, 0.0f, c, S);
+    for (int k = 0; k < R; k++) {
+        double t0 = al_time();
+        al_gemm(0, 0, S, S, S, 1.0f, a, S, b, S, 0.0f, c, S);
+        t[k] = al_time() - t0;
+    }
+    for (int i = 1; i < R; i++) for (int j = i; j > 0 && t[j] < t[j - 1]; j--) { double x = t[j]; t[j] = t[j - 1]; t[j - 1] = x; }
+    free(a); free(b); free(c);
+    return 2.0 * S * S * S / t[R / 2] / 1e9;
+}
+
+static double g_gemm;   /* this run's gemm_rate() */
 
 static int bench_one(const char *model, int batch, int steps, int warmup, int patch)
 {
@@ -48,6 +73,8 @@ static int bench_one(const char *model, int batch, int steps, int warmup, int pa
     double t = 0;
     for (int i = 0; i < warmup + steps; i++) {
         if (i == warmup) t = al_time();
+        if (i == 0) { al_flops_reset(); al_flops_enable(1); }   /* the first (untimed when warm-up > 0) step is counted */
+        if (i == 1) al_flops_enable(0);
         al_ctx_reset(c);
         al_tensor *x = al_wrap(c, xin, 4, (int[]){batch, 1, 28, 28});
         al_tensor *loss = al_cross_entropy(c, al_model_forward(c, &m, x), y, NULL);
@@ -56,6 +83,17 @@ static int bench_one(const char *model, int batch, int steps, int warmup, int pa
         al_optim_step(&opt, &m.params);
     }
     double train = steps * (double)batch / (al_time() - t);
+    al_flops_enable(0);
+    double fwd = 0, bwd = 0;
+    char byop[512] = "";
+    for (int i = 0, o = 0; i < al_flops_count(); i++) {
+        const char *op; double f, b;
+        al_flops_get(i, &op, &f, &b);
+        fwd += f; bwd += b;
+        if (o < (int)sizeof byop)
+            o += snprintf(byop + o, sizeof byop - (size_t)o, " %s %.2f/%.2f", op, f / batch / 1e6, b / batch / 1e6);
+    }
+    fwd /= batch; bwd /= batch;
     c->grad_enabled = 0; c->training = 0;
     for (int i = 0; i < warmup + steps; i++) {
         if (i == warmup) t = al_time();
@@ -64,8 +102,12 @@ static int bench_one(const char *model, int batch, int steps, int warmup, int pa
         if (!al_model_forward(c, &m, x)) { fprintf(stderr, "attnlab bench train: %s\n", al_ctx_error(c)); goto out; }
     }
     double infer = steps * (double)batch / (al_time() - t);
-    printf("%-13s train_img_per_s %9.1f  infer_img_per_s %9.1f  params %lld  peak_rss_mb %.1f  arena_mb %.1f\n", model, train,
-           infer, (long long)m.params.total, al_peak_rss_bytes() / 1048576.0, al_arena_capacity(&c->arena) / 1048576.0);
+    const double tr_gf = (fwd + bwd) * train / 1e9, in_gf = fwd * infer / 1e9;
+    printf("%-13s train_img_per_s %9.1f  infer_img_per_s %9.1f  params %lld  peak_rss_mb %.1f  arena_mb %.1f"
+           "  mflop_per_img %.2f  train_gflops %.1f  train_share %.3f  infer_gflops %.1f  infer_share %.3f  gemm_gflops %.1f\n",
+           model, train, infer, (long long)m.params.total, al_peak_rss_bytes() / 1048576.0, al_arena_capacity(&c->arena) / 1048576.0,
+           (fwd + bwd) / 1e6, tr_gf, g_gemm > 0 ? tr_gf / g_gemm : 0, in_gf, g_gemm > 0 ? in_gf / g_gemm : 0, g_gemm);
+    printf("  by-op %s MFLOP per image (forward/backward):%s\n", model, byop);
     fflush(stdout);
     rc = 0;
 out:
@@ -99,8 +141,9 @@ int bench_train_main(int argc, char **argv)
     if (optind < argc) { fprintf(stderr, "attnlab bench train: unexpected argument '%s'\n", argv[optind]); return 2; }
     if (cli_check_env_threads("bench train")) return 2;
     al_set_threads(threads);
-    fprintf(stderr, "attnlab bench train: %d threads, gemm %s, batch %d, %d steps after %d warm-up\n", al_threads(),
-            al_gemm_backend(), batch, steps, warmup);
+    fprintf(stderr, "attnlab bench train: %d threads, gemm %s (%s kernels), batch %d, %d steps after %d warm-up\n", al_threads(),
+            al_gemm_backend(), al_gemm_isa(), batch, steps, warmup);
+    g_gemm = gemm_rate();
     char list[256]; snprintf(list, sizeof list, "%s", models);
     int rc = 0;
     for (char *sv, *tok = strtok_r(list, ",", &sv); tok; tok = strtok_r(NULL, ",", &sv)) {

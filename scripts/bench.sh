@@ -109,11 +109,20 @@ for m in cnn sa local; do
     fi
   done
 done
-printf '\n%-8s %16s %16s %8s %18s   %s\n' model "attnlab img/s" "PyTorch img/s" ratio "attnlab RSS (MB)" "runs (attnlab | PyTorch)"
-for m in cnn sa local; do
+# pixel-level sa (784 tokens): attnlab only (the peer has no --patch), the same repetitions
+for r in $(seq "$reps"); do
+  "$bin" bench train --model sa --patch 1 --batch "$batch" --threads "$threads" --steps "$steps" 2>>"$tmp/al.err" \
+    | sed 's/^sa /sa-p1 /; s/^  by-op sa /  by-op sa-p1 /' >>"$tmp/al.sa-p1" || { echo "   (attnlab bench train --model sa --patch 1 failed)"; status=1; }
+done
+printf '\n%-8s %16s %16s %8s %18s %10s %9s %9s   %s\n' model "attnlab img/s" "PyTorch img/s" ratio "attnlab RSS (MB)" \
+  "MFLOP/img" "GFLOP/s" "of gemm" "runs (attnlab | PyTorch)"
+for m in cnn sa local sa-p1; do
   al_runs=$(field "$m" train_img_per_s <"$tmp/al.$m" 2>/dev/null | tr '\n' ' ')
   al=$(field "$m" train_img_per_s <"$tmp/al.$m" 2>/dev/null | median)
   rss=$(field "$m" peak_rss_mb <"$tmp/al.$m" 2>/dev/null | median)
+  mf=$(field "$m" mflop_per_img <"$tmp/al.$m" 2>/dev/null | median)
+  gf=$(field "$m" train_gflops <"$tmp/al.$m" 2>/dev/null | median)
+  share=$(field "$m" train_share <"$tmp/al.$m" 2>/dev/null | median | awk '{ printf "%.0f%%", 100 * $1 }')
   pt=nan pt_runs=
   if [ -n "$py" ] && [ -f "$tmp/pt.$m" ]; then
     # per repetition, the peer's best variant (local: masked dense or unfold)
@@ -128,9 +137,15 @@ for m in cnn sa local; do
     pt=$(echo "$pt_list" | median)
   fi
   ratio=$(awk -v a="$al" -v b="$pt" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2fx", a / b; else print "-" }')
-  printf '%-8s %16s %16s %8s %18s   %s| %s\n' "$m" "$al" "$pt" "$ratio" "$rss" "$al_runs" "$pt_runs"
+  printf '%-8s %16s %16s %8s %18s %10s %9s %9s   %s| %s\n' "$m" "$al" "$pt" "$ratio" "$rss" "$mf" "$gf" "$share" "$al_runs" "$pt_runs"
 done
-echo "(medians; ratio = attnlab / PyTorch training img/s; PyTorch local = faster of local and local-unfold)"
+echo "(medians; ratio = attnlab / PyTorch training img/s; PyTorch local = faster of local and local-unfold;"
+echo " MFLOP/img = matmul-class FLOPs of one training step per image (forward + backward); GFLOP/s = MFLOP/img x img/s;"
+echo " of gemm = GFLOP/s / the same run's 1024^3 al_gemm rate; sa-p1 = sa --patch 1, 784 tokens, no peer)"
+for m in cnn sa local sa-p1; do
+  grep -m1 "^  by-op $m " "$tmp/al.$m" 2>/dev/null
+done
+grep -m1 "gemm" "$tmp/al.err" 2>/dev/null | sed 's/^attnlab bench train: /paths: /'
 rm -rf "$tmp"
 echo
 fi

@@ -2,6 +2,8 @@
  * forward against naive loops, finite-difference gradient checks, shape errors. */
 #include "testutil.h"
 #include "attnlab/ops.h"
+#include "attnlab/attention.h"
+#include "attnlab/kernels.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -339,6 +341,58 @@ static void test_spmm_errors(void **st)
     al_ctx_free(c);
 }
 
+/* The FLOP counter: linear 2·rows·in·out forward and once more per gradient it computes; conv2d
+ * 2·B·Ho·Wo·|w|; attention 2·pairs·(D + Dv) forward over the pattern's in-grid pairs (a 3x3 window on a
+ * 3x3 grid: 7·7 = 49 pairs, not 81 slots). Nothing is counted while the counter is off. */
+static double flops_of(const char *op, int phase)
+{
+    for (int i = 0; i < al_flops_count(); i++) {
+        const char *o; double f, b;
+        al_flops_get(i, &o, &f, &b);
+        if (!strcmp(o, op)) return phase ? b : f;
+    }
+    return 0;
+}
+static void test_flop_counter(void **st)
+{
+    (void)st;
+    al_ctx *c = al_ctx_new(1);
+    al_params P; al_params_init(&P);
+    al_tensor *w = al_params_add(&P, "w", 2, (int[]){3, 7}, (al_init){AL_INIT_NORMAL, 0.1f});
+    al_tensor *cw = al_params_add(&P, "cw", 4, (int[]){4, 2, 3, 3}, (al_init){AL_INIT_NORMAL, 0.1f});
+    assert_non_null(w); assert_non_null(cw);
+    al_rng r; al_rng_seed(&r, 1, AL_RNG_INIT);
+    al_error e = {{0}};
+    assert_int_equal(al_params_finalize(&P, &r, &e), AL_OK);
+    al_flops_reset();
+    al_tensor *x = al_zeros(c, 2, (int[]){5, 7});
+    al_linear(c, x, w, NULL);
+    assert_int_equal(al_flops_count(), 0);                 /* off */
+    al_flops_enable(1);
+    x->requires_grad = 1;
+    al_tensor *y = al_linear(c, x, w, NULL);
+    al_tensor *img = al_zeros(c, 4, (int[]){2, 2, 6, 6});
+    al_tensor *z = al_conv2d(c, img, cw, NULL, 1, 1);     /* (2, 4, 6, 6) */
+    al_tensor *q = al_zeros(c, 4, (int[]){2, 1, 9, 4});
+    q->requires_grad = 1;
+    al_attn_desc d; memset(&d, 0, sizeof d);
+    d.pattern = al_pattern_window2d(3, 3, 3, 3);
+    al_tensor *o = al_attention(c, &d, q, q, q, NULL, NULL, NULL, NULL);
+    assert_non_null(y); assert_non_null(z); assert_non_null(o);
+    assert_true(flops_of("linear", 0) == 2.0 * 5 * 7 * 3);
+    assert_true(flops_of("conv2d", 0) == 2.0 * 2 * 36 * 4 * 2 * 9);
+    assert_true(flops_of("attention", 0) == 2 * 49 * 2.0 * (4 + 4));
+    al_tensor *outs[3] = {y, z, o};
+    for (int i = 0; i < 3; i++) { float *g = al_grad(c, outs[i]); for (int64_t j = 0; j < outs[i]->numel; j++) g[j] = 1.0f; }
+    assert_int_equal(al_backward_run(c), AL_OK);
+    assert_true(flops_of("linear", 1) == 2 * 2.0 * 5 * 7 * 3);    /* dx and dW */
+    assert_true(flops_of("conv2d", 1) == 2.0 * 2 * 36 * 4 * 2 * 9); /* dW only: the image needs none */
+    assert_true(flops_of("attention", 1) == 2 * 49 * 4 * 2.0 * 4);  /* dP, dV, dQ, dK; the weights were kept */
+    al_flops_enable(0);
+    al_flops_reset();
+    al_ctx_free(c); al_params_free(&P);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -354,6 +408,7 @@ int main(void)
         cmocka_unit_test(test_spmm_matches_dense),
         cmocka_unit_test(test_spmm_backward_large),
         cmocka_unit_test(test_spmm_errors),
+        cmocka_unit_test(test_flop_counter),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

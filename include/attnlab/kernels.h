@@ -47,4 +47,16 @@ void al_conv2d_bwd(const float *x, const float *w, const float *dy, float *dx, f
                    int B, int C, int H, int W, int O, int KH, int KW, int stride, int pad);
 void al_conv2d_bwd_ref(const float *x, const float *w, const float *dy, float *dx, float *dw, float *db,
                        int B, int C, int H, int W, int O, int KH, int KW, int stride, int pad);
+
+/* FLOP counter: the matmul-class work of the ops (2 FLOPs per multiply-add in linear, matmul, conv2d
+ * and the attention products QKᵀ / PV and their gradients), by op name and phase. Elementwise work
+ * (norms, activations, softmax bookkeeping, the optimiser) is not counted: it is the time a step
+ * spends beyond these FLOPs. Off by default; one counting thread. */
+enum { AL_FLOPS_FWD, AL_FLOPS_BWD };
+void al_flops_enable(int on);
+int  al_flops_enabled(void);
+void al_flops_reset(void);
+void al_flops_add(const char *op, int phase, double flops);
+int  al_flops_count(void);
+void al_flops_get(int i, const char **op, double *fwd, double *bwd);
 #endif

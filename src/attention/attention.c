@@ -10,6 +10,7 @@
 #include "attention/attention_impl.h"
 #include "core/omp_impl.h"
 #include "core/simd_impl.h"
+#include "attnlab/kernels.h"
 #include <string.h>
 
 /* s (B,H,N) = a[h] · x[b,h,i] for the additive score. */
@@ -48,10 +49,47 @@ void al__attn_head_dot_grad(const al_attn_cfg *g, const float *x /* (B,H,N,D) */
 }
 
 
+/* Query-key pairs the pattern scores per (b, h): N² for full, the in-grid window cells for window2d and
+ * window1d, the edges for a graph. */
+static double attn_pairs(const al_pattern *p, const al_attn_cfg *g)
+{
+    if (p->kind == AL_PAT_FULL) return (double)g->N * g->N;
+    if (p->kind == AL_PAT_WINDOW2D) {
+        double sy = 0, sx = 0;
+        for (int y = 0; y < p->grid_h; y++)
+            for (int d = -(p->win_h / 2); d <= p->win_h / 2; d++) sy += y + d >= 0 && y + d < p->grid_h;
+        for (int x = 0; x < p->grid_w; x++)
+            for (int d = -(p->win_w / 2); d <= p->win_w / 2; d++) sx += x + d >= 0 && x + d < p->grid_w;
+        return sy * sx;
+    }
+    if (p->kind == AL_PAT_WINDOW1D) {
+        double s = 0;
+        for (int i = 0; i < g->N; i++) {
+            int lo = i - p->radius < 0 ? 0 : i - p->radius, hi = i + p->radius >= g->N ? g->N - 1 : i + p->radius;
+            s += hi - lo + 1;
+        }
+        return s;
+    }
+    return (double)g->slots;
+}
+
+/* FLOPs of the products: forward QKᵀ (dot score) and PV; backward dP = dO·Vᵀ, dV = Pᵀ·dO, dQ and dK, and
+ * for the full kernels (which keep only the log-sum-exp) QKᵀ once more. */
+static void attn_count(const attn_node *nd, int phase)
+{
+    if (!al_flops_enabled()) return;
+    const al_attn_cfg *g = &nd->g;
+    const double pairs = attn_pairs(&nd->pat, g) * g->B * g->H;
+    const double qk = g->additive ? 0.0 : 2.0 * g->D, pv = 2.0 * g->Dv;
+    if (phase == AL_FLOPS_FWD) al_flops_add("attention", phase, pairs * (qk + pv));
+    else al_flops_add("attention", phase, pairs * (2 * pv + 2 * qk + (nd->pat.kind == AL_PAT_FULL ? qk : 0)));
+}
+
 static void attention_backward(al_ctx *c, void *p)
 {
     attn_node *nd = p;
     if (!nd->out->grad) return;
+    attn_count(nd, AL_FLOPS_BWD);
     if (nd->pat.kind == AL_PAT_FULL) al__attn_full_backward(c, nd);
     else if (nd->gat) al__attn_gat_backward(c, nd);
     else al__attn_sparse_backward(c, nd);
@@ -124,6 +162,7 @@ al_tensor *al_attention(al_ctx *c, const al_attn_desc *d, al_tensor *q, al_tenso
         }
     }
     if (d->weights) *d->weights = w;
+    attn_count(nd, AL_FLOPS_FWD);
     if (c->grad_enabled && (wants_grad(q) || wants_grad(k) || wants_grad(v) || wants_grad(a_q) ||
                             wants_grad(a_k) || wants_grad(rel_bias) || wants_grad(bias))) {
         out->requires_grad = 1;

@@ -29,6 +29,10 @@ static void conv2d_backward(al_ctx *c, void *p)
     float *dw = w->requires_grad ? al_grad(c, w) : NULL;             /* (O, C, KH, KW) */
     float *db = b && b->requires_grad ? al_grad(c, b) : NULL;        /* (O) */
     if (!al_ok(c)) return;
+    {
+        const int Ho = (x->shape[2] + 2 * n->pad - w->shape[2]) / n->stride + 1, Wo = (x->shape[3] + 2 * n->pad - w->shape[3]) / n->stride + 1;
+        al_flops_add("conv2d", AL_FLOPS_BWD, 2.0 * x->shape[0] * Ho * Wo * (double)w->numel * ((dx != NULL) + (dw != NULL)));
+    }
     al_conv2d_bwd(x->data, w->data, n->out->grad, dx, dw, db,
                   x->shape[0], x->shape[1], x->shape[2], x->shape[3],
                   w->shape[0], w->shape[2], w->shape[3], n->stride, n->pad);
@@ -62,6 +66,7 @@ al_tensor *al_conv2d(al_ctx *c, al_tensor *x, al_tensor *w, al_tensor *b, int st
     al_tensor *out = al_new(c, 4, (int[]){B, O, Ho, Wo});            /* (B, O, Ho, Wo) */
     if (!out) return NULL;
     al_conv2d_fwd(x->data, w->data, b ? b->data : NULL, out->data, B, C, H, W, O, KH, KW, stride, pad);
+    al_flops_add("conv2d", AL_FLOPS_FWD, 2.0 * B * Ho * Wo * (double)w->numel);
     if (al__any_grad(c, x, w, b)) {
         conv_node *n = al_arena_alloc(&c->arena, sizeof *n);
         if (!n) return al_fail(c, "conv2d: out of memory (arena)");

@@ -52,6 +52,7 @@ static void matmul_backward(al_ctx *c, void *p)
     const int64_t sa = nd->sa, sb = nd->sb, sc = (int64_t)M * N;
     /* 3-D A (not transposed) with 2-D B: A and dC are (Bt·M, K) and (Bt·M, N) matrices. */
     const int fold = Bt > 1 && sa && !sb && !ta;
+    al_flops_add("matmul", AL_FLOPS_BWD, 2.0 * Bt * M * N * K * (nd->a->requires_grad + nd->b->requires_grad));
     if (nd->a->requires_grad) {
         float *dA = al_grad(c, nd->a);             /* (Bt, M, K) or (Bt, K, M), or 2-D */
         if (!dA) return;
@@ -104,6 +105,7 @@ al_tensor *al_matmul(al_ctx *c, al_tensor *a, al_tensor *b, int trans_a, int tra
         al_gemm(0, tb, Bt * M, N, K, 1.0f, a->data, K, b->data, ldb, 0.0f, y->data, N);
     else
         gemm_batched(Bt, ta, tb, M, N, K, a->data, lda, sa, b->data, ldb, sb, 0.0f, y->data, N, (int64_t)M * N);
+    al_flops_add("matmul", AL_FLOPS_FWD, 2.0 * Bt * M * N * K);
     if (c->grad_enabled && (a->requires_grad || b->requires_grad)) {
         mm_node *nd = al__node_new(c, sizeof *nd);
         if (!nd) return NULL;
@@ -126,6 +128,8 @@ static void linear_backward(al_ctx *c, void *p)
     const float *dy = nd->y->grad;                 /* (rows, out) */
     if (!dy) return;
     const int rows = nd->rows, in = nd->in, out = nd->out;
+    const double mac2 = 2.0 * rows * in * out;
+    al_flops_add("linear", AL_FLOPS_BWD, mac2 * (nd->x->requires_grad + nd->w->requires_grad));
     if (nd->x->requires_grad) {                    /* dx (rows, in) += dy · W */
         int fresh;                                 /* a fresh dx is written (beta 0), never zeroed first */
         float *dx = al_grad_for_write(c, nd->x, &fresh);
@@ -171,6 +175,7 @@ al_tensor *al_linear(al_ctx *c, al_tensor *x, al_tensor *w, al_tensor *b)
         for (int r = 0; r < rows; r++) memcpy(yd + (int64_t)r * out, bd, (size_t)out * sizeof(float));
     }
     al_gemm(0, 1, rows, out, in, 1.0f, x->data, in, w->data, in, b ? 1.0f : 0.0f, yd, out);
+    al_flops_add("linear", AL_FLOPS_FWD, 2.0 * rows * in * out);
     if (c->grad_enabled && (x->requires_grad || w->requires_grad || (b && b->requires_grad))) {
         lin_node *nd = al__node_new(c, sizeof *nd);
         if (!nd) return NULL;
