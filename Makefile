@@ -197,4 +197,4 @@ fuzz:
 clean:
 	rm -rf build build-asan build-fuzz build-mpi bin
 
--include $(LIB_OBJ:.o=.d) $(PIC_OBJ:.o=.d) $(APP_OBJ:.o=.d) $(TEST_BIN:=.d)
+-include $(LIB_OBJ:.o=.d) $(PIC_OBJ:.o=.d) $(APP_OBJ:.o=.d) $(TEST_BIN:=.d) $(BUILD)/tests/testutil.d

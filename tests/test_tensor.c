@@ -2,6 +2,9 @@
 #include "testutil.h"
 #include <string.h>
 #include <stdlib.h>
+#include <stdio.h>
+#include <math.h>
+#include "attnlab/ops.h"
 
 static void test_rng_streams_deterministic(void **st)
 {
@@ -94,6 +97,42 @@ static void test_arena_mark_release_keep(void **st)
     al_ctx_free(c);
 }
 
+/* Once an op's backward has run its output's gradient is handed to the next gradient of that size:
+ * through a chain of three linear layers the backward allocates one new buffer, the intermediate
+ * gradients end NULL, and the input's gradient is W1ᵀ·W2ᵀ·W3ᵀ·g, as computed by hand. */
+static void test_backward_reuses_dead_gradients(void **st)
+{
+    (void)st;
+    enum { N = 8 };
+    al_params P; al_params_init(&P);
+    al_tensor *w[3];
+    for (int i = 0; i < 3; i++) { char nm[8]; snprintf(nm, sizeof nm, "w%d", i); w[i] = al_params_add(&P, nm, 2, (int[]){N, N}, (al_init){AL_INIT_NORMAL, 0.5f}); }
+    al_rng r; al_rng_seed(&r, 3, AL_RNG_INIT);
+    al_error e = {{0}};
+    assert_int_equal(al_params_finalize(&P, &r, &e), AL_OK);
+    al_ctx *c = al_ctx_new(1);
+    al_tensor *x = al_zeros(c, 2, (int[]){1, N});
+    x->requires_grad = 1;
+    al_tensor *y1 = al_linear(c, x, w[0], NULL), *y2 = al_linear(c, y1, w[1], NULL), *y3 = al_linear(c, y2, w[2], NULL);
+    assert_non_null(y3);
+    float *g = al_grad(c, y3);
+    for (int i = 0; i < N; i++) g[i] = (float)(i + 1);
+    size_t before = c->arena.used;
+    al_params_zero_grad(&P);
+    assert_int_equal(al_backward_run(c), AL_OK);
+    assert_true(c->arena.used - before <= 64 * ((N * sizeof(float) + 63) / 64));   /* y2's; y1 and x reuse */
+    assert_null(y3->grad); assert_null(y2->grad); assert_null(y1->grad);
+    assert_non_null(x->grad);
+    double v[N], u[N];
+    for (int i = 0; i < N; i++) v[i] = i + 1;
+    for (int l = 2; l >= 0; l--) {   /* dx = Wᵀ dy per layer (y = x Wᵀ) */
+        for (int j = 0; j < N; j++) { u[j] = 0; for (int i = 0; i < N; i++) u[j] += (double)w[l]->data[i * N + j] * v[i]; }
+        memcpy(v, u, sizeof v);
+    }
+    for (int j = 0; j < N; j++) assert_true(fabs(x->grad[j] - v[j]) <= 1e-4 * (1 + fabs(v[j])));
+    al_ctx_free(c); al_params_free(&P);
+}
+
 static void test_tensor_shape_errors(void **st)
 {
     (void)st;
@@ -142,6 +181,7 @@ int main(void)
         cmocka_unit_test(test_rng_streams_deterministic),
         cmocka_unit_test(test_arena_coalesces_to_peak),
         cmocka_unit_test(test_arena_mark_release_keep),
+        cmocka_unit_test(test_backward_reuses_dead_gradients),
         cmocka_unit_test(test_tensor_shape_errors),
         cmocka_unit_test(test_params_flat_and_seeded),
     };

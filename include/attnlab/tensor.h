@@ -73,10 +73,11 @@ typedef struct al_tensor {
 /* ---------- context: arena + tape + error; one per training thread of control ---------- */
 struct al_ctx;
 typedef void (*al_backward_fn)(struct al_ctx *c, void *node);
-typedef struct al_tape_entry { al_backward_fn fn; void *node; } al_tape_entry;
+typedef struct al_tape_entry { al_backward_fn fn; void *node; struct al_tensor *out[3]; } al_tape_entry;
 typedef struct al_ctx {
     al_arena arena;
     al_tape_entry *tape; int ntape, cap_tape;
+    void *grad_free;         /* activation gradients whose producer's backward has run, for reuse (al_grad) */
     int grad_enabled;        /* record ops on the tape (default 1) */
     int training;            /* dropout active (default 1) */
     al_rng dropout_rng;
@@ -116,6 +117,11 @@ al_status  al_keep(al_ctx *c, al_arena_mark mark, al_tensor **t, int n);
 
 /* Record a backward step; node is arena memory the op filled in. */
 void al_tape_push(al_ctx *c, al_backward_fn fn, void *node);
+/* The same for an op that produced out (up to 3 outputs): once its backward has run, nothing reads the
+ * outputs' gradients again, so al_backward_run hands their buffers to the next activation gradient of the
+ * same size (out->grad becomes NULL) — a step keeps a fraction of its gradients alive, not all of them. */
+void al_tape_push_out(al_ctx *c, al_backward_fn fn, void *node, al_tensor *out);
+void al_tape_push_outs(al_ctx *c, al_backward_fn fn, void *node, al_tensor *const *out, int n);
 /* Reverse-mode sweep from a scalar loss: seeds d(loss)=1 and runs the tape backwards.
  * Gradients accumulate (+=); zero parameter grads yourself (al_params_zero_grad). */
 al_status al_backward(al_ctx *c, al_tensor *loss);

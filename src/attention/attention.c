@@ -166,7 +166,7 @@ al_tensor *al_attention(al_ctx *c, const al_attn_desc *d, al_tensor *q, al_tenso
     if (c->grad_enabled && (wants_grad(q) || wants_grad(k) || wants_grad(v) || wants_grad(a_q) ||
                             wants_grad(a_k) || wants_grad(rel_bias) || wants_grad(bias))) {
         out->requires_grad = 1;
-        al_tape_push(c, attention_backward, nd);
+        al_tape_push_out(c, attention_backward, nd, out);
     }
     return al_ok(c) ? out : NULL;
 }

@@ -231,7 +231,7 @@ al_tensor *al_attention_ref(al_ctx *c, const al_attn_desc *d, al_tensor *q, al_t
     if (d->weights) *d->weights = w;
     if (c->grad_enabled && (wants(q) || wants(k) || wants(v) || wants(a_q) || wants(a_k) || wants(rel_bias) || wants(bias))) {
         out->requires_grad = 1;
-        al_tape_push(c, ref_backward, nd);
+        al_tape_push_out(c, ref_backward, nd, out);
     }
     return out;
 }

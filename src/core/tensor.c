@@ -173,9 +173,9 @@ void al_ctx_free(al_ctx *c)
     if (!c) return;
     al_arena_free(&c->arena); free(c->tape); free(c);
 }
-void al_ctx_reset(al_ctx *c) { c->ntape = 0; al_arena_reset(&c->arena); }
+void al_ctx_reset(al_ctx *c) { c->ntape = 0; c->grad_free = NULL; al_arena_reset(&c->arena); }
 
-void al_tape_push(al_ctx *c, al_backward_fn fn, void *node)
+void al_tape_push_outs(al_ctx *c, al_backward_fn fn, void *node, al_tensor *const *out, int n)
 {
     if (c->ntape == c->cap_tape) {
         int cap = c->cap_tape ? 2 * c->cap_tape : 256;
@@ -183,7 +183,29 @@ void al_tape_push(al_ctx *c, al_backward_fn fn, void *node)
         if (!t) { al_fail(c, "out of memory growing the tape"); return; }
         c->tape = t; c->cap_tape = cap;
     }
-    c->tape[c->ntape].fn = fn; c->tape[c->ntape].node = node; c->ntape++;
+    al_tape_entry *e = &c->tape[c->ntape++];
+    e->fn = fn; e->node = node;
+    for (int i = 0; i < 3; i++) e->out[i] = i < n ? out[i] : NULL;
+}
+void al_tape_push_out(al_ctx *c, al_backward_fn fn, void *node, al_tensor *out) { al_tape_push_outs(c, fn, node, &out, 1); }
+void al_tape_push(al_ctx *c, al_backward_fn fn, void *node) { al_tape_push_outs(c, fn, node, NULL, 0); }
+
+/* Free activation gradients: a singly linked list threaded through the buffers themselves (arena
+ * blocks of at least 64 bytes), each with its size; al_grad takes one of exactly its size. */
+typedef struct grad_buf { struct grad_buf *next; size_t bytes; } grad_buf;
+static void grad_release(al_ctx *c, al_tensor *t)
+{
+    if (!t || !t->grad) return;
+    grad_buf *g = (grad_buf *)(void *)t->grad;
+    g->bytes = (size_t)t->numel * sizeof(float);
+    g->next = c->grad_free; c->grad_free = g;
+    t->grad = NULL;
+}
+static float *grad_reuse(al_ctx *c, size_t bytes)
+{
+    for (grad_buf **p = (grad_buf **)&c->grad_free; *p; p = &(*p)->next)
+        if ((*p)->bytes == bytes) { grad_buf *g = *p; *p = g->next; return (float *)(void *)g; }
+    return NULL;
 }
 
 al_status al_backward(al_ctx *c, al_tensor *loss)
@@ -197,7 +219,10 @@ al_status al_backward(al_ctx *c, al_tensor *loss)
 }
 al_status al_backward_run(al_ctx *c)
 {
-    for (int i = c->ntape - 1; i >= 0 && al_ok(c); i--) c->tape[i].fn(c, c->tape[i].node);
+    for (int i = c->ntape - 1; i >= 0 && al_ok(c); i--) {
+        c->tape[i].fn(c, c->tape[i].node);
+        for (int k = 0; k < 3; k++) grad_release(c, c->tape[i].out[k]);
+    }
     c->ntape = 0;
     return al_ok(c) ? AL_OK : AL_ERR;
 }
@@ -324,7 +349,11 @@ al_status al_keep(al_ctx *c, al_arena_mark mark, al_tensor **t, int n)
 float *al_grad(al_ctx *c, al_tensor *t)
 {
     if (!t->grad) {
-        t->grad = al_arena_calloc(&c->arena, (size_t)t->numel * sizeof(float));
+        const size_t bytes = (size_t)t->numel * sizeof(float);
+        float *g = grad_reuse(c, bytes);
+        if (g) memset(g, 0, bytes);
+        else g = al_arena_calloc(&c->arena, bytes);
+        t->grad = g;
         if (!t->grad) al_fail(c, "out of memory allocating a gradient");
     }
     return t->grad;
@@ -333,7 +362,9 @@ float *al_grad_for_write(al_ctx *c, al_tensor *t, int *fresh)
 {
     *fresh = 0;
     if (!t->grad) {
-        t->grad = al_arena_alloc(&c->arena, (size_t)t->numel * sizeof(float));
+        const size_t bytes = (size_t)t->numel * sizeof(float);
+        float *g = grad_reuse(c, bytes);
+        t->grad = g ? g : al_arena_alloc(&c->arena, bytes);
         if (!t->grad) { al_fail(c, "out of memory allocating a gradient"); return NULL; }
         *fresh = 1;
     }

@@ -72,7 +72,7 @@ al_tensor *al_conv2d(al_ctx *c, al_tensor *x, al_tensor *w, al_tensor *b, int st
         if (!n) return al_fail(c, "conv2d: out of memory (arena)");
         n->x = x; n->w = w; n->b = b; n->out = out; n->stride = stride; n->pad = pad;
         out->requires_grad = 1;
-        al_tape_push(c, conv2d_backward, n);
+        al_tape_push_out(c, conv2d_backward, n, out);
     }
     return out;
 }
@@ -208,7 +208,7 @@ al_tensor *al_maxpool2d(al_ctx *c, al_tensor *x, int k, int stride)
         if (!n) return al_fail(c, "maxpool2d: out of memory (arena)");
         n->x = x; n->out = out; n->arg = arg;
         out->requires_grad = 1;
-        al_tape_push(c, maxpool2d_backward, n);
+        al_tape_push_out(c, maxpool2d_backward, n, out);
     }
     return out;
 }

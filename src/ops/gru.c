@@ -282,7 +282,7 @@ static al_tensor *gru_run(al_ctx *c, gru_node *nd, const int *len)
     }
     if (want) {
         nd->y->requires_grad = 1;
-        al_tape_push(c, gru_backward, nd);
+        al_tape_push_out(c, gru_backward, nd, nd->y);
     }
     return nd->y;
 }

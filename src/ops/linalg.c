@@ -112,7 +112,7 @@ al_tensor *al_matmul(al_ctx *c, al_tensor *a, al_tensor *b, int trans_a, int tra
         nd->a = a; nd->b = b; nd->y = y; nd->ta = ta; nd->tb = tb;
         nd->Bt = Bt; nd->M = M; nd->N = N; nd->K = K; nd->sa = sa; nd->sb = sb;
         y->requires_grad = 1;
-        al_tape_push(c, matmul_backward, nd);
+        al_tape_push_out(c, matmul_backward, nd, y);
     }
     return y;
 }
@@ -181,7 +181,7 @@ al_tensor *al_linear(al_ctx *c, al_tensor *x, al_tensor *w, al_tensor *b)
         if (!nd) return NULL;
         nd->x = x; nd->w = w; nd->b = b; nd->y = y; nd->rows = rows; nd->in = in; nd->out = out;
         y->requires_grad = 1;
-        al_tape_push(c, linear_backward, nd);
+        al_tape_push_out(c, linear_backward, nd, y);
     }
     return y;
 }
@@ -265,7 +265,7 @@ al_tensor *al_spmm(al_ctx *c, const al_csr *s, al_tensor *x)
         if (!nd) return NULL;
         nd->x = x; nd->y = y; nd->s = *s;
         y->requires_grad = 1;
-        al_tape_push(c, spmm_backward, nd);
+        al_tape_push_out(c, spmm_backward, nd, y);
     }
     return y;
 }

@@ -149,7 +149,7 @@ al_tensor *al_layernorm(al_ctx *c, al_tensor *x, al_tensor *gamma, al_tensor *be
         nd->x = x; nd->gamma = gamma; nd->beta = beta; nd->y = y;
         nd->mean = mean; nd->rstd = rstd; nd->rows = rows; nd->n = n;
         y->requires_grad = 1;
-        al_tape_push(c, layernorm_backward, nd);
+        al_tape_push_out(c, layernorm_backward, nd, y);
     }
     return y;
 }
@@ -210,7 +210,7 @@ static al_tensor *softmax_common(al_ctx *c, al_tensor *x, int log)
         if (!nd) return NULL;
         nd->x = x; nd->y = y; nd->rows = rows; nd->n = n;
         y->requires_grad = 1;
-        al_tape_push(c, log ? log_softmax_backward : softmax_backward, nd);
+        al_tape_push_out(c, log ? log_softmax_backward : softmax_backward, nd, y);
     }
     return y;
 }

@@ -24,7 +24,7 @@ static inline int al__record(al_ctx *c, al_tensor *y, al_backward_fn fn, void *n
 {
     if (!nd) return 0;
     y->requires_grad = 1;
-    al_tape_push(c, fn, nd);
+    al_tape_push_out(c, fn, nd, y);
     return al_ok(c);
 }
 

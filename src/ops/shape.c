@@ -93,7 +93,7 @@ static al_tensor *map_op(al_ctx *c, al_tensor *x, int ondim, const int *oshape, 
         if (!n) return NULL;
         n->x = x; n->out = out; n->m = *m;
         out->requires_grad = 1;
-        al_tape_push(c, map_backward, n);
+        al_tape_push_out(c, map_backward, n, out);
     }
     return out;
 }
@@ -134,7 +134,7 @@ al_tensor *al_reshape(al_ctx *c, al_tensor *x, int ndim, const int *shape)
         if (!nd) return NULL;
         nd->x = x; nd->out = out;
         out->requires_grad = 1;
-        al_tape_push(c, reshape_backward, nd);
+        al_tape_push_out(c, reshape_backward, nd, out);
     }
     return out;
 }
@@ -254,7 +254,7 @@ al_status al_split_qkv(al_ctx *c, al_tensor *x, int heads, al_tensor **q, al_ten
         if (!nd) return AL_ERR;
         nd->x = x; nd->B = B; nd->N = N; nd->H = heads; nd->D = D;
         for (int s = 0; s < 3; s++) { nd->o[s] = o[s]; o[s]->requires_grad = 1; }
-        al_tape_push(c, qkv_backward, nd);
+        al_tape_push_outs(c, qkv_backward, nd, o, 3);
     }
     *q = o[0]; *k = o[1]; *v = o[2];
     return AL_OK;
@@ -348,7 +348,7 @@ al_tensor *al_concat_last(al_ctx *c, int n, al_tensor **xs)
         memcpy(keep, xs, (size_t)n * sizeof *keep);
         nd->n = n; nd->xs = keep; nd->out = out;
         out->requires_grad = 1;
-        al_tape_push(c, concat_backward, nd);
+        al_tape_push_out(c, concat_backward, nd, out);
     }
     return out;
 }
@@ -397,7 +397,7 @@ al_tensor *al_mean_tokens(al_ctx *c, al_tensor *x)
         if (!nd) return NULL;
         nd->x = x; nd->out = out;
         out->requires_grad = 1;
-        al_tape_push(c, mean_tokens_backward, nd);
+        al_tape_push_out(c, mean_tokens_backward, nd, out);
     }
     return out;
 }
@@ -448,7 +448,7 @@ al_tensor *al_embedding(al_ctx *c, al_tensor *table, const int *ids, int n)
         memcpy(keep, ids, (size_t)n * sizeof *keep);
         nd->table = table; nd->out = out; nd->ids = keep;
         out->requires_grad = 1;
-        al_tape_push(c, embedding_backward, nd);
+        al_tape_push_out(c, embedding_backward, nd, out);
     }
     return out;
 }
