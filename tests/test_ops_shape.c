@@ -262,6 +262,67 @@ static void test_split_qkv(void **st)
     free(d);
 }
 
+/* ---------------- linear + q/k/v split ---------------- */
+static al_tensor *lqkv_fn(al_ctx *c, al_tensor **t, void *ud)
+{
+    al_tensor *o[3];
+    if (al_linear_qkv(c, t[0], t[1], t[2], *(int *)ud, &o[0], &o[1], &o[2]) != AL_OK) return NULL;
+    return al_concat_last(c, 3, o);
+}
+
+/* al_linear_qkv is al_split_qkv(al_linear(...)) bit for bit, forward and every gradient (x, w, b; x
+ * fresh or accumulating); it keeps no (B, N, 3·H·D) tensor; finite differences agree; bad shapes fail. */
+static void test_linear_qkv(void **st)
+{
+    (void)st;
+    const int shapes[][4] = {{1, 3, 1, 2}, {2, 65, 4, 16}, {2, 129, 4, 32}};   /* B, N, H, D (in = 24) */
+    for (int si = 0; si < 3; si++)
+        for (int pre = 0; pre < 2; pre++) {
+            const int B = shapes[si][0], N = shapes[si][1], H = shapes[si][2], D = shapes[si][3], in = 24, out = 3 * H * D;
+            al_ctx *c = al_ctx_new(1);
+            float *xd = tu_alloc_rand((int64_t)B * N * in, 11 + si, -1, 1), *wd = tu_alloc_rand((int64_t)out * in, 12, -1, 1);
+            float *bd = tu_alloc_rand(out, 13, -1, 1), *g = tu_alloc_rand((int64_t)3 * B * N * out, 14, -1, 1);
+            al_tensor *x[2], *w[2], *b[2], *o[2][3];
+            for (int k = 0; k < 2; k++) {
+                x[k] = al_wrap(c, xd, 3, (int[]){B, N, in});
+                float *wc = malloc((size_t)out * in * sizeof(float)), *bc = malloc((size_t)out * sizeof(float));
+                memcpy(wc, wd, (size_t)out * in * sizeof(float)); memcpy(bc, bd, (size_t)out * sizeof(float));
+                w[k] = al_wrap(c, wc, 2, (int[]){out, in}); b[k] = al_wrap(c, bc, 1, (int[]){out});
+                x[k]->requires_grad = w[k]->requires_grad = b[k]->requires_grad = 1;
+                if (pre) memset(al_grad(c, x[k]), 0, 4);   /* an existing gradient: accumulate */
+            }
+            size_t used0 = c->arena.used;
+            assert_int_equal(al_linear_qkv(c, x[0], w[0], b[0], H, &o[0][0], &o[0][1], &o[0][2]), AL_OK);
+            size_t fused = c->arena.used - used0;
+            assert_true(fused < 3 * (size_t)B * N * H * D * sizeof(float) + 4096);   /* the outputs, no projection */
+            assert_int_equal(al_split_qkv(c, al_linear(c, x[1], w[1], b[1]), H, &o[1][0], &o[1][1], &o[1][2]), AL_OK);
+            for (int s = 0; s < 3; s++) {
+                assert_memory_equal(o[0][s]->data, o[1][s]->data, (size_t)o[0][s]->numel * sizeof(float));
+                for (int k = 0; k < 2; k++) memcpy(al_grad(c, o[k][s]), g + (int64_t)s * o[0][s]->numel, (size_t)o[0][s]->numel * sizeof(float));
+            }
+            assert_int_equal(al_backward_run(c), AL_OK);
+            assert_memory_equal(x[0]->grad, x[1]->grad, (size_t)x[0]->numel * sizeof(float));
+            assert_memory_equal(w[0]->grad, w[1]->grad, (size_t)w[0]->numel * sizeof(float));
+            assert_memory_equal(b[0]->grad, b[1]->grad, (size_t)b[0]->numel * sizeof(float));
+            for (int k = 0; k < 2; k++) { free(w[k]->data); free(b[k]->data); }
+            free(xd); free(wd); free(bd); free(g);
+            al_ctx_free(c);
+        }
+    al_ctx *c = al_ctx_new(1);
+    float xd[12] = {0}, wd[36] = {0};
+    al_tensor *x = al_wrap(c, xd, 3, (int[]){1, 3, 4}), *w = al_wrap(c, wd, 2, (int[]){9, 4}), *q, *k, *v;
+    assert_int_equal(al_linear_qkv(c, x, w, NULL, 2, &q, &k, &v), AL_ERR);   /* 9 not divisible by 3·2 */
+    assert_null(q);
+    assert_non_null(strstr(al_ctx_error(c), "linear_qkv"));
+    al_ctx_free(c);
+
+    int heads = 2;
+    float *d = tu_alloc_rand(2 * 3 * 5, 5, -1, 1), *wv = tu_alloc_rand(12 * 5, 6, -1, 1), *bv = tu_alloc_rand(12, 7, -1, 1);
+    tu_input tin[3] = {tu_in(d, 1, 3, 2, 3, 5, 0), tu_in(wv, 1, 2, 12, 5, 0, 0), tu_in(bv, 1, 1, 12, 0, 0, 0)};
+    TU_GRADCHECK("linear_qkv", lqkv_fn, &heads, tin, 3, 1e-2, 1e-3);
+    free(d); free(wv); free(bv);
+}
+
 /* ---------------- concat / slice ---------------- */
 static al_tensor *concat_fn(al_ctx *c, al_tensor **t, void *ud) { (void)ud; return al_concat_last(c, 3, t); }
 typedef struct slice_args { int start, len; } slice_args;
@@ -465,6 +526,7 @@ int main(void)
         cmocka_unit_test(test_mean_tokens),
         cmocka_unit_test(test_split_merge_heads),
         cmocka_unit_test(test_split_qkv),
+        cmocka_unit_test(test_linear_qkv),
         cmocka_unit_test(test_concat_last),
         cmocka_unit_test(test_slice_last),
         cmocka_unit_test(test_embedding),

@@ -65,6 +65,11 @@ al_tensor *al_merge_heads(al_ctx *c, al_tensor *x);                       /* (B,
 /* x (B,N,3·H·D) → *q, *k, *v (B,H,N,D) each: al_split_heads(al_slice_last(x, s·H·D, H·D), heads) for
  * s = 0, 1, 2 fused into one pass over x with one backward. AL_OK, or AL_ERR with the message in c. */
 al_status  al_split_qkv(al_ctx *c, al_tensor *x, int heads, al_tensor **q, al_tensor **k, al_tensor **v);
+/* al_split_qkv(al_linear(x, w, b), heads) with the same arithmetic (same bits, forward and backward),
+ * but the (…, N, 3·H·D) projection lives only in a scratch that is freed before the op returns (and its
+ * gradient only inside the backward): a transformer block keeps 3·D fewer floats per token. */
+al_status  al_linear_qkv(al_ctx *c, al_tensor *x, al_tensor *w, al_tensor *b, int heads, al_tensor **q, al_tensor **k,
+                         al_tensor **v);
 /* Concatenate n tensors along the last dimension (all other dims equal). */
 al_tensor *al_concat_last(al_ctx *c, int n, al_tensor **xs);
 /* Slice [start, start+len) of the last dimension. */

@@ -59,10 +59,8 @@ al_tensor *al__block_forward_drop(al_ctx *c, const al_block_params *p, const al_
     const int lean = !c->grad_enabled && !d->weights;
     al_arena_mark m0 = al_ctx_mark(c), m1;
     al_tensor *h = al_layernorm(c, x, p->ln1_w, p->ln1_b, 1e-5f);
-    al_tensor *qkv = al_linear(c, h, p->qkv_w, p->qkv_b);                       /* (…,N,3D) */
-    if (lean && al_keep(c, m0, &qkv, 1) != AL_OK) return NULL;
     al_tensor *q, *k, *v;                                                       /* (…,H,N,Dh) each */
-    if (al_split_qkv(c, qkv, heads, &q, &k, &v) != AL_OK) return NULL;         /* one pass, not 3 slices + 3 splits */
+    if (al_linear_qkv(c, h, p->qkv_w, p->qkv_b, heads, &q, &k, &v) != AL_OK) return NULL;   /* no (…,N,3D) kept */
     if (lean) { al_tensor *t[3] = {q, k, v}; if (al_keep(c, m0, t, 3) != AL_OK) return NULL; q = t[0]; k = t[1]; v = t[2]; }
     al_tensor *o = al_attention(c, d, q, k, v, p->a_q, p->a_k, p->rel, bias);   /* (…,H,N,Dh) */
     if (lean && al_keep(c, m0, &o, 1) != AL_OK) return NULL;

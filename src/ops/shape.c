@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/omp_impl.h"
+#include "attnlab/kernels.h"
 
 #define SHAPE_PAR_MIN 65536   /* elements below which the copies stay serial */
 
@@ -255,6 +256,74 @@ al_status al_split_qkv(al_ctx *c, al_tensor *x, int heads, al_tensor **q, al_ten
         nd->x = x; nd->B = B; nd->N = N; nd->H = heads; nd->D = D;
         for (int s = 0; s < 3; s++) { nd->o[s] = o[s]; o[s]->requires_grad = 1; }
         al_tape_push_outs(c, qkv_backward, nd, o, 3);
+    }
+    *q = o[0]; *k = o[1]; *v = o[2];
+    return AL_OK;
+}
+
+/* ---------------- linear + q/k/v split, the projection in a scratch ---------------- */
+typedef struct lqkv_node { al_tensor *x, *w, *b, *o[3]; int rows, in, B, N, H, D; } lqkv_node;
+
+static void lqkv_backward(al_ctx *c, void *p)
+{
+    lqkv_node *nd = p;
+    float *g[3] = {nd->o[0]->grad, nd->o[1]->grad, nd->o[2]->grad};
+    if (!g[0] && !g[1] && !g[2]) return;
+    const int rows = nd->rows, in = nd->in, out = 3 * nd->H * nd->D;
+    int fresh = 0;
+    float *dx = nd->x->requires_grad ? al_grad_for_write(c, nd->x, &fresh) : NULL;   /* before the scratch */
+    float *dw = nd->w->requires_grad ? al_grad(c, nd->w) : NULL;
+    float *db = nd->b && nd->b->requires_grad ? al_grad(c, nd->b) : NULL;
+    if (!al_ok(c)) return;
+    al_arena_mark m = al_ctx_mark(c);
+    float *dy = al_arena_alloc(&c->arena, (size_t)rows * out * sizeof(float));      /* (rows, 3·H·D) */
+    if (!dy) { al_fail(c, "linear_qkv: out of memory (arena)"); return; }
+    qkv_run(dy, g, nd->B, nd->N, nd->H, nd->D, 2);            /* split_qkv's backward into a fresh gradient */
+    al_flops_add("linear", AL_FLOPS_BWD, 2.0 * rows * in * out * ((dx != NULL) + (dw != NULL)));
+    if (dx) al_gemm(0, 0, rows, in, out, 1.0f, dy, out, nd->w->data, in, fresh ? 0.0f : 1.0f, dx, in);   /* linear's */
+    if (dw) al_gemm(1, 0, out, in, rows, 1.0f, dy, out, nd->x->data, in, 1.0f, dw, in);
+    if (db) al__colsum_acc(dy, db, rows, out);
+    al_arena_release(&c->arena, m);
+}
+
+al_status al_linear_qkv(al_ctx *c, al_tensor *x, al_tensor *w, al_tensor *b, int heads, al_tensor **q, al_tensor **k,
+                        al_tensor **v)
+{
+    *q = *k = *v = NULL;
+    if (!x || !w || !al_ok(c)) return AL_ERR;
+    char s1[64], s2[64];
+    const int in = x->shape[x->ndim - 1];
+    if (x->ndim != 3 || w->ndim != 2 || w->shape[1] != in || heads < 1 || w->shape[0] % (3 * heads) ||
+        (b && !(b->ndim == 1 && b->shape[0] == w->shape[0]))) {
+        al_fail(c, "linear_qkv: x %s must be (B, N, in) and w %s (3·H·D, in) for %d heads, with a bias of 3·H·D",
+                al_shape_str(x, s1, sizeof s1), al_shape_str(w, s2, sizeof s2), heads);
+        return AL_ERR;
+    }
+    const int B = x->shape[0], N = x->shape[1], out = w->shape[0], D = out / (3 * heads);
+    if ((int64_t)B * N > 2147483647LL) { al_fail(c, "linear_qkv: too many rows"); return AL_ERR; }
+    const int rows = B * N;
+    al_tensor *o[3];
+    for (int s = 0; s < 3; s++)
+        if (!(o[s] = al_new(c, 4, (int[]){B, heads, N, D}))) return AL_ERR;
+    const int want = c->grad_enabled && (x->requires_grad || w->requires_grad || (b && b->requires_grad));
+    lqkv_node *nd = want ? node_alloc(c, sizeof *nd, "linear_qkv") : NULL;
+    if (want && !nd) return AL_ERR;
+    al_arena_mark m = al_ctx_mark(c);
+    float *y = al_arena_alloc(&c->arena, (size_t)rows * out * sizeof(float));       /* (rows, 3·H·D) scratch */
+    if (!y) { al_fail(c, "linear_qkv: out of memory (arena)"); return AL_ERR; }
+    if (b) {   /* as al_linear: the bias first, then y += x · Wᵀ */
+        AL_OMP("omp parallel for schedule(static) if ((int64_t)rows * out >= SHAPE_PAR_MIN)")
+        for (int r = 0; r < rows; r++) memcpy(y + (int64_t)r * out, b->data, (size_t)out * sizeof(float));
+    }
+    al_gemm(0, 1, rows, out, in, 1.0f, x->data, in, w->data, in, b ? 1.0f : 0.0f, y, out);
+    al_flops_add("linear", AL_FLOPS_FWD, 2.0 * rows * in * out);
+    float *od[3] = {o[0]->data, o[1]->data, o[2]->data};
+    qkv_run(y, od, B, N, heads, D, 0);
+    al_arena_release(&c->arena, m);
+    if (nd) {
+        nd->x = x; nd->w = w; nd->b = b; nd->rows = rows; nd->in = in; nd->B = B; nd->N = N; nd->H = heads; nd->D = D;
+        for (int s = 0; s < 3; s++) { nd->o[s] = o[s]; o[s]->requires_grad = 1; }
+        al_tape_push_outs(c, lqkv_backward, nd, o, 3);
     }
     *q = o[0]; *k = o[1]; *v = o[2];
     return AL_OK;
