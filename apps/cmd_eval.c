@@ -53,7 +53,7 @@ static void usage(FILE *f)
         "  --data-dir DIR       where the Fashion-MNIST files are (default: $ATTNLAB_FASHION_MNIST, $ATTNLAB_DATA/fashion-mnist,\n"
         "                       datasets/fashion-mnist, " AL_DATADIR "/fashion-mnist, then " AL_FASHION_MNIST_DIR ")\n"
         "  --model M            refuse the checkpoint unless it holds model M\n"
-        "  --batch N, --eval-batch N   images per forward pass (default 256): memory, never results\n"
+        "  --batch N, --eval-batch N   images per forward pass (default 64): memory, never results\n"
         "  --test-size N        evaluate a stratified subset of N test images (as train --test-size)\n"
         "  --logits FILE.csv    one row per evaluated test image: index,label,logit_0,...,logit_{K-1}\n"
         "                       (index = the image's position in the test split)\n"
@@ -94,7 +94,7 @@ static int parse_flag(eval_opts *o, int f, const char *a)
 static int parse_eval_opts(int argc, char **argv, eval_opts *o)
 {
     memset(o, 0, sizeof *o);
-    o->batch = 256; o->normalize = 1;
+    o->batch = 64; o->normalize = 1;
     struct option lo[E_NFLAGS + 1];
     memset(lo, 0, sizeof lo);
     for (int i = 0; i < E_NFLAGS; i++) lo[i] = (struct option){eval_flags[i].name, eval_flags[i].has_arg, 0, 256 + i};

@@ -38,7 +38,7 @@ static void usage(FILE *f)
         "coords.txt beside a file named molecules.txt or in DIR; empty without one) and the prediction in\n"
         "the target's units (a 0/1 target: the probability of class 1). Targets in the file are ignored.\n\n"
         "  --load FILE          image checkpoint (attnlab train --save)\n"
-        "  --batch N, --eval-batch N   images per forward pass (default 256; images only): memory, not results\n"
+        "  --batch N, --eval-batch N   images per forward pass (default 64; images only): memory, not results\n"
         "  --threads N          OpenMP threads\n"
         CLI_MAX_MEMORY_HELP
         "  --quiet              no thread line on stderr\n");
@@ -48,7 +48,7 @@ static void usage(FILE *f)
 static int parse_predict_opts(int argc, char **argv, predict_opts *o)
 {
     memset(o, 0, sizeof *o);
-    o->batch = 256;
+    o->batch = 64;
     static const struct option lo[] = {{"load", 1, 0, 'l'}, {"threads", 1, 0, 't'}, {"batch", 1, 0, 'b'}, {"eval-batch", 1, 0, 'b'},
                                        {"quiet", 0, 0, 'q'}, {"max-memory", 1, 0, 'm'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     optind = 0; opterr = 0;

@@ -82,7 +82,7 @@ static void usage(FILE *f)
         CLI_MAX_MEMORY_HELP
         "  --eval-every N       evaluate every N epochs and after the last (default 1); the CSV rows of\n"
         "                       epochs not evaluated have an empty test_acc\n"
-        "  --eval-batch N       images per evaluation forward pass (default 256): memory, never results —\n"
+        "  --eval-batch N       images per evaluation forward pass (default 64): memory, never results —\n"
         "                       evaluation runs without a tape, each layer's temporaries freed once used\n"
         "model (sa, local):\n"
         "  --dim N (64)  --depth N (2)  --heads N (4)  --patch P (2; 1 = pixel tokens)  --window K (local: 5)\n"
@@ -298,7 +298,7 @@ static int parse_flag(train_image_opts *o, int f, const char *a)
 static int parse_image_opts(int argc, char **argv, train_image_opts *o)
 {
     memset(o, 0, sizeof *o);
-    o->model = al_model_kind_at(0)->name; o->data = "fashion-mnist"; o->epochs = 10; o->batch = 64; o->eval_batch = 256; o->seed = 1; o->lr = 1e-3f;
+    o->model = al_model_kind_at(0)->name; o->data = "fashion-mnist"; o->epochs = 10; o->batch = 64; o->eval_batch = 64; o->seed = 1; o->lr = 1e-3f;
     o->permute = -1;
     o->heads = o->depth = o->dim = o->patch = o->window = -1;
     const struct option *lo = train_flags_options();

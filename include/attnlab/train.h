@@ -32,7 +32,7 @@ al_status al_augment_batch(const al_augment *a, float *x, int b, int c, int h, i
                            const float *fill, al_error *err);
 
 typedef struct al_train_config {
-    int epochs, batch, eval_batch;  /* eval_batch default 256 */
+    int epochs, batch, eval_batch;  /* eval_batch default 64 (images per evaluation pass; memory only) */
     float lr, weight_decay;
     uint64_t seed;                  /* shuffling uses the AL_RNG_SHUFFLE stream of seed */
     float mean[4], std[4];          /* per-channel normalisation: x = (pix/255 − mean)/std (al_images_stats) */

@@ -115,7 +115,7 @@ al_status al_train_image(al_model *m, const al_images *train, const al_images *t
         if (train->labels[i] < 0 || train->labels[i] >= cfg->classes)
             return al_seterr(err, "training: label %d of image %d is outside [0, %d)", train->labels[i], i, cfg->classes);
 
-    int batch = tc->batch, eval_batch = tc->eval_batch > 0 ? tc->eval_batch : 256;
+    int batch = tc->batch, eval_batch = tc->eval_batch > 0 ? tc->eval_batch : 64;
     int scratch = batch > eval_batch ? batch : eval_batch;
     int *perm = malloc((size_t)train->n * sizeof(int));
     int *idx = malloc((size_t)scratch * sizeof(int)), *lab = malloc((size_t)scratch * sizeof(int));
