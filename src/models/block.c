@@ -50,6 +50,13 @@ al_tensor *al__block_forward_bias(al_ctx *c, const al_block_params *p, const al_
     return al__block_forward_drop(c, p, d, heads, x, bias, 0.f);
 }
 
+/* Without a tape: move t[0..n) down to m over the temporaries since (al_keep); 0, or -1 on failure. With a tape
+ * or captured weights (lean = 0) nothing moves. */
+static int lean_keep(al_ctx *c, int lean, al_arena_mark m, al_tensor **t, int n)
+{
+    return lean && al_keep(c, m, t, n) != AL_OK ? -1 : 0;
+}
+
 al_tensor *al__block_forward_drop(al_ctx *c, const al_block_params *p, const al_attn_desc *d, int heads,
                                   al_tensor *x /* (…,N,D) */, al_tensor *bias /* (H,slots) or NULL */, float drop)
 {
@@ -61,20 +68,22 @@ al_tensor *al__block_forward_drop(al_ctx *c, const al_block_params *p, const al_
     al_tensor *h = al_layernorm(c, x, p->ln1_w, p->ln1_b, 1e-5f);
     al_tensor *q, *k, *v;                                                       /* (…,H,N,Dh) each */
     if (al_linear_qkv(c, h, p->qkv_w, p->qkv_b, heads, &q, &k, &v) != AL_OK) return NULL;   /* no (…,N,3D) kept */
-    if (lean) { al_tensor *t[3] = {q, k, v}; if (al_keep(c, m0, t, 3) != AL_OK) return NULL; q = t[0]; k = t[1]; v = t[2]; }
+    al_tensor *qkv[3] = {q, k, v};
+    if (lean_keep(c, lean, m0, qkv, 3)) return NULL;
+    q = qkv[0]; k = qkv[1]; v = qkv[2];
     al_tensor *o = al_attention(c, d, q, k, v, p->a_q, p->a_k, p->rel, bias);   /* (…,H,N,Dh) */
-    if (lean && al_keep(c, m0, &o, 1) != AL_OK) return NULL;
+    if (lean_keep(c, lean, m0, &o, 1)) return NULL;
     o = al_merge_heads(c, o);
-    if (lean && al_keep(c, m0, &o, 1) != AL_OK) return NULL;
+    if (lean_keep(c, lean, m0, &o, 1)) return NULL;
     o = al_linear(c, o, p->proj_w, p->proj_b);                                  /* (…,N,D) */
     x = al_add(c, x, al_dropout(c, o, drop));
-    if (lean && al_keep(c, m0, &x, 1) != AL_OK) return NULL;
+    if (lean_keep(c, lean, m0, &x, 1)) return NULL;
     m1 = al_ctx_mark(c);
     h = al_linear(c, al_layernorm(c, x, p->ln2_w, p->ln2_b, 1e-5f), p->fc1_w, p->fc1_b);   /* (…,N,hidden) */
-    if (lean && al_keep(c, m1, &h, 1) != AL_OK) return NULL;
+    if (lean_keep(c, lean, m1, &h, 1)) return NULL;
     h = al_gelu(c, h);
-    if (lean && al_keep(c, m1, &h, 1) != AL_OK) return NULL;
+    if (lean_keep(c, lean, m1, &h, 1)) return NULL;
     al_tensor *y = al_add(c, x, al_dropout(c, al_linear(c, h, p->fc2_w, p->fc2_b), drop));   /* (…,N,D) */
-    if (lean && al_keep(c, m0, &y, 1) != AL_OK) return NULL;
+    if (lean_keep(c, lean, m0, &y, 1)) return NULL;
     return y;
 }

@@ -29,10 +29,7 @@ static void conv2d_backward(al_ctx *c, void *p)
     float *dw = w->requires_grad ? al_grad(c, w) : NULL;             /* (O, C, KH, KW) */
     float *db = b && b->requires_grad ? al_grad(c, b) : NULL;        /* (O) */
     if (!al_ok(c)) return;
-    {
-        const int Ho = (x->shape[2] + 2 * n->pad - w->shape[2]) / n->stride + 1, Wo = (x->shape[3] + 2 * n->pad - w->shape[3]) / n->stride + 1;
-        al_flops_add("conv2d", AL_FLOPS_BWD, 2.0 * x->shape[0] * Ho * Wo * (double)w->numel * ((dx != NULL) + (dw != NULL)));
-    }
+    al_flops_add("conv2d", AL_FLOPS_BWD, 2.0 * (n->out->numel / w->shape[0]) * (double)w->numel * ((dx != NULL) + (dw != NULL)));
     al_conv2d_bwd(x->data, w->data, n->out->grad, dx, dw, db,
                   x->shape[0], x->shape[1], x->shape[2], x->shape[3],
                   w->shape[0], w->shape[2], w->shape[3], n->stride, n->pad);

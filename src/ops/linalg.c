@@ -122,30 +122,37 @@ typedef struct { al_tensor *x, *w, *b, *y; int rows, in, out; } lin_node;
 
 
 
+void al__linear_fwd(const float *x, const float *w, const float *b, float *y, int rows, int in, int out)
+{
+    if (b) {                                       /* bias first, then y += x · Wᵀ (fused: beta = 1) */
+        AL_OMP("omp parallel for schedule(static) if ((int64_t)rows * out >= AL_PAR_MIN)")
+        for (int r = 0; r < rows; r++) memcpy(y + (int64_t)r * out, b, (size_t)out * sizeof(float));
+    }
+    al_gemm(0, 1, rows, out, in, 1.0f, x, in, w, in, b ? 1.0f : 0.0f, y, out);
+    al_flops_add("linear", AL_FLOPS_FWD, 2.0 * rows * in * out);
+}
+
+void al__linear_bwd(const float *dy, const float *x, const float *w, float *dx, int fresh, float *dw, float *db,
+                    int rows, int in, int out)
+{
+    al_flops_add("linear", AL_FLOPS_BWD, 2.0 * rows * in * out * ((dx != NULL) + (dw != NULL)));
+    /* dx (rows, in) = / += dy · W: a fresh dx is written (beta 0), never zeroed first */
+    if (dx) al_gemm(0, 0, rows, in, out, 1.0f, dy, out, w, in, fresh ? 0.0f : 1.0f, dx, in);
+    if (dw) al_gemm(1, 0, out, in, rows, 1.0f, dy, out, x, in, 1.0f, dw, in);   /* dW (out, in) += dyᵀ · x */
+    if (db) al__colsum_acc(dy, db, rows, out);                                 /* db (out) += Σ_rows dy */
+}
+
 static void linear_backward(al_ctx *c, void *p)
 {
     lin_node *nd = p;
     const float *dy = nd->y->grad;                 /* (rows, out) */
     if (!dy) return;
-    const int rows = nd->rows, in = nd->in, out = nd->out;
-    const double mac2 = 2.0 * rows * in * out;
-    al_flops_add("linear", AL_FLOPS_BWD, mac2 * (nd->x->requires_grad + nd->w->requires_grad));
-    if (nd->x->requires_grad) {                    /* dx (rows, in) += dy · W */
-        int fresh;                                 /* a fresh dx is written (beta 0), never zeroed first */
-        float *dx = al_grad_for_write(c, nd->x, &fresh);
-        if (!dx) return;
-        al_gemm(0, 0, rows, in, out, 1.0f, dy, out, nd->w->data, in, fresh ? 0.0f : 1.0f, dx, in);
-    }
-    if (nd->w->requires_grad) {                    /* dW (out, in) += dyᵀ · x */
-        float *dw = al_grad(c, nd->w);
-        if (!dw) return;
-        al_gemm(1, 0, out, in, rows, 1.0f, dy, out, nd->x->data, in, 1.0f, dw, in);
-    }
-    if (nd->b && nd->b->requires_grad) {           /* db (out) += Σ_rows dy */
-        float *db = al_grad(c, nd->b);
-        if (!db) return;
-        al__colsum_acc(dy, db, rows, out);
-    }
+    int fresh = 0;
+    float *dx = nd->x->requires_grad ? al_grad_for_write(c, nd->x, &fresh) : NULL;
+    float *dw = nd->w->requires_grad ? al_grad(c, nd->w) : NULL;
+    float *db = nd->b && nd->b->requires_grad ? al_grad(c, nd->b) : NULL;
+    if (!al_ok(c)) return;
+    al__linear_bwd(dy, nd->x->data, nd->w->data, dx, fresh, dw, db, nd->rows, nd->in, nd->out);
 }
 
 al_tensor *al_linear(al_ctx *c, al_tensor *x, al_tensor *w, al_tensor *b)
@@ -168,14 +175,7 @@ al_tensor *al_linear(al_ctx *c, al_tensor *x, al_tensor *w, al_tensor *b)
     shape[x->ndim - 1] = out;
     al_tensor *y = al_new(c, x->ndim, shape);      /* (..., out) */
     if (!y) return NULL;
-    float *yd = y->data;
-    if (b) {                                       /* bias first, then y += x · Wᵀ (fused: beta = 1) */
-        const float *bd = b->data;
-        AL_OMP("omp parallel for schedule(static) if (rows64 * out >= AL_PAR_MIN)")
-        for (int r = 0; r < rows; r++) memcpy(yd + (int64_t)r * out, bd, (size_t)out * sizeof(float));
-    }
-    al_gemm(0, 1, rows, out, in, 1.0f, x->data, in, w->data, in, b ? 1.0f : 0.0f, yd, out);
-    al_flops_add("linear", AL_FLOPS_FWD, 2.0 * rows * in * out);
+    al__linear_fwd(x->data, w->data, b ? b->data : NULL, y->data, rows, in, out);
     if (c->grad_enabled && (x->requires_grad || w->requires_grad || (b && b->requires_grad))) {
         lin_node *nd = al__node_new(c, sizeof *nd);
         if (!nd) return NULL;

@@ -28,6 +28,14 @@ static inline int al__record(al_ctx *c, al_tensor *y, al_backward_fn fn, void *n
     return al_ok(c);
 }
 
+/* al_linear's arithmetic on raw arrays, shared with the fused al_linear_qkv (shape.c) so both give the same
+ * bits (linalg.c; each counts its FLOPs as "linear"):
+ * forward  y (rows, out) = x (rows, in) · Wᵀ + b, the bias rows written first, then the GEMM with beta 1;
+ * backward dx = dy · W (written when fresh, else added), dW += dyᵀ · x, db += Σ_rows dy; NULL: not wanted. */
+void al__linear_fwd(const float *x, const float *w, const float *b, float *y, int rows, int in, int out);
+void al__linear_bwd(const float *dy, const float *x, const float *w, float *dx, int fresh, float *dw, float *db,
+                    int rows, int in, int out);
+
 /* db[j] += Σ_r d[r, j] (bias gradients): threads own blocks of AL__COLSUM_COLS columns and sum the
  * rows in order, so the result does not depend on the thread count. */
 #define AL__COLSUM_COLS 256

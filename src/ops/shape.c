@@ -12,7 +12,6 @@
 #include <string.h>
 
 #include "core/omp_impl.h"
-#include "attnlab/kernels.h"
 
 #define SHAPE_PAR_MIN 65536   /* elements below which the copies stay serial */
 
@@ -279,10 +278,7 @@ static void lqkv_backward(al_ctx *c, void *p)
     float *dy = al_arena_alloc(&c->arena, (size_t)rows * out * sizeof(float));      /* (rows, 3·H·D) */
     if (!dy) { al_fail(c, "linear_qkv: out of memory (arena)"); return; }
     qkv_run(dy, g, nd->B, nd->N, nd->H, nd->D, 2);            /* split_qkv's backward into a fresh gradient */
-    al_flops_add("linear", AL_FLOPS_BWD, 2.0 * rows * in * out * ((dx != NULL) + (dw != NULL)));
-    if (dx) al_gemm(0, 0, rows, in, out, 1.0f, dy, out, nd->w->data, in, fresh ? 0.0f : 1.0f, dx, in);   /* linear's */
-    if (dw) al_gemm(1, 0, out, in, rows, 1.0f, dy, out, nd->x->data, in, 1.0f, dw, in);
-    if (db) al__colsum_acc(dy, db, rows, out);
+    al__linear_bwd(dy, nd->x->data, nd->w->data, dx, fresh, dw, db, rows, in, out);
     al_arena_release(&c->arena, m);
 }
 
@@ -311,12 +307,7 @@ al_status al_linear_qkv(al_ctx *c, al_tensor *x, al_tensor *w, al_tensor *b, int
     al_arena_mark m = al_ctx_mark(c);
     float *y = al_arena_alloc(&c->arena, (size_t)rows * out * sizeof(float));       /* (rows, 3·H·D) scratch */
     if (!y) { al_fail(c, "linear_qkv: out of memory (arena)"); return AL_ERR; }
-    if (b) {   /* as al_linear: the bias first, then y += x · Wᵀ */
-        AL_OMP("omp parallel for schedule(static) if ((int64_t)rows * out >= SHAPE_PAR_MIN)")
-        for (int r = 0; r < rows; r++) memcpy(y + (int64_t)r * out, b->data, (size_t)out * sizeof(float));
-    }
-    al_gemm(0, 1, rows, out, in, 1.0f, x->data, in, w->data, in, b ? 1.0f : 0.0f, y, out);
-    al_flops_add("linear", AL_FLOPS_FWD, 2.0 * rows * in * out);
+    al__linear_fwd(x->data, w->data, b ? b->data : NULL, y, rows, in, out);
     float *od[3] = {o[0]->data, o[1]->data, o[2]->data};
     qkv_run(y, od, B, N, heads, D, 0);
     al_arena_release(&c->arena, m);
