@@ -25,7 +25,9 @@ static void usage(FILE *f)
         "  --steps N      timed steps (default 30)\n"
         "  --warmup N     untimed steps first (default 5)\n"
         "  --patch P      sa/local patch side (default 2)\n"
-        "  --max-memory SIZE  memory budget of the model, e.g. 512M or 4G\n");
+        "  --max-memory SIZE  memory budget of the model, e.g. 512M or 4G\n"
+        "  --train-only   skip the inference loop (infer_img_per_s 0): for profiling the training step alone\n"
+        "                 (scripts/profile.sh)\n");
 }
 
 /* The machine's reference rate: al_gemm on 1024x1024x1024 with this run's threads, median of 5 after one
@@ -50,6 +52,7 @@ static double gemm_rate(void)
 }
 
 static double g_gemm;   /* this run's gemm_rate() */
+static int g_train_only;   /* --train-only: no inference loop */
 
 static int bench_one(const char *model, int batch, int steps, int warmup, int patch)
 {
@@ -95,13 +98,13 @@ static int bench_one(const char *model, int batch, int steps, int warmup, int pa
     }
     fwd /= batch; bwd /= batch;
     c->grad_enabled = 0; c->training = 0;
-    for (int i = 0; i < warmup + steps; i++) {
+    for (int i = 0; i < (g_train_only ? 0 : warmup + steps); i++) {
         if (i == warmup) t = al_time();
         al_ctx_reset(c);
         al_tensor *x = al_wrap(c, xin, 4, (int[]){batch, 1, 28, 28});
         if (!al_model_forward(c, &m, x)) { fprintf(stderr, "attnlab bench train: %s\n", al_ctx_error(c)); goto out; }
     }
-    double infer = steps * (double)batch / (al_time() - t);
+    double infer = g_train_only ? 0 : steps * (double)batch / (al_time() - t);
     const double tr_gf = (fwd + bwd) * train / 1e9, in_gf = fwd * infer / 1e9;
     printf("%-13s train_img_per_s %9.1f  infer_img_per_s %9.1f  params %lld  peak_rss_mb %.1f  arena_mb %.1f"
            "  mflop_per_img %.2f  train_gflops %.1f  train_share %.3f  infer_gflops %.1f  infer_share %.3f  gemm_gflops %.1f\n",
@@ -120,15 +123,17 @@ int bench_train_main(int argc, char **argv)
 {
     const char *models = "cnn";
     int batch = 64, threads = 2, steps = 30, warmup = 5, patch = 0;
-    enum { O_MODEL = 256, O_BATCH, O_THREADS, O_STEPS, O_WARMUP, O_PATCH, O_HELP, O_MAXMEM };
+    enum { O_MODEL = 256, O_BATCH, O_THREADS, O_STEPS, O_WARMUP, O_PATCH, O_HELP, O_MAXMEM, O_TRAINONLY };
     static const struct option lo[] = {
         {"model", 1, 0, O_MODEL}, {"models", 1, 0, O_MODEL}, {"batch", 1, 0, O_BATCH}, {"threads", 1, 0, O_THREADS},
         {"steps", 1, 0, O_STEPS}, {"warmup", 1, 0, O_WARMUP}, {"patch", 1, 0, O_PATCH}, {"max-memory", 1, 0, O_MAXMEM},
+        {"train-only", 0, 0, O_TRAINONLY},
         {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
     optind = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
         if (ch == O_MODEL) { models = optarg; continue; }
+        if (ch == O_TRAINONLY) { g_train_only = 1; continue; }
         if (ch == O_MAXMEM) { if (cli_max_memory("bench train", optarg)) return 2; continue; }
         if (ch == 'h' || ch == O_HELP) { usage(stdout); return 0; }
         if (ch < O_BATCH || ch > O_PATCH) { fprintf(stderr, "(attnlab bench train --help lists the options)\n"); return 2; }

@@ -10,6 +10,7 @@
 #   BENCH_SEQ_BUCKETS=1-10,11-20,21-40,41-80,81-
 #                                  sequence tables: alternating repetitions, models of each table (empty:
 #                                  skip that table), length buckets
+#   BENCH_PROFILE=0                skip the per-op profile after the image-training table (scripts/profile.sh)
 #   BENCH_PEER_UNFOLD=0            skip PyTorch's local-unfold (on a loaded machine it runs at a few img/s)
 # Image training: for each model, attnlab and the peer alternate (attnlab, torch, attnlab, torch, ...)
 # BENCH_REPS times each, and one table reports the medians (this machine is shared and noisy).
@@ -148,6 +149,16 @@ done
 grep -m1 "gemm" "$tmp/al.err" 2>/dev/null | sed 's/^attnlab bench train: /paths: /'
 rm -rf "$tmp"
 echo
+# Where each model's training step spends its CPU time, by op (scripts/profile.sh; needs perf).
+if [ "${BENCH_PROFILE:-1}" != 0 ]; then
+  echo "== where the training step's time goes: scripts/profile.sh (perf record, bench train --train-only)"
+  if command -v perf >/dev/null 2>&1; then
+    ATTNLAB_BIN=$bin PROFILE_THREADS=$threads "$here/scripts/profile.sh" cnn,sa,local,sa-p1 || echo "   (profile.sh failed)"
+  else
+    echo "   (skipped: perf not installed; apt-get install linux-perf)"
+  fi
+  echo
+fi
 fi
 
 # ---------------- sequence models (POS tagging) ----------------

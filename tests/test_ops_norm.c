@@ -246,6 +246,75 @@ static void test_cross_entropy_copies_labels(void **st)
     al_ctx_free(c);
 }
 
+/* ---------------- add + layernorm (fused) ---------------- */
+/* y + 0.3·s, so that both outputs of the fused op carry a gradient */
+static al_tensor *f_add_layernorm(al_ctx *c, al_tensor **t, void *ud)
+{
+    (void)ud;
+    al_tensor *s, *y = al_add_layernorm(c, t[0], t[1], t[2], t[3], 1e-5f, &s);
+    return y ? al_add(c, y, al_scale(c, s, 0.3f)) : NULL;
+}
+
+static void test_add_layernorm_grad(void **st)
+{
+    (void)st;
+    enum { R = 6, C = 9 };
+    float *a = tu_alloc_rand(R * C, 50, -2.f, 2.f), *b = tu_alloc_rand(R * C, 51, -2.f, 2.f);
+    float *g = tu_alloc_rand(C, 52, 0.5f, 1.5f), *be = tu_alloc_rand(C, 53, -1.f, 1.f);
+    tu_input in[4] = {tu_in(a, 1, 2, R, C, 0, 0), tu_in(b, 1, 2, R, C, 0, 0), tu_in(g, 1, 1, C, 0, 0, 0), tu_in(be, 1, 1, C, 0, 0, 0)};
+    TU_GRADCHECK("add_layernorm", f_add_layernorm, NULL, in, 4, GEPS, GTOL);
+    free(a); free(b); free(g); free(be);
+}
+
+/* The fused op against al_add then al_layernorm: the sum, the output and every gradient bit for bit,
+ * above the rows' parallel threshold, on 1 and 2 threads, and with a and b the same tensor (x + x). */
+static void test_add_layernorm_same_bits(void **st)
+{
+    (void)st;
+    enum { R = 700, C = 64 };
+    float *a = tu_alloc_rand(R * C, 60, -2.f, 2.f), *b = tu_alloc_rand(R * C, 61, -2.f, 2.f);
+    float *g = tu_alloc_rand(C, 62, 0.5f, 1.5f), *be = tu_alloc_rand(C, 63, -1.f, 1.f), *dy = tu_alloc_rand(R * C, 64, -1.f, 1.f);
+    const int t0 = al_threads();
+    for (int th = 1; th <= 2; th++)
+        for (int same = 0; same < 2; same++) {
+            al_set_threads(th);
+            float *res[2][6];
+            for (int fused = 0; fused < 2; fused++) {
+                al_ctx *c = al_ctx_new(1);
+                al_tensor *ta = al_wrap(c, a, 2, (int[]){R, C}), *tb = same ? ta : al_wrap(c, b, 2, (int[]){R, C});
+                al_tensor *tg = al_wrap(c, g, 1, (int[]){C}), *tbe = al_wrap(c, be, 1, (int[]){C});
+                ta->requires_grad = tb->requires_grad = tg->requires_grad = tbe->requires_grad = 1;
+                al_tensor *s, *y;
+                if (fused) y = al_add_layernorm(c, ta, tb, tg, tbe, 1e-5f, &s);
+                else { s = al_add(c, ta, tb); y = al_layernorm(c, s, tg, tbe, 1e-5f); }
+                assert_non_null(y);
+                al_tensor *l = al_add(c, y, al_scale(c, s, 0.5f));   /* the sum is also used, as the residual is */
+                memcpy(al_grad(c, l), dy, sizeof(float) * R * C);
+                assert_int_equal(al_backward_run(c), AL_OK);
+                const float *outs[6] = {s->data, y->data, ta->grad, tb->grad, tg->grad, tbe->grad};
+                const size_t ns[6] = {R * C, R * C, R * C, R * C, C, C};
+                for (int k = 0; k < 6; k++) {
+                    res[fused][k] = malloc(ns[k] * sizeof(float));
+                    memcpy(res[fused][k], outs[k], ns[k] * sizeof(float));
+                }
+                al_ctx_free(c);
+            }
+            const size_t ns[6] = {R * C, R * C, R * C, R * C, C, C};
+            for (int k = 0; k < 6; k++) {
+                assert_memory_equal(res[0][k], res[1][k], ns[k] * sizeof(float));
+                free(res[0][k]); free(res[1][k]);
+            }
+        }
+    al_set_threads(t0);
+    al_ctx *c = al_ctx_new(1);
+    al_tensor *s, *x = al_zeros(c, 2, (int[]){4, 6}), *z = al_zeros(c, 2, (int[]){4, 5});
+    assert_null(al_add_layernorm(c, x, z, NULL, NULL, 1e-5f, &s));
+    assert_null(s);
+    assert_non_null(strstr(al_ctx_error(c), "add_layernorm: shapes differ"));
+    al_ctx_free(c);
+    free(a); free(b); free(g); free(be); free(dy);
+}
+
 /* Backward results do not depend on the thread count: layernorm's dγ/dβ are reduced over
  * fixed row chunks, softmax and cross-entropy rows are owned by one thread. Bitwise check. */
 static void test_norm_backward_thread_invariant(void **st)
@@ -293,6 +362,8 @@ int main(void)
         cmocka_unit_test(test_layernorm_forward),
         cmocka_unit_test(test_layernorm_grad),
         cmocka_unit_test(test_layernorm_errors),
+        cmocka_unit_test(test_add_layernorm_grad),
+        cmocka_unit_test(test_add_layernorm_same_bits),
         cmocka_unit_test(test_softmax_forward),
         cmocka_unit_test(test_softmax_grad),
         cmocka_unit_test(test_log_softmax_grad),

@@ -36,6 +36,9 @@ void al_layernorm_rows(const float *x, const float *gamma, const float *beta, fl
                        float *mean, float *rstd, int64_t rows, int n, float eps);
 void al_layernorm_rows_ref(const float *x, const float *gamma, const float *beta, float *y,
                            float *mean, float *rstd, int64_t rows, int n, float eps);
+/* s = a + b and y = layernorm(s) in one pass over the rows; the same bits as the two calls. */
+void al_add_layernorm_rows(const float *a, const float *b, float *s, const float *gamma, const float *beta, float *y,
+                           float *mean, float *rstd, int64_t rows, int n, float eps);
 
 /* conv2d forward: x (B,C,H,W), w (O,C,KH,KW), b (O) or NULL → y (B,O,Ho,Wo). */
 void al_conv2d_fwd(const float *x, const float *w, const float *b, float *y,

@@ -45,6 +45,10 @@ al_tensor *al_dropout(al_ctx *c, al_tensor *x, float p);         /* inverted; id
 
 /* ---- normalisation, softmax, loss (all over the last dimension) ---- */
 al_tensor *al_layernorm(al_ctx *c, al_tensor *x, al_tensor *gamma, al_tensor *beta, float eps);
+/* y = layernorm(a + b) with the sum returned in *sum (the residual of a pre-LN block): one pass over the
+ * rows instead of two, the same bits and gradients as al_add then al_layernorm. */
+al_tensor *al_add_layernorm(al_ctx *c, al_tensor *a, al_tensor *b, al_tensor *gamma, al_tensor *beta, float eps,
+                            al_tensor **sum);
 al_tensor *al_softmax(al_ctx *c, al_tensor *x);
 al_tensor *al_log_softmax(al_ctx *c, al_tensor *x);
 /* logits (B, C), labels[B] in [0, C); mask[B] (1 = row counts) or NULL.

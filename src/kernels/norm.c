@@ -117,6 +117,25 @@ void al_log_softmax_rows_ref(const float *x, float *y, int64_t rows, int n)
 }
 
 /* ---------------- layernorm ---------------- */
+/* One row: y = (x − mean)·rstd·γ + β, two-pass variance; mean and rstd stored when asked. */
+static inline void ln_row(const float *xr /* (n) */, const float *gamma /* (n) or NULL */, const float *beta /* (n) or NULL */,
+                          float *yr /* (n) */, float *mean, float *rstd, int n, float inv_n, float eps)
+{
+    float m = row_sum(xr, n) * inv_n;
+    float rs = 1.0f / sqrtf(row_sqdev(xr, m, n) * inv_n + eps);   /* two-pass variance */
+    if (mean) *mean = m;
+    if (rstd) *rstd = rs;
+    if (gamma && beta)
+        for (int i = 0; i < n; i++) yr[i] = (xr[i] - m) * rs * gamma[i] + beta[i];
+    else
+        for (int i = 0; i < n; i++) {
+            float v = (xr[i] - m) * rs;
+            if (gamma) v *= gamma[i];
+            if (beta) v += beta[i];
+            yr[i] = v;
+        }
+}
+
 void al_layernorm_rows(const float *x /* (rows, n) */, const float *gamma /* (n) or NULL */,
                        const float *beta /* (n) or NULL */, float *y /* (rows, n) */,
                        float *mean /* (rows) or NULL */, float *rstd /* (rows) or NULL */,
@@ -124,22 +143,23 @@ void al_layernorm_rows(const float *x /* (rows, n) */, const float *gamma /* (n)
 {
     const float inv_n = 1.0f / (float)n;
     AL_OMP("omp parallel for schedule(static) if (rows * n >= AL_PAR_MIN / 2 && rows > 1)")
+    for (int64_t r = 0; r < rows; r++)
+        ln_row(x + r * n, gamma, beta, y + r * n, mean ? mean + r : NULL, rstd ? rstd + r : NULL, n, inv_n, eps);
+}
+
+/* s = a + b, then y = layernorm(s), row by row: the row is normalised while it is still in L1. The
+ * same operations as al_layernorm_rows on a finished s, so the same bits. */
+void al_add_layernorm_rows(const float *a /* (rows, n) */, const float *b /* (rows, n) */, float *s /* (rows, n) */,
+                           const float *gamma /* (n) or NULL */, const float *beta /* (n) or NULL */, float *y /* (rows, n) */,
+                           float *mean /* (rows) or NULL */, float *rstd /* (rows) or NULL */, int64_t rows, int n, float eps)
+{
+    const float inv_n = 1.0f / (float)n;
+    AL_OMP("omp parallel for schedule(static) if (rows * n >= AL_PAR_MIN / 2 && rows > 1)")
     for (int64_t r = 0; r < rows; r++) {
-        const float *xr = x + r * n;
-        float *yr = y + r * n;
-        float m = row_sum(xr, n) * inv_n;
-        float rs = 1.0f / sqrtf(row_sqdev(xr, m, n) * inv_n + eps);   /* two-pass variance */
-        if (mean) mean[r] = m;
-        if (rstd) rstd[r] = rs;
-        if (gamma && beta)
-            for (int i = 0; i < n; i++) yr[i] = (xr[i] - m) * rs * gamma[i] + beta[i];
-        else
-            for (int i = 0; i < n; i++) {
-                float v = (xr[i] - m) * rs;
-                if (gamma) v *= gamma[i];
-                if (beta) v += beta[i];
-                yr[i] = v;
-            }
+        const float *ar = a + r * n, *br = b + r * n;
+        float *sr = s + r * n;
+        for (int i = 0; i < n; i++) sr[i] = ar[i] + br[i];
+        ln_row(sr, gamma, beta, y + r * n, mean ? mean + r : NULL, rstd ? rstd + r : NULL, n, inv_n, eps);
     }
 }
 

@@ -76,11 +76,18 @@ al_tensor *al__block_forward_drop(al_ctx *c, const al_block_params *p, const al_
     o = al_merge_heads(c, o);
     if (lean_keep(c, lean, m0, &o, 1)) return NULL;
     o = al_linear(c, o, p->proj_w, p->proj_b);                                  /* (…,N,D) */
-    x = al_add(c, x, al_dropout(c, o, drop));
-    if (lean_keep(c, lean, m0, &x, 1)) return NULL;
-    m1 = al_ctx_mark(c);
-    h = al_linear(c, al_layernorm(c, x, p->ln2_w, p->ln2_b, 1e-5f), p->fc1_w, p->fc1_b);   /* (…,N,hidden) */
-    if (lean_keep(c, lean, m1, &h, 1)) return NULL;
+    if (lean) {   /* the residual moves down before the layer norm's temporaries start */
+        x = al_add(c, x, al_dropout(c, o, drop));
+        if (lean_keep(c, lean, m0, &x, 1)) return NULL;
+        m1 = al_ctx_mark(c);
+        h = al_linear(c, al_layernorm(c, x, p->ln2_w, p->ln2_b, 1e-5f), p->fc1_w, p->fc1_b);   /* (…,N,hidden) */
+        if (lean_keep(c, lean, m1, &h, 1)) return NULL;
+    } else {      /* x + o and its layer norm in one pass: the same bits */
+        al_tensor *s;
+        h = al_add_layernorm(c, x, al_dropout(c, o, drop), p->ln2_w, p->ln2_b, 1e-5f, &s);
+        x = s;
+        h = al_linear(c, h, p->fc1_w, p->fc1_b);                                /* (…,N,hidden) */
+    }
     h = al_gelu(c, h);
     if (lean_keep(c, lean, m1, &h, 1)) return NULL;
     al_tensor *y = al_add(c, x, al_dropout(c, al_linear(c, h, p->fc2_w, p->fc2_b), drop));   /* (…,N,D) */

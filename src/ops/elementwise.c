@@ -21,6 +21,13 @@ static void add_backward(al_ctx *c, void *p)
     for (int k = 0; k < 2; k++) {
         al_tensor *t = k ? nd->b : nd->a;
         if (!t->requires_grad) continue;
+        if (!t->grad && nd->y->grad == dy) {
+            /* The first input without a gradient takes dy's buffer as it is: y is this entry's output, so
+             * nobody reads its gradient after this backward (al_backward_run would free it now). The
+             * same values as the copy below, one pass over the tensor less. */
+            t->grad = nd->y->grad; nd->y->grad = NULL;
+            continue;
+        }
         int fresh;                                 /* a fresh gradient is a copy of dy: no zeroing */
         float *d = al_grad_for_write(c, t, &fresh);
         if (!d) return;
@@ -79,6 +86,13 @@ static al_tensor *binary(al_ctx *c, al_tensor *a, al_tensor *b, int mul)
     return y;
 }
 al_tensor *al_add(al_ctx *c, al_tensor *a, al_tensor *b) { return binary(c, a, b, 0); }
+int al__add_record(al_ctx *c, al_tensor *a, al_tensor *b, al_tensor *y)
+{
+    if (!(al__wants_grad(c, a) || al__wants_grad(c, b))) return 1;
+    bin_node *nd = al__node_new(c, sizeof *nd);
+    if (nd) { nd->a = a; nd->b = b; nd->y = y; }
+    return al__record(c, y, add_backward, nd);
+}
 al_tensor *al_mul(al_ctx *c, al_tensor *a, al_tensor *b) { return binary(c, a, b, 1); }
 
 /* ======================= scale ======================= */

@@ -126,31 +126,67 @@ static void layernorm_backward(al_ctx *c, void *p)
     }
 }
 
-al_tensor *al_layernorm(al_ctx *c, al_tensor *x, al_tensor *gamma, al_tensor *beta, float eps)
+static al_tensor *ln_check(al_ctx *c, const char *op, al_tensor *x, al_tensor *gamma, al_tensor *beta, float eps)
 {
-    if (!x || !al_ok(c)) return NULL;
     char b1[64], b2[64];
     const int n = x->shape[x->ndim - 1];
     if (gamma && !(gamma->ndim == 1 && gamma->shape[0] == n))
-        return al_fail(c, "layernorm: gamma %s must be (%d) for x %s", al_shape_str(gamma, b1, sizeof b1), n, al_shape_str(x, b2, sizeof b2));
+        return al_fail(c, "%s: gamma %s must be (%d) for x %s", op, al_shape_str(gamma, b1, sizeof b1), n, al_shape_str(x, b2, sizeof b2));
     if (beta && !(beta->ndim == 1 && beta->shape[0] == n))
-        return al_fail(c, "layernorm: beta %s must be (%d) for x %s", al_shape_str(beta, b1, sizeof b1), n, al_shape_str(x, b2, sizeof b2));
+        return al_fail(c, "%s: beta %s must be (%d) for x %s", op, al_shape_str(beta, b1, sizeof b1), n, al_shape_str(x, b2, sizeof b2));
     if (!(eps >= 0.f))
-        return al_fail(c, "layernorm: eps must be >= 0, got %g", (double)eps);
+        return al_fail(c, "%s: eps must be >= 0, got %g", op, (double)eps);
+    return x;
+}
+
+static int ln_record(al_ctx *c, al_tensor *x, al_tensor *gamma, al_tensor *beta, al_tensor *y, float *mean, float *rstd)
+{
+    if (!(c->grad_enabled && (x->requires_grad || (gamma && gamma->requires_grad) || (beta && beta->requires_grad)))) return 1;
+    ln_node *nd = al__node_new(c, sizeof *nd);
+    if (!nd) return 0;
+    nd->x = x; nd->gamma = gamma; nd->beta = beta; nd->y = y;
+    nd->mean = mean; nd->rstd = rstd; nd->rows = x->numel / x->shape[x->ndim - 1]; nd->n = x->shape[x->ndim - 1];
+    y->requires_grad = 1;
+    al_tape_push_out(c, layernorm_backward, nd, y);
+    return al_ok(c);
+}
+
+al_tensor *al_layernorm(al_ctx *c, al_tensor *x, al_tensor *gamma, al_tensor *beta, float eps)
+{
+    if (!x || !al_ok(c) || !ln_check(c, "layernorm", x, gamma, beta, eps)) return NULL;
+    const int n = x->shape[x->ndim - 1];
     const int64_t rows = x->numel / n;
     al_tensor *y = al_new(c, x->ndim, x->shape);                /* (..., C) */
     float *mean = scratch(c, rows), *rstd = scratch(c, rows);   /* (rows) */
     if (!y || !mean || !rstd) return NULL;
     al_layernorm_rows(x->data, gamma ? gamma->data : NULL, beta ? beta->data : NULL, y->data,
                       mean, rstd, rows, n, eps);
-    if (c->grad_enabled && (x->requires_grad || (gamma && gamma->requires_grad) || (beta && beta->requires_grad))) {
-        ln_node *nd = al__node_new(c, sizeof *nd);
-        if (!nd) return NULL;
-        nd->x = x; nd->gamma = gamma; nd->beta = beta; nd->y = y;
-        nd->mean = mean; nd->rstd = rstd; nd->rows = rows; nd->n = n;
-        y->requires_grad = 1;
-        al_tape_push_out(c, layernorm_backward, nd, y);
+    return ln_record(c, x, gamma, beta, y, mean, rstd) ? y : NULL;
+}
+
+al_tensor *al_add_layernorm(al_ctx *c, al_tensor *a, al_tensor *b, al_tensor *gamma, al_tensor *beta, float eps,
+                            al_tensor **sum)
+{
+    *sum = NULL;
+    if (!a || !b || !al_ok(c)) return NULL;
+    if (!al_same_shape(a, b)) {
+        char b1[64], b2[64];
+        return al_fail(c, "add_layernorm: shapes differ: %s vs %s", al_shape_str(a, b1, sizeof b1), al_shape_str(b, b2, sizeof b2));
     }
+    if (!ln_check(c, "add_layernorm", a, gamma, beta, eps)) return NULL;
+    const int n = a->shape[a->ndim - 1];
+    const int64_t rows = a->numel / n;
+    al_tensor *s = al_new(c, a->ndim, a->shape);                /* (..., C) the sum */
+    if (!s) return NULL;
+    /* the sum's tape entry first, as al_add would push it: the backward runs in the same order */
+    if (!al__add_record(c, a, b, s)) return NULL;
+    al_tensor *y = al_new(c, a->ndim, a->shape);                /* (..., C) */
+    float *mean = scratch(c, rows), *rstd = scratch(c, rows);   /* (rows) */
+    if (!y || !mean || !rstd) return NULL;
+    al_add_layernorm_rows(a->data, b->data, s->data, gamma ? gamma->data : NULL, beta ? beta->data : NULL, y->data,
+                          mean, rstd, rows, n, eps);
+    if (!ln_record(c, s, gamma, beta, y, mean, rstd)) return NULL;
+    *sum = s;
     return y;
 }
 

@@ -28,6 +28,10 @@ static inline int al__record(al_ctx *c, al_tensor *y, al_backward_fn fn, void *n
     return al_ok(c);
 }
 
+/* The tape entry of y = a + b (elementwise.c), for the fused ops that compute the sum themselves; 1 when
+ * recorded or not needed, 0 on failure. */
+int al__add_record(al_ctx *c, al_tensor *a, al_tensor *b, al_tensor *y);
+
 /* al_linear's arithmetic on raw arrays, shared with the fused al_linear_qkv (shape.c) so both give the same
  * bits (linalg.c; each counts its FLOPs as "linear"):
  * forward  y (rows, out) = x (rows, in) · Wᵀ + b, the bias rows written first, then the GEMM with beta 1;
@@ -36,15 +40,20 @@ void al__linear_fwd(const float *x, const float *w, const float *b, float *y, in
 void al__linear_bwd(const float *dy, const float *x, const float *w, float *dx, int fresh, float *dw, float *db,
                     int rows, int in, int out);
 
-/* db[j] += Σ_r d[r, j] (bias gradients): threads own blocks of AL__COLSUM_COLS columns and sum the
- * rows in order, so the result does not depend on the thread count. */
+/* db[j] += Σ_r d[r, j] (bias gradients): threads own blocks of columns (multiples of 16, at most
+ * AL__COLSUM_COLS, at least as many blocks as threads when the columns allow) and every column sums its
+ * rows in row order, so the result does not depend on the thread count or on the block width. */
 #define AL__COLSUM_COLS 256
 static inline void al__colsum_acc(const float *d /* (rows, n) */, float *db /* (n) */, int64_t rows, int64_t n)
 {
-    const int64_t nblk = (n + AL__COLSUM_COLS - 1) / AL__COLSUM_COLS;
+    const int64_t nt = al_threads() > 0 ? al_threads() : 1;
+    int64_t w = (n + nt - 1) / nt;
+    w = (w + 15) / 16 * 16;
+    if (w > AL__COLSUM_COLS) w = AL__COLSUM_COLS;
+    const int64_t nblk = (n + w - 1) / w;
     AL_OMP("omp parallel for schedule(static) if (rows * n >= AL_PAR_MIN && nblk > 1)")
     for (int64_t bk = 0; bk < nblk; bk++) {
-        const int64_t j0 = bk * AL__COLSUM_COLS, j1 = j0 + AL__COLSUM_COLS < n ? j0 + AL__COLSUM_COLS : n;
+        const int64_t j0 = bk * w, j1 = j0 + w < n ? j0 + w : n;
         float acc[AL__COLSUM_COLS];
         for (int64_t j = j0; j < j1; j++) acc[j - j0] = 0.f;
         for (int64_t r = 0; r < rows; r++) {
