@@ -191,6 +191,46 @@ static void test_inside_parallel_region(void **st)
     free(A); free(B); free(C); free(S); free(R);
 }
 
+/* al_gemm_bias against filling C's rows with the bias and al_gemm with beta 1 (what al_linear did before):
+ * the same bits for every path the shape takes (full and edge tiles, narrow N, the transposes, the dot path
+ * of a long K and a tiny side, the long-K partials, K = 0 and alpha = 0), on 1 and 2 threads; NaN in C
+ * beforehand must not leak (C is not read); padding columns untouched. */
+static void test_gemm_bias_same_bits(void **st)
+{
+    (void)st;
+    static const int shapes[][3] = {{1, 1, 1}, {13, 33, 7}, {12, 32, 64}, {100, 64, 64}, {257, 192, 64}, {77, 16, 40},
+                                    {9, 5, 3}, {8, 16, 2048}, {64, 64, 12544}, {30, 20, 0}, {700, 256, 64}};
+    const int t0 = al_threads();
+    for (int th = 1; th <= 2; th++) {
+        al_set_threads(th);
+        for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+            for (int tr = 0; tr < 4; tr++)
+                for (int za = 0; za < 2; za++) {
+                    const int M = shapes[si][0], N = shapes[si][1], K = shapes[si][2], ta = tr & 1, tb = tr >> 1, pad = 3;
+                    const float alpha = za ? 0.f : 0.75f;
+                    const int ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
+                    const int lda = ac + pad, ldb = bc + pad, ldc = N + pad;
+                    float *A = tu_alloc_rand((int64_t)(ar ? ar : 1) * lda, 7 + M, -1.f, 1.f);
+                    float *B = tu_alloc_rand((int64_t)(br ? br : 1) * ldb, 8 + N, -1.f, 1.f);
+                    float *bias = tu_alloc_rand(N, 9 + K, -1.f, 1.f);
+                    float *C = malloc((size_t)M * ldc * sizeof(float)), *R = malloc((size_t)M * ldc * sizeof(float));
+                    assert_non_null(C); assert_non_null(R);
+                    for (int64_t i = 0; i < (int64_t)M * ldc; i++) { C[i] = NAN; R[i] = 12345.f; }
+                    for (int i = 0; i < M; i++) {
+                        for (int j = N; j < ldc; j++) C[(size_t)i * ldc + j] = 12345.f;
+                        memcpy(R + (size_t)i * ldc, bias, (size_t)N * sizeof(float));
+                    }
+                    al_gemm_bias(ta, tb, M, N, K, alpha, A, lda, B, ldb, bias, C, ldc);
+                    al_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, 1.0f, R, ldc);
+                    if (memcmp(C, R, (size_t)M * ldc * sizeof(float)))
+                        fail_msg("al_gemm_bias differs from bias rows + al_gemm: ta=%d tb=%d %dx%dx%d alpha %g, %d threads",
+                                 ta, tb, M, N, K, (double)alpha, th);
+                    free(A); free(B); free(bias); free(C); free(R);
+                }
+    }
+    al_set_threads(t0);
+}
+
 static void test_backend_names(void **st)
 {
     (void)st;
@@ -209,6 +249,7 @@ int main(void)
         cmocka_unit_test(test_long_k_split),
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_inside_parallel_region),
+        cmocka_unit_test(test_gemm_bias_same_bits),
         cmocka_unit_test(test_backend_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

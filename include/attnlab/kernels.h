@@ -14,6 +14,11 @@ void al_gemm(int ta, int tb, int M, int N, int K, float alpha,
              const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc);
 void al_gemm_ref(int ta, int tb, int M, int N, int K, float alpha,
                  const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc);
+/* C (M,N) = alpha · op(A) · op(B) + bias, bias (N) added to every row (a linear layer's forward): the same
+ * bits as filling C's rows with bias and calling al_gemm with beta = 1, without writing and re-reading C
+ * first (the micro-kernel adds bias where it would have loaded C). */
+void al_gemm_bias(int ta, int tb, int M, int N, int K, float alpha,
+                  const float *A, int lda, const float *B, int ldb, const float *bias, float *C, int ldc);
 /* Same as al_gemm but never spawns threads (for use inside a parallel loop). */
 void al_gemm_serial(int ta, int tb, int M, int N, int K, float alpha,
                     const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc);

@@ -190,7 +190,8 @@ enum { B_PACKED = 0, B_ROWS = 1 };                /* b(k,j) = b[k·nrk + j] | b[
 static inline __attribute__((always_inline)) void
 kernel_body(const int mrk, const int nvk, const int amode, const int bmode, int kc,
             const float *restrict a, int lda, const float *restrict b, int ldb,
-            float *restrict c /* (mr, nr), ldc */, int ldc, int mr, int nr, float alpha, float beta, int first)
+            float *restrict c /* (mr, nr), ldc */, int ldc, int mr, int nr, float alpha, float beta, int first,
+            const float *restrict bias /* (nr) or NULL */)
 {
     const int nrk = nvk * AL_VL;
     const size_t astep = amode == A_PACKED ? (size_t)mrk : amode == A_TRANS ? (size_t)lda : 1;
@@ -226,7 +227,7 @@ kernel_body(const int mrk, const int nvk, const int amode, const int bmode, int 
                 float *p = c + (size_t)i * ldc + v * AL_VL;
                 al_vf t = al_v_mul(va, acc[i][v]);
                 if (!first) t = al_v_add(al_v_load(p), t);
-                else if (beta != 0.f) t = al_v_add(t, al_v_mul(vb, al_v_load(p)));
+                else if (beta != 0.f) t = al_v_add(t, al_v_mul(vb, al_v_load(bias ? bias + v * AL_VL : p)));
                 al_v_store(p, t);
             }
         return;
@@ -241,17 +242,19 @@ kernel_body(const int mrk, const int nvk, const int amode, const int bmode, int 
         for (int j = 0; j < nr; j++) {
             float *p = c + (size_t)i * ldc + j, t = tmp[i * nrk + j];
             if (!first) t = *p + t;
-            else if (beta != 0.f) t = t + beta * *p;
+            else if (beta != 0.f) t = t + beta * (bias ? bias[j] : *p);
             *p = t;
         }
 }
 
+/* bias (NULL or the tile's nr columns of a row vector): what the first K block adds (times beta) in place
+ * of C's old values, as if every row of C held it. */
 typedef void (*kern_fn)(int kc, const float *a, int lda, const float *b, int ldb, float *c, int ldc,
-                        int mr, int nr, float alpha, float beta, int first);
+                        int mr, int nr, float alpha, float beta, int first, const float *bias);
 #define KERNEL(NAME, MRK, NVK, AMODE, BMODE) \
     static void NAME(int kc, const float *a, int lda, const float *b, int ldb, float *c, int ldc, \
-                     int mr, int nr, float alpha, float beta, int first) \
-    { kernel_body(MRK, NVK, AMODE, BMODE, kc, a, lda, b, ldb, c, ldc, mr, nr, alpha, beta, first); }
+                     int mr, int nr, float alpha, float beta, int first, const float *bias) \
+    { kernel_body(MRK, NVK, AMODE, BMODE, kc, a, lda, b, ldb, c, ldc, mr, nr, alpha, beta, first, bias); }
 KERNEL(kw_pp, MR, NV, A_PACKED, B_PACKED)
 KERNEL(kw_rp, MR, NV, A_ROWS, B_PACKED)
 KERNEL(kw_tp, MR, NV, A_TRANS, B_PACKED)
@@ -383,13 +386,23 @@ static size_t ws_floats(int N, int K)
     return (size_t)kc * MRX + (size_t)kc * ceil_div(nc, NR) * NR;
 }
 
-/* Requires M, N, K >= 1 and ws of ws_floats(N, K) floats (64-byte aligned). */
+/* C rows = the row vector bias (N). */
+static void fill_rows(int M, int N, const float *bias, float *C, int ldc)
+{
+    for (int i = 0; i < M; i++) memcpy(C + (size_t)i * ldc, bias, (size_t)N * sizeof(float));
+}
+
+/* Requires M, N, K >= 1 and ws of ws_floats(N, K) floats (64-byte aligned). bias (N) or NULL: C's old
+ * values are not read, every row is taken to hold bias (the same operations, so the same bits). */
 static void gemm_blocked(int ta, int tb, int M, int N, int K, float alpha,
                          const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc,
-                         float *ws)
+                         const float *bias, float *ws)
 {
 #if HAVE_DOT
-    if (use_dot(ta, tb, M, N, K) && gemm_dot(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc) == 0) return;
+    if (use_dot(ta, tb, M, N, K)) {
+        if (bias) { fill_rows(M, N, bias, C, ldc); bias = NULL; }
+        if (gemm_dot(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc) == 0) return;
+    }
 #endif
     const int kcb = kc_of(K);
     const int narrow = HAVE_NARROW && N <= AL_VL, nrk = narrow ? AL_VL : NR;
@@ -423,7 +436,7 @@ static void gemm_blocked(int ta, int tb, int M, int N, int K, float alpha,
                     const int nr = imin(nrk, nc - jr), bd = bdirect && jr < nfull;
                     const float *b = bd ? b0 + jr : bdirect ? bp : bp + (size_t)(jr / nrk) * kc * nrk;
                     kernels[narrow][am][bd](kc, a, lda, b, ldb, C + (size_t)ir * ldc + jc + jr, ldc,
-                                            mr, nr, alpha, beta, first);
+                                            mr, nr, alpha, beta, first, bias ? bias + jc + jr : NULL);
                 }
             }
         }
@@ -509,11 +522,14 @@ static int plan_parts(int M, int N, int K, int nthreads, part *p, int maxp, int 
     return n;
 }
 
-/* attnlab's kernel on nthreads threads (1: no threads spawned). */
+/* attnlab's kernel on nthreads threads (1: no threads spawned). bias: see gemm_blocked; the paths that
+ * do not take it (no product, the long-K partials, out of memory) fill C's rows with it first. */
 static void gemm_own(int ta, int tb, int M, int N, int K, float alpha,
-                     const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc, int nthreads)
+                     const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc,
+                     const float *bias, int nthreads)
 {
     if (M <= 0 || N <= 0) return;
+    if (bias && (K <= 0 || alpha == 0.f || ksplit_chunks(M, N, K))) { fill_rows(M, N, bias, C, ldc); bias = NULL; }
     if (K <= 0 || alpha == 0.f) { scale_c(M, N, beta, C, ldc); return; }
     if ((double)M * N * K < 1048576.0) nthreads = 1;   /* < 2 MFLOP (~10 us): not worth a fork-join */
     enum { MAXP = 64 };
@@ -528,8 +544,11 @@ static void gemm_own(int ta, int tb, int M, int N, int K, float alpha,
     if (!ks && np == 1) {   /* one part (every al_gemm_serial call): the loop below with no OpenMP region,
                                whose set-up costs as much as a small product even when inactive */
         float *ws = ws_thread(wsn);
-        if (ws) gemm_blocked(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ws);
-        else al_gemm_ref(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        if (ws) gemm_blocked(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, ws);
+        else {
+            if (bias) fill_rows(M, N, bias, C, ldc);
+            al_gemm_ref(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        }
         return;
     }
     int failed = 0;
@@ -541,13 +560,14 @@ static void gemm_own(int ta, int tb, int M, int N, int K, float alpha,
         const float *a = ta ? A + (size_t)q.k0 * lda + q.i0 : A + (size_t)q.i0 * lda + q.k0;
         const float *b = tb ? B + (size_t)q.j0 * ldb + q.k0 : B + (size_t)q.k0 * ldb + q.j0;
         if (ks)
-            gemm_blocked(ta, tb, M, N, q.k1 - q.k0, alpha, a, lda, b, ldb, 0.f, part_c + (size_t)t * M * N, N, ws);
+            gemm_blocked(ta, tb, M, N, q.k1 - q.k0, alpha, a, lda, b, ldb, 0.f, part_c + (size_t)t * M * N, N, NULL, ws);
         else
             gemm_blocked(ta, tb, q.i1 - q.i0, q.j1 - q.j0, K, alpha, a, lda, b, ldb, beta,
-                         C + (size_t)q.i0 * ldc + q.j0, ldc, ws);
+                         C + (size_t)q.i0 * ldc + q.j0, ldc, bias ? bias + q.j0 : NULL, ws);
     }
     if (failed) {                                /* out of memory: C may be half-written; recompute */
         free(part_c);
+        if (bias) fill_rows(M, N, bias, C, ldc);
         al_gemm_ref(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }
@@ -578,19 +598,25 @@ static int in_parallel(void)
 void al_gemm_attnlab(int ta, int tb, int M, int N, int K, float alpha,
                      const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc)
 {
-    gemm_own(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, in_parallel() ? 1 : al_threads());
+    gemm_own(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, NULL, in_parallel() ? 1 : al_threads());
 }
 
 void al_gemm_serial(int ta, int tb, int M, int N, int K, float alpha,
                     const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc)
 {
-    gemm_own(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, 1);
+    gemm_own(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, NULL, 1);
 }
 
 void al_gemm(int ta, int tb, int M, int N, int K, float alpha,
              const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc)
 {
-    gemm_own(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, in_parallel() ? 1 : al_threads());
+    gemm_own(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, NULL, in_parallel() ? 1 : al_threads());
+}
+
+void al_gemm_bias(int ta, int tb, int M, int N, int K, float alpha,
+                  const float *A, int lda, const float *B, int ldb, const float *bias, float *C, int ldc)
+{
+    gemm_own(ta, tb, M, N, K, alpha, A, lda, B, ldb, 1.0f, C, ldc, bias, in_parallel() ? 1 : al_threads());
 }
 
 const char *al_gemm_backend(void)

@@ -34,7 +34,7 @@ int al__add_record(al_ctx *c, al_tensor *a, al_tensor *b, al_tensor *y);
 
 /* al_linear's arithmetic on raw arrays, shared with the fused al_linear_qkv (shape.c) so both give the same
  * bits (linalg.c; each counts its FLOPs as "linear"):
- * forward  y (rows, out) = x (rows, in) · Wᵀ + b, the bias rows written first, then the GEMM with beta 1;
+ * forward  y (rows, out) = x (rows, in) · Wᵀ + b through al_gemm_bias (the bias where the GEMM would load y);
  * backward dx = dy · W (written when fresh, else added), dW += dyᵀ · x, db += Σ_rows dy; NULL: not wanted. */
 void al__linear_fwd(const float *x, const float *w, const float *b, float *y, int rows, int in, int out);
 void al__linear_bwd(const float *dy, const float *x, const float *w, float *dx, int fresh, float *dw, float *db,
