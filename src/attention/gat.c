@@ -20,11 +20,10 @@
 static size_t gat_scratch(int maxdeg) { return ((size_t)maxdeg + 2) * HV; }
 
 
-/* dst (B,N,X,H) row r = b·N + i from src (B,H,N,X): the X features of every head of node i. */
-static inline void heads_inner(const float *restrict src /* (B,H,N,X) */, float *restrict dst /* (B,N,X,H) */, int H, int N, int X, int64_t r)
+/* o (X,H) = row r = b·N + i of src (B,H,N,X) heads innermost: the X features of every head of node i. */
+static inline void heads_inner(const float *restrict src /* (B,H,N,X) */, float *restrict o /* (X,H) */, int H, int N, int X, int64_t r)
 {
     const int64_t b = r / N, i = r % N;
-    float *o = dst + r * X * H;
     for (int h = 0; h < H; h++) {
         const float *s = src + ((b * H + h) * N + i) * X;
         for (int x = 0; x < X; x++) o[(int64_t)x * H + h] = s[x];
@@ -64,15 +63,15 @@ void al__attn_gat_forward(attn_node *nd, const float *q /* (B,H,N,D) */, const f
     const int N = g->N, D = g->D, Dv = g->Dv, H = g->H, nch = (H + HV - 1) / HV;
     const int64_t rows = (int64_t)g->B * N, slots = g->slots;
     const int64_t *qptr = nd->qptr; const int *key = nd->key;
-    float *vt = nd->vt, *qt = nd->qt, *kt = nd->kt, *P = nd->P, *sq = nd->sq, *sk = nd->sk;
+    float *vt = nd->vt, *qt = nd->qt, *kt = nd->kt, *P = nd->P, *sq = nd->sq, *sk = nd->sk, *ms = nd->ms;
     const gat_steps st = gat_keep_steps(g);
     AL_OMP("omp parallel num_threads(nd->nthr) if ((rows + g->B * slots) * H * (D + Dv) > AL_PAR_MIN)")
     {
         AL_OMP("omp for schedule(static) nowait")
         for (int64_t r = 0; r < rows; r++) {
-            heads_inner(v, vt, H, N, Dv, r);
-            if (qt != vt) heads_inner(q, qt, H, N, D, r);
-            if (kt != vt && kt != qt) heads_inner(k, kt, H, N, D, r);
+            heads_inner(v, vt + r * Dv * H, H, N, Dv, r);
+            if (qt != vt) heads_inner(q, qt + r * D * H, H, N, D, r);
+            if (kt != vt && kt != qt) heads_inner(k, kt + r * D * H, H, N, D, r);
         }
         /* sq, sk: a separate sweep, so that the masked loads find the copies' scalar stores
          * drained; static schedules of the same count give each thread the rows it copied. */
@@ -114,6 +113,8 @@ void al__attn_gat_forward(attn_node *nd, const float *q /* (B,H,N,D) */, const f
                     sum = al_v16_add(sum, p);
                 }
                 const al_v16 inv = al_v16_recip(sum);
+                al_v16_store(m, ms + r * 2 * H + h0, mx);       /* for the backward's gat_weight */
+                al_v16_store(m, ms + r * 2 * H + H + h0, inv);
                 for (int64_t s = s0; s < s1; s++) {   /* normalise, keep bits; E: the applied weights */
                     const al_v16 p = al_v16_mul(al_v16_ldl(E + (s - s0) * HV), inv);
                     al_v16_store(m, Pb + s * H + h0, p);
@@ -133,8 +134,20 @@ void al__attn_gat_forward(attn_node *nd, const float *q /* (B,H,N,D) */, const f
 
 #define GAT_PARTS 64   /* backward: fixed node chunks whose a_q, a_k gradient partials are added in order */
 
-/* Backward: dO transposed, a pass over queries (dS per slot and head, dsq), then a pass over keys
- * through the transposed lists (dV, dK, dQ of node j, and the a_q/a_k partials of its chunk). */
+/* The weights of HV heads from h0 in slot (query row ri, key row rj): the forward's normalised P,
+ * recomputed with its operations from sq, sk and the row's max and 1/sum (ms), so the same bits. */
+static inline al_v16 gat_weight(const attn_node *nd, al_m16 m, int64_t ri, int64_t rj, int h0)
+{
+    const int H = nd->g.H;
+    const float *mi = nd->ms + ri * 2 * H + h0;
+    al_v16 e = al_v16_add(al_v16_load(m, nd->sq + ri * H + h0), al_v16_load(m, nd->sk + rj * H + h0));
+    e = al_v16_pos_or(e, e, nd->g.slope);
+    return al_v16_mul(al__exp_cephes_v16(al_v16_sub(e, al_v16_load(m, mi))), al_v16_load(m, mi + H));
+}
+
+/* Backward: a pass over queries (dS per slot and head, written over P, and dsq), then a pass over
+ * keys through the transposed lists (dV, dK, dQ of node j, and the a_q/a_k partials of its chunk),
+ * which recomputes the weights P held. */
 void al__attn_gat_backward(al_ctx *c, attn_node *nd)
 {
     const al_attn_cfg *g = &nd->g;
@@ -146,35 +159,34 @@ void al__attn_gat_backward(al_ctx *c, attn_node *nd)
     float *dv = nd->v->requires_grad ? al_grad(c, nd->v) : NULL;
     const int need_a = nd->aq->requires_grad || nd->ak->requires_grad;
     const int nparts = rows < GAT_PARTS ? (int)(rows > 0 ? rows : 1) : GAT_PARTS;
-    float *dot = al_arena_alloc(&c->arena, (size_t)(rows * Dv * H > 0 ? rows * Dv * H : 1) * sizeof(float));   /* (B,N,Dv,H) */
-    float *dS = al_arena_alloc(&c->arena, (size_t)(g->B * slots * H > 0 ? g->B * slots * H : 1) * sizeof(float));   /* (B,slots,H) */
     float *dsq = al_arena_alloc(&c->arena, (size_t)(rows * H > 0 ? rows * H : 1) * sizeof(float));   /* (B,N,H) */
     /* (parts,2,D,chunks,HV): one line per feature, for the same reason as E */
     float *part = need_a ? al_arena_calloc(&c->arena, (size_t)nparts * 2 * D * nch * HV * sizeof(float)) : NULL;
-    float *scr = al_arena_alloc(&c->arena, (size_t)nd->nthr * gat_scratch(nd->maxdeg) * sizeof(float));
-    if (!dot || !dS || !dsq || !scr || (need_a && !part)) { al_fail(c, "attention backward: out of memory"); return; }
+    /* per thread: the lines of E, then query i's dO as (Dv,H) (whole lines) */
+    const size_t per = gat_scratch(nd->maxdeg) + ((size_t)Dv * H + HV - 1) / HV * HV;
+    float *scr = al_arena_alloc(&c->arena, (size_t)nd->nthr * per * sizeof(float));
+    if (!dsq || !scr || (need_a && !part)) { al_fail(c, "attention backward: out of memory"); return; }
     if (!al_ok(c)) return;
     const int64_t *qptr = nd->qptr; const int *key = nd->key;
-    const float *P = nd->P, *sq = nd->sq, *sk = nd->sk, *vt = nd->vt;
+    float *P = nd->P;   /* pass 1 replaces P by dS (B,slots,H), slot by slot, once it has read it */
+    const float *sq = nd->sq, *sk = nd->sk, *vt = nd->vt;
     AL_OMP("omp parallel num_threads(nd->nthr) if ((rows + g->B * slots) * H * (D + Dv) > AL_PAR_MIN)")
     {
-        /* nowait: pass 1 reads the dO rows of its own queries only, which the same static
-         * schedule gave this thread here; pass 2 reads other rows after pass 1's barrier. */
-        AL_OMP("omp for schedule(static) nowait")
-        for (int64_t r = 0; r < rows; r++) heads_inner(dO, dot, H, N, Dv, r);
         /* Pass 1 over queries: dP = dO_i·v_j (dropped as the forward), delta, dS and dsq; dP kept
          * in E (one line per slot, as in the forward) between the two sweeps; pass 2 keeps the
          * weights of a key's slots there. */
-        float *E = scr + (size_t)al__thread_id() * gat_scratch(nd->maxdeg), *lanes = E + (size_t)nd->maxdeg * HV;   /* 2 lines */
+        float *E = scr + (size_t)al__thread_id() * per, *lanes = E + (size_t)nd->maxdeg * HV;   /* 2 lines */
+        float *dot = E + gat_scratch(nd->maxdeg);   /* (Dv,H) */
         AL_OMP("omp for schedule(static)")
         for (int64_t r = 0; r < rows; r++) {
             const int64_t b = r / N, i = r % N, s0 = qptr[i], s1 = qptr[i + 1];
-            const float *Pb = P + b * slots * H, *skb = sk + b * N * H, *vtb = vt + b * N * Dv * H;
-            float *dSb = dS + b * slots * H;
+            const float *skb = sk + b * N * H, *vtb = vt + b * N * Dv * H;
+            float *Pb = P + b * slots * H;
+            heads_inner(dO, dot, H, N, Dv, r);   /* the only dO row this query reads */
             for (int c0 = 0; c0 < nch; c0++) {
                 const int h0 = c0 * HV;
                 const al_m16 m = al_v16_mask(H - h0);
-                const float *doi = dot + r * Dv * H + h0;
+                const float *doi = dot + h0;
                 al_v16 delta = al_v16_zero();
                 for (int64_t s = s0; s < s1; s++) {
                     const float *vj = vtb + (int64_t)key[s] * Dv * H + h0;
@@ -189,7 +201,7 @@ void al__attn_gat_backward(al_ctx *c, attn_node *nd)
                 for (int64_t s = s0; s < s1; s++) {
                     const al_v16 p = al_v16_load(m, Pb + s * H + h0), u = al_v16_add(sqi, al_v16_load(m, skb + (int64_t)key[s] * H + h0));
                     const al_v16 x = al_v16_pos_or(u, al_v16_mul(p, al_v16_sub(al_v16_ldl(E + (s - s0) * HV), delta)), g->slope);
-                    al_v16_store(m, dSb + s * H + h0, x);
+                    al_v16_store(m, Pb + s * H + h0, x);   /* dS */
                     su = al_v16_add(su, x);
                 }
                 al_v16_store(m, dsq + r * H + h0, su);
@@ -201,14 +213,14 @@ void al__attn_gat_backward(al_ctx *c, attn_node *nd)
             float *pq = part ? part + (size_t)pt * 2 * D * nch * HV : NULL, *pk = pq ? pq + (size_t)D * nch * HV : NULL;
             for (int64_t r = rows * pt / nparts; r < rows * (pt + 1) / nparts; r++) {
                 const int64_t b = r / N, j = r % N, t0 = nd->kptr[j], t1 = nd->kptr[j + 1];
-                const float *Pb = P + b * slots * H, *dSb = dS + b * slots * H;
+                const float *dSb = P + b * slots * H;
                 for (int c0 = 0; c0 < nch; c0++) {
                     const int h0 = c0 * HV, hc = H - h0 < HV ? H - h0 : HV;
                     const al_m16 m = al_v16_mask(hc);
                     al_v16 dsk = al_v16_zero();
                     for (int64_t t = t0; t < t1; t++) {   /* E: the applied weights of the key's slots */
                         const int64_t s = nd->kslot[t];
-                        al_v16 w = al_v16_load(m, Pb + s * H + h0);
+                        al_v16 w = gat_weight(nd, m, b * N + nd->kq[t], r, h0);
                         if (g->drop) w = al_v16_keep(nd->keepm[(b * slots + s) * nch + c0], w, g->inv_keep);
                         al_v16_stl(E + (t - t0) * HV, w);
                         dsk = al_v16_add(dsk, al_v16_load(m, dSb + s * H + h0));
@@ -247,7 +259,8 @@ void al__attn_gat_backward(al_ctx *c, attn_node *nd)
     }
 }
 
-/* Scratch of the gat path (arena): transposed inputs, sq/sk, P, the keep bits, a_q/a_k as (D,H). */
+/* Scratch of the gat path (arena): transposed inputs, sq/sk, P, the softmax max and 1/sum, the keep
+ * bits, a_q/a_k as (D,H). */
 int al__attn_gat_setup(al_ctx *c, attn_node *nd)
 {
     const al_attn_cfg *g = &nd->g;
@@ -263,9 +276,10 @@ int al__attn_gat_setup(al_ctx *c, attn_node *nd)
     nd->aqt = al_arena_alloc(a, (size_t)D * H * sizeof(float));
     nd->akt = al_arena_alloc(a, (size_t)D * H * sizeof(float));
     nd->P = al_arena_alloc(a, (size_t)nslot * H * sizeof(float));
+    nd->ms = al_arena_alloc(a, (size_t)rows * 2 * H * sizeof(float));
     nd->keepm = g->drop ? al_arena_alloc(a, (size_t)nslot * nch * sizeof(uint16_t)) : NULL;
     nd->scr = al_arena_alloc(a, (size_t)nd->nthr * gat_scratch(nd->maxdeg) * sizeof(float));
-    if (!nd->scr || !nd->vt || !nd->qt || !nd->kt || !nd->sq || !nd->sk || !nd->aqt || !nd->akt || !nd->P || (g->drop && !nd->keepm)) {
+    if (!nd->scr || !nd->vt || !nd->qt || !nd->kt || !nd->sq || !nd->sk || !nd->aqt || !nd->akt || !nd->P || !nd->ms || (g->drop && !nd->keepm)) {
         al_fail(c, "attention: out of memory");
         return -1;
     }
