@@ -289,10 +289,12 @@ al_tensor *al_gnn_project(al_ctx *c, const al_csr *x /* (N, F) */, const float *
  * b (H·D), act = ELU(alpha) or ReLU: what al_merge_heads, al_add_bcast, al_elu / al_relu and
  * al_dropout compute one after another, with the same arithmetic and the same dropout mask (the
  * same draws of c->dropout_rng in the same order), in one pass and one output. Saved for the
- * backward: the activation output before dropout (N·H·D floats) and the mask (N·H·D bytes). */
+ * backward: the mask (N·H·D bytes); the activation output before dropout is z itself without
+ * dropout, else the backward recomputes it from a and b (the same operations, so the same bits)
+ * rather than keep N·H·D more floats. */
 typedef struct bact_node {
     al_tensor *a, *b, *z;
-    const float *y;            /* (N, H·D) act output before dropout */
+    const float *y;            /* (N, H·D) act output before dropout, or NULL: recomputed */
     const uint8_t *keep;       /* (N, H·D) 1 = kept, or NULL (no dropout) */
     int n, H, D, relu;
     float alpha, scale;
@@ -313,6 +315,15 @@ static inline void bact_grad_row(float *restrict g /* (n) */, const float *restr
 static inline void add_row(float *restrict a /* (n) */, const float *restrict b /* (n) */, int n) { for (int j = 0; j < n; j++) a[j] += b[j]; }
 static inline void copy_row(float *restrict a /* (n) */, const float *restrict b /* (n) */, int n) { for (int j = 0; j < n; j++) a[j] = b[j]; }
 
+static inline void sum_row(float *restrict u /* (n) */, const float *restrict a /* (n) */, const float *restrict b /* (n) */, int n)
+{
+    for (int j = 0; j < n; j++) u[j] = a[j] + b[j];
+}
+static inline void act_row(float *restrict v /* (n) */, const float *restrict u /* (n) */, int n, float alpha, int relu)
+{
+    if (relu) for (int j = 0; j < n; j++) v[j] = u[j] > 0.f ? u[j] : 0.f;
+    else for (int j = 0; j < n; j++) v[j] = u[j] > 0.f ? u[j] : alpha * al__expm1_neg(u[j]);
+}
 static void bact_backward(al_ctx *c, void *p)
 {
     bact_node *nd = p;
@@ -326,18 +337,27 @@ static void bact_backward(al_ctx *c, void *p)
      * column in row order (as al_add_bcast's backward) whatever the thread count. */
     const int nparts = (int64_t)n * HD >= AL_PAR_MIN && nd->nthr > 1 ? (nd->nthr < HD ? nd->nthr : HD) : 1;
     float *acc = al_arena_calloc(&c->arena, (size_t)HD * sizeof(float));              /* (H·D) column sums */
-    float *gbuf = al_arena_alloc(&c->arena, (size_t)nparts * HD * sizeof(float));     /* (parts, H·D) */
+    float *gbuf = al_arena_alloc(&c->arena, (size_t)nparts * 3 * HD * sizeof(float)); /* (parts, 3, H·D) */
     if (!al_ok(c) || !acc || !gbuf) { al_fail(c, "graph activation backward: out of memory (arena)"); return; }
-    const float *y = nd->y, s = nd->scale, alpha = nd->alpha;
+    const float *y = nd->y, *ad = nd->a->data, *bd = nd->b->data, s = nd->scale, alpha = nd->alpha;
     const uint8_t *keep = nd->keep;
     const int relu = nd->relu;
     AL_OMP("omp parallel for schedule(static) num_threads(nparts) if (nparts > 1)")
     for (int part = 0; part < nparts; part++) {
         const int j0 = HD * part / nparts, j1 = HD * (part + 1) / nparts;
-        float *g = gbuf + (size_t)part * HD;        /* (H·D) gradient of the pre-activation, row i */
+        float *g = gbuf + (size_t)part * 3 * HD;    /* (H·D) gradient of the pre-activation, row i */
+        float *u = g + HD, *v = u + HD;             /* (H·D) each: the forward's u and act output, row i */
         for (int i = 0; i < n; i++) {
             const int64_t r = (int64_t)i * HD;
-            bact_grad_row(g + j0, dz + r + j0, y + r + j0, keep ? keep + r + j0 : NULL, j1 - j0, s, alpha, relu);
+            const float *yr = y ? y + r : v;
+            if (!y) {   /* columns j0..j1 of the forward's row i: merged, bias added, activated */
+                for (int h = j0 / D; h * D < j1; h++) {
+                    const int d0 = j0 > h * D ? j0 - h * D : 0, d1 = j1 < (h + 1) * D ? j1 - h * D : D;
+                    sum_row(u + h * D + d0, ad + ((int64_t)h * n + i) * D + d0, bd + h * D + d0, d1 - d0);
+                }
+                act_row(v + j0, u + j0, j1 - j0, alpha, relu);
+            }
+            bact_grad_row(g + j0, dz + r + j0, yr + j0, keep ? keep + r + j0 : NULL, j1 - j0, s, alpha, relu);
             add_row(acc + j0, g + j0, j1 - j0);
             if (da)   /* heads split again: column h·D + d of row i is da[h, i, d] */
                 for (int h = j0 / D; h * D < j1; h++) {
@@ -351,15 +371,6 @@ static void bact_backward(al_ctx *c, void *p)
     if (db) for (int j = 0; j < HD; j++) db[j] += acc[j];
 }
 
-static inline void sum_row(float *restrict u /* (n) */, const float *restrict a /* (n) */, const float *restrict b /* (n) */, int n)
-{
-    for (int j = 0; j < n; j++) u[j] = a[j] + b[j];
-}
-static inline void act_row(float *restrict v /* (n) */, const float *restrict u /* (n) */, int n, float alpha, int relu)
-{
-    if (relu) for (int j = 0; j < n; j++) v[j] = u[j] > 0.f ? u[j] : 0.f;
-    else for (int j = 0; j < n; j++) v[j] = u[j] > 0.f ? u[j] : alpha * al__expm1_neg(u[j]);
-}
 /* z may be v itself (dropout in place) */
 static inline void drop_row(float *z /* (n) */, const float *v /* (n) */, const uint8_t *restrict keep /* (n) */, int n, float s)
 {
@@ -382,8 +393,7 @@ al_tensor *al_gnn_bias_act_dropout(al_ctx *c, al_tensor *a /* (1, H, N, D) or (N
     const int save = al__any_grad(c, a, b, NULL);
     al_tensor *z = al_new(c, 2, (int[]){n, HD});   /* (N, H·D) */
     uint8_t *keep = drop ? al_arena_alloc(&c->arena, (size_t)ne) : NULL;          /* (N, H·D) */
-    float *y = save && drop ? al_arena_alloc(&c->arena, (size_t)ne * sizeof(float)) : NULL;   /* (N, H·D) */
-    if (!z || (drop && !keep) || (save && drop && !y)) return al_ok(c) ? al_fail(c, "graph activation: out of memory (arena)") : NULL;
+    if (!z || (drop && !keep)) return al_ok(c) ? al_fail(c, "graph activation: out of memory (arena)") : NULL;
     if (drop) {   /* al_dropout's mask: two 24-bit uniforms per draw, in index order */
         const uint64_t thr = (uint64_t)ceil((double)p * 16777216.0);
         uint64_t st[4];   /* a local copy (al_rng_u64 inlined: one draw per two elements): the byte stores below could alias c's state */
@@ -400,16 +410,16 @@ al_tensor *al_gnn_bias_act_dropout(al_ctx *c, al_tensor *a /* (1, H, N, D) or (N
     const float s = drop ? 1.0f / (1.0f - p) : 1.0f;
     const float *ad = a->data, *bd = b->data;
     float *zd = z->data;
-    float *ubuf = al_arena_alloc(&c->arena, (size_t)al_threads() * HD * sizeof(float));   /* (threads, H·D) */
+    float *ubuf = al_arena_alloc(&c->arena, (size_t)al_threads() * 2 * HD * sizeof(float));   /* (threads, 2, H·D) */
     if (!ubuf) return al_fail(c, "graph activation: out of memory (arena)");
     AL_OMP("omp parallel if (ne >= AL_PAR_MIN / 4 && al_threads() > 1)")
     {
-        float *u = ubuf + (size_t)al__thread_id() * HD;   /* (H·D) row i: heads merged, bias added */
+        float *u = ubuf + (size_t)al__thread_id() * 2 * HD;   /* (H·D) row i: heads merged, bias added */
         AL_OMP("omp for schedule(static)")
         for (int i = 0; i < n; i++) {
             const int64_t r = (int64_t)i * HD;
             for (int h = 0; h < H; h++) sum_row(u + h * D, ad + ((int64_t)h * n + i) * D, bd + h * D, D);
-            float *v = y ? y + r : zd + r;             /* act output before dropout */
+            float *v = drop ? u + HD : zd + r;         /* act output before dropout */
             act_row(v, u, HD, alpha, relu);
             if (drop) drop_row(zd + r, v, keep + r, HD, s);
         }
@@ -417,7 +427,7 @@ al_tensor *al_gnn_bias_act_dropout(al_ctx *c, al_tensor *a /* (1, H, N, D) or (N
     if (save) {
         bact_node *nd = al_arena_calloc(&c->arena, sizeof *nd);
         if (!nd) return al_fail(c, "graph activation: out of memory (arena)");
-        nd->a = a; nd->b = b; nd->z = z; nd->y = y ? y : zd; nd->keep = keep;
+        nd->a = a; nd->b = b; nd->z = z; nd->y = drop ? NULL : zd; nd->keep = keep;
         nd->n = n; nd->H = H; nd->D = D; nd->relu = relu; nd->alpha = alpha; nd->scale = s; nd->nthr = al_threads();
         al__record(c, z, bact_backward, nd);
     }
