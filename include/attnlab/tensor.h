@@ -42,6 +42,8 @@ typedef struct al_arena {
     struct al_block *blocks;   /* current blocks, newest first */
     struct al_block *spare;    /* blocks emptied by al_arena_release, reused before malloc is asked again */
     size_t used, peak;         /* bytes in use this step, high-water mark over all steps */
+    const void *memo;          /* a structure in this arena derived from long-lived data, for reuse within the
+                                * step (attention's transposed graph lists); reset and release drop it */
 } al_arena;
 void  *al_arena_alloc(al_arena *a, size_t bytes);   /* 64-byte aligned, NULL only if malloc fails */
 void  *al_arena_calloc(al_arena *a, size_t bytes);

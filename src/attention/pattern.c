@@ -118,12 +118,24 @@ int al_attn_setup(al_ctx *c, const char *op, const al_attn_desc *d, al_tensor *q
 }
 
 /* Build qptr/key (window patterns; graphs borrow the CSR) and the transposed slot lists. */
+/* A graph's transposed lists, kept as the arena's memo: the layers of a model over one adjacency
+ * (borrowed for the whole step already) build them once per step, not once per layer. */
+typedef struct graph_lists {
+    const al_csr *adj; const int64_t *rowptr; const int *col; int N; int64_t nnz;
+    int64_t *kptr, *kslot; int *kq; int maxdeg;
+} graph_lists;
+
 int al__attn_slot_lists(al_ctx *c, const al_pattern *p, const al_attn_cfg *g, attn_node *nd)
 {
     const int N = g->N;
     const int64_t slots = g->slots;
     if (p->kind == AL_PAT_GRAPH) {
         nd->qptr = p->adj->rowptr; nd->key = nd->keyc = p->adj->col;
+        const graph_lists *m = c->arena.memo;
+        if (m && m->adj == p->adj && m->rowptr == p->adj->rowptr && m->col == p->adj->col && m->N == N && m->nnz == slots) {
+            nd->kptr = m->kptr; nd->kslot = m->kslot; nd->kq = m->kq; nd->maxdeg = m->maxdeg;
+            return 0;
+        }
     } else {
         int64_t *qptr = al_arena_alloc(&c->arena, (size_t)(N + 1) * sizeof(int64_t));
         int *key = al_arena_alloc(&c->arena, (size_t)(slots > 0 ? slots : 1) * sizeof(int));
@@ -159,7 +171,8 @@ int al__attn_slot_lists(al_ctx *c, const al_pattern *p, const al_attn_cfg *g, at
     int64_t present = kptr[N];
     int64_t *kslot = al_arena_alloc(&c->arena, (size_t)(present > 0 ? present : 1) * sizeof(int64_t));
     int *kq = al_arena_alloc(&c->arena, (size_t)(present > 0 ? present : 1) * sizeof(int));
-    int64_t *fill = al_arena_alloc(&c->arena, (size_t)(N + 1) * sizeof(int64_t));
+    const al_arena_mark mark = al_arena_mark_get(&c->arena);
+    int64_t *fill = al_arena_alloc(&c->arena, (size_t)(N + 1) * sizeof(int64_t));   /* a temporary */
     if (!kslot || !kq || !fill) { al_fail(c, "attention: out of memory"); return -1; }
     memcpy(fill, kptr, (size_t)(N + 1) * sizeof(int64_t));
     for (int i = 0; i < N; i++)
@@ -168,6 +181,7 @@ int al__attn_slot_lists(al_ctx *c, const al_pattern *p, const al_attn_cfg *g, at
             if (j < 0) continue;
             kslot[fill[j]] = s; kq[fill[j]] = i; fill[j]++;
         }
+    al_arena_release(&c->arena, mark);
     nd->kptr = kptr; nd->kslot = kslot; nd->kq = kq;
     int64_t md = 1;
     for (int i = 0; i < N; i++) {
@@ -176,5 +190,11 @@ int al__attn_slot_lists(al_ctx *c, const al_pattern *p, const al_attn_cfg *g, at
     }
     if (md > INT32_MAX / 2) { al_fail(c, "attention: a node with %lld edges is too many", (long long)md); return -1; }
     nd->maxdeg = (int)md;
+    if (p->kind == AL_PAT_GRAPH) {
+        graph_lists *m = al_arena_alloc(&c->arena, sizeof *m);
+        if (!m) { al_fail(c, "attention: out of memory"); return -1; }
+        *m = (graph_lists){p->adj, p->adj->rowptr, p->adj->col, N, slots, kptr, kslot, kq, nd->maxdeg};
+        c->arena.memo = m;
+    }
     return 0;
 }

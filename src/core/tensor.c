@@ -106,7 +106,7 @@ void al_arena_free(al_arena *a)
 {
     for (al_block *b = a->blocks, *n; b; b = n) { n = b->next; free(b->mem); free(b); }
     for (al_block *b = a->spare, *n; b; b = n) { n = b->next; free(b->mem); free(b); }
-    a->blocks = NULL; a->spare = NULL; a->used = 0;
+    a->blocks = NULL; a->spare = NULL; a->used = 0; a->memo = NULL;
 }
 int al_arena_nblocks(const al_arena *a)
 {
@@ -131,7 +131,7 @@ void al_arena_reset(al_arena *a)
     } else if (a->blocks) {
         a->blocks->used = 0;
     }
-    a->used = 0;
+    a->used = 0; a->memo = NULL;
 }
 
 al_arena_mark al_arena_mark_get(const al_arena *a)
@@ -147,6 +147,7 @@ void al_arena_release(al_arena *a, al_arena_mark m)
     }
     if (a->blocks) a->blocks->used = m.block_used;
     a->used = m.used;
+    a->memo = NULL;   /* it may have been in what was released */
 }
 
 int al_arena_reserve(al_arena *a, size_t bytes)
