@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -65,12 +68,21 @@ void al_rng_shuffle(al_rng *r, int *a, int n)
 /* ---------------- arena ---------------- */
 typedef struct al_block { struct al_block *next; size_t size, used; unsigned char *mem; } al_block;
 #define AL_ALIGN 64
+#define AL_HUGE ((size_t)2 << 20)   /* a transparent huge page (x86-64) */
 static al_block *block_new(size_t size)
 {
     al_block *b = malloc(sizeof *b);
     if (!b) return NULL;
-    b->mem = aligned_alloc(AL_ALIGN, (size + AL_ALIGN - 1) / AL_ALIGN * AL_ALIGN);
+    /* A large block in huge pages where the kernel gives them on request (THP "madvise"): the
+     * graph kernels read rows at random all over arrays of hundreds of MB, and with 4 KiB pages
+     * nearly every such read also missed the TLB. */
+    const size_t align = size >= 32 * AL_HUGE ? AL_HUGE : AL_ALIGN;
+    const size_t bytes = (size + align - 1) / align * align;
+    b->mem = aligned_alloc(align, bytes);
     if (!b->mem) { free(b); return NULL; }
+#ifdef MADV_HUGEPAGE
+    if (align == AL_HUGE) madvise(b->mem, bytes, MADV_HUGEPAGE);   /* advice only: failure changes nothing */
+#endif
     b->size = size; b->used = 0; b->next = NULL;
     return b;
 }
