@@ -54,6 +54,39 @@ static inline void gat_wsum(const float *W /* (n, HV) */, const int *idx /* (n) 
     }
 }
 
+/* Whether a sum Σ w·v of HV heads' chunk with hc heads is better with the heads in the lanes
+ * (gat_wsum_lanes: X FMAs per slot over one contiguous row of vt) than with the features in them
+ * (gat_wsum: hc·⌈X/HV⌉ FMAs per slot, but over hc rows of as many head planes, read at random). */
+static inline int gat_lanes(int X, int hc) { return X <= 2 * hc * ((X + HV - 1) / HV); }
+
+/* Rows (b, h0 + l, i) of o (B,H,N,X), l < hc: = Σ_t W[t·HV + l] · Yt[b, idx[t], :, h0 + l], from
+ * the heads-innermost copy Yt (B,N,X,H): gat_wsum's sums with the same FMAs in the same order
+ * (per head and feature, t ascending from zero), the heads in the lanes. X features at a time in
+ * registers (8 at most), each stored to o through a line. */
+static inline void gat_wsum_lanes(const float *W /* (n, HV) */, const int *idx /* (n) */, int64_t n, const float *Yt /* (B,N,X,H) */,
+                                  float *o /* (B,H,N,X) */, int H, int N, int X, int64_t b, int64_t i, int h0, int hc)
+{
+    const al_m16 m = al_v16_mask(hc);
+    const float *Yb = Yt + b * N * X * H + h0;
+    _Alignas(64) float line[HV];
+    for (int x0 = 0; x0 < X; x0 += 8) {
+        const int nx = X - x0 < 8 ? X - x0 : 8;
+        al_v16 acc[8];
+        for (int u = 0; u < 8; u++) acc[u] = al_v16_zero();
+        for (int64_t t = 0; t < n; t++) {
+            const al_v16 w = al_v16_ldl(W + t * HV);
+            const float *y = Yb + ((int64_t)idx[t] * X + x0) * H;
+#pragma GCC unroll 8
+            for (int u = 0; u < 8; u++)
+                if (u < nx) acc[u] = al_v16_fma(w, al_v16_load(m, y + (int64_t)u * H), acc[u]);
+        }
+        for (int u = 0; u < nx; u++) {
+            al_v16_stl(line, acc[u]);
+            for (int l = 0; l < hc; l++) o[((b * H + h0 + l) * N + i) * X + x0 + u] = line[l];
+        }
+    }
+}
+
 /* Forward: transposes (vt, qt, kt), sq = a_q·q and sk = a_k·k per node, then per query node the
  * scores of all heads, softmax, dropout and o = Σ w·v, in one parallel region. */
 void al__attn_gat_forward(attn_node *nd, const float *q /* (B,H,N,D) */, const float *k /* (B,H,N,D) */,
@@ -126,7 +159,8 @@ void al__attn_gat_forward(attn_node *nd, const float *q /* (B,H,N,D) */, const f
                     }
                     al_v16_stl(E + (s - s0) * HV, w);
                 }
-                gat_wsum(E, key + s0, s1 - s0, v, out, 0, NULL, NULL, NULL, NULL, H, N, Dv, b, i, h0, hc);
+                if (gat_lanes(Dv, hc)) gat_wsum_lanes(E, key + s0, s1 - s0, vt, out, H, N, Dv, b, i, h0, hc);
+                else gat_wsum(E, key + s0, s1 - s0, v, out, 0, NULL, NULL, NULL, NULL, H, N, Dv, b, i, h0, hc);
             }
         }
     }
