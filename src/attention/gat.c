@@ -59,15 +59,18 @@ static inline void gat_wsum(const float *W /* (n, HV) */, const int *idx /* (n) 
  * (gat_wsum: hc·⌈X/HV⌉ FMAs per slot, but over hc rows of as many head planes, read at random). */
 static inline int gat_lanes(int X, int hc) { return X <= 2 * hc * ((X + HV - 1) / HV); }
 
-/* Rows (b, h0 + l, i) of o (B,H,N,X), l < hc: = Σ_t W[t·HV + l] · Yt[b, idx[t], :, h0 + l], from
- * the heads-innermost copy Yt (B,N,X,H): gat_wsum's sums with the same FMAs in the same order
- * (per head and feature, t ascending from zero), the heads in the lanes. X features at a time in
- * registers (8 at most), each stored to o through a line. */
+/* gat_wsum from the heads-innermost copy Yt (B,N,X,H) of Y, with a1t, a2t (X,H) for a1, a2 and
+ * c1, c2 as lines: the same FMAs and adds per head and feature in the same order (t ascending from
+ * zero, then a1, a2, then o), so the same bits, with the heads in the lanes. X features at a time
+ * in registers (8 at most), each exchanged with o through a line. */
 static inline void gat_wsum_lanes(const float *W /* (n, HV) */, const int *idx /* (n) */, int64_t n, const float *Yt /* (B,N,X,H) */,
-                                  float *o /* (B,H,N,X) */, int H, int N, int X, int64_t b, int64_t i, int h0, int hc)
+                                  float *o /* (B,H,N,X) */, int add, const float *a1t /* (X,H) or NULL */, const float *c1 /* (HV) */,
+                                  const float *a2t /* (X,H) or NULL */, const float *c2 /* (HV) */, int H, int N, int X, int64_t b,
+                                  int64_t i, int h0, int hc)
 {
     const al_m16 m = al_v16_mask(hc);
     const float *Yb = Yt + b * N * X * H + h0;
+    float *ob = o + (b * H + h0) * N * X + i * X;   /* head h0 + l, feature x at ob[l·N·X + x] */
     _Alignas(64) float line[HV];
     for (int x0 = 0; x0 < X; x0 += 8) {
         const int nx = X - x0 < 8 ? X - x0 : 8;
@@ -81,8 +84,16 @@ static inline void gat_wsum_lanes(const float *W /* (n, HV) */, const int *idx /
                 if (u < nx) acc[u] = al_v16_fma(w, al_v16_load(m, y + (int64_t)u * H), acc[u]);
         }
         for (int u = 0; u < nx; u++) {
-            al_v16_stl(line, acc[u]);
-            for (int l = 0; l < hc; l++) o[((b * H + h0 + l) * N + i) * X + x0 + u] = line[l];
+            const int64_t x = x0 + u;
+            al_v16 a = acc[u];
+            if (a1t) a = al_v16_fma(al_v16_load(m, a1t + x * H + h0), al_v16_ldl(c1), a);
+            if (a2t) a = al_v16_fma(al_v16_load(m, a2t + x * H + h0), al_v16_ldl(c2), a);
+            if (add) {
+                for (int l = 0; l < hc; l++) line[l] = ob[l * (int64_t)N * X + x];
+                a = al_v16_add(al_v16_load(m, line), a);
+            }
+            al_v16_stl(line, a);
+            for (int l = 0; l < hc; l++) ob[l * (int64_t)N * X + x] = line[l];
         }
     }
 }
@@ -159,7 +170,7 @@ void al__attn_gat_forward(attn_node *nd, const float *q /* (B,H,N,D) */, const f
                     }
                     al_v16_stl(E + (s - s0) * HV, w);
                 }
-                if (gat_lanes(Dv, hc)) gat_wsum_lanes(E, key + s0, s1 - s0, vt, out, H, N, Dv, b, i, h0, hc);
+                if (gat_lanes(Dv, hc)) gat_wsum_lanes(E, key + s0, s1 - s0, vt, out, 0, NULL, NULL, NULL, NULL, H, N, Dv, b, i, h0, hc);
                 else gat_wsum(E, key + s0, s1 - s0, v, out, 0, NULL, NULL, NULL, NULL, H, N, Dv, b, i, h0, hc);
             }
         }
@@ -181,7 +192,8 @@ static inline al_v16 gat_weight(const attn_node *nd, al_m16 m, int64_t ri, int64
 
 /* Backward: a pass over queries (dS per slot and head, written over P, and dsq), then a pass over
  * keys through the transposed lists (dV, dK, dQ of node j, and the a_q/a_k partials of its chunk),
- * which recomputes the weights P held. */
+ * which recomputes the weights P held and, where the heads in the lanes suit (gat_lanes), reads dO
+ * heads innermost from vt's storage, which pass 1 was the last to read. */
 void al__attn_gat_backward(al_ctx *c, attn_node *nd)
 {
     const al_attn_cfg *g = &nd->g;
@@ -196,8 +208,10 @@ void al__attn_gat_backward(al_ctx *c, attn_node *nd)
     float *dsq = al_arena_alloc(&c->arena, (size_t)(rows * H > 0 ? rows * H : 1) * sizeof(float));   /* (B,N,H) */
     /* (parts,2,D,chunks,HV): one line per feature, for the same reason as E */
     float *part = need_a ? al_arena_calloc(&c->arena, (size_t)nparts * 2 * D * nch * HV * sizeof(float)) : NULL;
-    /* per thread: the lines of E, then query i's dO as (Dv,H) (whole lines) */
-    const size_t per = gat_scratch(nd->maxdeg) + ((size_t)Dv * H + HV - 1) / HV * HV;
+    /* per thread: the lines of E, then query i's dO as (Dv,H), then rows of q and k as (D,H) (whole lines) */
+    const size_t ldo = ((size_t)Dv * H + HV - 1) / HV * HV, lqk = ((size_t)D * H + HV - 1) / HV * HV;
+    const size_t per = gat_scratch(nd->maxdeg) + ldo + 2 * lqk;
+    const int tr = dv && gat_lanes(Dv, H < HV ? H : HV);   /* dO into vt's storage for pass 2 */
     float *scr = al_arena_alloc(&c->arena, (size_t)nd->nthr * per * sizeof(float));
     if (!dsq || !scr || (need_a && !part)) { al_fail(c, "attention backward: out of memory"); return; }
     if (!al_ok(c)) return;
@@ -210,7 +224,7 @@ void al__attn_gat_backward(al_ctx *c, attn_node *nd)
          * in E (one line per slot, as in the forward) between the two sweeps; pass 2 keeps the
          * weights of a key's slots there. */
         float *E = scr + (size_t)al__thread_id() * per, *lanes = E + (size_t)nd->maxdeg * HV;   /* 2 lines */
-        float *dot = E + gat_scratch(nd->maxdeg);   /* (Dv,H) */
+        float *dot = E + gat_scratch(nd->maxdeg), *qrow = dot + ldo, *krow = qrow + lqk;   /* (Dv,H), (D,H), (D,H) */
         AL_OMP("omp for schedule(static)")
         for (int64_t r = 0; r < rows; r++) {
             const int64_t b = r / N, i = r % N, s0 = qptr[i], s1 = qptr[i + 1];
@@ -241,6 +255,12 @@ void al__attn_gat_backward(al_ctx *c, attn_node *nd)
                 al_v16_store(m, dsq + r * H + h0, su);
             }
         }
+        /* dO heads innermost (B,N,Dv,H) for pass 2's sums, whose slots read it at random: one
+         * contiguous row per slot, not H rows in as many head planes */
+        if (tr) {
+            AL_OMP("omp for schedule(static)")
+            for (int64_t r = 0; r < rows; r++) heads_inner(dO, nd->vt + r * Dv * H, H, N, Dv, r);
+        }
         /* Pass 2 over keys, in fixed chunks of nodes: each node's gradient rows are written once. */
         AL_OMP("omp for schedule(static) nowait")
         for (int pt = 0; pt < nparts; pt++) {
@@ -248,6 +268,12 @@ void al__attn_gat_backward(al_ctx *c, attn_node *nd)
             for (int64_t r = rows * pt / nparts; r < rows * (pt + 1) / nparts; r++) {
                 const int64_t b = r / N, j = r % N, t0 = nd->kptr[j], t1 = nd->kptr[j + 1];
                 const float *dSb = P + b * slots * H;
+                const float *qr = nd->qt + r * D * H, *kr = nd->kt + r * D * H;   /* rows r of q, k heads innermost */
+                if (tr && pq && nd->qt == nd->vt) { heads_inner(nd->q->data, qrow, H, N, D, r); qr = qrow; }   /* vt holds dO now */
+                if (tr && pq && nd->kt == nd->vt) {
+                    if (nd->kt == nd->qt) kr = qr;
+                    else { heads_inner(nd->k->data, krow, H, N, D, r); kr = krow; }
+                }
                 for (int c0 = 0; c0 < nch; c0++) {
                     const int h0 = c0 * HV, hc = H - h0 < HV ? H - h0 : HV;
                     const al_m16 m = al_v16_mask(hc);
@@ -263,7 +289,10 @@ void al__attn_gat_backward(al_ctx *c, attn_node *nd)
                     float *lk = lanes, *lq = lanes + HV;   /* dsk, dsq of each head */
                     al_v16_stl(lk, dsk); al_v16_stl(lq, dsqj);
                     const int kin = dk && dk == dv && D == Dv, qin = dq && dq == dv && D == Dv;   /* q, k are v (GAT) */
-                    if (dv)   /* dV = Σ w·dO over the key's slots, with a_k·dsk and a_q·dsq when they share the row */
+                    if (dv && tr)   /* dV = Σ w·dO over the key's slots, with a_k·dsk and a_q·dsq when they share the row */
+                        gat_wsum_lanes(E, nd->kq + t0, t1 - t0, nd->vt, dv, 1, kin ? nd->akt : NULL, lk, qin ? nd->aqt : NULL,
+                                       lq, H, N, Dv, b, j, h0, hc);
+                    else if (dv)
                         gat_wsum(E, nd->kq + t0, t1 - t0, dO, dv, 1, kin ? nd->ak->data : NULL, lk, qin ? nd->aq->data : NULL,
                                  lq, H, N, Dv, b, j, h0, hc);
                     if (dk && !kin) gat_wsum(E, NULL, 0, NULL, dk, 1, nd->ak->data, lk, NULL, NULL, H, N, D, b, j, h0, hc);
@@ -271,8 +300,8 @@ void al__attn_gat_backward(al_ctx *c, attn_node *nd)
                     if (pq)
                         for (int d = 0; d < D; d++) {
                             float *a = pq + ((int64_t)d * nch + c0) * HV, *e = pk + ((int64_t)d * nch + c0) * HV;
-                            al_v16_stl(a, al_v16_fma(dsqj, al_v16_load(m, nd->qt + (r * D + d) * H + h0), al_v16_ldl(a)));
-                            al_v16_stl(e, al_v16_fma(dsk, al_v16_load(m, nd->kt + (r * D + d) * H + h0), al_v16_ldl(e)));
+                            al_v16_stl(a, al_v16_fma(dsqj, al_v16_load(m, qr + (int64_t)d * H + h0), al_v16_ldl(a)));
+                            al_v16_stl(e, al_v16_fma(dsk, al_v16_load(m, kr + (int64_t)d * H + h0), al_v16_ldl(e)));
                         }
                 }
             }
