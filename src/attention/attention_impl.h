@@ -70,13 +70,12 @@ typedef struct attn_node {
     int nthr;
     /* gat (graph + additive + softmax, no bias): heads innermost, so P is (B,slots,H), sq and sk
      * are (B,N,H); vt, qt, kt are v, q, k as (B,N,Dv|D,H) (qt, kt may be vt when q, k are v);
-     * aqt, akt are a_q, a_k as (D,H); keepm (B,slots,head chunks) the dropout bits of 16 heads;
+     * aqt, akt are a_q, a_k as (D,H); the dropout bits are drawn again where needed (gat_keep_bits);
      * ms (B,N,2,H) each query's softmax max and 1/sum per head: the backward overwrites P with dS
      * and recomputes the weights it still needs from them (the forward's operations, same bits). */
     int gat;
     float *vt, *qt, *kt, *aqt, *akt, *ms;
     float *scr;        /* gat forward: (threads, maxdeg, HV) */
-    uint16_t *keepm;
 } attn_node;
 
 /* attention.c: s (B,H,N) = a[h] · x[b,h,i]; da (H,D) += Σ_{b,i} ds[b,h,i] · x[b,h,i,:] in a fixed order. */

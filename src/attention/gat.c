@@ -163,11 +163,7 @@ void al__attn_gat_forward(attn_node *nd, const float *q /* (B,H,N,D) */, const f
                     const al_v16 p = al_v16_mul(al_v16_ldl(E + (s - s0) * HV), inv);
                     al_v16_store(m, Pb + s * H + h0, p);
                     al_v16 w = p;
-                    if (g->drop) {
-                        const uint32_t kb = gat_keep_bits(g, &st, b * H + h0, s, hc);
-                        nd->keepm[(b * slots + s) * nch + c] = (uint16_t)kb;
-                        w = al_v16_keep(kb, p, g->inv_keep);
-                    }
+                    if (g->drop) w = al_v16_keep(gat_keep_bits(g, &st, b * H + h0, s, hc), p, g->inv_keep);
                     al_v16_stl(E + (s - s0) * HV, w);
                 }
                 if (gat_lanes(Dv, hc)) gat_wsum_lanes(E, key + s0, s1 - s0, vt, out, 0, NULL, NULL, NULL, NULL, H, N, Dv, b, i, h0, hc);
@@ -218,6 +214,9 @@ void al__attn_gat_backward(al_ctx *c, attn_node *nd)
     const int64_t *qptr = nd->qptr; const int *key = nd->key;
     float *P = nd->P;   /* pass 1 replaces P by dS (B,slots,H), slot by slot, once it has read it */
     const float *sq = nd->sq, *sk = nd->sk, *vt = nd->vt;
+    /* the keep bits are drawn again (gat_keep_bits: a hash per slot) rather than stored: cheaper
+     * than pass 2's reads of them at random, and no (B,slots,chunks) array */
+    const gat_steps st = gat_keep_steps(g);
     AL_OMP("omp parallel num_threads(nd->nthr) if ((rows + g->B * slots) * H * (D + Dv) > AL_PAR_MIN)")
     {
         /* Pass 1 over queries: dP = dO_i·v_j (dropped as the forward), delta, dS and dsq; dP kept
@@ -232,15 +231,15 @@ void al__attn_gat_backward(al_ctx *c, attn_node *nd)
             float *Pb = P + b * slots * H;
             heads_inner(dO, dot, H, N, Dv, r);   /* the only dO row this query reads */
             for (int c0 = 0; c0 < nch; c0++) {
-                const int h0 = c0 * HV;
-                const al_m16 m = al_v16_mask(H - h0);
+                const int h0 = c0 * HV, hc = H - h0 < HV ? H - h0 : HV;
+                const al_m16 m = al_v16_mask(hc);
                 const float *doi = dot + h0;
                 al_v16 delta = al_v16_zero();
                 for (int64_t s = s0; s < s1; s++) {
                     const float *vj = vtb + (int64_t)key[s] * Dv * H + h0;
                     al_v16 x = al_v16_zero();
                     for (int d = 0; d < Dv; d++) x = al_v16_fma(al_v16_load(m, doi + (int64_t)d * H), al_v16_load(m, vj + (int64_t)d * H), x);
-                    if (g->drop) x = al_v16_keep(nd->keepm[(b * slots + s) * nch + c0], x, g->inv_keep);
+                    if (g->drop) x = al_v16_keep(gat_keep_bits(g, &st, b * H + h0, s, hc), x, g->inv_keep);
                     al_v16_stl(E + (s - s0) * HV, x);
                     delta = al_v16_fma(al_v16_load(m, Pb + s * H + h0), x, delta);
                 }
@@ -281,7 +280,7 @@ void al__attn_gat_backward(al_ctx *c, attn_node *nd)
                     for (int64_t t = t0; t < t1; t++) {   /* E: the applied weights of the key's slots */
                         const int64_t s = nd->kslot[t];
                         al_v16 w = gat_weight(nd, m, b * N + nd->kq[t], r, h0);
-                        if (g->drop) w = al_v16_keep(nd->keepm[(b * slots + s) * nch + c0], w, g->inv_keep);
+                        if (g->drop) w = al_v16_keep(gat_keep_bits(g, &st, b * H + h0, s, hc), w, g->inv_keep);
                         al_v16_stl(E + (t - t0) * HV, w);
                         dsk = al_v16_add(dsk, al_v16_load(m, dSb + s * H + h0));
                     }
@@ -322,12 +321,12 @@ void al__attn_gat_backward(al_ctx *c, attn_node *nd)
     }
 }
 
-/* Scratch of the gat path (arena): transposed inputs, sq/sk, P, the softmax max and 1/sum, the keep
- * bits, a_q/a_k as (D,H). */
+/* Scratch of the gat path (arena): transposed inputs, sq/sk, P, the softmax max and 1/sum, a_q/a_k
+ * as (D,H). */
 int al__attn_gat_setup(al_ctx *c, attn_node *nd)
 {
     const al_attn_cfg *g = &nd->g;
-    const int H = g->H, D = g->D, nch = (H + HV - 1) / HV;
+    const int H = g->H, D = g->D;
     const int64_t rows = (int64_t)g->B * g->N, nslot = g->B * g->slots > 0 ? g->B * g->slots : 1;
     al_arena *a = &c->arena;
     nd->vt = al_arena_alloc(a, (size_t)(rows * g->Dv * H) * sizeof(float));
@@ -340,9 +339,8 @@ int al__attn_gat_setup(al_ctx *c, attn_node *nd)
     nd->akt = al_arena_alloc(a, (size_t)D * H * sizeof(float));
     nd->P = al_arena_alloc(a, (size_t)nslot * H * sizeof(float));
     nd->ms = al_arena_alloc(a, (size_t)rows * 2 * H * sizeof(float));
-    nd->keepm = g->drop ? al_arena_alloc(a, (size_t)nslot * nch * sizeof(uint16_t)) : NULL;
     nd->scr = al_arena_alloc(a, (size_t)nd->nthr * gat_scratch(nd->maxdeg) * sizeof(float));
-    if (!nd->scr || !nd->vt || !nd->qt || !nd->kt || !nd->sq || !nd->sk || !nd->aqt || !nd->akt || !nd->P || !nd->ms || (g->drop && !nd->keepm)) {
+    if (!nd->scr || !nd->vt || !nd->qt || !nd->kt || !nd->sq || !nd->sk || !nd->aqt || !nd->akt || !nd->P || !nd->ms) {
         al_fail(c, "attention: out of memory");
         return -1;
     }
