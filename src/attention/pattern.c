@@ -2,6 +2,7 @@
  * shared by al_attention and the reference) and the slot lists of the sparse patterns (per query,
  * and transposed per key). The one file a new pattern touches besides the reference mask (ref.c). */
 #include "attention/attention_impl.h"
+#include "core/omp_impl.h"
 #include <math.h>
 #include <string.h>
 
@@ -163,24 +164,48 @@ int al__attn_slot_lists(al_ctx *c, const al_pattern *p, const al_attn_cfg *g, at
             for (int64_t s = qptr[i]; s < qptr[i + 1]; s++) keyc[s] = key[s] >= 0 ? key[s] : i;
         nd->qptr = qptr; nd->key = key; nd->keyc = keyc;
     }
-    /* transpose: counting sort of present slots by key, slots ascending within a key */
-    int64_t *kptr = al_arena_calloc(&c->arena, (size_t)(N + 1) * sizeof(int64_t));
-    if (!kptr) { al_fail(c, "attention: out of memory"); return -1; }
-    for (int64_t s = 0; s < slots; s++) if (nd->key[s] >= 0) kptr[nd->key[s] + 1]++;
-    for (int j = 0; j < N; j++) kptr[j + 1] += kptr[j];
-    int64_t present = kptr[N];
+    /* transpose: counting sort of present slots by key, slots ascending within a key. In parallel
+     * over nt fixed query ranges, each with its own counts whose running sums order the ranges
+     * within a key: the same lists as one pass over the queries in order. */
+    const int nt = nd->nthr > 1 && slots >= 1000000 ? nd->nthr : 1;
+    int64_t present = 0;
+    AL_OMP("omp parallel for schedule(static) num_threads(nt) reduction(+:present) if (nt > 1)")
+    for (int64_t s = 0; s < slots; s++) present += nd->key[s] >= 0;
+    int64_t *kptr = al_arena_alloc(&c->arena, (size_t)(N + 1) * sizeof(int64_t));
     int64_t *kslot = al_arena_alloc(&c->arena, (size_t)(present > 0 ? present : 1) * sizeof(int64_t));
     int *kq = al_arena_alloc(&c->arena, (size_t)(present > 0 ? present : 1) * sizeof(int));
     const al_arena_mark mark = al_arena_mark_get(&c->arena);
-    int64_t *fill = al_arena_alloc(&c->arena, (size_t)(N + 1) * sizeof(int64_t));   /* a temporary */
-    if (!kslot || !kq || !fill) { al_fail(c, "attention: out of memory"); return -1; }
-    memcpy(fill, kptr, (size_t)(N + 1) * sizeof(int64_t));
-    for (int i = 0; i < N; i++)
-        for (int64_t s = nd->qptr[i]; s < nd->qptr[i + 1]; s++) {
-            int j = nd->key[s];
-            if (j < 0) continue;
-            kslot[fill[j]] = s; kq[fill[j]] = i; fill[j]++;
+    int64_t *fill = al_arena_calloc(&c->arena, (size_t)nt * N * sizeof(int64_t));   /* (nt, N) a temporary */
+    if (!kptr || !kslot || !kq || !fill) { al_fail(c, "attention: out of memory"); return -1; }
+    AL_OMP("omp parallel num_threads(nt) if (nt > 1)")
+    {
+        AL_OMP("omp for schedule(static)")
+        for (int u = 0; u < nt; u++) {   /* range u: its count of each key */
+            const int i0 = (int)((int64_t)N * u / nt), i1 = (int)((int64_t)N * (u + 1) / nt);
+            int64_t *f = fill + (size_t)u * N;
+            for (int64_t s = nd->qptr[i0]; s < nd->qptr[i1]; s++) if (nd->key[s] >= 0) f[nd->key[s]]++;
         }
+        AL_OMP("omp single")
+        {
+            kptr[0] = 0;
+            for (int j = 0; j < N; j++) {   /* counts to the start of each range's run */
+                int64_t at = kptr[j];
+                for (int u = 0; u < nt; u++) { const int64_t n = fill[(size_t)u * N + j]; fill[(size_t)u * N + j] = at; at += n; }
+                kptr[j + 1] = at;
+            }
+        }
+        AL_OMP("omp for schedule(static)")
+        for (int u = 0; u < nt; u++) {
+            const int i0 = (int)((int64_t)N * u / nt), i1 = (int)((int64_t)N * (u + 1) / nt);
+            int64_t *f = fill + (size_t)u * N;
+            for (int i = i0; i < i1; i++)
+                for (int64_t s = nd->qptr[i]; s < nd->qptr[i + 1]; s++) {
+                    const int j = nd->key[s];
+                    if (j < 0) continue;
+                    kslot[f[j]] = s; kq[f[j]] = i; f[j]++;
+                }
+        }
+    }
     al_arena_release(&c->arena, mark);
     nd->kptr = kptr; nd->kslot = kslot; nd->kq = kq;
     int64_t md = 1;
