@@ -54,6 +54,28 @@ static inline void gat_wsum(const float *W /* (n, HV) */, const int *idx /* (n) 
     }
 }
 
+#define GAT_AHEAD 4   /* rows ahead whose reads at random are prefetched */
+
+/* Prefetch len floats at base + idx[t]·stride for t < n: the rows a slot list reads at random, a few
+ * rows ahead, so that their cache misses overlap the work of the rows before (a hint: no value
+ * changes). */
+static inline void gat_prefetch(const float *base, const int *idx, int64_t n, int64_t stride, int len)
+{
+    for (int64_t t = 0; t < n; t++) {
+        const char *p = (const char *)(base + (int64_t)idx[t] * stride);
+        for (int o = 0; o < len * (int)sizeof(float); o += 64) __builtin_prefetch(p + o);
+    }
+}
+
+/* The sk and vt rows of query row r's keys, which the forward and backward pass 1 read at random. */
+static inline void gat_prefetch_query(const attn_node *nd, int64_t r)
+{
+    const int N = nd->g.N, H = nd->g.H, Dv = nd->g.Dv;
+    const int64_t b = r / N, i = r % N, s0 = nd->qptr[i], n = nd->qptr[i + 1] - s0;
+    gat_prefetch(nd->sk + b * N * H, nd->key + s0, n, H, H);
+    gat_prefetch(nd->vt + b * N * Dv * H, nd->key + s0, n, (int64_t)Dv * H, Dv * H);
+}
+
 /* Whether a sum Σ w·v of HV heads' chunk with hc heads is better with the heads in the lanes
  * (gat_wsum_lanes: X FMAs per slot over one contiguous row of vt) than with the features in them
  * (gat_wsum: hc·⌈X/HV⌉ FMAs per slot, but over hc rows of as many head planes, read at random). */
@@ -140,6 +162,7 @@ void al__attn_gat_forward(attn_node *nd, const float *q /* (B,H,N,D) */, const f
             const int64_t b = r / N, i = r % N, s0 = qptr[i], s1 = qptr[i + 1];
             float *Pb = P + b * slots * H;                  /* slot s of head h at Pb[s·H + h] */
             const float *skb = sk + b * N * H;
+            if (r + GAT_AHEAD < rows) gat_prefetch_query(nd, r + GAT_AHEAD);
             for (int c = 0; c < nch; c++) {
                 const int h0 = c * HV, hc = H - h0 < HV ? H - h0 : HV;
                 const al_m16 m = al_v16_mask(hc);
@@ -229,6 +252,7 @@ void al__attn_gat_backward(al_ctx *c, attn_node *nd)
             const int64_t b = r / N, i = r % N, s0 = qptr[i], s1 = qptr[i + 1];
             const float *skb = sk + b * N * H, *vtb = vt + b * N * Dv * H;
             float *Pb = P + b * slots * H;
+            if (r + GAT_AHEAD < rows) gat_prefetch_query(nd, r + GAT_AHEAD);
             heads_inner(dO, dot, H, N, Dv, r);   /* the only dO row this query reads */
             for (int c0 = 0; c0 < nch; c0++) {
                 const int h0 = c0 * HV, hc = H - h0 < HV ? H - h0 : HV;
@@ -267,6 +291,13 @@ void al__attn_gat_backward(al_ctx *c, attn_node *nd)
             for (int64_t r = rows * pt / nparts; r < rows * (pt + 1) / nparts; r++) {
                 const int64_t b = r / N, j = r % N, t0 = nd->kptr[j], t1 = nd->kptr[j + 1];
                 const float *dSb = P + b * slots * H;
+                if (r + GAT_AHEAD < rows) {   /* dS, sq, ms and dO rows of the slots of a key ahead */
+                    const int64_t ra = r + GAT_AHEAD, ba = ra / N, ja = ra % N, u0 = nd->kptr[ja], u1 = nd->kptr[ja + 1];
+                    for (int64_t t = u0; t < u1; t++) __builtin_prefetch(P + (ba * slots + nd->kslot[t]) * H);
+                    gat_prefetch(sq + ba * N * H, nd->kq + u0, u1 - u0, H, H);
+                    gat_prefetch(nd->ms + ba * N * 2 * H, nd->kq + u0, u1 - u0, 2 * H, 2 * H);
+                    if (tr) gat_prefetch(nd->vt + ba * N * Dv * H, nd->kq + u0, u1 - u0, (int64_t)Dv * H, Dv * H);
+                }
                 const float *qr = nd->qt + r * D * H, *kr = nd->kt + r * D * H;   /* rows r of q, k heads innermost */
                 if (tr && pq && nd->qt == nd->vt) { heads_inner(nd->q->data, qrow, H, N, D, r); qr = qrow; }   /* vt holds dO now */
                 if (tr && pq && nd->kt == nd->vt) {
