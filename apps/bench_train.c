@@ -98,13 +98,16 @@ static int bench_one(const char *model, int batch, int steps, int warmup, int pa
     }
     fwd /= batch; bwd /= batch;
     c->grad_enabled = 0; c->training = 0;
-    for (int i = 0; i < (g_train_only ? 0 : warmup + steps); i++) {
-        if (i == warmup) t = al_time();
-        al_ctx_reset(c);
-        al_tensor *x = al_wrap(c, xin, 4, (int[]){batch, 1, 28, 28});
-        if (!al_model_forward(c, &m, x)) { fprintf(stderr, "attnlab bench train: %s\n", al_ctx_error(c)); goto out; }
+    double infer = 0;   /* --train-only: no inference loop */
+    if (!g_train_only) {
+        for (int i = 0; i < warmup + steps; i++) {
+            if (i == warmup) t = al_time();
+            al_ctx_reset(c);
+            al_tensor *x = al_wrap(c, xin, 4, (int[]){batch, 1, 28, 28});
+            if (!al_model_forward(c, &m, x)) { fprintf(stderr, "attnlab bench train: %s\n", al_ctx_error(c)); goto out; }
+        }
+        infer = steps * (double)batch / (al_time() - t);
     }
-    double infer = g_train_only ? 0 : steps * (double)batch / (al_time() - t);
     const double tr_gf = (fwd + bwd) * train / 1e9, in_gf = fwd * infer / 1e9;
     printf("%-13s train_img_per_s %9.1f  infer_img_per_s %9.1f  params %lld  peak_rss_mb %.1f  arena_mb %.1f"
            "  mflop_per_img %.2f  train_gflops %.1f  train_share %.3f  infer_gflops %.1f  infer_share %.3f  gemm_gflops %.1f\n",

@@ -34,7 +34,6 @@ function op(s) {
   if (s ~ /^(al_optim|adamw|adam_)/) return "optimiser"
   if (s ~ /^(al_rng|dropout)/) return "dropout / rng"
   if (s ~ /^__mem(move|cpy|set)/) return "memcpy / memset"
-  if (s ~ /^(gomp_|GOMP_|omp_)/ || s ~ /^do_(wait|spin)/) return "omp wait"
   return "other"
 }
 { pct = $1; sub(/%$/, "", pct); dso = $2; sym = $4   # "12.3%  dso  [.]  symbol  -  -"
