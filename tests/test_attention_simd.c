@@ -4,6 +4,7 @@
  * gathered key terms, and the 16-lane dropout mask on every pattern (the reference draws it entry
  * by entry with al_attn_keep, so any difference in the mask shows up as a large error). */
 #include "test_attention_util.h"
+#include "attention/attention_impl.h"
 #include <stdio.h>
 
 #define FWD_TOL 1e-5
@@ -207,6 +208,52 @@ static void test_full_d16(void **st)
         }
 }
 
+/* Window attention with D = Dv = 16, dot, softmax, no bias or dropout: the query-in-lanes kernels of
+ * win16.c on AVX-512. Against the dense reference, and bit for bit against the slot-list kernels
+ * of sparse.c (which it replaces, and whose sums it promises to keep): output, weights and every
+ * gradient. Cases: grids with partial 16-query blocks, windows wider than the grid (the full
+ * relative-position window of `sa --pos relative`), 1-D windows, with and without the relative
+ * bias, one query. */
+static void test_window_d16(void **st)
+{
+    (void)st;
+    struct { al_pattern p; int N, rel; } cs[] = {
+        {al_pattern_window2d(14, 14, 5, 5), 196, 1}, {al_pattern_window2d(9, 11, 7, 7), 99, 1},
+        {al_pattern_window2d(9, 11, 3, 5), 99, 0}, {al_pattern_window2d(5, 6, 9, 11), 30, 1},
+        {al_pattern_window2d(1, 1, 3, 3), 1, 1}, {al_pattern_window1d(3), 37, 1}, {al_pattern_window1d(8), 5, 0},
+        {al_pattern_window1d(2), 300, 1},
+    };
+    for (int ci = 0; ci < (int)(sizeof cs / sizeof cs[0]); ci++) {
+        acase a = {0};
+        a.pat = cs[ci].p;
+        a.B = 2; a.H = 3; a.N = cs[ci].N; a.D = 16; a.Dv = 16; a.use_rel = cs[ci].rel;
+        a.seed = 900 + (uint64_t)ci;
+        const long runs = al__win16_runs;
+        check(&a, "window d16");
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+        if (al__win16_runs == runs) fail_msg("case %d: the lane kernels did not run", ci);
+#endif
+        float *data[IN_COUNT];
+        acase_inputs(&a, data);
+        aresult x = acase_run(&a, data, 0);
+        al__win16_off = 1;
+        aresult y = acase_run(&a, data, 0);
+        al__win16_off = 0;
+        assert_int_equal(x.nout, y.nout);
+        assert_int_equal(x.nw, y.nw);
+        if (memcmp(x.out, y.out, (size_t)x.nout * sizeof(float))) fail_msg("case %d: output bits differ from sparse.c", ci);
+        if (memcmp(x.w, y.w, (size_t)x.nw * sizeof(float))) fail_msg("case %d: weight bits differ from sparse.c", ci);
+        for (int i = 0; i < IN_COUNT; i++) {
+            if (!x.g[i] && !y.g[i]) continue;
+            if (!x.g[i] || !y.g[i]) fail_msg("case %d: gradient of %s missing on one side", ci, in_names[i]);
+            if (memcmp(x.g[i], y.g[i], (size_t)x.n[i] * sizeof(float)))
+                fail_msg("case %d: gradient of %s: bits differ from sparse.c", ci, in_names[i]);
+        }
+        aresult_free(&x); aresult_free(&y);
+        acase_free_inputs(data);
+    }
+}
+
 /* Same bits on 1 and 2 threads for the per-head backward, the sparse kernels (window, and the
  * graph kernel for GAT) and the dropout mask (tasks are large enough to fork). */
 static void test_threads_bitwise(void **st)
@@ -217,6 +264,12 @@ static void test_threads_bitwise(void **st)
         a.pat = kind ? al_pattern_window2d(16, 16, 5, 5) : al_pattern_full();
         a.B = 2; a.H = 4; a.N = 256; a.D = 16; a.Dv = 16; a.use_rel = kind; a.dropout = 0.2f;
         a.seed = 1234 + (uint64_t)kind;
+        acase_assert_same_across_threads(&a);
+    }
+    {   /* the window lane kernels (win16.c: d = 16, no dropout) */
+        acase a = {0};
+        a.pat = al_pattern_window2d(14, 14, 5, 5);
+        a.B = 4; a.H = 4; a.N = 196; a.D = 16; a.Dv = 16; a.use_rel = 1; a.seed = 1241;
         acase_assert_same_across_threads(&a);
     }
     acase a = {0};   /* the d = 16 lane kernels (no dropout) */
@@ -245,6 +298,7 @@ int main(void)
         cmocka_unit_test(test_full_dropout_tiles),
         cmocka_unit_test(test_full_one_pass_backward),
         cmocka_unit_test(test_full_d16),
+        cmocka_unit_test(test_window_d16),
         cmocka_unit_test(test_threads_bitwise),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

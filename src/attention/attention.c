@@ -142,22 +142,33 @@ al_tensor *al_attention(al_ctx *c, const al_attn_desc *d, al_tensor *q, al_tenso
         }
     } else {
         if (al__attn_slot_lists(c, &d->pattern, &g, nd) != 0) return NULL;
+        nd->win16 = g.slots > 0 && al__win16_ok(&g, &d->pattern, bias);
+        if (nd->win16 && al__win16_setup(c, nd) != 0) return NULL;
         if (g.drop) {
             nd->keepb = al_arena_alloc(&c->arena, (size_t)(rows / N * g.slots > 0 ? rows / N * g.slots : 1));
             if (!nd->keepb) return al_fail(c, "attention: out of memory");
             al__attn_keep_bytes(&g, nd->keepb);
         }
-        nd->P = al_arena_alloc(&c->arena, (size_t)(rows / N * g.slots > 0 ? rows / N * g.slots : 1) * sizeof(float));
+        const int64_t psz = nd->win16 ? rows / N * g.noff * nd->w_npad : rows / N * g.slots;
+        nd->P = al_arena_alloc(&c->arena, (size_t)(psz > 0 ? psz : 1) * sizeof(float));
         if (!nd->P) return al_fail(c, "attention: out of memory");
-        float *scratch = al_arena_alloc(&c->arena, (size_t)nd->nthr * nd->maxdeg * sizeof(float));
+        const size_t per = nd->win16 ? al__win16_scratch(nd) : (size_t)nd->maxdeg;
+        float *scratch = al_arena_alloc(&c->arena, (size_t)nd->nthr * per * sizeof(float));
         if (!scratch) return al_fail(c, "attention: out of memory");
-        al__attn_sparse_forward(nd, q->data, k->data, v->data, rel_bias ? rel_bias->data : NULL, bias ? bias->data : NULL,
-                       out->data, scratch);
+        if (nd->win16) al__win16_forward(nd, q->data, k->data, v->data, rel_bias ? rel_bias->data : NULL, nd->P, out->data, scratch);
+        else al__attn_sparse_forward(nd, q->data, k->data, v->data, rel_bias ? rel_bias->data : NULL, bias ? bias->data : NULL,
+                                     out->data, scratch);
         if (d->weights) {
             if (g.noff) w = al_new(c, 4, (int[]){g.B, g.H, N, g.noff});
             else w = al_new(c, 3, (int[]){g.B, g.H, g.slots > 0 ? (int)g.slots : 1});
             if (!w) return NULL;
-            if (g.slots > 0) memcpy(w->data, nd->P, (size_t)(rows / N * g.slots) * sizeof(float));
+            if (nd->win16) {   /* P block-major (B,H,npad/16,K,16): the weights are (B,H,N,K) */
+                const int K = g.noff, np = nd->w_npad;
+                for (int64_t bh = 0; bh < rows / N; bh++)
+                    for (int i = 0; i < N; i++)
+                        for (int o = 0; o < K; o++)
+                            w->data[(bh * N + i) * K + o] = nd->P[(bh * np + (int64_t)(i / 16) * 16) * K + o * 16 + i % 16];
+            } else if (g.slots > 0) memcpy(w->data, nd->P, (size_t)(rows / N * g.slots) * sizeof(float));
             else w->data[0] = 0.f;   /* an empty graph: no slots; (B,H,1) of zeros stands in */
         }
     }

@@ -52,6 +52,21 @@ void al__full16_backward(const al_attn_cfg *cfg, const float *q /* (B,H,N,16) */
                          float *dk /* (B,H,N,16) or NULL */, float *dv /* (B,H,N,16) or NULL */,
                          float *scratch /* (nthr, al__full16_scratch(cfg, 1)) */, int nthr);
 
+/* Window attention for D = Dv = 16 with the queries in vector lanes (win16.c): the slot-list
+ * kernels' results, bit for bit, without index loads. al__win16_ok says whether cfg and pattern are
+ * that case on this build; al__win16_setup (after al__attn_slot_lists) fills the node's w_ fields. */
+struct attn_node;
+extern int al__win16_off;     /* tests: nonzero turns the lane kernels off */
+extern long al__win16_runs;   /* tests: how many times the lane forward ran */
+int al__win16_ok(const al_attn_cfg *cfg, const al_pattern *p, const void *bias);
+int al__win16_setup(al_ctx *c, struct attn_node *nd);
+size_t al__win16_scratch(const struct attn_node *nd);
+void al__win16_forward(const struct attn_node *nd, const float *q, const float *k, const float *v, const float *rel /* (H,K) or NULL */,
+                       float *P /* (B,H,npad/16,K,16) */, float *out /* (B,H,N,16) */, float *scratch /* (nthr, al__win16_scratch) */);
+void al__win16_backward(const struct attn_node *nd, const float *q, const float *k, const float *v, const float *dO,
+                        float *dS /* (B,H,npad/16,K,16) */, float *dq, float *dk, float *dv /* each (B,H,N,16) or NULL */,
+                        float *scratch /* (nthr, al__win16_scratch) */);
+
 /* The backward node shared by every kernel family (built by al_attention). */
 typedef struct attn_node {
     al_attn_cfg g;
@@ -75,6 +90,12 @@ typedef struct attn_node {
      * and recomputes the weights it still needs from them (the forward's operations, same bits). */
     int gat;
     float *vt, *qt, *kt, *aqt, *akt, *ms;
+    /* win16 (window2d/window1d, dot, softmax, D = Dv = 16, no bias or dropout; AVX-512): P is
+     * block-major (B,H,npad/16,K,16); per offset its token distance w_off, the offsets by distance
+     * descending w_ord, and per block of 16 queries (keys) the lanes with that slot present. */
+    int win16, w_npad, w_margin;
+    int *w_off, *w_ord;
+    uint16_t *w_qm, *w_km;
     float *scr;        /* gat forward: (threads, maxdeg, HV) */
 } attn_node;
 
