@@ -355,11 +355,19 @@ static void bwd_head(const attn_node *nd, const float *Q, const float *Kx, const
                     par ^= kv;
                     const __m512 w = _mm512_loadu_ps(W + (size_t)o * L + m + base);
                     const float *yp = Y + (size_t)h * L + m + base;
+                    if (!mo) {   /* every lane at an even position (inside the grid: always one chain) */
 #pragma GCC unroll 8
-                    for (int e = 0; e < 8; e++) {
-                        const __m512 y = _mm512_loadu_ps(yp + e * L);
-                        a[e] = _mm512_mask3_fmadd_ps(w, y, a[e], me);
-                        a1[e] = _mm512_mask3_fmadd_ps(w, y, a1[e], mo);
+                        for (int e = 0; e < 8; e++) a[e] = _mm512_mask3_fmadd_ps(w, _mm512_loadu_ps(yp + e * L), a[e], me);
+                    } else if (!me) {
+#pragma GCC unroll 8
+                        for (int e = 0; e < 8; e++) a1[e] = _mm512_mask3_fmadd_ps(w, _mm512_loadu_ps(yp + e * L), a1[e], mo);
+                    } else {
+#pragma GCC unroll 8
+                        for (int e = 0; e < 8; e++) {
+                            const __m512 y = _mm512_loadu_ps(yp + e * L);
+                            a[e] = _mm512_mask3_fmadd_ps(w, y, a[e], me);
+                            a1[e] = _mm512_mask3_fmadd_ps(w, y, a1[e], mo);
+                        }
                     }
                 }
 #pragma GCC unroll 8
