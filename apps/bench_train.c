@@ -27,6 +27,7 @@ static void usage(FILE *f)
         "  --patch P      sa/local patch side (default 2)\n"
         "  --max-memory SIZE  memory budget of the model, e.g. 512M or 4G\n"
         "  --train-only   skip the inference loop and the GEMM reference (their figures 0): the training step alone\n"
+        "  --infer-only   skip the training loop and the GEMM reference (their figures 0): inference alone (for a profile)\n"
         "                 (scripts/profile.sh)\n");
 }
 
@@ -53,6 +54,7 @@ static double gemm_rate(void)
 
 static double g_gemm;   /* this run's gemm_rate() */
 static int g_train_only;   /* --train-only: no inference loop */
+static int g_infer_only;   /* --infer-only: no training loop */
 
 static int bench_one(const char *model, int batch, int steps, int warmup, int patch)
 {
@@ -74,7 +76,7 @@ static int bench_one(const char *model, int batch, int steps, int warmup, int pa
     for (int i = 0; i < batch * 784; i++) xin[i] = al_rng_normal(&r);
     for (int i = 0; i < batch; i++) y[i] = (int)al_rng_below(&r, 10);
     double t = 0;
-    for (int i = 0; i < warmup + steps; i++) {
+    for (int i = 0; i < (g_infer_only ? 0 : warmup + steps); i++) {
         if (i == warmup) t = al_time();
         if (i == 0) { al_flops_reset(); al_flops_enable(1); }   /* the first (untimed when warm-up > 0) step is counted */
         if (i == 1) al_flops_enable(0);
@@ -85,7 +87,7 @@ static int bench_one(const char *model, int batch, int steps, int warmup, int pa
         if (!loss || al_backward(c, loss) != AL_OK) { fprintf(stderr, "attnlab bench train: %s\n", al_ctx_error(c)); goto out; }
         al_optim_step(&opt, &m.params);
     }
-    double train = steps * (double)batch / (al_time() - t);
+    double train = g_infer_only ? 0 : steps * (double)batch / (al_time() - t);
     al_flops_enable(0);
     double fwd = 0, bwd = 0;
     char byop[512] = "";
@@ -126,17 +128,19 @@ int bench_train_main(int argc, char **argv)
 {
     const char *models = "cnn";
     int batch = 64, threads = 2, steps = 30, warmup = 5, patch = 0;
-    enum { O_MODEL = 256, O_BATCH, O_THREADS, O_STEPS, O_WARMUP, O_PATCH, O_HELP, O_MAXMEM, O_TRAINONLY };
+    enum { O_MODEL = 256, O_BATCH, O_THREADS, O_STEPS, O_WARMUP, O_PATCH, O_HELP, O_MAXMEM, O_TRAINONLY, O_INFERONLY };
     static const struct option lo[] = {
         {"model", 1, 0, O_MODEL}, {"models", 1, 0, O_MODEL}, {"batch", 1, 0, O_BATCH}, {"threads", 1, 0, O_THREADS},
         {"steps", 1, 0, O_STEPS}, {"warmup", 1, 0, O_WARMUP}, {"patch", 1, 0, O_PATCH}, {"max-memory", 1, 0, O_MAXMEM},
         {"train-only", 0, 0, O_TRAINONLY},
+        {"infer-only", 0, 0, O_INFERONLY},
         {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
     optind = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
         if (ch == O_MODEL) { models = optarg; continue; }
         if (ch == O_TRAINONLY) { g_train_only = 1; continue; }
+        if (ch == O_INFERONLY) { g_infer_only = 1; continue; }
         if (ch == O_MAXMEM) { if (cli_max_memory("bench train", optarg)) return 2; continue; }
         if (ch == 'h' || ch == O_HELP) { usage(stdout); return 0; }
         if (ch < O_BATCH || ch > O_PATCH) { fprintf(stderr, "(attnlab bench train --help lists the options)\n"); return 2; }
@@ -147,11 +151,12 @@ int bench_train_main(int argc, char **argv)
         else if (ch == O_STEPS) steps = (int)v; else if (ch == O_WARMUP) warmup = (int)v; else patch = (int)v;
     }
     if (optind < argc) { fprintf(stderr, "attnlab bench train: unexpected argument '%s'\n", argv[optind]); return 2; }
+    if (g_train_only && g_infer_only) { fprintf(stderr, "attnlab bench train: --train-only and --infer-only exclude each other\n"); return 2; }
     if (cli_check_env_threads("bench train")) return 2;
     al_set_threads(threads);
     fprintf(stderr, "attnlab bench train: %d threads, gemm %s (%s kernels), batch %d, %d steps after %d warm-up\n", al_threads(),
             al_gemm_backend(), al_gemm_isa(), batch, steps, warmup);
-    g_gemm = g_train_only ? 0 : gemm_rate();   /* not in a profile of the training step */
+    g_gemm = g_train_only || g_infer_only ? 0 : gemm_rate();   /* not in a profile of the training step */
     char list[256]; snprintf(list, sizeof list, "%s", models);
     int rc = 0;
     for (char *sv, *tok = strtok_r(list, ",", &sv); tok; tok = strtok_r(NULL, ",", &sv)) {
