@@ -68,20 +68,18 @@ al_tensor *al__block_forward_drop(al_ctx *c, const al_block_params *p, const al_
     al_tensor *h = al_layernorm(c, x, p->ln1_w, p->ln1_b, 1e-5f);
     al_tensor *q, *k, *v;                                                       /* (…,H,N,Dh) each */
     if (al_linear_qkv(c, h, p->qkv_w, p->qkv_b, heads, &q, &k, &v) != AL_OK) return NULL;   /* no (…,N,3D) kept */
-    al_tensor *qkv[3] = {q, k, v};
-    if (lean_keep(c, lean, m0, qkv, 3)) return NULL;
-    q = qkv[0]; k = qkv[1]; v = qkv[2];
+    /* A move costs a copy of what is kept: it is made where it frees at least as much as it moves.
+     * q, k, v stay above the layer norm's output (moving 3 to free 1), the merged heads above the
+     * attention's output (1 for 1): both go at the next move, one step later. */
     al_tensor *o = al_attention(c, d, q, k, v, p->a_q, p->a_k, p->rel, bias);   /* (…,H,N,Dh) */
     if (lean_keep(c, lean, m0, &o, 1)) return NULL;
     o = al_merge_heads(c, o);
-    if (lean_keep(c, lean, m0, &o, 1)) return NULL;
     o = al_linear(c, o, p->proj_w, p->proj_b);                                  /* (…,N,D) */
     if (lean) {   /* the residual moves down before the layer norm's temporaries start */
         x = al_add(c, x, al_dropout(c, o, drop));
         if (lean_keep(c, lean, m0, &x, 1)) return NULL;
         m1 = al_ctx_mark(c);
         h = al_linear(c, al_layernorm(c, x, p->ln2_w, p->ln2_b, 1e-5f), p->fc1_w, p->fc1_b);   /* (…,N,hidden) */
-        if (lean_keep(c, lean, m1, &h, 1)) return NULL;
     } else {      /* x + o and its layer norm in one pass: the same bits */
         al_tensor *s;
         h = al_add_layernorm(c, x, al_dropout(c, o, drop), p->ln2_w, p->ln2_b, 1e-5f, &s);
