@@ -62,4 +62,28 @@ static inline uint32_t gat_keep_bits(const al_attn_cfg *g, const gat_steps *st, 
     return m;
 #endif
 }
+
+/* bits[t] = gat_keep_bits(g, st, bh0, s, hc) for t < n, s = slot[t] (slot given) or s0 + t. One head
+ * (hc = 1) hashes eight slots per lane vector instead of one slot in one lane of eight. */
+static inline void gat_keep_run(const al_attn_cfg *g, const gat_steps *st, int64_t bh0, int hc, const int64_t *slot,
+                                int64_t s0, int64_t n, uint32_t *bits)
+{
+#if defined(AL_KEEP_LANES)
+    if (hc == 1) {
+        const __m512i th = _mm512_set1_epi64((long long)g->thresh), gold = _mm512_set1_epi64((long long)AL__GOLDEN64);
+        const __m512i lane = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
+        const uint64_t base = g->seed + (uint64_t)(bh0 * g->slots) * AL__GOLDEN64;
+        for (int64_t t = 0; t < n; t += 8) {
+            const int k = n - t < 8 ? (int)(n - t) : 8;
+            const __m512i idx = slot ? _mm512_maskz_loadu_epi64((__mmask8)((1u << k) - 1), slot + t)
+                                     : _mm512_add_epi64(_mm512_set1_epi64((long long)(s0 + t)), lane);
+            const __m512i x = _mm512_add_epi64(_mm512_set1_epi64((long long)base), _mm512_mullo_epi64(idx, gold));
+            const uint32_t m = _mm512_cmp_epu64_mask(_mm512_srli_epi64(mix64x8(x), 32), th, _MM_CMPINT_NLT);
+            for (int l = 0; l < k; l++) bits[t + l] = m >> l & 1u;
+        }
+        return;
+    }
+#endif
+    for (int64_t t = 0; t < n; t++) bits[t] = gat_keep_bits(g, st, bh0, slot ? slot[t] : s0 + t, hc);
+}
 #endif

@@ -16,8 +16,12 @@
 #define HV 16   /* heads per vector: the lanes of al_v16 (core/simd_impl.h) */
 
 
-/* Floats of per-thread scratch: a line per slot of the longest list, and two more. */
-static size_t gat_scratch(int maxdeg) { return ((size_t)maxdeg + 2) * HV; }
+/* Floats of per-thread scratch: a line per slot of the longest list, two more, then the keep bits of
+ * one head's slots (gat_keep_bits) as uint32 (whole lines). */
+static size_t gat_scratch(int maxdeg) { return ((size_t)maxdeg + 2) * HV + ((size_t)maxdeg + HV - 1) / HV * HV; }
+
+/* The keep bits in a thread's scratch E. */
+static inline uint32_t *gat_bits(float *E, int maxdeg) { return (uint32_t *)(E + ((size_t)maxdeg + 2) * HV); }
 
 
 /* o (X,H) = row r = b·N + i of src (B,H,N,X) heads innermost: the X features of every head of node i. */
@@ -157,6 +161,7 @@ void al__attn_gat_forward(attn_node *nd, const float *q /* (B,H,N,D) */, const f
          * slots overlap at a stride of H < HV: a masked load right after a masked store to the
          * same line waits for the store (no forwarding), which serialised the exp chain. */
         float *E = nd->scr + (size_t)al__thread_id() * gat_scratch(nd->maxdeg);
+        uint32_t *kb = gat_bits(E, nd->maxdeg);
         AL_OMP("omp for schedule(static) nowait")
         for (int64_t r = 0; r < rows; r++) {
             const int64_t b = r / N, i = r % N, s0 = qptr[i], s1 = qptr[i + 1];
@@ -182,11 +187,12 @@ void al__attn_gat_forward(attn_node *nd, const float *q /* (B,H,N,D) */, const f
                 const al_v16 inv = al_v16_recip(sum);
                 al_v16_store(m, ms + r * 2 * H + h0, mx);       /* for the backward's gat_weight */
                 al_v16_store(m, ms + r * 2 * H + H + h0, inv);
+                if (g->drop && hc == 1) gat_keep_run(g, &st, b * H + h0, 1, NULL, s0, s1 - s0, kb);
                 for (int64_t s = s0; s < s1; s++) {   /* normalise, keep bits; E: the applied weights */
                     const al_v16 p = al_v16_mul(al_v16_ldl(E + (s - s0) * HV), inv);
                     al_v16_store(m, Pb + s * H + h0, p);
                     al_v16 w = p;
-                    if (g->drop) w = al_v16_keep(gat_keep_bits(g, &st, b * H + h0, s, hc), p, g->inv_keep);
+                    if (g->drop) w = al_v16_keep(hc == 1 ? kb[s - s0] : gat_keep_bits(g, &st, b * H + h0, s, hc), p, g->inv_keep);
                     al_v16_stl(E + (s - s0) * HV, w);
                 }
                 if (gat_lanes(Dv, hc)) gat_wsum_lanes(E, key + s0, s1 - s0, vt, out, 0, NULL, NULL, NULL, NULL, H, N, Dv, b, i, h0, hc);
@@ -227,9 +233,10 @@ void al__attn_gat_backward(al_ctx *c, attn_node *nd)
     float *dsq = al_arena_alloc(&c->arena, (size_t)(rows * H > 0 ? rows * H : 1) * sizeof(float));   /* (B,N,H) */
     /* (parts,2,D,chunks,HV): one line per feature, for the same reason as E */
     float *part = need_a ? al_arena_calloc(&c->arena, (size_t)nparts * 2 * D * nch * HV * sizeof(float)) : NULL;
-    /* per thread: the lines of E, then query i's dO as (Dv,H), then rows of q and k as (D,H) (whole lines) */
+    /* per thread: the lines of E, then query i's dO as (Dv,H), then rows of q and k as (D,H) (whole
+     * lines), then a line per slot of P's values (pass 1) */
     const size_t ldo = ((size_t)Dv * H + HV - 1) / HV * HV, lqk = ((size_t)D * H + HV - 1) / HV * HV;
-    const size_t per = gat_scratch(nd->maxdeg) + ldo + 2 * lqk;
+    const size_t per = gat_scratch(nd->maxdeg) + ldo + 2 * lqk + (size_t)nd->maxdeg * HV;
     const int tr = dv && gat_lanes(Dv, H < HV ? H : HV);   /* dO into vt's storage for pass 2 */
     float *scr = al_arena_alloc(&c->arena, (size_t)nd->nthr * per * sizeof(float));
     if (!dsq || !scr || (need_a && !part)) { al_fail(c, "attention backward: out of memory"); return; }
@@ -247,6 +254,9 @@ void al__attn_gat_backward(al_ctx *c, attn_node *nd)
          * weights of a key's slots there. */
         float *E = scr + (size_t)al__thread_id() * per, *lanes = E + (size_t)nd->maxdeg * HV;   /* 2 lines */
         float *dot = E + gat_scratch(nd->maxdeg), *qrow = dot + ldo, *krow = qrow + lqk;   /* (Dv,H), (D,H), (D,H) */
+        float *Pl = krow + lqk;   /* pass 1: the slots' P, so that the sweep which overwrites P with dS
+                                   * never loads from a line it has just stored to (no forwarding) */
+        uint32_t *kb = gat_bits(E, nd->maxdeg);
         AL_OMP("omp for schedule(static)")
         for (int64_t r = 0; r < rows; r++) {
             const int64_t b = r / N, i = r % N, s0 = qptr[i], s1 = qptr[i + 1];
@@ -259,18 +269,21 @@ void al__attn_gat_backward(al_ctx *c, attn_node *nd)
                 const al_m16 m = al_v16_mask(hc);
                 const float *doi = dot + h0;
                 al_v16 delta = al_v16_zero();
+                if (g->drop && hc == 1) gat_keep_run(g, &st, b * H + h0, 1, NULL, s0, s1 - s0, kb);
                 for (int64_t s = s0; s < s1; s++) {
                     const float *vj = vtb + (int64_t)key[s] * Dv * H + h0;
                     al_v16 x = al_v16_zero();
                     for (int d = 0; d < Dv; d++) x = al_v16_fma(al_v16_load(m, doi + (int64_t)d * H), al_v16_load(m, vj + (int64_t)d * H), x);
-                    if (g->drop) x = al_v16_keep(gat_keep_bits(g, &st, b * H + h0, s, hc), x, g->inv_keep);
+                    if (g->drop) x = al_v16_keep(hc == 1 ? kb[s - s0] : gat_keep_bits(g, &st, b * H + h0, s, hc), x, g->inv_keep);
                     al_v16_stl(E + (s - s0) * HV, x);
-                    delta = al_v16_fma(al_v16_load(m, Pb + s * H + h0), x, delta);
+                    const al_v16 p = al_v16_load(m, Pb + s * H + h0);
+                    al_v16_stl(Pl + (s - s0) * HV, p);
+                    delta = al_v16_fma(p, x, delta);
                 }
                 const al_v16 sqi = al_v16_load(m, sq + r * H + h0);
                 al_v16 su = al_v16_zero();
                 for (int64_t s = s0; s < s1; s++) {
-                    const al_v16 p = al_v16_load(m, Pb + s * H + h0), u = al_v16_add(sqi, al_v16_load(m, skb + (int64_t)key[s] * H + h0));
+                    const al_v16 p = al_v16_ldl(Pl + (s - s0) * HV), u = al_v16_add(sqi, al_v16_load(m, skb + (int64_t)key[s] * H + h0));
                     const al_v16 x = al_v16_pos_or(u, al_v16_mul(p, al_v16_sub(al_v16_ldl(E + (s - s0) * HV), delta)), g->slope);
                     al_v16_store(m, Pb + s * H + h0, x);   /* dS */
                     su = al_v16_add(su, x);
@@ -308,10 +321,11 @@ void al__attn_gat_backward(al_ctx *c, attn_node *nd)
                     const int h0 = c0 * HV, hc = H - h0 < HV ? H - h0 : HV;
                     const al_m16 m = al_v16_mask(hc);
                     al_v16 dsk = al_v16_zero();
+                    if (g->drop && hc == 1) gat_keep_run(g, &st, b * H + h0, 1, nd->kslot + t0, 0, t1 - t0, kb);
                     for (int64_t t = t0; t < t1; t++) {   /* E: the applied weights of the key's slots */
                         const int64_t s = nd->kslot[t];
                         al_v16 w = gat_weight(nd, m, b * N + nd->kq[t], r, h0);
-                        if (g->drop) w = al_v16_keep(gat_keep_bits(g, &st, b * H + h0, s, hc), w, g->inv_keep);
+                        if (g->drop) w = al_v16_keep(hc == 1 ? kb[t - t0] : gat_keep_bits(g, &st, b * H + h0, s, hc), w, g->inv_keep);
                         al_v16_stl(E + (t - t0) * HV, w);
                         dsk = al_v16_add(dsk, al_v16_load(m, dSb + s * H + h0));
                     }
