@@ -83,12 +83,17 @@ typedef struct attn_node {
     int64_t *kptr, *kslot; int *kq;
     uint8_t *keepb;    /* sparse with dropout: (B,H,slots) keep bytes, drawn once in forward */
     int nthr;
-    /* gat (graph + additive + softmax, no bias): heads innermost, so P is (B,slots,H), sq and sk
-     * are (B,N,H); vt, qt, kt are v, q, k as (B,N,Dv|D,H) (qt, kt may be vt when q, k are v);
-     * aqt, akt are a_q, a_k as (D,H); the dropout bits are drawn again where needed (gat_keep_bits);
-     * ms (B,N,2,H) each query's softmax max and 1/sum per head: the backward overwrites P with dS
-     * and recomputes the weights it still needs from them (the forward's operations, same bits). */
+    /* gat (graph + additive + softmax, no bias): heads innermost, so P is (B,slots,H). Each node
+     * has one record of rs floats in vt (B,N,rs): v as (Dv,H), then sk, sq (H each) and ms (2,H),
+     * the softmax max and 1/sum of its row, so that a slot's reads at random of one node's data
+     * are one place in memory (a random access costs per place far more than per 64-byte line);
+     * sq, sk, ms point into the first record and step by rs. qt, kt are q, k as (B,N,D,H) rows of
+     * qs, ks floats (they are vt, rows of rs, when q, k are v); aqt, akt are a_q, a_k as (D,H);
+     * the dropout bits are drawn again where needed (gat_keep_bits). The backward overwrites P with
+     * dS and recomputes the weights it still needs from sq, sk, ms (the forward's operations, same
+     * bits). */
     int gat;
+    int64_t rs, qs, ks;
     float *vt, *qt, *kt, *aqt, *akt, *ms;
     /* win16 (window2d/window1d, dot, softmax, D = Dv = 16, no bias or dropout; AVX-512): P is
      * block-major (B,H,npad/16,K,16); per offset its token distance w_off, the offsets by distance

@@ -34,22 +34,24 @@ static inline void heads_inner(const float *restrict src /* (B,H,N,X) */, float 
     }
 }
 
-/* Rows (b, h0 + l, i) of o (B,H,N,X), l < hc: = (or += with add) Σ_t W[t·HV + l] · Y[b, h0 + l,
- * idx[t], :] + a1[h0 + l, :]·c1[l] + a2[h0 + l, :]·c2[l] (a1, a2 (H,X) optional). Head-major rows
- * with the weight broadcast: the features are the lanes, so the result is stored as it is (no
- * transpose) and one head (H = 1) takes one FMA per slot. */
-static inline void gat_wsum(const float *W /* (n, HV) */, const int *idx /* (n) */, int64_t n, const float *Y /* (B,H,N,X) */, float *o /* (B,H,N,X) */, int add,
+/* Rows (b, h0 + l, i) of o (B,H,N,X), l < hc: = (or += with add) Σ_t W[t·HV + l] · Y_l[idx[t], :]
+ * + a1[h0 + l, :]·c1[l] + a2[h0 + l, :]·c2[l] (a1, a2 (H,X) optional), where head l's rows are
+ * Y_l = Yb + l·hs, ys floats apart: (B,H,N,X) from Yb = Y[b, h0] (hs = N·X, ys = X), or one head's
+ * node records (hs = 0, ys = rs). Rows with the weight broadcast: the features are the lanes, so
+ * the result is stored as it is (no transpose) and one head (H = 1) takes one FMA per slot. */
+static inline void gat_wsum(const float *W /* (n, HV) */, const int *idx /* (n) */, int64_t n, const float *Yb, int64_t hs, int64_t ys,
+                            float *o /* (B,H,N,X) */, int add,
                             const float *a1 /* (H,X) or NULL */, const float *c1 /* (hc) */, const float *a2 /* (H,X) or NULL */, const float *c2 /* (hc) */,
                             int H, int N, int X, int64_t b, int64_t i, int h0, int hc)
 {
     for (int l = 0; l < hc; l++) {
         const int64_t bh = b * H + h0 + l;
-        const float *Yh = Y + bh * N * X;
+        const float *Yh = Yb + l * hs;
         float *oh = o + (bh * N + i) * X;
         for (int x0 = 0; x0 < X; x0 += HV) {
             const al_m16 fm = al_v16_mask(X - x0);
             al_v16 acc = al_v16_zero();
-            for (int64_t t = 0; t < n; t++) acc = al_v16_fma(al_v16_set1(W[t * HV + l]), al_v16_load(fm, Yh + (int64_t)idx[t] * X + x0), acc);
+            for (int64_t t = 0; t < n; t++) acc = al_v16_fma(al_v16_set1(W[t * HV + l]), al_v16_load(fm, Yh + (int64_t)idx[t] * ys + x0), acc);
             if (a1) acc = al_v16_fma(al_v16_load(fm, a1 + (int64_t)(h0 + l) * X + x0), al_v16_set1(c1[l]), acc);
             if (a2) acc = al_v16_fma(al_v16_load(fm, a2 + (int64_t)(h0 + l) * X + x0), al_v16_set1(c2[l]), acc);
             if (add) acc = al_v16_add(al_v16_load(fm, oh + x0), acc);
@@ -71,13 +73,12 @@ static inline void gat_prefetch(const float *base, const int *idx, int64_t n, in
     }
 }
 
-/* The sk and vt rows of query row r's keys, which the forward and backward pass 1 read at random. */
+/* The records (v and sk) of query row r's keys, which the forward and backward pass 1 read at random. */
 static inline void gat_prefetch_query(const attn_node *nd, int64_t r)
 {
     const int N = nd->g.N, H = nd->g.H, Dv = nd->g.Dv;
     const int64_t b = r / N, i = r % N, s0 = nd->qptr[i], n = nd->qptr[i + 1] - s0;
-    gat_prefetch(nd->sk + b * N * H, nd->key + s0, n, H, H);
-    gat_prefetch(nd->vt + b * N * Dv * H, nd->key + s0, n, (int64_t)Dv * H, Dv * H);
+    gat_prefetch(nd->vt + b * N * nd->rs, nd->key + s0, n, nd->rs, (Dv + 1) * H);
 }
 
 /* Whether a sum Σ w·v of HV heads' chunk with hc heads is better with the heads in the lanes
@@ -85,17 +86,17 @@ static inline void gat_prefetch_query(const attn_node *nd, int64_t r)
  * (gat_wsum: hc·⌈X/HV⌉ FMAs per slot, but over hc rows of as many head planes, read at random). */
 static inline int gat_lanes(int X, int hc) { return X <= 2 * hc * ((X + HV - 1) / HV); }
 
-/* gat_wsum from the heads-innermost copy Yt (B,N,X,H) of Y, with a1t, a2t (X,H) for a1, a2 and
+/* gat_wsum from the heads-innermost copy Yt (B,N,X,H) of Y (rows ys floats apart), with a1t, a2t (X,H) for a1, a2 and
  * c1, c2 as lines: the same FMAs and adds per head and feature in the same order (t ascending from
  * zero, then a1, a2, then o), so the same bits, with the heads in the lanes. X features at a time
  * in registers (8 at most), each exchanged with o through a line. */
 static inline void gat_wsum_lanes(const float *W /* (n, HV) */, const int *idx /* (n) */, int64_t n, const float *Yt /* (B,N,X,H) */,
-                                  float *o /* (B,H,N,X) */, int add, const float *a1t /* (X,H) or NULL */, const float *c1 /* (HV) */,
+                                  int64_t ys, float *o /* (B,H,N,X) */, int add, const float *a1t /* (X,H) or NULL */, const float *c1 /* (HV) */,
                                   const float *a2t /* (X,H) or NULL */, const float *c2 /* (HV) */, int H, int N, int X, int64_t b,
                                   int64_t i, int h0, int hc)
 {
     const al_m16 m = al_v16_mask(hc);
-    const float *Yb = Yt + b * N * X * H + h0;
+    const float *Yb = Yt + b * N * ys + h0;
     float *ob = o + (b * H + h0) * N * X + i * X;   /* head h0 + l, feature x at ob[l·N·X + x] */
     _Alignas(64) float line[HV];
     for (int x0 = 0; x0 < X; x0 += 8) {
@@ -104,7 +105,7 @@ static inline void gat_wsum_lanes(const float *W /* (n, HV) */, const int *idx /
         for (int u = 0; u < 8; u++) acc[u] = al_v16_zero();
         for (int64_t t = 0; t < n; t++) {
             const al_v16 w = al_v16_ldl(W + t * HV);
-            const float *y = Yb + ((int64_t)idx[t] * X + x0) * H;
+            const float *y = Yb + (int64_t)idx[t] * ys + (int64_t)x0 * H;
 #pragma GCC unroll 8
             for (int u = 0; u < 8; u++)
                 if (u < nx) acc[u] = al_v16_fma(w, al_v16_load(m, y + (int64_t)u * H), acc[u]);
@@ -134,14 +135,15 @@ void al__attn_gat_forward(attn_node *nd, const float *q /* (B,H,N,D) */, const f
     const int64_t rows = (int64_t)g->B * N, slots = g->slots;
     const int64_t *qptr = nd->qptr; const int *key = nd->key;
     float *vt = nd->vt, *qt = nd->qt, *kt = nd->kt, *P = nd->P, *sq = nd->sq, *sk = nd->sk, *ms = nd->ms;
+    const int64_t rs = nd->rs, qs = nd->qs, ks = nd->ks;
     const gat_steps st = gat_keep_steps(g);
     AL_OMP("omp parallel num_threads(nd->nthr) if ((rows + g->B * slots) * H * (D + Dv) > AL_PAR_MIN)")
     {
         AL_OMP("omp for schedule(static) nowait")
         for (int64_t r = 0; r < rows; r++) {
-            heads_inner(v, vt + r * Dv * H, H, N, Dv, r);
-            if (qt != vt) heads_inner(q, qt + r * D * H, H, N, D, r);
-            if (kt != vt && kt != qt) heads_inner(k, kt + r * D * H, H, N, D, r);
+            heads_inner(v, vt + r * rs, H, N, Dv, r);
+            if (qt != vt) heads_inner(q, qt + r * qs, H, N, D, r);
+            if (kt != vt && kt != qt) heads_inner(k, kt + r * ks, H, N, D, r);
         }
         /* sq, sk: a separate sweep, so that the masked loads find the copies' scalar stores
          * drained; static schedules of the same count give each thread the rows it copied. */
@@ -151,11 +153,11 @@ void al__attn_gat_forward(attn_node *nd, const float *q /* (B,H,N,D) */, const f
                 const al_m16 m = al_v16_mask(H - h0);
                 al_v16 a = al_v16_zero(), b = al_v16_zero();
                 for (int d = 0; d < D; d++) {
-                    a = al_v16_fma(al_v16_load(m, nd->aqt + d * H + h0), al_v16_load(m, qt + (r * D + d) * H + h0), a);
-                    b = al_v16_fma(al_v16_load(m, nd->akt + d * H + h0), al_v16_load(m, kt + (r * D + d) * H + h0), b);
+                    a = al_v16_fma(al_v16_load(m, nd->aqt + d * H + h0), al_v16_load(m, qt + r * qs + d * H + h0), a);
+                    b = al_v16_fma(al_v16_load(m, nd->akt + d * H + h0), al_v16_load(m, kt + r * ks + d * H + h0), b);
                 }
-                al_v16_store(m, sq + r * H + h0, a);
-                al_v16_store(m, sk + r * H + h0, b);
+                al_v16_store(m, sq + r * rs + h0, a);
+                al_v16_store(m, sk + r * rs + h0, b);
             }
         /* E: this row's scores of HV heads, one 64-byte line per slot. Kept apart from P, whose
          * slots overlap at a stride of H < HV: a masked load right after a masked store to the
@@ -166,15 +168,15 @@ void al__attn_gat_forward(attn_node *nd, const float *q /* (B,H,N,D) */, const f
         for (int64_t r = 0; r < rows; r++) {
             const int64_t b = r / N, i = r % N, s0 = qptr[i], s1 = qptr[i + 1];
             float *Pb = P + b * slots * H;                  /* slot s of head h at Pb[s·H + h] */
-            const float *skb = sk + b * N * H;
+            const float *skb = sk + b * N * rs;
             if (r + GAT_AHEAD < rows) gat_prefetch_query(nd, r + GAT_AHEAD);
             for (int c = 0; c < nch; c++) {
                 const int h0 = c * HV, hc = H - h0 < HV ? H - h0 : HV;
                 const al_m16 m = al_v16_mask(hc);
-                const al_v16 sqi = al_v16_load(m, sq + r * H + h0);
+                const al_v16 sqi = al_v16_load(m, sq + r * rs + h0);
                 al_v16 mx = al_v16_set1(-INFINITY), sum = al_v16_zero();
                 for (int64_t s = s0; s < s1; s++) {   /* LeakyReLU(sq_i + sk_j) */
-                    al_v16 e = al_v16_add(sqi, al_v16_load(m, skb + (int64_t)key[s] * H + h0));
+                    al_v16 e = al_v16_add(sqi, al_v16_load(m, skb + (int64_t)key[s] * rs + h0));
                     e = al_v16_pos_or(e, e, g->slope);
                     al_v16_stl(E + (s - s0) * HV, e);
                     mx = al_v16_max(mx, e);
@@ -185,8 +187,8 @@ void al__attn_gat_forward(attn_node *nd, const float *q /* (B,H,N,D) */, const f
                     sum = al_v16_add(sum, p);
                 }
                 const al_v16 inv = al_v16_recip(sum);
-                al_v16_store(m, ms + r * 2 * H + h0, mx);       /* for the backward's gat_weight */
-                al_v16_store(m, ms + r * 2 * H + H + h0, inv);
+                al_v16_store(m, ms + r * rs + h0, mx);       /* for the backward's gat_weight */
+                al_v16_store(m, ms + r * rs + H + h0, inv);
                 if (g->drop && hc == 1) gat_keep_run(g, &st, b * H + h0, 1, NULL, s0, s1 - s0, kb);
                 for (int64_t s = s0; s < s1; s++) {   /* normalise, keep bits; E: the applied weights */
                     const al_v16 p = al_v16_mul(al_v16_ldl(E + (s - s0) * HV), inv);
@@ -195,8 +197,9 @@ void al__attn_gat_forward(attn_node *nd, const float *q /* (B,H,N,D) */, const f
                     if (g->drop) w = al_v16_keep(hc == 1 ? kb[s - s0] : gat_keep_bits(g, &st, b * H + h0, s, hc), p, g->inv_keep);
                     al_v16_stl(E + (s - s0) * HV, w);
                 }
-                if (gat_lanes(Dv, hc)) gat_wsum_lanes(E, key + s0, s1 - s0, vt, out, 0, NULL, NULL, NULL, NULL, H, N, Dv, b, i, h0, hc);
-                else gat_wsum(E, key + s0, s1 - s0, v, out, 0, NULL, NULL, NULL, NULL, H, N, Dv, b, i, h0, hc);
+                if (gat_lanes(Dv, hc)) gat_wsum_lanes(E, key + s0, s1 - s0, vt, rs, out, 0, NULL, NULL, NULL, NULL, H, N, Dv, b, i, h0, hc);
+                else if (H == 1) gat_wsum(E, key + s0, s1 - s0, vt + b * N * rs, 0, rs, out, 0, NULL, NULL, NULL, NULL, H, N, Dv, b, i, h0, hc);
+                else gat_wsum(E, key + s0, s1 - s0, v + (b * H + h0) * N * Dv, (int64_t)N * Dv, Dv, out, 0, NULL, NULL, NULL, NULL, H, N, Dv, b, i, h0, hc);
             }
         }
     }
@@ -209,8 +212,8 @@ void al__attn_gat_forward(attn_node *nd, const float *q /* (B,H,N,D) */, const f
 static inline al_v16 gat_weight(const attn_node *nd, al_m16 m, int64_t ri, int64_t rj, int h0)
 {
     const int H = nd->g.H;
-    const float *mi = nd->ms + ri * 2 * H + h0;
-    al_v16 e = al_v16_add(al_v16_load(m, nd->sq + ri * H + h0), al_v16_load(m, nd->sk + rj * H + h0));
+    const float *mi = nd->ms + ri * nd->rs + h0;
+    al_v16 e = al_v16_add(al_v16_load(m, nd->sq + ri * nd->rs + h0), al_v16_load(m, nd->sk + rj * nd->rs + h0));
     e = al_v16_pos_or(e, e, nd->g.slope);
     return al_v16_mul(al__exp_cephes_v16(al_v16_sub(e, al_v16_load(m, mi))), al_v16_load(m, mi + H));
 }
@@ -237,7 +240,9 @@ void al__attn_gat_backward(al_ctx *c, attn_node *nd)
      * lines), then a line per slot of P's values (pass 1) */
     const size_t ldo = ((size_t)Dv * H + HV - 1) / HV * HV, lqk = ((size_t)D * H + HV - 1) / HV * HV;
     const size_t per = gat_scratch(nd->maxdeg) + ldo + 2 * lqk + (size_t)nd->maxdeg * HV;
-    const int tr = dv && gat_lanes(Dv, H < HV ? H : HV);   /* dO into vt's storage for pass 2 */
+    const int lanes2 = gat_lanes(Dv, H < HV ? H : HV);
+    const int tr = dv && (lanes2 || H == 1);   /* dO into the records' v for pass 2 */
+    const int64_t rs = nd->rs;
     float *scr = al_arena_alloc(&c->arena, (size_t)nd->nthr * per * sizeof(float));
     if (!dsq || !scr || (need_a && !part)) { al_fail(c, "attention backward: out of memory"); return; }
     if (!al_ok(c)) return;
@@ -260,7 +265,7 @@ void al__attn_gat_backward(al_ctx *c, attn_node *nd)
         AL_OMP("omp for schedule(static)")
         for (int64_t r = 0; r < rows; r++) {
             const int64_t b = r / N, i = r % N, s0 = qptr[i], s1 = qptr[i + 1];
-            const float *skb = sk + b * N * H, *vtb = vt + b * N * Dv * H;
+            const float *skb = sk + b * N * rs, *vtb = vt + b * N * rs;
             float *Pb = P + b * slots * H;
             if (r + GAT_AHEAD < rows) gat_prefetch_query(nd, r + GAT_AHEAD);
             heads_inner(dO, dot, H, N, Dv, r);   /* the only dO row this query reads */
@@ -271,7 +276,7 @@ void al__attn_gat_backward(al_ctx *c, attn_node *nd)
                 al_v16 delta = al_v16_zero();
                 if (g->drop && hc == 1) gat_keep_run(g, &st, b * H + h0, 1, NULL, s0, s1 - s0, kb);
                 for (int64_t s = s0; s < s1; s++) {
-                    const float *vj = vtb + (int64_t)key[s] * Dv * H + h0;
+                    const float *vj = vtb + (int64_t)key[s] * rs + h0;
                     al_v16 x = al_v16_zero();
                     for (int d = 0; d < Dv; d++) x = al_v16_fma(al_v16_load(m, doi + (int64_t)d * H), al_v16_load(m, vj + (int64_t)d * H), x);
                     if (g->drop) x = al_v16_keep(hc == 1 ? kb[s - s0] : gat_keep_bits(g, &st, b * H + h0, s, hc), x, g->inv_keep);
@@ -280,10 +285,10 @@ void al__attn_gat_backward(al_ctx *c, attn_node *nd)
                     al_v16_stl(Pl + (s - s0) * HV, p);
                     delta = al_v16_fma(p, x, delta);
                 }
-                const al_v16 sqi = al_v16_load(m, sq + r * H + h0);
+                const al_v16 sqi = al_v16_load(m, sq + r * rs + h0);
                 al_v16 su = al_v16_zero();
                 for (int64_t s = s0; s < s1; s++) {
-                    const al_v16 p = al_v16_ldl(Pl + (s - s0) * HV), u = al_v16_add(sqi, al_v16_load(m, skb + (int64_t)key[s] * H + h0));
+                    const al_v16 p = al_v16_ldl(Pl + (s - s0) * HV), u = al_v16_add(sqi, al_v16_load(m, skb + (int64_t)key[s] * rs + h0));
                     const al_v16 x = al_v16_pos_or(u, al_v16_mul(p, al_v16_sub(al_v16_ldl(E + (s - s0) * HV), delta)), g->slope);
                     al_v16_store(m, Pb + s * H + h0, x);   /* dS */
                     su = al_v16_add(su, x);
@@ -295,7 +300,7 @@ void al__attn_gat_backward(al_ctx *c, attn_node *nd)
          * contiguous row per slot, not H rows in as many head planes */
         if (tr) {
             AL_OMP("omp for schedule(static)")
-            for (int64_t r = 0; r < rows; r++) heads_inner(dO, nd->vt + r * Dv * H, H, N, Dv, r);
+            for (int64_t r = 0; r < rows; r++) heads_inner(dO, nd->vt + r * rs, H, N, Dv, r);
         }
         /* Pass 2 over keys, in fixed chunks of nodes: each node's gradient rows are written once. */
         AL_OMP("omp for schedule(static) nowait")
@@ -304,14 +309,13 @@ void al__attn_gat_backward(al_ctx *c, attn_node *nd)
             for (int64_t r = rows * pt / nparts; r < rows * (pt + 1) / nparts; r++) {
                 const int64_t b = r / N, j = r % N, t0 = nd->kptr[j], t1 = nd->kptr[j + 1];
                 const float *dSb = P + b * slots * H;
-                if (r + GAT_AHEAD < rows) {   /* dS, sq, ms and dO rows of the slots of a key ahead */
+                if (r + GAT_AHEAD < rows) {   /* dS and the query records (dO, sq, ms) of the slots of a key ahead */
                     const int64_t ra = r + GAT_AHEAD, ba = ra / N, ja = ra % N, u0 = nd->kptr[ja], u1 = nd->kptr[ja + 1];
                     for (int64_t t = u0; t < u1; t++) __builtin_prefetch(P + (ba * slots + nd->kslot[t]) * H);
-                    gat_prefetch(sq + ba * N * H, nd->kq + u0, u1 - u0, H, H);
-                    gat_prefetch(nd->ms + ba * N * 2 * H, nd->kq + u0, u1 - u0, 2 * H, 2 * H);
-                    if (tr) gat_prefetch(nd->vt + ba * N * Dv * H, nd->kq + u0, u1 - u0, (int64_t)Dv * H, Dv * H);
+                    if (tr) gat_prefetch(nd->vt + ba * N * rs, nd->kq + u0, u1 - u0, rs, (int)rs);
+                    else gat_prefetch(sq + ba * N * rs, nd->kq + u0, u1 - u0, rs, 3 * H);
                 }
-                const float *qr = nd->qt + r * D * H, *kr = nd->kt + r * D * H;   /* rows r of q, k heads innermost */
+                const float *qr = nd->qt + r * nd->qs, *kr = nd->kt + r * nd->ks;   /* rows r of q, k heads innermost */
                 if (tr && pq && nd->qt == nd->vt) { heads_inner(nd->q->data, qrow, H, N, D, r); qr = qrow; }   /* vt holds dO now */
                 if (tr && pq && nd->kt == nd->vt) {
                     if (nd->kt == nd->qt) kr = qr;
@@ -329,18 +333,21 @@ void al__attn_gat_backward(al_ctx *c, attn_node *nd)
                         al_v16_stl(E + (t - t0) * HV, w);
                         dsk = al_v16_add(dsk, al_v16_load(m, dSb + s * H + h0));
                     }
-                    const al_v16 dsqj = al_v16_load(m, dsq + r * H + h0);
+                    const al_v16 dsqj = al_v16_load(m, dsq + r * H + h0);   /* (B,N,H) */
                     float *lk = lanes, *lq = lanes + HV;   /* dsk, dsq of each head */
                     al_v16_stl(lk, dsk); al_v16_stl(lq, dsqj);
                     const int kin = dk && dk == dv && D == Dv, qin = dq && dq == dv && D == Dv;   /* q, k are v (GAT) */
-                    if (dv && tr)   /* dV = Σ w·dO over the key's slots, with a_k·dsk and a_q·dsq when they share the row */
-                        gat_wsum_lanes(E, nd->kq + t0, t1 - t0, nd->vt, dv, 1, kin ? nd->akt : NULL, lk, qin ? nd->aqt : NULL,
+                    if (dv && tr && lanes2)   /* dV = Σ w·dO over the key's slots, with a_k·dsk and a_q·dsq when they share the row */
+                        gat_wsum_lanes(E, nd->kq + t0, t1 - t0, nd->vt, rs, dv, 1, kin ? nd->akt : NULL, lk, qin ? nd->aqt : NULL,
                                        lq, H, N, Dv, b, j, h0, hc);
+                    else if (dv && tr)   /* one head: its dO rows in the records */
+                        gat_wsum(E, nd->kq + t0, t1 - t0, nd->vt + b * N * rs, 0, rs, dv, 1, kin ? nd->ak->data : NULL, lk,
+                                 qin ? nd->aq->data : NULL, lq, H, N, Dv, b, j, h0, hc);
                     else if (dv)
-                        gat_wsum(E, nd->kq + t0, t1 - t0, dO, dv, 1, kin ? nd->ak->data : NULL, lk, qin ? nd->aq->data : NULL,
-                                 lq, H, N, Dv, b, j, h0, hc);
-                    if (dk && !kin) gat_wsum(E, NULL, 0, NULL, dk, 1, nd->ak->data, lk, NULL, NULL, H, N, D, b, j, h0, hc);
-                    if (dq && !qin) gat_wsum(E, NULL, 0, NULL, dq, 1, nd->aq->data, lq, NULL, NULL, H, N, D, b, j, h0, hc);
+                        gat_wsum(E, nd->kq + t0, t1 - t0, dO + (b * H + h0) * N * Dv, (int64_t)N * Dv, Dv, dv, 1, kin ? nd->ak->data : NULL, lk,
+                                 qin ? nd->aq->data : NULL, lq, H, N, Dv, b, j, h0, hc);
+                    if (dk && !kin) gat_wsum(E, NULL, 0, NULL, 0, 0, dk, 1, nd->ak->data, lk, NULL, NULL, H, N, D, b, j, h0, hc);
+                    if (dq && !qin) gat_wsum(E, NULL, 0, NULL, 0, 0, dq, 1, nd->aq->data, lq, NULL, NULL, H, N, D, b, j, h0, hc);
                     if (pq)
                         for (int d = 0; d < D; d++) {
                             float *a = pq + ((int64_t)d * nch + c0) * HV, *e = pk + ((int64_t)d * nch + c0) * HV;
@@ -366,24 +373,27 @@ void al__attn_gat_backward(al_ctx *c, attn_node *nd)
     }
 }
 
-/* Scratch of the gat path (arena): transposed inputs, sq/sk, P, the softmax max and 1/sum, a_q/a_k
- * as (D,H). */
+/* Scratch of the gat path (arena): the node records (v transposed, sk, sq, the softmax max and 1/sum),
+ * q and k transposed unless they are v, P, a_q/a_k as (D,H). */
 int al__attn_gat_setup(al_ctx *c, attn_node *nd)
 {
     const al_attn_cfg *g = &nd->g;
     const int H = g->H, D = g->D;
     const int64_t rows = (int64_t)g->B * g->N, nslot = g->B * g->slots > 0 ? g->B * g->slots : 1;
     al_arena *a = &c->arena;
-    nd->vt = al_arena_alloc(a, (size_t)(rows * g->Dv * H) * sizeof(float));
-    nd->qt = nd->q->data == nd->v->data && D == g->Dv ? nd->vt : al_arena_alloc(a, (size_t)(rows * D * H) * sizeof(float));
-    nd->kt = nd->k->data == nd->v->data && D == g->Dv ? nd->vt
-           : nd->k->data == nd->q->data ? nd->qt : al_arena_alloc(a, (size_t)(rows * D * H) * sizeof(float));
-    nd->sq = al_arena_alloc(a, (size_t)rows * H * sizeof(float));
-    nd->sk = al_arena_alloc(a, (size_t)rows * H * sizeof(float));
+    nd->rs = ((int64_t)(g->Dv + 4) * H + 3) / 4 * 4;   /* v (Dv,H), sk, sq, max, 1/sum; 16-byte steps */
+    nd->vt = al_arena_alloc(a, (size_t)(rows * nd->rs) * sizeof(float));
+    const int qv = nd->q->data == nd->v->data && D == g->Dv, kv = nd->k->data == nd->v->data && D == g->Dv;
+    nd->qt = qv ? nd->vt : al_arena_alloc(a, (size_t)(rows * D * H) * sizeof(float));
+    nd->qs = qv ? nd->rs : (int64_t)D * H;
+    nd->kt = kv ? nd->vt : nd->k->data == nd->q->data ? nd->qt : al_arena_alloc(a, (size_t)(rows * D * H) * sizeof(float));
+    nd->ks = kv ? nd->rs : nd->k->data == nd->q->data ? nd->qs : (int64_t)D * H;
+    nd->sk = nd->vt ? nd->vt + (int64_t)g->Dv * H : NULL;
+    nd->sq = nd->vt ? nd->sk + H : NULL;
+    nd->ms = nd->vt ? nd->sq + H : NULL;
     nd->aqt = al_arena_alloc(a, (size_t)D * H * sizeof(float));
     nd->akt = al_arena_alloc(a, (size_t)D * H * sizeof(float));
     nd->P = al_arena_alloc(a, (size_t)nslot * H * sizeof(float));
-    nd->ms = al_arena_alloc(a, (size_t)rows * 2 * H * sizeof(float));
     nd->scr = al_arena_alloc(a, (size_t)nd->nthr * gat_scratch(nd->maxdeg) * sizeof(float));
     if (!nd->scr || !nd->vt || !nd->qt || !nd->kt || !nd->sq || !nd->sk || !nd->aqt || !nd->akt || !nd->P || !nd->ms) {
         al_fail(c, "attention: out of memory");
