@@ -60,25 +60,16 @@ static inline void gat_wsum(const float *W /* (n, HV) */, const int *idx /* (n) 
     }
 }
 
-#define GAT_AHEAD 4   /* rows ahead whose reads at random are prefetched */
+#define GAT_AHEAD 32   /* slots ahead (in the slot list's order, across rows) whose reads at random are prefetched */
 
-/* Prefetch len floats at base + idx[t]·stride for t < n: the rows a slot list reads at random, a few
- * rows ahead, so that their cache misses overlap the work of the rows before (a hint: no value
- * changes). */
-static inline void gat_prefetch(const float *base, const int *idx, int64_t n, int64_t stride, int len)
+/* Prefetch len floats at p: the data a slot GAT_AHEAD slots on reads at random, so that its cache
+ * misses overlap the work of the slots before (a hint: no value changes). One slot's prefetch per
+ * slot, not a row's at the start of each row: the misses then stay spread evenly in flight (a
+ * microbenchmark of rows of 11 reads of 5 lines at random: 20-30 % faster than prefetching the
+ * row 4 rows ahead at once). */
+static inline void gat_prefetch(const float *p, int len)
 {
-    for (int64_t t = 0; t < n; t++) {
-        const char *p = (const char *)(base + (int64_t)idx[t] * stride);
-        for (int o = 0; o < len * (int)sizeof(float); o += 64) __builtin_prefetch(p + o);
-    }
-}
-
-/* The records (v and sk) of query row r's keys, which the forward and backward pass 1 read at random. */
-static inline void gat_prefetch_query(const attn_node *nd, int64_t r)
-{
-    const int N = nd->g.N, H = nd->g.H, Dv = nd->g.Dv;
-    const int64_t b = r / N, i = r % N, s0 = nd->qptr[i], n = nd->qptr[i + 1] - s0;
-    gat_prefetch(nd->vt + b * N * nd->rs, nd->key + s0, n, nd->rs, (Dv + 1) * H);
+    for (int o = 0; o < len * (int)sizeof(float); o += 64) __builtin_prefetch((const char *)p + o);
 }
 
 /* Whether a sum Σ w·v of HV heads' chunk with hc heads is better with the heads in the lanes
@@ -169,13 +160,13 @@ void al__attn_gat_forward(attn_node *nd, const float *q /* (B,H,N,D) */, const f
             const int64_t b = r / N, i = r % N, s0 = qptr[i], s1 = qptr[i + 1];
             float *Pb = P + b * slots * H;                  /* slot s of head h at Pb[s·H + h] */
             const float *skb = sk + b * N * rs;
-            if (r + GAT_AHEAD < rows) gat_prefetch_query(nd, r + GAT_AHEAD);
             for (int c = 0; c < nch; c++) {
                 const int h0 = c * HV, hc = H - h0 < HV ? H - h0 : HV;
                 const al_m16 m = al_v16_mask(hc);
                 const al_v16 sqi = al_v16_load(m, sq + r * rs + h0);
                 al_v16 mx = al_v16_set1(-INFINITY), sum = al_v16_zero();
                 for (int64_t s = s0; s < s1; s++) {   /* LeakyReLU(sq_i + sk_j) */
+                    if (c == 0 && s + GAT_AHEAD < slots) gat_prefetch(vt + b * N * rs + (int64_t)key[s + GAT_AHEAD] * rs, (Dv + 1) * H);
                     al_v16 e = al_v16_add(sqi, al_v16_load(m, skb + (int64_t)key[s] * rs + h0));
                     e = al_v16_pos_or(e, e, g->slope);
                     al_v16_stl(E + (s - s0) * HV, e);
@@ -246,7 +237,7 @@ void al__attn_gat_backward(al_ctx *c, attn_node *nd)
     float *scr = al_arena_alloc(&c->arena, (size_t)nd->nthr * per * sizeof(float));
     if (!dsq || !scr || (need_a && !part)) { al_fail(c, "attention backward: out of memory"); return; }
     if (!al_ok(c)) return;
-    const int64_t *qptr = nd->qptr; const int *key = nd->key;
+    const int64_t *qptr = nd->qptr, present = nd->kptr[N]; const int *key = nd->key;
     float *P = nd->P;   /* pass 1 replaces P by dS (B,slots,H), slot by slot, once it has read it */
     const float *sq = nd->sq, *sk = nd->sk, *vt = nd->vt;
     /* the keep bits are drawn again (gat_keep_bits: a hash per slot) rather than stored: cheaper
@@ -267,7 +258,6 @@ void al__attn_gat_backward(al_ctx *c, attn_node *nd)
             const int64_t b = r / N, i = r % N, s0 = qptr[i], s1 = qptr[i + 1];
             const float *skb = sk + b * N * rs, *vtb = vt + b * N * rs;
             float *Pb = P + b * slots * H;
-            if (r + GAT_AHEAD < rows) gat_prefetch_query(nd, r + GAT_AHEAD);
             heads_inner(dO, dot, H, N, Dv, r);   /* the only dO row this query reads */
             for (int c0 = 0; c0 < nch; c0++) {
                 const int h0 = c0 * HV, hc = H - h0 < HV ? H - h0 : HV;
@@ -276,6 +266,7 @@ void al__attn_gat_backward(al_ctx *c, attn_node *nd)
                 al_v16 delta = al_v16_zero();
                 if (g->drop && hc == 1) gat_keep_run(g, &st, b * H + h0, 1, NULL, s0, s1 - s0, kb);
                 for (int64_t s = s0; s < s1; s++) {
+                    if (c0 == 0 && s + GAT_AHEAD < slots) gat_prefetch(vtb + (int64_t)key[s + GAT_AHEAD] * rs, (Dv + 1) * H);
                     const float *vj = vtb + (int64_t)key[s] * rs + h0;
                     al_v16 x = al_v16_zero();
                     for (int d = 0; d < Dv; d++) x = al_v16_fma(al_v16_load(m, doi + (int64_t)d * H), al_v16_load(m, vj + (int64_t)d * H), x);
@@ -309,12 +300,6 @@ void al__attn_gat_backward(al_ctx *c, attn_node *nd)
             for (int64_t r = rows * pt / nparts; r < rows * (pt + 1) / nparts; r++) {
                 const int64_t b = r / N, j = r % N, t0 = nd->kptr[j], t1 = nd->kptr[j + 1];
                 const float *dSb = P + b * slots * H;
-                if (r + GAT_AHEAD < rows) {   /* dS and the query records (dO, sq, ms) of the slots of a key ahead */
-                    const int64_t ra = r + GAT_AHEAD, ba = ra / N, ja = ra % N, u0 = nd->kptr[ja], u1 = nd->kptr[ja + 1];
-                    for (int64_t t = u0; t < u1; t++) __builtin_prefetch(P + (ba * slots + nd->kslot[t]) * H);
-                    if (tr) gat_prefetch(nd->vt + ba * N * rs, nd->kq + u0, u1 - u0, rs, (int)rs);
-                    else gat_prefetch(sq + ba * N * rs, nd->kq + u0, u1 - u0, rs, 3 * H);
-                }
                 const float *qr = nd->qt + r * nd->qs, *kr = nd->kt + r * nd->ks;   /* rows r of q, k heads innermost */
                 if (tr && pq && nd->qt == nd->vt) { heads_inner(nd->q->data, qrow, H, N, D, r); qr = qrow; }   /* vt holds dO now */
                 if (tr && pq && nd->kt == nd->vt) {
@@ -327,6 +312,12 @@ void al__attn_gat_backward(al_ctx *c, attn_node *nd)
                     al_v16 dsk = al_v16_zero();
                     if (g->drop && hc == 1) gat_keep_run(g, &st, b * H + h0, 1, nd->kslot + t0, 0, t1 - t0, kb);
                     for (int64_t t = t0; t < t1; t++) {   /* E: the applied weights of the key's slots */
+                        if (c0 == 0 && t + GAT_AHEAD < present) {   /* dS and the query record (dO, sq, ms) of a slot ahead */
+                            const int64_t ta = t + GAT_AHEAD;
+                            __builtin_prefetch(dSb + nd->kslot[ta] * H);
+                            if (tr) gat_prefetch(nd->vt + b * N * rs + (int64_t)nd->kq[ta] * rs, (int)rs);
+                            else gat_prefetch(sq + b * N * rs + (int64_t)nd->kq[ta] * rs, 3 * H);
+                        }
                         const int64_t s = nd->kslot[t];
                         al_v16 w = gat_weight(nd, m, b * N + nd->kq[t], r, h0);
                         if (g->drop) w = al_v16_keep(hc == 1 ? kb[t - t0] : gat_keep_bits(g, &st, b * H + h0, s, hc), w, g->inv_keep);
