@@ -15,6 +15,12 @@
 
 #define HV 16   /* heads per vector: the lanes of al_v16 (core/simd_impl.h) */
 
+/* Rows per chunk of the passes over nodes, handed out dynamically: ~16 chunks per thread, so that on
+ * a shared machine a thread that gets less CPU time takes fewer chunks instead of holding the other
+ * at the barrier. Rows are independent (and pass 2's partial sums go by fixed parts), so which
+ * thread takes a chunk changes no value. */
+static inline int64_t gat_chunk(int64_t rows, int nthr) { const int64_t c = rows / (16 * (int64_t)nthr); return c > 16 ? c : 16; }
+
 
 /* Floats of per-thread scratch: a line per slot of the longest list, two more, then the keep bits of
  * one head's slots (gat_keep_bits) as uint32 (whole lines). */
@@ -128,6 +134,8 @@ void al__attn_gat_forward(attn_node *nd, const float *q /* (B,H,N,D) */, const f
     float *vt = nd->vt, *qt = nd->qt, *kt = nd->kt, *P = nd->P, *sq = nd->sq, *sk = nd->sk, *ms = nd->ms;
     const int64_t rs = nd->rs, qs = nd->qs, ks = nd->ks;
     const gat_steps st = gat_keep_steps(g);
+    const int64_t chunk = gat_chunk(rows, nd->nthr);
+    (void)chunk;   /* no OpenMP: unused */
     AL_OMP("omp parallel num_threads(nd->nthr) if ((rows + g->B * slots) * H * (D + Dv) > AL_PAR_MIN)")
     {
         AL_OMP("omp for schedule(static) nowait")
@@ -155,7 +163,7 @@ void al__attn_gat_forward(attn_node *nd, const float *q /* (B,H,N,D) */, const f
          * same line waits for the store (no forwarding), which serialised the exp chain. */
         float *E = nd->scr + (size_t)al__thread_id() * gat_scratch(nd->maxdeg);
         uint32_t *kb = gat_bits(E, nd->maxdeg);
-        AL_OMP("omp for schedule(static) nowait")
+        AL_OMP("omp for schedule(dynamic, chunk) nowait")
         for (int64_t r = 0; r < rows; r++) {
             const int64_t b = r / N, i = r % N, s0 = qptr[i], s1 = qptr[i + 1];
             float *Pb = P + b * slots * H;                  /* slot s of head h at Pb[s·H + h] */
@@ -243,6 +251,8 @@ void al__attn_gat_backward(al_ctx *c, attn_node *nd)
     /* the keep bits are drawn again (gat_keep_bits: a hash per slot) rather than stored: cheaper
      * than pass 2's reads of them at random, and no (B,slots,chunks) array */
     const gat_steps st = gat_keep_steps(g);
+    const int64_t chunk = gat_chunk(rows, nd->nthr);
+    (void)chunk;   /* no OpenMP: unused */
     AL_OMP("omp parallel num_threads(nd->nthr) if ((rows + g->B * slots) * H * (D + Dv) > AL_PAR_MIN)")
     {
         /* Pass 1 over queries: dP = dO_i·v_j (dropped as the forward), delta, dS and dsq; dP kept
@@ -253,7 +263,7 @@ void al__attn_gat_backward(al_ctx *c, attn_node *nd)
         float *Pl = krow + lqk;   /* pass 1: the slots' P, so that the sweep which overwrites P with dS
                                    * never loads from a line it has just stored to (no forwarding) */
         uint32_t *kb = gat_bits(E, nd->maxdeg);
-        AL_OMP("omp for schedule(static)")
+        AL_OMP("omp for schedule(dynamic, chunk)")
         for (int64_t r = 0; r < rows; r++) {
             const int64_t b = r / N, i = r % N, s0 = qptr[i], s1 = qptr[i + 1];
             const float *skb = sk + b * N * rs, *vtb = vt + b * N * rs;
@@ -294,7 +304,7 @@ void al__attn_gat_backward(al_ctx *c, attn_node *nd)
             for (int64_t r = 0; r < rows; r++) heads_inner(dO, nd->vt + r * rs, H, N, Dv, r);
         }
         /* Pass 2 over keys, in fixed chunks of nodes: each node's gradient rows are written once. */
-        AL_OMP("omp for schedule(static) nowait")
+        AL_OMP("omp for schedule(dynamic, 1) nowait")
         for (int pt = 0; pt < nparts; pt++) {
             float *pq = part ? part + (size_t)pt * 2 * D * nch * HV : NULL, *pk = pq ? pq + (size_t)D * nch * HV : NULL;
             for (int64_t r = rows * pt / nparts; r < rows * (pt + 1) / nparts; r++) {
