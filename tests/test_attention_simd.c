@@ -5,6 +5,7 @@
  * by entry with al_attn_keep, so any difference in the mask shows up as a large error). */
 #include "test_attention_util.h"
 #include "attention/attention_impl.h"
+#include "attention/dropout_impl.h"
 #include <stdio.h>
 
 #define FWD_TOL 1e-5
@@ -49,6 +50,34 @@ static void test_wide_windows(void **st)
                     a.dropout = drop ? 0.4f : 0.f;
                     a.seed = 300 + (uint64_t)(wi * 100 + di * 10 + score * 2 + drop);
                     check(&a, "window2d");
+                }
+}
+
+/* gat_keep_run (the GAT kernel's keep bits of a run of slots; one head hashes eight slots per lane
+ * vector) against al_attn_keep slot by slot: contiguous runs and slot lists, 0 to 20 slots (partial
+ * lane vectors), one head and three. */
+static void test_gat_keep_run(void **st)
+{
+    (void)st;
+    al_attn_cfg g = {0};
+    g.B = 2; g.H = 3; g.slots = 1000; g.drop = 1; g.seed = 0x1234567887654321ULL;
+    g.thresh = (uint32_t)(0.6 * 4294967296.0);
+    const gat_steps sp = gat_keep_steps(&g);
+    int64_t slot[20];
+    uint32_t bits[20];
+    for (int t = 0; t < 20; t++) slot[t] = (t * 389 + 17) % g.slots;
+    for (int hc = 1; hc <= 3; hc += 2)
+        for (int64_t bh0 = 0; bh0 < 4; bh0 += 3)
+            for (int n = 0; n <= 20; n++)
+                for (int list = 0; list < 2; list++) {
+                    const int64_t s0 = 990 - n;
+                    gat_keep_run(&g, &sp, bh0, hc, list ? slot : NULL, s0, n, bits);
+                    for (int t = 0; t < n; t++) {
+                        const int64_t s = list ? slot[t] : s0 + t;
+                        uint32_t want = 0;
+                        for (int l = 0; l < hc; l++) want |= (uint32_t)al_attn_keep(&g, bh0 + l, s) << l;
+                        if (bits[t] != want) fail_msg("hc %d bh0 %d n %d list %d slot %d: bits %u, want %u", hc, (int)bh0, n, list, t, bits[t], want);
+                    }
                 }
 }
 
@@ -293,6 +322,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_wide_windows),
         cmocka_unit_test(test_graph_degrees_dropout),
+        cmocka_unit_test(test_gat_keep_run),
         cmocka_unit_test(test_gat_heads),
         cmocka_unit_test(test_gat_shared_qkv),
         cmocka_unit_test(test_full_dropout_tiles),
