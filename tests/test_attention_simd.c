@@ -261,6 +261,8 @@ static void test_window_d16(void **st)
         check(&a, "window d16");
 #if defined(__AVX512F__) && defined(__AVX512BW__)
         if (al__win16_runs == runs) fail_msg("case %d: the lane kernels did not run", ci);
+#else
+        (void)runs;   /* no lane kernels on this build: the comparison below is slot lists against slot lists */
 #endif
         float *data[IN_COUNT];
         acase_inputs(&a, data);
