@@ -92,6 +92,7 @@ static void attention_backward(al_ctx *c, void *p)
     attn_count(nd, AL_FLOPS_BWD);
     if (nd->pat.kind == AL_PAT_FULL) al__attn_full_backward(c, nd);
     else if (nd->gat) al__attn_gat_backward(c, nd);
+    else if (nd->win16) al__win16_backward(c, nd);
     else al__attn_sparse_backward(c, nd);
 }
 
@@ -162,13 +163,8 @@ al_tensor *al_attention(al_ctx *c, const al_attn_desc *d, al_tensor *q, al_tenso
             if (g.noff) w = al_new(c, 4, (int[]){g.B, g.H, N, g.noff});
             else w = al_new(c, 3, (int[]){g.B, g.H, g.slots > 0 ? (int)g.slots : 1});
             if (!w) return NULL;
-            if (nd->win16) {   /* P block-major (B,H,npad/16,K,16): the weights are (B,H,N,K) */
-                const int K = g.noff, np = nd->w_npad;
-                for (int64_t bh = 0; bh < rows / N; bh++)
-                    for (int i = 0; i < N; i++)
-                        for (int o = 0; o < K; o++)
-                            w->data[(bh * N + i) * K + o] = nd->P[(bh * np + (int64_t)(i / 16) * 16) * K + o * 16 + i % 16];
-            } else if (g.slots > 0) memcpy(w->data, nd->P, (size_t)(rows / N * g.slots) * sizeof(float));
+            if (nd->win16) al__win16_weights(nd, w->data);   /* P is block-major there */
+            else if (g.slots > 0) memcpy(w->data, nd->P, (size_t)(rows / N * g.slots) * sizeof(float));
             else w->data[0] = 0.f;   /* an empty graph: no slots; (B,H,1) of zeros stands in */
         }
     }

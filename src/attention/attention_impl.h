@@ -63,9 +63,10 @@ int al__win16_setup(al_ctx *c, struct attn_node *nd);
 size_t al__win16_scratch(const struct attn_node *nd);
 void al__win16_forward(const struct attn_node *nd, const float *q, const float *k, const float *v, const float *rel /* (H,K) or NULL */,
                        float *P /* (B,H,npad/16,K,16) */, float *out /* (B,H,N,16) */, float *scratch /* (nthr, al__win16_scratch) */);
-void al__win16_backward(const struct attn_node *nd, const float *q, const float *k, const float *v, const float *dO,
-                        float *dS /* (B,H,npad/16,K,16) */, float *dq, float *dk, float *dv /* each (B,H,N,16) or NULL */,
-                        float *scratch /* (nthr, al__win16_scratch) */);
+/* The node's backward (dQ, dK, dV, the relative bias's gradient) and its weights in the pattern's
+ * layout (B,H,N,K) for desc->weights. */
+void al__win16_backward(al_ctx *c, struct attn_node *nd);
+void al__win16_weights(const struct attn_node *nd, float *w);
 
 /* The backward node shared by every kernel family (built by al_attention). */
 typedef struct attn_node {

@@ -338,33 +338,6 @@ void al__attn_sparse_backward(al_ctx *c, attn_node *nd)
     float *dbias = nd->bias && nd->bias->requires_grad ? al_grad(c, nd->bias) : NULL;
     float *drel = nd->rel && nd->rel->requires_grad ? al_grad(c, nd->rel) : NULL;
     int need_aq = g->additive && nd->aq->requires_grad, need_ak = g->additive && nd->ak->requires_grad;
-    if (nd->win16) {   /* the lane kernels (win16.c); dS block-major (B,H,npad/16,K,16), the same values */
-        const int K = g->noff, np = nd->w_npad;
-        float *dSw = al_arena_alloc(&c->arena, (size_t)B * H * K * np * sizeof(float));
-        float *scr = al_arena_alloc(&c->arena, (size_t)nd->nthr * al__win16_scratch(nd) * sizeof(float));
-        if (!dSw || !scr) { al_fail(c, "attention backward: out of memory"); return; }
-        al__win16_backward(nd, q, k, v, dO, dSw, dq, dk, dv, scr);
-        if (drel) {   /* the order below: per head, b, then the queries in order, each offset its own sum */
-            const int nb = np / 16;
-            AL_OMP("omp parallel for schedule(static) if (H > 1 && (int64_t)B * slots > AL_PAR_MIN)")
-            for (int h = 0; h < H; h++) {
-                float *dr = drel + (int64_t)h * K, t[16 * 64];
-                for (int b = 0; b < B; b++)
-                    for (int blk = 0; blk < nb; blk++) {
-                        const float *ds = dSw + (((int64_t)b * H + h) * nb + blk) * K * 16;   /* (K,16) */
-                        const int n = N - blk * 16 < 16 ? N - blk * 16 : 16;
-                        for (int o0 = 0; o0 < K; o0 += 64) {   /* transposed to (16, ≤64): the offsets innermost */
-                            const int ko = K - o0 < 64 ? K - o0 : 64;
-                            for (int o = 0; o < ko; o++)
-                                for (int l = 0; l < 16; l++) t[l * 64 + o] = ds[(o0 + o) * 16 + l];
-                            for (int l = 0; l < n; l++)
-                                for (int o = 0; o < ko; o++) dr[o0 + o] += t[l * 64 + o];
-                        }
-                    }
-            }
-        }
-        return;
-    }
     float *dS = al_arena_alloc(&c->arena, (size_t)(B * H * slots > 0 ? B * H * slots : 1) * sizeof(float));
     float *dsq = g->additive ? al_arena_calloc(&c->arena, (size_t)rows * sizeof(float)) : NULL;
     float *dsk = g->additive ? al_arena_calloc(&c->arena, (size_t)rows * sizeof(float)) : NULL;

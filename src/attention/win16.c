@@ -378,8 +378,8 @@ static void bwd_head(const attn_node *nd, const float *Q, const float *Kx, const
     }
 }
 
-void al__win16_backward(const attn_node *nd, const float *q, const float *k, const float *v, const float *dO, float *dS /* (B,H,npad/16,K,16) */,
-                        float *dq, float *dk, float *dv, float *scratch)
+static void win16_run_backward(const attn_node *nd, const float *q, const float *k, const float *v, const float *dO,
+                               float *dS /* (B,H,npad/16,K,16) */, float *dq, float *dk, float *dv, float *scratch)
 {
     const al_attn_cfg *g = &nd->g;
     const int64_t heads = (int64_t)g->B * g->H, hd = (int64_t)g->N * 16, ps = (int64_t)g->noff * nd->w_npad;
@@ -394,6 +394,53 @@ void al__win16_backward(const attn_node *nd, const float *q, const float *k, con
     }
 }
 
+/* drel[h, o] += Σ dS over (b, query), in sparse.c's order: per head, b, then the queries in order, each
+ * offset its own sum (a block's (K,16) strip transposed so the offsets are innermost). */
+static void rel_grad(const attn_node *nd, const float *dS /* (B,H,npad/16,K,16) */, float *drel /* (H,K) */)
+{
+    const int B = nd->g.B, H = nd->g.H, N = nd->g.N, K = nd->g.noff, nb = nd->w_npad / 16;
+    AL_OMP("omp parallel for schedule(static) if (H > 1 && (int64_t)B * N * K > AL_PAR_MIN)")
+    for (int h = 0; h < H; h++) {
+        float *dr = drel + (int64_t)h * K, t[16 * 64];
+        for (int b = 0; b < B; b++)
+            for (int blk = 0; blk < nb; blk++) {
+                const float *ds = dS + (((int64_t)b * H + h) * nb + blk) * K * 16;   /* (K,16) */
+                const int n = N - blk * 16 < 16 ? N - blk * 16 : 16;
+                for (int o0 = 0; o0 < K; o0 += 64) {
+                    const int ko = K - o0 < 64 ? K - o0 : 64;
+                    for (int o = 0; o < ko; o++)
+                        for (int l = 0; l < 16; l++) t[l * 64 + o] = ds[(o0 + o) * 16 + l];
+                    for (int l = 0; l < n; l++)
+                        for (int o = 0; o < ko; o++) dr[o0 + o] += t[l * 64 + o];
+                }
+            }
+    }
+}
+
+void al__win16_backward(al_ctx *c, attn_node *nd)
+{
+    const al_attn_cfg *g = &nd->g;
+    float *dq = nd->q->requires_grad ? al_grad(c, nd->q) : NULL;
+    float *dk = nd->k->requires_grad ? al_grad(c, nd->k) : NULL;
+    float *dv = nd->v->requires_grad ? al_grad(c, nd->v) : NULL;
+    float *drel = nd->rel && nd->rel->requires_grad ? al_grad(c, nd->rel) : NULL;
+    float *dS = al_arena_alloc(&c->arena, (size_t)g->B * g->H * g->noff * nd->w_npad * sizeof(float));
+    float *scr = al_arena_alloc(&c->arena, (size_t)nd->nthr * al__win16_scratch(nd) * sizeof(float));
+    if (!dS || !scr) { al_fail(c, "attention backward: out of memory"); return; }
+    if (!al_ok(c)) return;
+    win16_run_backward(nd, nd->q->data, nd->k->data, nd->v->data, nd->out->grad, dS, dq, dk, dv, scr);
+    if (drel) rel_grad(nd, dS, drel);
+}
+
+void al__win16_weights(const attn_node *nd, float *w /* (B,H,N,K) */)
+{
+    const int N = nd->g.N, K = nd->g.noff, np = nd->w_npad;
+    for (int64_t bh = 0; bh < (int64_t)nd->g.B * nd->g.H; bh++)
+        for (int i = 0; i < N; i++)
+            for (int o = 0; o < K; o++)
+                w[(bh * N + i) * K + o] = nd->P[(bh * np + (int64_t)(i / 16) * 16) * K + o * 16 + i % 16];
+}
+
 #else   /* no AVX-512: the slot-list kernels run */
 
 int al__win16_ok(const al_attn_cfg *g, const al_pattern *p, const void *bias) { (void)g; (void)p; (void)bias; return 0; }
@@ -401,8 +448,7 @@ int al__win16_setup(al_ctx *c, attn_node *nd) { (void)c; (void)nd; return -1; }
 size_t al__win16_scratch(const attn_node *nd) { (void)nd; return 0; }
 void al__win16_forward(const attn_node *nd, const float *q, const float *k, const float *v, const float *rel, float *P, float *out, float *scratch)
 { (void)nd; (void)q; (void)k; (void)v; (void)rel; (void)P; (void)out; (void)scratch; }
-void al__win16_backward(const attn_node *nd, const float *q, const float *k, const float *v, const float *dO, float *dS,
-                        float *dq, float *dk, float *dv, float *scratch)
-{ (void)nd; (void)q; (void)k; (void)v; (void)dO; (void)dS; (void)dq; (void)dk; (void)dv; (void)scratch; }
+void al__win16_backward(al_ctx *c, attn_node *nd) { (void)c; (void)nd; }
+void al__win16_weights(const attn_node *nd, float *w) { (void)nd; (void)w; }
 
 #endif
