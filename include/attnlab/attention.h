@@ -59,6 +59,9 @@ int al_pattern_offsets(const al_pattern *p);
  * Gradients flow into every tensor argument that requires them. */
 al_tensor *al_attention(al_ctx *c, const al_attn_desc *d, al_tensor *q, al_tensor *k, al_tensor *v,
                         al_tensor *a_q, al_tensor *a_k, al_tensor *rel_bias, al_tensor *bias);
+/* Which kernels this build runs for the d = 16 heads of the image models, e.g.
+ * "window d16: 8 queries per vector (avx2); full d16: generic tiles" (bench prints it). */
+const char *al_attn_kernels(void);
 
 /* GATv2 (Brody et al., ICLR 2022) over the CSR pattern adj (N, N; row i = query i's keys):
  * e[h, s] = Σ_d a[h, d] LeakyReLU(q[i, h·D + d] + k[j, h·D + d], slope) + bias[h, s] for slot s = (i, j),

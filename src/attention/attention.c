@@ -13,6 +13,19 @@
 #include "attnlab/kernels.h"
 #include <string.h>
 
+const char *al_attn_kernels(void)
+{
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+    return "window d16: 16 queries per vector (avx512); full d16: 16 queries per vector (avx512)";
+#elif defined(__AVX512F__)
+    return "window d16: slot lists; full d16: 16 queries per vector (avx512)";
+#elif defined(__AVX2__) && defined(__FMA__)
+    return "window d16: 8 queries per vector (avx2); full d16: generic tiles (" AL_SIMD_ISA ")";
+#else
+    return "window d16: slot lists; full d16: generic tiles (" AL_SIMD_ISA ")";
+#endif
+}
+
 /* s (B,H,N) = a[h] · x[b,h,i] for the additive score. */
 void al__attn_head_dot(const al_attn_cfg *g, const float *x /* (B,H,N,D) */, const float *a /* (H,D) */,
                        float *s /* (B,H,N) */)

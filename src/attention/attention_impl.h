@@ -62,7 +62,7 @@ int al__win16_ok(const al_attn_cfg *cfg, const al_pattern *p, const void *bias);
 int al__win16_setup(al_ctx *c, struct attn_node *nd);
 size_t al__win16_scratch(const struct attn_node *nd);
 void al__win16_forward(const struct attn_node *nd, const float *q, const float *k, const float *v, const float *rel /* (H,K) or NULL */,
-                       float *P /* (B,H,npad/16,K,16) */, float *out /* (B,H,N,16) */, float *scratch /* (nthr, al__win16_scratch) */);
+                       float *P /* (B,H,npad/WL,K,WL) */, float *out /* (B,H,N,16) */, float *scratch /* (nthr, al__win16_scratch) */);
 /* The node's backward (dQ, dK, dV, the relative bias's gradient) and its weights in the pattern's
  * layout (B,H,N,K) for desc->weights. */
 void al__win16_backward(al_ctx *c, struct attn_node *nd);
@@ -96,9 +96,10 @@ typedef struct attn_node {
     int gat;
     int64_t rs, qs, ks;
     float *vt, *qt, *kt, *aqt, *akt, *ms;
-    /* win16 (window2d/window1d, dot, softmax, D = Dv = 16, no bias or dropout; AVX-512): P is
-     * block-major (B,H,npad/16,K,16); per offset its token distance w_off, the offsets by distance
-     * descending w_ord, and per block of 16 queries (keys) the lanes with that slot present. */
+    /* win16 (window2d/window1d, dot, softmax, D = Dv = 16, no bias or dropout; AVX-512 with WL = 16
+     * queries per vector, AVX2 with WL = 8): P is block-major (B,H,npad/WL,K,WL); per offset its token
+     * distance w_off, the offsets by distance descending w_ord, and per block of WL queries (keys)
+     * the lanes with that slot present. */
     int win16, w_npad, w_margin;
     int *w_off, *w_ord;
     uint16_t *w_qm, *w_km;

@@ -17,7 +17,12 @@
  * (even and odd list positions; in the key pass a lane's position counts only its own present
  * slots). test_win16_same_bits checks it against the slot-list kernels, bit for bit.
  *
- * P and dS are kept block-major, (B,H,Npad/16,K,16): a block of sixteen queries writes one
+ * AVX2 builds run the same scheme with eight queries per vector (WL = 8), reproducing sparse.c's
+ * AVX2 sums instead: dot_lanes' two FMAs per lane of eight and its 8-lane tree, row_sum's sixteen
+ * slot lanes added in order, and one FMA chain (axpy_rows has one on AVX2) for δ, P·V and the
+ * gradients. The AVX-512 block below is the reference shape; the AVX2 block mirrors it.
+ *
+ * P and dS are kept block-major, (B,H,Npad/WL,K,WL): a block of WL queries writes one
  * contiguous strip (one stream for the prefetcher, not K). The backward copies one head's P and dS
  * offset-major into scratch (row o: every query at offset o, with margins) for the key pass, whose
  * sixteen keys read their queries' weights at one offset as one unaligned vector. */
@@ -27,7 +32,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || defined(__AVX2__)
 #include <immintrin.h>
 #endif
 
@@ -35,6 +40,12 @@ int al__win16_off;     /* tests: nonzero sends every case to the slot-list kerne
 long al__win16_runs;   /* tests: forward calls of the lane kernels (not atomic: single-threaded callers) */
 
 #if defined(__AVX512F__) && defined(__AVX512BW__)
+#define WL 16   /* queries (keys) per vector */
+#elif defined(__AVX2__) && defined(__FMA__)
+#define WL 8
+#endif
+
+#if defined(WL)
 
 int al__win16_ok(const al_attn_cfg *g, const al_pattern *p, const void *bias)
 {
@@ -43,13 +54,13 @@ int al__win16_ok(const al_attn_cfg *g, const al_pattern *p, const void *bias)
 }
 
 /* The window's geometry for the lane kernels: per offset its token distance, the offsets by
- * distance descending (the key pass's list order), and per block of 16 queries (keys) the lanes
+ * distance descending (the key pass's list order), and per block of WL queries (keys) the lanes
  * whose slot at offset o is present. Returns 0, or -1 after al_fail. */
 int al__win16_setup(al_ctx *c, attn_node *nd)
 {
     const al_attn_cfg *g = &nd->g;
     const al_pattern *p = &nd->pat;
-    const int N = g->N, K = g->noff, nblk = (N + 15) / 16;
+    const int N = g->N, K = g->noff, nblk = (N + WL - 1) / WL;
     int *off = al_arena_alloc(&c->arena, (size_t)K * sizeof(int)), *ord = al_arena_alloc(&c->arena, (size_t)K * sizeof(int));
     uint16_t *qm = al_arena_alloc(&c->arena, (size_t)nblk * K * sizeof(uint16_t));
     uint16_t *km = al_arena_alloc(&c->arena, (size_t)nblk * K * sizeof(uint16_t));
@@ -67,8 +78,8 @@ int al__win16_setup(al_ctx *c, attn_node *nd)
     for (int blk = 0; blk < nblk; blk++)
         for (int o = 0; o < K; o++) {
             unsigned mq = 0, mk = 0;
-            for (int l = 0; l < 16; l++) {
-                const int i = blk * 16 + l;
+            for (int l = 0; l < WL; l++) {
+                const int i = blk * WL + l;
                 if (i >= N) break;
                 if (key[(int64_t)i * K + o] >= 0) mq |= 1u << l;
                 const int iq = i - off[o];   /* the query that would see key i at offset o */
@@ -78,7 +89,7 @@ int al__win16_setup(al_ctx *c, attn_node *nd)
             km[(size_t)blk * K + o] = (uint16_t)mk;
         }
     nd->w_off = off; nd->w_ord = ord; nd->w_qm = qm; nd->w_km = km;
-    nd->w_npad = nblk * 16; nd->w_margin = margin;
+    nd->w_npad = nblk * WL; nd->w_margin = margin;
     return 0;
 }
 
@@ -87,9 +98,33 @@ int al__win16_setup(al_ctx *c, attn_node *nd)
 size_t al__win16_scratch(const attn_node *nd)
 {
     const size_t L = (size_t)nd->w_npad + 2 * (size_t)nd->w_margin;
-    return 4 * 16 * L + 2 * (size_t)nd->g.noff * L + (size_t)nd->g.noff * 16;
+    return 4 * 16 * L + 2 * (size_t)nd->g.noff * L + (size_t)nd->g.noff * WL;
 }
 
+/* Per ISA block below: Xt[d·L + m + i] = X[i·16 + d] for i < n; zero for the other columns of the L. */
+static void to_lanes(const float *X /* (n,16) */, int n, float *Xt /* (16, L) */, size_t L, int m);
+
+/* The start of a head's backward: Q, K, V, dO transposed into ws, and (when the key pass runs) the
+ * margins of the offset-major copies of P and dS zeroed (their middles are written by the query pass). */
+static void bwd_setup(const attn_node *nd, const float *Q, const float *Kx, const float *V, const float *dO, float *ws, int need_keys)
+{
+    const int N = nd->g.N, K = nd->g.noff, npad = nd->w_npad, m = nd->w_margin;
+    const size_t L = (size_t)npad + 2 * (size_t)m;
+    float *Pt = ws + 64 * L, *dSt = Pt + (size_t)K * L;
+    to_lanes(Q, N, ws, L, m);
+    to_lanes(Kx, N, ws + 16 * L, L, m);
+    to_lanes(V, N, ws + 32 * L, L, m);
+    to_lanes(dO, N, ws + 48 * L, L, m);
+    if (need_keys)
+        for (int o = 0; o < K; o++) {
+            memset(Pt + (size_t)o * L, 0, (size_t)m * sizeof(float));
+            memset(Pt + (size_t)o * L + m + npad, 0, (size_t)m * sizeof(float));
+            memset(dSt + (size_t)o * L, 0, (size_t)m * sizeof(float));
+            memset(dSt + (size_t)o * L + m + npad, 0, (size_t)m * sizeof(float));
+        }
+}
+
+#if WL == 16
 /* The sum of v[0..15], lane-wise, in the order of GCC's _mm512_reduce_add_ps applied to the
  * 16-lane vector (v[0], …, v[15]): halves (t + t+8), quarters (t + t+4), then (0+2) + (1+3). */
 static inline __m512 reduce_tree16(const __m512 v[16])
@@ -120,7 +155,6 @@ static inline __m512 dot_lanes16(const __m512 x[16], const float *y, size_t L)
     return dot_tree16(p);
 }
 
-/* Xt[d·L + m + i] = X[i·16 + d] for i < n; zero for the other columns of the L. */
 /* r[c] = column c of the 16×16 block whose rows are r[0..15], in registers (unpack, then 128-bit
  * lane shuffles: moves only, no arithmetic). */
 static inline void tr16(__m512 r[16])
@@ -266,24 +300,6 @@ static void fwd_head(const attn_node *nd, const float *Q, const float *Kx, const
     }
 }
 
-void al__win16_forward(const attn_node *nd, const float *q, const float *k, const float *v, const float *rel /* (H,K) or NULL */,
-                       float *P /* (B,H,npad/16,K,16) */, float *out, float *scratch)
-{
-    const al_attn_cfg *g = &nd->g;
-    const int64_t heads = (int64_t)g->B * g->H, hd = (int64_t)g->N * 16, ps = (int64_t)g->noff * nd->w_npad;
-    const size_t per = al__win16_scratch(nd);
-    al__win16_runs++;
-    AL_OMP("omp parallel num_threads(nd->nthr) if (heads > 1 && heads * ps * 32 > AL_PAR_MIN)")
-    {
-        float *ws = scratch + (size_t)al__thread_id() * per;
-        AL_OMP("omp for schedule(static)")
-        for (int64_t bh = 0; bh < heads; bh++)
-            fwd_head(nd, q + bh * hd, k + bh * hd, v + bh * hd, rel ? rel + (bh % g->H) * g->noff : NULL, P + bh * ps,
-                     out + bh * hd, ws);
-    }
-}
-
-/* One head's backward: the query pass (dS offset-major, dQ), then the key pass (dK, dV). */
 static void bwd_head(const attn_node *nd, const float *Q, const float *Kx, const float *V, const float *dO, const float *P,
                      float *dS, float *dq, float *dk, float *dv, float *ws)
 {
@@ -292,18 +308,8 @@ static void bwd_head(const attn_node *nd, const float *Q, const float *Kx, const
     const int *off = nd->w_off, *ord = nd->w_ord;
     float *qt = ws, *kt = qt + 16 * L, *vt = kt + 16 * L, *dot = vt + 16 * L, *Pt = dot + 16 * L, *dSt = Pt + (size_t)K * L;
     float *X = dSt + (size_t)K * L;
-    to_lanes(Q, N, qt, L, m);
-    to_lanes(Kx, N, kt, L, m);
-    to_lanes(V, N, vt, L, m);
-    to_lanes(dO, N, dot, L, m);
     const int need_keys = dk || dv;
-    if (need_keys)
-        for (int o = 0; o < K; o++) {   /* the margins of the offset-major copies (their middles are written below) */
-            memset(Pt + (size_t)o * L, 0, (size_t)m * sizeof(float));
-            memset(Pt + (size_t)o * L + m + npad, 0, (size_t)m * sizeof(float));
-            memset(dSt + (size_t)o * L, 0, (size_t)m * sizeof(float));
-            memset(dSt + (size_t)o * L + m + npad, 0, (size_t)m * sizeof(float));
-        }
+    bwd_setup(nd, Q, Kx, V, dO, ws, need_keys);
     for (int blk = 0; blk < npad / 16; blk++) {   /* queries: dS = P∘(dO·Vᵀ − δ), dQ += scale·dS·K */
         const int i0 = blk * 16, n = N - i0 < 16 ? N - i0 : 16;
         const uint16_t *qm = nd->w_qm + (size_t)blk * K;
@@ -378,8 +384,242 @@ static void bwd_head(const attn_node *nd, const float *Q, const float *Kx, const
     }
 }
 
+#else
+
+/* AVX2: eight queries per vector. sparse.c's sums on this build are simpler than on AVX-512: a
+ * score is dot_lanes' two FMAs per lane of eight then ((t0+t4)+(t2+t6)) + ((t1+t5)+(t3+t7)); the
+ * softmax sum is row_sum's sixteen slot lanes added in order; δ and every P·V-like sum are one
+ * FMA chain in list order (axpy_rows has one chain here). Absent slots are skipped by masks. */
+
+/* lane l of the result is all ones where bit l of bits is set */
+static inline __m256 lanes8(unsigned bits)
+{
+    const __m256i sel = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+    return _mm256_castsi256_ps(_mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32((int)bits), sel), sel));
+}
+
+/* r[c] = column c of the 8×8 block whose rows are r[0..7] (moves only). */
+static inline void tr8(__m256 r[8])
+{
+    const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+    const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+    const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+    const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+    const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+    const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+    const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+    const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+    r[0] = _mm256_permute2f128_ps(u0, u4, 0x20); r[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
+    r[1] = _mm256_permute2f128_ps(u1, u5, 0x20); r[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
+    r[2] = _mm256_permute2f128_ps(u2, u6, 0x20); r[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
+    r[3] = _mm256_permute2f128_ps(u3, u7, 0x20); r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
+}
+
+/* Xt[d·L + m + i] = X[i·16 + d] for i < n; zero for the other columns of the L. */
+static void to_lanes(const float *X /* (n,16) */, int n, float *Xt /* (16, L) */, size_t L, int m)
+{
+    const int npad = (n + 7) / 8 * 8;
+    for (int d = 0; d < 16; d++) {
+        memset(Xt + d * L, 0, (size_t)m * sizeof(float));
+        memset(Xt + d * L + m + npad, 0, (L - (size_t)m - (size_t)npad) * sizeof(float));
+    }
+    for (int i0 = 0; i0 < n; i0 += 8)
+        for (int h = 0; h < 16; h += 8) {
+            __m256 r[8];
+            for (int i = 0; i < 8; i++) r[i] = i0 + i < n ? _mm256_loadu_ps(X + (int64_t)(i0 + i) * 16 + h) : _mm256_setzero_ps();
+            tr8(r);
+            for (int d = 0; d < 8; d++) _mm256_storeu_ps(Xt + (h + d) * L + m + i0, r[d]);
+        }
+}
+
+/* x·y lane-wise for eight queries, dot_lanes' order on AVX2. x, y: 16 rows of stride L. */
+static inline __m256 dot8(const float *x, const float *y, size_t L)
+{
+    const __m256 z = _mm256_setzero_ps();
+    __m256 t[8];
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; j++)
+        t[j] = _mm256_fmadd_ps(_mm256_loadu_ps(x + (j + 8) * L), _mm256_loadu_ps(y + (j + 8) * L),
+                               _mm256_fmadd_ps(_mm256_loadu_ps(x + j * L), _mm256_loadu_ps(y + j * L), z));
+    return _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(t[0], t[4]), _mm256_add_ps(t[2], t[6])),
+                         _mm256_add_ps(_mm256_add_ps(t[1], t[5]), _mm256_add_ps(t[3], t[7])));
+}
+
+/* o[i·16 + e] = fmadd(alpha, sum[e], o[i·16 + e] or 0 with fresh) for the lanes i < n. */
+static void chains_out(const __m256 sum[16], float alpha, int fresh, float *o /* (n,16) */, int n)
+{
+    const __m256 al = _mm256_set1_ps(alpha), z = _mm256_setzero_ps();
+    __m256 lo[8], hi[8];
+    for (int e = 0; e < 8; e++) { lo[e] = sum[e]; hi[e] = sum[8 + e]; }
+    tr8(lo);
+    tr8(hi);
+    for (int i = 0; i < n; i++) {
+        float *r = o + (int64_t)i * 16;
+        _mm256_storeu_ps(r, _mm256_fmadd_ps(al, lo[i], fresh ? z : _mm256_loadu_ps(r)));
+        _mm256_storeu_ps(r + 8, _mm256_fmadd_ps(al, hi[i], fresh ? z : _mm256_loadu_ps(r + 8)));
+    }
+}
+
+/* sum[e] (e < 8) = Σ_o W[o]·Y[e·L + off[o]], one FMA chain in offset order (axpy_rows on AVX2). */
+static inline void chain8(const float *W /* (K,8) */, const float *Y, size_t L, const int *off, int K, __m256 *sum /* (8) */)
+{
+    __m256 a[8];
+#pragma GCC unroll 8
+    for (int e = 0; e < 8; e++) a[e] = _mm256_setzero_ps();
+    for (int o = 0; o < K; o++) {
+        const __m256 w = _mm256_loadu_ps(W + o * 8);
+        const float *y = Y + off[o];
+#pragma GCC unroll 8
+        for (int e = 0; e < 8; e++) a[e] = _mm256_fmadd_ps(w, _mm256_loadu_ps(y + e * L), a[e]);
+    }
+#pragma GCC unroll 8
+    for (int e = 0; e < 8; e++) sum[e] = a[e];
+}
+
+/* One head's forward: scores, softmax, P block-major, O (N,16). */
+static void fwd_head(const attn_node *nd, const float *Q, const float *Kx, const float *V, const float *rel /* (K) or NULL */,
+                     float *P, float *O, float *ws)
+{
+    const int N = nd->g.N, K = nd->g.noff, npad = nd->w_npad, m = nd->w_margin;
+    const size_t L = (size_t)npad + 2 * (size_t)m;
+    const int *off = nd->w_off;
+    float *qt = ws, *kt = qt + 16 * L, *vt = kt + 16 * L, *S = vt + 16 * L;
+    to_lanes(Q, N, qt, L, m);
+    to_lanes(Kx, N, kt, L, m);
+    to_lanes(V, N, vt, L, m);
+    const __m256 sc = _mm256_set1_ps(nd->g.scale), ninf = _mm256_set1_ps(-INFINITY), zero = _mm256_setzero_ps();
+    const __m256 one = _mm256_set1_ps(1.0f);
+    for (int blk = 0; blk < npad / 8; blk++) {
+        const int i0 = blk * 8, n = N - i0 < 8 ? N - i0 : 8;
+        const uint16_t *qm = nd->w_qm + (size_t)blk * K;
+        __m256 mx = ninf;
+        for (int o = 0; o < K; o++) {   /* scores: scale, relative bias, absent → −inf, the max */
+            __m256 s = _mm256_mul_ps(dot8(qt + m + i0, kt + m + i0 + off[o], L), sc);
+            if (rel) s = _mm256_add_ps(s, _mm256_set1_ps(rel[o]));
+            s = _mm256_blendv_ps(ninf, s, lanes8(qm[o]));
+            _mm256_storeu_ps(S + o * 8, s);
+            mx = _mm256_max_ps(mx, s);
+        }
+        mx = _mm256_blendv_ps(mx, zero, _mm256_cmp_ps(mx, ninf, _CMP_EQ_OQ));
+        for (int o = 0; o < K; o++)
+            _mm256_storeu_ps(S + o * 8, al__exp_cephes_v(_mm256_sub_ps(_mm256_loadu_ps(S + o * 8), mx)));
+        __m256 sum = zero;   /* row_sum: sixteen slot lanes, each in order, then added in order */
+        for (int t = 0; t < 16; t++) {
+            __m256 a = zero;
+            for (int o = t; o < K; o += 16) a = _mm256_add_ps(a, _mm256_loadu_ps(S + o * 8));
+            sum = _mm256_add_ps(sum, a);
+        }
+        const __m256 inv = _mm256_and_ps(_mm256_cmp_ps(sum, zero, _CMP_GT_OQ), _mm256_div_ps(one, sum));
+        for (int o = 0; o < K; o++) {
+            const __m256 pv = _mm256_mul_ps(_mm256_loadu_ps(S + o * 8), inv);
+            _mm256_storeu_ps(S + o * 8, pv);
+            _mm256_storeu_ps(P + ((size_t)blk * K + o) * 8, pv);
+        }
+        __m256 res[16];   /* O = P·V, eight features at a time */
+        chain8(S, vt + m + i0, L, off, K, res);
+        chain8(S, vt + 8 * L + m + i0, L, off, K, res + 8);
+        chains_out(res, 1.f, 1, O + (int64_t)i0 * 16, n);
+    }
+}
+
+/* One head's backward: the query pass (dS, dQ), then the key pass (dK, dV) in list order. */
+static void bwd_head(const attn_node *nd, const float *Q, const float *Kx, const float *V, const float *dO, const float *P,
+                     float *dS, float *dq, float *dk, float *dv, float *ws)
+{
+    const int N = nd->g.N, K = nd->g.noff, npad = nd->w_npad, m = nd->w_margin;
+    const size_t L = (size_t)npad + 2 * (size_t)m;
+    const int *off = nd->w_off, *ord = nd->w_ord;
+    float *qt = ws, *kt = qt + 16 * L, *vt = kt + 16 * L, *dot = vt + 16 * L, *Pt = dot + 16 * L, *dSt = Pt + (size_t)K * L;
+    float *X = dSt + (size_t)K * L;
+    const int need_keys = dk || dv;
+    bwd_setup(nd, Q, Kx, V, dO, ws, need_keys);
+    for (int blk = 0; blk < npad / 8; blk++) {   /* queries: dS = P∘(dO·Vᵀ − δ), dQ += scale·dS·K */
+        const int i0 = blk * 8, n = N - i0 < 8 ? N - i0 : 8;
+        const uint16_t *qm = nd->w_qm + (size_t)blk * K;
+        const float *Pb = P + (size_t)blk * K * 8;
+        float *dSb = dS + (size_t)blk * K * 8;
+        __m256 delta = _mm256_setzero_ps();
+        for (int o = 0; o < K; o++) {   /* δ: one chain over the present slots */
+            const __m256 x = dot8(dot + m + i0, vt + m + i0 + off[o], L);
+            _mm256_storeu_ps(X + o * 8, x);
+            delta = _mm256_blendv_ps(delta, _mm256_fmadd_ps(_mm256_loadu_ps(Pb + o * 8), x, delta), lanes8(qm[o]));
+        }
+        for (int o = 0; o < K; o++) {
+            const __m256 pv = _mm256_loadu_ps(Pb + o * 8);
+            const __m256 d = _mm256_and_ps(lanes8(qm[o]), _mm256_mul_ps(pv, _mm256_sub_ps(_mm256_loadu_ps(X + o * 8), delta)));
+            _mm256_storeu_ps(X + o * 8, d);
+            _mm256_storeu_ps(dSb + o * 8, d);
+            if (need_keys) {
+                _mm256_storeu_ps(Pt + (size_t)o * L + m + i0, pv);
+                _mm256_storeu_ps(dSt + (size_t)o * L + m + i0, d);
+            }
+        }
+        if (!dq) continue;
+        __m256 res[16];
+        chain8(X, kt + m + i0, L, off, K, res);
+        chain8(X, kt + 8 * L + m + i0, L, off, K, res + 8);
+        chains_out(res, nd->g.scale, 0, dq + (int64_t)i0 * 16, n);
+    }
+    if (!need_keys) return;
+    for (int blk = 0; blk < npad / 8; blk++) {   /* keys: dV += Pᵀ·dO, dK += scale·dSᵀ·Q, in list order */
+        const int j0 = blk * 8, n = N - j0 < 8 ? N - j0 : 8;
+        const uint16_t *km = nd->w_km + (size_t)blk * K;
+        for (int pass = 0; pass < 2; pass++) {
+            float *dst = pass ? dk : dv;
+            if (!dst) continue;
+            const float *W = pass ? dSt : Pt, *Y = pass ? qt : dot;
+            __m256 res[16];
+            for (int h = 0; h < 16; h += 8) {
+                __m256 a[8];
+#pragma GCC unroll 8
+                for (int e = 0; e < 8; e++) a[e] = _mm256_setzero_ps();
+                for (int t = 0; t < K; t++) {
+                    const int o = ord[t];
+                    const unsigned kv = km[o];
+                    if (!kv) continue;
+                    const int base = j0 - off[o];   /* the query of lane 0 */
+                    const __m256 w = _mm256_loadu_ps(W + (size_t)o * L + m + base);
+                    const float *yp = Y + (size_t)h * L + m + base;
+                    if (kv == 0xff) {
+#pragma GCC unroll 8
+                        for (int e = 0; e < 8; e++) a[e] = _mm256_fmadd_ps(w, _mm256_loadu_ps(yp + e * L), a[e]);
+                    } else {
+                        const __m256 mk = lanes8(kv);
+#pragma GCC unroll 8
+                        for (int e = 0; e < 8; e++)
+                            a[e] = _mm256_blendv_ps(a[e], _mm256_fmadd_ps(w, _mm256_loadu_ps(yp + e * L), a[e]), mk);
+                    }
+                }
+#pragma GCC unroll 8
+                for (int e = 0; e < 8; e++) res[h + e] = a[e];
+            }
+            chains_out(res, pass ? nd->g.scale : 1.f, 0, dst + (int64_t)j0 * 16, n);
+        }
+    }
+}
+
+#endif
+
+void al__win16_forward(const attn_node *nd, const float *q, const float *k, const float *v, const float *rel /* (H,K) or NULL */,
+                       float *P /* (B,H,npad/WL,K,WL) */, float *out, float *scratch)
+{
+    const al_attn_cfg *g = &nd->g;
+    const int64_t heads = (int64_t)g->B * g->H, hd = (int64_t)g->N * 16, ps = (int64_t)g->noff * nd->w_npad;
+    const size_t per = al__win16_scratch(nd);
+    al__win16_runs++;
+    AL_OMP("omp parallel num_threads(nd->nthr) if (heads > 1 && heads * ps * 32 > AL_PAR_MIN)")
+    {
+        float *ws = scratch + (size_t)al__thread_id() * per;
+        AL_OMP("omp for schedule(static)")
+        for (int64_t bh = 0; bh < heads; bh++)
+            fwd_head(nd, q + bh * hd, k + bh * hd, v + bh * hd, rel ? rel + (bh % g->H) * g->noff : NULL, P + bh * ps,
+                     out + bh * hd, ws);
+    }
+}
+
+/* One head's backward: the query pass (dS offset-major, dQ), then the key pass (dK, dV). */
 static void win16_run_backward(const attn_node *nd, const float *q, const float *k, const float *v, const float *dO,
-                               float *dS /* (B,H,npad/16,K,16) */, float *dq, float *dk, float *dv, float *scratch)
+                               float *dS /* (B,H,npad/WL,K,WL) */, float *dq, float *dk, float *dv, float *scratch)
 {
     const al_attn_cfg *g = &nd->g;
     const int64_t heads = (int64_t)g->B * g->H, hd = (int64_t)g->N * 16, ps = (int64_t)g->noff * nd->w_npad;
@@ -395,21 +635,21 @@ static void win16_run_backward(const attn_node *nd, const float *q, const float 
 }
 
 /* drel[h, o] += Σ dS over (b, query), in sparse.c's order: per head, b, then the queries in order, each
- * offset its own sum (a block's (K,16) strip transposed so the offsets are innermost). */
-static void rel_grad(const attn_node *nd, const float *dS /* (B,H,npad/16,K,16) */, float *drel /* (H,K) */)
+ * offset its own sum (a block's (K,WL) strip transposed so the offsets are innermost). */
+static void rel_grad(const attn_node *nd, const float *dS /* (B,H,npad/WL,K,WL) */, float *drel /* (H,K) */)
 {
-    const int B = nd->g.B, H = nd->g.H, N = nd->g.N, K = nd->g.noff, nb = nd->w_npad / 16;
+    const int B = nd->g.B, H = nd->g.H, N = nd->g.N, K = nd->g.noff, nb = nd->w_npad / WL;
     AL_OMP("omp parallel for schedule(static) if (H > 1 && (int64_t)B * N * K > AL_PAR_MIN)")
     for (int h = 0; h < H; h++) {
-        float *dr = drel + (int64_t)h * K, t[16 * 64];
+        float *dr = drel + (int64_t)h * K, t[WL * 64];
         for (int b = 0; b < B; b++)
             for (int blk = 0; blk < nb; blk++) {
-                const float *ds = dS + (((int64_t)b * H + h) * nb + blk) * K * 16;   /* (K,16) */
-                const int n = N - blk * 16 < 16 ? N - blk * 16 : 16;
+                const float *ds = dS + (((int64_t)b * H + h) * nb + blk) * K * WL;   /* (K,WL) */
+                const int n = N - blk * WL < WL ? N - blk * WL : WL;
                 for (int o0 = 0; o0 < K; o0 += 64) {
                     const int ko = K - o0 < 64 ? K - o0 : 64;
                     for (int o = 0; o < ko; o++)
-                        for (int l = 0; l < 16; l++) t[l * 64 + o] = ds[(o0 + o) * 16 + l];
+                        for (int l = 0; l < WL; l++) t[l * 64 + o] = ds[(o0 + o) * WL + l];
                     for (int l = 0; l < n; l++)
                         for (int o = 0; o < ko; o++) dr[o0 + o] += t[l * 64 + o];
                 }
@@ -438,10 +678,10 @@ void al__win16_weights(const attn_node *nd, float *w /* (B,H,N,K) */)
     for (int64_t bh = 0; bh < (int64_t)nd->g.B * nd->g.H; bh++)
         for (int i = 0; i < N; i++)
             for (int o = 0; o < K; o++)
-                w[(bh * N + i) * K + o] = nd->P[(bh * np + (int64_t)(i / 16) * 16) * K + o * 16 + i % 16];
+                w[(bh * N + i) * K + o] = nd->P[(bh * np + (int64_t)(i / WL) * WL) * K + o * WL + i % WL];
 }
 
-#else   /* no AVX-512: the slot-list kernels run */
+#else   /* neither AVX-512 nor AVX2 + FMA: the slot-list kernels run */
 
 int al__win16_ok(const al_attn_cfg *g, const al_pattern *p, const void *bias) { (void)g; (void)p; (void)bias; return 0; }
 int al__win16_setup(al_ctx *c, attn_node *nd) { (void)c; (void)nd; return -1; }
