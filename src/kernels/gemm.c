@@ -339,7 +339,8 @@ static int gemm_dot(int M, int N, int K, float alpha, const float *A, int lda, c
 {
     const int mt = ceil_div(M, DTM), nt = ceil_div(N, DTN);
     const size_t nacc = (size_t)mt * nt * DTM * DTN;
-    al_vf *acc = aligned_alloc(64, nacc * sizeof(al_vf));   /* (mt, nt, DTM, DTN) lane vectors */
+    /* (mt, nt, DTM, DTN) lane vectors; C11 wants the size a multiple of the alignment (AVX2: 32-byte vectors) */
+    al_vf *acc = aligned_alloc(64, (nacc * sizeof(al_vf) + 63) / 64 * 64);
     if (!acc) return -1;
     for (size_t q = 0; q < nacc; q++) acc[q] = al_v_zero();
     for (int k0 = 0; k0 < K; k0 += DOT_KB) {
