@@ -22,7 +22,7 @@ function op(s) {
   sub(/\._omp_fn\.[0-9]+$/, "", s); sub(/\.(constprop|isra|part)\.[0-9.]+$/, "", s)
   if (s ~ /^(kw_|pack_a|pack_b|gemm_|dot_tile|scale_c|al_gemm)/) return "gemm"
   if (s ~ /^(forward_block|backward_head|wt_rows_acc|al__attn_full|full16|qk_tile|pv_tile)/) return "attention (full)"
-  if (s ~ /^(dots_rows|axpy_rows|al__attn_sparse|sparse_|al__attn_window|rel_|al__win16|fwd_head|bwd_head|to_lanes|chains_out|tr16|pv8|lane_sum)/) return "attention (window)"
+  if (s ~ /^(dots_rows|axpy_rows|al__attn_sparse|sparse_|al__attn_window|rel_|al__win16|fwd_head|bwd_head|to_lanes|chains_out|tr16|pv8|lane_sum|tr8|chain8|dot8|bwd_setup)/) return "attention (window)"
   if (s ~ /^(im2col|col2im|al_conv2d)/) return "im2col / col2im"
   if (s ~ /maxpool|pool_row|pool_upd/) return "max pool"
   if (s ~ /layernorm/) return "layer norm"
