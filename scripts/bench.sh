@@ -147,6 +147,7 @@ for m in cnn sa local sa-p1; do
   grep -m1 "^  by-op $m " "$tmp/al.$m" 2>/dev/null
 done
 grep -m1 "gemm" "$tmp/al.err" 2>/dev/null | sed 's/^attnlab bench train: /paths: /'
+grep -m1 "attention kernels" "$tmp/al.err" 2>/dev/null | sed 's/^attnlab bench train: /paths: /'
 rm -rf "$tmp"
 echo
 # Where each model's training step spends its CPU time, by op (scripts/profile.sh; needs perf).

@@ -106,6 +106,19 @@ static inline void im2col_row_s1(float *d, const float *xr, int off, int lo, int
         if (left >= 16 || spill) _mm512_storeu_ps(d + j0, v);
         else _mm512_mask_storeu_ps(d + j0, (__mmask16)((1u << left) - 1), v);
     }
+#elif defined(__AVX2__)
+    /* 8 lanes: one masked load at the shifted address (lanes outside [lo, hi) read nothing and
+     * give 0), one store (spilling up to 7 floats under the same guarantee) */
+    const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i vlo = _mm256_set1_epi32(lo - 1), vhi = _mm256_set1_epi32(hi);
+    for (int j0 = 0; j0 < Wo; j0 += 8) {
+        const __m256i col = _mm256_add_epi32(iota, _mm256_set1_epi32(j0));
+        const __m256i ok = _mm256_and_si256(_mm256_cmpgt_epi32(col, vlo), _mm256_cmpgt_epi32(vhi, col));
+        const __m256 v = _mm256_maskload_ps(xr + off + j0, ok);
+        const int left = Wo - j0;
+        if (left >= 8 || spill) _mm256_storeu_ps(d + j0, v);
+        else _mm256_maskstore_ps(d + j0, _mm256_cmpgt_epi32(_mm256_set1_epi32(left), iota), v);
+    }
 #else
     (void)spill;
     row_zero(d, lo);

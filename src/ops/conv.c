@@ -5,7 +5,7 @@
 #include "attnlab/kernels.h"
 #include <stdlib.h>
 #include <string.h>
-#ifdef __AVX512F__
+#if defined(__AVX512F__) || defined(__AVX2__)
 #include <immintrin.h>
 #endif
 
@@ -148,6 +148,35 @@ static void pool_row(const float *xp, int W, int h0, int Wo, int k, int stride, 
             if (arg) {
                 __m512i idx = _mm512_add_epi32(_mm512_add_epi32(_mm512_set1_epi32(r0 + 2 * ow), lane2), off);
                 _mm512_mask_storeu_epi32(arg + ow, kout, idx);
+            }
+        }
+#elif defined(__AVX2__)
+        /* 8 outputs at a time, as above: even/odd columns by shuffles, masked loads and stores at the
+         * row's end, the compare-and-select of pool_upd lane-wise */
+        const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), lane2 = _mm256_slli_epi32(lane, 1);
+        for (; ow < Wo; ow += 8) {
+            const int n = Wo - ow < 8 ? Wo - ow : 8;
+            const int m2 = 2 * n;                                    /* input floats needed per row */
+            const __m256i klo = _mm256_cmpgt_epi32(_mm256_set1_epi32(m2), lane);
+            const __m256i khi = _mm256_cmpgt_epi32(_mm256_set1_epi32(m2 - 8), lane);
+            const __m256i kout = _mm256_cmpgt_epi32(_mm256_set1_epi32(n), lane);
+            const __m256 alo = _mm256_maskload_ps(a + 2 * ow, klo), ahi = _mm256_maskload_ps(a + 2 * ow + 8, khi);
+            const __m256 blo = _mm256_maskload_ps(b + 2 * ow, klo), bhi = _mm256_maskload_ps(b + 2 * ow + 8, khi);
+#define AL_DEINT(lo, hi, sel) _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(lo, hi, sel)), 0xD8))
+            const __m256 v[4] = {AL_DEINT(alo, ahi, 0x88), AL_DEINT(alo, ahi, 0xDD), AL_DEINT(blo, bhi, 0x88), AL_DEINT(blo, bhi, 0xDD)};
+#undef AL_DEINT
+            const int offs[4] = {0, 1, W, W + 1};
+            __m256 m = v[0], off = _mm256_setzero_ps();
+            for (int q = 1; q < 4; q++) {
+                const __m256 gt = _mm256_or_ps(_mm256_cmp_ps(v[q], m, _CMP_GT_OQ),
+                                               _mm256_and_ps(_mm256_cmp_ps(v[q], v[q], _CMP_UNORD_Q), _mm256_cmp_ps(m, m, _CMP_ORD_Q)));
+                m = _mm256_blendv_ps(m, v[q], gt);
+                off = _mm256_blendv_ps(off, _mm256_castsi256_ps(_mm256_set1_epi32(offs[q])), gt);
+            }
+            _mm256_maskstore_ps(y + ow, kout, m);
+            if (arg) {
+                const __m256i idx = _mm256_add_epi32(_mm256_add_epi32(_mm256_set1_epi32(r0 + 2 * ow), lane2), _mm256_castps_si256(off));
+                _mm256_maskstore_epi32((int *)(arg + ow), kout, idx);
             }
         }
 #endif
