@@ -139,6 +139,26 @@ static void im2col(const float *x, float *cols, int C, int H, int W,
         int c = r / (KH * KW), kh = (r / KW) % KH, kw = r % KW;
         const float *xp = x + (size_t)c * H * W;                  /* (H, W) */
         float *dst = cols + (size_t)r * P;                         /* (Ho, Wo) */
+        if (stride == 1 && Ho == H && Wo == W) {
+            /* 'same' stride-1 conv: the block is the plane shifted by (dh, dw) with zeros where the
+             * shift leaves it, i.e. one contiguous copy of the rows that stay inside, then the
+             * columns that wrapped round to the neighbouring row set to zero (no masked row ends) */
+            const int dh = kh - pad, dw = kw - pad;
+            int oh0 = dh < 0 ? -dh : 0, oh1 = H - dh < Ho ? H - dh : Ho;
+            if (oh0 > Ho) oh0 = Ho;
+            if (oh1 < oh0) oh1 = oh0;
+            const int64_t a = (int64_t)oh0 * W + (dw < 0 ? -dw : 0), e = (int64_t)oh1 * W - (dw > 0 ? dw : 0);
+            memset(dst, 0, (size_t)oh0 * W * sizeof(float));
+            if (e > a) memcpy(dst + a, xp + a + (int64_t)dh * W + dw, (size_t)(e - a) * sizeof(float));
+            const int zlo = dw < 0 ? (-dw < W ? -dw : W) : 0, zhi = dw > 0 ? (W - dw > 0 ? W - dw : 0) : W;
+            for (int oh = oh0; oh < oh1; oh++) {
+                float *d = dst + (size_t)oh * W;
+                for (int j = 0; j < zlo; j++) d[j] = 0.f;
+                for (int j = zhi; j < W; j++) d[j] = 0.f;
+            }
+            memset(dst + (size_t)oh1 * W, 0, (size_t)(Ho - oh1) * W * sizeof(float));
+            continue;
+        }
         int lo, hi; valid_range(kw, stride, pad, W, Wo, &lo, &hi);
         for (int oh = 0; oh < Ho; oh++) {
             int ih = oh * stride - pad + kh;
