@@ -63,21 +63,30 @@ static float *scratch(int i, size_t n)
 }
 
 /* Short-row copy / zero / add (rows of an output image are often 7-28 floats: library calls and
- * vector-loop epilogues would dominate): whole vectors, then one masked tail (core/simd_impl.h). */
+ * vector-loop epilogues would dominate): whole vectors, then the tail — one masked operation on
+ * AVX-512, a scalar loop on AVX2 (AMD's 256-bit masked stores cost more than the few scalar ones). */
+#if defined(AL_SIMD_AVX2)
+#define ROW_TAIL_SCALAR 1
+#else
+#define ROW_TAIL_SCALAR 0
+#endif
 static inline void row_copy(float *d /* (n) */, const float *s /* (n) */, int n)
 {
     for (; n >= AL_VL; n -= AL_VL, d += AL_VL, s += AL_VL) al_v_store(d, al_v_load(s));
-    if (n > 0) { const al_vm m = al_v_mask(n); al_v_storem(m, d, al_v_loadm(m, s)); }
+    if (ROW_TAIL_SCALAR) { for (int i = 0; i < n; i++) d[i] = s[i]; }
+    else if (n > 0) { const al_vm m = al_v_mask(n); al_v_storem(m, d, al_v_loadm(m, s)); }
 }
 static inline void row_zero(float *d /* (n) */, int n)
 {
     for (; n >= AL_VL; n -= AL_VL, d += AL_VL) al_v_store(d, al_v_zero());
-    if (n > 0) al_v_storem(al_v_mask(n), d, al_v_zero());
+    if (ROW_TAIL_SCALAR) { for (int i = 0; i < n; i++) d[i] = 0.f; }
+    else if (n > 0) al_v_storem(al_v_mask(n), d, al_v_zero());
 }
 static inline void row_add(float *d /* (n) */, const float *s /* (n) */, int n)
 {
     for (; n >= AL_VL; n -= AL_VL, d += AL_VL, s += AL_VL) al_v_store(d, al_v_add(al_v_load(d), al_v_load(s)));
-    if (n > 0) {
+    if (ROW_TAIL_SCALAR) { for (int i = 0; i < n; i++) d[i] += s[i]; }
+    else if (n > 0) {
         const al_vm m = al_v_mask(n);
         al_v_storem(m, d, al_v_add(al_v_loadm(m, d), al_v_loadm(m, s)));
     }

@@ -112,9 +112,13 @@ static inline void pool_upd(float v, int32_t i, float *best, int32_t *bi)
 }
 
 /* One output row of max pooling: y[ow] = max over the k×k window at (h0, ow·stride) of the plane
- * xp (·, W); arg[ow] (if not NULL) = its index in the plane. The 2×2 stride-2 case is unrolled. */
-static void pool_row(const float *xp, int W, int h0, int Wo, int k, int stride, float *y, int32_t *arg)
+ * xp (·, W); arg[ow] (if not NULL) = its index in the plane. The 2×2 stride-2 case is unrolled.
+ * AVX2 may read whole vectors up to xend (the end of x) and, with spill, store whole vectors up to
+ * 7 floats past the row (later rows of the same plane, written afterwards by the same thread). */
+static void pool_row(const float *xp, int W, int h0, int Wo, int k, int stride, float *y, int32_t *arg,
+                     const float *xend, int spill)
 {
+    (void)xend; (void)spill;   /* AVX2 only */
     const int32_t r0 = h0 * W;
     if (k == 2 && stride == 2) {   /* the CNN's pooling */
         const float *a = xp + r0, *b = a + W;
@@ -160,8 +164,13 @@ static void pool_row(const float *xp, int W, int h0, int Wo, int k, int stride, 
             const __m256i klo = _mm256_cmpgt_epi32(_mm256_set1_epi32(m2), lane);
             const __m256i khi = _mm256_cmpgt_epi32(_mm256_set1_epi32(m2 - 8), lane);
             const __m256i kout = _mm256_cmpgt_epi32(_mm256_set1_epi32(n), lane);
-            const __m256 alo = _mm256_maskload_ps(a + 2 * ow, klo), ahi = _mm256_maskload_ps(a + 2 * ow + 8, khi);
-            const __m256 blo = _mm256_maskload_ps(b + 2 * ow, klo), bhi = _mm256_maskload_ps(b + 2 * ow + 8, khi);
+            /* masked loads and stores are slow on AMD: whole vectors wherever the memory is ours
+             * (lanes past the row hold other values, and only lanes < n are stored) */
+            const int rd = b + 2 * ow + 16 <= xend, full = n == 8 || spill;
+            const __m256 alo = rd ? _mm256_loadu_ps(a + 2 * ow) : _mm256_maskload_ps(a + 2 * ow, klo);
+            const __m256 ahi = rd ? _mm256_loadu_ps(a + 2 * ow + 8) : _mm256_maskload_ps(a + 2 * ow + 8, khi);
+            const __m256 blo = rd ? _mm256_loadu_ps(b + 2 * ow) : _mm256_maskload_ps(b + 2 * ow, klo);
+            const __m256 bhi = rd ? _mm256_loadu_ps(b + 2 * ow + 8) : _mm256_maskload_ps(b + 2 * ow + 8, khi);
 #define AL_DEINT(lo, hi, sel) _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(lo, hi, sel)), 0xD8))
             const __m256 v[4] = {AL_DEINT(alo, ahi, 0x88), AL_DEINT(alo, ahi, 0xDD), AL_DEINT(blo, bhi, 0x88), AL_DEINT(blo, bhi, 0xDD)};
 #undef AL_DEINT
@@ -173,10 +182,12 @@ static void pool_row(const float *xp, int W, int h0, int Wo, int k, int stride, 
                 m = _mm256_blendv_ps(m, v[q], gt);
                 off = _mm256_blendv_ps(off, _mm256_castsi256_ps(_mm256_set1_epi32(offs[q])), gt);
             }
-            _mm256_maskstore_ps(y + ow, kout, m);
+            if (full) _mm256_storeu_ps(y + ow, m);
+            else _mm256_maskstore_ps(y + ow, kout, m);
             if (arg) {
                 const __m256i idx = _mm256_add_epi32(_mm256_add_epi32(_mm256_set1_epi32(r0 + 2 * ow), lane2), _mm256_castps_si256(off));
-                _mm256_maskstore_epi32((int *)(arg + ow), kout, idx);
+                if (full) _mm256_storeu_si256((__m256i *)(arg + ow), idx);
+                else _mm256_maskstore_epi32((int *)(arg + ow), kout, idx);
             }
         }
 #endif
@@ -227,7 +238,8 @@ al_tensor *al_maxpool2d(al_ctx *c, al_tensor *x, int k, int stride)
         float *yp = out->data + t * P;                               /* (Ho, Wo) */
         int32_t *ap = arg ? arg + t * P : NULL;
         for (int oh = 0; oh < Ho; oh++)
-            pool_row(xp, W, oh * stride, Wo, k, stride, yp + (size_t)oh * Wo, ap ? ap + (size_t)oh * Wo : NULL);
+            pool_row(xp, W, oh * stride, Wo, k, stride, yp + (size_t)oh * Wo, ap ? ap + (size_t)oh * Wo : NULL,
+                     x->data + x->numel, (int64_t)(Ho - 1 - oh) * Wo >= 8);
     }
     if (need) {
         pool_node *n = al_arena_alloc(&c->arena, sizeof *n);
