@@ -11,19 +11,14 @@
 #include "core/omp_impl.h"
 #include "core/simd_impl.h"
 #include "attnlab/kernels.h"
+#include <stdio.h>
 #include <string.h>
 
 const char *al_attn_kernels(void)
 {
-#if defined(__AVX512F__) && defined(__AVX512BW__)
-    return "window d16: 16 queries per vector (avx512); full d16: 16 queries per vector (avx512)";
-#elif defined(__AVX512F__)
-    return "window d16: slot lists; full d16: 16 queries per vector (avx512)";
-#elif defined(__AVX2__) && defined(__FMA__)
-    return "window d16: 8 queries per vector (avx2); full d16: generic tiles (" AL_SIMD_ISA ")";
-#else
-    return "window d16: slot lists; full d16: generic tiles (" AL_SIMD_ISA ")";
-#endif
+    static char buf[160];
+    snprintf(buf, sizeof buf, "window d16: %s; full d16: %s", al__win16_path(), al__full16_path());
+    return buf;
 }
 
 /* s (B,H,N) = a[h] · x[b,h,i] for the additive score. */

@@ -42,6 +42,7 @@ int al_attn_setup(al_ctx *c, const char *op, const al_attn_desc *d, al_tensor *q
  * forward and per-head backward. Scratch: al__full16_scratch(cfg, 0 forward / 1 backward) floats
  * per thread. */
 int al__full16_ok(const al_attn_cfg *cfg);
+const char *al__full16_path(void);   /* what runs for D = 16 on this build, for bench */
 size_t al__full16_scratch(const al_attn_cfg *cfg, int backward);
 void al__full16_forward(const al_attn_cfg *cfg, const float *q /* (B,H,N,16) */, const float *k /* (B,H,N,16) */,
                         const float *v /* (B,H,N,16) */, float *out /* (B,H,N,16) */, float *lse /* (B,H,N) */,
@@ -59,6 +60,7 @@ struct attn_node;
 extern int al__win16_off;     /* tests: nonzero turns the lane kernels off */
 extern long al__win16_runs;   /* tests: how many times the lane forward ran */
 int al__win16_ok(const al_attn_cfg *cfg, const al_pattern *p, const void *bias);
+const char *al__win16_path(void);    /* what runs for D = 16 windows on this build, for bench */
 int al__win16_setup(al_ctx *c, struct attn_node *nd);
 size_t al__win16_scratch(const struct attn_node *nd);
 void al__win16_forward(const struct attn_node *nd, const float *q, const float *k, const float *v, const float *rel /* (H,K) or NULL */,

@@ -17,6 +17,7 @@
 #include "attention/attention_impl.h"
 #include "core/exp_impl.h"
 #include "core/omp_impl.h"
+#include "core/simd_impl.h"
 #include <math.h>
 #include <string.h>
 #if defined(__AVX512F__)
@@ -28,6 +29,8 @@
 #define LN2_F 0.693147180559945309f
 
 #if defined(__AVX512F__)
+
+const char *al__full16_path(void) { return "16 queries per vector (avx512)"; }
 
 int al__full16_ok(const al_attn_cfg *g)
 {
@@ -296,6 +299,7 @@ void al__full16_backward(const al_attn_cfg *g, const float *q /* (B,H,N,16) */, 
 
 #else   /* no AVX-512: the generic kernel handles every shape */
 
+const char *al__full16_path(void) { return "generic tiles (" AL_SIMD_ISA ")"; }
 int al__full16_ok(const al_attn_cfg *g) { (void)g; return 0; }
 size_t al__full16_scratch(const al_attn_cfg *g, int backward) { (void)g; (void)backward; return 0; }
 void al__full16_forward(const al_attn_cfg *g, const float *q /* (B,H,N,16) */, const float *k /* (B,H,N,16) */, const float *v /* (B,H,N,16) */, float *out /* (B,H,N,16) */,

@@ -47,6 +47,8 @@ long al__win16_runs;   /* tests: forward calls of the lane kernels (not atomic: 
 
 #if defined(WL)
 
+const char *al__win16_path(void) { return WL == 16 ? "16 queries per vector (avx512)" : "8 queries per vector (avx2)"; }
+
 int al__win16_ok(const al_attn_cfg *g, const al_pattern *p, const void *bias)
 {
     return !al__win16_off && (p->kind == AL_PAT_WINDOW2D || p->kind == AL_PAT_WINDOW1D) && g->noff > 0 && !g->additive && !g->relu &&
@@ -683,6 +685,7 @@ void al__win16_weights(const attn_node *nd, float *w /* (B,H,N,K) */)
 
 #else   /* neither AVX-512 nor AVX2 + FMA: the slot-list kernels run */
 
+const char *al__win16_path(void) { return "slot lists"; }
 int al__win16_ok(const al_attn_cfg *g, const al_pattern *p, const void *bias) { (void)g; (void)p; (void)bias; return 0; }
 int al__win16_setup(al_ctx *c, attn_node *nd) { (void)c; (void)nd; return -1; }
 size_t al__win16_scratch(const attn_node *nd) { (void)nd; return 0; }

@@ -279,6 +279,13 @@ static const kern_fn kernels[1 + HAVE_NARROW][3][2] = {
 /* Rows per tile of a variant. */
 static inline int tile_rows(int narrow, int amode) { return narrow && amode != A_ROWS ? MRX : MR; }
 
+/* n floats, 64-byte aligned; the size rounded up to the alignment, as C11's aligned_alloc requires. */
+static float *ws_alloc(size_t n)
+{
+    size_t bytes = (n * sizeof(float) + 63) / 64 * 64;
+    return aligned_alloc(64, bytes ? bytes : 64);
+}
+
 /* ---------------- dot-product path: C = A·Bᵀ with a long K ---------------- */
 /* When both operands run along K in memory (A (M,K), B (N,K)) and K is long next to M and N (weight
  * gradients of convolutions: 32×9 over K = 50176), packing B would transpose it at a cost far above
@@ -339,8 +346,7 @@ static int gemm_dot(int M, int N, int K, float alpha, const float *A, int lda, c
 {
     const int mt = ceil_div(M, DTM), nt = ceil_div(N, DTN);
     const size_t nacc = (size_t)mt * nt * DTM * DTN;
-    /* (mt, nt, DTM, DTN) lane vectors; C11 wants the size a multiple of the alignment (AVX2: 32-byte vectors) */
-    al_vf *acc = aligned_alloc(64, (nacc * sizeof(al_vf) + 63) / 64 * 64);
+    al_vf *acc = (al_vf *)ws_alloc(nacc * AL_VL);   /* (mt, nt, DTM, DTN) lane vectors */
     if (!acc) return -1;
     for (size_t q = 0; q < nacc; q++) acc[q] = al_v_zero();
     for (int k0 = 0; k0 < K; k0 += DOT_KB) {
@@ -454,11 +460,6 @@ static void scale_c(int M, int N, float beta, float *C, int ldc)
     }
 }
 
-static float *ws_alloc(size_t n)
-{
-    size_t bytes = (n * sizeof(float) + 63) / 64 * 64;
-    return aligned_alloc(64, bytes ? bytes : 64);
-}
 
 /* The packing workspace of the calling thread, grown on demand and kept for the next call: the
  * attention kernels call al_gemm_serial thousands of times per step on small tiles, where a
