@@ -6,6 +6,7 @@
 #include "test_attention_util.h"
 #include "attention/attention_impl.h"
 #include "attention/dropout_impl.h"
+#include "core/exp_impl.h"
 #include <stdio.h>
 
 #define FWD_TOL 1e-5
@@ -220,7 +221,7 @@ static void test_full_one_pass_backward(void **st)
 }
 
 /* Full dot-product softmax attention with D = Dv = 16 (the query-in-lanes kernels of
- * attention_full16.c on AVX-512): N from 1 to 300 covers partial 16-query blocks, key tiles that
+ * full16.c: AVX-512 and AVX2 + FMA): N from 1 to 300 covers partial 16-query blocks, key tiles that
  * are not a multiple of 8 keys and several 128-key tiles; B·H = 2 takes the generic two-pass
  * backward after the d = 16 forward, B·H = 6 the d = 16 backward. */
 static void test_full_d16(void **st)
@@ -233,8 +234,139 @@ static void test_full_d16(void **st)
             a.pat = al_pattern_full();
             a.B = heads ? 2 : 1; a.H = heads ? 3 : 2; a.N = Ns[ni]; a.D = 16; a.Dv = 16;
             a.seed = 800 + (uint64_t)(ni * 2 + heads);
+            const long runs = al__full16_runs;
             check(&a, "full d16");
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
+            if (al__full16_runs == runs) fail_msg("N = %d: the lane kernels did not run", a.N);
+#else
+            (void)runs;   /* no lane kernels on this build: the generic tiles ran */
+#endif
         }
+}
+
+/* ---- the d = 16 lane kernels' maths, one query at a time (full16.c's per-lane order) ---- */
+#define F16_TILE 128
+static float vmax_like(float a, float b) { return a > b ? a : b; }   /* vmaxps: a unless b is larger (NaN: b) */
+
+/* One head: out (N,16), lse (N), as full16.c's forward_block on every lane. */
+static void f16_forward_twin(int N, float scale, const float *Q, const float *K, const float *V, float *out, float *lse)
+{
+    float s[F16_TILE];
+    for (int i = 0; i < N; i++) {
+        float q[16], o[16] = {0}, m = -INFINITY, l = 0.f;
+        for (int d = 0; d < 16; d++) q[d] = scale * 1.44269504088896341f * Q[i * 16 + d];
+        for (int j0 = 0; j0 < N; j0 += F16_TILE) {
+            int nk = N - j0 < F16_TILE ? N - j0 : F16_TILE;
+            float mx = -INFINITY;
+            for (int t = 0; t < nk; t++) {
+                const float *kr = K + (j0 + t) * 16;
+                float x = kr[0] * q[0];
+                for (int d = 1; d < 16; d++) x = fmaf(kr[d], q[d], x);
+                s[t] = x;
+                mx = vmax_like(mx, x);
+            }
+            float mn = vmax_like(m, mx), corr = al__exp2f(m - mn);
+            l = l * corr;
+            for (int e = 0; e < 16; e++) o[e] = o[e] * corr;
+            m = mn;
+            float l1 = 0.f;
+            int t = 0;
+            for (; t + 2 <= nk; t += 2) {
+                s[t] = al__exp2f(s[t] - m); s[t + 1] = al__exp2f(s[t + 1] - m);
+                l = l + s[t]; l1 = l1 + s[t + 1];
+            }
+            if (t < nk) { s[t] = al__exp2f(s[t] - m); l = l + s[t]; }
+            l = l + l1;
+            for (t = 0; t < nk; t++)
+                for (int e = 0; e < 16; e++) o[e] = fmaf(s[t], V[(j0 + t) * 16 + e], o[e]);
+        }
+        float inv = l > 0.f ? 1.0f / l : 0.f;
+        for (int e = 0; e < 16; e++) out[i * 16 + e] = o[e] * inv;
+        lse[i] = l > 0.f ? (m + log2f(l)) * 0.693147180559945309f : INFINITY;
+    }
+}
+
+/* One head's gradients added to dq, dk, dv, as full16.c's backward_head on every lane: each key's
+ * dK/dV sums run over the queries in index order, each query's dQ sum over the keys in order. */
+static void f16_backward_twin(int N, float scale, const float *Q, const float *K, const float *V, const float *dO, const float *lse,
+                              const float *delta, float *dq, float *dk, float *dv)
+{
+    float *P = malloc((size_t)F16_TILE * sizeof *P), *dS = malloc((size_t)F16_TILE * sizeof *dS);
+    float *kacc = malloc((size_t)F16_TILE * 16 * sizeof *kacc), *vacc = malloc((size_t)F16_TILE * 16 * sizeof *vacc);
+    float *dqt = calloc((size_t)N * 16, sizeof *dqt);
+    assert_non_null(P); assert_non_null(dS); assert_non_null(kacc); assert_non_null(vacc); assert_non_null(dqt);
+    for (int j0 = 0; j0 < N; j0 += F16_TILE) {
+        int nk = N - j0 < F16_TILE ? N - j0 : F16_TILE;
+        memset(kacc, 0, (size_t)nk * 16 * sizeof(float));
+        memset(vacc, 0, (size_t)nk * 16 * sizeof(float));
+        for (int i = 0; i < N; i++) {
+            float q[16];
+            for (int d = 0; d < 16; d++) q[d] = scale * 1.44269504088896341f * Q[i * 16 + d];
+            const float L = lse[i] * 1.44269504088896341f;
+            for (int t = 0; t < nk; t++) {
+                const float *kr = K + (j0 + t) * 16, *vr = V + (j0 + t) * 16, *g = dO + i * 16;
+                float x = kr[0] * q[0], y = vr[0] * g[0];
+                for (int d = 1; d < 16; d++) { x = fmaf(kr[d], q[d], x); y = fmaf(vr[d], g[d], y); }
+                P[t] = al__exp2f(x - L);
+                dS[t] = (P[t] * scale) * (y - delta[i]);
+            }
+            for (int t = 0; t < nk; t++)
+                for (int d = 0; d < 16; d++) {
+                    vacc[t * 16 + d] = fmaf(P[t], dO[i * 16 + d], vacc[t * 16 + d]);
+                    kacc[t * 16 + d] = fmaf(dS[t], Q[i * 16 + d], kacc[t * 16 + d]);
+                    dqt[i * 16 + d] = fmaf(dS[t], K[(j0 + t) * 16 + d], dqt[i * 16 + d]);
+                }
+        }
+        for (int x = 0; x < nk * 16; x++) { dk[j0 * 16 + x] += kacc[x]; dv[j0 * 16 + x] += vacc[x]; }
+    }
+    for (int x = 0; x < N * 16; x++) dq[x] += dqt[x];
+    free(P); free(dS); free(kacc); free(vacc); free(dqt);
+}
+
+/* The d = 16 lane kernels (AVX-512: 16 queries per vector; AVX2: 8, L1-resident blocks) give,
+ * bit for bit, the per-query maths above: output, lse and the three gradients (added to what is
+ * there). So an AVX2 host and an AVX-512 host compute the same attention bits. N covers partial
+ * blocks of 8 and 16 queries, odd key tails and several 128-key tiles. */
+static void test_full_d16_twin(void **st)
+{
+    (void)st;
+    const int Ns[] = {1, 5, 8, 9, 17, 130, 300};
+    for (int ni = 0; ni < 7; ni++) {
+        al_attn_cfg g = {0};
+        g.B = 1; g.H = 3; g.N = Ns[ni]; g.D = 16; g.Dv = 16; g.scale = 0.25f;
+        if (!al__full16_ok(&g)) { skip(); return; }   /* a build without AVX-512 or AVX2 + FMA */
+        const int N = g.N, heads = g.B * g.H;
+        const size_t n = (size_t)heads * N * 16;
+        al_rng r; al_rng_seed(&r, 4242 + (uint64_t)ni, 3);
+        float *in[9];
+        for (int a = 0; a < 9; a++) { in[a] = malloc(n * sizeof(float)); assert_non_null(in[a]); }
+        for (size_t x = 0; x < n; x++)
+            for (int a = 0; a < 9; a++) in[a][x] = (a < 3 ? 4.f : 1.f) * (al_rng_uniform(&r) * 2.f - 1.f);
+        float *q = in[0], *k = in[1], *v = in[2], *dO = in[3], *dq = in[4], *dk = in[5], *dv = in[6], *out = in[7], *out2 = in[8];
+        float *lse = malloc((size_t)heads * N * sizeof(float)), *lse2 = malloc((size_t)heads * N * sizeof(float));
+        float *delta = malloc((size_t)heads * N * sizeof(float));
+        float *gq = malloc(n * sizeof(float)), *gk = malloc(n * sizeof(float)), *gv = malloc(n * sizeof(float));
+        float *ws = malloc(al__full16_scratch(&g, 1) * sizeof(float) + al__full16_scratch(&g, 0) * sizeof(float));
+        assert_non_null(lse); assert_non_null(lse2); assert_non_null(delta); assert_non_null(gq); assert_non_null(gk); assert_non_null(gv); assert_non_null(ws);
+        for (int x = 0; x < heads * N; x++) delta[x] = al_rng_uniform(&r) - 0.5f;
+        memcpy(gq, dq, n * sizeof(float)); memcpy(gk, dk, n * sizeof(float)); memcpy(gv, dv, n * sizeof(float));
+        const long runs = al__full16_runs;
+        al__full16_forward(&g, q, k, v, out, lse, ws, 1);
+        assert_true(al__full16_runs == runs + 1);
+        al__full16_backward(&g, q, k, v, dO, lse, delta, dq, dk, dv, ws, 1);
+        for (int h = 0; h < heads; h++) {
+            size_t o = (size_t)h * N * 16;
+            f16_forward_twin(N, g.scale, q + o, k + o, v + o, out2 + o, lse2 + (size_t)h * N);
+            f16_backward_twin(N, g.scale, q + o, k + o, v + o, dO + o, lse + (size_t)h * N, delta + (size_t)h * N, gq + o, gk + o, gv + o);
+        }
+        if (memcmp(out, out2, n * sizeof(float))) fail_msg("N = %d: output bits differ from the per-query twin", N);
+        if (memcmp(lse, lse2, (size_t)heads * N * sizeof(float))) fail_msg("N = %d: lse bits differ from the per-query twin", N);
+        if (memcmp(dq, gq, n * sizeof(float))) fail_msg("N = %d: dq bits differ from the per-query twin", N);
+        if (memcmp(dk, gk, n * sizeof(float))) fail_msg("N = %d: dk bits differ from the per-query twin", N);
+        if (memcmp(dv, gv, n * sizeof(float))) fail_msg("N = %d: dv bits differ from the per-query twin", N);
+        for (int a = 0; a < 9; a++) free(in[a]);
+        free(lse); free(lse2); free(delta); free(gq); free(gk); free(gv); free(ws);
+    }
 }
 
 /* Window attention with D = Dv = 16, dot, softmax, no bias or dropout: the query-in-lanes kernels of
@@ -330,6 +462,7 @@ int main(void)
         cmocka_unit_test(test_full_dropout_tiles),
         cmocka_unit_test(test_full_one_pass_backward),
         cmocka_unit_test(test_full_d16),
+        cmocka_unit_test(test_full_d16_twin),
         cmocka_unit_test(test_window_d16),
         cmocka_unit_test(test_threads_bitwise),
     };

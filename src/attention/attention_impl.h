@@ -38,9 +38,10 @@ int al_attn_setup(al_ctx *c, const char *op, const al_attn_desc *d, al_tensor *q
 
 /* Full dot-product softmax attention for D = Dv = 16 with the queries in vector lanes
  * (full16.c). al__full16_ok says whether cfg is that case on this build (no dropout,
- * no ReLU, AVX-512; the caller also requires no bias); the kernels then replace the generic
+ * no ReLU, AVX-512 or AVX2 + FMA; the caller also requires no bias); the kernels then replace the generic
  * forward and per-head backward. Scratch: al__full16_scratch(cfg, 0 forward / 1 backward) floats
  * per thread. */
+extern long al__full16_runs;   /* tests: forward calls of the lane kernels (single-threaded callers) */
 int al__full16_ok(const al_attn_cfg *cfg);
 const char *al__full16_path(void);   /* what runs for D = 16 on this build, for bench */
 size_t al__full16_scratch(const al_attn_cfg *cfg, int backward);

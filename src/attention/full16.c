@@ -12,7 +12,16 @@
  * tile for every 16-query block, each with its own 16 resident registers: P = exp(S − lse) (Qᵀ),
  * dS = P∘(dO·Vᵀ − δ) (dOᵀ), dV += Pᵀ·dO (dO rows), dK += dSᵀ·Q (Q rows) and dQᵀ += dS·K.
  * Every sum has a fixed order that depends on N only, so results are the same bits on any number
- * of threads. Without AVX-512 al__full16_ok is false and the generic kernel runs.
+ * of threads.
+ *
+ * AVX2 + FMA builds run the same maths with eight queries per vector (the forward takes two vectors
+ * per key, sixteen queries; the backward blocks of eight). Every lane does
+ * the AVX-512 lane's operations in the same order (each query's score chain, max, exp2, partial
+ * sums and P·V chain; each key's dK/dV chain runs over the queries in index order, and the padding
+ * rows add exact zeros), so an AVX2 host gives the AVX-512 kernels' bits — only the register
+ * blocking differs, since sixteen ymm registers cannot hold a transposed block: Qᵀ, Oᵀ and dQᵀ
+ * live in L1 and are swept eight vectors at a time. Without either ISA al__full16_ok is false and
+ * the generic kernel runs.
  */
 #include "attention/attention_impl.h"
 #include "core/exp_impl.h"
@@ -20,7 +29,7 @@
 #include "core/simd_impl.h"
 #include <math.h>
 #include <string.h>
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
 #include <immintrin.h>
 #endif
 
@@ -28,31 +37,77 @@
 #define LOG2E_F 1.44269504088896341f
 #define LN2_F 0.693147180559945309f
 
+long al__full16_runs;
+
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
+/* ---------------- shared by both ISAs: layouts ---------------- */
+
+/* t[d·qb + i] = alpha · X[i·16 + d] for rows i < n of X, 0 for i ≥ n (a block of qb rows of 16). */
+static void transpose_block(const float *X /* (qb, 16) */, int n, int qb, float alpha, float *t /* (16, qb) */)
+{
+    for (int d = 0; d < 16; d++)
+        for (int i = 0; i < qb; i++) t[d * qb + i] = i < n ? alpha * X[i * 16 + d] : 0.f;
+}
+
+/* The backward's scratch for one head, in blocks of qb queries. */
+typedef struct {
+    int nqb, npad;
+    float *qtb, *dotb, *dqtb;   /* (npad, 16): Qᵀ (scaled by scale·log2e), dOᵀ, dQᵀ block by block */
+    float *lseb, *dlb;          /* (npad): lse·log2e, δ */
+    float *pbuf, *dsbuf;        /* (F16_BK, qb): P and dS of a key tile against a block */
+    float *kacc, *vacc;         /* (F16_BK, 16): the tile's dK, dV sums */
+} f16_bwd;
+
+/* Lays out ws and fills it: the blocks transposed (padding lanes: zero rows and lse = +inf, so
+ * their weights are ≤ 3e−38 and meet only zero rows of Q and dO: they add exactly 0 to dK and dV),
+ * lse in log2 units, δ, and dQᵀ zeroed when wanted. */
+static f16_bwd bwd_begin(const float *Q /* (N,16) */, const float *dO /* (N,16) */, const float *lse /* (N) */, const float *delta /* (N) */, int N, float scale,
+                         int qb, int want_dq, float *ws /* (al__full16_scratch(g, 1)) */)
+{
+    f16_bwd w;
+    w.nqb = (N + qb - 1) / qb; w.npad = w.nqb * qb;
+    w.qtb = ws; w.dotb = w.qtb + (size_t)w.npad * 16; w.dqtb = w.dotb + (size_t)w.npad * 16;
+    w.lseb = w.dqtb + (size_t)w.npad * 16; w.dlb = w.lseb + w.npad;
+    w.pbuf = w.dlb + w.npad; w.dsbuf = w.pbuf + (size_t)F16_BK * qb;
+    w.kacc = w.dsbuf + (size_t)F16_BK * qb; w.vacc = w.kacc + (size_t)F16_BK * 16;
+    for (int b = 0; b < w.nqb; b++) {
+        int i0 = b * qb, nq = N - i0 < qb ? N - i0 : qb;
+        transpose_block(Q + (int64_t)i0 * 16, nq, qb, scale * LOG2E_F, w.qtb + (size_t)b * qb * 16);
+        transpose_block(dO + (int64_t)i0 * 16, nq, qb, 1.f, w.dotb + (size_t)b * qb * 16);
+    }
+    for (int i = 0; i < w.npad; i++) { w.lseb[i] = i < N ? lse[i] * LOG2E_F : INFINITY; w.dlb[i] = i < N ? delta[i] : 0.f; }
+    if (want_dq) memset(w.dqtb, 0, (size_t)w.npad * 16 * sizeof(float));
+    return w;
+}
+
+/* After a key tile j0 .. j0+nk−1: its dK, dV sums added to the rows (NULL: not wanted). */
+static void bwd_tile_end(const f16_bwd *w, int j0, int nk, float *dk /* (N,16) or NULL */, float *dv /* (N,16) or NULL */)
+{
+    for (int64_t x = 0; x < (int64_t)nk * 16; x++) {
+        if (dk) dk[(int64_t)j0 * 16 + x] += w->kacc[x];
+        if (dv) dv[(int64_t)j0 * 16 + x] += w->vacc[x];
+    }
+}
+
+/* At the end: dQ += dQᵀ transposed back (blocks of qb queries). */
+static void bwd_end(const f16_bwd *w, int N, int qb, float *dq /* (N,16) */)
+{
+    for (int b = 0; b < w->nqb; b++) {
+        int i0 = b * qb, nq = N - i0 < qb ? N - i0 : qb;
+        for (int i = 0; i < nq; i++)
+            for (int d = 0; d < 16; d++) dq[(int64_t)(i0 + i) * 16 + d] += w->dqtb[(size_t)b * qb * 16 + d * qb + i];
+    }
+}
+#endif
+
 #if defined(__AVX512F__)
 
+#define F16_QB 16   /* queries per block: one per lane */
+#define F16_FQB 16  /* the same in the forward */
 const char *al__full16_path(void) { return "16 queries per vector (avx512)"; }
-
-int al__full16_ok(const al_attn_cfg *g)
-{
-    return !g->additive && !g->relu && !g->drop && g->D == 16 && g->Dv == 16;
-}
-
-size_t al__full16_scratch(const al_attn_cfg *g, int backward)
-{
-    if (!backward) return (size_t)F16_BK * 16 + 16 * 16;   /* a score strip and a 16×16 transpose */
-    size_t npad = (size_t)(g->N + 15) / 16 * 16;
-    return 3 * npad * 16 + 2 * npad + 4 * (size_t)F16_BK * 16;
-}
 
 /* 2^x: al__exp2_v16 of core/exp_impl.h (the scores here are in log2 units: log2(e) is folded into
  * the query scale). */
-/* t[d·16 + i] = alpha · X[i·16 + d] for rows i < n of X, 0 for i ≥ n (16 rows of 16 floats). */
-static void transpose16(const float *X /* (16, 16) */, int n, float alpha, float *t /* (16, 16) */)
-{
-    for (int d = 0; d < 16; d++)
-        for (int i = 0; i < 16; i++) t[d * 16 + i] = i < n ? alpha * X[i * 16 + d] : 0.f;
-}
-
 /* s[k] = Σ_d X[(j+k)·16 + d] · T[d] for k < 8: eight keys (rows of X) against a block held
  * transposed in T, one FMA chain per key. */
 static inline void rows8_dot_t(const float *X /* (8, 16) */, const __m512 T[16], __m512 s[8])
@@ -124,7 +179,7 @@ static void forward_block(const float *Q /* (N,16) */, const float *K /* (N,16) 
                           float *out /* (N,16) */, float *lse /* (N) */, float *sbuf /* (F16_BK, 16) */, float *tb /* (16, 16) */)
 {
     __m512 qt[16], ot[16];
-    transpose16(Q + (int64_t)i0 * 16, nq, scale * LOG2E_F, tb);
+    transpose_block(Q + (int64_t)i0 * 16, nq, 16, scale * LOG2E_F, tb);
 #pragma GCC unroll 16
     for (int d = 0; d < 16; d++) { qt[d] = _mm512_loadu_ps(tb + d * 16); ot[d] = _mm512_setzero_ps(); }
     __m512 m = _mm512_set1_ps(-INFINITY), l = _mm512_setzero_ps();
@@ -175,43 +230,14 @@ static void forward_block(const float *Q /* (N,16) */, const float *K /* (N,16) 
     }
 }
 
-void al__full16_forward(const al_attn_cfg *g, const float *q /* (B,H,N,16) */, const float *k /* (B,H,N,16) */, const float *v /* (B,H,N,16) */, float *out /* (B,H,N,16) */,
-                        float *lse /* (B,H,N) */, float *scratch /* (nthr, al__full16_scratch) */, int nthr)
-{
-    const int N = g->N, nqb = (N + 15) / 16;
-    const int64_t tasks = (int64_t)g->B * g->H * nqb;
-    const size_t per = al__full16_scratch(g, 0);
-    (void)nthr;   /* unused without OpenMP */
-    AL_OMP("omp parallel num_threads(nthr) if (tasks > 1 && tasks * 16 * (int64_t)N > AL_PAR_MIN / 8)")
-    {
-        float *sbuf = scratch + (size_t)al__thread_id() * per, *tb = sbuf + F16_BK * 16;
-        AL_OMP("omp for schedule(static)")
-        for (int64_t t = 0; t < tasks; t++) {
-            int64_t bh = t / nqb;
-            int i0 = (int)(t % nqb) * 16, nq = N - i0 < 16 ? N - i0 : 16;
-            const int64_t o = bh * N * 16;
-            forward_block(q + o, k + o, v + o, N, i0, nq, g->scale, out + o, lse + bh * N, sbuf, tb);
-        }
-    }
-}
-
 /* One head's dQ, dK, dV (each NULL when not wanted; added to what is there). ws: al__full16_scratch(g, 1). */
 static void backward_head(const float *Q /* (N,16) */, const float *K /* (N,16) */, const float *V /* (N,16) */, const float *dO /* (N,16) */, const float *lse /* (N) */,
                           const float *delta /* (N) */, int N, float scale, float *dq /* (N,16) or NULL */, float *dk /* (N,16) or NULL */, float *dv /* (N,16) or NULL */, float *ws /* (al__full16_scratch(g, 1)) */)
 {
-    const int nqb = (N + 15) / 16, npad = nqb * 16;
-    float *qtb = ws, *dotb = qtb + (size_t)npad * 16, *dqtb = dotb + (size_t)npad * 16;
-    float *lseb = dqtb + (size_t)npad * 16, *dlb = lseb + npad;
-    float *pbuf = dlb + npad, *dsbuf = pbuf + F16_BK * 16, *kacc = dsbuf + F16_BK * 16, *vacc = kacc + F16_BK * 16;
-    /* The blocks transposed (padding lanes: zero rows and lse = +inf, so their weights are ≤ 3e−38
-     * and meet only zero rows of Q and dO: they add exactly 0 to dK and dV). */
-    for (int b = 0; b < nqb; b++) {
-        int i0 = b * 16, nq = N - i0 < 16 ? N - i0 : 16;
-        transpose16(Q + (int64_t)i0 * 16, nq, scale * LOG2E_F, qtb + (size_t)b * 256);
-        transpose16(dO + (int64_t)i0 * 16, nq, 1.f, dotb + (size_t)b * 256);
-    }
-    for (int i = 0; i < npad; i++) { lseb[i] = i < N ? lse[i] * LOG2E_F : INFINITY; dlb[i] = i < N ? delta[i] : 0.f; }
-    if (dq) memset(dqtb, 0, (size_t)npad * 16 * sizeof(float));
+    const f16_bwd w = bwd_begin(Q, dO, lse, delta, N, scale, 16, dq != NULL, ws);
+    const int nqb = w.nqb;
+    float *qtb = w.qtb, *dotb = w.dotb, *dqtb = w.dqtb, *lseb = w.lseb, *dlb = w.dlb;
+    float *pbuf = w.pbuf, *dsbuf = w.dsbuf, *kacc = w.kacc, *vacc = w.vacc;
     const __m512 sc = _mm512_set1_ps(scale);
     for (int j0 = 0; j0 < N; j0 += F16_BK) {
         const int nk = N - j0 < F16_BK ? N - j0 : F16_BK;
@@ -264,17 +290,303 @@ static void backward_head(const float *Q /* (N,16) */, const float *K /* (N,16) 
                 for (int d = 0; d < 16; d++) _mm512_storeu_ps(acc + d * 16, R[d]);
             }
         }
-        for (int64_t x = 0; x < (int64_t)nk * 16; x++) {
-            if (dk) dk[(int64_t)j0 * 16 + x] += kacc[x];
-            if (dv) dv[(int64_t)j0 * 16 + x] += vacc[x];
+        bwd_tile_end(&w, j0, nk, dk, dv);
+    }
+    if (dq) bwd_end(&w, N, 16, dq);
+}
+
+#elif defined(__AVX2__) && defined(__FMA__)
+
+#define F16_QB 8    /* backward queries per block: one per lane */
+#define F16_FQB 16  /* forward: two vectors per key (see forward_block) */
+const char *al__full16_path(void) { return "8 queries per vector (avx2)"; }
+
+/* out[j] = Σ_d X[j·16 + d] · T[d] for the n key rows of a tile (8 lanes of scores per key), each
+ * key one chain d = 0..15 as rows8_dot_t; T (16 vectors) is read from L1, one load per d for
+ * eight keys. With mx, also *mx = the lane-wise max of *mx and the scores. */
+static inline void dots_t8(const float *X /* (n, 16) */, const float *T /* (16, 8) */, int n, float *out /* (n, 8) */, __m256 *mx /* or NULL */)
+{
+    int j = 0;
+    for (; j + 8 <= n; j += 8) {
+        __m256 s[8], t = _mm256_loadu_ps(T);
+#pragma GCC unroll 8
+        for (int k = 0; k < 8; k++) s[k] = _mm256_mul_ps(_mm256_set1_ps(X[(j + k) * 16]), t);
+#pragma GCC unroll 15
+        for (int d = 1; d < 16; d++) {
+            t = _mm256_loadu_ps(T + d * 8);
+#pragma GCC unroll 8
+            for (int k = 0; k < 8; k++) s[k] = _mm256_fmadd_ps(_mm256_set1_ps(X[(j + k) * 16 + d]), t, s[k]);
+        }
+#pragma GCC unroll 8
+        for (int k = 0; k < 8; k++) {
+            _mm256_storeu_ps(out + (j + k) * 8, s[k]);
+            if (mx) *mx = _mm256_max_ps(*mx, s[k]);
         }
     }
-    if (dq)
-        for (int b = 0; b < nqb; b++) {
-            int i0 = b * 16, nq = N - i0 < 16 ? N - i0 : 16;
-            for (int i = 0; i < nq; i++)
-                for (int d = 0; d < 16; d++) dq[(int64_t)(i0 + i) * 16 + d] += dqtb[(size_t)b * 256 + d * 16 + i];
+    for (; j < n; j++) {
+        __m256 s = _mm256_mul_ps(_mm256_set1_ps(X[j * 16]), _mm256_loadu_ps(T));
+#pragma GCC unroll 15
+        for (int d = 1; d < 16; d++) s = _mm256_fmadd_ps(_mm256_set1_ps(X[j * 16 + d]), _mm256_loadu_ps(T + d * 8), s);
+        _mm256_storeu_ps(out + j * 8, s);
+        if (mx) *mx = _mm256_max_ps(*mx, s);
+    }
+}
+
+/* acc[j] (16 floats) += Σ_i W[j·8 + i] · R_i for the n keys j of a tile: the key's 8 per-query
+ * weights against the block's 8 rows (R[i]: 16 floats, a zero row for padding), one chain over i
+ * per element, four keys at a time. */
+static void wt_rows_acc8(const float *W /* (n, 8) */, const float *const R[8], int n, float *acc /* (n, 16) */)
+{
+    int j = 0;
+    for (; j + 4 <= n; j += 4) {
+        __m256 a[4][2];
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++) { a[k][0] = _mm256_loadu_ps(acc + (j + k) * 16); a[k][1] = _mm256_loadu_ps(acc + (j + k) * 16 + 8); }
+#pragma GCC unroll 8
+        for (int i = 0; i < 8; i++) {
+            const __m256 r0 = _mm256_loadu_ps(R[i]), r1 = _mm256_loadu_ps(R[i] + 8);
+#pragma GCC unroll 4
+            for (int k = 0; k < 4; k++) {
+                const __m256 w = _mm256_set1_ps(W[(j + k) * 8 + i]);
+                a[k][0] = _mm256_fmadd_ps(w, r0, a[k][0]);
+                a[k][1] = _mm256_fmadd_ps(w, r1, a[k][1]);
+            }
         }
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++) { _mm256_storeu_ps(acc + (j + k) * 16, a[k][0]); _mm256_storeu_ps(acc + (j + k) * 16 + 8, a[k][1]); }
+    }
+    for (; j < n; j++) {
+        __m256 a0 = _mm256_loadu_ps(acc + j * 16), a1 = _mm256_loadu_ps(acc + j * 16 + 8);
+#pragma GCC unroll 8
+        for (int i = 0; i < 8; i++) {
+            const __m256 w = _mm256_set1_ps(W[j * 8 + i]);
+            a0 = _mm256_fmadd_ps(w, _mm256_loadu_ps(R[i]), a0);
+            a1 = _mm256_fmadd_ps(w, _mm256_loadu_ps(R[i] + 8), a1);
+        }
+        _mm256_storeu_ps(acc + j * 16, a0); _mm256_storeu_ps(acc + j * 16 + 8, a1);
+    }
+}
+
+/* dQᵀ[d] (d < 16: eight lanes each) += Σ_j dS[j] · K[j, d] over the n keys: one chain per (d,
+ * lane) in key order, as the AVX-512 dQᵀ sweep, in two sweeps of eight resident accumulators. */
+static void dq_acc(float *A /* (16, 8) */, const float *dS /* (n, 8) */, const float *K /* (n, 16) */, int n)
+{
+    for (int c0 = 0; c0 < 16; c0 += 8) {
+        __m256 o[8];
+#pragma GCC unroll 8
+        for (int c = 0; c < 8; c++) o[c] = _mm256_loadu_ps(A + (c0 + c) * 8);
+        for (int j = 0; j < n; j++) {
+            const __m256 p = _mm256_loadu_ps(dS + j * 8);
+#pragma GCC unroll 8
+            for (int c = 0; c < 8; c++) o[c] = _mm256_fmadd_ps(p, _mm256_set1_ps(K[j * 16 + c0 + c]), o[c]);
+        }
+#pragma GCC unroll 8
+        for (int c = 0; c < 8; c++) _mm256_storeu_ps(A + (c0 + c) * 8, o[c]);
+    }
+}
+
+/* The forward takes sixteen queries per block, as AVX-512 does, in two vectors: each broadcast
+ * key element then feeds two FMAs, which halves the loads per FMA of an eight-query block. */
+/* out[j] = Σ_d X[j·16 + d] · T[d] for the n key rows of a tile, sixteen query lanes per key (two
+ * vectors), each key one chain d = 0..15; six keys at a time (twelve chains: enough to hide the
+ * FMA latency). mx[2]: the lane-wise running max. */
+static inline void dots_t16(const float *X /* (n, 16) */, const float *T /* (16, 16) */, int n, float *out /* (n, 16) */, __m256 mx[2])
+{
+    int j = 0;
+    for (; j + 6 <= n; j += 6) {
+        __m256 s[6][2], t0 = _mm256_loadu_ps(T), t1 = _mm256_loadu_ps(T + 8);
+#pragma GCC unroll 6
+        for (int k = 0; k < 6; k++) {
+            const __m256 x = _mm256_set1_ps(X[(j + k) * 16]);
+            s[k][0] = _mm256_mul_ps(x, t0); s[k][1] = _mm256_mul_ps(x, t1);
+        }
+#pragma GCC unroll 15
+        for (int d = 1; d < 16; d++) {
+            t0 = _mm256_loadu_ps(T + d * 16); t1 = _mm256_loadu_ps(T + d * 16 + 8);
+#pragma GCC unroll 6
+            for (int k = 0; k < 6; k++) {
+                const __m256 x = _mm256_set1_ps(X[(j + k) * 16 + d]);
+                s[k][0] = _mm256_fmadd_ps(x, t0, s[k][0]); s[k][1] = _mm256_fmadd_ps(x, t1, s[k][1]);
+            }
+        }
+#pragma GCC unroll 6
+        for (int k = 0; k < 6; k++) {
+            _mm256_storeu_ps(out + (j + k) * 16, s[k][0]); _mm256_storeu_ps(out + (j + k) * 16 + 8, s[k][1]);
+            mx[0] = _mm256_max_ps(mx[0], s[k][0]); mx[1] = _mm256_max_ps(mx[1], s[k][1]);
+        }
+    }
+    for (; j < n; j++) {
+        __m256 x = _mm256_set1_ps(X[j * 16]), s0 = _mm256_mul_ps(x, _mm256_loadu_ps(T)), s1 = _mm256_mul_ps(x, _mm256_loadu_ps(T + 8));
+#pragma GCC unroll 15
+        for (int d = 1; d < 16; d++) {
+            x = _mm256_set1_ps(X[j * 16 + d]);
+            s0 = _mm256_fmadd_ps(x, _mm256_loadu_ps(T + d * 16), s0); s1 = _mm256_fmadd_ps(x, _mm256_loadu_ps(T + d * 16 + 8), s1);
+        }
+        _mm256_storeu_ps(out + j * 16, s0); _mm256_storeu_ps(out + j * 16 + 8, s1);
+        mx[0] = _mm256_max_ps(mx[0], s0); mx[1] = _mm256_max_ps(mx[1], s1);
+    }
+}
+
+/* Oᵀ[c] (c0 ≤ c < c0+C, sixteen lanes) = Oᵀ[c]·corr + Σ_j P[j] · V[j, c] over the n keys, one chain
+ * per lane in key order (the AVX-512 P·V); C ≤ 6 columns at a time keep 2C accumulators resident. */
+static inline __attribute__((always_inline)) void pv_cols(float *ot /* (16, 16) */, const __m256 corr[2], const float *P /* (n, 16) */, const float *V /* (n, 16) */,
+                                                         int n, int c0, int C)
+{
+    __m256 o[6][2];
+#pragma GCC unroll 6
+    for (int c = 0; c < C; c++) {
+        o[c][0] = _mm256_mul_ps(_mm256_loadu_ps(ot + (c0 + c) * 16), corr[0]);
+        o[c][1] = _mm256_mul_ps(_mm256_loadu_ps(ot + (c0 + c) * 16 + 8), corr[1]);
+    }
+    for (int j = 0; j < n; j++) {
+        const __m256 p0 = _mm256_loadu_ps(P + j * 16), p1 = _mm256_loadu_ps(P + j * 16 + 8);
+#pragma GCC unroll 6
+        for (int c = 0; c < C; c++) {
+            const __m256 v = _mm256_set1_ps(V[j * 16 + c0 + c]);
+            o[c][0] = _mm256_fmadd_ps(p0, v, o[c][0]); o[c][1] = _mm256_fmadd_ps(p1, v, o[c][1]);
+        }
+    }
+#pragma GCC unroll 6
+    for (int c = 0; c < C; c++) { _mm256_storeu_ps(ot + (c0 + c) * 16, o[c][0]); _mm256_storeu_ps(ot + (c0 + c) * 16 + 8, o[c][1]); }
+}
+
+/* Queries i0 .. i0+nq−1 (nq ≤ 16) of one head: out rows and lse. sbuf: F16_BK·16 floats, tb: 512
+ * (Qᵀ, then Oᵀ). */
+static void forward_block(const float *Q /* (N,16) */, const float *K /* (N,16) */, const float *V /* (N,16) */, int N, int i0, int nq, float scale,
+                          float *out /* (N,16) */, float *lse /* (N) */, float *sbuf /* (F16_BK, 16) */, float *tb /* (2, 16, 16) */)
+{
+    float *qt = tb, *ot = tb + 256;
+    transpose_block(Q + (int64_t)i0 * 16, nq, 16, scale * LOG2E_F, qt);
+    memset(ot, 0, 256 * sizeof(float));
+    __m256 m[2], l[2];
+    for (int h = 0; h < 2; h++) { m[h] = _mm256_set1_ps(-INFINITY); l[h] = _mm256_setzero_ps(); }
+    for (int j0 = 0; j0 < N; j0 += F16_BK) {
+        const int nk = N - j0 < F16_BK ? N - j0 : F16_BK;
+        const float *Kt = K + (int64_t)j0 * 16, *Vt = V + (int64_t)j0 * 16;
+        __m256 mx[2] = {_mm256_set1_ps(-INFINITY), _mm256_set1_ps(-INFINITY)}, corr[2], l1[2];
+        dots_t16(Kt, qt, nk, sbuf, mx);
+        for (int h = 0; h < 2; h++) {
+            __m256 mn = _mm256_max_ps(m[h], mx[h]);
+            corr[h] = al__exp2_v8(_mm256_sub_ps(m[h], mn));
+            l[h] = _mm256_mul_ps(l[h], corr[h]);
+            m[h] = mn;
+            l1[h] = _mm256_setzero_ps();
+        }
+        int j;
+        for (j = 0; j + 2 <= nk; j += 2)
+#pragma GCC unroll 2
+            for (int h = 0; h < 2; h++) {
+                __m256 p0 = al__exp2_v8(_mm256_sub_ps(_mm256_loadu_ps(sbuf + j * 16 + h * 8), m[h]));
+                __m256 p1 = al__exp2_v8(_mm256_sub_ps(_mm256_loadu_ps(sbuf + j * 16 + 16 + h * 8), m[h]));
+                _mm256_storeu_ps(sbuf + j * 16 + h * 8, p0);
+                _mm256_storeu_ps(sbuf + j * 16 + 16 + h * 8, p1);
+                l[h] = _mm256_add_ps(l[h], p0);
+                l1[h] = _mm256_add_ps(l1[h], p1);
+            }
+        for (int h = 0; h < 2; h++) {
+            if (j < nk) {
+                __m256 p0 = al__exp2_v8(_mm256_sub_ps(_mm256_loadu_ps(sbuf + j * 16 + h * 8), m[h]));
+                _mm256_storeu_ps(sbuf + j * 16 + h * 8, p0);
+                l[h] = _mm256_add_ps(l[h], p0);
+            }
+            l[h] = _mm256_add_ps(l[h], l1[h]);
+        }
+        pv_cols(ot, corr, sbuf, Vt, nk, 0, 6);   /* Oᵀ = Oᵀ·corr + P·V */
+        pv_cols(ot, corr, sbuf, Vt, nk, 6, 6);
+        pv_cols(ot, corr, sbuf, Vt, nk, 12, 4);
+    }
+    float lv[16], mv[16];
+    for (int h = 0; h < 2; h++) { _mm256_storeu_ps(lv + h * 8, l[h]); _mm256_storeu_ps(mv + h * 8, m[h]); }
+    for (int i = 0; i < nq; i++) {
+        float inv = lv[i] > 0.f ? 1.0f / lv[i] : 0.f;
+        float *o = out + (int64_t)(i0 + i) * 16;
+        for (int e = 0; e < 16; e++) o[e] = ot[e * 16 + i] * inv;
+        lse[i0 + i] = lv[i] > 0.f ? (mv[i] + log2f(lv[i])) * LN2_F : INFINITY;   /* natural units */
+    }
+}
+
+/* One head's dQ, dK, dV as the AVX-512 backward_head, eight queries per block. */
+static void backward_head(const float *Q /* (N,16) */, const float *K /* (N,16) */, const float *V /* (N,16) */, const float *dO /* (N,16) */, const float *lse /* (N) */,
+                          const float *delta /* (N) */, int N, float scale, float *dq /* (N,16) or NULL */, float *dk /* (N,16) or NULL */, float *dv /* (N,16) or NULL */, float *ws /* (al__full16_scratch(g, 1)) */)
+{
+    static const float zero_row[16];
+    const f16_bwd w = bwd_begin(Q, dO, lse, delta, N, scale, 8, dq != NULL, ws);
+    const int nqb = w.nqb;
+    float *qtb = w.qtb, *dotb = w.dotb, *dqtb = w.dqtb, *lseb = w.lseb, *dlb = w.dlb;
+    float *pbuf = w.pbuf, *dsbuf = w.dsbuf, *kacc = w.kacc, *vacc = w.vacc;
+    const __m256 sc = _mm256_set1_ps(scale);
+    for (int j0 = 0; j0 < N; j0 += F16_BK) {
+        const int nk = N - j0 < F16_BK ? N - j0 : F16_BK;
+        const float *Kt = K + (int64_t)j0 * 16, *Vt = V + (int64_t)j0 * 16;
+        if (dk) memset(kacc, 0, (size_t)nk * 16 * sizeof(float));
+        if (dv) memset(vacc, 0, (size_t)nk * 16 * sizeof(float));
+        for (int b = 0; b < nqb; b++) {
+            const int i0 = b * 8, nq = N - i0 < 8 ? N - i0 : 8;
+            {   /* P = 2^(S·log2e − lse·log2e) */
+                const __m256 L = _mm256_loadu_ps(lseb + i0);
+                dots_t8(Kt, qtb + (size_t)b * 128, nk, pbuf, NULL);
+                for (int j = 0; j < nk; j++)
+                    _mm256_storeu_ps(pbuf + j * 8, al__exp2_v8(_mm256_sub_ps(_mm256_loadu_ps(pbuf + j * 8), L)));
+            }
+            {   /* dS = scale · P∘(dO·Vᵀ − δ) */
+                const __m256 Dl = _mm256_loadu_ps(dlb + i0);
+                dots_t8(Vt, dotb + (size_t)b * 128, nk, dsbuf, NULL);
+                for (int j = 0; j < nk; j++) {
+                    __m256 p = _mm256_mul_ps(_mm256_loadu_ps(pbuf + j * 8), sc);
+                    _mm256_storeu_ps(dsbuf + j * 8, _mm256_mul_ps(p, _mm256_sub_ps(_mm256_loadu_ps(dsbuf + j * 8), Dl)));
+                }
+            }
+            const float *R[8];
+            if (dv) {   /* dV_j += Σ_i P_ij · dO_i */
+                for (int i = 0; i < 8; i++) R[i] = i < nq ? dO + (int64_t)(i0 + i) * 16 : zero_row;
+                wt_rows_acc8(pbuf, R, nk, vacc);
+            }
+            if (dk) {   /* dK_j += Σ_i dS_ij · Q_i */
+                for (int i = 0; i < 8; i++) R[i] = i < nq ? Q + (int64_t)(i0 + i) * 16 : zero_row;
+                wt_rows_acc8(dsbuf, R, nk, kacc);
+            }
+            if (dq) dq_acc(dqtb + (size_t)b * 128, dsbuf, Kt, nk);   /* dQᵀ[d] += Σ_j dS_j · K[j,d] */
+        }
+        bwd_tile_end(&w, j0, nk, dk, dv);
+    }
+    if (dq) bwd_end(&w, N, 8, dq);
+}
+#endif
+
+#if defined(F16_QB)
+/* ---------------- shared by both ISAs: the drivers ---------------- */
+
+int al__full16_ok(const al_attn_cfg *g)
+{
+    return !g->additive && !g->relu && !g->drop && g->D == 16 && g->Dv == 16;
+}
+
+size_t al__full16_scratch(const al_attn_cfg *g, int backward)
+{
+    if (!backward) return (size_t)F16_BK * F16_FQB + 2 * 16 * F16_FQB;   /* a score strip and two transposed blocks */
+    size_t npad = (size_t)(g->N + F16_QB - 1) / F16_QB * F16_QB;
+    return 3 * npad * 16 + 2 * npad + 2 * (size_t)F16_BK * F16_QB + 2 * (size_t)F16_BK * 16;
+}
+
+void al__full16_forward(const al_attn_cfg *g, const float *q /* (B,H,N,16) */, const float *k /* (B,H,N,16) */, const float *v /* (B,H,N,16) */, float *out /* (B,H,N,16) */,
+                        float *lse /* (B,H,N) */, float *scratch /* (nthr, al__full16_scratch) */, int nthr)
+{
+    const int N = g->N, nqb = (N + F16_FQB - 1) / F16_FQB;
+    const int64_t tasks = (int64_t)g->B * g->H * nqb;
+    const size_t per = al__full16_scratch(g, 0);
+    (void)nthr;   /* unused without OpenMP */
+    al__full16_runs++;
+    AL_OMP("omp parallel num_threads(nthr) if (tasks > 1 && tasks * F16_FQB * (int64_t)N > AL_PAR_MIN / 8)")
+    {
+        float *sbuf = scratch + (size_t)al__thread_id() * per, *tb = sbuf + F16_BK * F16_FQB;
+        AL_OMP("omp for schedule(static)")
+        for (int64_t t = 0; t < tasks; t++) {
+            int64_t bh = t / nqb;
+            int i0 = (int)(t % nqb) * F16_FQB, nq = N - i0 < F16_FQB ? N - i0 : F16_FQB;
+            const int64_t o = bh * N * 16;
+            forward_block(q + o, k + o, v + o, N, i0, nq, g->scale, out + o, lse + bh * N, sbuf, tb);
+        }
+    }
 }
 
 void al__full16_backward(const al_attn_cfg *g, const float *q /* (B,H,N,16) */, const float *k /* (B,H,N,16) */, const float *v /* (B,H,N,16) */, const float *dO /* (B,H,N,16) */,
@@ -297,7 +609,7 @@ void al__full16_backward(const al_attn_cfg *g, const float *q /* (B,H,N,16) */, 
     }
 }
 
-#else   /* no AVX-512: the generic kernel handles every shape */
+#else   /* neither AVX-512 nor AVX2 + FMA: the generic kernel handles every shape */
 
 const char *al__full16_path(void) { return "generic tiles (" AL_SIMD_ISA ")"; }
 int al__full16_ok(const al_attn_cfg *g) { (void)g; return 0; }

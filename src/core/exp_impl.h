@@ -15,6 +15,8 @@
  *   al__exp2f (scalar twin)    at −125 (never exactly 0). The d = 16 attention kernel, whose scores
  *                              are in log2 units: log2(e) is folded into the query scale, which saves
  *                              the multiply per score and is why its rounding differs from Cephes'.
+ *   al__exp2_v8 (AVX2 twin)    The same lane for lane, with 2ⁿ built in the exponent field (so x is
+ *                              also clamped at 127; the kernel's arguments are ≤ 0).
  *   al__exp_libm               libm expf: the online-softmax rescale factor e^(m_old − m_new) of the
  *                              streamed full kernel (one per row per key tile, not hot); kept so its
  *                              lse and outputs keep their bits.
@@ -170,6 +172,27 @@ static inline __m512 al__exp2_v16(__m512 x)
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(AL__EXP2_P4));
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(AL__EXP2_P5));
     return _mm512_scalef_ps(_mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f)), n);
+}
+#endif
+#if defined(__AVX2__) && defined(__FMA__)
+/* 2ˣ lane for lane as al__exp2_v16 (same clamp at −125 — NaN goes to it, as vmaxps — the same
+ * rounding of n, the same FMAs); ·2ⁿ is a multiply by 2ⁿ built in the exponent field, which is
+ * exact, as vscalefps is. x is also clamped at 127 so that 2ⁿ is a float: the arguments here are
+ * a score minus its row max or its logsumexp (≤ 0 up to rounding), where the two agree bit for
+ * bit. */
+static inline __m256 al__exp2_v8(__m256 x)
+{
+    x = _mm256_max_ps(x, _mm256_set1_ps(-125.f));
+    x = _mm256_min_ps(x, _mm256_set1_ps(127.f));
+    __m256 n = _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_sub_ps(x, n);
+    __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(AL__EXP2_P0), r, _mm256_set1_ps(AL__EXP2_P1));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(AL__EXP2_P2));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(AL__EXP2_P3));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(AL__EXP2_P4));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(AL__EXP2_P5));
+    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_mul_ps(_mm256_fmadd_ps(p, r, _mm256_set1_ps(1.f)), _mm256_castsi256_ps(e));
 }
 #endif
 
