@@ -103,6 +103,33 @@ static void test_conv_bwd_optional_outputs(void **st)
     free(x); free(w); free(dy);
 }
 
+/* al_conv2d_bwd_fresh overwrites dx (filled with NaN first) and gives the bits of al_conv2d_bwd on a
+ * zeroed dx: 1×1 (the direct GEMM) and 3×3 'same' (im2col/col2im), with and without dw, on a batch
+ * large enough for the images to run in parallel and on one image. */
+static void test_conv_bwd_fresh(void **st)
+{
+    (void)st;
+    const int cases[][6] = {   /* B, C, H, W, O, K */
+        {64, 16, 14, 14, 32, 3}, {64, 16, 14, 14, 32, 1}, {1, 3, 9, 7, 5, 3}, {2, 4, 6, 6, 3, 1},
+    };
+    for (int ci = 0; ci < 4; ci++) {
+        const int B = cases[ci][0], C = cases[ci][1], H = cases[ci][2], W = cases[ci][3], O = cases[ci][4], K = cases[ci][5];
+        const int pad = K / 2, nx = B * C * H * W, nw = O * C * K * K, ny = B * O * H * W;
+        float *x = tu_alloc_rand(nx, 11, -1, 1), *w = tu_alloc_rand(nw, 12, -1, 1), *dy = tu_alloc_rand(ny, 13, -1, 1);
+        float *dx1 = malloc((size_t)nx * sizeof(float)), *dx2 = calloc((size_t)nx, sizeof(float));
+        float *dw1 = calloc((size_t)nw, sizeof(float)), *dw2 = calloc((size_t)nw, sizeof(float));
+        assert_non_null(dx1); assert_non_null(dx2); assert_non_null(dw1); assert_non_null(dw2);
+        for (int with_dw = 0; with_dw < 2; with_dw++) {
+            for (int i = 0; i < nx; i++) { dx1[i] = NAN; dx2[i] = 0.f; }
+            al_conv2d_bwd_fresh(x, w, dy, dx1, with_dw ? dw1 : NULL, NULL, B, C, H, W, O, K, K, 1, pad, 1);
+            al_conv2d_bwd(x, w, dy, dx2, with_dw ? dw2 : NULL, NULL, B, C, H, W, O, K, K, 1, pad);
+            if (memcmp(dx1, dx2, (size_t)nx * sizeof(float))) fail_msg("case %d (dw %d): dx bits differ", ci, with_dw);
+        }
+        assert_memory_equal(dw1, dw2, (size_t)nw * sizeof(float));
+        free(x); free(w); free(dy); free(dx1); free(dx2); free(dw1); free(dw2);
+    }
+}
+
 /* Hand values: x = 1..16 as 4×4, w = [[1,0],[0,-1]] → x[i][j] − x[i+1][j+1] = −5 everywhere (valid);
  * with pad 1, stride 2 the corners see only part of the kernel. */
 static void test_conv_hand_values(void **st)
@@ -202,6 +229,7 @@ int main(void)
         cmocka_unit_test(test_conv_fast_matches_ref_grid),
         cmocka_unit_test(test_conv_fast_matches_ref_cnn_shapes),
         cmocka_unit_test(test_conv_bwd_optional_outputs),
+        cmocka_unit_test(test_conv_bwd_fresh),
         cmocka_unit_test(test_conv_deterministic),
         cmocka_unit_test(test_conv_threads),
     };

@@ -191,6 +191,45 @@ static void test_maxpool_forward_and_ties(void **st)
     al_ctx_free(c);
 }
 
+/* One input under two poolings: the first backward to reach x gets a fresh gradient (zeroed plane
+ * by plane as it scatters), the second adds to it. Exact values, twice in one context (the second
+ * time the gradient buffers are reused, so a missing zeroing shows up as stale values). */
+static void test_maxpool_fresh_then_accumulate(void **st)
+{
+    (void)st;
+    al_ctx *c = al_ctx_new(1);
+    float xd[2 * 16];
+    for (int i = 0; i < 32; i++) xd[i] = (float)((i * 7) % 32) - 10.f;   /* distinct values */
+    for (int rep = 0; rep < 2; rep++) {
+        al_ctx_reset(c);
+        al_tensor *x = al_wrap(c, xd, 4, (int[]){1, 2, 4, 4});
+        x->requires_grad = 1;
+        al_tensor *y = al_add(c, al_maxpool2d(c, x, 2, 2), al_maxpool2d(c, x, 3, 1));   /* both (1, 2, 2, 2) */
+        assert_non_null(y);
+        float *g = al_grad(c, y), gy[8];
+        for (int i = 0; i < 8; i++) g[i] = gy[i] = (float)(i + 1) + 0.5f * (float)rep;
+        assert_int_equal(al_backward_run(c), AL_OK);
+        float want[32] = {0};
+        for (int ch = 0; ch < 2; ch++)
+            for (int oh = 0; oh < 2; oh++)
+                for (int ow = 0; ow < 2; ow++) {
+                    const float gv = gy[ch * 4 + oh * 2 + ow];
+                    for (int k = 2; k <= 3; k++) {   /* k 2 stride 2, then k 3 stride 1 */
+                        const int s = k == 2 ? 2 : 1;
+                        int best = -1;
+                        for (int dh = 0; dh < k; dh++)
+                            for (int dw = 0; dw < k; dw++) {
+                                int at = ch * 16 + (oh * s + dh) * 4 + ow * s + dw;
+                                if (best < 0 || xd[at] > xd[best]) best = at;
+                            }
+                        want[best] += gv;
+                    }
+                }
+        for (int i = 0; i < 32; i++) assert_float_equal(x->grad[i], want[i], 0);
+    }
+    al_ctx_free(c);
+}
+
 /* Distinct values spaced 0.05 apart, eps 1e-3: no argmax changes under the perturbation. */
 static void gradcheck_pool(int B, int C, int H, int W, int k, int s, uint64_t seed)
 {
@@ -362,6 +401,7 @@ int main(void)
         cmocka_unit_test(test_conv2d_shape_errors),
         cmocka_unit_test(test_maxpool_forward_and_ties),
         cmocka_unit_test(test_maxpool_gradcheck),
+        cmocka_unit_test(test_maxpool_fresh_then_accumulate),
         cmocka_unit_test(test_maxpool_matches_naive),
         cmocka_unit_test(test_maxpool_ties_nan_long_rows),
         cmocka_unit_test(test_maxpool_shape_errors),

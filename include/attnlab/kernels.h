@@ -53,6 +53,10 @@ void al_conv2d_fwd_ref(const float *x, const float *w, const float *b, float *y,
 /* conv2d backward: accumulates dx (may be NULL), dw, db (may be NULL) from dy. */
 void al_conv2d_bwd(const float *x, const float *w, const float *dy, float *dx, float *dw, float *db,
                    int B, int C, int H, int W, int O, int KH, int KW, int stride, int pad);
+/* The same, but with dx_fresh != 0 dx is overwritten (its old contents ignored), each image's
+ * rows by the thread that computes them: no serial zeroing first. Same bits as zeroing + bwd. */
+void al_conv2d_bwd_fresh(const float *x, const float *w, const float *dy, float *dx, float *dw, float *db,
+                         int B, int C, int H, int W, int O, int KH, int KW, int stride, int pad, int dx_fresh);
 void al_conv2d_bwd_ref(const float *x, const float *w, const float *dy, float *dx, float *dw, float *db,
                        int B, int C, int H, int W, int O, int KH, int KW, int stride, int pad);
 

@@ -291,6 +291,12 @@ static int dw_groups(int B, int OK)
 void al_conv2d_bwd(const float *x, const float *w, const float *dy, float *dx, float *dw, float *db,
                    int B, int C, int H, int W, int O, int KH, int KW, int stride, int pad)
 {
+    al_conv2d_bwd_fresh(x, w, dy, dx, dw, db, B, C, H, W, O, KH, KW, stride, pad, 0);
+}
+
+void al_conv2d_bwd_fresh(const float *x, const float *w, const float *dy, float *dx, float *dw, float *db,
+                         int B, int C, int H, int W, int O, int KH, int KW, int stride, int pad, int dx_fresh)
+{
     const int Ho = conv_out(H, KH, stride, pad), Wo = conv_out(W, KW, stride, pad);
     if (B <= 0 || O <= 0 || Ho <= 0 || Wo <= 0) return;
     const int K = C * KH * KW, P = Ho * Wo;
@@ -323,6 +329,7 @@ void al_conv2d_bwd(const float *x, const float *w, const float *dy, float *dx, f
     float *slots = per ? scratch(0, (size_t)nthr * per) : NULL;      /* (nthr, K·P + P·O) */
     float *part = dw ? scratch(1, (size_t)ng * O * K) : NULL;        /* (ng, O, K) or (ng, K, O) */
     if ((per && !slots) || (dw && !part)) {
+        if (dx && dx_fresh) memset(dx, 0, (size_t)B * C * H * W * sizeof(float));
         al_conv2d_bwd_ref(x, w, dy, dx, dw, NULL, B, C, H, W, O, KH, KW, stride, pad);
         return;
     }
@@ -350,9 +357,10 @@ void al_conv2d_bwd(const float *x, const float *w, const float *dy, float *dx, f
             if (dx) {
                 float *dxb = dx + (size_t)bi * C * H * W;          /* (C, H, W) */
                 if (direct) {
-                    al_gemm(1, 0, K, P, O, 1.0f, w, K, dyb, P, 1.0f, dxb, P);
+                    al_gemm(1, 0, K, P, O, 1.0f, w, K, dyb, P, dx_fresh ? 0.0f : 1.0f, dxb, P);
                 } else {
                     al_gemm(1, 0, K, P, O, 1.0f, w, K, dyb, P, 0.0f, buf, P);
+                    if (dx_fresh) memset(dxb, 0, (size_t)C * H * W * sizeof(float));   /* by the image's thread */
                     col2im_add(buf, dxb, C, H, W, KH, KW, stride, pad, Ho, Wo, one);
                 }
             }

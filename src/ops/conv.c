@@ -25,14 +25,15 @@ static void conv2d_backward(al_ctx *c, void *p)
     conv_node *n = p;
     if (!n->out->grad) return;   /* nothing downstream used the output */
     al_tensor *x = n->x, *w = n->w, *b = n->b;
-    float *dx = x->requires_grad ? al_grad(c, x) : NULL;             /* (B, C, H, W) */
+    int fresh = 0;
+    float *dx = x->requires_grad ? al_grad_for_write(c, x, &fresh) : NULL;   /* (B, C, H, W) */
     float *dw = w->requires_grad ? al_grad(c, w) : NULL;             /* (O, C, KH, KW) */
     float *db = b && b->requires_grad ? al_grad(c, b) : NULL;        /* (O) */
     if (!al_ok(c)) return;
     al_flops_add("conv2d", AL_FLOPS_BWD, 2.0 * (n->out->numel / w->shape[0]) * (double)w->numel * ((dx != NULL) + (dw != NULL)));
-    al_conv2d_bwd(x->data, w->data, n->out->grad, dx, dw, db,
-                  x->shape[0], x->shape[1], x->shape[2], x->shape[3],
-                  w->shape[0], w->shape[2], w->shape[3], n->stride, n->pad);
+    al_conv2d_bwd_fresh(x->data, w->data, n->out->grad, dx, dw, db,
+                        x->shape[0], x->shape[1], x->shape[2], x->shape[3],
+                        w->shape[0], w->shape[2], w->shape[3], n->stride, n->pad, fresh);
 }
 
 al_tensor *al_conv2d(al_ctx *c, al_tensor *x, al_tensor *w, al_tensor *b, int stride, int pad)
@@ -85,18 +86,21 @@ static void maxpool2d_backward(al_ctx *c, void *p)
 {
     pool_node *n = p;
     if (!n->out->grad || !n->x->requires_grad) return;
-    float *dx = al_grad(c, n->x);                                    /* (B, C, H, W) */
+    int fresh;
+    float *dx = al_grad_for_write(c, n->x, &fresh);                  /* (B, C, H, W) */
     if (!dx) return;
     const float *dy = n->out->grad;                                  /* (B, C, Ho, Wo) */
     const int64_t planes = (int64_t)n->x->shape[0] * n->x->shape[1];
     const int64_t HW = (int64_t)n->x->shape[2] * n->x->shape[3];
     const int64_t P = (int64_t)n->out->shape[2] * n->out->shape[3];
-    /* each plane is owned by one iteration; overlapping windows add in output order */
+    /* each plane is owned by one iteration; overlapping windows add in output order. A fresh
+     * gradient is zeroed plane by plane by the thread that scatters into it (not serially first). */
     AL_OMP("omp parallel for schedule(static) if (planes * P >= 65536)")
     for (int64_t t = 0; t < planes; t++) {
         float *d = dx + t * HW;
         const float *g = dy + t * P;
         const int32_t *a = n->arg + t * P;
+        if (fresh) memset(d, 0, (size_t)HW * sizeof(float));
         for (int64_t i = 0; i < P; i++) d[a[i]] += g[i];
     }
 }
