@@ -2,6 +2,7 @@
  * forward against hand values or naive loops, finite-difference gradient checks, errors. */
 #include "testutil.h"
 #include "attnlab/ops.h"
+#include "core/exp_impl.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -227,6 +228,51 @@ static void test_gelu_accuracy(void **st)
     al_ctx_free(c);
 }
 
+/* The one-element GELU formula (Numerical Recipes' erfcc for Φ, the magic-number expf), written as
+ * the op documents it: the op computes it stage by stage over blocks of elements and must give
+ * exactly these bits, forward and backward, on every block length and tail. */
+static float gelu_cdf_twin(float x)
+{
+    float z = fabsf(x) * 0.70710678118654752f;
+    float t = 1.0f / (1.0f + 0.5f * z);
+    float p = 0.17087277f;
+    p = p * t - 0.82215223f; p = p * t + 1.48851587f; p = p * t - 1.13520398f;
+    p = p * t + 0.27886807f; p = p * t - 0.18628806f; p = p * t + 0.09678418f;
+    p = p * t + 0.37409196f; p = p * t + 1.00002368f; p = p * t - 1.26551223f;
+    float half_erfc = 0.5f * t * al__expf(p - z * z);
+    return x < 0.f ? half_erfc : 1.0f - half_erfc;
+}
+
+static void test_gelu_blocks_bitwise(void **st)
+{
+    (void)st;
+    const int ns[] = {1, 7, 128, 129, 300, 70001};   /* 70001: several threads' blocks and a tail */
+    for (int k = 0; k < 6; k++) {
+        const int n = ns[k];
+        al_ctx *c = al_ctx_new(0);
+        al_tensor *x = al_new(c, 1, (int[]){n});
+        al_rng r; al_rng_seed(&r, 77 + (uint64_t)k, 1);
+        for (int i = 0; i < n; i++) x->data[i] = 24.f * (al_rng_uniform(&r) - 0.5f);
+        if (n > 6) { x->data[0] = 0.f; x->data[1] = -0.f; x->data[2] = 1e-30f; x->data[3] = -95.f; x->data[4] = 95.f; }
+        x->requires_grad = 1;
+        al_tensor *y = al_gelu(c, x);
+        float *g = al_grad(c, y);
+        float *gy = malloc((size_t)n * sizeof(float));
+        assert_non_null(gy);
+        for (int i = 0; i < n; i++) g[i] = gy[i] = al_rng_uniform(&r) - 0.5f;
+        assert_int_equal(al_backward_run(c), AL_OK);
+        for (int i = 0; i < n; i++) {
+            const float xi = x->data[i], phi = gelu_cdf_twin(xi);
+            const float want = xi * phi;
+            const float dwant = gy[i] * (phi + xi * (0.39894228040143268f * al__expf(-0.5f * xi * xi)));
+            if (memcmp(&y->data[i], &want, sizeof want)) fail_msg("n %d, x[%d] = %g: gelu %a, the formula %a", n, i, xi, y->data[i], want);
+            if (memcmp(&x->grad[i], &dwant, sizeof dwant)) fail_msg("n %d, x[%d] = %g: gelu' %a, the formula %a", n, i, xi, x->grad[i], dwant);
+        }
+        free(gy);
+        al_ctx_free(c);
+    }
+}
+
 /* ---------------- mass normalisation ---------------- */
 static al_tensor *f_mass(al_ctx *c, al_tensor **t, void *ud) { (void)ud; return al_mass_normalize(c, t[0]); }
 
@@ -351,6 +397,7 @@ int main(void)
         cmocka_unit_test(test_add_bcast_reduction_matches_naive),
         cmocka_unit_test(test_activations_forward),
         cmocka_unit_test(test_gelu_accuracy),
+        cmocka_unit_test(test_gelu_blocks_bitwise),
         cmocka_unit_test(test_relu_leaky_grad),
         cmocka_unit_test(test_elu_gelu_grad),
         cmocka_unit_test(test_dropout_rate_and_scale),
