@@ -50,31 +50,35 @@ static imap imap_make(int nd, const int *shape, const int64_t *stride, int64_t b
     return m;
 }
 
-/* y (map's output, contiguous) = x[map] when !add; x[map] += y when add (the backward). */
+/* y (map's output, contiguous) = x[map] when !add; x[map] += y when add (the backward). The threads
+ * split the first four (right-aligned, so leading 1s) output indices: a 4-D map such as merge_heads
+ * has shape (1, 1, B, N, H, D), and splitting only the first two left it on one thread. Every map
+ * here is injective (permutations, slices, patches), so each element of x has one writer. */
 static void imap_run(const imap *m, float *x, float *y, int add)
 {
     const int *n = m->shape;
     const int64_t *s = m->stride;
-    const int64_t outer = (int64_t)n[0] * n[1];
-    const int64_t inner = (int64_t)n[2] * n[3] * n[4] * n[5];
+    const int64_t outer = (int64_t)n[0] * n[1] * n[2] * n[3];
+    const int64_t inner = (int64_t)n[4] * n[5];
     AL_OMP("omp parallel for schedule(static) if (outer * inner >= SHAPE_PAR_MIN)")
     for (int64_t t = 0; t < outer; t++) {
-        int64_t i0 = t / n[1], i1 = t % n[1];
-        float *x01 = x + m->base + i0 * s[0] + i1 * s[1];
+        int64_t r = t;
+        const int64_t i3 = r % n[3]; r /= n[3];
+        const int64_t i2 = r % n[2]; r /= n[2];
+        const int64_t i1 = r % n[1], i0 = r / n[1];
+        float *x03 = x + m->base + i0 * s[0] + i1 * s[1] + i2 * s[2] + i3 * s[3];
         float *yo = y + t * inner;
-        for (int i2 = 0; i2 < n[2]; i2++)
-            for (int i3 = 0; i3 < n[3]; i3++)
-                for (int i4 = 0; i4 < n[4]; i4++) {
-                    float *xr = x01 + i2 * s[2] + i3 * s[3] + i4 * s[4];
-                    if (s[5] == 1) {
-                        if (add) for (int i5 = 0; i5 < n[5]; i5++) xr[i5] += yo[i5];
-                        else copy_row(yo, xr, n[5]);
-                    } else {
-                        if (add) for (int i5 = 0; i5 < n[5]; i5++) xr[i5 * s[5]] += yo[i5];
-                        else for (int i5 = 0; i5 < n[5]; i5++) yo[i5] = xr[i5 * s[5]];
-                    }
-                    yo += n[5];
-                }
+        for (int i4 = 0; i4 < n[4]; i4++) {
+            float *xr = x03 + i4 * s[4];
+            if (s[5] == 1) {
+                if (add) for (int i5 = 0; i5 < n[5]; i5++) xr[i5] += yo[i5];
+                else copy_row(yo, xr, n[5]);
+            } else {
+                if (add) for (int i5 = 0; i5 < n[5]; i5++) xr[i5 * s[5]] += yo[i5];
+                else for (int i5 = 0; i5 < n[5]; i5++) yo[i5] = xr[i5 * s[5]];
+            }
+            yo += n[5];
+        }
     }
 }
 
