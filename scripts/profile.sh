@@ -26,7 +26,7 @@ function op(s) {
   if (s ~ /^(im2col|col2im|al_conv2d)/) return "im2col / col2im"
   if (s ~ /maxpool|pool_row|pool_upd/) return "max pool"
   if (s ~ /layernorm/) return "layer norm"
-  if (s ~ /^(activation|act_backward)/) return "activations (GELU, ReLU)"
+  if (s ~ /^(activation|act_backward|normal_cdf_blk)/) return "activations (GELU, ReLU)"
   if (s ~ /^(binary|add_backward|mul_backward)$/) return "residual adds"
   if (s ~ /colsum|add_bcast/) return "bias gradients / adds"
   if (s ~ /^(qkv_run|imap_run|al_linear_qkv|al_merge_heads|al_split)/) return "head split / merge"
