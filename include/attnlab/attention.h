@@ -60,7 +60,8 @@ int al_pattern_offsets(const al_pattern *p);
 al_tensor *al_attention(al_ctx *c, const al_attn_desc *d, al_tensor *q, al_tensor *k, al_tensor *v,
                         al_tensor *a_q, al_tensor *a_k, al_tensor *rel_bias, al_tensor *bias);
 /* Which kernels this build runs for the d = 16 heads of the image models, e.g.
- * "window d16: 8 queries per vector (avx2); full d16: generic tiles" (bench prints it). */
+ * "window d16: 8 queries per vector (avx2); full d16: 8 queries per vector (avx2)" (bench prints it;
+ * "generic tiles" / "slot lists" where neither AVX-512 nor AVX2 + FMA is there). */
 const char *al_attn_kernels(void);
 
 /* GATv2 (Brody et al., ICLR 2022) over the CSR pattern adj (N, N; row i = query i's keys):
