@@ -80,6 +80,19 @@ static f16_bwd bwd_begin(const float *Q /* (N,16) */, const float *dO /* (N,16) 
     return w;
 }
 
+/* The forward's last step for queries i0 .. i0+nq−1 of a 16-query block: out rows = Oᵀ / l and
+ * lse = (m + log2 l)·ln 2 (natural units), from the lanes' l, m and the block's Oᵀ (16, 16). */
+static void fwd_finish(const float *lv /* (16) */, const float *mv /* (16) */, const float *ot /* (16, 16) */, int i0, int nq,
+                       float *out /* (N,16) */, float *lse /* (N) */)
+{
+    for (int i = 0; i < nq; i++) {
+        float inv = lv[i] > 0.f ? 1.0f / lv[i] : 0.f;
+        float *o = out + (int64_t)(i0 + i) * 16;
+        for (int e = 0; e < 16; e++) o[e] = ot[e * 16 + i] * inv;
+        lse[i0 + i] = lv[i] > 0.f ? (mv[i] + log2f(lv[i])) * LN2_F : INFINITY;
+    }
+}
+
 /* After a key tile j0 .. j0+nk−1: its dK, dV sums added to the rows (NULL: not wanted). */
 static void bwd_tile_end(const f16_bwd *w, int j0, int nk, float *dk /* (N,16) or NULL */, float *dv /* (N,16) or NULL */)
 {
@@ -222,12 +235,7 @@ static void forward_block(const float *Q /* (N,16) */, const float *K /* (N,16) 
     float lv[16], mv[16];
     _mm512_storeu_ps(lv, l);
     _mm512_storeu_ps(mv, m);
-    for (int i = 0; i < nq; i++) {
-        float inv = lv[i] > 0.f ? 1.0f / lv[i] : 0.f;
-        float *o = out + (int64_t)(i0 + i) * 16;
-        for (int e = 0; e < 16; e++) o[e] = tb[e * 16 + i] * inv;
-        lse[i0 + i] = lv[i] > 0.f ? (mv[i] + log2f(lv[i])) * LN2_F : INFINITY;   /* natural units */
-    }
+    fwd_finish(lv, mv, tb, i0, nq, out, lse);
 }
 
 /* One head's dQ, dK, dV (each NULL when not wanted; added to what is there). ws: al__full16_scratch(g, 1). */
@@ -497,12 +505,7 @@ static void forward_block(const float *Q /* (N,16) */, const float *K /* (N,16) 
     }
     float lv[16], mv[16];
     for (int h = 0; h < 2; h++) { _mm256_storeu_ps(lv + h * 8, l[h]); _mm256_storeu_ps(mv + h * 8, m[h]); }
-    for (int i = 0; i < nq; i++) {
-        float inv = lv[i] > 0.f ? 1.0f / lv[i] : 0.f;
-        float *o = out + (int64_t)(i0 + i) * 16;
-        for (int e = 0; e < 16; e++) o[e] = ot[e * 16 + i] * inv;
-        lse[i0 + i] = lv[i] > 0.f ? (mv[i] + log2f(lv[i])) * LN2_F : INFINITY;   /* natural units */
-    }
+    fwd_finish(lv, mv, ot, i0, nq, out, lse);
 }
 
 /* One head's dQ, dK, dV as the AVX-512 backward_head, eight queries per block. */
