@@ -367,15 +367,22 @@ void al_conv2d_bwd_fresh(const float *x, const float *w, const float *dy, float 
         }
     }
     if (!dw) return;
-    /* dw += Σ_g part_g in group order (transposing back when the partials hold dwᵀ) */
+    /* dw += Σ_g part_g in group order (transposing back when the partials hold dwᵀ): each element's sum
+     * starts at 0 and adds the groups in order, a block of contiguous elements of a partial row at a time */
     const int64_t n = (int64_t)O * K;
+    const int rows = trans ? K : O, cols = trans ? O : K;   /* the partials' layout */
     AL_OMP("omp parallel for schedule(static) if (n * ng >= AL_PAR_MIN / 2)")
-    for (int o = 0; o < O; o++)
-        for (int r = 0; r < K; r++) {
-            const size_t at = trans ? (size_t)r * O + o : (size_t)o * K + r;
-            float s = 0.f;
-            for (int g = 0; g < ng; g++) s += part[(size_t)g * n + at];
-            dw[(size_t)o * K + r] += s;
+    for (int r = 0; r < rows; r++)
+        for (int j0 = 0; j0 < cols; j0 += 256) {
+            const int nj = cols - j0 < 256 ? cols - j0 : 256;
+            float s[256];
+            for (int j = 0; j < nj; j++) s[j] = 0.f;
+            for (int g = 0; g < ng; g++) {
+                const float *pg = part + (size_t)g * n + (size_t)r * cols + j0;
+                for (int j = 0; j < nj; j++) s[j] += pg[j];
+            }
+            if (trans) for (int j = 0; j < nj; j++) dw[(size_t)(j0 + j) * K + r] += s[j];
+            else for (int j = 0; j < nj; j++) dw[(size_t)r * K + j0 + j] += s[j];
         }
 }
 
