@@ -351,9 +351,10 @@ static void test_full_d16_twin(void **st)
         for (int x = 0; x < heads * N; x++) delta[x] = al_rng_uniform(&r) - 0.5f;
         memcpy(gq, dq, n * sizeof(float)); memcpy(gk, dk, n * sizeof(float)); memcpy(gv, dv, n * sizeof(float));
         const long runs = al__full16_runs;
-        al__full16_forward(&g, q, k, v, out, lse, ws, 1);
+        const al_attn_lay plain = al__lay_plain(&g, 16);
+        al__full16_forward(&g, q, k, v, out, lse, &plain, &plain, ws, 1);
         assert_true(al__full16_runs == runs + 1);
-        al__full16_backward(&g, q, k, v, dO, lse, delta, dq, dk, dv, ws, 1);
+        al__full16_backward(&g, q, k, v, dO, lse, delta, dq, dk, dv, &plain, &plain, ws, 1);
         for (int h = 0; h < heads; h++) {
             size_t o = (size_t)h * N * 16;
             f16_forward_twin(N, g.scale, q + o, k + o, v + o, out2 + o, lse2 + (size_t)h * N);

@@ -59,6 +59,18 @@ int al_pattern_offsets(const al_pattern *p);
  * Gradients flow into every tensor argument that requires them. */
 al_tensor *al_attention(al_ctx *c, const al_attn_desc *d, al_tensor *q, al_tensor *k, al_tensor *v,
                         al_tensor *a_q, al_tensor *a_k, al_tensor *rel_bias, al_tensor *bias);
+/* The same attention on a packed projection, the heads merged on the way out:
+ *   al_attention_qkv(c, d, qkv, H, a_q, a_k, rel, bias)
+ *     = al_merge_heads(al_attention(c, d, q, k, v, a_q, a_k, rel, bias))   with (q, k, v) = al_split_qkv(qkv, H),
+ * bit for bit, forward and backward. qkv (B,N,3·H·D) → (B,N,H·Dv) with Dv = D. Where the d = 16 lane
+ * kernels run (dot score, softmax, D = 16, no bias, no attention dropout, no captured weights; full
+ * with B·H ≥ 4 or a window pattern) q, k and v are read in place from qkv and the output is written
+ * merged: no copies either way. Elsewhere the call splits, attends and merges as above.
+ * al_attention_qkv_inplace says which for qkv (batch, n, 3·heads·head_dim) (1: in place), for a caller that
+ * picks what to keep. */
+al_tensor *al_attention_qkv(al_ctx *c, const al_attn_desc *d, al_tensor *qkv, int heads, al_tensor *a_q, al_tensor *a_k,
+                            al_tensor *rel_bias, al_tensor *bias);
+int al_attention_qkv_inplace(al_ctx *c, const al_attn_desc *d, int batch, int n, int heads, int head_dim, al_tensor *rel_bias);
 /* Which kernels this build runs for the d = 16 heads of the image models, e.g.
  * "window d16: 8 queries per vector (avx2); full d16: 8 queries per vector (avx2)" (bench prints it;
  * "generic tiles" / "slot lists" where neither AVX-512 nor AVX2 + FMA is there). */

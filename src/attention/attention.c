@@ -11,6 +11,7 @@
 #include "core/omp_impl.h"
 #include "core/simd_impl.h"
 #include "attnlab/kernels.h"
+#include "attnlab/ops.h"
 #include <stdio.h>
 #include <string.h>
 
@@ -119,6 +120,7 @@ al_tensor *al_attention(al_ctx *c, const al_attn_desc *d, al_tensor *q, al_tenso
     if (!out || !nd) return al_ok(c) ? al_fail(c, "attention: out of memory") : NULL;
     nd->g = g; nd->pat = d->pattern;
     nd->q = q; nd->k = k; nd->v = v; nd->aq = a_q; nd->ak = a_k; nd->rel = rel_bias; nd->bias = bias; nd->out = out;
+    nd->li = al__lay_plain(&g, g.D); nd->lo = al__lay_plain(&g, g.Dv);
     nd->nthr = al_threads();
     nd->gat = d->pattern.kind == AL_PAT_GRAPH && g.additive && !g.relu && !bias;
     if (g.additive && !nd->gat) {
@@ -135,7 +137,10 @@ al_tensor *al_attention(al_ctx *c, const al_attn_desc *d, al_tensor *q, al_tenso
         const float *bd = bias ? bias->data : NULL;
         float *scratch = al_arena_alloc(&c->arena, (size_t)nd->nthr * al__attn_full_scratch_for(&g, bd, 0) * sizeof(float));
         if (!nd->lse || !scratch) return al_fail(c, "attention: out of memory");
-        if (al__attn_use_full16(&g, bd)) al__full16_forward(&g, q->data, k->data, v->data, out->data, nd->lse, scratch, nd->nthr);
+        if (al__attn_use_full16(&g, bd)) {
+            const al_attn_lay plain = al__lay_plain(&g, 16);
+            al__full16_forward(&g, q->data, k->data, v->data, out->data, nd->lse, &plain, &plain, scratch, nd->nthr);
+        }
         else al__attn_full_forward(&g, q->data, k->data, v->data, nd->sq, nd->sk, bd, out->data, nd->lse, scratch, nd->nthr);
         if (w) al__attn_full_weights(&g, q->data, k->data, nd->sq, nd->sk, bd, nd->lse, w->data, scratch, nd->nthr);
     } else if (nd->gat) {
@@ -185,3 +190,106 @@ al_tensor *al_attention(al_ctx *c, const al_attn_desc *d, al_tensor *q, al_tenso
     }
     return al_ok(c) ? out : NULL;
 }
+
+/* ---------------- q, k, v read in place from the packed projection ---------------- */
+
+void al__attn_ptrs(al_ctx *c, attn_node *nd, const float **q, const float **k, const float **v, float **dq, float **dk,
+                   float **dv)
+{
+    if (nd->qkv) {   /* (B,N,3·H·D): q, k, v and their gradients are column blocks of one tensor */
+        const int64_t hd = (int64_t)nd->g.H * nd->g.D;
+        float *g0 = nd->qkv->requires_grad ? al_grad(c, nd->qkv) : NULL;
+        *q = nd->qkv->data; *k = *q + hd; *v = *q + 2 * hd;
+        *dq = g0; *dk = g0 ? g0 + hd : NULL; *dv = g0 ? g0 + 2 * hd : NULL;
+        return;
+    }
+    *q = nd->q->data; *k = nd->k->data; *v = nd->v->data;
+    *dq = nd->q->requires_grad ? al_grad(c, nd->q) : NULL;
+    *dk = nd->k->requires_grad ? al_grad(c, nd->k) : NULL;
+    *dv = nd->v->requires_grad ? al_grad(c, nd->v) : NULL;
+}
+
+/* The lane kernels (full: with the fused per-head backward) run this configuration. */
+static int qkv_lanes(const al_attn_desc *d, const al_attn_cfg *g)
+{
+    if (d->weights || g->drop || g->additive || g->relu || g->D != 16 || g->Dv != 16) return 0;
+    if (d->pattern.kind == AL_PAT_FULL) return al__attn_use_full16(g, NULL) && (int64_t)g->B * g->H >= AL_FULL_FUSED_MIN_HEADS;
+    return g->slots > 0 && al__win16_ok(g, &d->pattern, NULL);
+}
+
+/* Validates the packed call and fills g with what al_attention would see for the split q, k, v, except
+ * dropout: no seed is drawn here (g->drop is 0; al_attention draws it on the split path). */
+static int qkv_setup(al_ctx *c, const al_attn_desc *d, const al_tensor *qkv, int heads, al_tensor *a_q, al_tensor *a_k,
+                     al_tensor *rel_bias, al_tensor *bias, al_attn_cfg *g)
+{
+    char s1[64];
+    if (qkv->ndim != 3 || heads < 1 || qkv->shape[2] % (3 * heads) != 0) {
+        al_fail(c, "attention_qkv: qkv %s must be (B, N, 3·H·D) with H = %d heads", al_shape_str(qkv, s1, sizeof s1), heads);
+        return -1;
+    }
+    if (!d) { al_fail(c, "attention_qkv: descriptor is NULL"); return -1; }
+    al_attn_desc e = *d;
+    e.dropout = 0.f;
+    if (!(d->dropout >= 0.f && d->dropout < 1.f)) e.dropout = d->dropout;   /* the error message */
+    al_tensor h = {0};   /* the shape of each of q, k, v (B,H,N,D); no data is read */
+    h.ndim = 4; h.shape[0] = qkv->shape[0]; h.shape[1] = heads; h.shape[2] = qkv->shape[1]; h.shape[3] = qkv->shape[2] / (3 * heads);
+    h.numel = qkv->numel / 3;
+    return al_attn_setup(c, "attention_qkv", &e, &h, &h, &h, a_q, a_k, rel_bias, bias, g);
+}
+
+int al_attention_qkv_inplace(al_ctx *c, const al_attn_desc *d, int batch, int n, int heads, int head_dim, al_tensor *rel_bias)
+{
+    al_attn_cfg g;
+    if (!al_ok(c) || !d || (c->training && d->dropout > 0.f) || d->score != AL_SCORE_DOT) return 0;
+    if (batch < 1 || n < 1 || heads < 1 || head_dim != 16) return 0;
+    al_tensor h = {0};   /* the packed projection's shape; no data is read */
+    h.ndim = 3; h.shape[0] = batch; h.shape[1] = n; h.shape[2] = 3 * heads * head_dim;
+    h.numel = (int64_t)batch * n * h.shape[2];
+    if (qkv_setup(c, d, &h, heads, NULL, NULL, rel_bias, NULL, &g) != 0) { al_ctx_clear_error(c); return 0; }
+    return qkv_lanes(d, &g);
+}
+
+al_tensor *al_attention_qkv(al_ctx *c, const al_attn_desc *d, al_tensor *qkv, int heads, al_tensor *a_q, al_tensor *a_k,
+                            al_tensor *rel_bias, al_tensor *bias)
+{
+    if (!al_ok(c) || !qkv) return NULL;
+    al_attn_cfg g;
+    if (qkv_setup(c, d, qkv, heads, a_q, a_k, rel_bias, bias, &g) != 0) return NULL;
+    g.drop = c->training && d->dropout > 0.f;
+    if (!qkv_lanes(d, &g) || bias || a_q) {   /* split, attend, merge: al_attention's kernels and bits */
+        al_tensor *q, *k, *v;
+        if (al_split_qkv(c, qkv, heads, &q, &k, &v) != AL_OK) return NULL;
+        return al_merge_heads(c, al_attention(c, d, q, k, v, a_q, a_k, rel_bias, bias));
+    }
+    const int B = g.B, H = g.H, N = g.N, D = 16;
+    al_tensor *out = al_new(c, 3, (int[]){B, N, H * D});   /* the heads merged */
+    attn_node *nd = al_arena_calloc(&c->arena, sizeof *nd);
+    if (!out || !nd) return al_ok(c) ? al_fail(c, "attention_qkv: out of memory") : NULL;
+    nd->g = g; nd->pat = d->pattern; nd->qkv = qkv; nd->rel = rel_bias; nd->out = out; nd->nthr = al_threads();
+    nd->li = (al_attn_lay){(int64_t)N * 3 * H * D, D, 3 * H * D};
+    nd->lo = (al_attn_lay){(int64_t)N * H * D, D, H * D};
+    const float *q = qkv->data, *k = q + H * D, *v = q + 2 * H * D;
+    const int64_t rows = (int64_t)B * H * N;
+    if (d->pattern.kind == AL_PAT_FULL) {
+        nd->lse = al_arena_alloc(&c->arena, (size_t)rows * sizeof(float));
+        float *scratch = al_arena_alloc(&c->arena, (size_t)nd->nthr * al__attn_full_scratch_for(&g, NULL, 0) * sizeof(float));
+        if (!nd->lse || !scratch) return al_fail(c, "attention_qkv: out of memory");
+        al__full16_forward(&g, q, k, v, out->data, nd->lse, &nd->li, &nd->lo, scratch, nd->nthr);
+    } else {
+        if (al__attn_slot_lists(c, &d->pattern, &g, nd) != 0) return NULL;
+        nd->win16 = 1;
+        if (al__win16_setup(c, nd) != 0) return NULL;
+        const int64_t psz = rows / N * g.noff * nd->w_npad;
+        nd->P = al_arena_alloc(&c->arena, (size_t)psz * sizeof(float));
+        float *scratch = al_arena_alloc(&c->arena, (size_t)nd->nthr * al__win16_scratch(nd) * sizeof(float));
+        if (!nd->P || !scratch) return al_fail(c, "attention_qkv: out of memory");
+        al__win16_forward(nd, q, k, v, rel_bias ? rel_bias->data : NULL, nd->P, out->data, scratch);
+    }
+    attn_count(nd, AL_FLOPS_FWD);
+    if (c->grad_enabled && (wants_grad(qkv) || wants_grad(rel_bias))) {
+        out->requires_grad = 1;
+        al_tape_push_out(c, attention_backward, nd, out);
+    }
+    return al_ok(c) ? out : NULL;
+}
+

@@ -28,6 +28,18 @@ typedef struct al_attn_cfg {
     uint64_t seed;             /* dropout seed drawn from c->dropout_rng */
 } al_attn_cfg;
 
+/* Where the rows of one head live: row i of head (b, h) starts at b·sb + h·sh + i·sr floats. The
+ * plain (B,H,N,D) layout is {H·N·D, N·D, D}; q, k, v read in place from a (B,N,3·H·D) projection are
+ * {N·3·H·D, D, 3·H·D} (k and v at offsets H·D and 2·H·D), and an output written with its heads merged,
+ * (B,N,H·D), is {N·H·D, D, H·D} (al_attention_qkv). */
+typedef struct al_attn_lay { int64_t sb, sh, sr; } al_attn_lay;
+static inline int64_t al__lay_head(const al_attn_lay *l, int64_t bh, int H) { return bh / H * l->sb + bh % H * l->sh; }
+static inline al_attn_lay al__lay_plain(const al_attn_cfg *g, int d)
+{
+    al_attn_lay l = {(int64_t)g->H * g->N * d, (int64_t)g->N * d, d};
+    return l;
+}
+
 /* Validate the arguments of al_attention / al_attention_ref (op names the caller in messages)
  * and fill cfg. Draws one number from c->dropout_rng when dropout is active.
  * Returns 0, or -1 after al_fail. */
@@ -45,13 +57,12 @@ extern long al__full16_runs;   /* tests: forward calls of the lane kernels (sing
 int al__full16_ok(const al_attn_cfg *cfg);
 const char *al__full16_path(void);   /* what runs for D = 16 on this build, for bench */
 size_t al__full16_scratch(const al_attn_cfg *cfg, int backward);
-void al__full16_forward(const al_attn_cfg *cfg, const float *q /* (B,H,N,16) */, const float *k /* (B,H,N,16) */,
-                        const float *v /* (B,H,N,16) */, float *out /* (B,H,N,16) */, float *lse /* (B,H,N) */,
-                        float *scratch /* (nthr, al__full16_scratch(cfg, 0)) */, int nthr);
-void al__full16_backward(const al_attn_cfg *cfg, const float *q /* (B,H,N,16) */, const float *k /* (B,H,N,16) */,
-                         const float *v /* (B,H,N,16) */, const float *dO /* (B,H,N,16) */, const float *lse /* (B,H,N) */,
-                         const float *delta /* (B,H,N) */, float *dq /* (B,H,N,16) or NULL */,
-                         float *dk /* (B,H,N,16) or NULL */, float *dv /* (B,H,N,16) or NULL */,
+/* The kernels below take q, k, v (and dq, dk, dv) in layout li and out, dO in layout lo. */
+void al__full16_forward(const al_attn_cfg *cfg, const float *q, const float *k, const float *v, float *out, float *lse /* (B,H,N) */,
+                        const al_attn_lay *li, const al_attn_lay *lo, float *scratch /* (nthr, al__full16_scratch(cfg, 0)) */, int nthr);
+void al__full16_backward(const al_attn_cfg *cfg, const float *q, const float *k, const float *v, const float *dO,
+                         const float *lse /* (B,H,N) */, const float *delta /* (B,H,N) */, float *dq /* or NULL */,
+                         float *dk /* or NULL */, float *dv /* or NULL */, const al_attn_lay *li, const al_attn_lay *lo,
                          float *scratch /* (nthr, al__full16_scratch(cfg, 1)) */, int nthr);
 
 /* Window attention for D = Dv = 16 with the queries in vector lanes (win16.c): the slot-list
@@ -76,6 +87,8 @@ typedef struct attn_node {
     al_attn_cfg g;
     al_pattern pat;
     al_tensor *q, *k, *v, *aq, *ak, *rel, *bias, *out;
+    al_tensor *qkv;     /* al_attention_qkv: q, k, v are its column blocks (q, k, v NULL) */
+    al_attn_lay li, lo; /* where q, k, v (and their gradients) and out (and dO) keep each head's rows */
     float *lse;        /* full, softmax: (B,H,N) */
     float *P;          /* sparse: (B,H,slots) normalised weights before dropout */
     float *sq, *sk;    /* additive: (B,H,N) a_q·q and a_k·k */
@@ -108,6 +121,12 @@ typedef struct attn_node {
     uint16_t *w_qm, *w_km;
     float *scr;        /* gat forward: (threads, maxdeg, HV) */
 } attn_node;
+
+/* attention.c: the node's q, k, v and their gradients (allocated zeroed where wanted, else NULL), from
+ * the three tensors or from al_attention_qkv's packed one. */
+void al__attn_ptrs(al_ctx *c, attn_node *nd, const float **q, const float **k, const float **v, float **dq, float **dk,
+                   float **dv);
+#define AL_FULL_FUSED_MIN_HEADS 4   /* full backward: one pass per head (the d = 16 lane kernels) from this many heads */
 
 /* attention.c: s (B,H,N) = a[h] · x[b,h,i]; da (H,D) += Σ_{b,i} ds[b,h,i] · x[b,h,i,:] in a fixed order. */
 void al__attn_head_dot(const al_attn_cfg *g, const float *x /* (B,H,N,D) */, const float *a /* (H,D) */,

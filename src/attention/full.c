@@ -18,7 +18,7 @@
 
 #define BQ 128  /* queries per tile (full) */
 #define BK 128  /* keys per tile (full) */
-#define FUSED_MIN_HEADS 4   /* full backward: one pass per head from this many (b, h) heads */
+#define FUSED_MIN_HEADS AL_FULL_FUSED_MIN_HEADS   /* full backward: one pass per head from this many (b, h) heads */
 
 /* Scratch floats per thread for the full kernels: three (BQ, BK) tiles and the accumulators. */
 static size_t full_scratch(const al_attn_cfg *g)
@@ -406,11 +406,10 @@ void al__attn_full_backward(al_ctx *c, attn_node *nd)
 {
     const al_attn_cfg *g = &nd->g;
     const int N = g->N, Dv = g->Dv, H = g->H, B = g->B;
-    const float *q = nd->q->data, *k = nd->k->data, *v = nd->v->data, *o = nd->out->data, *dO = nd->out->grad;
+    const float *o = nd->out->data, *dO = nd->out->grad, *q, *k, *v;
     const float *bias = nd->bias ? nd->bias->data : NULL;
-    float *dq = nd->q->requires_grad ? al_grad(c, nd->q) : NULL;
-    float *dk = nd->k->requires_grad ? al_grad(c, nd->k) : NULL;
-    float *dv = nd->v->requires_grad ? al_grad(c, nd->v) : NULL;
+    float *dq, *dk, *dv;
+    al__attn_ptrs(c, nd, &q, &k, &v, &dq, &dk, &dv);
     float *dbias = nd->bias && nd->bias->requires_grad ? al_grad(c, nd->bias) : NULL;
     int need_aq = g->additive && nd->aq->requires_grad, need_ak = g->additive && nd->ak->requires_grad;
     int64_t rows = (int64_t)B * H * N;
@@ -422,14 +421,16 @@ void al__attn_full_backward(al_ctx *c, attn_node *nd)
     if (!delta || !scratch || (g->additive && (!dsq || !dsk))) { al_fail(c, "attention backward: out of memory"); return; }
     if (!al_ok(c)) return;
     /* delta_i = dO_i · O_i = Σ_j P_ij dP_ij (holds with dropout too) */
-    AL_OMP("omp parallel for schedule(static) if (rows * Dv > AL_PAR_MIN)")
-    for (int64_t r = 0; r < rows; r++) {
-        float s = 0.f;
-        for (int e = 0; e < Dv; e++) s = AL_FMA(dO[r * Dv + e], o[r * Dv + e], s);
-        delta[r] = s;
-    }
-    if (al__attn_use_full16(g, bias) && (int64_t)B * H >= FUSED_MIN_HEADS) {
-        al__full16_backward(g, q, k, v, dO, nd->lse, delta, dq, dk, dv, scratch, nd->nthr);
+    AL_OMP("omp parallel for schedule(static) if (rows / N > 1 && rows * Dv > AL_PAR_MIN)")
+    for (int64_t bh = 0; bh < rows / N; bh++)
+        for (int i = 0; i < N; i++) {
+            const int64_t at = al__lay_head(&nd->lo, bh, H) + (int64_t)i * nd->lo.sr;   /* O_i's row */
+            float s = 0.f;
+            for (int e = 0; e < Dv; e++) s = AL_FMA(dO[at + e], o[at + e], s);
+            delta[bh * N + i] = s;
+        }
+    if (al__attn_use_full16(g, bias) && (int64_t)B * H >= FUSED_MIN_HEADS) {   /* (al_attention_qkv: always) */
+        al__full16_backward(g, q, k, v, dO, nd->lse, delta, dq, dk, dv, &nd->li, &nd->lo, scratch, nd->nthr);
         return;
     }
     const full_bwd w = {

@@ -42,11 +42,11 @@ long al__full16_runs;
 #if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
 /* ---------------- shared by both ISAs: layouts ---------------- */
 
-/* t[d·qb + i] = alpha · X[i·16 + d] for rows i < n of X, 0 for i ≥ n (a block of qb rows of 16). */
-static void transpose_block(const float *X /* (qb, 16) */, int n, int qb, float alpha, float *t /* (16, qb) */)
+/* t[d·qb + i] = alpha · X[i·ld + d] for rows i < n of X, 0 for i ≥ n (a block of qb rows of 16). */
+static void transpose_block(const float *X /* (qb, ld) */, int64_t ld, int n, int qb, float alpha, float *t /* (16, qb) */)
 {
     for (int d = 0; d < 16; d++)
-        for (int i = 0; i < qb; i++) t[d * qb + i] = i < n ? alpha * X[i * 16 + d] : 0.f;
+        for (int i = 0; i < qb; i++) t[d * qb + i] = i < n ? alpha * X[i * ld + d] : 0.f;
 }
 
 /* The backward's scratch for one head, in blocks of qb queries. */
@@ -61,8 +61,8 @@ typedef struct {
 /* Lays out ws and fills it: the blocks transposed (padding lanes: zero rows and lse = +inf, so
  * their weights are ≤ 3e−38 and meet only zero rows of Q and dO: they add exactly 0 to dK and dV),
  * lse in log2 units, δ, and dQᵀ zeroed when wanted. */
-static f16_bwd bwd_begin(const float *Q /* (N,16) */, const float *dO /* (N,16) */, const float *lse /* (N) */, const float *delta /* (N) */, int N, float scale,
-                         int qb, int want_dq, float *ws /* (al__full16_scratch(g, 1)) */)
+static f16_bwd bwd_begin(const float *Q /* (N, ldq) */, int64_t ldq, const float *dO /* (N, ldo) */, int64_t ldo, const float *lse /* (N) */,
+                         const float *delta /* (N) */, int N, float scale, int qb, int want_dq, float *ws /* (al__full16_scratch(g, 1)) */)
 {
     f16_bwd w;
     w.nqb = (N + qb - 1) / qb; w.npad = w.nqb * qb;
@@ -72,8 +72,8 @@ static f16_bwd bwd_begin(const float *Q /* (N,16) */, const float *dO /* (N,16) 
     w.kacc = w.dsbuf + (size_t)F16_BK * qb; w.vacc = w.kacc + (size_t)F16_BK * 16;
     for (int b = 0; b < w.nqb; b++) {
         int i0 = b * qb, nq = N - i0 < qb ? N - i0 : qb;
-        transpose_block(Q + (int64_t)i0 * 16, nq, qb, scale * LOG2E_F, w.qtb + (size_t)b * qb * 16);
-        transpose_block(dO + (int64_t)i0 * 16, nq, qb, 1.f, w.dotb + (size_t)b * qb * 16);
+        transpose_block(Q + (int64_t)i0 * ldq, ldq, nq, qb, scale * LOG2E_F, w.qtb + (size_t)b * qb * 16);
+        transpose_block(dO + (int64_t)i0 * ldo, ldo, nq, qb, 1.f, w.dotb + (size_t)b * qb * 16);
     }
     for (int i = 0; i < w.npad; i++) { w.lseb[i] = i < N ? lse[i] * LOG2E_F : INFINITY; w.dlb[i] = i < N ? delta[i] : 0.f; }
     if (want_dq) memset(w.dqtb, 0, (size_t)w.npad * 16 * sizeof(float));
@@ -83,32 +83,33 @@ static f16_bwd bwd_begin(const float *Q /* (N,16) */, const float *dO /* (N,16) 
 /* The forward's last step for queries i0 .. i0+nq−1 of a 16-query block: out rows = Oᵀ / l and
  * lse = (m + log2 l)·ln 2 (natural units), from the lanes' l, m and the block's Oᵀ (16, 16). */
 static void fwd_finish(const float *lv /* (16) */, const float *mv /* (16) */, const float *ot /* (16, 16) */, int i0, int nq,
-                       float *out /* (N,16) */, float *lse /* (N) */)
+                       float *out /* (N, ldo) */, int64_t ldo, float *lse /* (N) */)
 {
     for (int i = 0; i < nq; i++) {
         float inv = lv[i] > 0.f ? 1.0f / lv[i] : 0.f;
-        float *o = out + (int64_t)(i0 + i) * 16;
+        float *o = out + (int64_t)(i0 + i) * ldo;
         for (int e = 0; e < 16; e++) o[e] = ot[e * 16 + i] * inv;
         lse[i0 + i] = lv[i] > 0.f ? (mv[i] + log2f(lv[i])) * LN2_F : INFINITY;
     }
 }
 
 /* After a key tile j0 .. j0+nk−1: its dK, dV sums added to the rows (NULL: not wanted). */
-static void bwd_tile_end(const f16_bwd *w, int j0, int nk, float *dk /* (N,16) or NULL */, float *dv /* (N,16) or NULL */)
+static void bwd_tile_end(const f16_bwd *w, int j0, int nk, float *dk /* (N, ld) or NULL */, float *dv /* (N, ld) or NULL */, int64_t ld)
 {
-    for (int64_t x = 0; x < (int64_t)nk * 16; x++) {
-        if (dk) dk[(int64_t)j0 * 16 + x] += w->kacc[x];
-        if (dv) dv[(int64_t)j0 * 16 + x] += w->vacc[x];
-    }
+    for (int j = 0; j < nk; j++)
+        for (int d = 0; d < 16; d++) {
+            if (dk) dk[(int64_t)(j0 + j) * ld + d] += w->kacc[j * 16 + d];
+            if (dv) dv[(int64_t)(j0 + j) * ld + d] += w->vacc[j * 16 + d];
+        }
 }
 
 /* At the end: dQ += dQᵀ transposed back (blocks of qb queries). */
-static void bwd_end(const f16_bwd *w, int N, int qb, float *dq /* (N,16) */)
+static void bwd_end(const f16_bwd *w, int N, int qb, float *dq /* (N, ld) */, int64_t ld)
 {
     for (int b = 0; b < w->nqb; b++) {
         int i0 = b * qb, nq = N - i0 < qb ? N - i0 : qb;
         for (int i = 0; i < nq; i++)
-            for (int d = 0; d < 16; d++) dq[(int64_t)(i0 + i) * 16 + d] += w->dqtb[(size_t)b * qb * 16 + d * qb + i];
+            for (int d = 0; d < 16; d++) dq[(int64_t)(i0 + i) * ld + d] += w->dqtb[(size_t)b * qb * 16 + d * qb + i];
     }
 }
 #endif
@@ -188,11 +189,11 @@ static void wt_rows_acc(const float *W /* (n, 16) */, const __m512 R[16], int n,
 }
 
 /* Queries i0 .. i0+nq−1 (nq ≤ 16) of one head: out rows and lse. sbuf: F16_BK·16 floats, tb: 256. */
-static void forward_block(const float *Q /* (N,16) */, const float *K /* (N,16) */, const float *V /* (N,16) */, int N, int i0, int nq, float scale,
-                          float *out /* (N,16) */, float *lse /* (N) */, float *sbuf /* (F16_BK, 16) */, float *tb /* (16, 16) */)
+static void forward_block(const float *Q /* (N, ldq) */, int64_t ldq, const float *K /* (N,16) */, const float *V /* (N,16) */, int N, int i0, int nq,
+                          float scale, float *out /* (N, ldo) */, int64_t ldo, float *lse /* (N) */, float *sbuf /* (F16_BK, 16) */, float *tb /* (16, 16) */)
 {
     __m512 qt[16], ot[16];
-    transpose_block(Q + (int64_t)i0 * 16, nq, 16, scale * LOG2E_F, tb);
+    transpose_block(Q + (int64_t)i0 * ldq, ldq, nq, 16, scale * LOG2E_F, tb);
 #pragma GCC unroll 16
     for (int d = 0; d < 16; d++) { qt[d] = _mm512_loadu_ps(tb + d * 16); ot[d] = _mm512_setzero_ps(); }
     __m512 m = _mm512_set1_ps(-INFINITY), l = _mm512_setzero_ps();
@@ -235,14 +236,15 @@ static void forward_block(const float *Q /* (N,16) */, const float *K /* (N,16) 
     float lv[16], mv[16];
     _mm512_storeu_ps(lv, l);
     _mm512_storeu_ps(mv, m);
-    fwd_finish(lv, mv, tb, i0, nq, out, lse);
+    fwd_finish(lv, mv, tb, i0, nq, out, ldo, lse);
 }
 
 /* One head's dQ, dK, dV (each NULL when not wanted; added to what is there). ws: al__full16_scratch(g, 1). */
-static void backward_head(const float *Q /* (N,16) */, const float *K /* (N,16) */, const float *V /* (N,16) */, const float *dO /* (N,16) */, const float *lse /* (N) */,
-                          const float *delta /* (N) */, int N, float scale, float *dq /* (N,16) or NULL */, float *dk /* (N,16) or NULL */, float *dv /* (N,16) or NULL */, float *ws /* (al__full16_scratch(g, 1)) */)
+static void backward_head(const float *Q /* (N, ldq) */, int64_t ldq, const float *K /* (N,16) */, const float *V /* (N,16) */, const float *dO /* (N, ldo) */,
+                          int64_t ldo, const float *lse /* (N) */, const float *delta /* (N) */, int N, float scale, float *dq /* (N, ldq) or NULL */,
+                          float *dk /* (N, ldq) or NULL */, float *dv /* (N, ldq) or NULL */, float *ws /* (al__full16_scratch(g, 1)) */)
 {
-    const f16_bwd w = bwd_begin(Q, dO, lse, delta, N, scale, 16, dq != NULL, ws);
+    const f16_bwd w = bwd_begin(Q, ldq, dO, ldo, lse, delta, N, scale, 16, dq != NULL, ws);
     const int nqb = w.nqb;
     float *qtb = w.qtb, *dotb = w.dotb, *dqtb = w.dqtb, *lseb = w.lseb, *dlb = w.dlb;
     float *pbuf = w.pbuf, *dsbuf = w.dsbuf, *kacc = w.kacc, *vacc = w.vacc;
@@ -276,13 +278,13 @@ static void backward_head(const float *Q /* (N,16) */, const float *K /* (N,16) 
             if (dv) {   /* dV_j += Σ_i P_ij · dO_i with the block's dO rows resident */
 #pragma GCC unroll 16
                 for (int i = 0; i < 16; i++)
-                    R[i] = i < nq ? _mm512_loadu_ps(dO + (int64_t)(i0 + i) * 16) : _mm512_setzero_ps();
+                    R[i] = i < nq ? _mm512_loadu_ps(dO + (int64_t)(i0 + i) * ldo) : _mm512_setzero_ps();
                 wt_rows_acc(pbuf, R, nk, vacc);
             }
             if (dk) {   /* dK_j += Σ_i dS_ij · Q_i with the block's Q rows resident */
 #pragma GCC unroll 16
                 for (int i = 0; i < 16; i++)
-                    R[i] = i < nq ? _mm512_loadu_ps(Q + (int64_t)(i0 + i) * 16) : _mm512_setzero_ps();
+                    R[i] = i < nq ? _mm512_loadu_ps(Q + (int64_t)(i0 + i) * ldq) : _mm512_setzero_ps();
                 wt_rows_acc(dsbuf, R, nk, kacc);
             }
             if (dq) {   /* dQᵀ[d] += Σ_j dS_j · K[j,d] with dQᵀ resident */
@@ -298,9 +300,9 @@ static void backward_head(const float *Q /* (N,16) */, const float *K /* (N,16) 
                 for (int d = 0; d < 16; d++) _mm512_storeu_ps(acc + d * 16, R[d]);
             }
         }
-        bwd_tile_end(&w, j0, nk, dk, dv);
+        bwd_tile_end(&w, j0, nk, dk, dv, ldq);
     }
-    if (dq) bwd_end(&w, N, 16, dq);
+    if (dq) bwd_end(&w, N, 16, dq, ldq);
 }
 
 #elif defined(__AVX2__) && defined(__FMA__)
@@ -460,11 +462,11 @@ static inline __attribute__((always_inline)) void pv_cols(float *ot /* (16, 16) 
 
 /* Queries i0 .. i0+nq−1 (nq ≤ 16) of one head: out rows and lse. sbuf: F16_BK·16 floats, tb: 512
  * (Qᵀ, then Oᵀ). */
-static void forward_block(const float *Q /* (N,16) */, const float *K /* (N,16) */, const float *V /* (N,16) */, int N, int i0, int nq, float scale,
-                          float *out /* (N,16) */, float *lse /* (N) */, float *sbuf /* (F16_BK, 16) */, float *tb /* (2, 16, 16) */)
+static void forward_block(const float *Q /* (N, ldq) */, int64_t ldq, const float *K /* (N,16) */, const float *V /* (N,16) */, int N, int i0, int nq,
+                          float scale, float *out /* (N, ldo) */, int64_t ldo, float *lse /* (N) */, float *sbuf /* (F16_BK, 16) */, float *tb /* (2, 16, 16) */)
 {
     float *qt = tb, *ot = tb + 256;
-    transpose_block(Q + (int64_t)i0 * 16, nq, 16, scale * LOG2E_F, qt);
+    transpose_block(Q + (int64_t)i0 * ldq, ldq, nq, 16, scale * LOG2E_F, qt);
     memset(ot, 0, 256 * sizeof(float));
     __m256 m[2], l[2];
     for (int h = 0; h < 2; h++) { m[h] = _mm256_set1_ps(-INFINITY); l[h] = _mm256_setzero_ps(); }
@@ -505,15 +507,16 @@ static void forward_block(const float *Q /* (N,16) */, const float *K /* (N,16) 
     }
     float lv[16], mv[16];
     for (int h = 0; h < 2; h++) { _mm256_storeu_ps(lv + h * 8, l[h]); _mm256_storeu_ps(mv + h * 8, m[h]); }
-    fwd_finish(lv, mv, ot, i0, nq, out, lse);
+    fwd_finish(lv, mv, ot, i0, nq, out, ldo, lse);
 }
 
 /* One head's dQ, dK, dV as the AVX-512 backward_head, eight queries per block. */
-static void backward_head(const float *Q /* (N,16) */, const float *K /* (N,16) */, const float *V /* (N,16) */, const float *dO /* (N,16) */, const float *lse /* (N) */,
-                          const float *delta /* (N) */, int N, float scale, float *dq /* (N,16) or NULL */, float *dk /* (N,16) or NULL */, float *dv /* (N,16) or NULL */, float *ws /* (al__full16_scratch(g, 1)) */)
+static void backward_head(const float *Q /* (N, ldq) */, int64_t ldq, const float *K /* (N,16) */, const float *V /* (N,16) */, const float *dO /* (N, ldo) */,
+                          int64_t ldo, const float *lse /* (N) */, const float *delta /* (N) */, int N, float scale, float *dq /* (N, ldq) or NULL */,
+                          float *dk /* (N, ldq) or NULL */, float *dv /* (N, ldq) or NULL */, float *ws /* (al__full16_scratch(g, 1)) */)
 {
     static const float zero_row[16];
-    const f16_bwd w = bwd_begin(Q, dO, lse, delta, N, scale, 8, dq != NULL, ws);
+    const f16_bwd w = bwd_begin(Q, ldq, dO, ldo, lse, delta, N, scale, 8, dq != NULL, ws);
     const int nqb = w.nqb;
     float *qtb = w.qtb, *dotb = w.dotb, *dqtb = w.dqtb, *lseb = w.lseb, *dlb = w.dlb;
     float *pbuf = w.pbuf, *dsbuf = w.dsbuf, *kacc = w.kacc, *vacc = w.vacc;
@@ -541,18 +544,18 @@ static void backward_head(const float *Q /* (N,16) */, const float *K /* (N,16) 
             }
             const float *R[8];
             if (dv) {   /* dV_j += Σ_i P_ij · dO_i */
-                for (int i = 0; i < 8; i++) R[i] = i < nq ? dO + (int64_t)(i0 + i) * 16 : zero_row;
+                for (int i = 0; i < 8; i++) R[i] = i < nq ? dO + (int64_t)(i0 + i) * ldo : zero_row;
                 wt_rows_acc8(pbuf, R, nk, vacc);
             }
             if (dk) {   /* dK_j += Σ_i dS_ij · Q_i */
-                for (int i = 0; i < 8; i++) R[i] = i < nq ? Q + (int64_t)(i0 + i) * 16 : zero_row;
+                for (int i = 0; i < 8; i++) R[i] = i < nq ? Q + (int64_t)(i0 + i) * ldq : zero_row;
                 wt_rows_acc8(dsbuf, R, nk, kacc);
             }
             if (dq) dq_acc(dqtb + (size_t)b * 128, dsbuf, Kt, nk);   /* dQᵀ[d] += Σ_j dS_j · K[j,d] */
         }
-        bwd_tile_end(&w, j0, nk, dk, dv);
+        bwd_tile_end(&w, j0, nk, dk, dv, ldq);
     }
-    if (dq) bwd_end(&w, N, 8, dq);
+    if (dq) bwd_end(&w, N, 8, dq, ldq);
 }
 #endif
 
@@ -566,35 +569,55 @@ int al__full16_ok(const al_attn_cfg *g)
 
 size_t al__full16_scratch(const al_attn_cfg *g, int backward)
 {
-    if (!backward) return (size_t)F16_BK * F16_FQB + 2 * 16 * F16_FQB;   /* a score strip and two transposed blocks */
+    const size_t kv = 2 * (size_t)g->N * 16;   /* K and V of one head gathered from strided rows */
+    if (!backward) return (size_t)F16_BK * F16_FQB + 2 * 16 * F16_FQB + kv;   /* a score strip, two transposed blocks */
     size_t npad = (size_t)(g->N + F16_QB - 1) / F16_QB * F16_QB;
-    return 3 * npad * 16 + 2 * npad + 2 * (size_t)F16_BK * F16_QB + 2 * (size_t)F16_BK * 16;
+    return 3 * npad * 16 + 2 * npad + 2 * (size_t)F16_BK * F16_QB + 2 * (size_t)F16_BK * 16 + kv;
 }
 
-void al__full16_forward(const al_attn_cfg *g, const float *q /* (B,H,N,16) */, const float *k /* (B,H,N,16) */, const float *v /* (B,H,N,16) */, float *out /* (B,H,N,16) */,
-                        float *lse /* (B,H,N) */, float *scratch /* (nthr, al__full16_scratch) */, int nthr)
+/* K and V of head bh as (N,16) rows: in place when the layout's rows are 16 floats apart, else
+ * copied into kv (2·N·16) once per head, so the key loops stream contiguous rows either way. */
+static void head_kv(const float *k, const float *v, const al_attn_lay *li, int64_t at, int N, float *kv,
+                    const float **K, const float **V)
+{
+    if (li->sr == 16) { *K = k + at; *V = v + at; return; }
+    for (int i = 0; i < N; i++) {
+        memcpy(kv + (size_t)i * 16, k + at + (int64_t)i * li->sr, 16 * sizeof(float));
+        memcpy(kv + (size_t)(N + i) * 16, v + at + (int64_t)i * li->sr, 16 * sizeof(float));
+    }
+    *K = kv; *V = kv + (size_t)N * 16;
+}
+
+void al__full16_forward(const al_attn_cfg *g, const float *q, const float *k, const float *v, float *out, float *lse /* (B,H,N) */,
+                        const al_attn_lay *li, const al_attn_lay *lo, float *scratch /* (nthr, al__full16_scratch) */, int nthr)
 {
     const int N = g->N, nqb = (N + F16_FQB - 1) / F16_FQB;
-    const int64_t tasks = (int64_t)g->B * g->H * nqb;
+    /* a task is one block of queries, or a whole head when its K and V are gathered first */
+    const int whole = li->sr != 16;
+    const int64_t heads = (int64_t)g->B * g->H, per_head = whole ? 1 : nqb, tasks = heads * per_head;
     const size_t per = al__full16_scratch(g, 0);
     (void)nthr;   /* unused without OpenMP */
     al__full16_runs++;
-    AL_OMP("omp parallel num_threads(nthr) if (tasks > 1 && tasks * F16_FQB * (int64_t)N > AL_PAR_MIN / 8)")
+    AL_OMP("omp parallel num_threads(nthr) if (tasks > 1 && heads * nqb * F16_FQB * (int64_t)N > AL_PAR_MIN / 8)")
     {
-        float *sbuf = scratch + (size_t)al__thread_id() * per, *tb = sbuf + F16_BK * F16_FQB;
+        float *sbuf = scratch + (size_t)al__thread_id() * per, *tb = sbuf + F16_BK * F16_FQB, *kv = tb + 2 * 16 * F16_FQB;
         AL_OMP("omp for schedule(static)")
         for (int64_t t = 0; t < tasks; t++) {
-            int64_t bh = t / nqb;
-            int i0 = (int)(t % nqb) * F16_FQB, nq = N - i0 < F16_FQB ? N - i0 : F16_FQB;
-            const int64_t o = bh * N * 16;
-            forward_block(q + o, k + o, v + o, N, i0, nq, g->scale, out + o, lse + bh * N, sbuf, tb);
+            const int64_t bh = t / per_head, at = al__lay_head(li, bh, g->H), ao = al__lay_head(lo, bh, g->H);
+            const int b0 = whole ? 0 : (int)(t % per_head), b1 = whole ? nqb : b0 + 1;
+            const float *K, *V;
+            head_kv(k, v, li, at, N, kv, &K, &V);
+            for (int b = b0; b < b1; b++) {
+                const int i0 = b * F16_FQB, nq = N - i0 < F16_FQB ? N - i0 : F16_FQB;
+                forward_block(q + at, li->sr, K, V, N, i0, nq, g->scale, out + ao, lo->sr, lse + bh * N, sbuf, tb);
+            }
         }
     }
 }
 
-void al__full16_backward(const al_attn_cfg *g, const float *q /* (B,H,N,16) */, const float *k /* (B,H,N,16) */, const float *v /* (B,H,N,16) */, const float *dO /* (B,H,N,16) */,
-                         const float *lse /* (B,H,N) */, const float *delta /* (B,H,N) */, float *dq /* (B,H,N,16) or NULL */, float *dk /* (B,H,N,16) or NULL */, float *dv /* (B,H,N,16) or NULL */, float *scratch /* (nthr, al__full16_scratch) */,
-                         int nthr)
+void al__full16_backward(const al_attn_cfg *g, const float *q, const float *k, const float *v, const float *dO,
+                         const float *lse /* (B,H,N) */, const float *delta /* (B,H,N) */, float *dq, float *dk, float *dv,
+                         const al_attn_lay *li, const al_attn_lay *lo, float *scratch /* (nthr, al__full16_scratch) */, int nthr)
 {
     const int N = g->N;
     const int64_t heads = (int64_t)g->B * g->H;
@@ -602,12 +625,14 @@ void al__full16_backward(const al_attn_cfg *g, const float *q /* (B,H,N,16) */, 
     (void)nthr;   /* unused without OpenMP */
     AL_OMP("omp parallel num_threads(nthr) if (heads > 1 && heads * (int64_t)N * N > AL_PAR_MIN / 8)")
     {
-        float *ws = scratch + (size_t)al__thread_id() * per;
+        float *ws = scratch + (size_t)al__thread_id() * per, *kv = ws + per - 2 * (size_t)N * 16;
         AL_OMP("omp for schedule(static)")
         for (int64_t bh = 0; bh < heads; bh++) {
-            const int64_t o = bh * N * 16;
-            backward_head(q + o, k + o, v + o, dO + o, lse + bh * N, delta + bh * N, N, g->scale,
-                          dq ? dq + o : NULL, dk ? dk + o : NULL, dv ? dv + o : NULL, ws);
+            const int64_t at = al__lay_head(li, bh, g->H), ao = al__lay_head(lo, bh, g->H);
+            const float *K, *V;
+            head_kv(k, v, li, at, N, kv, &K, &V);
+            backward_head(q + at, li->sr, K, V, dO + ao, lo->sr, lse + bh * N, delta + bh * N, N, g->scale,
+                          dq ? dq + at : NULL, dk ? dk + at : NULL, dv ? dv + at : NULL, ws);
         }
     }
 }
@@ -617,16 +642,16 @@ void al__full16_backward(const al_attn_cfg *g, const float *q /* (B,H,N,16) */, 
 const char *al__full16_path(void) { return "generic tiles (" AL_SIMD_ISA ")"; }
 int al__full16_ok(const al_attn_cfg *g) { (void)g; return 0; }
 size_t al__full16_scratch(const al_attn_cfg *g, int backward) { (void)g; (void)backward; return 0; }
-void al__full16_forward(const al_attn_cfg *g, const float *q /* (B,H,N,16) */, const float *k /* (B,H,N,16) */, const float *v /* (B,H,N,16) */, float *out /* (B,H,N,16) */,
-                        float *lse /* (B,H,N) */, float *scratch /* (nthr, al__full16_scratch) */, int nthr)
+void al__full16_forward(const al_attn_cfg *g, const float *q, const float *k, const float *v, float *out, float *lse,
+                        const al_attn_lay *li, const al_attn_lay *lo, float *scratch, int nthr)
 {
-    (void)g; (void)q; (void)k; (void)v; (void)out; (void)lse; (void)scratch; (void)nthr;
+    (void)g; (void)q; (void)k; (void)v; (void)out; (void)lse; (void)li; (void)lo; (void)scratch; (void)nthr;
 }
-void al__full16_backward(const al_attn_cfg *g, const float *q /* (B,H,N,16) */, const float *k /* (B,H,N,16) */, const float *v /* (B,H,N,16) */, const float *dO /* (B,H,N,16) */,
-                         const float *lse /* (B,H,N) */, const float *delta /* (B,H,N) */, float *dq /* (B,H,N,16) or NULL */, float *dk /* (B,H,N,16) or NULL */, float *dv /* (B,H,N,16) or NULL */, float *scratch /* (nthr, al__full16_scratch) */,
-                         int nthr)
+void al__full16_backward(const al_attn_cfg *g, const float *q, const float *k, const float *v, const float *dO,
+                         const float *lse, const float *delta, float *dq, float *dk, float *dv,
+                         const al_attn_lay *li, const al_attn_lay *lo, float *scratch, int nthr)
 {
     (void)g; (void)q; (void)k; (void)v; (void)dO; (void)lse; (void)delta; (void)dq; (void)dk; (void)dv;
-    (void)scratch; (void)nthr;
+    (void)li; (void)lo; (void)scratch; (void)nthr;
 }
 #endif

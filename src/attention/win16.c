@@ -104,19 +104,20 @@ size_t al__win16_scratch(const attn_node *nd)
 }
 
 /* Per ISA block below: Xt[d·L + m + i] = X[i·16 + d] for i < n; zero for the other columns of the L. */
-static void to_lanes(const float *X /* (n,16) */, int n, float *Xt /* (16, L) */, size_t L, int m);
+static void to_lanes(const float *X /* (n, ld) */, int64_t ld, int n, float *Xt /* (16, L) */, size_t L, int m);
 
 /* The start of a head's backward: Q, K, V, dO transposed into ws, and (when the key pass runs) the
  * margins of the offset-major copies of P and dS zeroed (their middles are written by the query pass). */
-static void bwd_setup(const attn_node *nd, const float *Q, const float *Kx, const float *V, const float *dO, float *ws, int need_keys)
+static void bwd_setup(const attn_node *nd, const float *Q, const float *Kx, const float *V, int64_t ldi, const float *dO, int64_t ldo,
+                      float *ws, int need_keys)
 {
     const int N = nd->g.N, K = nd->g.noff, npad = nd->w_npad, m = nd->w_margin;
     const size_t L = (size_t)npad + 2 * (size_t)m;
     float *Pt = ws + 64 * L, *dSt = Pt + (size_t)K * L;
-    to_lanes(Q, N, ws, L, m);
-    to_lanes(Kx, N, ws + 16 * L, L, m);
-    to_lanes(V, N, ws + 32 * L, L, m);
-    to_lanes(dO, N, ws + 48 * L, L, m);
+    to_lanes(Q, ldi, N, ws, L, m);
+    to_lanes(Kx, ldi, N, ws + 16 * L, L, m);
+    to_lanes(V, ldi, N, ws + 32 * L, L, m);
+    to_lanes(dO, ldo, N, ws + 48 * L, L, m);
     if (need_keys)
         for (int o = 0; o < K; o++) {
             memset(Pt + (size_t)o * L, 0, (size_t)m * sizeof(float));
@@ -185,7 +186,7 @@ static inline void tr16(__m512 r[16])
 }
 
 /* Xt[d·L + m + i] = X[i·16 + d] for i < n; zero for the other columns of the L. */
-static void to_lanes(const float *X /* (n,16) */, int n, float *Xt /* (16, L) */, size_t L, int m)
+static void to_lanes(const float *X /* (n, ld) */, int64_t ld, int n, float *Xt /* (16, L) */, size_t L, int m)
 {
     const int npad = (n + 15) / 16 * 16;
     for (int d = 0; d < 16; d++) {
@@ -194,7 +195,7 @@ static void to_lanes(const float *X /* (n,16) */, int n, float *Xt /* (16, L) */
     }
     for (int i0 = 0; i0 < n; i0 += 16) {
         __m512 r[16];
-        for (int i = 0; i < 16; i++) r[i] = i0 + i < n ? _mm512_loadu_ps(X + (int64_t)(i0 + i) * 16) : _mm512_setzero_ps();
+        for (int i = 0; i < 16; i++) r[i] = i0 + i < n ? _mm512_loadu_ps(X + (int64_t)(i0 + i) * ld) : _mm512_setzero_ps();
         tr16(r);
         for (int d = 0; d < 16; d++) _mm512_storeu_ps(Xt + d * L + m + i0, r[d]);
     }
@@ -202,15 +203,15 @@ static void to_lanes(const float *X /* (n,16) */, int n, float *Xt /* (16, L) */
 
 /* o[i·16 + e] = alpha·sum[e] + o[i·16 + e] (or + 0 with fresh) for the lanes i < n: the end of
  * axpy_rows for sixteen rows held transposed (sum = the two chains added). */
-static void chains_out(const __m512 sum[16], float alpha, int fresh, float *o /* (n,16) */, int n)
+static void chains_out(const __m512 sum[16], float alpha, int fresh, float *o /* (n, ld) */, int64_t ld, int n)
 {
     const __m512 al = _mm512_set1_ps(alpha);
     __m512 r[16];
-    for (int i = 0; i < 16; i++) r[i] = !fresh && i < n ? _mm512_loadu_ps(o + (int64_t)i * 16) : _mm512_setzero_ps();
+    for (int i = 0; i < 16; i++) r[i] = !fresh && i < n ? _mm512_loadu_ps(o + (int64_t)i * ld) : _mm512_setzero_ps();
     if (!fresh) tr16(r);
     for (int e = 0; e < 16; e++) r[e] = _mm512_fmadd_ps(al, sum[e], r[e]);
     tr16(r);
-    for (int i = 0; i < n; i++) _mm512_storeu_ps(o + (int64_t)i * 16, r[i]);
+    for (int i = 0; i < n; i++) _mm512_storeu_ps(o + (int64_t)i * ld, r[i]);
 }
 
 /* sum[h + e] (e < 8) = Σ_o W[o]·Y[e·L + off[o]] in axpy_rows' two chains (even o, odd o), added:
@@ -267,9 +268,9 @@ static void fwd_head(const attn_node *nd, const float *Q, const float *Kx, const
     const size_t L = (size_t)npad + 2 * (size_t)m;
     const int *off = nd->w_off;
     float *qt = ws, *kt = qt + 16 * L, *vt = kt + 16 * L, *S = vt + 16 * L;
-    to_lanes(Q, N, qt, L, m);
-    to_lanes(Kx, N, kt, L, m);
-    to_lanes(V, N, vt, L, m);
+    to_lanes(Q, nd->li.sr, N, qt, L, m);
+    to_lanes(Kx, nd->li.sr, N, kt, L, m);
+    to_lanes(V, nd->li.sr, N, vt, L, m);
     const __m512 sc = _mm512_set1_ps(nd->g.scale), ninf = _mm512_set1_ps(-INFINITY), zero = _mm512_setzero_ps();
     for (int blk = 0; blk < npad / 16; blk++) {
         const int i0 = blk * 16, n = N - i0 < 16 ? N - i0 : 16;
@@ -298,7 +299,7 @@ static void fwd_head(const attn_node *nd, const float *Q, const float *Kx, const
         __m512 res[16];   /* O = P·V, eight features at a time */
         pv8(S, vt + m + i0, L, off, K, res);
         pv8(S, vt + 8 * L + m + i0, L, off, K, res + 8);
-        chains_out(res, 1.f, 1, O + (int64_t)i0 * 16, n);
+        chains_out(res, 1.f, 1, O + (int64_t)i0 * nd->lo.sr, nd->lo.sr, n);
     }
 }
 
@@ -311,7 +312,7 @@ static void bwd_head(const attn_node *nd, const float *Q, const float *Kx, const
     float *qt = ws, *kt = qt + 16 * L, *vt = kt + 16 * L, *dot = vt + 16 * L, *Pt = dot + 16 * L, *dSt = Pt + (size_t)K * L;
     float *X = dSt + (size_t)K * L;
     const int need_keys = dk || dv;
-    bwd_setup(nd, Q, Kx, V, dO, ws, need_keys);
+    bwd_setup(nd, Q, Kx, V, nd->li.sr, dO, nd->lo.sr, ws, need_keys);
     for (int blk = 0; blk < npad / 16; blk++) {   /* queries: dS = P∘(dO·Vᵀ − δ), dQ += scale·dS·K */
         const int i0 = blk * 16, n = N - i0 < 16 ? N - i0 : 16;
         const uint16_t *qm = nd->w_qm + (size_t)blk * K;
@@ -338,7 +339,7 @@ static void bwd_head(const attn_node *nd, const float *Q, const float *Kx, const
         __m512 res[16];
         pv8(X, kt + m + i0, L, off, K, res);
         pv8(X, kt + 8 * L + m + i0, L, off, K, res + 8);
-        chains_out(res, nd->g.scale, 0, dq + (int64_t)i0 * 16, n);
+        chains_out(res, nd->g.scale, 0, dq + (int64_t)i0 * nd->li.sr, nd->li.sr, n);
     }
     if (!dk && !dv) return;
     for (int blk = 0; blk < npad / 16; blk++) {   /* keys: dV += Pᵀ·dO, dK += scale·dSᵀ·Q, in list order */
@@ -381,7 +382,7 @@ static void bwd_head(const attn_node *nd, const float *Q, const float *Kx, const
 #pragma GCC unroll 8
                 for (int e = 0; e < 8; e++) res[h + e] = _mm512_add_ps(a[e], a1[e]);
             }
-            chains_out(res, pass ? nd->g.scale : 1.f, 0, dst + (int64_t)j0 * 16, n);
+            chains_out(res, pass ? nd->g.scale : 1.f, 0, dst + (int64_t)j0 * nd->li.sr, nd->li.sr, n);
         }
     }
 }
@@ -418,7 +419,7 @@ static inline void tr8(__m256 r[8])
 }
 
 /* Xt[d·L + m + i] = X[i·16 + d] for i < n; zero for the other columns of the L. */
-static void to_lanes(const float *X /* (n,16) */, int n, float *Xt /* (16, L) */, size_t L, int m)
+static void to_lanes(const float *X /* (n, ld) */, int64_t ld, int n, float *Xt /* (16, L) */, size_t L, int m)
 {
     const int npad = (n + 7) / 8 * 8;
     for (int d = 0; d < 16; d++) {
@@ -428,7 +429,7 @@ static void to_lanes(const float *X /* (n,16) */, int n, float *Xt /* (16, L) */
     for (int i0 = 0; i0 < n; i0 += 8)
         for (int h = 0; h < 16; h += 8) {
             __m256 r[8];
-            for (int i = 0; i < 8; i++) r[i] = i0 + i < n ? _mm256_loadu_ps(X + (int64_t)(i0 + i) * 16 + h) : _mm256_setzero_ps();
+            for (int i = 0; i < 8; i++) r[i] = i0 + i < n ? _mm256_loadu_ps(X + (int64_t)(i0 + i) * ld + h) : _mm256_setzero_ps();
             tr8(r);
             for (int d = 0; d < 8; d++) _mm256_storeu_ps(Xt + (h + d) * L + m + i0, r[d]);
         }
@@ -448,7 +449,7 @@ static inline __m256 dot8(const float *x, const float *y, size_t L)
 }
 
 /* o[i·16 + e] = fmadd(alpha, sum[e], o[i·16 + e] or 0 with fresh) for the lanes i < n. */
-static void chains_out(const __m256 sum[16], float alpha, int fresh, float *o /* (n,16) */, int n)
+static void chains_out(const __m256 sum[16], float alpha, int fresh, float *o /* (n, ld) */, int64_t ld, int n)
 {
     const __m256 al = _mm256_set1_ps(alpha), z = _mm256_setzero_ps();
     __m256 lo[8], hi[8];
@@ -456,7 +457,7 @@ static void chains_out(const __m256 sum[16], float alpha, int fresh, float *o /*
     tr8(lo);
     tr8(hi);
     for (int i = 0; i < n; i++) {
-        float *r = o + (int64_t)i * 16;
+        float *r = o + (int64_t)i * ld;
         _mm256_storeu_ps(r, _mm256_fmadd_ps(al, lo[i], fresh ? z : _mm256_loadu_ps(r)));
         _mm256_storeu_ps(r + 8, _mm256_fmadd_ps(al, hi[i], fresh ? z : _mm256_loadu_ps(r + 8)));
     }
@@ -486,9 +487,9 @@ static void fwd_head(const attn_node *nd, const float *Q, const float *Kx, const
     const size_t L = (size_t)npad + 2 * (size_t)m;
     const int *off = nd->w_off;
     float *qt = ws, *kt = qt + 16 * L, *vt = kt + 16 * L, *S = vt + 16 * L;
-    to_lanes(Q, N, qt, L, m);
-    to_lanes(Kx, N, kt, L, m);
-    to_lanes(V, N, vt, L, m);
+    to_lanes(Q, nd->li.sr, N, qt, L, m);
+    to_lanes(Kx, nd->li.sr, N, kt, L, m);
+    to_lanes(V, nd->li.sr, N, vt, L, m);
     const __m256 sc = _mm256_set1_ps(nd->g.scale), ninf = _mm256_set1_ps(-INFINITY), zero = _mm256_setzero_ps();
     const __m256 one = _mm256_set1_ps(1.0f);
     for (int blk = 0; blk < npad / 8; blk++) {
@@ -520,7 +521,7 @@ static void fwd_head(const attn_node *nd, const float *Q, const float *Kx, const
         __m256 res[16];   /* O = P·V, eight features at a time */
         chain8(S, vt + m + i0, L, off, K, res);
         chain8(S, vt + 8 * L + m + i0, L, off, K, res + 8);
-        chains_out(res, 1.f, 1, O + (int64_t)i0 * 16, n);
+        chains_out(res, 1.f, 1, O + (int64_t)i0 * nd->lo.sr, nd->lo.sr, n);
     }
 }
 
@@ -534,7 +535,7 @@ static void bwd_head(const attn_node *nd, const float *Q, const float *Kx, const
     float *qt = ws, *kt = qt + 16 * L, *vt = kt + 16 * L, *dot = vt + 16 * L, *Pt = dot + 16 * L, *dSt = Pt + (size_t)K * L;
     float *X = dSt + (size_t)K * L;
     const int need_keys = dk || dv;
-    bwd_setup(nd, Q, Kx, V, dO, ws, need_keys);
+    bwd_setup(nd, Q, Kx, V, nd->li.sr, dO, nd->lo.sr, ws, need_keys);
     for (int blk = 0; blk < npad / 8; blk++) {   /* queries: dS = P∘(dO·Vᵀ − δ), dQ += scale·dS·K */
         const int i0 = blk * 8, n = N - i0 < 8 ? N - i0 : 8;
         const uint16_t *qm = nd->w_qm + (size_t)blk * K;
@@ -560,7 +561,7 @@ static void bwd_head(const attn_node *nd, const float *Q, const float *Kx, const
         __m256 res[16];
         chain8(X, kt + m + i0, L, off, K, res);
         chain8(X, kt + 8 * L + m + i0, L, off, K, res + 8);
-        chains_out(res, nd->g.scale, 0, dq + (int64_t)i0 * 16, n);
+        chains_out(res, nd->g.scale, 0, dq + (int64_t)i0 * nd->li.sr, nd->li.sr, n);
     }
     if (!need_keys) return;
     for (int blk = 0; blk < npad / 8; blk++) {   /* keys: dV += Pᵀ·dO, dK += scale·dSᵀ·Q, in list order */
@@ -595,7 +596,7 @@ static void bwd_head(const attn_node *nd, const float *Q, const float *Kx, const
 #pragma GCC unroll 8
                 for (int e = 0; e < 8; e++) res[h + e] = a[e];
             }
-            chains_out(res, pass ? nd->g.scale : 1.f, 0, dst + (int64_t)j0 * 16, n);
+            chains_out(res, pass ? nd->g.scale : 1.f, 0, dst + (int64_t)j0 * nd->li.sr, nd->li.sr, n);
         }
     }
 }
@@ -606,16 +607,18 @@ void al__win16_forward(const attn_node *nd, const float *q, const float *k, cons
                        float *P /* (B,H,npad/WL,K,WL) */, float *out, float *scratch)
 {
     const al_attn_cfg *g = &nd->g;
-    const int64_t heads = (int64_t)g->B * g->H, hd = (int64_t)g->N * 16, ps = (int64_t)g->noff * nd->w_npad;
+    const int64_t heads = (int64_t)g->B * g->H, ps = (int64_t)g->noff * nd->w_npad;
     const size_t per = al__win16_scratch(nd);
     al__win16_runs++;
     AL_OMP("omp parallel num_threads(nd->nthr) if (heads > 1 && heads * ps * 32 > AL_PAR_MIN)")
     {
         float *ws = scratch + (size_t)al__thread_id() * per;
         AL_OMP("omp for schedule(static)")
-        for (int64_t bh = 0; bh < heads; bh++)
-            fwd_head(nd, q + bh * hd, k + bh * hd, v + bh * hd, rel ? rel + (bh % g->H) * g->noff : NULL, P + bh * ps,
-                     out + bh * hd, ws);
+        for (int64_t bh = 0; bh < heads; bh++) {
+            const int64_t at = al__lay_head(&nd->li, bh, g->H);
+            fwd_head(nd, q + at, k + at, v + at, rel ? rel + (bh % g->H) * g->noff : NULL, P + bh * ps,
+                     out + al__lay_head(&nd->lo, bh, g->H), ws);
+        }
     }
 }
 
@@ -624,15 +627,17 @@ static void win16_run_backward(const attn_node *nd, const float *q, const float 
                                float *dS /* (B,H,npad/WL,K,WL) */, float *dq, float *dk, float *dv, float *scratch)
 {
     const al_attn_cfg *g = &nd->g;
-    const int64_t heads = (int64_t)g->B * g->H, hd = (int64_t)g->N * 16, ps = (int64_t)g->noff * nd->w_npad;
+    const int64_t heads = (int64_t)g->B * g->H, ps = (int64_t)g->noff * nd->w_npad;
     const size_t per = al__win16_scratch(nd);
     AL_OMP("omp parallel num_threads(nd->nthr) if (heads > 1 && heads * ps * 96 > AL_PAR_MIN)")
     {
         float *ws = scratch + (size_t)al__thread_id() * per;
         AL_OMP("omp for schedule(static)")
-        for (int64_t bh = 0; bh < heads; bh++)
-            bwd_head(nd, q + bh * hd, k + bh * hd, v + bh * hd, dO + bh * hd, nd->P + bh * ps, dS + bh * ps,
-                     dq ? dq + bh * hd : NULL, dk ? dk + bh * hd : NULL, dv ? dv + bh * hd : NULL, ws);
+        for (int64_t bh = 0; bh < heads; bh++) {
+            const int64_t at = al__lay_head(&nd->li, bh, g->H);
+            bwd_head(nd, q + at, k + at, v + at, dO + al__lay_head(&nd->lo, bh, g->H), nd->P + bh * ps, dS + bh * ps,
+                     dq ? dq + at : NULL, dk ? dk + at : NULL, dv ? dv + at : NULL, ws);
+        }
     }
 }
 
@@ -662,15 +667,15 @@ static void rel_grad(const attn_node *nd, const float *dS /* (B,H,npad/WL,K,WL) 
 void al__win16_backward(al_ctx *c, attn_node *nd)
 {
     const al_attn_cfg *g = &nd->g;
-    float *dq = nd->q->requires_grad ? al_grad(c, nd->q) : NULL;
-    float *dk = nd->k->requires_grad ? al_grad(c, nd->k) : NULL;
-    float *dv = nd->v->requires_grad ? al_grad(c, nd->v) : NULL;
+    const float *q, *k, *v;
+    float *dq, *dk, *dv;
+    al__attn_ptrs(c, nd, &q, &k, &v, &dq, &dk, &dv);
     float *drel = nd->rel && nd->rel->requires_grad ? al_grad(c, nd->rel) : NULL;
     float *dS = al_arena_alloc(&c->arena, (size_t)g->B * g->H * g->noff * nd->w_npad * sizeof(float));
     float *scr = al_arena_alloc(&c->arena, (size_t)nd->nthr * al__win16_scratch(nd) * sizeof(float));
     if (!dS || !scr) { al_fail(c, "attention backward: out of memory"); return; }
     if (!al_ok(c)) return;
-    win16_run_backward(nd, nd->q->data, nd->k->data, nd->v->data, nd->out->grad, dS, dq, dk, dv, scr);
+    win16_run_backward(nd, q, k, v, nd->out->grad, dS, dq, dk, dv, scr);
     if (drel) rel_grad(nd, dS, drel);
 }
 

@@ -1,6 +1,7 @@
 /* block.c — the pre-LN transformer block shared by the image and sequence models (block_impl.h). */
 #include "block_impl.h"
 #include "attnlab/ops.h"
+#include "attnlab/attention.h"
 #include <stdio.h>
 
 al_status al__block_params_add(al_params *P, al_block_params *p, int b, const char *attn_prefix, int dim, int heads,
@@ -65,15 +66,25 @@ al_tensor *al__block_forward_drop(al_ctx *c, const al_block_params *p, const al_
      * Not when the attention weights are captured (they live among the temporaries). */
     const int lean = !c->grad_enabled && !d->weights;
     al_arena_mark m0 = al_ctx_mark(c), m1;
-    al_tensor *h = al_layernorm(c, x, p->ln1_w, p->ln1_b, 1e-5f);
-    al_tensor *q, *k, *v;                                                       /* (…,H,N,Dh) each */
-    if (al_linear_qkv(c, h, p->qkv_w, p->qkv_b, heads, &q, &k, &v) != AL_OK) return NULL;   /* no (…,N,3D) kept */
-    /* A move costs a copy of what is kept: it is made where it frees at least as much as it moves.
-     * q, k, v stay above the layer norm's output (moving 3 to free 1), the merged heads above the
-     * attention's output (1 for 1): both go at the next move, one step later. */
-    al_tensor *o = al_attention(c, d, q, k, v, p->a_q, p->a_k, p->rel, bias);   /* (…,H,N,Dh) */
-    if (lean_keep(c, lean, m0, &o, 1)) return NULL;
-    o = al_merge_heads(c, o);
+    al_tensor *h = al_layernorm(c, x, p->ln1_w, p->ln1_b, 1e-5f), *o;
+    if (!h) return NULL;
+    const int nd = h->ndim, B = nd == 3 ? h->shape[0] : 1, N = h->shape[nd - 2], D = h->shape[nd - 1];
+    if (nd == 3 && !p->a_q && !bias && al_attention_qkv_inplace(c, d, B, N, heads, D / heads, p->rel)) {
+        /* the lane kernels read q, k, v in place from the (B,N,3D) projection and write the heads merged:
+         * the same bits as the path below, without its split and merge copies */
+        al_tensor *qkv = al_linear(c, h, p->qkv_w, p->qkv_b);                  /* (B,N,3D) */
+        o = al_attention_qkv(c, d, qkv, heads, NULL, NULL, p->rel, NULL);      /* (B,N,D) */
+        if (lean_keep(c, lean, m0, &o, 1)) return NULL;
+    } else {
+        al_tensor *q, *k, *v;                                                   /* (…,H,N,Dh) each */
+        if (al_linear_qkv(c, h, p->qkv_w, p->qkv_b, heads, &q, &k, &v) != AL_OK) return NULL;   /* no (…,N,3D) kept */
+        /* A move costs a copy of what is kept: it is made where it frees at least as much as it moves.
+         * q, k, v stay above the layer norm's output (moving 3 to free 1), the merged heads above the
+         * attention's output (1 for 1): both go at the next move, one step later. */
+        o = al_attention(c, d, q, k, v, p->a_q, p->a_k, p->rel, bias);          /* (…,H,N,Dh) */
+        if (lean_keep(c, lean, m0, &o, 1)) return NULL;
+        o = al_merge_heads(c, o);
+    }
     o = al_linear(c, o, p->proj_w, p->proj_b);                                  /* (…,N,D) */
     if (lean) {   /* the residual moves down before the layer norm's temporaries start */
         x = al_add(c, x, al_dropout(c, o, drop));
