@@ -107,6 +107,47 @@ static void attention_backward(al_ctx *c, void *p)
 
 static int wants_grad(al_tensor *t) { return t && t->requires_grad; }
 
+/* The full pattern's forward: lse and the per-thread scratch (arena), then the d = 16 lane kernels (q, k,
+ * v, out in the node's layouts) or the generic tiles. Returns the scratch (the weights reuse it), or NULL
+ * after al_fail. */
+static float *full_run(al_ctx *c, attn_node *nd, const float *q, const float *k, const float *v, const float *bias,
+                       float *out)
+{
+    const al_attn_cfg *g = &nd->g;
+    nd->lse = al_arena_alloc(&c->arena, (size_t)g->B * g->H * g->N * sizeof(float));
+    float *scratch = al_arena_alloc(&c->arena, (size_t)nd->nthr * al__attn_full_scratch_for(g, bias, 0) * sizeof(float));
+    if (!nd->lse || !scratch) { al_fail(c, "attention: out of memory"); return NULL; }
+    if (al__attn_use_full16(g, bias)) al__full16_forward(g, q, k, v, out, nd->lse, &nd->li, &nd->lo, scratch, nd->nthr);
+    else al__attn_full_forward(g, q, k, v, nd->sq, nd->sk, bias, out, nd->lse, scratch, nd->nthr);
+    return scratch;
+}
+
+/* A window or (non-GAT) graph pattern's forward: slot lists, the d = 16 window lane kernels where they
+ * apply (q, k, v, out in the node's layouts) or the slot-list kernels, the dropout bytes, P and scratch.
+ * Returns 0, or -1 after al_fail. */
+static int slots_run(al_ctx *c, const al_attn_desc *d, attn_node *nd, const float *q, const float *k, const float *v,
+                     const float *rel, const float *bias, float *out)
+{
+    const al_attn_cfg *g = &nd->g;
+    const int64_t heads = (int64_t)g->B * g->H;
+    if (al__attn_slot_lists(c, &d->pattern, g, nd) != 0) return -1;
+    nd->win16 = g->slots > 0 && al__win16_ok(g, &d->pattern, bias);
+    if (nd->win16 && al__win16_setup(c, nd) != 0) return -1;
+    if (g->drop) {
+        nd->keepb = al_arena_alloc(&c->arena, (size_t)(heads * g->slots > 0 ? heads * g->slots : 1));
+        if (!nd->keepb) { al_fail(c, "attention: out of memory"); return -1; }
+        al__attn_keep_bytes(g, nd->keepb);
+    }
+    const int64_t psz = nd->win16 ? heads * g->noff * nd->w_npad : heads * g->slots;
+    nd->P = al_arena_alloc(&c->arena, (size_t)(psz > 0 ? psz : 1) * sizeof(float));
+    const size_t per = nd->win16 ? al__win16_scratch(nd) : (size_t)nd->maxdeg;
+    float *scratch = al_arena_alloc(&c->arena, (size_t)nd->nthr * per * sizeof(float));
+    if (!nd->P || !scratch) { al_fail(c, "attention: out of memory"); return -1; }
+    if (nd->win16) al__win16_forward(nd, q, k, v, rel, nd->P, out, scratch);
+    else al__attn_sparse_forward(nd, q, k, v, rel, bias, out, scratch);
+    return 0;
+}
+
 al_tensor *al_attention(al_ctx *c, const al_attn_desc *d, al_tensor *q, al_tensor *k, al_tensor *v,
                         al_tensor *a_q, al_tensor *a_k, al_tensor *rel_bias, al_tensor *bias)
 {
@@ -133,15 +174,9 @@ al_tensor *al_attention(al_ctx *c, const al_attn_desc *d, al_tensor *q, al_tenso
     al_tensor *w = NULL;
     if (d->pattern.kind == AL_PAT_FULL) {
         if (d->weights) { w = al_new(c, 4, (int[]){g.B, g.H, N, N}); if (!w) return NULL; }
-        nd->lse = al_arena_alloc(&c->arena, (size_t)rows * sizeof(float));
         const float *bd = bias ? bias->data : NULL;
-        float *scratch = al_arena_alloc(&c->arena, (size_t)nd->nthr * al__attn_full_scratch_for(&g, bd, 0) * sizeof(float));
-        if (!nd->lse || !scratch) return al_fail(c, "attention: out of memory");
-        if (al__attn_use_full16(&g, bd)) {
-            const al_attn_lay plain = al__lay_plain(&g, 16);
-            al__full16_forward(&g, q->data, k->data, v->data, out->data, nd->lse, &plain, &plain, scratch, nd->nthr);
-        }
-        else al__attn_full_forward(&g, q->data, k->data, v->data, nd->sq, nd->sk, bd, out->data, nd->lse, scratch, nd->nthr);
+        float *scratch = full_run(c, nd, q->data, k->data, v->data, bd, out->data);
+        if (!scratch) return NULL;
         if (w) al__attn_full_weights(&g, q->data, k->data, nd->sq, nd->sk, bd, nd->lse, w->data, scratch, nd->nthr);
     } else if (nd->gat) {
         if (al__attn_slot_lists(c, &d->pattern, &g, nd) != 0 || al__attn_gat_setup(c, nd) != 0) return NULL;
@@ -155,23 +190,9 @@ al_tensor *al_attention(al_ctx *c, const al_attn_desc *d, al_tensor *q, al_tenso
                     w->data[bh * g.slots + s] = nd->P[((bh / g.H) * g.slots + s) * g.H + bh % g.H];
         }
     } else {
-        if (al__attn_slot_lists(c, &d->pattern, &g, nd) != 0) return NULL;
-        nd->win16 = g.slots > 0 && al__win16_ok(&g, &d->pattern, bias);
-        if (nd->win16 && al__win16_setup(c, nd) != 0) return NULL;
-        if (g.drop) {
-            nd->keepb = al_arena_alloc(&c->arena, (size_t)(rows / N * g.slots > 0 ? rows / N * g.slots : 1));
-            if (!nd->keepb) return al_fail(c, "attention: out of memory");
-            al__attn_keep_bytes(&g, nd->keepb);
-        }
-        const int64_t psz = nd->win16 ? rows / N * g.noff * nd->w_npad : rows / N * g.slots;
-        nd->P = al_arena_alloc(&c->arena, (size_t)(psz > 0 ? psz : 1) * sizeof(float));
-        if (!nd->P) return al_fail(c, "attention: out of memory");
-        const size_t per = nd->win16 ? al__win16_scratch(nd) : (size_t)nd->maxdeg;
-        float *scratch = al_arena_alloc(&c->arena, (size_t)nd->nthr * per * sizeof(float));
-        if (!scratch) return al_fail(c, "attention: out of memory");
-        if (nd->win16) al__win16_forward(nd, q->data, k->data, v->data, rel_bias ? rel_bias->data : NULL, nd->P, out->data, scratch);
-        else al__attn_sparse_forward(nd, q->data, k->data, v->data, rel_bias ? rel_bias->data : NULL, bias ? bias->data : NULL,
-                                     out->data, scratch);
+        if (slots_run(c, d, nd, q->data, k->data, v->data, rel_bias ? rel_bias->data : NULL, bias ? bias->data : NULL,
+                      out->data) != 0)
+            return NULL;
         if (d->weights) {
             if (g.noff) w = al_new(c, 4, (int[]){g.B, g.H, N, g.noff});
             else w = al_new(c, 3, (int[]){g.B, g.H, g.slots > 0 ? (int)g.slots : 1});
@@ -268,23 +289,10 @@ al_tensor *al_attention_qkv(al_ctx *c, const al_attn_desc *d, al_tensor *qkv, in
     nd->g = g; nd->pat = d->pattern; nd->qkv = qkv; nd->rel = rel_bias; nd->out = out; nd->nthr = al_threads();
     nd->li = (al_attn_lay){(int64_t)N * 3 * H * D, D, 3 * H * D};
     nd->lo = (al_attn_lay){(int64_t)N * H * D, D, H * D};
-    const float *q = qkv->data, *k = q + H * D, *v = q + 2 * H * D;
-    const int64_t rows = (int64_t)B * H * N;
-    if (d->pattern.kind == AL_PAT_FULL) {
-        nd->lse = al_arena_alloc(&c->arena, (size_t)rows * sizeof(float));
-        float *scratch = al_arena_alloc(&c->arena, (size_t)nd->nthr * al__attn_full_scratch_for(&g, NULL, 0) * sizeof(float));
-        if (!nd->lse || !scratch) return al_fail(c, "attention_qkv: out of memory");
-        al__full16_forward(&g, q, k, v, out->data, nd->lse, &nd->li, &nd->lo, scratch, nd->nthr);
-    } else {
-        if (al__attn_slot_lists(c, &d->pattern, &g, nd) != 0) return NULL;
-        nd->win16 = 1;
-        if (al__win16_setup(c, nd) != 0) return NULL;
-        const int64_t psz = rows / N * g.noff * nd->w_npad;
-        nd->P = al_arena_alloc(&c->arena, (size_t)psz * sizeof(float));
-        float *scratch = al_arena_alloc(&c->arena, (size_t)nd->nthr * al__win16_scratch(nd) * sizeof(float));
-        if (!nd->P || !scratch) return al_fail(c, "attention_qkv: out of memory");
-        al__win16_forward(nd, q, k, v, rel_bias ? rel_bias->data : NULL, nd->P, out->data, scratch);
-    }
+    const float *q = qkv->data, *k = q + H * D, *v = q + 2 * H * D;   /* qkv_lanes: the lane kernels run */
+    if (d->pattern.kind == AL_PAT_FULL ? !full_run(c, nd, q, k, v, NULL, out->data)
+                                       : slots_run(c, d, nd, q, k, v, rel_bias ? rel_bias->data : NULL, NULL, out->data) != 0)
+        return NULL;
     attn_count(nd, AL_FLOPS_FWD);
     if (c->grad_enabled && (wants_grad(qkv) || wants_grad(rel_bias))) {
         out->requires_grad = 1;

@@ -1,7 +1,7 @@
 /* full.c — full attention, streamed flash-attention style: q-tiles × k-tiles, online softmax, only
  * the per-row logsumexp is saved; backward recomputes the scores. Memory O(N·D) per head.
  * Backward, three strategies chosen by shape only (never by the thread count):
- *   fused     one pass per head (B·H ≥ FUSED_MIN_HEADS, no bias gradient): each (b, h) task owns
+ *   fused     one pass per head (B·H ≥ AL_FULL_FUSED_MIN_HEADS, no bias gradient): each (b, h) task owns
  *             its rows of dQ, dK, dV;
  *   queries   pass 1 over query tiles (dQ, dsq, dbias), batch innermost;
  *   keys      pass 2 over key tiles (dK, dV, dsk), batch innermost;
@@ -18,7 +18,6 @@
 
 #define BQ 128  /* queries per tile (full) */
 #define BK 128  /* keys per tile (full) */
-#define FUSED_MIN_HEADS AL_FULL_FUSED_MIN_HEADS   /* full backward: one pass per head from this many (b, h) heads */
 
 /* Scratch floats per thread for the full kernels: three (BQ, BK) tiles and the accumulators. */
 static size_t full_scratch(const al_attn_cfg *g)
@@ -429,7 +428,7 @@ void al__attn_full_backward(al_ctx *c, attn_node *nd)
             for (int e = 0; e < Dv; e++) s = AL_FMA(dO[at + e], o[at + e], s);
             delta[bh * N + i] = s;
         }
-    if (al__attn_use_full16(g, bias) && (int64_t)B * H >= FUSED_MIN_HEADS) {   /* (al_attention_qkv: always) */
+    if (al__attn_use_full16(g, bias) && (int64_t)B * H >= AL_FULL_FUSED_MIN_HEADS) {   /* (al_attention_qkv: always) */
         al__full16_backward(g, q, k, v, dO, nd->lse, delta, dq, dk, dv, &nd->li, &nd->lo, scratch, nd->nthr);
         return;
     }
@@ -439,7 +438,7 @@ void al__attn_full_backward(al_ctx *c, attn_node *nd)
         .dq = dq, .dk = dk, .dv = dv, .dbias = dbias, .dsq = dsq, .dsk = dsk, .scratch = scratch, .per = per,
         .nqt = (N + BQ - 1) / BQ, .nkt = (N + BK - 1) / BK, .need_aq = need_aq, .need_ak = need_ak,
     };
-    if (!dbias && (int64_t)B * H >= FUSED_MIN_HEADS) {
+    if (!dbias && (int64_t)B * H >= AL_FULL_FUSED_MIN_HEADS) {
         full_bwd_fused(&w);
     } else {
         if (dq || dbias || need_aq) full_bwd_queries(&w);
