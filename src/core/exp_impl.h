@@ -131,6 +131,8 @@ static inline al_vf al__exp_cephes_v(al_vf x) { return al__exp_cephes(x); }
 /* The sixteen-lane twin (al_v16). */
 #if defined(__AVX512F__)
 static inline al_v16 al__exp_cephes_v16(al_v16 x) { return al__exp_cephes_v(x); }
+#elif defined(AL_SIMD_AVX2)
+static inline al_v16 al__exp_cephes_v16(al_v16 x) { return (al_v16){al__exp_cephes_v(x.lo), al__exp_cephes_v(x.hi)}; }
 #else
 static inline al_v16 al__exp_cephes_v16(al_v16 x)
 {

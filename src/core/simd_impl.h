@@ -8,8 +8,8 @@
  *           horizontal reductions. Used by the GEMM micro-kernels, the sparse attention rows and
  *           the convolution row copies.
  *   al_v16  exactly sixteen lanes whatever the machine (kernels whose lanes ARE sixteen things, e.g.
- *           the heads of the GAT kernel): an __m512 on AVX-512, else a struct of 16 floats operated
- *           on lane by lane (al_m16 is then the count of live lanes). The lane-by-lane versions do
+ *           the heads of the GAT kernel): an __m512 on AVX-512, two __m256 on AVX2+FMA, else a struct
+ *           of 16 floats operated on lane by lane (al_m16 is then the count of live lanes). The lane-by-lane versions do
  *           the same IEEE operation per lane as the vector ones (AL_FMA when the scalar code has a
  *           hardware FMA), so every build gives the same bits for the same lane.
  *
@@ -135,7 +135,8 @@ static inline al_v16 al_v16_add(al_v16 a, al_v16 b) { return _mm512_add_ps(a, b)
 static inline al_v16 al_v16_sub(al_v16 a, al_v16 b) { return _mm512_sub_ps(a, b); }
 static inline al_v16 al_v16_mul(al_v16 a, al_v16 b) { return _mm512_mul_ps(a, b); }
 static inline al_v16 al_v16_fma(al_v16 a, al_v16 b, al_v16 c) { return _mm512_fmadd_ps(a, b, c); }
-static inline al_v16 al_v16_max(al_v16 a, al_v16 b) { return _mm512_max_ps(a, b); }
+/* b > a ? b : a, as the scalar version (vmaxps returns its second operand unless the first is greater) */
+static inline al_v16 al_v16_max(al_v16 a, al_v16 b) { return _mm512_max_ps(b, a); }
 /* u > 0 ? x : slope·x per lane (the LeakyReLU factor of u applied to x) */
 static inline al_v16 al_v16_pos_or(al_v16 u, al_v16 x, float slope)
 {
@@ -150,6 +151,65 @@ static inline al_v16 al_v16_recip(al_v16 s)
 static inline al_v16 al_v16_keep(uint32_t bits, al_v16 x, float ik)
 {
     return _mm512_maskz_mul_ps((__mmask16)bits, x, _mm512_set1_ps(ik));
+}
+#elif defined(AL_SIMD_AVX2)
+/* Two __m256 halves. al_m16 is the count of live lanes, as in the scalar version: a load or store
+ * takes a plain 8-float move for a whole half and vmaskmov only for a partial one (whose store is
+ * microcoded on AMD), and skips a dead half. Every operation is the scalar version's per lane (max
+ * and the selects are written to return what its ternaries return), so the bits are the same. */
+typedef struct { __m256 lo, hi; } al_v16;
+typedef int al_m16;
+static const int32_t al__m8tab[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+static inline __m256i al__m8(int k) { return _mm256_loadu_si256((const __m256i *)(al__m8tab + 8 - k)); }   /* first k lanes, 0 ≤ k ≤ 8 */
+static inline al_m16 al_v16_mask(int n) { return n < 0 ? 0 : n < 16 ? n : 16; }
+static inline al_v16 al_v16_zero(void) { return (al_v16){_mm256_setzero_ps(), _mm256_setzero_ps()}; }
+static inline al_v16 al_v16_set1(float a) { return (al_v16){_mm256_set1_ps(a), _mm256_set1_ps(a)}; }
+static inline __m256 al__ld8(int k, const float *p)
+{
+    return k >= 8 ? _mm256_loadu_ps(p) : k <= 0 ? _mm256_setzero_ps() : _mm256_maskload_ps(p, al__m8(k));
+}
+static inline void al__st8(int k, float *p, __m256 x)
+{
+    if (k >= 8) _mm256_storeu_ps(p, x);
+    else if (k > 0) _mm256_maskstore_ps(p, al__m8(k), x);
+}
+static inline al_v16 al_v16_load(al_m16 m, const float *p) { return (al_v16){al__ld8(m, p), al__ld8(m - 8, p + 8)}; }
+static inline void al_v16_store(al_m16 m, float *p, al_v16 x) { al__st8(m, p, x.lo); al__st8(m - 8, p + 8, x.hi); }
+static inline al_v16 al_v16_ldl(const float *p) { return (al_v16){_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)}; }
+static inline void al_v16_stl(float *p, al_v16 x) { _mm256_storeu_ps(p, x.lo); _mm256_storeu_ps(p + 8, x.hi); }
+static inline al_v16 al_v16_add(al_v16 a, al_v16 b) { return (al_v16){_mm256_add_ps(a.lo, b.lo), _mm256_add_ps(a.hi, b.hi)}; }
+static inline al_v16 al_v16_sub(al_v16 a, al_v16 b) { return (al_v16){_mm256_sub_ps(a.lo, b.lo), _mm256_sub_ps(a.hi, b.hi)}; }
+static inline al_v16 al_v16_mul(al_v16 a, al_v16 b) { return (al_v16){_mm256_mul_ps(a.lo, b.lo), _mm256_mul_ps(a.hi, b.hi)}; }
+static inline al_v16 al_v16_fma(al_v16 a, al_v16 b, al_v16 c)
+{
+    return (al_v16){_mm256_fmadd_ps(a.lo, b.lo, c.lo), _mm256_fmadd_ps(a.hi, b.hi, c.hi)};
+}
+/* b > a ? b : a (vmaxps returns its second operand unless the first is greater) */
+static inline al_v16 al_v16_max(al_v16 a, al_v16 b) { return (al_v16){_mm256_max_ps(b.lo, a.lo), _mm256_max_ps(b.hi, a.hi)}; }
+static inline __m256 al__pos_or8(__m256 u, __m256 x, __m256 s)
+{
+    return _mm256_blendv_ps(_mm256_mul_ps(s, x), x, _mm256_cmp_ps(u, _mm256_setzero_ps(), _CMP_GT_OQ));
+}
+static inline al_v16 al_v16_pos_or(al_v16 u, al_v16 x, float slope)
+{
+    const __m256 s = _mm256_set1_ps(slope);
+    return (al_v16){al__pos_or8(u.lo, x.lo, s), al__pos_or8(u.hi, x.hi, s)};
+}
+static inline __m256 al__recip8(__m256 s)
+{
+    return _mm256_and_ps(_mm256_cmp_ps(s, _mm256_setzero_ps(), _CMP_GT_OQ), _mm256_div_ps(_mm256_set1_ps(1.f), s));
+}
+static inline al_v16 al_v16_recip(al_v16 s) { return (al_v16){al__recip8(s.lo), al__recip8(s.hi)}; }
+static inline __m256 al__keep8(uint32_t bits, __m256 x, __m256 ik)
+{
+    const __m256i b = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+    const __m256i on = _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32((int)(bits & 0xffu)), b), b);
+    return _mm256_and_ps(_mm256_castsi256_ps(on), _mm256_mul_ps(x, ik));
+}
+static inline al_v16 al_v16_keep(uint32_t bits, al_v16 x, float ik)
+{
+    const __m256 k = _mm256_set1_ps(ik);
+    return (al_v16){al__keep8(bits, x.lo, k), al__keep8(bits >> 8, x.hi, k)};
 }
 #else
 typedef struct { float v[16]; } al_v16;
