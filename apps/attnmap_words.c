@@ -105,7 +105,7 @@ static int compute_words(const attnmap_words_opts *o, words_run *R)
     R->maps = malloc((size_t)g->depth * g->heads * n * n * sizeof *R->maps);
     R->allowed = malloc((size_t)n * n); R->pred = malloc((size_t)n * sizeof *R->pred);
     if (!R->maps || !R->allowed || !R->pred) { fprintf(stderr, "attnlab attnmap: out of memory\n"); return 1; }
-    al_seq_batch b = {1, n, &n, R->sd.word, R->sd.suffix, R->sd.shape, NULL};
+    al_seq_batch b = {1, n, &n, R->sd.word, R->sd.suffix, R->sd.shape, NULL, 0};
     if (al_seq_attnmap(&R->m, &b, R->maps, R->allowed, R->pred, &err) != AL_OK) {
         fprintf(stderr, "attnlab attnmap: %s: %s\n", o->load, err.msg); return 1;
     }

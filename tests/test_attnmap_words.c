@@ -44,7 +44,7 @@ static al_seq_batch batch(int two)
     for (int i = 0; i < N; i++) { words[i] = 1 + (i * 5) % (NV - 1); sufs[i] = 1 + (i * 3) % (NV - 1); }
     for (int i = 0; i < N * 4; i++) shape[i] = (float)((i * 7) % 3 == 0);
     lens[0] = two ? 3 : N; lens[1] = N - 3;
-    al_seq_batch b = {two ? 2 : 1, N, lens, words, sufs, shape, NULL};
+    al_seq_batch b = {two ? 2 : 1, N, lens, words, sufs, shape, NULL, 0};
     return b;
 }
 

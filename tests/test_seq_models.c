@@ -37,7 +37,7 @@ static al_seq_batch view(const rbatch *r, int first, int nseg)
 {
     int a = 0; for (int s = 0; s < first; s++) a += r->len[s];
     int n = 0; for (int s = first; s < first + nseg; s++) n += r->len[s];
-    al_seq_batch b = {nseg, n, r->len + first, r->word + a, r->suffix + a, r->shape + (int64_t)a * 4, NULL};
+    al_seq_batch b = {nseg, n, r->len + first, r->word + a, r->suffix + a, r->shape + (int64_t)a * 4, NULL, 0};
     return b;
 }
 
@@ -105,6 +105,59 @@ static void test_packed_invariance(void **st)
             al_seq_free(&m);
         }
     free(rr);
+}
+
+/* Data of one length (b.uniform = 1) runs sa and trunc dense over (nseg, L): the same outputs and
+ * parameter gradients as the block-diagonal CSR, to 1e-5 (other kernels, other summation order), for
+ * every attention variant, one sentence or four, a window narrower than L and one as wide; a batch
+ * marked uniform whose lengths differ falls back to the CSR, bit for bit. */
+static void test_uniform_dense(void **st)
+{
+    (void)st;
+    const int len[] = {9, 9, 9, 9}, mixed[] = {9, 4, 9, 9};
+    const variant wide = {"trunc", 0, 0, 0, 12};
+    for (int nseg = 1; nseg <= 4; nseg += 3) {
+        rbatch r; make_batch(&r, len, nseg, 31 + (uint64_t)nseg);
+        float *rr = tu_alloc_rand(r.ntok * TAGS, 32, -1, 1);
+        float dense[64 * TAGS], csr[64 * TAGS];
+        for (size_t vi = 0; vi <= sizeof VARIANTS / sizeof *VARIANTS; vi++) {
+            const variant *v = vi < sizeof VARIANTS / sizeof *VARIANTS ? &VARIANTS[vi] : &wide;
+            al_seq_model m; init_variant(&m, v, 1);
+            if (!m.kind->attention) { al_seq_free(&m); continue; }
+            const int64_t P = m.params.total;
+            al_seq_batch b = view(&r, 0, r.nseg);
+            al_params_zero_grad(&m.params);
+            b.uniform = 1; fwd_bwd(&m, &b, rr, dense);
+            float *gd = malloc((size_t)P * sizeof(float));
+            memcpy(gd, m.params.grad, (size_t)P * sizeof(float));
+            al_params_zero_grad(&m.params);
+            b.uniform = 0; fwd_bwd(&m, &b, rr, csr);
+            double eo = tu_max_rel_err(dense, csr, (int64_t)r.ntok * TAGS), eg = tu_max_rel_err(gd, m.params.grad, P);
+            if (!(eo <= 1e-5) || !(eg <= 1e-5))
+                fail_msg("%s (score %s norm %s window %d, %d sentences): dense vs CSR: outputs %.3g, gradients %.3g", v->model,
+                         v->score ? v->score : "-", v->norm ? v->norm : "-", m.cfg.window, nseg, eo, eg);
+            free(gd);
+            /* which kernels ran: captured weights always take the CSR, so without the mark the bits are
+             * the captured run's, and with it (sa's dot-softmax: the full lane kernel) they are not
+             * (trunc's window at this small L may run the slot lists either way) */
+            float cap[64 * TAGS];
+            m.capture_attn = 1; fwd_bwd(&m, &b, rr, cap); m.capture_attn = 0;
+            assert_memory_equal(csr, cap, (size_t)r.ntok * TAGS * sizeof(float));
+            if (!strcmp(v->model, "sa") && !v->score && !v->norm && memcmp(dense, cap, (size_t)r.ntok * TAGS * sizeof(float)) == 0)
+                fail_msg("%s window %d: the uniform batch gave the CSR's bits: the dense path did not run", v->model, m.cfg.window);
+            if (nseg == 4) {   /* marked uniform, lengths differ: the CSR's bits */
+                rbatch q; make_batch(&q, mixed, 4, 33);
+                al_seq_batch bq = view(&q, 0, 4);
+                float *rq = tu_alloc_rand(q.ntok * TAGS, 34, -1, 1);
+                bq.uniform = 1; fwd_bwd(&m, &bq, rq, dense);
+                bq.uniform = 0; fwd_bwd(&m, &bq, rq, csr);
+                assert_memory_equal(dense, csr, (size_t)q.ntok * TAGS * sizeof(float));
+                free(rq);
+            }
+            al_seq_free(&m);
+        }
+        free(rr);
+    }
 }
 
 /* Changing the words of sentence 2 leaves every other sentence's logits bit for bit unchanged. */
@@ -432,6 +485,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_params),
         cmocka_unit_test(test_packed_invariance),
+        cmocka_unit_test(test_uniform_dense),
         cmocka_unit_test(test_no_crossing),
         cmocka_unit_test(test_checkpoint),
         cmocka_unit_test(test_learns_synthetic),

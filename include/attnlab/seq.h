@@ -102,6 +102,10 @@ typedef struct al_seq_batch {
     const int *word, *suffix;      /* (ntok) ids */
     const float *shape;            /* (ntok, 4) */
     const float *feat;             /* frames (cfg.feat_dim > 0): (ntok, feat_dim); word, suffix, shape unused */
+    int uniform;                   /* 1: every sequence of the data set the batch is drawn from has one length
+                                    * (generated tasks), so sa and trunc run dense over (nseg, len): the keys of
+                                    * the block-diagonal pattern, on the lane kernels, in every batching of that
+                                    * data alike. 0: lengths may differ: the pattern's CSR (any batch) */
 } al_seq_batch;
 
 /* The table: one entry per model (src/models/seq.c). */

@@ -81,7 +81,10 @@ al_status al_conllu_subset(const al_conllu *d, const int *idx, int n, al_conllu 
 
 /* ---------------- batches ---------------- */
 /* Scratch for one packed batch of up to cap tokens. */
-typedef struct batchbuf { int *len, *word, *suffix, *tag; float *shape; uint8_t *unseen, *ambiguous; } batchbuf;
+typedef struct batchbuf {
+    int *len, *word, *suffix, *tag; float *shape; uint8_t *unseen, *ambiguous;
+    const al_seq_data *ud; int uniform;   /* the last data set gathered from, and whether its lengths are all one */
+} batchbuf;
 
 static int batchbuf_alloc(batchbuf *b, int nseg, int64_t cap)
 {
@@ -114,7 +117,12 @@ static void gather(const al_seq_data *d, const int *ids, int S, batchbuf *bb, al
         else memset(bb->ambiguous + t, 0, (size_t)L);
         t += L;
     }
+    if (bb->ud != d) {   /* a property of the data set, not of the batch: the same for every batching of d */
+        bb->ud = d; bb->uniform = d->nsent > 0;
+        for (int s = 1; s < d->nsent && bb->uniform; s++) bb->uniform = d->start[s + 1] - d->start[s] == d->start[1] - d->start[0];
+    }
     b->nseg = S; b->ntok = t; b->len = bb->len; b->word = bb->word; b->suffix = bb->suffix; b->shape = bb->shape;
+    b->feat = NULL; b->uniform = bb->uniform;
 }
 
 /* The most tokens any `batch` consecutive-or-not sentences of d can hold: the sum of the largest. */
