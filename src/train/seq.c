@@ -81,10 +81,16 @@ al_status al_conllu_subset(const al_conllu *d, const int *idx, int n, al_conllu 
 
 /* ---------------- batches ---------------- */
 /* Scratch for one packed batch of up to cap tokens. */
-typedef struct batchbuf {
-    int *len, *word, *suffix, *tag; float *shape; uint8_t *unseen, *ambiguous;
-    const al_seq_data *ud; int uniform;   /* the last data set gathered from, and whether its lengths are all one */
-} batchbuf;
+typedef struct batchbuf { int *len, *word, *suffix, *tag; float *shape; uint8_t *unseen, *ambiguous; } batchbuf;
+
+/* 1 if every sentence of d has one length: a property of the data set, so every batching of d (and every
+ * batch of it) is marked alike (al_seq_batch.uniform). */
+static int uniform_lengths(const al_seq_data *d)
+{
+    for (int s = 1; s < d->nsent; s++)
+        if (d->start[s + 1] - d->start[s] != d->start[1] - d->start[0]) return 0;
+    return d->nsent > 0;
+}
 
 static int batchbuf_alloc(batchbuf *b, int nseg, int64_t cap)
 {
@@ -101,8 +107,8 @@ static void batchbuf_free(batchbuf *b)
     free(b->len); free(b->word); free(b->suffix); free(b->tag); free(b->shape); free(b->unseen); free(b->ambiguous);
 }
 
-/* Pack sentences ids[0..S) of d into bb; fills the batch view. */
-static void gather(const al_seq_data *d, const int *ids, int S, batchbuf *bb, al_seq_batch *b)
+/* Pack sentences ids[0..S) of d into bb; fills the batch view (uniform: uniform_lengths(d)). */
+static void gather(const al_seq_data *d, int uniform, const int *ids, int S, batchbuf *bb, al_seq_batch *b)
 {
     int t = 0;
     for (int k = 0; k < S; k++) {
@@ -117,12 +123,8 @@ static void gather(const al_seq_data *d, const int *ids, int S, batchbuf *bb, al
         else memset(bb->ambiguous + t, 0, (size_t)L);
         t += L;
     }
-    if (bb->ud != d) {   /* a property of the data set, not of the batch: the same for every batching of d */
-        bb->ud = d; bb->uniform = d->nsent > 0;
-        for (int s = 1; s < d->nsent && bb->uniform; s++) bb->uniform = d->start[s + 1] - d->start[s] == d->start[1] - d->start[0];
-    }
     b->nseg = S; b->ntok = t; b->len = bb->len; b->word = bb->word; b->suffix = bb->suffix; b->shape = bb->shape;
-    b->feat = NULL; b->uniform = bb->uniform;
+    b->feat = NULL; b->uniform = uniform;
 }
 
 /* The most tokens any `batch` consecutive-or-not sentences of d can hold: the sum of the largest. */
@@ -146,6 +148,7 @@ static al_status eval_with(al_ctx *c, al_seq_model *m, const al_seq_data *d, int
                            int *pred, batchbuf *bb, int *ids, const al_dist *dist, al_error *err)
 {
     int g0 = c->grad_enabled, t0 = c->training;
+    const int uni = uniform_lengths(d);
     c->grad_enabled = 0; c->training = 0;
     int64_t ok = 0, n = 0, ok_u = 0, n_u = 0, ok_a = 0, n_a = 0;
     al_status st = AL_OK;
@@ -154,7 +157,7 @@ static al_status eval_with(al_ctx *c, al_seq_model *m, const al_seq_data *d, int
         int S = d->nsent - s < batch ? d->nsent - s : batch;
         for (int k = 0; k < S; k++) ids[k] = s + k;
         al_seq_batch b;
-        gather(d, ids, S, bb, &b);
+        gather(d, uni, ids, S, bb, &b);
         al_ctx_reset(c);
         al_tensor *logits = al_seq_forward(c, m, &b);             /* (N, tags) */
         if (!logits) { st = al_seterr(err, "evaluation: %s", al_ctx_error(c)); break; }
@@ -238,7 +241,7 @@ al_status al_seq_train(al_seq_model *m, const al_seq_data *train, const al_seq_d
     opt.weight_decay = tc->weight_decay;
 
     al_rng shuf;
-    const int steps_per_epoch = (train->nsent + batch - 1) / batch;
+    const int steps_per_epoch = (train->nsent + batch - 1) / batch, uni = uniform_lengths(train);
     int64_t total_steps;
     al_diverge div;
     al__loop L = {&opt, &shuf, c, perm, train->nsent, &total_steps, &div};
@@ -253,7 +256,7 @@ al_status al_seq_train(al_seq_model *m, const al_seq_data *train, const al_seq_d
         for (step = 1; step <= steps_per_epoch; step++) {
             int s = (step - 1) * batch, S = train->nsent - s < batch ? train->nsent - s : batch;
             al_seq_batch b;
-            gather(train, perm + s, S, &bb, &b);
+            gather(train, uni, perm + s, S, &bb, &b);
             double lv; int64_t hits;                /* forward, loss (mean over the batch's tokens), backward */
             al_error serr = {{0}};
             al_status ss = tc->dist ? al__seq_step_dist(&stp, m, &b, bb.tag, tc->dist, tc->seed, total_steps, &gs, &lv, &hits, &serr)
