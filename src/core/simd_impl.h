@@ -124,7 +124,7 @@ static inline float al_v_reduce_max(al_vf x) { return x; }
 #if defined(__AVX512F__)
 typedef __m512 al_v16;
 typedef __mmask16 al_m16;
-static inline al_m16 al_v16_mask(int n) { return al_v_mask(n); }
+static inline al_m16 al_v16_mask(int n) { return n <= 0 ? 0 : al_v_mask(n); }   /* n < 0: no lane */
 static inline al_v16 al_v16_zero(void) { return _mm512_setzero_ps(); }
 static inline al_v16 al_v16_set1(float a) { return _mm512_set1_ps(a); }
 static inline al_v16 al_v16_load(al_m16 m, const float *p) { return _mm512_maskz_loadu_ps(m, p); }
@@ -214,7 +214,7 @@ static inline al_v16 al_v16_keep(uint32_t bits, al_v16 x, float ik)
 #else
 typedef struct { float v[16]; } al_v16;
 typedef int al_m16;
-static inline al_m16 al_v16_mask(int n) { return n < 16 ? n : 16; }
+static inline al_m16 al_v16_mask(int n) { return n < 0 ? 0 : n < 16 ? n : 16; }
 static inline al_v16 al_v16_zero(void) { al_v16 r; for (int l = 0; l < 16; l++) r.v[l] = 0.f; return r; }
 static inline al_v16 al_v16_set1(float a) { al_v16 r; for (int l = 0; l < 16; l++) r.v[l] = a; return r; }
 static inline al_v16 al_v16_load(al_m16 m, const float *p)
