@@ -287,6 +287,53 @@ static void test_errors(void **st)
     al_ctx_free(c);
 }
 
+/* A graph plan (the transposed lists built once, al_graph_plan_new) gives the bits of the lists built
+ * in the step: GAT's kernel (additive, softmax) and the sparse kernels (dot; relu; bias), with and
+ * without dropout, on a graph with an isolated node and a row with no self-loop; a plan made for
+ * another adjacency, or from a bad one, is refused with a message. */
+static void test_graph_plan(void **st)
+{
+    (void)st;
+    al_csr g = rand_graph(90, 0.06, 1, 7, 5);
+    al_error err = {{0}};
+    al_graph_plan *plan = al_graph_plan_new(&g, &err);
+    assert_non_null(plan);
+    for (int kind = 0; kind < 4; kind++) {
+        acase a = {0};
+        a.B = 2; a.H = 3; a.N = 90; a.D = 6; a.Dv = 5; a.slope = 0.2f; a.seed = 17 + (uint64_t)kind;
+        a.additive = kind < 2; a.relu = kind == 3; a.use_bias = kind == 2; a.dropout = kind % 2 ? 0.25f : 0.f;
+        a.pat = al_pattern_graph(&g);
+        acase b = a;
+        b.pat = al_pattern_graph_plan(&g, plan);
+        float *data[IN_COUNT];
+        acase_inputs(&a, data);
+        aresult x = acase_run(&a, data, 0), y = acase_run(&b, data, 0);
+        if (memcmp(x.out, y.out, (size_t)x.nout * sizeof(float))) fail_msg("graph plan, case %d: outputs differ", kind);
+        for (int i = 0; i < IN_COUNT; i++)
+            if (x.g[i] && memcmp(x.g[i], y.g[i], (size_t)x.n[i] * sizeof(float)))
+                fail_msg("graph plan, case %d: gradient of %s differs", kind, in_names[i]);
+        aresult_free(&x); aresult_free(&y);
+        acase_free_inputs(data);
+    }
+    /* another adjacency with the plan of g: refused */
+    al_csr h = rand_graph(90, 0.06, 1, 7, 6);
+    al_ctx *c = al_ctx_new(1);
+    al_tensor *q = al_zeros(c, 4, (int[]){1, 1, 90, 4});
+    al_attn_desc d = {.pattern = al_pattern_graph_plan(&h, plan)};
+    assert_null(al_attention(c, &d, q, q, q, NULL, NULL, NULL, NULL));
+    assert_non_null(strstr(al_ctx_error(c), "plan"));
+    al_ctx_clear_error(c);
+    d.pattern = al_pattern_graph_plan(&g, plan);
+    assert_non_null(al_attention(c, &d, q, q, q, NULL, NULL, NULL, NULL));
+    al_ctx_free(c);
+    h.col[3] = 90;   /* a column outside the nodes */
+    assert_null(al_graph_plan_new(&h, &err));
+    assert_non_null(strstr(err.msg, "column"));
+    al_csr_free(&h);
+    al_graph_plan_free(plan);
+    al_csr_free(&g);
+}
+
 /* Peak arena memory of full-attention fwd+bwd: linear in N, never an N×N matrix. */
 static size_t full_peak(int n)
 {
@@ -360,6 +407,7 @@ int main(void)
         cmocka_unit_test(test_deterministic_across_threads),
         cmocka_unit_test(test_weights_layout),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_graph_plan),
         cmocka_unit_test(test_full_memory_linear),
         cmocka_unit_test(test_shared_qkv),
     };

@@ -225,6 +225,8 @@ static void test_forward_gt(void **st)
     b.adj.col = malloc((size_t)n * n * sizeof *b.adj.col);
     for (int i = 0; i <= n; i++) b.adj.rowptr[i] = (int64_t)i * n;
     for (int64_t k = 0; k < (int64_t)n * n; k++) b.adj.col[k] = (int)(k % n);
+    al_graph_plan_free(b.plan);   /* the plan of the old adjacency would be refused */
+    if (!(b.plan = al_graph_plan_new(&b.adj, &err))) fail_msg("%s", err.msg);
     /* the same weights (gt-full has pe.weight after ln0: copy by name) */
     for (int i = 0; i < b.params.n; i++)
         for (int j = 0; j < a.params.n; j++)

@@ -28,6 +28,7 @@ typedef struct al_pattern {
     int win_h, win_w;      /* window2d: odd sizes, centred on the query */
     int radius;            /* window1d */
     const al_csr *adj;     /* graph: (N, N); row i = the keys query i attends to (add self-loops yourself) */
+    const struct al_graph_plan *plan;   /* graph, optional: adj's per-key lists built once (below) */
 } al_pattern;
 
 static inline al_pattern al_pattern_full(void) { al_pattern p = {0}; p.kind = AL_PAT_FULL; return p; }
@@ -35,6 +36,17 @@ static inline al_pattern al_pattern_window2d(int gh, int gw, int wh, int ww)
 { al_pattern p = {0}; p.kind = AL_PAT_WINDOW2D; p.grid_h = gh; p.grid_w = gw; p.win_h = wh; p.win_w = ww; return p; }
 static inline al_pattern al_pattern_window1d(int radius) { al_pattern p = {0}; p.kind = AL_PAT_WINDOW1D; p.radius = radius; return p; }
 static inline al_pattern al_pattern_graph(const al_csr *adj) { al_pattern p = {0}; p.kind = AL_PAT_GRAPH; p.adj = adj; return p; }
+
+/* A graph pattern's transpose (for each key, the slots that name it), which attention otherwise
+ * builds in every step: for an adjacency that stays the same over many steps (full-batch training)
+ * build it once, pass it with al_pattern_graph_plan, and free it after the adjacency's last use. The
+ * plan remembers adj's arrays; attention refuses a plan made for other arrays, but the
+ * contents of rowptr/col must not change while the plan lives. Thread-safe to share (read only). */
+typedef struct al_graph_plan al_graph_plan;
+al_graph_plan *al_graph_plan_new(const al_csr *adj, al_error *err);   /* NULL (err set) on bad input or OOM */
+void al_graph_plan_free(al_graph_plan *plan);
+static inline al_pattern al_pattern_graph_plan(const al_csr *adj, const al_graph_plan *plan)
+{ al_pattern p = al_pattern_graph(adj); p.plan = plan; return p; }
 
 typedef struct al_attn_desc {
     al_pattern pattern;

@@ -89,6 +89,7 @@ typedef struct al_gnn {
                              * every entry in row-major order, otherwise xdense_own */
     float *xdense_own;      /* owned dense copy, or NULL */
     al_csr adj;             /* gat, gatv2, gt: A + I; gcn: Â; gat-full, gt-full, mlp: unused; owned */
+    struct al_graph_plan *plan;   /* gat, gt: adj's transposed slot lists, built once (al_graph_plan_new); owned */
     al_params params;       /* w1, b1, [a1_q, a1_k,] w2, b2, [a2_q, a2_k]; gt: w1, b1, [wpe,] blocks, w2, b2 */
     al_tensor *w1, *b1, *a1q, *a1k, *w2, *b2, *a2q, *a2k;
     /* gatv2: w1 (F, 2·H·D) and w2 (H·D, 2·C) hold the target then the source projection; a1q, a2q the

@@ -4,6 +4,8 @@
 #include "attention/attention_impl.h"
 #include "core/omp_impl.h"
 #include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 int64_t al_pattern_slots(const al_pattern *p, int n)
@@ -118,6 +120,108 @@ int al_attn_setup(al_ctx *c, const char *op, const al_attn_desc *d, al_tensor *q
     return 0;
 }
 
+/* The number of threads of a transpose: several only for a million slots or more. */
+static int transpose_threads(int nthr, int64_t slots) { return nthr > 1 && slots >= 1000000 ? nthr : 1; }
+
+/* The transposed lists of (qptr, key) (absent keys: key < 0): a counting sort of the present slots by
+ * key, slots ascending within a key. In parallel over nt fixed query ranges, each with its own counts
+ * (fill: (nt, N), zeroed) whose running sums order the ranges within a key: the same lists as one pass
+ * over the queries in order, for any nt. */
+static void transpose_lists(const int64_t *qptr, const int *key, int N, int nt, int64_t *fill /* (nt, N) */,
+                            int64_t *kptr /* (N + 1) */, int64_t *kslot /* (present) */, int *kq /* (present) */)
+{
+    AL_OMP("omp parallel num_threads(nt) if (nt > 1)")
+    {
+        AL_OMP("omp for schedule(static)")
+        for (int u = 0; u < nt; u++) {   /* range u: its count of each key */
+            const int i0 = (int)((int64_t)N * u / nt), i1 = (int)((int64_t)N * (u + 1) / nt);
+            int64_t *f = fill + (size_t)u * N;
+            for (int64_t s = qptr[i0]; s < qptr[i1]; s++) if (key[s] >= 0) f[key[s]]++;
+        }
+        AL_OMP("omp single")
+        {
+            kptr[0] = 0;
+            for (int j = 0; j < N; j++) {   /* counts to the start of each range's run */
+                int64_t at = kptr[j];
+                for (int u = 0; u < nt; u++) { const int64_t n = fill[(size_t)u * N + j]; fill[(size_t)u * N + j] = at; at += n; }
+                kptr[j + 1] = at;
+            }
+        }
+        AL_OMP("omp for schedule(static)")
+        for (int u = 0; u < nt; u++) {
+            const int i0 = (int)((int64_t)N * u / nt), i1 = (int)((int64_t)N * (u + 1) / nt);
+            int64_t *f = fill + (size_t)u * N;
+            for (int i = i0; i < i1; i++)
+                for (int64_t s = qptr[i]; s < qptr[i + 1]; s++) {
+                    const int j = key[s];
+                    if (j < 0) continue;
+                    kslot[f[j]] = s; kq[f[j]] = i; f[j]++;
+                }
+        }
+    }
+}
+
+/* The longest slot list of a query or a key (at least 1). */
+static int64_t max_degree(const int64_t *qptr, const int64_t *kptr, int N)
+{
+    int64_t md = 1;
+    for (int i = 0; i < N; i++) {
+        if (qptr[i + 1] - qptr[i] > md) md = qptr[i + 1] - qptr[i];
+        if (kptr[i + 1] - kptr[i] > md) md = kptr[i + 1] - kptr[i];
+    }
+    return md;
+}
+
+/* A graph plan: one adjacency's transposed lists, built once on the heap (al_graph_plan_new). */
+struct al_graph_plan {
+    const int64_t *rowptr; const int *col; int N; int64_t nnz;   /* the adjacency's arrays it was made for */
+    int64_t *kptr, *kslot; int *kq; int maxdeg;
+};
+
+al_graph_plan *al_graph_plan_new(const al_csr *adj, al_error *err)
+{
+    if (!adj || adj->rows != adj->cols || adj->rows < 0 || adj->nnz < 0 || !adj->rowptr || (adj->nnz > 0 && !adj->col)) {
+        al_seterr(err, "graph plan: the adjacency must be a square CSR");
+        return NULL;
+    }
+    const int N = adj->rows;
+    const int64_t nnz = adj->nnz;
+    for (int64_t s = 0; s < nnz; s++)
+        if (adj->col[s] >= N) { al_seterr(err, "graph plan: column %d of slot %lld is outside the %d nodes", adj->col[s], (long long)s, N); return NULL; }
+    int64_t present = 0;
+    for (int64_t s = 0; s < nnz; s++) present += adj->col[s] >= 0;
+    const int nt = transpose_threads(al_threads(), nnz);
+    al_graph_plan *q = calloc(1, sizeof *q);
+    int64_t *fill = calloc((size_t)nt * (size_t)(N > 0 ? N : 1), sizeof *fill);
+    if (q) {
+        q->kptr = malloc((size_t)(N + 1) * sizeof *q->kptr);
+        q->kslot = malloc((size_t)(present > 0 ? present : 1) * sizeof *q->kslot);
+        q->kq = malloc((size_t)(present > 0 ? present : 1) * sizeof *q->kq);
+    }
+    if (!q || !fill || !q->kptr || !q->kslot || !q->kq) {
+        free(fill); al_graph_plan_free(q);
+        al_seterr(err, "graph plan: out of memory for the lists of %lld slots", (long long)nnz);
+        return NULL;
+    }
+    transpose_lists(adj->rowptr, adj->col, N, nt, fill, q->kptr, q->kslot, q->kq);
+    free(fill);
+    const int64_t md = max_degree(adj->rowptr, q->kptr, N);
+    if (md > INT32_MAX / 2) {
+        al_graph_plan_free(q);
+        al_seterr(err, "graph plan: a node with %lld edges is too many", (long long)md);
+        return NULL;
+    }
+    q->rowptr = adj->rowptr; q->col = adj->col; q->N = N; q->nnz = nnz; q->maxdeg = (int)md;
+    return q;
+}
+
+void al_graph_plan_free(al_graph_plan *q)
+{
+    if (!q) return;
+    free(q->kptr); free(q->kslot); free(q->kq);
+    free(q);
+}
+
 /* Build qptr/key (window patterns; graphs borrow the CSR) and the transposed slot lists. */
 /* A graph's transposed lists, kept as the arena's memo: the layers of a model over one adjacency
  * (borrowed for the whole step already) build them once per step, not once per layer. */
@@ -132,6 +236,15 @@ int al__attn_slot_lists(al_ctx *c, const al_pattern *p, const al_attn_cfg *g, at
     const int64_t slots = g->slots;
     if (p->kind == AL_PAT_GRAPH) {
         nd->qptr = p->adj->rowptr; nd->key = nd->keyc = p->adj->col;
+        if (p->plan) {
+            const al_graph_plan *q = p->plan;
+            if (q->rowptr != p->adj->rowptr || q->col != p->adj->col || q->N != N || q->nnz != slots) {
+                al_fail(c, "attention: the graph plan was made for another adjacency (al_graph_plan_new on this one)");
+                return -1;
+            }
+            nd->kptr = q->kptr; nd->kslot = q->kslot; nd->kq = q->kq; nd->maxdeg = q->maxdeg;
+            return 0;
+        }
         const graph_lists *m = c->arena.memo;
         if (m && m->adj == p->adj && m->rowptr == p->adj->rowptr && m->col == p->adj->col && m->N == N && m->nnz == slots) {
             nd->kptr = m->kptr; nd->kslot = m->kslot; nd->kq = m->kq; nd->maxdeg = m->maxdeg;
@@ -164,11 +277,8 @@ int al__attn_slot_lists(al_ctx *c, const al_pattern *p, const al_attn_cfg *g, at
             for (int64_t s = qptr[i]; s < qptr[i + 1]; s++) keyc[s] = key[s] >= 0 ? key[s] : i;
         nd->qptr = qptr; nd->key = key; nd->keyc = keyc;
     }
-    /* transpose: counting sort of present slots by key, slots ascending within a key. In parallel
-     * over nt fixed query ranges, each with its own counts whose running sums order the ranges
-     * within a key: the same lists as one pass over the queries in order. */
-    const int nt = nd->nthr > 1 && slots >= 1000000 ? nd->nthr : 1;
     int64_t present = 0;
+    const int nt = transpose_threads(nd->nthr, slots);
     AL_OMP("omp parallel for schedule(static) num_threads(nt) reduction(+:present) if (nt > 1)")
     for (int64_t s = 0; s < slots; s++) present += nd->key[s] >= 0;
     int64_t *kptr = al_arena_alloc(&c->arena, (size_t)(N + 1) * sizeof(int64_t));
@@ -177,42 +287,10 @@ int al__attn_slot_lists(al_ctx *c, const al_pattern *p, const al_attn_cfg *g, at
     const al_arena_mark mark = al_arena_mark_get(&c->arena);
     int64_t *fill = al_arena_calloc(&c->arena, (size_t)nt * N * sizeof(int64_t));   /* (nt, N) a temporary */
     if (!kptr || !kslot || !kq || !fill) { al_fail(c, "attention: out of memory"); return -1; }
-    AL_OMP("omp parallel num_threads(nt) if (nt > 1)")
-    {
-        AL_OMP("omp for schedule(static)")
-        for (int u = 0; u < nt; u++) {   /* range u: its count of each key */
-            const int i0 = (int)((int64_t)N * u / nt), i1 = (int)((int64_t)N * (u + 1) / nt);
-            int64_t *f = fill + (size_t)u * N;
-            for (int64_t s = nd->qptr[i0]; s < nd->qptr[i1]; s++) if (nd->key[s] >= 0) f[nd->key[s]]++;
-        }
-        AL_OMP("omp single")
-        {
-            kptr[0] = 0;
-            for (int j = 0; j < N; j++) {   /* counts to the start of each range's run */
-                int64_t at = kptr[j];
-                for (int u = 0; u < nt; u++) { const int64_t n = fill[(size_t)u * N + j]; fill[(size_t)u * N + j] = at; at += n; }
-                kptr[j + 1] = at;
-            }
-        }
-        AL_OMP("omp for schedule(static)")
-        for (int u = 0; u < nt; u++) {
-            const int i0 = (int)((int64_t)N * u / nt), i1 = (int)((int64_t)N * (u + 1) / nt);
-            int64_t *f = fill + (size_t)u * N;
-            for (int i = i0; i < i1; i++)
-                for (int64_t s = nd->qptr[i]; s < nd->qptr[i + 1]; s++) {
-                    const int j = nd->key[s];
-                    if (j < 0) continue;
-                    kslot[f[j]] = s; kq[f[j]] = i; f[j]++;
-                }
-        }
-    }
+    transpose_lists(nd->qptr, nd->key, N, nt, fill, kptr, kslot, kq);
     al_arena_release(&c->arena, mark);
     nd->kptr = kptr; nd->kslot = kslot; nd->kq = kq;
-    int64_t md = 1;
-    for (int i = 0; i < N; i++) {
-        if (nd->qptr[i + 1] - nd->qptr[i] > md) md = nd->qptr[i + 1] - nd->qptr[i];
-        if (kptr[i + 1] - kptr[i] > md) md = kptr[i + 1] - kptr[i];
-    }
+    const int64_t md = max_degree(nd->qptr, kptr, N);
     if (md > INT32_MAX / 2) { al_fail(c, "attention: a node with %lld edges is too many", (long long)md); return -1; }
     nd->maxdeg = (int)md;
     if (p->kind == AL_PAT_GRAPH) {

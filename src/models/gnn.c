@@ -184,6 +184,8 @@ al_status al_gnn_init(al_gnn *m, const al_gnn_cfg *cfg, const al_graph *g, uint6
         if (gm->graph && al_graph_gcn_norm(g, &m->adj, err)) goto fail;
     }
     if (dense_features(m, err)) goto fail;
+    /* gat and gt: the attention's per-key lists of the fixed adjacency once, not in every step */
+    if (gm->graph && cfg->kind != AL_GNN_GCN && cfg->kind != AL_GNN_GATV2 && !(m->plan = al_graph_plan_new(&m->adj, err))) goto fail;
     for (int i = 0; i < p->n; i++) p->decay[i] = cfg->decay_all ? 1 : p->t[i] == m->w1;
     al_rng r; al_rng_seed(&r, seed, AL_RNG_INIT);
     if (al_params_finalize(p, &r, err)) goto fail;
@@ -198,6 +200,8 @@ fail:
 void al_gnn_free(al_gnn *m)
 {
     al_params_free(&m->params);
+    al_graph_plan_free(m->plan);
+    m->plan = NULL;
     al_csr_free(&m->adj);
     free(m->pe);
     m->pe = NULL;
@@ -211,7 +215,7 @@ static al_tensor *gat_attend(al_ctx *c, al_gnn *m, al_tensor *h, al_tensor *aq, 
     if (!h) return NULL;
     al_attn_desc d;
     memset(&d, 0, sizeof d);
-    d.pattern = al_gnn_model_at((int)m->cfg.kind)->graph ? al_pattern_graph(&m->adj) : al_pattern_full();
+    d.pattern = al_gnn_model_at((int)m->cfg.kind)->graph ? al_pattern_graph_plan(&m->adj, m->plan) : al_pattern_full();
     d.score = AL_SCORE_ADDITIVE;
     d.norm = AL_NORM_SOFTMAX;
     d.slope = m->cfg.slope;
@@ -284,7 +288,7 @@ al_tensor *al_gnn_forward(al_ctx *c, al_gnn *m)
         const int W = cfg->heads * cfg->hidden;
         al_attn_desc d;
         memset(&d, 0, sizeof d);
-        d.pattern = cfg->kind == AL_GNN_GT ? al_pattern_graph(&m->adj) : al_pattern_full();
+        d.pattern = cfg->kind == AL_GNN_GT ? al_pattern_graph_plan(&m->adj, m->plan) : al_pattern_full();
         d.score = AL_SCORE_DOT; d.norm = AL_NORM_SOFTMAX; d.dropout = cfg->attn_dropout;
         al_tensor *h = al_gnn_project(c, m->feat, m->xdense, m->w1, 1, 0, cfg->dropout);   /* (N, W) */
         h = al_add_bcast(c, h, m->b1);
