@@ -230,6 +230,45 @@ static void test_maxpool_fresh_then_accumulate(void **st)
     al_ctx_free(c);
 }
 
+/* The 2x2 stride-2 gradient into a fresh dx, on planes wider than 32 columns and odd on both sides
+ * (columns and a row no window covers), with ties and a gradient of -0: the bits of the plain scatter
+ * d = 0, then d[argmax] += g (ties: the first max in row-major window order). */
+static void test_maxpool_grad_wide(void **st)
+{
+    (void)st;
+    enum { B = 2, C = 3, H = 29, W = 67, Ho = 14, Wo = 33 };
+    al_ctx *c = al_ctx_new(1);
+    float *x = tu_alloc_rand(B * C * H * W, 21, -1, 1);
+    for (int i = 0; i < B * C * H * W; i += 7) x[i] = 0.25f;   /* ties */
+    al_tensor *xt = al_wrap(c, x, 4, (int[]){B, C, H, W});
+    xt->requires_grad = 1;
+    al_tensor *y = al_maxpool2d(c, xt, 2, 2);
+    assert_non_null(y);
+    float *g = al_grad(c, y);
+    tu_fill(g, y->numel, 22, -1, 1);
+    g[5] = -0.f; g[40] = -0.f;
+    float *gy = malloc((size_t)y->numel * sizeof *gy);   /* backward may reuse y's gradient buffer */
+    memcpy(gy, g, (size_t)y->numel * sizeof *gy);
+    assert_int_equal(al_backward_run(c), AL_OK);
+    float *want = calloc((size_t)B * C * H * W, sizeof *want);
+    for (int p = 0; p < B * C; p++)
+        for (int oh = 0; oh < Ho; oh++)
+            for (int ow = 0; ow < Wo; ow++) {
+                int best = -1;
+                for (int dh = 0; dh < 2; dh++)
+                    for (int dw = 0; dw < 2; dw++) {
+                        const int at = p * H * W + (2 * oh + dh) * W + 2 * ow + dw;
+                        if (best < 0 || x[at] > x[best]) best = at;
+                    }
+                want[best] += gy[(p * Ho + oh) * Wo + ow];
+            }
+    for (int i = 0; i < B * C * H * W; i++)
+        if (memcmp(&xt->grad[i], &want[i], sizeof(float)))
+            fail_msg("element %d: dx %a, the scatter gives %a", i, (double)xt->grad[i], (double)want[i]);
+    free(want); free(x); free(gy);
+    al_ctx_free(c);
+}
+
 /* Distinct values spaced 0.05 apart, eps 1e-3: no argmax changes under the perturbation. */
 static void gradcheck_pool(int B, int C, int H, int W, int k, int s, uint64_t seed)
 {
@@ -401,6 +440,7 @@ int main(void)
         cmocka_unit_test(test_conv2d_shape_errors),
         cmocka_unit_test(test_maxpool_forward_and_ties),
         cmocka_unit_test(test_maxpool_gradcheck),
+        cmocka_unit_test(test_maxpool_grad_wide),
         cmocka_unit_test(test_maxpool_fresh_then_accumulate),
         cmocka_unit_test(test_maxpool_matches_naive),
         cmocka_unit_test(test_maxpool_ties_nan_long_rows),

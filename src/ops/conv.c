@@ -80,7 +80,45 @@ typedef struct pool_node {
     al_tensor *x;      /* (B, C, H, W) */
     al_tensor *out;    /* (B, C, Ho, Wo) */
     int32_t *arg;      /* (B, C, Ho, Wo) index of the max within its (H, W) plane */
+    int k, stride;
 } pool_node;
+
+#ifdef __AVX512F__
+/* The 2×2 stride-2 pooling's gradient into a fresh plane d (H, W): every element written once, dy
+ * where it was its window's max and 0 elsewhere, 16 windows (32 columns of two rows) at a time —
+ * no zeroing pass and no scattered adds. d = 0 + g as the scatter gives (a gradient of −0 lands as +0). */
+static void pool2_grad_fresh(float *d, const float *g /* (Ho, Wo) */, const int32_t *a /* (Ho, Wo) */, int H, int W, int Ho, int Wo)
+{
+    const __m512i lane2 = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const __m512i hi = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+    const __m512 zero = _mm512_setzero_ps();
+    for (int oh = 0; oh < Ho; oh++) {
+        float *d0 = d + (size_t)(2 * oh) * W, *d1 = d0 + W;
+        const float *go = g + (size_t)oh * Wo;
+        const int32_t *ao = a + (size_t)oh * Wo;
+        for (int ow = 0; ow < Wo; ow += 16) {
+            const int n = Wo - ow < 16 ? Wo - ow : 16, m2 = 2 * n;
+            const __mmask16 kin = n == 16 ? 0xFFFF : (__mmask16)((1u << n) - 1);
+            const __mmask16 klo = m2 >= 16 ? 0xFFFF : (__mmask16)((1u << m2) - 1);
+            const __mmask16 khi = m2 >= 32 ? 0xFFFF : m2 <= 16 ? 0 : (__mmask16)((1u << (m2 - 16)) - 1);
+            const __m512 gv = _mm512_add_ps(zero, _mm512_maskz_loadu_ps(kin, go + ow));
+            const __m512i rel = _mm512_sub_epi32(_mm512_maskz_loadu_epi32(kin, ao + ow),
+                                                 _mm512_add_epi32(_mm512_set1_epi32(2 * oh * W + 2 * ow), lane2));
+            const __m512 e0 = _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(rel, _mm512_setzero_si512()), gv);
+            const __m512 o0 = _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(rel, _mm512_set1_epi32(1)), gv);
+            const __m512 e1 = _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(rel, _mm512_set1_epi32(W)), gv);
+            const __m512 o1 = _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(rel, _mm512_set1_epi32(W + 1)), gv);
+            _mm512_mask_storeu_ps(d0 + 2 * ow, klo, _mm512_permutex2var_ps(e0, lo, o0));
+            _mm512_mask_storeu_ps(d0 + 2 * ow + 16, khi, _mm512_permutex2var_ps(e0, hi, o0));
+            _mm512_mask_storeu_ps(d1 + 2 * ow, klo, _mm512_permutex2var_ps(e1, lo, o1));
+            _mm512_mask_storeu_ps(d1 + 2 * ow + 16, khi, _mm512_permutex2var_ps(e1, hi, o1));
+        }
+        if (W > 2 * Wo) for (int j = 2 * Wo; j < W; j++) d0[j] = d1[j] = 0.f;   /* columns no window covers */
+    }
+    if (H > 2 * Ho) memset(d + (size_t)(2 * Ho) * W, 0, (size_t)(H - 2 * Ho) * W * sizeof(float));
+}
+#endif
 
 static void maxpool2d_backward(al_ctx *c, void *p)
 {
@@ -100,6 +138,12 @@ static void maxpool2d_backward(al_ctx *c, void *p)
         float *d = dx + t * HW;
         const float *g = dy + t * P;
         const int32_t *a = n->arg + t * P;
+#ifdef __AVX512F__
+        if (fresh && n->k == 2 && n->stride == 2) {
+            pool2_grad_fresh(d, g, a, n->x->shape[2], n->x->shape[3], n->out->shape[2], n->out->shape[3]);
+            continue;
+        }
+#endif
         if (fresh) memset(d, 0, (size_t)HW * sizeof(float));
         for (int64_t i = 0; i < P; i++) d[a[i]] += g[i];
     }
@@ -248,7 +292,7 @@ al_tensor *al_maxpool2d(al_ctx *c, al_tensor *x, int k, int stride)
     if (need) {
         pool_node *n = al_arena_alloc(&c->arena, sizeof *n);
         if (!n) return al_fail(c, "maxpool2d: out of memory (arena)");
-        n->x = x; n->out = out; n->arg = arg;
+        n->x = x; n->out = out; n->arg = arg; n->k = k; n->stride = stride;
         out->requires_grad = 1;
         al_tape_push_out(c, maxpool2d_backward, n, out);
     }
