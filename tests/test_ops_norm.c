@@ -58,9 +58,10 @@ static void test_layernorm_forward(void **st)
 static void test_layernorm_grad(void **st)
 {
     (void)st;
-    /* odd sizes: 3×5 rows of 7, and 70 rows (> 64 chunks) of 8 to cover the chunked reduction */
-    int shapes[2][3] = {{3, 5, 7}, {70, 1, 8}};
-    for (int s = 0; s < 2; s++) {
+    /* odd sizes: 3×5 rows of 7, and 70 rows (> 64 chunks) of 8 to cover the chunked reduction; rows of
+     * 32 and 16 take the fused 16-lane path on AVX-512 builds */
+    int shapes[4][3] = {{3, 5, 7}, {70, 1, 8}, {3, 2, 32}, {66, 1, 16}};
+    for (int s = 0; s < 4; s++) {
         int R = shapes[s][0] * shapes[s][1], C = shapes[s][2];
         float *x = tu_alloc_rand((int64_t)R * C, 10 + s, -2.f, 2.f);
         float *g = tu_alloc_rand(C, 20 + s, 0.5f, 1.5f), *b = tu_alloc_rand(C, 30 + s, -1.f, 1.f);

@@ -11,6 +11,9 @@
 #include "attnlab/kernels.h"
 #include <math.h>
 #include <string.h>
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
 
 #define LANES 16
 #define PAR_MIN 20000   /* floats of work below which a loop stays serial */
@@ -55,6 +58,49 @@ typedef struct {
 
 #define LN_CHUNKS 64   /* fixed row chunks for the dgamma/dbeta partial sums */
 
+#if defined(__AVX512F__)
+/* acc[0] after the lane tree of dot_lanes / sum_lanes (acc[j] += acc[j + w], w = 8, 4, 2, 1). */
+static inline float lane_tree16(__m512 v)
+{
+    __m256 h = _mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+    __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+    q = _mm_add_ps(q, _mm_movehl_ps(q, q));
+    q = _mm_add_ss(q, _mm_shuffle_ps(q, q, 1));
+    return _mm_cvtss_f32(q);
+}
+
+/* One row of layernorm_backward when C is a multiple of 16, fused: x̂ is computed in registers (not stored
+ * and re-read), the dgamma/dbeta partials, the two row sums and dx in two sweeps. Every value is the scalar
+ * loops' expression with the same roundings (mul then add: ISO C mode does not contract), and the row sums
+ * add their 16 lanes in the same tree, so the bits are the same. */
+static void ln_bwd_row16(const float *xr, const float *dyr, const float *gamma, float m, float rs, float inv_n, int n,
+                         float *pgc, float *pbc, float *dxr, int fresh)
+{
+    const __m512 mv = _mm512_set1_ps(m), rv = _mm512_set1_ps(rs);
+    __m512 aa = _mm512_setzero_ps(), ab = _mm512_setzero_ps();
+    for (int i = 0; i < n; i += LANES) {
+        const __m512 xh = _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(xr + i), mv), rv), d = _mm512_loadu_ps(dyr + i);
+        if (pgc) {
+            _mm512_storeu_ps(pgc + i, _mm512_add_ps(_mm512_loadu_ps(pgc + i), _mm512_mul_ps(d, xh)));
+            _mm512_storeu_ps(pbc + i, _mm512_add_ps(_mm512_loadu_ps(pbc + i), d));
+        }
+        if (dxr) {
+            const __m512 g = gamma ? _mm512_mul_ps(d, _mm512_loadu_ps(gamma + i)) : d;
+            aa = _mm512_add_ps(aa, g);
+            ab = _mm512_add_ps(ab, _mm512_mul_ps(g, xh));
+        }
+    }
+    if (!dxr) return;
+    const __m512 av = _mm512_set1_ps(lane_tree16(aa) * inv_n), bv = _mm512_set1_ps(lane_tree16(ab) * inv_n);
+    for (int i = 0; i < n; i += LANES) {
+        const __m512 xh = _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(xr + i), mv), rv), d = _mm512_loadu_ps(dyr + i);
+        const __m512 g = gamma ? _mm512_mul_ps(d, _mm512_loadu_ps(gamma + i)) : d;
+        const __m512 v = _mm512_mul_ps(rv, _mm512_sub_ps(_mm512_sub_ps(g, av), _mm512_mul_ps(xh, bv)));
+        _mm512_storeu_ps(dxr + i, fresh ? v : _mm512_add_ps(_mm512_loadu_ps(dxr + i), v));
+    }
+}
+#endif
+
 static void layernorm_backward(al_ctx *c, void *p)
 {
     ln_node *nd = p;
@@ -86,6 +132,12 @@ static void layernorm_backward(al_ctx *c, void *p)
         for (int64_t r = r0; r < r1; r++) {
             const float *xr = x + r * n, *dyr = dy + r * n;
             const float m = nd->mean[r], rs = nd->rstd[r];
+#if defined(__AVX512F__)
+            if (n % LANES == 0) {
+                ln_bwd_row16(xr, dyr, gamma, m, rs, inv_n, n, pgc, pbc, dx ? dx + r * n : NULL, fresh);
+                continue;
+            }
+#endif
             for (int i = 0; i < n; i++) xhr[i] = (xr[i] - m) * rs;
             if (pgc)
                 for (int i = 0; i < n; i++) { pgc[i] += dyr[i] * xhr[i]; pbc[i] += dyr[i]; }
