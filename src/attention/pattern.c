@@ -172,11 +172,19 @@ static int64_t max_degree(const int64_t *qptr, const int64_t *kptr, int N)
     return md;
 }
 
-/* A graph plan: one adjacency's transposed lists, built once on the heap (al_graph_plan_new). */
+/* One adjacency's transposed lists: a plan built once on the heap (al_graph_plan_new), or the arena's
+ * memo of one step, so that the layers of a model over one adjacency (borrowed for the whole step
+ * already) build them once per step, not once per layer. */
 struct al_graph_plan {
     const int64_t *rowptr; const int *col; int N; int64_t nnz;   /* the adjacency's arrays it was made for */
     int64_t *kptr, *kslot; int *kq; int maxdeg;
 };
+
+/* Were q's lists made for these arrays (and sizes)? */
+static int plan_fits(const al_graph_plan *q, const al_csr *adj, int N, int64_t nnz)
+{
+    return q->rowptr == adj->rowptr && q->col == adj->col && q->N == N && q->nnz == nnz;
+}
 
 al_graph_plan *al_graph_plan_new(const al_csr *adj, al_error *err)
 {
@@ -186,10 +194,11 @@ al_graph_plan *al_graph_plan_new(const al_csr *adj, al_error *err)
     }
     const int N = adj->rows;
     const int64_t nnz = adj->nnz;
-    for (int64_t s = 0; s < nnz; s++)
-        if (adj->col[s] >= N) { al_seterr(err, "graph plan: column %d of slot %lld is outside the %d nodes", adj->col[s], (long long)s, N); return NULL; }
     int64_t present = 0;
-    for (int64_t s = 0; s < nnz; s++) present += adj->col[s] >= 0;
+    for (int64_t s = 0; s < nnz; s++) {
+        if (adj->col[s] >= N) { al_seterr(err, "graph plan: column %d of slot %lld is outside the %d nodes", adj->col[s], (long long)s, N); return NULL; }
+        present += adj->col[s] >= 0;
+    }
     const int nt = transpose_threads(al_threads(), nnz);
     al_graph_plan *q = calloc(1, sizeof *q);
     int64_t *fill = calloc((size_t)nt * (size_t)(N > 0 ? N : 1), sizeof *fill);
@@ -222,13 +231,8 @@ void al_graph_plan_free(al_graph_plan *q)
     free(q);
 }
 
-/* Build qptr/key (window patterns; graphs borrow the CSR) and the transposed slot lists. */
-/* A graph's transposed lists, kept as the arena's memo: the layers of a model over one adjacency
- * (borrowed for the whole step already) build them once per step, not once per layer. */
-typedef struct graph_lists {
-    const al_csr *adj; const int64_t *rowptr; const int *col; int N; int64_t nnz;
-    int64_t *kptr, *kslot; int *kq; int maxdeg;
-} graph_lists;
+/* Build qptr/key (window patterns; graphs borrow the CSR) and the transposed slot lists (graphs: the
+ * pattern's plan, else the arena's memo of this step, else built and memoised). */
 
 int al__attn_slot_lists(al_ctx *c, const al_pattern *p, const al_attn_cfg *g, attn_node *nd)
 {
@@ -236,19 +240,14 @@ int al__attn_slot_lists(al_ctx *c, const al_pattern *p, const al_attn_cfg *g, at
     const int64_t slots = g->slots;
     if (p->kind == AL_PAT_GRAPH) {
         nd->qptr = p->adj->rowptr; nd->key = nd->keyc = p->adj->col;
-        if (p->plan) {
-            const al_graph_plan *q = p->plan;
-            if (q->rowptr != p->adj->rowptr || q->col != p->adj->col || q->N != N || q->nnz != slots) {
-                al_fail(c, "attention: the graph plan was made for another adjacency (al_graph_plan_new on this one)");
-                return -1;
-            }
+        const al_graph_plan *q = p->plan ? p->plan : c->arena.memo;
+        if (q && plan_fits(q, p->adj, N, slots)) {
             nd->kptr = q->kptr; nd->kslot = q->kslot; nd->kq = q->kq; nd->maxdeg = q->maxdeg;
             return 0;
         }
-        const graph_lists *m = c->arena.memo;
-        if (m && m->adj == p->adj && m->rowptr == p->adj->rowptr && m->col == p->adj->col && m->N == N && m->nnz == slots) {
-            nd->kptr = m->kptr; nd->kslot = m->kslot; nd->kq = m->kq; nd->maxdeg = m->maxdeg;
-            return 0;
+        if (p->plan) {
+            al_fail(c, "attention: the graph plan was made for another adjacency (al_graph_plan_new on this one)");
+            return -1;
         }
     } else {
         int64_t *qptr = al_arena_alloc(&c->arena, (size_t)(N + 1) * sizeof(int64_t));
@@ -294,9 +293,9 @@ int al__attn_slot_lists(al_ctx *c, const al_pattern *p, const al_attn_cfg *g, at
     if (md > INT32_MAX / 2) { al_fail(c, "attention: a node with %lld edges is too many", (long long)md); return -1; }
     nd->maxdeg = (int)md;
     if (p->kind == AL_PAT_GRAPH) {
-        graph_lists *m = al_arena_alloc(&c->arena, sizeof *m);
+        al_graph_plan *m = al_arena_alloc(&c->arena, sizeof *m);
         if (!m) { al_fail(c, "attention: out of memory"); return -1; }
-        *m = (graph_lists){p->adj, p->adj->rowptr, p->adj->col, N, slots, kptr, kslot, kq, nd->maxdeg};
+        *m = (al_graph_plan){p->adj->rowptr, p->adj->col, N, slots, kptr, kslot, kq, nd->maxdeg};
         c->arena.memo = m;
     }
     return 0;

@@ -228,8 +228,7 @@ static void c2i_ranges(int KW, int pad, int W, int Wo, int *rlo, int *rhi)
         rlo[kw] = lo + kw - pad; rhi[kw] = hi + kw - pad;
     }
 }
-#endif
-#if defined(__AVX512F__)
+
 /* Stride 1 on AVX-512: dx row by row, 16 columns at a time, the row's KH·KW contributions added in
  * a register in col2im_add's (kh, kw) order (the same additions in the same order: the same bits),
  * with one load and one store of dx per 16 columns (fresh: no load, every element stored: dx need not be
@@ -416,10 +415,13 @@ void al_conv2d_bwd_fresh(const float *x, const float *w, const float *dy, float 
                 } else {
                     al_gemm(1, 0, K, P, O, 1.0f, w, K, dyb, P, 0.0f, buf, P);
 #if defined(__AVX512F__)   /* an AVX2 twin (blends of masked loads) measured 2 % slower than col2im_add */
-                    if (stride == 1 && KW <= AL_C2I_KW) { col2im_add_s1(buf, dxb, C, H, W, KH, KW, pad, Ho, Wo, one, dx_fresh); continue; }
+                    if (stride == 1 && KW <= AL_C2I_KW) col2im_add_s1(buf, dxb, C, H, W, KH, KW, pad, Ho, Wo, one, dx_fresh);
+                    else
 #endif
-                    if (dx_fresh) memset(dxb, 0, (size_t)C * H * W * sizeof(float));   /* by the image's thread */
-                    col2im_add(buf, dxb, C, H, W, KH, KW, stride, pad, Ho, Wo, one);
+                    {
+                        if (dx_fresh) memset(dxb, 0, (size_t)C * H * W * sizeof(float));   /* by the image's thread */
+                        col2im_add(buf, dxb, C, H, W, KH, KW, stride, pad, Ho, Wo, one);
+                    }
                 }
             }
         }
