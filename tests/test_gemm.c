@@ -160,6 +160,38 @@ static void test_deterministic(void **st)
     assert_true(same_bytes_across_threads(0, 1, 32, 9, 5000));     /* K split, dot-product path */
 }
 
+/* Every c_ij is one FMA chain over k whatever tile computes it: an (M, N) product gives the bits of the
+ * same rows and columns inside a larger product, where they sit in full tiles. Covers the edge tiles (the
+ * last rows on 4- and 8-row tiles, the last columns on one vector: conv2's 64 × 196), all transposes,
+ * one and two K blocks, and the serial and threaded calls. */
+static void test_edge_tiles_same_bits(void **st)
+{
+    (void)st;
+    static const int Ms[] = {1, 3, 4, 5, 8, 9, 11, 12, 13, 64}, Ns[] = {1, 4, 16, 17, 32, 33, 196}, Ks[] = {37, 300};
+    for (int t = 0; t < 4; t++)
+        for (int kq = 0; kq < 2; kq++)
+            for (int mq = 0; mq < 10; mq++)
+                for (int nq = 0; nq < 7; nq++) {
+                    const int ta = t & 1, tb = t >> 1, M = Ms[mq], N = Ns[nq], K = Ks[kq];
+                    const int M2 = M + 24, N2 = N + 40;
+                    if (tb && !ta && (M <= 16 || N <= 16) && K >= 256) continue;   /* maybe the dot-product path: another order */
+                    const int lda = ta ? M2 : K, ldb = tb ? K : N2;
+                    float *A = tu_alloc_rand((int64_t)M2 * K, 11 + M, -1.f, 1.f);
+                    float *B = tu_alloc_rand((int64_t)K * N2, 12 + N, -1.f, 1.f);
+                    float *Cb = calloc((size_t)M2 * N2, sizeof(float)), *Cs = calloc((size_t)M2 * N2, sizeof(float));
+                    assert_true(Cb && Cs);
+                    for (int thr = 0; thr < 2; thr++) {
+                        gemm_fn fn = thr ? al_gemm : al_gemm_serial;
+                        fn(ta, tb, M2, N2, K, 0.5f, A, lda, B, ldb, 0.f, Cb, N2);
+                        fn(ta, tb, M, N, K, 0.5f, A, lda, B, ldb, 0.f, Cs, N2);
+                        for (int i = 0; i < M; i++)
+                            if (memcmp(Cb + (size_t)i * N2, Cs + (size_t)i * N2, (size_t)N * sizeof(float)))
+                                fail_msg("ta=%d tb=%d %dx%dx%d: row %d differs from the same row of %dx%d", ta, tb, M, N, K, i, M2, N2);
+                    }
+                    free(A); free(B); free(Cb); free(Cs);
+                }
+}
+
 /* al_gemm called from every thread of a parallel region runs serially there and gives the same bytes. */
 static void test_inside_parallel_region(void **st)
 {
@@ -248,6 +280,7 @@ int main(void)
         cmocka_unit_test(test_beta_zero_ignores_nan),
         cmocka_unit_test(test_long_k_split),
         cmocka_unit_test(test_deterministic),
+        cmocka_unit_test(test_edge_tiles_same_bits),
         cmocka_unit_test(test_inside_parallel_region),
         cmocka_unit_test(test_gemm_bias_same_bits),
         cmocka_unit_test(test_backend_names),

@@ -50,6 +50,7 @@
 #define MR 4
 #endif
 #define GEMM_ISA AL_SIMD_ISA
+#define GEMM_EDGE (AL_VL > 1)   /* smaller register tiles for the edges of a wide call (below) */
 #define NR (NV * AL_VL)
 
 /* Cache blocking: the A sliver (KC·MR floats) stays in L1, the B panel (KC·NC) in L2. */
@@ -232,7 +233,28 @@ kernel_body(const int mrk, const int nvk, const int amode, const int bmode, int 
             }
         return;
     }
-    /* Edge tile: the same operations, element by element (IEEE mul/add: identical bits). */
+#if defined(AL_SIMD_AVX512)
+    /* Edge tile: the same operations on the live rows, and on the live lanes of each vector (masked
+     * loads and stores; IEEE mul/add lane by lane: identical bits) */
+    al_vf vb = al_v_set1(beta);
+#pragma GCC unroll 32
+    for (int i = 0; i < mrk; i++) {
+        if (i >= mr) break;
+#pragma GCC unroll 8
+        for (int v = 0; v < nvk; v++) {
+            const int n = nr - v * AL_VL;
+            if (n <= 0) break;
+            const al_vm m = al_v_mask(n);
+            float *p = c + (size_t)i * ldc + v * AL_VL;
+            al_vf t = al_v_mul(va, acc[i][v]);
+            if (!first) t = al_v_add(al_v_loadm(m, p), t);
+            else if (beta != 0.f) t = al_v_add(t, al_v_mul(vb, al_v_loadm(m, bias ? bias + v * AL_VL : p)));
+            al_v_storem(m, p, t);
+        }
+    }
+#else
+    /* Edge tile: the same operations, element by element (IEEE mul/add: identical bits; AVX2's masked
+     * loads and stores measured slower here) */
     float tmp[MRX * NR];
 #pragma GCC unroll 32
     for (int i = 0; i < mrk; i++)
@@ -245,6 +267,7 @@ kernel_body(const int mrk, const int nvk, const int amode, const int bmode, int 
             else if (beta != 0.f) t = t + beta * (bias ? bias[j] : *p);
             *p = t;
         }
+#endif
 }
 
 /* bias (NULL or the tile's nr columns of a row vector): what the first K block adds (times beta) in place
@@ -276,6 +299,33 @@ static const kern_fn kernels[1 + HAVE_NARROW][3][2] = {
     {{kn_pp, kn_pr}, {kn_rp, kn_rr}, {kn_tp, kn_tr}},
 #endif
 };
+/* Edge tiles of a wide call: the last rows (fewer than MR) and the last columns (one vector or fewer)
+ * run on smaller register tiles instead of a zero-padded MR × NR one. Each c_ij is still the same FMA
+ * chain over k: the same bits, with fewer wasted FMAs (the cnn's conv2: 64 rows = 5·12 + 4, 196
+ * columns = 6·32 + 4). [rows: MR, 8, 4][columns: NV vectors, 1][amode][bmode]. */
+#if GEMM_EDGE
+KERNEL(ke_pp, MR, 1, A_PACKED, B_PACKED)
+KERNEL(ke_pr, MR, 1, A_PACKED, B_ROWS)
+KERNEL(ke_tp, MR, 1, A_TRANS, B_PACKED)
+KERNEL(ke_tr, MR, 1, A_TRANS, B_ROWS)
+/* The six operand modes of one register tile: k<name>_pp .. k<name>_tr. */
+#define KERNEL_MODES(NAME, MRK, NVK) \
+    KERNEL(NAME##_pp, MRK, NVK, A_PACKED, B_PACKED) KERNEL(NAME##_pr, MRK, NVK, A_PACKED, B_ROWS) \
+    KERNEL(NAME##_rp, MRK, NVK, A_ROWS, B_PACKED) KERNEL(NAME##_rr, MRK, NVK, A_ROWS, B_ROWS) \
+    KERNEL(NAME##_tp, MRK, NVK, A_TRANS, B_PACKED) KERNEL(NAME##_tr, MRK, NVK, A_TRANS, B_ROWS)
+KERNEL_MODES(k8w, 8, NV)
+KERNEL_MODES(k8n, 8, 1)
+KERNEL_MODES(k4w, 4, NV)
+KERNEL_MODES(k4n, 4, 1)
+static const kern_fn kernels_edge[3][2][3][2] = {
+    {{{kw_pp, kw_pr}, {kw_rp, kw_rr}, {kw_tp, kw_tr}}, {{ke_pp, ke_pr}, {kn_rp, kn_rr}, {ke_tp, ke_tr}}},
+    {{{k8w_pp, k8w_pr}, {k8w_rp, k8w_rr}, {k8w_tp, k8w_tr}}, {{k8n_pp, k8n_pr}, {k8n_rp, k8n_rr}, {k8n_tp, k8n_tr}}},
+    {{{k4w_pp, k4w_pr}, {k4w_rp, k4w_rr}, {k4w_tp, k4w_tr}}, {{k4n_pp, k4n_pr}, {k4n_rp, k4n_rr}, {k4n_tp, k4n_tr}}},
+};
+/* The row class of an edge of mr < MR rows, and its rows. */
+static inline int edge_class(int mr) { return mr <= 4 ? 2 : mr <= 8 && 8 < MR ? 1 : 0; }
+static const int edge_rows[3] = {MR, 8, 4};
+#endif
 /* Rows per tile of a variant. */
 static inline int tile_rows(int narrow, int amode) { return narrow && amode != A_ROWS ? MRX : MR; }
 
@@ -435,6 +485,26 @@ static void gemm_blocked(int ta, int tb, int M, int N, int K, float alpha,
                 const int mr = imin(mrk, M - ir);
                 const float *a = ta ? A + (size_t)pc * lda + ir : A + (size_t)ir * lda + pc;
                 int am = amode;
+#if GEMM_EDGE
+                if (!narrow) {                    /* wide: edge rows and an edge column sliver on smaller tiles */
+                    const int ec = mr < mrk ? edge_class(mr) : 0, re = edge_rows[ec];
+                    if (mr < re || amode == A_PACKED) {   /* zero-padded to re rows, or packing chosen */
+                        pack_a(ta, re, mr, kc, a, lda, ap);
+                        a = ap; am = A_PACKED;
+                    }
+                    for (int jr = 0; jr < nc; jr += nrk) {
+                        const int nr = imin(nrk, nc - jr), bd = bdirect && jr < nfull;
+                        const float *b = bd ? b0 + jr : bdirect ? bp : bp + (size_t)(jr / nrk) * kc * nrk;
+                        float *c = C + (size_t)ir * ldc + jc + jr;
+                        const float *bs = bias ? bias + jc + jr : NULL;
+                        if (nr <= AL_VL)          /* the packed sliver's first vector, read as rows of nrk */
+                            kernels_edge[ec][1][am][B_ROWS](kc, a, lda, b, nrk, c, ldc, mr, nr, alpha, beta, first, bs);
+                        else
+                            kernels_edge[ec][0][am][bd](kc, a, lda, b, ldb, c, ldc, mr, nr, alpha, beta, first, bs);
+                    }
+                    continue;
+                }
+#endif
                 if (mr < mrk || amode == A_PACKED) {  /* edge rows (zero-padded) or packing chosen */
                     pack_a(ta, mrp, mr, kc, a, lda, ap);
                     a = ap; am = A_PACKED;
