@@ -6,7 +6,7 @@
 #   ATTNLAB_BIN=path  PROFILE_THREADS=2  PROFILE_STEPS=20 (sa-p1: a quarter)  PROFILE_RAW=dir (keep perf's tables)
 # Needs perf (Debian linux-perf); user-space samples only (cpu-clock:u), so it works at
 # perf_event_paranoid 2. Samples are CPU time over all threads: OpenMP threads waiting at a barrier
-# show up as "omp wait" (libgomp), which is the serial share of the step on 2 threads.
+# show up as "omp wait" (libgomp, and the sched_yield of its spinning), which is the serial share of the step on 2 threads.
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 bin=${ATTNLAB_BIN:-$here/bin/attnlab}
@@ -20,7 +20,7 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 cat >"$tmp/map.awk" <<'EOF'
 function op(s) {
   sub(/\._omp_fn\.[0-9]+$/, "", s); sub(/\.(constprop|isra|part)\.[0-9.]+$/, "", s)
-  if (s ~ /^(kw_|pack_a|pack_b|gemm_|dot_tile|scale_c|al_gemm)/) return "gemm"
+  if (s ~ /^(k[wne]_|k[48][wn]_|pack_a|pack_b|gemm_|dot_tile|scale_c|al_gemm)/) return "gemm"
   if (s ~ /^(forward_block|backward_head|wt_rows_acc|al__attn_full|full16|qk_tile|pv_tile)/) return "attention (full)"
   if (s ~ /^(dots_rows|axpy_rows|al__attn_sparse|sparse_|al__attn_window|rel_|al__win16|fwd_head|bwd_head|to_lanes|chains_out|tr16|pv8|lane_sum|tr8|chain8|dot8|bwd_setup)/) return "attention (window)"
   if (s ~ /^(im2col|col2im|al_conv2d)/) return "im2col / col2im"
@@ -37,7 +37,7 @@ function op(s) {
   return "other"
 }
 { pct = $1; sub(/%$/, "", pct); dso = $2; sym = $4   # "12.3%  dso  [.]  symbol  -  -"
-  t[dso ~ /^libgomp/ ? "omp wait" : op(sym)] += pct }
+  t[dso ~ /^libgomp/ || sym ~ /sched_yield/ ? "omp wait" : op(sym)] += pct }
 END { for (k in t) printf "%s\t%.1f\n", k, t[k] }
 EOF
 

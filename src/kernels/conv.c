@@ -49,8 +49,8 @@ static inline void valid_range(int k, int stride, int pad, int in, int outn, int
 }
 
 /* ---------------- per-thread scratch ---------------- */
-static _Thread_local float *tl_buf[2];
-static _Thread_local size_t tl_cap[2];
+static _Thread_local float *tl_buf[3];
+static _Thread_local size_t tl_cap[3];
 static float *scratch(int i, size_t n)
 {
     if (n > tl_cap[i]) {
@@ -334,6 +334,17 @@ static float sum_lanes(const float *g, int n)
     return s;
 }
 
+/* db += Σ_images Σ_positions dy in the order above, in a pass of its own. */
+static void db_pass(const float *dy, float *db, int B, int O, int P)
+{
+    AL_OMP("omp parallel for schedule(static) if ((int64_t)B * O * P >= 2 * AL_PAR_MIN)")
+    for (int o = 0; o < O; o++) {
+        double s = 0;
+        for (int bi = 0; bi < B; bi++) s += sum_lanes(dy + ((size_t)bi * O + o) * P, P);
+        db[o] += (float)s;
+    }
+}
+
 /* Groups of images for the dw partials: depends only on the shapes (never on the thread count). */
 static int dw_groups(int B, int OK)
 {
@@ -355,14 +366,11 @@ void al_conv2d_bwd_fresh(const float *x, const float *w, const float *dy, float 
     if (B <= 0 || O <= 0 || Ho <= 0 || Wo <= 0) return;
     const int K = C * KH * KW, P = Ho * Wo;
 
-    if (db) {   /* fixed order: images, then 16 lanes of positions; double across images */
-        AL_OMP("omp parallel for schedule(static) if ((int64_t)B * O * P >= 2 * AL_PAR_MIN)")
-        for (int o = 0; o < O; o++) {
-            double s = 0;
-            for (int bi = 0; bi < B; bi++) s += sum_lanes(dy + ((size_t)bi * O + o) * P, P);
-            db[o] += (float)s;
-        }
-    }
+    /* db: fixed order: images, then 16 lanes of positions; double across images. With dx or dw, each
+     * image's sums are taken in the loop below while its dy_b is in cache (dbs (B, O)) and added in
+     * image order after it; otherwise (or without the buffer) in a pass of their own. */
+    float *dbs = db && (dx || dw) ? scratch(2, (size_t)B * O) : NULL;
+    if (db && !dbs) db_pass(dy, db, B, O, P);
     if (!dx && !dw) return;
 
     const int direct = KH == 1 && KW == 1 && stride == 1 && pad == 0;
@@ -383,6 +391,7 @@ void al_conv2d_bwd_fresh(const float *x, const float *w, const float *dy, float 
     float *slots = per ? scratch(0, (size_t)nthr * per) : NULL;      /* (nthr, K·P + P·O) */
     float *part = dw ? scratch(1, (size_t)ng * O * K) : NULL;        /* (ng, O, K) or (ng, K, O) */
     if ((per && !slots) || (dw && !part)) {
+        if (dbs) db_pass(dy, db, B, O, P);
         if (dx && dx_fresh) memset(dx, 0, (size_t)B * C * H * W * sizeof(float));
         al_conv2d_bwd_ref(x, w, dy, dx, dw, NULL, B, C, H, W, O, KH, KW, stride, pad);
         return;
@@ -397,6 +406,7 @@ void al_conv2d_bwd_fresh(const float *x, const float *w, const float *dy, float 
         for (int bi = b0; bi < b1; bi++) {
             const float *xb = x + (size_t)bi * C * H * W;          /* (C, H, W) */
             const float *dyb = dy + (size_t)bi * O * P;            /* (O, P) */
+            if (dbs) for (int o = 0; o < O; o++) dbs[(size_t)bi * O + o] = sum_lanes(dyb + (size_t)o * P, P);
             if (dwg) {
                 const float *cols = xb;
                 if (!direct) { im2col(xb, buf, C, H, W, KH, KW, stride, pad, Ho, Wo, one); cols = buf; }
@@ -426,6 +436,12 @@ void al_conv2d_bwd_fresh(const float *x, const float *w, const float *dy, float 
             }
         }
     }
+    if (dbs)
+        for (int o = 0; o < O; o++) {
+            double t = 0;
+            for (int bi = 0; bi < B; bi++) t += dbs[(size_t)bi * O + o];
+            db[o] += (float)t;
+        }
     if (!dw) return;
     /* dw += Σ_g part_g in group order (transposing back when the partials hold dwᵀ): each element's sum
      * starts at 0 and adds the groups in order, a block of contiguous elements of a partial row at a time */
