@@ -325,7 +325,7 @@ static void f16_backward_twin(int N, float scale, const float *Q, const float *K
 
 /* The d = 16 lane kernels (AVX-512: 16 queries per vector; AVX2: 8, L1-resident blocks) give,
  * bit for bit, the per-query maths above: output, lse and the three gradients (added to what is
- * there). So an AVX2 host and an AVX-512 host compute the same attention bits. N covers partial
+ * there, or written over garbage with the bits of adding to zeros). So an AVX2 host and an AVX-512 host compute the same attention bits. N covers partial
  * blocks of 8 and 16 queries, odd key tails and several 128-key tiles. */
 static void test_full_d16_twin(void **st)
 {
@@ -354,7 +354,7 @@ static void test_full_d16_twin(void **st)
         const al_attn_lay plain = al__lay_plain(&g, 16);
         al__full16_forward(&g, q, k, v, out, lse, &plain, &plain, ws, 1);
         assert_true(al__full16_runs == runs + 1);
-        al__full16_backward(&g, q, k, v, dO, lse, delta, dq, dk, dv, &plain, &plain, ws, 1);
+        al__full16_backward(&g, q, k, v, dO, lse, delta, dq, dk, dv, &plain, &plain, ws, 1, 0);
         for (int h = 0; h < heads; h++) {
             size_t o = (size_t)h * N * 16;
             f16_forward_twin(N, g.scale, q + o, k + o, v + o, out2 + o, lse2 + (size_t)h * N);
@@ -365,6 +365,12 @@ static void test_full_d16_twin(void **st)
         if (memcmp(dq, gq, n * sizeof(float))) fail_msg("N = %d: dq bits differ from the per-query twin", N);
         if (memcmp(dk, gk, n * sizeof(float))) fail_msg("N = %d: dk bits differ from the per-query twin", N);
         if (memcmp(dv, gv, n * sizeof(float))) fail_msg("N = %d: dv bits differ from the per-query twin", N);
+        /* fresh: gradients of garbage (NaN) are overwritten with the bits they get added to zeros */
+        for (size_t x = 0; x < n; x++) { dq[x] = dk[x] = dv[x] = NAN; gq[x] = gk[x] = gv[x] = 0.f; }
+        al__full16_backward(&g, q, k, v, dO, lse, delta, dq, dk, dv, &plain, &plain, ws, 1, 1);
+        al__full16_backward(&g, q, k, v, dO, lse, delta, gq, gk, gv, &plain, &plain, ws, 1, 0);
+        if (memcmp(dq, gq, n * sizeof(float)) || memcmp(dk, gk, n * sizeof(float)) || memcmp(dv, gv, n * sizeof(float)))
+            fail_msg("N = %d: fresh gradients differ from gradients added to zeros", N);
         for (int a = 0; a < 9; a++) free(in[a]);
         free(lse); free(lse2); free(delta); free(gq); free(gk); free(gv); free(ws);
     }

@@ -215,11 +215,12 @@ al_tensor *al_attention(al_ctx *c, const al_attn_desc *d, al_tensor *q, al_tenso
 /* ---------------- q, k, v read in place from the packed projection ---------------- */
 
 void al__attn_ptrs(al_ctx *c, attn_node *nd, const float **q, const float **k, const float **v, float **dq, float **dk,
-                   float **dv)
+                   float **dv, int *fresh)
 {
+    if (fresh) *fresh = 0;
     if (nd->qkv) {   /* (B,N,3·H·D): q, k, v and their gradients are column blocks of one tensor */
         const int64_t hd = (int64_t)nd->g.H * nd->g.D;
-        float *g0 = nd->qkv->requires_grad ? al_grad(c, nd->qkv) : NULL;
+        float *g0 = !nd->qkv->requires_grad ? NULL : fresh ? al_grad_for_write(c, nd->qkv, fresh) : al_grad(c, nd->qkv);
         *q = nd->qkv->data; *k = *q + hd; *v = *q + 2 * hd;
         *dq = g0; *dk = g0 ? g0 + hd : NULL; *dv = g0 ? g0 + 2 * hd : NULL;
         return;

@@ -63,7 +63,8 @@ void al__full16_forward(const al_attn_cfg *cfg, const float *q, const float *k, 
 void al__full16_backward(const al_attn_cfg *cfg, const float *q, const float *k, const float *v, const float *dO,
                          const float *lse /* (B,H,N) */, const float *delta /* (B,H,N) */, float *dq /* or NULL */,
                          float *dk /* or NULL */, float *dv /* or NULL */, const al_attn_lay *li, const al_attn_lay *lo,
-                         float *scratch /* (nthr, al__full16_scratch(cfg, 1)) */, int nthr);
+                         float *scratch /* (nthr, al__full16_scratch(cfg, 1)) */, int nthr,
+                         int fresh /* dq, dk, dv hold garbage: every element is written (0 + its sum), not added to */);
 
 /* Window attention for D = Dv = 16 with the queries in vector lanes (win16.c): the slot-list
  * kernels' results, bit for bit, without index loads. al__win16_ok says whether cfg and pattern are
@@ -123,9 +124,11 @@ typedef struct attn_node {
 } attn_node;
 
 /* attention.c: the node's q, k, v and their gradients (allocated zeroed where wanted, else NULL), from
- * the three tensors or from al_attention_qkv's packed one. */
+ * the three tensors or from al_attention_qkv's packed one. fresh (NULL: not offered): the caller writes
+ * every element of all three gradients; al_attention_qkv's packed gradient is then allocated without
+ * zeroing when it is new (*fresh = 1), else *fresh = 0. */
 void al__attn_ptrs(al_ctx *c, attn_node *nd, const float **q, const float **k, const float **v, float **dq, float **dk,
-                   float **dv);
+                   float **dv, int *fresh);
 #define AL_FULL_FUSED_MIN_HEADS 4   /* full backward: one pass per head (the d = 16 lane kernels) from this many heads */
 
 /* attention.c: s (B,H,N) = a[h] · x[b,h,i]; da (H,D) += Σ_{b,i} ds[b,h,i] · x[b,h,i,:] in a fixed order. */

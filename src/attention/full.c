@@ -408,7 +408,10 @@ void al__attn_full_backward(al_ctx *c, attn_node *nd)
     const float *o = nd->out->data, *dO = nd->out->grad, *q, *k, *v;
     const float *bias = nd->bias ? nd->bias->data : NULL;
     float *dq, *dk, *dv;
-    al__attn_ptrs(c, nd, &q, &k, &v, &dq, &dk, &dv);
+    /* the per-head lane kernels write every element of al_attention_qkv's gradient: no zeroing first */
+    const int lanes = al__attn_use_full16(g, bias) && (int64_t)B * H >= AL_FULL_FUSED_MIN_HEADS;
+    int fresh = 0;
+    al__attn_ptrs(c, nd, &q, &k, &v, &dq, &dk, &dv, lanes ? &fresh : NULL);
     float *dbias = nd->bias && nd->bias->requires_grad ? al_grad(c, nd->bias) : NULL;
     int need_aq = g->additive && nd->aq->requires_grad, need_ak = g->additive && nd->ak->requires_grad;
     int64_t rows = (int64_t)B * H * N;
@@ -428,8 +431,8 @@ void al__attn_full_backward(al_ctx *c, attn_node *nd)
             for (int e = 0; e < Dv; e++) s = AL_FMA(dO[at + e], o[at + e], s);
             delta[bh * N + i] = s;
         }
-    if (al__attn_use_full16(g, bias) && (int64_t)B * H >= AL_FULL_FUSED_MIN_HEADS) {   /* (al_attention_qkv: always) */
-        al__full16_backward(g, q, k, v, dO, nd->lse, delta, dq, dk, dv, &nd->li, &nd->lo, scratch, nd->nthr);
+    if (lanes) {   /* (al_attention_qkv: always) */
+        al__full16_backward(g, q, k, v, dO, nd->lse, delta, dq, dk, dv, &nd->li, &nd->lo, scratch, nd->nthr, fresh);
         return;
     }
     const full_bwd w = {

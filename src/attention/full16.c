@@ -93,23 +93,29 @@ static void fwd_finish(const float *lv /* (16) */, const float *mv /* (16) */, c
     }
 }
 
-/* After a key tile j0 .. j0+nk−1: its dK, dV sums added to the rows (NULL: not wanted). */
-static void bwd_tile_end(const f16_bwd *w, int j0, int nk, float *dk /* (N, ld) or NULL */, float *dv /* (N, ld) or NULL */, int64_t ld)
+/* After a key tile j0 .. j0+nk−1: its dK, dV sums added to the rows (NULL: not wanted); fresh: the rows
+ * hold garbage and get 0 + sum, the bits of adding to a zeroed gradient (−0 lands as +0). */
+static void bwd_tile_end(const f16_bwd *w, int j0, int nk, float *dk /* (N, ld) or NULL */, float *dv /* (N, ld) or NULL */, int64_t ld,
+                         int fresh)
 {
     for (int j = 0; j < nk; j++)
         for (int d = 0; d < 16; d++) {
-            if (dk) dk[(int64_t)(j0 + j) * ld + d] += w->kacc[j * 16 + d];
-            if (dv) dv[(int64_t)(j0 + j) * ld + d] += w->vacc[j * 16 + d];
+            float *pk = dk ? dk + (int64_t)(j0 + j) * ld + d : NULL, *pv = dv ? dv + (int64_t)(j0 + j) * ld + d : NULL;
+            if (pk) *pk = (fresh ? 0.f : *pk) + w->kacc[j * 16 + d];
+            if (pv) *pv = (fresh ? 0.f : *pv) + w->vacc[j * 16 + d];
         }
 }
 
-/* At the end: dQ += dQᵀ transposed back (blocks of qb queries). */
-static void bwd_end(const f16_bwd *w, int N, int qb, float *dq /* (N, ld) */, int64_t ld)
+/* At the end: dQ += dQᵀ transposed back (blocks of qb queries); fresh as bwd_tile_end. */
+static void bwd_end(const f16_bwd *w, int N, int qb, float *dq /* (N, ld) */, int64_t ld, int fresh)
 {
     for (int b = 0; b < w->nqb; b++) {
         int i0 = b * qb, nq = N - i0 < qb ? N - i0 : qb;
         for (int i = 0; i < nq; i++)
-            for (int d = 0; d < 16; d++) dq[(int64_t)(i0 + i) * ld + d] += w->dqtb[(size_t)b * qb * 16 + d * qb + i];
+            for (int d = 0; d < 16; d++) {
+                float *p = dq + (int64_t)(i0 + i) * ld + d;
+                *p = (fresh ? 0.f : *p) + w->dqtb[(size_t)b * qb * 16 + d * qb + i];
+            }
     }
 }
 #endif
@@ -242,7 +248,8 @@ static void forward_block(const float *Q /* (N, ldq) */, int64_t ldq, const floa
 /* One head's dQ, dK, dV (each NULL when not wanted; added to what is there). ws: al__full16_scratch(g, 1). */
 static void backward_head(const float *Q /* (N, ldq) */, int64_t ldq, const float *K /* (N,16) */, const float *V /* (N,16) */, const float *dO /* (N, ldo) */,
                           int64_t ldo, const float *lse /* (N) */, const float *delta /* (N) */, int N, float scale, float *dq /* (N, ldq) or NULL */,
-                          float *dk /* (N, ldq) or NULL */, float *dv /* (N, ldq) or NULL */, float *ws /* (al__full16_scratch(g, 1)) */)
+                          float *dk /* (N, ldq) or NULL */, float *dv /* (N, ldq) or NULL */, float *ws /* (al__full16_scratch(g, 1)) */,
+                          int fresh)
 {
     const f16_bwd w = bwd_begin(Q, ldq, dO, ldo, lse, delta, N, scale, 16, dq != NULL, ws);
     const int nqb = w.nqb;
@@ -300,9 +307,9 @@ static void backward_head(const float *Q /* (N, ldq) */, int64_t ldq, const floa
                 for (int d = 0; d < 16; d++) _mm512_storeu_ps(acc + d * 16, R[d]);
             }
         }
-        bwd_tile_end(&w, j0, nk, dk, dv, ldq);
+        bwd_tile_end(&w, j0, nk, dk, dv, ldq, fresh);
     }
-    if (dq) bwd_end(&w, N, 16, dq, ldq);
+    if (dq) bwd_end(&w, N, 16, dq, ldq, fresh);
 }
 
 #elif defined(__AVX2__) && defined(__FMA__)
@@ -513,7 +520,8 @@ static void forward_block(const float *Q /* (N, ldq) */, int64_t ldq, const floa
 /* One head's dQ, dK, dV as the AVX-512 backward_head, eight queries per block. */
 static void backward_head(const float *Q /* (N, ldq) */, int64_t ldq, const float *K /* (N,16) */, const float *V /* (N,16) */, const float *dO /* (N, ldo) */,
                           int64_t ldo, const float *lse /* (N) */, const float *delta /* (N) */, int N, float scale, float *dq /* (N, ldq) or NULL */,
-                          float *dk /* (N, ldq) or NULL */, float *dv /* (N, ldq) or NULL */, float *ws /* (al__full16_scratch(g, 1)) */)
+                          float *dk /* (N, ldq) or NULL */, float *dv /* (N, ldq) or NULL */, float *ws /* (al__full16_scratch(g, 1)) */,
+                          int fresh)
 {
     static const float zero_row[16];
     const f16_bwd w = bwd_begin(Q, ldq, dO, ldo, lse, delta, N, scale, 8, dq != NULL, ws);
@@ -553,9 +561,9 @@ static void backward_head(const float *Q /* (N, ldq) */, int64_t ldq, const floa
             }
             if (dq) dq_acc(dqtb + (size_t)b * 128, dsbuf, Kt, nk);   /* dQᵀ[d] += Σ_j dS_j · K[j,d] */
         }
-        bwd_tile_end(&w, j0, nk, dk, dv, ldq);
+        bwd_tile_end(&w, j0, nk, dk, dv, ldq, fresh);
     }
-    if (dq) bwd_end(&w, N, 8, dq, ldq);
+    if (dq) bwd_end(&w, N, 8, dq, ldq, fresh);
 }
 #endif
 
@@ -617,7 +625,8 @@ void al__full16_forward(const al_attn_cfg *g, const float *q, const float *k, co
 
 void al__full16_backward(const al_attn_cfg *g, const float *q, const float *k, const float *v, const float *dO,
                          const float *lse /* (B,H,N) */, const float *delta /* (B,H,N) */, float *dq, float *dk, float *dv,
-                         const al_attn_lay *li, const al_attn_lay *lo, float *scratch /* (nthr, al__full16_scratch) */, int nthr)
+                         const al_attn_lay *li, const al_attn_lay *lo, float *scratch /* (nthr, al__full16_scratch) */, int nthr,
+                         int fresh)
 {
     const int N = g->N;
     const int64_t heads = (int64_t)g->B * g->H;
@@ -632,7 +641,7 @@ void al__full16_backward(const al_attn_cfg *g, const float *q, const float *k, c
             const float *K, *V;
             head_kv(k, v, li, at, N, kv, &K, &V);
             backward_head(q + at, li->sr, K, V, dO + ao, lo->sr, lse + bh * N, delta + bh * N, N, g->scale,
-                          dq ? dq + at : NULL, dk ? dk + at : NULL, dv ? dv + at : NULL, ws);
+                          dq ? dq + at : NULL, dk ? dk + at : NULL, dv ? dv + at : NULL, ws, fresh);
         }
     }
 }
@@ -649,9 +658,9 @@ void al__full16_forward(const al_attn_cfg *g, const float *q, const float *k, co
 }
 void al__full16_backward(const al_attn_cfg *g, const float *q, const float *k, const float *v, const float *dO,
                          const float *lse, const float *delta, float *dq, float *dk, float *dv,
-                         const al_attn_lay *li, const al_attn_lay *lo, float *scratch, int nthr)
+                         const al_attn_lay *li, const al_attn_lay *lo, float *scratch, int nthr, int fresh)
 {
     (void)g; (void)q; (void)k; (void)v; (void)dO; (void)lse; (void)delta; (void)dq; (void)dk; (void)dv;
-    (void)li; (void)lo; (void)scratch; (void)nthr;
+    (void)li; (void)lo; (void)scratch; (void)nthr; (void)fresh;
 }
 #endif

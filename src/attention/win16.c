@@ -669,7 +669,7 @@ void al__win16_backward(al_ctx *c, attn_node *nd)
     const al_attn_cfg *g = &nd->g;
     const float *q, *k, *v;
     float *dq, *dk, *dv;
-    al__attn_ptrs(c, nd, &q, &k, &v, &dq, &dk, &dv);
+    al__attn_ptrs(c, nd, &q, &k, &v, &dq, &dk, &dv, NULL);
     float *drel = nd->rel && nd->rel->requires_grad ? al_grad(c, nd->rel) : NULL;
     float *dS = al_arena_alloc(&c->arena, (size_t)g->B * g->H * g->noff * nd->w_npad * sizeof(float));
     float *scr = al_arena_alloc(&c->arena, (size_t)nd->nthr * al__win16_scratch(nd) * sizeof(float));
