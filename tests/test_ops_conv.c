@@ -404,31 +404,118 @@ static float min_pool_gap(const al_tensor *h)
     return g;
 }
 
-static void test_conv_pool_chain_gradcheck(void **st)
+/* x (B,C,H,W), w (O,C,3,3), b (O) (and w2 (O2,O,2,2) when O2 > 0) drawn from the first seed whose 3×3,
+ * pad 1 conv activations have every pooling window's top two values at least 0.03 apart: a 1e-3 step
+ * of any one input (all |values| < 1) moves them by at most 1e-3, so no argmax flips (no kink inside
+ * the difference). */
+static void gap_seed(int B, int C, int H, int W, int O, int O2, float **x, float **w, float **b, float **w2)
 {
-    (void)st;
-    /* Pick the first seed whose pre-pool activations have every window's top two values at least
-     * 0.03 apart: a 1e-3 step of any one input (all |values| < 1) moves h by at most 1e-3, so no argmax
-     * flips (no kink inside the difference). */
-    float *x = NULL, *w1 = NULL, *b1 = NULL, *w2 = NULL;
     int found = 0;
+    *x = *w = *b = NULL;
+    if (w2) *w2 = NULL;
     for (uint64_t seed = 1; seed < 200 && !found; seed++) {
-        free(x); free(w1); free(b1); free(w2);
-        x = tu_alloc_rand(2 * 1 * 8 * 8, seed, -1, 1); w1 = tu_alloc_rand(3 * 1 * 9, seed + 1000, -1, 1);
-        b1 = tu_alloc_rand(3, seed + 2000, -1, 1); w2 = tu_alloc_rand(2 * 3 * 4, seed + 3000, -1, 1);
+        free(*x); free(*w); free(*b);
+        *x = tu_alloc_rand(B * C * H * W, seed, -1, 1); *w = tu_alloc_rand(O * C * 9, seed + 1000, -1, 1);
+        *b = tu_alloc_rand(O, seed + 2000, -1, 1);
+        if (w2) { free(*w2); *w2 = tu_alloc_rand(O2 * O * 4, seed + 3000, -1, 1); }
         al_ctx *c = al_ctx_new(1);
-        al_tensor *h = al_conv2d(c, al_wrap(c, x, 4, (int[]){2, 1, 8, 8}), al_wrap(c, w1, 4, (int[]){3, 1, 3, 3}),
-                                 al_wrap(c, b1, 1, (int[]){3}), 1, 1);
+        al_tensor *h = al_conv2d(c, al_wrap(c, *x, 4, (int[]){B, C, H, W}), al_wrap(c, *w, 4, (int[]){O, C, 3, 3}),
+                                 al_wrap(c, *b, 1, (int[]){O}), 1, 1);
         assert_non_null(h);
         found = min_pool_gap(h) >= 0.03f;
         al_ctx_free(c);
     }
     assert_true(found);
+}
+
+static void test_conv_pool_chain_gradcheck(void **st)
+{
+    (void)st;
+    float *x, *w1, *b1, *w2;
+    gap_seed(2, 1, 8, 8, 3, 2, &x, &w1, &b1, &w2);
     tu_input in[4] = {tu_in(x, 1, 4, 2, 1, 8, 8), tu_in(w1, 1, 4, 3, 1, 3, 3), tu_in(b1, 1, 1, 3, 0, 0, 0),
                       tu_in(w2, 1, 4, 2, 3, 2, 2)};
     chain_args a = {0};
     TU_GRADCHECK("conv-pool-conv", chain_fn, &a, in, 4, 1e-3, 2e-3);
     free(x); free(w1); free(b1); free(w2);
+}
+
+/* al_conv2d_maxpool2 against al_maxpool2d(al_conv2d(..), 2, 2): output and every gradient bit for bit
+ * (ties, a −0 upstream gradient, odd planes whose last conv row/column no window reads, a 1×1 direct
+ * convolution, the cnn's two shapes), on 1 and 2 threads, with and without a tape. */
+static void test_conv_maxpool2_fused(void **st)
+{
+    (void)st;
+    static const int cs[][8] = {   /* B, C, H, W, O, K, pad, bias */
+        {3, 2, 9, 11, 5, 3, 1, 1}, {2, 3, 8, 8, 4, 1, 0, 0}, {2, 1, 28, 28, 32, 3, 1, 1}, {4, 32, 14, 14, 64, 3, 1, 1},
+        {2, 2, 7, 6, 3, 2, 0, 1},
+    };
+    const int nt0 = al_threads();
+    for (int ci = 0; ci < 5; ci++)
+        for (int thr = 1; thr <= 2; thr++)
+            for (int grad = 0; grad < 2; grad++) {
+                const int B = cs[ci][0], C = cs[ci][1], H = cs[ci][2], W = cs[ci][3], O = cs[ci][4], K = cs[ci][5], pad = cs[ci][6];
+                al_set_threads(thr);
+                float *x = tu_alloc_rand(B * C * H * W, 31 + ci, -1, 1), *w = tu_alloc_rand(O * C * K * K, 32 + ci, -1, 1);
+                float *b = tu_alloc_rand(O, 33 + ci, -1, 1);
+                for (int i = 0; i < B * C * H * W; i += 7) x[i] = 0.25f;   /* ties */
+                al_tensor *y[2], *xt[2], *wt[2], *bt[2];
+                al_ctx *c[2];
+                for (int f = 0; f < 2; f++) {
+                    c[f] = al_ctx_new(1);
+                    xt[f] = al_wrap(c[f], x, 4, (int[]){B, C, H, W});
+                    wt[f] = al_wrap(c[f], w, 4, (int[]){O, C, K, K});
+                    bt[f] = cs[ci][7] ? al_wrap(c[f], b, 1, (int[]){O}) : NULL;
+                    xt[f]->requires_grad = wt[f]->requires_grad = grad;
+                    if (bt[f]) bt[f]->requires_grad = grad;
+                    y[f] = f ? al_conv2d_maxpool2(c[f], xt[f], wt[f], bt[f], pad)
+                             : al_maxpool2d(c[f], al_conv2d(c[f], xt[f], wt[f], bt[f], 1, pad), 2, 2);
+                    assert_non_null(y[f]);
+                    assert_int_equal(y[f]->requires_grad, grad);
+                }
+                assert_int_equal(y[0]->numel, y[1]->numel);
+                if (memcmp(y[0]->data, y[1]->data, (size_t)y[0]->numel * sizeof(float)))
+                    fail_msg("case %d, %d threads: the fused output differs from conv2d + maxpool2d", ci, thr);
+                if (grad) {
+                    for (int f = 0; f < 2; f++) {
+                        float *g = al_grad(c[f], y[f]);
+                        tu_fill(g, y[f]->numel, 34 + ci, -1, 1);
+                        g[1] = -0.f;
+                        assert_int_equal(al_backward_run(c[f]), AL_OK);
+                    }
+                    if (memcmp(xt[0]->grad, xt[1]->grad, (size_t)B * C * H * W * sizeof(float)) ||
+                        memcmp(wt[0]->grad, wt[1]->grad, (size_t)O * C * K * K * sizeof(float)) ||
+                        (bt[0] && memcmp(bt[0]->grad, bt[1]->grad, (size_t)O * sizeof(float))))
+                        fail_msg("case %d, %d threads: fused gradients differ from conv2d + maxpool2d", ci, thr);
+                }
+                for (int f = 0; f < 2; f++) al_ctx_free(c[f]);
+                free(x); free(w); free(b);
+            }
+    al_set_threads(nt0);
+    /* a convolution output smaller than the window */
+    al_ctx *c = al_ctx_new(1);
+    float xd[9] = {0}, wd[9] = {0};
+    expect_error(c, al_conv2d_maxpool2(c, al_wrap(c, xd, 4, (int[]){1, 1, 3, 3}), al_wrap(c, wd, 4, (int[]){1, 1, 3, 3}), NULL, 0),
+                 "smaller than the 2x2 pooling window");
+    expect_error(c, al_conv2d_maxpool2(c, al_wrap(c, xd, 4, (int[]){1, 1, 3, 3}), al_wrap(c, wd, 4, (int[]){1, 2, 3, 1}), NULL, 0),
+                 "conv2d_maxpool2: x (1, 1, 3, 3) has 1 channels");
+    al_ctx_free(c);
+}
+
+/* The fused op checked against central differences (a seed with no argmax within reach of the step). */
+static al_tensor *fused_fn(al_ctx *c, al_tensor **t, void *ud)
+{
+    (void)ud;
+    return al_conv2d_maxpool2(c, t[0], t[1], t[2], 1);
+}
+static void test_conv_maxpool2_gradcheck(void **st)
+{
+    (void)st;
+    float *x, *w, *b;
+    gap_seed(2, 2, 6, 7, 3, 0, &x, &w, &b, NULL);
+    tu_input in[3] = {tu_in(x, 1, 4, 2, 2, 6, 7), tu_in(w, 1, 4, 3, 2, 3, 3), tu_in(b, 1, 1, 3, 0, 0, 0)};
+    TU_GRADCHECK("conv2d_maxpool2", fused_fn, NULL, in, 3, 1e-3, 2e-3);
+    free(x); free(w); free(b);
 }
 
 int main(void)
@@ -446,6 +533,8 @@ int main(void)
         cmocka_unit_test(test_maxpool_ties_nan_long_rows),
         cmocka_unit_test(test_maxpool_shape_errors),
         cmocka_unit_test(test_conv_pool_chain_gradcheck),
+        cmocka_unit_test(test_conv_maxpool2_fused),
+        cmocka_unit_test(test_conv_maxpool2_gradcheck),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

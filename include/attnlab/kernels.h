@@ -59,6 +59,17 @@ void al_conv2d_bwd_fresh(const float *x, const float *w, const float *dy, float 
                          int B, int C, int H, int W, int O, int KH, int KW, int stride, int pad, int dx_fresh);
 void al_conv2d_bwd_ref(const float *x, const float *w, const float *dy, float *dx, float *dw, float *db,
                        int B, int C, int H, int W, int O, int KH, int KW, int stride, int pad);
+/* Per-image hooks for fusing a following op (al_conv2d_maxpool2): the forward with post != NULL hands
+ * each image's output yb (O,Ho,Wo) to post(ctx, bi, yb) from a per-thread buffer, in the thread that
+ * computed it, and writes no y (it may be NULL); the backward with pre != NULL asks pre(ctx, bi, dyb)
+ * for each image's dy (O,Ho,Wo) into a per-thread buffer (dy may be NULL). The same bits as the
+ * calls above with the whole y / dy. Return 0, or -1 when out of memory (nothing usable written). */
+int al_conv2d_fwd_each(const float *x, const float *w, const float *b, float *y,
+                       int B, int C, int H, int W, int O, int KH, int KW, int stride, int pad,
+                       void (*post)(void *ctx, int bi, const float *yb), void *ctx);
+int al_conv2d_bwd_each(const float *x, const float *w, const float *dy, float *dx, float *dw, float *db,
+                       int B, int C, int H, int W, int O, int KH, int KW, int stride, int pad, int dx_fresh,
+                       void (*pre)(void *ctx, int bi, float *dyb), void *ctx);
 
 /* FLOP counter: the matmul-class work of the ops (2 FLOPs per multiply-add in linear, matmul, conv2d
  * and the attention products QKᵀ / PV and their gradients), by op name and phase. Elementwise work

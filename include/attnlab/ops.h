@@ -59,6 +59,9 @@ al_tensor *al_cross_entropy(al_ctx *c, al_tensor *logits, const int *labels, con
 /* x (B,C,H,W), w (O,C,KH,KW), b (O) or NULL, zero padding → (B,O,Ho,Wo). */
 al_tensor *al_conv2d(al_ctx *c, al_tensor *x, al_tensor *w, al_tensor *b, int stride, int pad);
 al_tensor *al_maxpool2d(al_ctx *c, al_tensor *x, int k, int stride);   /* (B,C,H,W) → (B,C,Ho,Wo) */
+/* al_maxpool2d(al_conv2d(x, w, b, 1, pad), 2, 2) in one op, without the convolution's output tensor (each
+ * image is pooled while its output is in cache): the same values and gradients, bit for bit. */
+al_tensor *al_conv2d_maxpool2(al_ctx *c, al_tensor *x, al_tensor *w, al_tensor *b, int pad);
 
 /* ---- shape ---- */
 al_tensor *al_reshape(al_ctx *c, al_tensor *x, int ndim, const int *shape); /* same numel */

@@ -276,8 +276,15 @@ static void col2im_add_s1(const float *dcols, float *dx, int C, int H, int W,
 void al_conv2d_fwd(const float *x, const float *w, const float *b, float *y,
                    int B, int C, int H, int W, int O, int KH, int KW, int stride, int pad)
 {
+    (void)al_conv2d_fwd_each(x, w, b, y, B, C, H, W, O, KH, KW, stride, pad, NULL, NULL);
+}
+
+int al_conv2d_fwd_each(const float *x, const float *w, const float *b, float *y,
+                       int B, int C, int H, int W, int O, int KH, int KW, int stride, int pad,
+                       void (*post)(void *ctx, int bi, const float *yb), void *ctx)
+{
     const int Ho = conv_out(H, KH, stride, pad), Wo = conv_out(W, KW, stride, pad);
-    if (B <= 0 || O <= 0 || Ho <= 0 || Wo <= 0) return;
+    if (B <= 0 || O <= 0 || Ho <= 0 || Wo <= 0) return 0;
     const int K = C * KH * KW, P = Ho * Wo;
     const int direct = KH == 1 && KW == 1 && stride == 1 && pad == 0;   /* cols = x_b */
     /* over images when there are several and enough work; otherwise one image at a time, with the
@@ -285,18 +292,23 @@ void al_conv2d_fwd(const float *x, const float *w, const float *b, float *y,
     const int par = B > 1 && (int64_t)B * O * P * K >= AL_CONV_PAR_MACS;
     const int one = !par;
     const int nthr = par ? al_threads() : 1;
-    const size_t per = direct ? 0 : (size_t)K * P;
-    float *slots = direct ? NULL : scratch(0, (size_t)nthr * per);   /* (nthr, K, P) */
-    if (!direct && !slots) { al_conv2d_fwd_ref(x, w, b, y, B, C, H, W, O, KH, KW, stride, pad); return; }
+    const size_t ncols = direct ? 0 : (size_t)K * P, per = ncols + (post ? (size_t)O * P : 0);
+    float *slots = per ? scratch(0, (size_t)nthr * per) : NULL;     /* (nthr, K·P [+ O·P]) */
+    if (per && !slots) {
+        if (post) return -1;
+        al_conv2d_fwd_ref(x, w, b, y, B, C, H, W, O, KH, KW, stride, pad);
+        return 0;
+    }
     /* dynamic: each image writes only its own output, so results do not depend on which thread
      * ran it; on a shared machine a descheduled thread no longer holds up its half of the batch */
     AL_OMP("omp parallel for schedule(dynamic, 1) num_threads(nthr) if (par)")
     for (int bi = 0; bi < B; bi++) {
         const float *xb = x + (size_t)bi * C * H * W;              /* (C, H, W) */
-        float *yb = y + (size_t)bi * O * P;                        /* (O, P) */
+        float *slot = slots ? slots + (size_t)al__thread_id() * per : NULL;
+        float *yb = post ? slot + ncols : y + (size_t)bi * O * P;  /* (O, P) */
         const float *cols = xb;                                    /* (K, P) */
         if (!direct) {
-            float *buf = slots + (size_t)al__thread_id() * per;
+            float *buf = slot;
             im2col(xb, buf, C, H, W, KH, KW, stride, pad, Ho, Wo, one);
             cols = buf;
         }
@@ -306,7 +318,9 @@ void al_conv2d_fwd(const float *x, const float *w, const float *b, float *y,
                 float *yo = yb + (size_t)o * P, bo = b[o];
                 for (int p = 0; p < P; p++) yo[p] += bo;
             }
+        if (post) post(ctx, bi, yb);
     }
+    return 0;
 }
 
 /* ---------------- backward ---------------- */
@@ -362,16 +376,26 @@ void al_conv2d_bwd(const float *x, const float *w, const float *dy, float *dx, f
 void al_conv2d_bwd_fresh(const float *x, const float *w, const float *dy, float *dx, float *dw, float *db,
                          int B, int C, int H, int W, int O, int KH, int KW, int stride, int pad, int dx_fresh)
 {
+    (void)al_conv2d_bwd_each(x, w, dy, dx, dw, db, B, C, H, W, O, KH, KW, stride, pad, dx_fresh, NULL, NULL);
+}
+
+int al_conv2d_bwd_each(const float *x, const float *w, const float *dy, float *dx, float *dw, float *db,
+                       int B, int C, int H, int W, int O, int KH, int KW, int stride, int pad, int dx_fresh,
+                       void (*pre)(void *ctx, int bi, float *dyb), void *ctx)
+{
     const int Ho = conv_out(H, KH, stride, pad), Wo = conv_out(W, KW, stride, pad);
-    if (B <= 0 || O <= 0 || Ho <= 0 || Wo <= 0) return;
+    if (B <= 0 || O <= 0 || Ho <= 0 || Wo <= 0) return 0;
     const int K = C * KH * KW, P = Ho * Wo;
 
     /* db: fixed order: images, then 16 lanes of positions; double across images. With dx or dw, each
      * image's sums are taken in the loop below while its dy_b is in cache (dbs (B, O)) and added in
      * image order after it; otherwise (or without the buffer) in a pass of their own. */
-    float *dbs = db && (dx || dw) ? scratch(2, (size_t)B * O) : NULL;
-    if (db && !dbs) db_pass(dy, db, B, O, P);
-    if (!dx && !dw) return;
+    float *dbs = db && (dx || dw || pre) ? scratch(2, (size_t)B * O) : NULL;
+    if (db && !dbs) {
+        if (pre) return -1;
+        db_pass(dy, db, B, O, P);
+    }
+    if (!dx && !dw && !(pre && db)) return 0;
 
     const int direct = KH == 1 && KW == 1 && stride == 1 && pad == 0;
     /* dw: ng groups of consecutive images (a number fixed by the shapes), group g accumulating into
@@ -386,15 +410,16 @@ void al_conv2d_bwd_fresh(const float *x, const float *w, const float *dy, float 
     const int par = ng > 1 && (int64_t)B * O * P * K >= AL_CONV_PAR_MACS;
     const int one = !par;
     const int nthr = par ? al_threads() : 1;
-    const size_t ncols = direct ? 0 : (size_t)K * P, ndyT = trans ? (size_t)P * O : 0;
-    const size_t per = ncols + ndyT;
+    const size_t ncols = direct || !(dx || dw) ? 0 : (size_t)K * P, ndyT = trans ? (size_t)P * O : 0;
+    const size_t per = ncols + ndyT + (pre ? (size_t)O * P : 0);  /* + dy_b when pre makes it */
     float *slots = per ? scratch(0, (size_t)nthr * per) : NULL;      /* (nthr, K·P + P·O) */
     float *part = dw ? scratch(1, (size_t)ng * O * K) : NULL;        /* (ng, O, K) or (ng, K, O) */
     if ((per && !slots) || (dw && !part)) {
+        if (pre) return -1;
         if (dbs) db_pass(dy, db, B, O, P);
         if (dx && dx_fresh) memset(dx, 0, (size_t)B * C * H * W * sizeof(float));
         al_conv2d_bwd_ref(x, w, dy, dx, dw, NULL, B, C, H, W, O, KH, KW, stride, pad);
-        return;
+        return 0;
     }
     /* dynamic: group g owns its partial and its images' dx, whichever thread runs it (deterministic) */
     AL_OMP("omp parallel for schedule(dynamic, 1) num_threads(nthr) if (par)")
@@ -403,9 +428,11 @@ void al_conv2d_bwd_fresh(const float *x, const float *w, const float *dy, float 
         float *dwg = dw ? part + (size_t)g * O * K : NULL;         /* (O, K) or (K, O) */
         float *buf = slots ? slots + (size_t)al__thread_id() * per : NULL;   /* (K, P) */
         float *dyT = trans ? buf + ncols : NULL;                   /* (P, O) */
+        float *dys = pre ? buf + ncols + ndyT : NULL;              /* (O, P) */
         for (int bi = b0; bi < b1; bi++) {
             const float *xb = x + (size_t)bi * C * H * W;          /* (C, H, W) */
-            const float *dyb = dy + (size_t)bi * O * P;            /* (O, P) */
+            const float *dyb = dy ? dy + (size_t)bi * O * P : dys; /* (O, P) */
+            if (pre) pre(ctx, bi, dys);
             if (dbs) for (int o = 0; o < O; o++) dbs[(size_t)bi * O + o] = sum_lanes(dyb + (size_t)o * P, P);
             if (dwg) {
                 const float *cols = xb;
@@ -442,7 +469,7 @@ void al_conv2d_bwd_fresh(const float *x, const float *w, const float *dy, float 
             for (int bi = 0; bi < B; bi++) t += dbs[(size_t)bi * O + o];
             db[o] += (float)t;
         }
-    if (!dw) return;
+    if (!dw) return 0;
     /* dw += Σ_g part_g in group order (transposing back when the partials hold dwᵀ): each element's sum
      * starts at 0 and adds the groups in order, a block of contiguous elements of a partial row at a time */
     const int64_t n = (int64_t)O * K;
@@ -460,6 +487,7 @@ void al_conv2d_bwd_fresh(const float *x, const float *w, const float *dy, float 
             if (trans) for (int j = 0; j < nj; j++) dw[(size_t)(j0 + j) * K + r] += s[j];
             else for (int j = 0; j < nj; j++) dw[(size_t)r * K + j0 + j] += s[j];
         }
+    return 0;
 }
 
 /* ---------------- naive references ---------------- */

@@ -160,6 +160,6 @@ oom:
 
 al_tensor *al__hybrid_forward(al_ctx *c, al_model *m, al_tensor *x /* (B,C,H,W) */)
 {
-    al_tensor *h = al_relu(c, al_maxpool2d(c, al_conv2d(c, x, m->c1_w, m->c1_b, 1, 1), 2, 2));   /* (B,32,H/2,W/2) */
+    al_tensor *h = al_relu(c, al_conv2d_maxpool2(c, x, m->c1_w, m->c1_b, 1));                  /* (B,32,H/2,W/2) */
     return tokens_forward(c, m, al_patchify(c, h, 1));                                            /* (B,N,32) */
 }

@@ -36,30 +36,42 @@ static void conv2d_backward(al_ctx *c, void *p)
                         w->shape[0], w->shape[2], w->shape[3], n->stride, n->pad, fresh);
 }
 
+/* The shapes of a convolution, checked: 0, or -1 after al_fail. *ho, *wo: its output plane. */
+static int conv_check(al_ctx *c, const char *op, al_tensor *x, al_tensor *w, al_tensor *b, int stride, int pad, int *ho, int *wo)
+{
+    char s1[64], s2[64], s3[64];
+    if (x->ndim != 4 || w->ndim != 4)
+        return al_fail(c, "%s: x %s must be (B, C, H, W) and w %s (O, C, KH, KW)", op,
+                       al_shape_str(x, s1, sizeof s1), al_shape_str(w, s2, sizeof s2)), -1;
+    if (x->shape[1] != w->shape[1])
+        return al_fail(c, "%s: x %s has %d channels but w %s expects %d", op,
+                       al_shape_str(x, s1, sizeof s1), x->shape[1], al_shape_str(w, s2, sizeof s2), w->shape[1]), -1;
+    if (stride < 1 || pad < 0)
+        return al_fail(c, "%s: stride %d must be >= 1 and pad %d >= 0", op, stride, pad), -1;
+    const int B = x->shape[0], C = x->shape[1], H = x->shape[2], W = x->shape[3];
+    const int O = w->shape[0], KH = w->shape[2], KW = w->shape[3];
+    (void)B;
+    if ((int64_t)H + 2 * (int64_t)pad < KH || (int64_t)W + 2 * (int64_t)pad < KW)
+        return al_fail(c, "%s: kernel %dx%d of w %s does not fit input %s with padding %d", op,
+                       KH, KW, al_shape_str(w, s2, sizeof s2), al_shape_str(x, s1, sizeof s1), pad), -1;
+    if (b && (b->ndim != 1 || b->shape[0] != O))
+        return al_fail(c, "%s: bias %s must be (%d) for w %s", op,
+                       al_shape_str(b, s3, sizeof s3), O, al_shape_str(w, s2, sizeof s2)), -1;
+    const int Ho = (H + 2 * pad - KH) / stride + 1, Wo = (W + 2 * pad - KW) / stride + 1;
+    /* the kernels index with int sizes: keep the im2col matrix dimensions within int */
+    if ((int64_t)C * KH * KW > (1 << 30) || (int64_t)Ho * Wo > (1 << 30) || (int64_t)x->shape[0] * Ho * Wo > (1 << 30))
+        return al_fail(c, "%s: x %s with w %s is too large", op, al_shape_str(x, s1, sizeof s1), al_shape_str(w, s2, sizeof s2)), -1;
+    *ho = Ho; *wo = Wo;
+    return 0;
+}
+
 al_tensor *al_conv2d(al_ctx *c, al_tensor *x, al_tensor *w, al_tensor *b, int stride, int pad)
 {
     if (!x || !w || !al_ok(c)) return NULL;
-    char s1[64], s2[64], s3[64];
-    if (x->ndim != 4 || w->ndim != 4)
-        return al_fail(c, "conv2d: x %s must be (B, C, H, W) and w %s (O, C, KH, KW)",
-                       al_shape_str(x, s1, sizeof s1), al_shape_str(w, s2, sizeof s2));
-    if (x->shape[1] != w->shape[1])
-        return al_fail(c, "conv2d: x %s has %d channels but w %s expects %d",
-                       al_shape_str(x, s1, sizeof s1), x->shape[1], al_shape_str(w, s2, sizeof s2), w->shape[1]);
-    if (stride < 1 || pad < 0)
-        return al_fail(c, "conv2d: stride %d must be >= 1 and pad %d >= 0", stride, pad);
+    int Ho, Wo;
+    if (conv_check(c, "conv2d", x, w, b, stride, pad, &Ho, &Wo)) return NULL;
     const int B = x->shape[0], C = x->shape[1], H = x->shape[2], W = x->shape[3];
     const int O = w->shape[0], KH = w->shape[2], KW = w->shape[3];
-    if ((int64_t)H + 2 * (int64_t)pad < KH || (int64_t)W + 2 * (int64_t)pad < KW)
-        return al_fail(c, "conv2d: kernel %dx%d of w %s does not fit input %s with padding %d",
-                       KH, KW, al_shape_str(w, s2, sizeof s2), al_shape_str(x, s1, sizeof s1), pad);
-    if (b && (b->ndim != 1 || b->shape[0] != O))
-        return al_fail(c, "conv2d: bias %s must be (%d) for w %s",
-                       al_shape_str(b, s3, sizeof s3), O, al_shape_str(w, s2, sizeof s2));
-    const int Ho = (H + 2 * pad - KH) / stride + 1, Wo = (W + 2 * pad - KW) / stride + 1;
-    /* the kernels index with int sizes: keep the im2col matrix dimensions within int */
-    if ((int64_t)C * KH * KW > (1 << 30) || (int64_t)Ho * Wo > (1 << 30) || (int64_t)B * Ho * Wo > (1 << 30))
-        return al_fail(c, "conv2d: x %s with w %s is too large", al_shape_str(x, s1, sizeof s1), al_shape_str(w, s2, sizeof s2));
 
     al_tensor *out = al_new(c, 4, (int[]){B, O, Ho, Wo});            /* (B, O, Ho, Wo) */
     if (!out) return NULL;
@@ -295,6 +307,102 @@ al_tensor *al_maxpool2d(al_ctx *c, al_tensor *x, int k, int stride)
         n->x = x; n->out = out; n->arg = arg; n->k = k; n->stride = stride;
         out->requires_grad = 1;
         al_tape_push_out(c, maxpool2d_backward, n, out);
+    }
+    return out;
+}
+
+/* ---------------- conv2d + 2×2 max pooling, fused ---------------- */
+/* al_maxpool2d(al_conv2d(x, w, b, 1, pad), 2, 2) without the convolution's output tensor: each image's
+ * output is pooled from a per-thread buffer right after its GEMM (al_conv2d_fwd_each), and in the
+ * backward each image's dy is made there from the pooled gradient (al_conv2d_bwd_each). The same
+ * operations on the same values as the two ops: the same bits (test_conv_maxpool2_fused). */
+typedef struct convpool_node {
+    al_tensor *x, *w, *b;
+    al_tensor *out;    /* (B, O, Ho/2, Wo/2) */
+    int32_t *arg;      /* (B, O, Ho/2, Wo/2): index of the max within its (Ho, Wo) plane */
+    int pad, Ho, Wo;   /* the convolution's output plane */
+} convpool_node;
+
+typedef struct {
+    float *out; int32_t *arg; const float *g;
+    int O, Ho, Wo, Hp, Wp;
+} convpool_io;
+
+static void convpool_post(void *ctx, int bi, const float *yb /* (O, Ho, Wo) */)
+{
+    const convpool_io *io = ctx;
+    const int64_t P = (int64_t)io->Ho * io->Wo, Pp = (int64_t)io->Hp * io->Wp;
+    for (int o = 0; o < io->O; o++) {
+        const float *xp = yb + o * P;
+        float *yp = io->out + ((int64_t)bi * io->O + o) * Pp;
+        int32_t *ap = io->arg ? io->arg + ((int64_t)bi * io->O + o) * Pp : NULL;
+        for (int oh = 0; oh < io->Hp; oh++)
+            pool_row(xp, io->Wo, oh * 2, io->Wp, 2, 2, yp + (size_t)oh * io->Wp, ap ? ap + (size_t)oh * io->Wp : NULL,
+                     yb + io->O * P, (int64_t)(io->Hp - 1 - oh) * io->Wp >= 8);
+    }
+}
+
+static void convpool_pre(void *ctx, int bi, float *dyb /* (O, Ho, Wo) */)
+{
+    const convpool_io *io = ctx;
+    const int64_t P = (int64_t)io->Ho * io->Wo, Pp = (int64_t)io->Hp * io->Wp;
+    for (int o = 0; o < io->O; o++) {
+        float *d = dyb + o * P;
+        const float *g = io->g + ((int64_t)bi * io->O + o) * Pp;
+        const int32_t *a = io->arg + ((int64_t)bi * io->O + o) * Pp;
+#ifdef __AVX512F__
+        pool2_grad_fresh(d, g, a, io->Ho, io->Wo, io->Hp, io->Wp);
+#else
+        memset(d, 0, (size_t)P * sizeof(float));
+        for (int64_t i = 0; i < Pp; i++) d[a[i]] += g[i];
+#endif
+    }
+}
+
+static void convpool_backward(al_ctx *c, void *p)
+{
+    convpool_node *n = p;
+    if (!n->out->grad) return;
+    al_tensor *x = n->x, *w = n->w, *b = n->b;
+    int fresh = 0;
+    float *dx = x->requires_grad ? al_grad_for_write(c, x, &fresh) : NULL;   /* (B, C, H, W) */
+    float *dw = w->requires_grad ? al_grad(c, w) : NULL;
+    float *db = b && b->requires_grad ? al_grad(c, b) : NULL;
+    if (!al_ok(c)) return;
+    const int B = x->shape[0], O = w->shape[0];
+    al_flops_add("conv2d", AL_FLOPS_BWD, 2.0 * B * n->Ho * n->Wo * (double)w->numel * ((dx != NULL) + (dw != NULL)));
+    convpool_io io = {.g = n->out->grad, .arg = n->arg, .O = O, .Ho = n->Ho, .Wo = n->Wo, .Hp = n->Ho / 2, .Wp = n->Wo / 2};
+    if (al_conv2d_bwd_each(x->data, w->data, NULL, dx, dw, db, B, x->shape[1], x->shape[2], x->shape[3],
+                           O, w->shape[2], w->shape[3], 1, n->pad, fresh, convpool_pre, &io))
+        al_fail(c, "conv2d_maxpool2: out of memory (backward scratch)");
+}
+
+al_tensor *al_conv2d_maxpool2(al_ctx *c, al_tensor *x, al_tensor *w, al_tensor *b, int pad)
+{
+    if (!x || !w || !al_ok(c)) return NULL;
+    int Ho, Wo;
+    if (conv_check(c, "conv2d_maxpool2", x, w, b, 1, pad, &Ho, &Wo)) return NULL;
+    char s1[64], s2[64];
+    if (Ho < 2 || Wo < 2)
+        return al_fail(c, "conv2d_maxpool2: the convolution of x %s with w %s gives %dx%d, smaller than the 2x2 pooling window",
+                       al_shape_str(x, s1, sizeof s1), al_shape_str(w, s2, sizeof s2), Ho, Wo);
+    const int B = x->shape[0], O = w->shape[0];
+    al_tensor *out = al_new(c, 4, (int[]){B, O, Ho / 2, Wo / 2});   /* (B, O, Ho/2, Wo/2) */
+    if (!out) return NULL;
+    const int need = al__any_grad(c, x, w, b);
+    int32_t *arg = need ? al_arena_alloc(&c->arena, (size_t)out->numel * sizeof(int32_t)) : NULL;
+    if (need && !arg) return al_fail(c, "conv2d_maxpool2: out of memory (arena)");
+    convpool_io io = {.out = out->data, .arg = arg, .O = O, .Ho = Ho, .Wo = Wo, .Hp = Ho / 2, .Wp = Wo / 2};
+    if (al_conv2d_fwd_each(x->data, w->data, b ? b->data : NULL, NULL, B, x->shape[1], x->shape[2], x->shape[3],
+                           O, w->shape[2], w->shape[3], 1, pad, convpool_post, &io))
+        return al_fail(c, "conv2d_maxpool2: out of memory (scratch)");
+    al_flops_add("conv2d", AL_FLOPS_FWD, 2.0 * B * Ho * Wo * (double)w->numel);
+    if (need) {
+        convpool_node *n = al_arena_alloc(&c->arena, sizeof *n);
+        if (!n) return al_fail(c, "conv2d_maxpool2: out of memory (arena)");
+        n->x = x; n->w = w; n->b = b; n->out = out; n->arg = arg; n->pad = pad; n->Ho = Ho; n->Wo = Wo;
+        out->requires_grad = 1;
+        al_tape_push_out(c, convpool_backward, n, out);
     }
     return out;
 }
