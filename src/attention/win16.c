@@ -304,7 +304,7 @@ static void fwd_head(const attn_node *nd, const float *Q, const float *Kx, const
 }
 
 static void bwd_head(const attn_node *nd, const float *Q, const float *Kx, const float *V, const float *dO, const float *P,
-                     float *dS, float *dq, float *dk, float *dv, float *ws)
+                     float *dS, float *dq, float *dk, float *dv, float *ws, int fresh)
 {
     const int N = nd->g.N, K = nd->g.noff, npad = nd->w_npad, m = nd->w_margin;
     const size_t L = (size_t)npad + 2 * (size_t)m;
@@ -339,7 +339,7 @@ static void bwd_head(const attn_node *nd, const float *Q, const float *Kx, const
         __m512 res[16];
         pv8(X, kt + m + i0, L, off, K, res);
         pv8(X, kt + 8 * L + m + i0, L, off, K, res + 8);
-        chains_out(res, nd->g.scale, 0, dq + (int64_t)i0 * nd->li.sr, nd->li.sr, n);
+        chains_out(res, nd->g.scale, fresh, dq + (int64_t)i0 * nd->li.sr, nd->li.sr, n);
     }
     if (!dk && !dv) return;
     for (int blk = 0; blk < npad / 16; blk++) {   /* keys: dV += Pᵀ·dO, dK += scale·dSᵀ·Q, in list order */
@@ -382,7 +382,7 @@ static void bwd_head(const attn_node *nd, const float *Q, const float *Kx, const
 #pragma GCC unroll 8
                 for (int e = 0; e < 8; e++) res[h + e] = _mm512_add_ps(a[e], a1[e]);
             }
-            chains_out(res, pass ? nd->g.scale : 1.f, 0, dst + (int64_t)j0 * nd->li.sr, nd->li.sr, n);
+            chains_out(res, pass ? nd->g.scale : 1.f, fresh, dst + (int64_t)j0 * nd->li.sr, nd->li.sr, n);
         }
     }
 }
@@ -527,7 +527,7 @@ static void fwd_head(const attn_node *nd, const float *Q, const float *Kx, const
 
 /* One head's backward: the query pass (dS, dQ), then the key pass (dK, dV) in list order. */
 static void bwd_head(const attn_node *nd, const float *Q, const float *Kx, const float *V, const float *dO, const float *P,
-                     float *dS, float *dq, float *dk, float *dv, float *ws)
+                     float *dS, float *dq, float *dk, float *dv, float *ws, int fresh)
 {
     const int N = nd->g.N, K = nd->g.noff, npad = nd->w_npad, m = nd->w_margin;
     const size_t L = (size_t)npad + 2 * (size_t)m;
@@ -561,7 +561,7 @@ static void bwd_head(const attn_node *nd, const float *Q, const float *Kx, const
         __m256 res[16];
         chain8(X, kt + m + i0, L, off, K, res);
         chain8(X, kt + 8 * L + m + i0, L, off, K, res + 8);
-        chains_out(res, nd->g.scale, 0, dq + (int64_t)i0 * nd->li.sr, nd->li.sr, n);
+        chains_out(res, nd->g.scale, fresh, dq + (int64_t)i0 * nd->li.sr, nd->li.sr, n);
     }
     if (!need_keys) return;
     for (int blk = 0; blk < npad / 8; blk++) {   /* keys: dV += Pᵀ·dO, dK += scale·dSᵀ·Q, in list order */
@@ -596,7 +596,7 @@ static void bwd_head(const attn_node *nd, const float *Q, const float *Kx, const
 #pragma GCC unroll 8
                 for (int e = 0; e < 8; e++) res[h + e] = a[e];
             }
-            chains_out(res, pass ? nd->g.scale : 1.f, 0, dst + (int64_t)j0 * nd->li.sr, nd->li.sr, n);
+            chains_out(res, pass ? nd->g.scale : 1.f, fresh, dst + (int64_t)j0 * nd->li.sr, nd->li.sr, n);
         }
     }
 }
@@ -624,7 +624,7 @@ void al__win16_forward(const attn_node *nd, const float *q, const float *k, cons
 
 /* One head's backward: the query pass (dS offset-major, dQ), then the key pass (dK, dV). */
 static void win16_run_backward(const attn_node *nd, const float *q, const float *k, const float *v, const float *dO,
-                               float *dS /* (B,H,npad/WL,K,WL) */, float *dq, float *dk, float *dv, float *scratch)
+                               float *dS /* (B,H,npad/WL,K,WL) */, float *dq, float *dk, float *dv, float *scratch, int fresh)
 {
     const al_attn_cfg *g = &nd->g;
     const int64_t heads = (int64_t)g->B * g->H, ps = (int64_t)g->noff * nd->w_npad;
@@ -636,7 +636,7 @@ static void win16_run_backward(const attn_node *nd, const float *q, const float 
         for (int64_t bh = 0; bh < heads; bh++) {
             const int64_t at = al__lay_head(&nd->li, bh, g->H);
             bwd_head(nd, q + at, k + at, v + at, dO + al__lay_head(&nd->lo, bh, g->H), nd->P + bh * ps, dS + bh * ps,
-                     dq ? dq + at : NULL, dk ? dk + at : NULL, dv ? dv + at : NULL, ws);
+                     dq ? dq + at : NULL, dk ? dk + at : NULL, dv ? dv + at : NULL, ws, fresh);
         }
     }
 }
@@ -669,13 +669,14 @@ void al__win16_backward(al_ctx *c, attn_node *nd)
     const al_attn_cfg *g = &nd->g;
     const float *q, *k, *v;
     float *dq, *dk, *dv;
-    al__attn_ptrs(c, nd, &q, &k, &v, &dq, &dk, &dv, NULL);
+    int fresh = 0;   /* every row of every head's dq, dk, dv is written once (chains_out): no zeroing first */
+    al__attn_ptrs(c, nd, &q, &k, &v, &dq, &dk, &dv, &fresh);
     float *drel = nd->rel && nd->rel->requires_grad ? al_grad(c, nd->rel) : NULL;
     float *dS = al_arena_alloc(&c->arena, (size_t)g->B * g->H * g->noff * nd->w_npad * sizeof(float));
     float *scr = al_arena_alloc(&c->arena, (size_t)nd->nthr * al__win16_scratch(nd) * sizeof(float));
     if (!dS || !scr) { al_fail(c, "attention backward: out of memory"); return; }
     if (!al_ok(c)) return;
-    win16_run_backward(nd, q, k, v, nd->out->grad, dS, dq, dk, dv, scr);
+    win16_run_backward(nd, q, k, v, nd->out->grad, dS, dq, dk, dv, scr, fresh);
     if (drel) rel_grad(nd, dS, drel);
 }
 
