@@ -100,9 +100,9 @@ static void bwd_tile_end(const f16_bwd *w, int j0, int nk, float *dk /* (N, ld) 
 {
     for (int j = 0; j < nk; j++)
         for (int d = 0; d < 16; d++) {
-            float *pk = dk ? dk + (int64_t)(j0 + j) * ld + d : NULL, *pv = dv ? dv + (int64_t)(j0 + j) * ld + d : NULL;
-            if (pk) *pk = (fresh ? 0.f : *pk) + w->kacc[j * 16 + d];
-            if (pv) *pv = (fresh ? 0.f : *pv) + w->vacc[j * 16 + d];
+            const int64_t at = (int64_t)(j0 + j) * ld + d;
+            if (dk) dk[at] = (fresh ? 0.f : dk[at]) + w->kacc[j * 16 + d];
+            if (dv) dv[at] = (fresh ? 0.f : dv[at]) + w->vacc[j * 16 + d];
         }
 }
 

@@ -322,10 +322,20 @@ static const kern_fn kernels_edge[3][2][3][2] = {
     {{{k8w_pp, k8w_pr}, {k8w_rp, k8w_rr}, {k8w_tp, k8w_tr}}, {{k8n_pp, k8n_pr}, {k8n_rp, k8n_rr}, {k8n_tp, k8n_tr}}},
     {{{k4w_pp, k4w_pr}, {k4w_rp, k4w_rr}, {k4w_tp, k4w_tr}}, {{k4n_pp, k4n_pr}, {k4n_rp, k4n_rr}, {k4n_tp, k4n_tr}}},
 };
+#endif
 /* The row class of an edge of mr < MR rows, and its rows. */
 static inline int edge_class(int mr) { return mr <= 4 ? 2 : mr <= 8 && 8 < MR ? 1 : 0; }
 static const int edge_rows[3] = {MR, 8, 4};
+/* The kernel of a tile: narrow calls, else the wide call's row class ec and one-vector edge sliver (one). */
+static inline kern_fn tile_kernel(int narrow, int ec, int one, int am, int bmode)
+{
+#if GEMM_EDGE
+    if (!narrow) return kernels_edge[ec][one][am][bmode];
+#else
+    (void)ec; (void)one;
 #endif
+    return kernels[narrow][am][bmode];
+}
 /* Rows per tile of a variant. */
 static inline int tile_rows(int narrow, int amode) { return narrow && amode != A_ROWS ? MRX : MR; }
 
@@ -484,36 +494,22 @@ static void gemm_blocked(int ta, int tb, int M, int N, int K, float alpha,
             for (int ir = 0; ir < M; ir += mrk) {
                 const int mr = imin(mrk, M - ir);
                 const float *a = ta ? A + (size_t)pc * lda + ir : A + (size_t)ir * lda + pc;
-                int am = amode;
+                int am = amode, ec = 0;           /* ec: the edge class of a wide call's last rows */
 #if GEMM_EDGE
-                if (!narrow) {                    /* wide: edge rows and an edge column sliver on smaller tiles */
-                    const int ec = mr < mrk ? edge_class(mr) : 0, re = edge_rows[ec];
-                    if (mr < re || amode == A_PACKED) {   /* zero-padded to re rows, or packing chosen */
-                        pack_a(ta, re, mr, kc, a, lda, ap);
-                        a = ap; am = A_PACKED;
-                    }
-                    for (int jr = 0; jr < nc; jr += nrk) {
-                        const int nr = imin(nrk, nc - jr), bd = bdirect && jr < nfull;
-                        const float *b = bd ? b0 + jr : bdirect ? bp : bp + (size_t)(jr / nrk) * kc * nrk;
-                        float *c = C + (size_t)ir * ldc + jc + jr;
-                        const float *bs = bias ? bias + jc + jr : NULL;
-                        if (nr <= AL_VL)          /* the packed sliver's first vector, read as rows of nrk */
-                            kernels_edge[ec][1][am][B_ROWS](kc, a, lda, b, nrk, c, ldc, mr, nr, alpha, beta, first, bs);
-                        else
-                            kernels_edge[ec][0][am][bd](kc, a, lda, b, ldb, c, ldc, mr, nr, alpha, beta, first, bs);
-                    }
-                    continue;
-                }
+                if (!narrow && mr < mrk) ec = edge_class(mr);
 #endif
-                if (mr < mrk || amode == A_PACKED) {  /* edge rows (zero-padded) or packing chosen */
-                    pack_a(ta, mrp, mr, kc, a, lda, ap);
+                const int tr = ec ? edge_rows[ec] : mrk;   /* the register tile's rows */
+                if (mr < tr || amode == A_PACKED) {   /* edge rows (zero-padded) or packing chosen */
+                    pack_a(ta, ec ? tr : mrp, mr, kc, a, lda, ap);
                     a = ap; am = A_PACKED;
                 }
                 for (int jr = 0; jr < nc; jr += nrk) {
                     const int nr = imin(nrk, nc - jr), bd = bdirect && jr < nfull;
                     const float *b = bd ? b0 + jr : bdirect ? bp : bp + (size_t)(jr / nrk) * kc * nrk;
-                    kernels[narrow][am][bd](kc, a, lda, b, ldb, C + (size_t)ir * ldc + jc + jr, ldc,
-                                            mr, nr, alpha, beta, first, bias ? bias + jc + jr : NULL);
+                    /* a wide call's last sliver of one vector or fewer: its first vector, read as rows of nrk */
+                    const int one = GEMM_EDGE && !narrow && nr <= AL_VL;
+                    tile_kernel(narrow, ec, one, am, one ? B_ROWS : bd)(kc, a, lda, b, one ? nrk : ldb, C + (size_t)ir * ldc + jc + jr, ldc,
+                                                                     mr, nr, alpha, beta, first, bias ? bias + jc + jr : NULL);
                 }
             }
         }

@@ -48,9 +48,8 @@ static int conv_check(al_ctx *c, const char *op, al_tensor *x, al_tensor *w, al_
                        al_shape_str(x, s1, sizeof s1), x->shape[1], al_shape_str(w, s2, sizeof s2), w->shape[1]), -1;
     if (stride < 1 || pad < 0)
         return al_fail(c, "%s: stride %d must be >= 1 and pad %d >= 0", op, stride, pad), -1;
-    const int B = x->shape[0], C = x->shape[1], H = x->shape[2], W = x->shape[3];
+    const int C = x->shape[1], H = x->shape[2], W = x->shape[3];
     const int O = w->shape[0], KH = w->shape[2], KW = w->shape[3];
-    (void)B;
     if ((int64_t)H + 2 * (int64_t)pad < KH || (int64_t)W + 2 * (int64_t)pad < KW)
         return al_fail(c, "%s: kernel %dx%d of w %s does not fit input %s with padding %d", op,
                        KH, KW, al_shape_str(w, s2, sizeof s2), al_shape_str(x, s1, sizeof s1), pad), -1;
@@ -132,6 +131,19 @@ static void pool2_grad_fresh(float *d, const float *g /* (Ho, Wo) */, const int3
 }
 #endif
 
+/* One (H, W) plane's gradient d from its pooled gradient g (Ho, Wo) and argmax a: fresh, d is
+ * overwritten (0 + g at each max, 0 elsewhere), else added to. */
+static void pool_grad_plane(float *d, const float *g, const int32_t *a, int H, int W, int Ho, int Wo, int k, int stride, int fresh)
+{
+#ifdef __AVX512F__
+    if (fresh && k == 2 && stride == 2) { pool2_grad_fresh(d, g, a, H, W, Ho, Wo); return; }
+#else
+    (void)k; (void)stride;
+#endif
+    if (fresh) memset(d, 0, (size_t)H * W * sizeof(float));
+    for (int64_t i = 0; i < (int64_t)Ho * Wo; i++) d[a[i]] += g[i];
+}
+
 static void maxpool2d_backward(al_ctx *c, void *p)
 {
     pool_node *n = p;
@@ -146,19 +158,9 @@ static void maxpool2d_backward(al_ctx *c, void *p)
     /* each plane is owned by one iteration; overlapping windows add in output order. A fresh
      * gradient is zeroed plane by plane by the thread that scatters into it (not serially first). */
     AL_OMP("omp parallel for schedule(static) if (planes * P >= 65536)")
-    for (int64_t t = 0; t < planes; t++) {
-        float *d = dx + t * HW;
-        const float *g = dy + t * P;
-        const int32_t *a = n->arg + t * P;
-#ifdef __AVX512F__
-        if (fresh && n->k == 2 && n->stride == 2) {
-            pool2_grad_fresh(d, g, a, n->x->shape[2], n->x->shape[3], n->out->shape[2], n->out->shape[3]);
-            continue;
-        }
-#endif
-        if (fresh) memset(d, 0, (size_t)HW * sizeof(float));
-        for (int64_t i = 0; i < P; i++) d[a[i]] += g[i];
-    }
+    for (int64_t t = 0; t < planes; t++)
+        pool_grad_plane(dx + t * HW, dy + t * P, n->arg + t * P, n->x->shape[2], n->x->shape[3],
+                        n->out->shape[2], n->out->shape[3], n->k, n->stride, fresh);
 }
 
 /* max-pool update: v (at plane index i) replaces the running max only if strictly greater, so ties keep
@@ -274,6 +276,14 @@ static void pool_row(const float *xp, int W, int h0, int Wo, int k, int stride, 
     }
 }
 
+/* One plane xp (·, W) pooled into yp (Ho, Wo), its argmax into ap (or NULL); xend: pool_row's. */
+static void pool_plane(const float *xp, int W, int Ho, int Wo, int k, int stride, float *yp, int32_t *ap, const float *xend)
+{
+    for (int oh = 0; oh < Ho; oh++)
+        pool_row(xp, W, oh * stride, Wo, k, stride, yp + (size_t)oh * Wo, ap ? ap + (size_t)oh * Wo : NULL,
+                 xend, (int64_t)(Ho - 1 - oh) * Wo >= 8);
+}
+
 al_tensor *al_maxpool2d(al_ctx *c, al_tensor *x, int k, int stride)
 {
     if (!x || !al_ok(c)) return NULL;
@@ -293,14 +303,8 @@ al_tensor *al_maxpool2d(al_ctx *c, al_tensor *x, int k, int stride)
     if (need && !arg) return al_fail(c, "maxpool2d: out of memory (arena)");
     const int64_t planes = (int64_t)B * C, P = (int64_t)Ho * Wo;
     AL_OMP("omp parallel for schedule(static) if (out->numel * k * k >= 65536)")
-    for (int64_t t = 0; t < planes; t++) {
-        const float *xp = x->data + t * H * W;                       /* (H, W) */
-        float *yp = out->data + t * P;                               /* (Ho, Wo) */
-        int32_t *ap = arg ? arg + t * P : NULL;
-        for (int oh = 0; oh < Ho; oh++)
-            pool_row(xp, W, oh * stride, Wo, k, stride, yp + (size_t)oh * Wo, ap ? ap + (size_t)oh * Wo : NULL,
-                     x->data + x->numel, (int64_t)(Ho - 1 - oh) * Wo >= 8);
-    }
+    for (int64_t t = 0; t < planes; t++)
+        pool_plane(x->data + t * H * W, W, Ho, Wo, k, stride, out->data + t * P, arg ? arg + t * P : NULL, x->data + x->numel);
     if (need) {
         pool_node *n = al_arena_alloc(&c->arena, sizeof *n);
         if (!n) return al_fail(c, "maxpool2d: out of memory (arena)");
@@ -333,12 +337,8 @@ static void convpool_post(void *ctx, int bi, const float *yb /* (O, Ho, Wo) */)
     const convpool_io *io = ctx;
     const int64_t P = (int64_t)io->Ho * io->Wo, Pp = (int64_t)io->Hp * io->Wp;
     for (int o = 0; o < io->O; o++) {
-        const float *xp = yb + o * P;
-        float *yp = io->out + ((int64_t)bi * io->O + o) * Pp;
-        int32_t *ap = io->arg ? io->arg + ((int64_t)bi * io->O + o) * Pp : NULL;
-        for (int oh = 0; oh < io->Hp; oh++)
-            pool_row(xp, io->Wo, oh * 2, io->Wp, 2, 2, yp + (size_t)oh * io->Wp, ap ? ap + (size_t)oh * io->Wp : NULL,
-                     yb + io->O * P, (int64_t)(io->Hp - 1 - oh) * io->Wp >= 8);
+        const int64_t at = ((int64_t)bi * io->O + o) * Pp;
+        pool_plane(yb + o * P, io->Wo, io->Hp, io->Wp, 2, 2, io->out + at, io->arg ? io->arg + at : NULL, yb + io->O * P);
     }
 }
 
@@ -347,15 +347,8 @@ static void convpool_pre(void *ctx, int bi, float *dyb /* (O, Ho, Wo) */)
     const convpool_io *io = ctx;
     const int64_t P = (int64_t)io->Ho * io->Wo, Pp = (int64_t)io->Hp * io->Wp;
     for (int o = 0; o < io->O; o++) {
-        float *d = dyb + o * P;
-        const float *g = io->g + ((int64_t)bi * io->O + o) * Pp;
-        const int32_t *a = io->arg + ((int64_t)bi * io->O + o) * Pp;
-#ifdef __AVX512F__
-        pool2_grad_fresh(d, g, a, io->Ho, io->Wo, io->Hp, io->Wp);
-#else
-        memset(d, 0, (size_t)P * sizeof(float));
-        for (int64_t i = 0; i < Pp; i++) d[a[i]] += g[i];
-#endif
+        const int64_t at = ((int64_t)bi * io->O + o) * Pp;
+        pool_grad_plane(dyb + o * P, io->g + at, io->arg + at, io->Ho, io->Wo, io->Hp, io->Wp, 2, 2, 1);
     }
 }
 
