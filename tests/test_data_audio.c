@@ -3,6 +3,7 @@
  * train/ + test/, determinism, hostile files skipped with a warning naming them, folder errors. */
 #include "testutil.h"
 #include "attnlab/audio.h"
+#include "attnlab/fbank.h"
 #include "attnlab/io.h"
 #include <math.h>
 #include <stdio.h>
@@ -112,6 +113,49 @@ static void test_formats_mono_resample(void **st)
     free(x);
 }
 
+/* A float file written at 16-bit scale (+-32768, as some tools do) and one exactly at the amplitude
+ * limit load unchanged, and the front end's features of the loudest are finite; one just past the
+ * limit is refused (the hostile-files test covers the message). */
+static void write_raw_float(const char *path, const float *v, int n)
+{
+    SF_INFO info = {0}; info.samplerate = 16000; info.channels = 1; info.format = SF_FORMAT_WAV | SF_FORMAT_FLOAT;
+    SNDFILE *sf = sf_open(path, SFM_WRITE, &info);
+    assert_non_null(sf);
+    sf_command(sf, SFC_SET_NORM_FLOAT, NULL, SF_FALSE);
+    assert_int_equal(sf_writef_float(sf, v, n), n);
+    sf_close(sf);
+}
+static void test_loud_float_files(void **st)
+{
+    (void)st;
+    enum { N = 4000 };
+    static float v[N];
+    const float amp[3] = {32768.0f, (float)AL_AUDIO_MAX_AMPLITUDE, nextafterf((float)AL_AUDIO_MAX_AMPLITUDE, INFINITY)};
+    for (int k = 0; k < 3; k++) {
+        for (int t = 0; t < N; t++) v[t] = (float)(sin(2 * M_PI * 440 * t / 16000.0) * 0.999);
+        v[123] = amp[k];   /* the peak: exactly amp */
+        write_raw_float(tu_tpath("loud%d.wav", k), v, N);
+        float *x; int64_t n, nreal; al_error e = {{0}};
+        al_status s = al_audio_file_load(tu_tpath("loud%d.wav", k), 0, &x, &n, &nreal, &e);
+        if (k == 2) {
+            assert_int_equal(s, AL_ERR);
+            if (!strstr(e.msg, "loud2.wav: holds a sample of") || !strstr(e.msg, "at frame 123")) fail_msg("%s", e.msg);
+            continue;
+        }
+        if (s) fail_msg("%s", e.msg);
+        assert_int_equal(n, N);
+        for (int t = 0; t < N; t++) assert_true(x[t] == v[t]);   /* 16 kHz mono: copied exactly */
+        al_fbank fb;
+        if (al_fbank_init(&fb, NULL, &e)) fail_msg("%s", e.msg);
+        int64_t T = al_fbank_frames(&fb.cfg, n);
+        float *m = malloc((size_t)T * AL_MFCC_DIM * sizeof *m);
+        assert_non_null(m);
+        if (al_fbank_mfcc(&fb, x, n, m, &e)) fail_msg("%s", e.msg);
+        for (int64_t i = 0; i < T * AL_MFCC_DIM; i++) if (!isfinite(m[i])) fail_msg("amplitude %g: feature %lld is %g", (double)amp[k], (long long)i, (double)m[i]);
+        free(m); al_fbank_free(&fb); free(x);
+    }
+}
+
 static void test_speaker_split(void **st)
 {
     (void)st;
@@ -204,6 +248,7 @@ static void test_hostile_files_skipped(void **st)
         {"hours.flac", "header claims 18000 s of audio"},
         {"forged.flac", "truncated or forged"},
         {"nan.wav", "NaN or infinite sample at frame 3"},
+        {"loud.wav", "holds a sample of 1e+18 at frame 2 (beyond +-1e+06"},
         {"dir.wav", "not a regular file"},
     };
     char p[512];
@@ -224,6 +269,12 @@ static void test_hostile_files_skipped(void **st)
             SF_INFO info = {0}; info.samplerate = 16000; info.channels = 1; info.format = SF_FORMAT_WAV | SF_FORMAT_FLOAT;
             SNDFILE *sf = sf_open(p, SFM_WRITE, &info); assert_non_null(sf);
             float v[8] = {0, 0.1f, 0.2f, NAN, 0, 0, 0, 0};
+            sf_writef_float(sf, v, 8); sf_close(sf);
+        } else if (!strcmp(f, "loud.wav")) {   /* finite, but its spectrum overflows float: the fuzzer's find */
+            SF_INFO info = {0}; info.samplerate = 16000; info.channels = 1; info.format = SF_FORMAT_WAV | SF_FORMAT_FLOAT;
+            SNDFILE *sf = sf_open(p, SFM_WRITE, &info); assert_non_null(sf);
+            sf_command(sf, SFC_SET_NORM_FLOAT, NULL, SF_FALSE);   /* write the values as they are */
+            float v[8] = {0, 0.5f, 1e18f, 0, 0, 0, 0, 0};
             sf_writef_float(sf, v, 8); sf_close(sf);
         } else {   /* FLAC: a STREAMINFO block only, claiming 5 hours (hours) or 20 min of 8 channels (forged) */
             int forged = !strcmp(f, "forged.flac");
@@ -280,6 +331,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_formats_mono_resample),
+        cmocka_unit_test(test_loud_float_files),
         cmocka_unit_test(test_speaker_split),
         cmocka_unit_test(test_train_test_dirs),
         cmocka_unit_test(test_hostile_files_skipped),

@@ -18,7 +18,9 @@
  * AL_AUDIO_MAX_CHANNELS channels, a rate of AL_AUDIO_MIN_RATE to AL_AUDIO_MAX_RATE Hz, at least one
  * frame and at most AL_AUDIO_MAX_SECONDS seconds, and no more than AL_AUDIO_MAX_RATIO decoded bytes per
  * byte of file; the whole load is budgeted (al_mem_check, io.h) before any sample is decoded. A file
- * that fails a check or does not decode (fewer frames than its header claims, a NaN sample) is
+ * that fails a check or does not decode (fewer frames than its header claims, a NaN sample, or a
+ * mono sample beyond +-AL_AUDIO_MAX_AMPLITUDE: float files hold +-1, or +-32768 when written at
+ * 16-bit scale; a larger value makes the front end's spectrum overflow float) is
  * skipped with a warning naming it; a class left with no usable file, or a folder with none, is an
  * error. Nothing here prints.
  */
@@ -31,6 +33,7 @@
 #define AL_AUDIO_RATE 16000             /* every clip is resampled to this rate */
 #define AL_AUDIO_MAX_SECONDS 600        /* a header claiming longer is refused (10 minutes) */
 #define AL_AUDIO_MAX_CHANNELS 64
+#define AL_AUDIO_MAX_AMPLITUDE 1e6      /* a decoded sample beyond +-this is refused */
 #define AL_AUDIO_MIN_RATE 1000
 #define AL_AUDIO_MAX_RATE 768000
 /* Decoded 16-bit bytes per byte of file above which (and above AL_AUDIO_FREE_BYTES in all) a header is

@@ -60,7 +60,9 @@ int64_t   al_fbank_frames(const al_fbank_cfg *cfg, int64_t n);
 void      al_fbank_power(const al_fbank *fb, const float *frame /* (win) */, float *power /* (nfft/2+1) */);
 /* The same by a direct O(nfft · win) DFT in double precision, the reference the tests compare with. */
 void      al_fbank_power_ref(const al_fbank_cfg *cfg, const float *frame /* (win) */, float *power /* (nfft/2+1) */);
-/* Log-mel filter bank of x (n samples): out (T, nmel), T = al_fbank_frames. */
+/* Log-mel filter bank of x (n samples): out (T, nmel), T = al_fbank_frames. The values are finite
+ * when every sample is finite and within +-1e15 (the float spectrum's range; the audio loader refuses
+ * samples beyond AL_AUDIO_MAX_AMPLITUDE, far inside it). */
 al_status al_fbank_logmel(const al_fbank *fb, const float *x /* (n) */, int64_t n, float *out /* (T, nmel) */, al_error *err);
 /* MFCC + Δ + ΔΔ of x: out (T, 3 nceps). */
 al_status al_fbank_mfcc(const al_fbank *fb, const float *x /* (n) */, int64_t n, float *out /* (T, 3 nceps) */, al_error *err);

@@ -135,6 +135,12 @@ static int read_mono(const afile *f, float *mono, float *chunk /* (CHUNK, channe
                 sf_close(sf);
                 snprintf(why, n, "holds a NaN or infinite sample at frame %lld", (long long)(got + t)); return -1;
             }
+            if (fabsf(s) > AL_AUDIO_MAX_AMPLITUDE) {   /* finite, but its spectrum would overflow float */
+                sf_close(sf);
+                snprintf(why, n, "holds a sample of %g at frame %lld (beyond +-%g: not audio, or a wrong scale)", (double)s,
+                         (long long)(got + t), (double)AL_AUDIO_MAX_AMPLITUDE);
+                return -1;
+            }
             mono[got + t] = s;
         }
         got += k;

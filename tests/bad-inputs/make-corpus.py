@@ -188,6 +188,7 @@ def audio_corpus():
             write(f"audio/ok/{c}/s{k}_0.wav", wav(1, 16000 if k < 4 else 8000))
     # one class, one file, and it is broken: skipped with a warning naming it, then nothing is left
     nan = struct.pack("<8f", 0, 0.1, 0.2, float("nan"), 0, 0, 0, 0)
+    loud = struct.pack("<8f", 0, 0.5, 1e18, 0, 0, 0, 0, 0)   # finite, but its spectrum overflows float
     for name, data in (("truncated-wav", wav(1, 16000, claimed=64000, data=bytes(300))),
                        ("data-size-4gb", wav(1, 16000, claimed=0xfffffff0)),
                        ("zero-channels", wav(0, 16000)),
@@ -196,7 +197,8 @@ def audio_corpus():
                        ("1000-channels", wav(1000, 16000, data=bytes(4000))),
                        ("not-audio", b"this is text, not a WAV file\n"),
                        ("empty-file", b""),
-                       ("nan-sample", wav(1, 16000, data=nan, fmt=3, bits=32))):
+                       ("nan-sample", wav(1, 16000, data=nan, fmt=3, bits=32)),
+                       ("loud-sample", wav(1, 16000, data=loud, fmt=3, bits=32))):
         write(f"audio/{name}/a/s1_x.wav", data)
     write("audio/claims-hours/a/s1_x.flac", flac_streaminfo(16000 * 3600 * 5, 1))
     write("audio/forged-flac/a/s1_x.flac", flac_streaminfo(16000 * 300, 8))
