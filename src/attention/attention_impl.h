@@ -54,6 +54,7 @@ int al_attn_setup(al_ctx *c, const char *op, const al_attn_desc *d, al_tensor *q
  * forward and per-head backward. Scratch: al__full16_scratch(cfg, 0 forward / 1 backward) floats
  * per thread. */
 extern long al__full16_runs;   /* tests: forward calls of the lane kernels (single-threaded callers) */
+extern int al__full16_few_max; /* a partial last block of at most this many queries runs query by query (tests: 0 = never) */
 int al__full16_ok(const al_attn_cfg *cfg);
 const char *al__full16_path(void);   /* what runs for D = 16 on this build, for bench */
 size_t al__full16_scratch(const al_attn_cfg *cfg, int backward);

@@ -14,6 +14,11 @@
  * Every sum has a fixed order that depends on N only, so results are the same bits on any number
  * of threads.
  *
+ * A last block with only a few real queries (N = 196: 12 blocks and 4 queries) runs query by query
+ * with the keys in the lanes instead (forward_few, backward_few_tile: Kᵀ and Vᵀ built once per
+ * head), every chain in the lane kernels' order, so the bits do not depend on which path ran. The
+ * block transposes (Qᵀ, dOᵀ in, Oᵀ and dQᵀ out) are 16 x 16 register transposes on AVX-512.
+ *
  * AVX2 + FMA builds run the same maths with eight queries per vector (the forward takes two vectors
  * per key, sixteen queries; the backward blocks of eight). Every lane does
  * the AVX-512 lane's operations in the same order (each query's score chain, max, exp2, partial
@@ -42,9 +47,50 @@ long al__full16_runs;
 #if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
 /* ---------------- shared by both ISAs: layouts ---------------- */
 
+#if defined(__AVX512F__)
+/* out[d·os + k] = alpha · X[k·ld + d] for k < n, 0 for n ≤ k < 16 (d < 16): a 16 x 16 block
+ * transposed in registers, each element the scalar product alpha · x (alpha = 1: a copy). */
+static inline void tr16x16(const float *X, int64_t ld, int n, float alpha, float *out, int64_t os)
+{
+    __m512 r[16], t[16];
+    const __m512 a = _mm512_set1_ps(alpha);
+    for (int k = 0; k < 16; k++) {
+        r[k] = k < n ? _mm512_loadu_ps(X + (int64_t)k * ld) : _mm512_setzero_ps();
+        if (alpha != 1.f) r[k] = _mm512_mul_ps(a, r[k]);
+    }
+    for (int k = 0; k < 16; k += 2) {
+        t[k] = _mm512_unpacklo_ps(r[k], r[k + 1]);
+        t[k + 1] = _mm512_unpackhi_ps(r[k], r[k + 1]);
+    }
+    for (int k = 0; k < 16; k += 4) {
+        r[k] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[k]), _mm512_castps_pd(t[k + 2])));
+        r[k + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[k]), _mm512_castps_pd(t[k + 2])));
+        r[k + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[k + 1]), _mm512_castps_pd(t[k + 3])));
+        r[k + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[k + 1]), _mm512_castps_pd(t[k + 3])));
+    }
+    /* now r[4g + c], 128-bit lane L = feature 4L + c of rows 4g .. 4g+3: a 4 x 4 transpose of lanes */
+    for (int k = 0; k < 4; k++) {
+        t[k] = _mm512_shuffle_f32x4(r[k], r[k + 4], 0x88);
+        t[k + 4] = _mm512_shuffle_f32x4(r[k], r[k + 4], 0xdd);
+        t[k + 8] = _mm512_shuffle_f32x4(r[k + 8], r[k + 12], 0x88);
+        t[k + 12] = _mm512_shuffle_f32x4(r[k + 8], r[k + 12], 0xdd);
+    }
+    for (int k = 0; k < 4; k++) {
+        r[k] = _mm512_shuffle_f32x4(t[k], t[k + 8], 0x88);
+        r[k + 8] = _mm512_shuffle_f32x4(t[k], t[k + 8], 0xdd);
+        r[k + 4] = _mm512_shuffle_f32x4(t[k + 4], t[k + 12], 0x88);
+        r[k + 12] = _mm512_shuffle_f32x4(t[k + 4], t[k + 12], 0xdd);
+    }
+    for (int d = 0; d < 16; d++) _mm512_storeu_ps(out + (int64_t)d * os, r[d]);
+}
+#endif
+
 /* t[d·qb + i] = alpha · X[i·ld + d] for rows i < n of X, 0 for i ≥ n (a block of qb rows of 16). */
 static void transpose_block(const float *X /* (qb, ld) */, int64_t ld, int n, int qb, float alpha, float *t /* (16, qb) */)
 {
+#if defined(__AVX512F__)
+    if (qb == 16) { tr16x16(X, ld, n, alpha, t, 16); return; }
+#endif
     for (int d = 0; d < 16; d++)
         for (int i = 0; i < qb; i++) t[d * qb + i] = i < n ? alpha * X[i * ld + d] : 0.f;
 }
@@ -85,10 +131,18 @@ static f16_bwd bwd_begin(const float *Q /* (N, ldq) */, int64_t ldq, const float
 static void fwd_finish(const float *lv /* (16) */, const float *mv /* (16) */, const float *ot /* (16, 16) */, int i0, int nq,
                        float *out /* (N, ldo) */, int64_t ldo, float *lse /* (N) */)
 {
+#if defined(__AVX512F__)
+    float tr[256];   /* Oᵀ back to rows, then each row times its 1/l: the same products */
+    tr16x16(ot, 16, 16, 1.f, tr, 16);
+#endif
     for (int i = 0; i < nq; i++) {
         float inv = lv[i] > 0.f ? 1.0f / lv[i] : 0.f;
         float *o = out + (int64_t)(i0 + i) * ldo;
+#if defined(__AVX512F__)
+        _mm512_storeu_ps(o, _mm512_mul_ps(_mm512_loadu_ps(tr + i * 16), _mm512_set1_ps(inv)));
+#else
         for (int e = 0; e < 16; e++) o[e] = ot[e * 16 + i] * inv;
+#endif
         lse[i0 + i] = lv[i] > 0.f ? (mv[i] + log2f(lv[i])) * LN2_F : INFINITY;
     }
 }
@@ -111,11 +165,229 @@ static void bwd_end(const f16_bwd *w, int N, int qb, float *dq /* (N, ld) */, in
 {
     for (int b = 0; b < w->nqb; b++) {
         int i0 = b * qb, nq = N - i0 < qb ? N - i0 : qb;
+#if defined(__AVX512F__)
+        if (qb == 16) {   /* dQᵀ back to rows in registers, then the same adds row by row */
+            float tr[256];
+            tr16x16(w->dqtb + (size_t)b * 256, 16, 16, 1.f, tr, 16);
+            for (int i = 0; i < nq; i++) {
+                float *p = dq + (int64_t)(i0 + i) * ld;
+                _mm512_storeu_ps(p, _mm512_add_ps(fresh ? _mm512_setzero_ps() : _mm512_loadu_ps(p), _mm512_loadu_ps(tr + i * 16)));
+            }
+            continue;
+        }
+#endif
         for (int i = 0; i < nq; i++)
             for (int d = 0; d < 16; d++) {
                 float *p = dq + (int64_t)(i0 + i) * ld + d;
                 *p = (fresh ? 0.f : *p) + w->dqtb[(size_t)b * qb * 16 + d * qb + i];
             }
+    }
+}
+
+/* ---------------- shared by both ISAs: a few queries, keys in the lanes ----------------
+ * A partial block of nq queries (N = 49: 16 + 16 + 16 + 1) costs the lane kernels as much as a
+ * full one. With nq ≤ al__full16_few_max the queries run one at a time with the roles swapped:
+ * the keys in the lanes for the scores (Kᵀ and Vᵀ of the head, once per head) and the feature
+ * index in the lanes for P·V and the gradient rows. Each score, exp, sum and FMA chain is the lane
+ * kernels' for that query, in the same order (test_full_d16_twin checks both paths against the
+ * per-query maths bit for bit); the padding lanes the block would have carried add exact zeros
+ * there, so skipping them changes nothing. */
+int al__full16_few_max = 4;
+
+#if defined(__AVX512F__)
+static inline al_vf few_exp2(al_vf x) { return al__exp2_v16(x); }
+#else
+static inline al_vf few_exp2(al_vf x) { return al__exp2_v8(x); }
+#endif
+static inline float few_exp2_1(float x)   /* one lane of the vector 2^x (the same bits) */
+{
+    float t[AL_VL];
+    al_v_store(t, few_exp2(al_v_set1(x)));
+    return t[0];
+}
+
+/* xt[d·np + j] = X[j·16 + d] for j < N, 0 for N ≤ j < np (np: N rounded up to 16). */
+#if defined(__AVX512F__)
+static void few_transpose(const float *X /* (N,16) */, int N, int np, float *xt /* (16, np) */)
+{
+    for (int j0 = 0; j0 < np; j0 += 16) tr16x16(X + (size_t)j0 * 16, 16, N - j0, 1.f, xt + j0, np);
+}
+#else
+static void few_transpose(const float *X /* (N,16) */, int N, int np, float *xt /* (16, np) */)
+{
+    for (int d = 0; d < 16; d++) {
+        float *o = xt + (size_t)d * np;
+        for (int j = 0; j < N; j++) o[j] = X[(size_t)j * 16 + d];
+        for (int j = N; j < np; j++) o[j] = 0.f;
+    }
+}
+#endif
+static int few_np(int N) { return (N + 15) / 16 * 16; }
+
+/* s[t] = Σ_d xt[d·np + j0 + t] · c[d] for the keys of a tile (t < nk rounded up to a vector), one
+ * chain d = 0..15 per key, as dots_t: the product first, then FMAs. */
+static inline void few_dots(const float *xt, int np, int j0, int nk, const float *c /* (16) */, float *s)
+{
+    for (int t = 0; t < nk; t += AL_VL) {
+        al_vf a = al_v_mul(al_v_load(xt + j0 + t), al_v_set1(c[0]));
+        for (int d = 1; d < 16; d++) a = al_v_fma(al_v_load(xt + (size_t)d * np + j0 + t), al_v_set1(c[d]), a);
+        al_v_store(s + t, a);
+    }
+}
+
+/* The few-query path runs its NQ ≤ FEW_MAX queries side by side: their chains are independent, so
+ * they overlap instead of waiting on one FMA's latency each (a query's P·V and dQ chains are as
+ * long as the tile). NQ is a constant in each instance (few_forward_n / few_backward_n). */
+#define FEW_MAX 4
+#define FEW_C (16 / AL_VL)   /* vectors per 16-float row */
+
+/* acc[t] (16 floats) = w_a[t] · r_a + acc[t] for a = 0 .. NQ−1 in query order, for the keys t < nk
+ * of a tile: each key's next NQ steps of its chain over the queries (wt_rows_acc's steps). */
+static inline __attribute__((always_inline)) void few_rows_acc(int NQ, const float *w /* (NQ, F16_BK) */, const float *const *r,
+                                                              int nk, float *acc /* (nk, 16) */)
+{
+    al_vf rv[FEW_MAX][FEW_C];
+    for (int a = 0; a < NQ; a++)
+        for (int c = 0; c < FEW_C; c++) rv[a][c] = al_v_load(r[a] + c * AL_VL);
+    for (int t = 0; t < nk; t++)
+        for (int c = 0; c < FEW_C; c++) {
+            al_vf x = al_v_load(acc + t * 16 + c * AL_VL);
+            for (int a = 0; a < NQ; a++) x = al_v_fma(al_v_set1(w[a * F16_BK + t]), rv[a][c], x);
+            al_v_store(acc + t * 16 + c * AL_VL, x);
+        }
+}
+
+/* o_a (16 floats) = Σ_t w_a[t] · X[t·16 ..] + o_a in key order, a < NQ: each query's P·V or dQ chain
+ * over a tile, the NQ chains interleaved. */
+static inline __attribute__((always_inline)) void few_chain(int NQ, const float *w /* (NQ, F16_BK) */, const float *X /* (nk, 16) */,
+                                                           int nk, float *o /* (NQ, 16) */)
+{
+    al_vf acc[FEW_MAX][FEW_C];
+    for (int a = 0; a < NQ; a++)
+        for (int c = 0; c < FEW_C; c++) acc[a][c] = al_v_load(o + a * 16 + c * AL_VL);
+    for (int t = 0; t < nk; t++)
+        for (int c = 0; c < FEW_C; c++) {
+            const al_vf x = al_v_load(X + t * 16 + c * AL_VL);
+            for (int a = 0; a < NQ; a++) acc[a][c] = al_v_fma(al_v_set1(w[a * F16_BK + t]), x, acc[a][c]);
+        }
+    for (int a = 0; a < NQ; a++)
+        for (int c = 0; c < FEW_C; c++) al_v_store(o + a * 16 + c * AL_VL, acc[a][c]);
+}
+
+/* Queries i0 .. i0+NQ−1 of one head (V: (N,16) rows; kt: Kᵀ from few_transpose), as forward_block's
+ * lanes for them: out rows and lse. sb: FEW_MAX·F16_BK floats. */
+static inline __attribute__((always_inline)) void few_forward_n(int NQ, const float *Q /* (N, ldq) */, int64_t ldq, const float *V,
+                                                               const float *kt, int N, int i0, float scale, float *out /* (N, ldo) */,
+                                                               int64_t ldo, float *lse /* (N) */, float *sb)
+{
+    const int np = few_np(N);
+    float q[FEW_MAX][16], o[FEW_MAX * 16], m[FEW_MAX], l[FEW_MAX];
+    for (int a = 0; a < NQ; a++) {
+        for (int d = 0; d < 16; d++) q[a][d] = scale * LOG2E_F * Q[(int64_t)(i0 + a) * ldq + d];
+        for (int e = 0; e < 16; e++) o[a * 16 + e] = 0.f;
+        m[a] = -INFINITY; l[a] = 0.f;
+    }
+    for (int j0 = 0; j0 < N; j0 += F16_BK) {
+        const int nk = N - j0 < F16_BK ? N - j0 : F16_BK;
+        for (int a = 0; a < NQ; a++) few_dots(kt, np, j0, nk, q[a], sb + a * F16_BK);
+        __m128 mxv[FEW_MAX];   /* vmaxss(mx, s) = vmaxps's lane: s unless mx is larger (NaN: s) */
+        for (int a = 0; a < NQ; a++) mxv[a] = _mm_set_ss(-INFINITY);
+        for (int t = 0; t < nk; t++)
+            for (int a = 0; a < NQ; a++) mxv[a] = _mm_max_ss(mxv[a], _mm_load_ss(sb + a * F16_BK + t));
+        float l1[FEW_MAX];
+        for (int a = 0; a < NQ; a++) {
+            const float mx = _mm_cvtss_f32(mxv[a]), mn = m[a] > mx ? m[a] : mx, corr = few_exp2_1(m[a] - mn);
+            l[a] = l[a] * corr;
+            for (int e = 0; e < 16; e++) o[a * 16 + e] = o[a * 16 + e] * corr;
+            m[a] = mn;
+            const al_vf mv = al_v_set1(mn);
+            float *s = sb + a * F16_BK;
+            for (int t = 0; t < nk; t += AL_VL) al_v_store(s + t, few_exp2(al_v_sub(al_v_load(s + t), mv)));
+            l1[a] = 0.f;
+        }
+        int t = 0;
+        for (; t + 2 <= nk; t += 2)
+            for (int a = 0; a < NQ; a++) { l[a] = l[a] + sb[a * F16_BK + t]; l1[a] = l1[a] + sb[a * F16_BK + t + 1]; }
+        for (int a = 0; a < NQ; a++) {
+            if (t < nk) l[a] = l[a] + sb[a * F16_BK + t];
+            l[a] = l[a] + l1[a];
+        }
+        few_chain(NQ, sb, V + (int64_t)j0 * 16, nk, o);
+    }
+    for (int a = 0; a < NQ; a++) {
+        float *orow = out + (int64_t)(i0 + a) * ldo;
+        const float inv = l[a] > 0.f ? 1.0f / l[a] : 0.f;
+        for (int e = 0; e < 16; e++) orow[e] = o[a * 16 + e] * inv;
+        lse[i0 + a] = l[a] > 0.f ? (m[a] + log2f(l[a])) * LN2_F : INFINITY;
+    }
+}
+
+static void forward_few(const float *Q, int64_t ldq, const float *V, const float *kt, int N, int i0, int nq, float scale,
+                        float *out, int64_t ldo, float *lse, float *sb)
+{
+    for (int a = 0; a < nq; a += FEW_MAX) {
+        const int n = nq - a < FEW_MAX ? nq - a : FEW_MAX;
+        switch (n) {
+        case 1: few_forward_n(1, Q, ldq, V, kt, N, i0 + a, scale, out, ldo, lse, sb); break;
+        case 2: few_forward_n(2, Q, ldq, V, kt, N, i0 + a, scale, out, ldo, lse, sb); break;
+        case 3: few_forward_n(3, Q, ldq, V, kt, N, i0 + a, scale, out, ldo, lse, sb); break;
+        default: few_forward_n(4, Q, ldq, V, kt, N, i0 + a, scale, out, ldo, lse, sb); break;
+        }
+    }
+}
+
+/* One key tile j0 .. j0+nk−1 of the backward for queries i0 .. i0+NQ−1 of the last block (qb lanes
+ * wide in w's layout), after the full blocks: the queries' P and dS for the tile, their steps of
+ * every key's dV and dK chain (in query order, as the block's lanes), and their dQ chains over the
+ * tile's keys, kept in w's dQᵀ block. kt, vt: Kᵀ and Vᵀ (few_transpose). p, ds: FEW_MAX·F16_BK. */
+static inline __attribute__((always_inline)) void few_backward_n(int NQ, const f16_bwd *w, int qb, int i0, int ib, const float *Q,
+                                                                int64_t ldq, const float *dO, int64_t ldo, const float *kt,
+                                                                const float *vt, int np, const float *Kt /* tile rows */, int j0,
+                                                                int nk, float scale, int want_dq, int want_dk, int want_dv)
+{
+    float *p = w->pbuf, *ds = w->dsbuf;
+    const int b = ib / qb;
+    const float *qr[FEW_MAX], *gr[FEW_MAX];
+    for (int a = 0; a < NQ; a++) {
+        const int i = i0 + a;
+        float q[16];
+        qr[a] = Q + (int64_t)i * ldq; gr[a] = dO + (int64_t)i * ldo;
+        for (int d = 0; d < 16; d++) q[d] = w->qtb[(size_t)b * qb * 16 + d * qb + (i - ib)];
+        few_dots(kt, np, j0, nk, q, p + a * F16_BK);
+        few_dots(vt, np, j0, nk, gr[a], ds + a * F16_BK);
+        const al_vf L = al_v_set1(w->lseb[i]), Dl = al_v_set1(w->dlb[i]), sc = al_v_set1(scale);
+        for (int t = 0; t < nk; t += AL_VL) {
+            const al_vf pv = few_exp2(al_v_sub(al_v_load(p + a * F16_BK + t), L));
+            al_v_store(p + a * F16_BK + t, pv);
+            al_v_store(ds + a * F16_BK + t, al_v_mul(al_v_mul(pv, sc), al_v_sub(al_v_load(ds + a * F16_BK + t), Dl)));
+        }
+    }
+    if (want_dv) few_rows_acc(NQ, p, gr, nk, w->vacc);
+    if (want_dk) few_rows_acc(NQ, ds, qr, nk, w->kacc);
+    if (want_dq) {
+        float acc[FEW_MAX * 16];
+        for (int a = 0; a < NQ; a++)
+            for (int d = 0; d < 16; d++) acc[a * 16 + d] = w->dqtb[(size_t)b * qb * 16 + d * qb + (i0 + a - ib)];
+        few_chain(NQ, ds, Kt, nk, acc);
+        for (int a = 0; a < NQ; a++)
+            for (int d = 0; d < 16; d++) w->dqtb[(size_t)b * qb * 16 + d * qb + (i0 + a - ib)] = acc[a * 16 + d];
+    }
+}
+
+static void backward_few_tile(const f16_bwd *w, int qb, int i0, int nq, const float *Q, int64_t ldq, const float *dO, int64_t ldo,
+                              const float *kt, const float *vt, int np, const float *Kt, int j0, int nk, float scale,
+                              int want_dq, int want_dk, int want_dv)
+{
+    for (int a = 0; a < nq; a += FEW_MAX) {
+        const int n = nq - a < FEW_MAX ? nq - a : FEW_MAX;
+#define FEW_B(NQ) few_backward_n(NQ, w, qb, i0 + a, i0, Q, ldq, dO, ldo, kt, vt, np, Kt, j0, nk, scale, want_dq, want_dk, want_dv)
+        switch (n) {
+        case 1: FEW_B(1); break;
+        case 2: FEW_B(2); break;
+        case 3: FEW_B(3); break;
+        default: FEW_B(4); break;
+        }
+#undef FEW_B
     }
 }
 #endif
@@ -249,10 +521,11 @@ static void forward_block(const float *Q /* (N, ldq) */, int64_t ldq, const floa
 static void backward_head(const float *Q /* (N, ldq) */, int64_t ldq, const float *K /* (N,16) */, const float *V /* (N,16) */, const float *dO /* (N, ldo) */,
                           int64_t ldo, const float *lse /* (N) */, const float *delta /* (N) */, int N, float scale, float *dq /* (N, ldq) or NULL */,
                           float *dk /* (N, ldq) or NULL */, float *dv /* (N, ldq) or NULL */, float *ws /* (al__full16_scratch(g, 1)) */,
-                          int fresh)
+                          int fresh, float *kt /* (2, 16, few_np(N)) */)
 {
     const f16_bwd w = bwd_begin(Q, ldq, dO, ldo, lse, delta, N, scale, 16, dq != NULL, ws);
-    const int nqb = w.nqb;
+    const int nfew = N % 16 && N % 16 <= al__full16_few_max ? N % 16 : 0, nqb = w.nqb - (nfew > 0), np = few_np(N);
+    if (nfew) { few_transpose(K, N, np, kt); few_transpose(V, N, np, kt + (size_t)16 * np); }
     float *qtb = w.qtb, *dotb = w.dotb, *dqtb = w.dqtb, *lseb = w.lseb, *dlb = w.dlb;
     float *pbuf = w.pbuf, *dsbuf = w.dsbuf, *kacc = w.kacc, *vacc = w.vacc;
     const __m512 sc = _mm512_set1_ps(scale);
@@ -307,6 +580,9 @@ static void backward_head(const float *Q /* (N, ldq) */, int64_t ldq, const floa
                 for (int d = 0; d < 16; d++) _mm512_storeu_ps(acc + d * 16, R[d]);
             }
         }
+        if (nfew)
+            backward_few_tile(&w, 16, nqb * 16, nfew, Q, ldq, dO, ldo, kt, kt + (size_t)16 * np, np, Kt, j0, nk, scale,
+                              dq != NULL, dk != NULL, dv != NULL);
         bwd_tile_end(&w, j0, nk, dk, dv, ldq, fresh);
     }
     if (dq) bwd_end(&w, N, 16, dq, ldq, fresh);
@@ -521,11 +797,12 @@ static void forward_block(const float *Q /* (N, ldq) */, int64_t ldq, const floa
 static void backward_head(const float *Q /* (N, ldq) */, int64_t ldq, const float *K /* (N,16) */, const float *V /* (N,16) */, const float *dO /* (N, ldo) */,
                           int64_t ldo, const float *lse /* (N) */, const float *delta /* (N) */, int N, float scale, float *dq /* (N, ldq) or NULL */,
                           float *dk /* (N, ldq) or NULL */, float *dv /* (N, ldq) or NULL */, float *ws /* (al__full16_scratch(g, 1)) */,
-                          int fresh)
+                          int fresh, float *kt /* (2, 16, few_np(N)) */)
 {
     static const float zero_row[16];
     const f16_bwd w = bwd_begin(Q, ldq, dO, ldo, lse, delta, N, scale, 8, dq != NULL, ws);
-    const int nqb = w.nqb;
+    const int nfew = N % 8 && N % 8 <= al__full16_few_max ? N % 8 : 0, nqb = w.nqb - (nfew > 0), np = few_np(N);
+    if (nfew) { few_transpose(K, N, np, kt); few_transpose(V, N, np, kt + (size_t)16 * np); }
     float *qtb = w.qtb, *dotb = w.dotb, *dqtb = w.dqtb, *lseb = w.lseb, *dlb = w.dlb;
     float *pbuf = w.pbuf, *dsbuf = w.dsbuf, *kacc = w.kacc, *vacc = w.vacc;
     const __m256 sc = _mm256_set1_ps(scale);
@@ -561,6 +838,9 @@ static void backward_head(const float *Q /* (N, ldq) */, int64_t ldq, const floa
             }
             if (dq) dq_acc(dqtb + (size_t)b * 128, dsbuf, Kt, nk);   /* dQᵀ[d] += Σ_j dS_j · K[j,d] */
         }
+        if (nfew)
+            backward_few_tile(&w, 8, nqb * 8, nfew, Q, ldq, dO, ldo, kt, kt + (size_t)16 * np, np, Kt, j0, nk, scale,
+                              dq != NULL, dk != NULL, dv != NULL);
         bwd_tile_end(&w, j0, nk, dk, dv, ldq, fresh);
     }
     if (dq) bwd_end(&w, N, 8, dq, ldq, fresh);
@@ -578,9 +858,10 @@ int al__full16_ok(const al_attn_cfg *g)
 size_t al__full16_scratch(const al_attn_cfg *g, int backward)
 {
     const size_t kv = 2 * (size_t)g->N * 16;   /* K and V of one head gathered from strided rows */
-    if (!backward) return (size_t)F16_BK * F16_FQB + 2 * 16 * F16_FQB + kv;   /* a score strip, two transposed blocks */
+    const size_t few = 2 * 16 * (size_t)few_np(g->N) + FEW_MAX * F16_BK;   /* Kᵀ, Vᵀ and score strips of the few-query path */
+    if (!backward) return (size_t)F16_BK * F16_FQB + 2 * 16 * F16_FQB + kv + few;   /* a score strip, two transposed blocks */
     size_t npad = (size_t)(g->N + F16_QB - 1) / F16_QB * F16_QB;
-    return 3 * npad * 16 + 2 * npad + 2 * (size_t)F16_BK * F16_QB + 2 * (size_t)F16_BK * 16 + kv;
+    return 3 * npad * 16 + 2 * npad + 2 * (size_t)F16_BK * F16_QB + 2 * (size_t)F16_BK * 16 + kv + few;
 }
 
 /* K and V of head bh as (N,16) rows: in place when the layout's rows are 16 floats apart, else
@@ -609,6 +890,7 @@ void al__full16_forward(const al_attn_cfg *g, const float *q, const float *k, co
     AL_OMP("omp parallel num_threads(nthr) if (tasks > 1 && heads * nqb * F16_FQB * (int64_t)N > AL_PAR_MIN / 8)")
     {
         float *sbuf = scratch + (size_t)al__thread_id() * per, *tb = sbuf + F16_BK * F16_FQB, *kv = tb + 2 * 16 * F16_FQB;
+        float *kt = kv + 2 * (size_t)N * 16, *sb = kt + 2 * 16 * (size_t)few_np(N);
         AL_OMP("omp for schedule(static)")
         for (int64_t t = 0; t < tasks; t++) {
             const int64_t bh = t / per_head, at = al__lay_head(li, bh, g->H), ao = al__lay_head(lo, bh, g->H);
@@ -617,7 +899,11 @@ void al__full16_forward(const al_attn_cfg *g, const float *q, const float *k, co
             head_kv(k, v, li, at, N, kv, &K, &V);
             for (int b = b0; b < b1; b++) {
                 const int i0 = b * F16_FQB, nq = N - i0 < F16_FQB ? N - i0 : F16_FQB;
-                forward_block(q + at, li->sr, K, V, N, i0, nq, g->scale, out + ao, lo->sr, lse + bh * N, sbuf, tb);
+                if (nq < F16_FQB && nq <= al__full16_few_max) {   /* the last, partial block: query by query */
+                    few_transpose(K, N, few_np(N), kt);
+                    forward_few(q + at, li->sr, V, kt, N, i0, nq, g->scale, out + ao, lo->sr, lse + bh * N, sb);
+                } else
+                    forward_block(q + at, li->sr, K, V, N, i0, nq, g->scale, out + ao, lo->sr, lse + bh * N, sbuf, tb);
             }
         }
     }
@@ -635,19 +921,21 @@ void al__full16_backward(const al_attn_cfg *g, const float *q, const float *k, c
     AL_OMP("omp parallel num_threads(nthr) if (heads > 1 && heads * (int64_t)N * N > AL_PAR_MIN / 8)")
     {
         float *ws = scratch + (size_t)al__thread_id() * per, *kv = ws + per - 2 * (size_t)N * 16;
+        float *kt = kv - (2 * 16 * (size_t)few_np(N) + FEW_MAX * F16_BK);
         AL_OMP("omp for schedule(static)")
         for (int64_t bh = 0; bh < heads; bh++) {
             const int64_t at = al__lay_head(li, bh, g->H), ao = al__lay_head(lo, bh, g->H);
             const float *K, *V;
             head_kv(k, v, li, at, N, kv, &K, &V);
             backward_head(q + at, li->sr, K, V, dO + ao, lo->sr, lse + bh * N, delta + bh * N, N, g->scale,
-                          dq ? dq + at : NULL, dk ? dk + at : NULL, dv ? dv + at : NULL, ws, fresh);
+                          dq ? dq + at : NULL, dk ? dk + at : NULL, dv ? dv + at : NULL, ws, fresh, kt);
         }
     }
 }
 
 #else   /* neither AVX-512 nor AVX2 + FMA: the generic kernel handles every shape */
 
+int al__full16_few_max;
 const char *al__full16_path(void) { return "generic tiles (" AL_SIMD_ISA ")"; }
 int al__full16_ok(const al_attn_cfg *g) { (void)g; return 0; }
 size_t al__full16_scratch(const al_attn_cfg *g, int backward) { (void)g; (void)backward; return 0; }
