@@ -102,6 +102,63 @@ static void test_layernorm_rows_matches_ref(void **st)
     for (int i = 0; i < 4; i++) assert_true(y4[i] == be[i]);
 }
 
+/* norm.c's ln_row in plain scalar C: 16 lane sums, the halving tree, two-pass variance, then
+ * ((x − m)·rstd)·γ + β. The kernel (sixteen rows at a time on AVX-512) must give these bits. */
+static float lanes_tree(const float *x, float m, int sq, int n)
+{
+    float acc[16] = {0};
+    int i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int j = 0; j < 16; j++) { float d = x[i + j] - m; acc[j] += sq ? d * d : x[i + j]; }
+    for (int j = 0; i < n; i++, j++) { float d = x[i] - m; acc[j] += sq ? d * d : x[i]; }
+    for (int w = 8; w > 0; w /= 2)
+        for (int j = 0; j < w; j++) acc[j] += acc[j + w];
+    return acc[0];
+}
+static void ln_rows_scalar(const float *x, const float *g, const float *b, float *y, float *mean, float *rstd, int rows, int n)
+{
+    const float inv_n = 1.0f / (float)n;
+    for (int r = 0; r < rows; r++) {
+        const float *xr = x + (size_t)r * n;
+        float m = lanes_tree(xr, 0.f, 0, n) * inv_n;
+        float rs = 1.0f / sqrtf(lanes_tree(xr, m, 1, n) * inv_n + 1e-5f);
+        mean[r] = m; rstd[r] = rs;
+        for (int i = 0; i < n; i++) y[(size_t)r * n + i] = (xr[i] - m) * rs * g[i] + b[i];
+    }
+}
+
+/* The same bits as the scalar row maths for every row count around the groups of 16 and row
+ * lengths that are and are not multiples of 16, alone and after the residual add. */
+static void test_layernorm_rows_bits(void **st)
+{
+    (void)st;
+    const int R[] = {1, 15, 16, 17, 40, 100}, Ns[] = {16, 64, 80, 50};
+    for (int ri = 0; ri < 6; ri++)
+        for (int ni = 0; ni < 4; ni++) {
+            const int rows = R[ri], n = Ns[ni];
+            const int64_t m = (int64_t)rows * n;
+            float *x = tu_alloc_rand(m, 300 + ri * 4 + ni, -3.f, 7.f), *x2 = tu_alloc_rand(m, 400 + ri * 4 + ni, -1.f, 1.f);
+            float *g = tu_alloc_rand(n, 500 + ni, 0.5f, 1.5f), *b = tu_alloc_rand(n, 600 + ni, -1.f, 1.f);
+            float *y = malloc(m * sizeof(float)), *yr = malloc(m * sizeof(float)), *sum = malloc(m * sizeof(float)), *sr = malloc(m * sizeof(float));
+            float *mu = malloc(rows * sizeof(float)), *rs = malloc(rows * sizeof(float));
+            float *mur = malloc(rows * sizeof(float)), *rsr = malloc(rows * sizeof(float));
+            assert_non_null(y); assert_non_null(yr); assert_non_null(sum); assert_non_null(sr);
+            assert_non_null(mu); assert_non_null(rs); assert_non_null(mur); assert_non_null(rsr);
+            x[0] = -0.f;   /* a negative zero in the first lane sum */
+            al_layernorm_rows(x, g, b, y, mu, rs, rows, n, 1e-5f);
+            ln_rows_scalar(x, g, b, yr, mur, rsr, rows, n);
+            if (memcmp(y, yr, m * sizeof(float)) || memcmp(mu, mur, rows * sizeof(float)) || memcmp(rs, rsr, rows * sizeof(float)))
+                fail_msg("layernorm %dx%d: bits differ from the scalar row maths", rows, n);
+            al_add_layernorm_rows(x, x2, sum, g, b, y, mu, rs, rows, n, 1e-5f);
+            for (int64_t i = 0; i < m; i++) sr[i] = x[i] + x2[i];
+            ln_rows_scalar(sr, g, b, yr, mur, rsr, rows, n);
+            if (memcmp(sum, sr, m * sizeof(float)) || memcmp(y, yr, m * sizeof(float)) || memcmp(mu, mur, rows * sizeof(float)) ||
+                memcmp(rs, rsr, rows * sizeof(float)))
+                fail_msg("add + layernorm %dx%d: bits differ from the scalar row maths", rows, n);
+            free(x); free(x2); free(g); free(b); free(y); free(yr); free(sum); free(sr); free(mu); free(rs); free(mur); free(rsr);
+        }
+}
+
 /* Bitwise identical for 1 and 2 threads: rows are independent and the lane order is fixed. */
 static void test_kernels_thread_invariant(void **st)
 {
@@ -134,6 +191,7 @@ int main(void)
         cmocka_unit_test(test_log_softmax_rows_matches_ref),
         cmocka_unit_test(test_softmax_extremes),
         cmocka_unit_test(test_layernorm_rows_matches_ref),
+        cmocka_unit_test(test_layernorm_rows_bits),
         cmocka_unit_test(test_kernels_thread_invariant),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
