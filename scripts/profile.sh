@@ -21,11 +21,11 @@ cat >"$tmp/map.awk" <<'EOF'
 function op(s) {
   sub(/\._omp_fn\.[0-9]+$/, "", s); sub(/\.(constprop|isra|part)\.[0-9.]+$/, "", s)
   if (s ~ /^(k[wne]_|k[48][wn]_|pack_a|pack_b|gemm_|dot_tile|scale_c|al_gemm)/) return "gemm"
-  if (s ~ /^(forward_block|backward_head|wt_rows_acc|al__attn_full|full16|qk_tile|pv_tile)/) return "attention (full)"
+  if (s ~ /^(forward_block|backward_head|wt_rows_acc|al__attn_full|full16|al__full16|forward_few|backward_few|few_|tr16x16|qk_tile|pv_tile)/) return "attention (full)"
   if (s ~ /^(dots_rows|axpy_rows|al__attn_sparse|sparse_|al__attn_window|rel_|al__win16|fwd_head|bwd_head|to_lanes|chains_out|tr16|pv8|lane_sum|tr8|chain8|dot8|bwd_setup)/) return "attention (window)"
   if (s ~ /^(im2col|col2im|al_conv2d)/) return "im2col / col2im"
   if (s ~ /maxpool|pool_row|pool_upd|convpool|pool2_grad/) return "max pool"
-  if (s ~ /layernorm/) return "layer norm"
+  if (s ~ /layernorm|^ln_rows16|^ln_range/) return "layer norm"
   if (s ~ /^(activation|act_backward|normal_cdf_blk)/) return "activations (GELU, ReLU)"
   if (s ~ /^(binary|add_backward|mul_backward)$/) return "residual adds"
   if (s ~ /colsum|add_bcast/) return "bias gradients / adds"
