@@ -3,6 +3,7 @@
 #include "testutil.h"
 #include "attnlab/ops.h"
 #include "core/exp_impl.h"
+#include "ops/ops_impl.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -268,6 +269,22 @@ static void test_gelu_blocks_bitwise(void **st)
             if (memcmp(&y->data[i], &want, sizeof want)) fail_msg("n %d, x[%d] = %g: gelu %a, the formula %a", n, i, xi, y->data[i], want);
             if (memcmp(&x->grad[i], &dwant, sizeof dwant)) fail_msg("n %d, x[%d] = %g: gelu' %a, the formula %a", n, i, xi, x->grad[i], dwant);
         }
+        /* written over x without a tape (the lean evaluation path): the same bits; with a gradient
+         * wanted it must leave x alone and return a new tensor */
+        al_tensor *xi = al_new(c, 1, (int[]){n});
+        memcpy(xi->data, x->data, (size_t)n * sizeof(float));
+        c->grad_enabled = 0;
+        al_tensor *yi = al__gelu_inplace(c, xi);
+        assert_ptr_equal(yi, xi);
+        if (memcmp(yi->data, y->data, (size_t)n * sizeof(float))) fail_msg("n %d: in-place gelu bits differ", n);
+        c->grad_enabled = 1;
+        al_tensor *xg = al_new(c, 1, (int[]){n});
+        memcpy(xg->data, x->data, (size_t)n * sizeof(float));
+        xg->requires_grad = 1;
+        al_tensor *yg = al__gelu_inplace(c, xg);
+        assert_true(yg != xg);
+        assert_memory_equal(xg->data, x->data, (size_t)n * sizeof(float));
+        assert_memory_equal(yg->data, y->data, (size_t)n * sizeof(float));
         free(gy);
         al_ctx_free(c);
     }

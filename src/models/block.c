@@ -2,6 +2,7 @@
 #include "block_impl.h"
 #include "attnlab/ops.h"
 #include "attnlab/attention.h"
+#include "ops/ops_impl.h"
 #include <stdio.h>
 
 al_status al__block_params_add(al_params *P, al_block_params *p, int b, const char *attn_prefix, int dim, int heads,
@@ -65,7 +66,7 @@ al_tensor *al__block_forward_drop(al_ctx *c, const al_block_params *p, const al_
      * has its input (al_keep): the same ops in the same order, so the same bits, in a fraction of the memory.
      * Not when the attention weights are captured (they live among the temporaries). */
     const int lean = !c->grad_enabled && !d->weights;
-    al_arena_mark m0 = al_ctx_mark(c), m1;
+    al_arena_mark m0 = al_ctx_mark(c);
     al_tensor *h = al_layernorm(c, x, p->ln1_w, p->ln1_b, 1e-5f), *o;
     if (!h) return NULL;
     const int nd = h->ndim, B = nd == 3 ? h->shape[0] : 1, N = h->shape[nd - 2], D = h->shape[nd - 1];
@@ -89,7 +90,6 @@ al_tensor *al__block_forward_drop(al_ctx *c, const al_block_params *p, const al_
     if (lean) {   /* the residual moves down before the layer norm's temporaries start */
         x = al_add(c, x, al_dropout(c, o, drop));
         if (lean_keep(c, lean, m0, &x, 1)) return NULL;
-        m1 = al_ctx_mark(c);
         h = al_linear(c, al_layernorm(c, x, p->ln2_w, p->ln2_b, 1e-5f), p->fc1_w, p->fc1_b);   /* (…,N,hidden) */
     } else {      /* x + o and its layer norm in one pass: the same bits */
         al_tensor *s;
@@ -97,8 +97,10 @@ al_tensor *al__block_forward_drop(al_ctx *c, const al_block_params *p, const al_
         x = s;
         h = al_linear(c, h, p->fc1_w, p->fc1_b);                                /* (…,N,hidden) */
     }
-    h = al_gelu(c, h);
-    if (lean_keep(c, lean, m1, &h, 1)) return NULL;
+    /* Without a tape the GELU is written over fc1's output (its only reader) and stays where it is: moving
+     * it down over the layer norm's output would copy the hidden activations (2·dim wide here) to free
+     * dim, in one overlapping single-threaded memmove. The peak is the same as with the move. */
+    h = lean ? al__gelu_inplace(c, h) : al_gelu(c, h);
     al_tensor *y = al_add(c, x, al_dropout(c, al_linear(c, h, p->fc2_w, p->fc2_b), drop));   /* (…,N,D) */
     if (lean_keep(c, lean, m0, &y, 1)) return NULL;
     return y;

@@ -319,6 +319,20 @@ static void act_backward(al_ctx *c, void *p)
 }
 #undef ACC
 
+/* y = x·Φ(x) in blocks of GELU_BLK; y may be x (each block's Φ is taken before its y is written). */
+static void gelu_fwd(const float *xd, float *yd, int64_t n)
+{
+    const int64_t nb = (n + GELU_BLK - 1) / GELU_BLK;
+    AL_OMP("omp parallel for schedule(static) if (n >= AL_PAR_MIN / 4)")
+    for (int64_t b = 0; b < nb; b++) {
+        const int64_t i0 = b * GELU_BLK;
+        const int m = (int)(n - i0 < GELU_BLK ? n - i0 : GELU_BLK);
+        float phi[GELU_BLK];
+        normal_cdf_blk(xd + i0, phi, m);
+        for (int j = 0; j < m; j++) yd[i0 + j] = xd[i0 + j] * phi[j];
+    }
+}
+
 static al_tensor *activation(al_ctx *c, al_tensor *x, act_kind kind, float a)
 {
     if (!x || !al_ok(c)) return NULL;
@@ -340,17 +354,7 @@ static al_tensor *activation(al_ctx *c, al_tensor *x, act_kind kind, float a)
         for (int64_t i = 0; i < n; i++) yd[i] = xd[i] > 0.f ? xd[i] : a * al__expm1_neg(xd[i]);
         break;
     case ACT_GELU:  /* exact form x·Φ(x) = ½x(1 + erf(x/√2)); Φ from normal_cdf (rel. err ~1e-7) */
-        {
-            const int64_t nb = (n + GELU_BLK - 1) / GELU_BLK;
-            AL_OMP("omp parallel for schedule(static) if (n >= AL_PAR_MIN / 4)")
-            for (int64_t b = 0; b < nb; b++) {
-                const int64_t i0 = b * GELU_BLK;
-                const int m = (int)(n - i0 < GELU_BLK ? n - i0 : GELU_BLK);
-                float phi[GELU_BLK];
-                normal_cdf_blk(xd + i0, phi, m);
-                for (int j = 0; j < m; j++) yd[i0 + j] = xd[i0 + j] * phi[j];
-            }
-        }
+        gelu_fwd(xd, yd, n);
         break;
     }
     if (al__wants_grad(c, x)) {
@@ -364,6 +368,13 @@ al_tensor *al_relu(al_ctx *c, al_tensor *x) { return activation(c, x, ACT_RELU, 
 al_tensor *al_leaky_relu(al_ctx *c, al_tensor *x, float slope) { return activation(c, x, ACT_LEAKY, slope); }
 al_tensor *al_elu(al_ctx *c, al_tensor *x, float alpha) { return activation(c, x, ACT_ELU, alpha); }
 al_tensor *al_gelu(al_ctx *c, al_tensor *x) { return activation(c, x, ACT_GELU, 0.f); }
+al_tensor *al__gelu_inplace(al_ctx *c, al_tensor *x)
+{
+    if (!x || !al_ok(c)) return NULL;
+    if (al__wants_grad(c, x)) return al_gelu(c, x);   /* the backward needs x: a new tensor */
+    gelu_fwd(x->data, x->data, x->numel);
+    return x;
+}
 
 /* ======================= dropout ======================= */
 typedef struct { al_tensor *x, *y; uint8_t *keep; float scale; } drop_node;   /* keep (numel) */

@@ -31,6 +31,9 @@ static inline int al__record(al_ctx *c, al_tensor *y, al_backward_fn fn, void *n
 /* The tape entry of y = a + b (elementwise.c), for the fused ops that compute the sum themselves; 1 when
  * recorded or not needed, 0 on failure. */
 int al__add_record(al_ctx *c, al_tensor *a, al_tensor *b, al_tensor *y);
+/* GELU written over x when no gradient is wanted (x must be a temporary no one else reads: the lean
+ * evaluation path of a block's MLP); otherwise al_gelu. The same values either way. */
+al_tensor *al__gelu_inplace(al_ctx *c, al_tensor *x);
 
 /* al_linear's arithmetic on raw arrays, shared with the fused al_linear_qkv (shape.c) so both give the same
  * bits (linalg.c; each counts its FLOPs as "linear"):
