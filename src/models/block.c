@@ -100,7 +100,7 @@ al_tensor *al__block_forward_drop(al_ctx *c, const al_block_params *p, const al_
     /* Without a tape the GELU is written over fc1's output (its only reader) and stays where it is: moving
      * it down over the layer norm's output would copy the hidden activations (2·dim wide here) to free
      * dim, in one overlapping single-threaded memmove. The peak is the same as with the move. */
-    h = lean ? al__gelu_inplace(c, h) : al_gelu(c, h);
+    h = lean ? al__gelu_inplace(c, h) : al__gelu_consume(c, h);   /* with a tape: GELU' kept in h's place */
     al_tensor *y = al_add(c, x, al_dropout(c, al_linear(c, h, p->fc2_w, p->fc2_b), drop));   /* (…,N,D) */
     if (lean_keep(c, lean, m0, &y, 1)) return NULL;
     return y;

@@ -234,7 +234,7 @@ al_tensor *al_add_bcast(al_ctx *c, al_tensor *x, al_tensor *b)
 }
 
 /* ======================= activations ======================= */
-typedef enum { ACT_RELU, ACT_LEAKY, ACT_ELU, ACT_GELU } act_kind;
+typedef enum { ACT_RELU, ACT_LEAKY, ACT_ELU, ACT_GELU, ACT_GELU_SAVED /* x holds Φ + x·φ */ } act_kind;
 typedef struct { al_tensor *x, *y; act_kind kind; float a; } act_node;
 
 #define INV_SQRT2 0.70710678118654752f
@@ -278,6 +278,14 @@ static void normal_cdf_blk(const float *x, float *phi, int n)
     }
 }
 
+/* Φ(x) and φ(x) of a block: the GELU backward's factors (one home, so the saved and the recomputed
+ * derivative are the same expressions) */
+static void gelu_phi_pdf(const float *x, float *phi, float *pdf, int m)
+{
+    normal_cdf_blk(x, phi, m);
+    for (int j = 0; j < m; j++) pdf[j] = INV_SQRT2PI * al__expf(-0.5f * x[j] * x[j]);
+}
+
 static void act_backward(al_ctx *c, void *p)
 {
     act_node *nd = p;
@@ -302,6 +310,10 @@ static void act_backward(al_ctx *c, void *p)
         AL_OMP("omp parallel for schedule(static) if (n >= AL_PAR_MIN)")
         for (int64_t i = 0; i < n; i++) dx[i] += x[i] > 0.f ? dy[i] : dy[i] * (y[i] + a);
         break;
+    case ACT_GELU_SAVED:   /* the forward left Φ(x) + x·φ(x) in x's place (al__gelu_consume) */
+        AL_OMP("omp parallel for schedule(static) if (n >= AL_PAR_MIN)")
+        for (int64_t i = 0; i < n; i++) ACC(i, dy[i] * x[i]);
+        break;
     case ACT_GELU: {  /* d/dx x·Φ(x) = Φ(x) + x·φ(x); in blocks (normal_cdf_blk) */
         const int64_t nb = (n + GELU_BLK - 1) / GELU_BLK;
         AL_OMP("omp parallel for schedule(static) if (n >= AL_PAR_MIN / 8)")
@@ -309,8 +321,7 @@ static void act_backward(al_ctx *c, void *p)
             const int64_t i0 = b * GELU_BLK;
             const int m = (int)(n - i0 < GELU_BLK ? n - i0 : GELU_BLK);
             float phi[GELU_BLK], pdf[GELU_BLK];
-            normal_cdf_blk(x + i0, phi, m);
-            for (int j = 0; j < m; j++) pdf[j] = INV_SQRT2PI * al__expf(-0.5f * x[i0 + j] * x[i0 + j]);
+            gelu_phi_pdf(x + i0, phi, pdf, m);
             for (int j = 0; j < m; j++) { const int64_t i = i0 + j; ACC(i, dy[i] * (phi[j] + x[i] * pdf[j])); }
         }
         break;
@@ -330,6 +341,22 @@ static void gelu_fwd(const float *xd, float *yd, int64_t n)
         float phi[GELU_BLK];
         normal_cdf_blk(xd + i0, phi, m);
         for (int j = 0; j < m; j++) yd[i0 + j] = xd[i0 + j] * phi[j];
+    }
+}
+
+/* y = x·Φ(x) as gelu_fwd, then x ← Φ(x) + x·φ(x), the derivative act_backward's GELU case computes
+ * (the same expressions, so the same bits). */
+static void gelu_fwd_saved(float *xd, float *yd, int64_t n)
+{
+    const int64_t nb = (n + GELU_BLK - 1) / GELU_BLK;
+    AL_OMP("omp parallel for schedule(static) if (n >= AL_PAR_MIN / 8)")
+    for (int64_t b = 0; b < nb; b++) {
+        const int64_t i0 = b * GELU_BLK;
+        const int m = (int)(n - i0 < GELU_BLK ? n - i0 : GELU_BLK);
+        float phi[GELU_BLK], pdf[GELU_BLK];
+        gelu_phi_pdf(xd + i0, phi, pdf, m);
+        for (int j = 0; j < m; j++) yd[i0 + j] = xd[i0 + j] * phi[j];
+        for (int j = 0; j < m; j++) xd[i0 + j] = phi[j] + xd[i0 + j] * pdf[j];
     }
 }
 
@@ -356,6 +383,9 @@ static al_tensor *activation(al_ctx *c, al_tensor *x, act_kind kind, float a)
     case ACT_GELU:  /* exact form x·Φ(x) = ½x(1 + erf(x/√2)); Φ from normal_cdf (rel. err ~1e-7) */
         gelu_fwd(xd, yd, n);
         break;
+    case ACT_GELU_SAVED:   /* al__gelu_consume: x is the op's own temporary */
+        gelu_fwd_saved(x->data, yd, n);
+        break;
     }
     if (al__wants_grad(c, x)) {
         act_node *nd = al__node_new(c, sizeof *nd);
@@ -374,6 +404,12 @@ al_tensor *al__gelu_inplace(al_ctx *c, al_tensor *x)
     if (al__wants_grad(c, x)) return al_gelu(c, x);   /* the backward needs x: a new tensor */
     gelu_fwd(x->data, x->data, x->numel);
     return x;
+}
+al_tensor *al__gelu_consume(al_ctx *c, al_tensor *x)
+{
+    if (!x || !al_ok(c)) return NULL;
+    if (!al__wants_grad(c, x)) return al__gelu_inplace(c, x);
+    return activation(c, x, ACT_GELU_SAVED, 0.f);
 }
 
 /* ======================= dropout ======================= */

@@ -34,6 +34,10 @@ int al__add_record(al_ctx *c, al_tensor *a, al_tensor *b, al_tensor *y);
 /* GELU written over x when no gradient is wanted (x must be a temporary no one else reads: the lean
  * evaluation path of a block's MLP); otherwise al_gelu. The same values either way. */
 al_tensor *al__gelu_inplace(al_ctx *c, al_tensor *x);
+/* GELU of a temporary that only it reads (a linear layer's output inside a block): y = x·Φ(x) as al_gelu,
+ * and with a tape x's data is replaced by the derivative Φ(x) + x·φ(x), so that the backward is one
+ * multiply instead of Φ and φ again. The same bits as al_gelu, forward and backward; x's values are gone. */
+al_tensor *al__gelu_consume(al_ctx *c, al_tensor *x);
 
 /* al_linear's arithmetic on raw arrays, shared with the fused al_linear_qkv (shape.c) so both give the same
  * bits (linalg.c; each counts its FLOPs as "linear"):
