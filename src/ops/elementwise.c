@@ -278,12 +278,14 @@ static void normal_cdf_blk(const float *x, float *phi, int n)
     }
 }
 
-/* Φ(x) and φ(x) of a block: the GELU backward's factors (one home, so the saved and the recomputed
- * derivative are the same expressions) */
-static void gelu_phi_pdf(const float *x, float *phi, float *pdf, int m)
+/* Φ(x) and the derivative d[j] = Φ(x) + x·φ(x) of a block (one home, so the saved and the recomputed
+ * derivative are the same expressions). */
+static void gelu_deriv_blk(const float *x, float *phi, float *d, int m)
 {
+    float pdf[GELU_BLK];
     normal_cdf_blk(x, phi, m);
     for (int j = 0; j < m; j++) pdf[j] = INV_SQRT2PI * al__expf(-0.5f * x[j] * x[j]);
+    for (int j = 0; j < m; j++) d[j] = phi[j] + x[j] * pdf[j];
 }
 
 static void act_backward(al_ctx *c, void *p)
@@ -320,9 +322,9 @@ static void act_backward(al_ctx *c, void *p)
         for (int64_t b = 0; b < nb; b++) {
             const int64_t i0 = b * GELU_BLK;
             const int m = (int)(n - i0 < GELU_BLK ? n - i0 : GELU_BLK);
-            float phi[GELU_BLK], pdf[GELU_BLK];
-            gelu_phi_pdf(x + i0, phi, pdf, m);
-            for (int j = 0; j < m; j++) { const int64_t i = i0 + j; ACC(i, dy[i] * (phi[j] + x[i] * pdf[j])); }
+            float phi[GELU_BLK], d[GELU_BLK];
+            gelu_deriv_blk(x + i0, phi, d, m);
+            for (int j = 0; j < m; j++) ACC(i0 + j, dy[i0 + j] * d[j]);
         }
         break;
     }
@@ -353,10 +355,10 @@ static void gelu_fwd_saved(float *xd, float *yd, int64_t n)
     for (int64_t b = 0; b < nb; b++) {
         const int64_t i0 = b * GELU_BLK;
         const int m = (int)(n - i0 < GELU_BLK ? n - i0 : GELU_BLK);
-        float phi[GELU_BLK], pdf[GELU_BLK];
-        gelu_phi_pdf(xd + i0, phi, pdf, m);
+        float phi[GELU_BLK], d[GELU_BLK];
+        gelu_deriv_blk(xd + i0, phi, d, m);
         for (int j = 0; j < m; j++) yd[i0 + j] = xd[i0 + j] * phi[j];
-        for (int j = 0; j < m; j++) xd[i0 + j] = phi[j] + xd[i0 + j] * pdf[j];
+        memcpy(xd + i0, d, (size_t)m * sizeof(float));
     }
 }
 
