@@ -1,6 +1,8 @@
 /* test_kernels_conv.c — the fast conv2d kernels against the naive references, hand values, determinism. */
 #include "testutil.h"
 #include "attnlab/kernels.h"
+#include "attnlab/tensor.h"
+#include "kernels/conv_impl.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -229,6 +231,44 @@ static void test_conv_threads(void **st)
     free(x); free(w); free(b); free(dy);
 }
 
+/* The flat 'same' im2col (AVX-512: masked loads of the shifted plane) against the row-wise copies: the
+ * forward output and every gradient bit for bit, on 'same' shapes with P a multiple of 16 and not, one
+ * image (im2col threaded over rows) and a batch (images in parallel), on one thread and the default. */
+static void test_conv_im2col_flat_bits(void **st)
+{
+    (void)st;
+    const int cases[][6] = {   /* B, C, H, W, O, K (pad K/2) */
+        {64, 1, 28, 28, 8, 3}, {6, 32, 14, 14, 64, 3}, {1, 32, 14, 14, 16, 3}, {3, 5, 9, 7, 4, 5},
+        {2, 3, 16, 16, 5, 3}, {2, 2, 4, 4, 3, 7}, {1, 4, 1, 30, 3, 3}, {2, 3, 33, 5, 2, 9}, {1, 2, 120, 90, 2, 3},
+    };
+    const int nt = al_threads(), keep = al__im2col_flat;
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const int B = cases[ci][0], C = cases[ci][1], H = cases[ci][2], W = cases[ci][3], O = cases[ci][4], K = cases[ci][5];
+        const int pad = K / 2, nx = B * C * H * W, nw = O * C * K * K, ny = B * O * H * W;
+        float *x = tu_alloc_rand(nx, 21 + ci, -1, 1), *w = tu_alloc_rand(nw, 22, -1, 1), *b = tu_alloc_rand(O, 23, -1, 1);
+        float *dy = tu_alloc_rand(ny, 24, -1, 1);
+        float *y[2], *dx[2], *dw[2], *db[2];
+        for (int t = 0; t < 2; t++) {
+            al_set_threads(t == 0 ? 1 : nt);
+            for (int r = 0; r < 2; r++) {
+                al__im2col_flat = r;
+                y[r] = malloc((size_t)ny * sizeof(float));
+                dx[r] = calloc((size_t)nx, sizeof(float)); dw[r] = calloc((size_t)nw, sizeof(float)); db[r] = calloc((size_t)O, sizeof(float));
+                al_conv2d_fwd(x, w, b, y[r], B, C, H, W, O, K, K, 1, pad);
+                al_conv2d_bwd(x, w, dy, dx[r], dw[r], db[r], B, C, H, W, O, K, K, 1, pad);
+            }
+            if (memcmp(y[0], y[1], (size_t)ny * sizeof(float)) || memcmp(dx[0], dx[1], (size_t)nx * sizeof(float)) ||
+                memcmp(dw[0], dw[1], (size_t)nw * sizeof(float)) || memcmp(db[0], db[1], (size_t)O * sizeof(float)))
+                fail_msg("case %zu (%d threads): flat im2col bits differ", ci, t == 0 ? 1 : nt);
+            assert_true(tu_max_rel_err(y[1], y[0], ny) <= 0);
+            for (int r = 0; r < 2; r++) { free(y[r]); free(dx[r]); free(dw[r]); free(db[r]); }
+        }
+        free(x); free(w); free(b); free(dy);
+    }
+    al__im2col_flat = keep;
+    al_set_threads(nt);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -239,6 +279,7 @@ int main(void)
         cmocka_unit_test(test_conv_bwd_fresh),
         cmocka_unit_test(test_conv_deterministic),
         cmocka_unit_test(test_conv_threads),
+        cmocka_unit_test(test_conv_im2col_flat_bits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

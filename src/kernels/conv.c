@@ -24,6 +24,7 @@
 #include "attnlab/kernels.h"
 #include "attnlab/tensor.h"   /* al_threads */
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #ifdef _OPENMP
@@ -31,10 +32,13 @@
 #endif
 #include "core/omp_impl.h"
 #include "core/simd_impl.h"
+#include "kernels/conv_impl.h"
 
 #define AL_CONV_PARTIALS ((size_t)1 << 22) /* floats of dw partials (16 MB) at most */
 #define AL_CONV_GROUPS 16                   /* dw groups of images at most */
 #define AL_CONV_PAR_MACS ((int64_t)1 << 20) /* a convolution under ~1M multiply-adds runs on one thread */
+
+int al__im2col_flat = 1;
 
 static inline int conv_out(int in, int k, int stride, int pad) { return (in + 2 * pad - k) / stride + 1; }
 
@@ -137,12 +141,69 @@ static inline void im2col_row_s1(float *d, const float *xr, int off, int lo, int
 }
 
 /* ---------------- im2col / col2im of one image ---------------- */
+#if defined(__AVX512F__)
+#define SAME_KMAX 9     /* kernel sizes the flat 'same' im2col takes */
+#define SAME_VMAX 512   /* and planes of at most 512 vectors (8 192 positions) */
+/* m[v] |= the bits of positions [lo, hi) that fall in vector v (16 positions per vector). */
+static void mask_range(uint16_t *m, int lo, int hi)
+{
+    for (int p = lo; p < hi;) {
+        const int v = p >> 4, a = p & 15, e = hi - (v << 4) < 16 ? hi - (v << 4) : 16;
+        m[v] |= (uint16_t)(((1u << e) - 1) & ~((1u << a) - 1));
+        p = (v + 1) << 4;
+    }
+}
+
+/* A stride-1 'same' convolution (KH = KW = 2·pad + 1, Ho = H, Wo = W) on AVX-512: row (c, kh, kw) of
+ * cols is the plane shifted by s = (kh − pad)·W + (kw − pad), zero where the shift leaves the image.
+ * Whether position p is kept depends on (kh, kw) alone: rowm[kh] (p's row stays inside) and colm[kw]
+ * (its column does). So a row is nv masked loads and stores of the flat plane (lanes outside the mask
+ * are neither read nor kept: a lane is kept only if its source lies in the plane), with no libc calls
+ * and no per-row edges: the same values (copies and +0) as the row-wise form. Returns 0 when the shape
+ * is not one it takes. */
+static int im2col_same_flat(const float *x, float *cols, int C, int H, int W, int KH, int pad, int par)
+{
+    const int P = H * W, nv = (P + 15) >> 4, K = C * KH * KH;
+    if (KH > SAME_KMAX || nv > SAME_VMAX) return 0;
+    uint16_t rowm[SAME_KMAX][SAME_VMAX], colm[SAME_KMAX][SAME_VMAX];
+    for (int k = 0; k < KH; k++) {
+        const int d = k - pad;
+        memset(rowm[k], 0, (size_t)nv * sizeof(uint16_t));
+        memset(colm[k], 0, (size_t)nv * sizeof(uint16_t));
+        const int r0 = d < 0 ? -d : 0, r1 = H - d < H ? H - d : H;      /* rows oh with oh + d in [0, H) */
+        if (r1 > r0) mask_range(rowm[k], r0 * W, r1 * W);
+        const int c0 = d < 0 ? -d : 0, c1 = W - d < W ? W - d : W;      /* columns likewise */
+        if (c1 > c0) for (int oh = 0; oh < H; oh++) mask_range(colm[k], oh * W + c0, oh * W + c1);
+    }
+    const __mmask16 tail = (__mmask16)((P & 15) ? (1u << (P & 15)) - 1 : 0xffffu);
+    (void)par;
+    AL_OMP("omp parallel for schedule(static) if (par && (int64_t)K * P >= AL_PAR_MIN / 2)")
+    for (int r = 0; r < K; r++) {
+        const int c = r / (KH * KH), kh = (r / KH) % KH, kw = r % KH;
+        const ptrdiff_t s = (ptrdiff_t)(kh - pad) * W + (kw - pad);
+        const float *xp = x + (size_t)c * P;                       /* (H, W) */
+        float *dst = cols + (size_t)r * P;                         /* (H, W) */
+        const uint16_t *rm = rowm[kh], *cm = colm[kw];
+        int v = 0;
+        for (; v < nv - 1; v++)
+            _mm512_storeu_ps(dst + 16 * v, _mm512_maskz_loadu_ps((__mmask16)(rm[v] & cm[v]), xp + 16 * v + s));
+        _mm512_mask_storeu_ps(dst + 16 * v, tail, _mm512_maskz_loadu_ps((__mmask16)(rm[v] & cm[v]), xp + 16 * v + s));
+    }
+    return 1;
+}
+#endif
+
 /* x (C, H, W) → cols (K, P); row r = (c, kh, kw), column oh·Wo + ow. Parallel over rows if par. */
 static void im2col(const float *x, float *cols, int C, int H, int W,
                    int KH, int KW, int stride, int pad, int Ho, int Wo, int par)
 {
     const int K = C * KH * KW, P = Ho * Wo;
     (void)par;
+#if defined(__AVX512F__)
+    if (stride == 1 && Ho == H && Wo == W && KH == KW && KH == 2 * pad + 1 && al__im2col_flat &&
+        im2col_same_flat(x, cols, C, H, W, KH, pad, par))
+        return;
+#endif
     AL_OMP("omp parallel for schedule(static) if (par && (int64_t)K * P >= AL_PAR_MIN / 2)")
     for (int r = 0; r < K; r++) {
         int c = r / (KH * KW), kh = (r / KW) % KH, kw = r % KW;
