@@ -141,10 +141,10 @@ static inline void im2col_row_s1(float *d, const float *xr, int off, int lo, int
 }
 
 /* ---------------- im2col / col2im of one image ---------------- */
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || defined(__AVX2__)
 #define SAME_KMAX 9     /* kernel sizes the flat 'same' im2col takes */
-#define SAME_VMAX 512   /* and planes of at most 512 vectors (8 192 positions) */
-/* m[v] |= the bits of positions [lo, hi) that fall in vector v (16 positions per vector). */
+#define SAME_VMAX 512   /* and planes of at most 512 blocks of 16 positions (8 192 positions) */
+/* m[v] |= the bits of positions [lo, hi) that fall in block v (16 positions per block). */
 static void mask_range(uint16_t *m, int lo, int hi)
 {
     for (int p = lo; p < hi;) {
@@ -153,8 +153,18 @@ static void mask_range(uint16_t *m, int lo, int hi)
         p = (v + 1) << 4;
     }
 }
+#endif
+#if defined(__AVX2__) && !defined(__AVX512F__)
+/* 8 lanes whose bits are set in m (bit i: lane i) as an AVX2 lane mask */
+static inline __m256i lanes8(unsigned m)
+{
+    const __m256i bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+    return _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32((int)m), bit), bit);
+}
+#endif
+#if defined(__AVX512F__) || defined(__AVX2__)
 
-/* A stride-1 'same' convolution (KH = KW = 2·pad + 1, Ho = H, Wo = W) on AVX-512: row (c, kh, kw) of
+/* A stride-1 'same' convolution (KH = KW = 2·pad + 1, Ho = H, Wo = W) on AVX-512 or AVX2: row (c, kh, kw) of
  * cols is the plane shifted by s = (kh − pad)·W + (kw − pad), zero where the shift leaves the image.
  * Whether position p is kept depends on (kh, kw) alone: rowm[kh] (p's row stays inside) and colm[kw]
  * (its column does). So a row is nv masked loads and stores of the flat plane (lanes outside the mask
@@ -175,7 +185,7 @@ static int im2col_same_flat(const float *x, float *cols, int C, int H, int W, in
         const int c0 = d < 0 ? -d : 0, c1 = W - d < W ? W - d : W;      /* columns likewise */
         if (c1 > c0) for (int oh = 0; oh < H; oh++) mask_range(colm[k], oh * W + c0, oh * W + c1);
     }
-    const __mmask16 tail = (__mmask16)((P & 15) ? (1u << (P & 15)) - 1 : 0xffffu);
+    const unsigned tail = (P & 15) ? (1u << (P & 15)) - 1 : 0xffffu;   /* the last block's positions */
     (void)par;
     AL_OMP("omp parallel for schedule(static) if (par && (int64_t)K * P >= AL_PAR_MIN / 2)")
     for (int r = 0; r < K; r++) {
@@ -184,10 +194,29 @@ static int im2col_same_flat(const float *x, float *cols, int C, int H, int W, in
         const float *xp = x + (size_t)c * P;                       /* (H, W) */
         float *dst = cols + (size_t)r * P;                         /* (H, W) */
         const uint16_t *rm = rowm[kh], *cm = colm[kw];
+#if defined(__AVX512F__)
         int v = 0;
         for (; v < nv - 1; v++)
             _mm512_storeu_ps(dst + 16 * v, _mm512_maskz_loadu_ps((__mmask16)(rm[v] & cm[v]), xp + 16 * v + s));
-        _mm512_mask_storeu_ps(dst + 16 * v, tail, _mm512_maskz_loadu_ps((__mmask16)(rm[v] & cm[v]), xp + 16 * v + s));
+        _mm512_mask_storeu_ps(dst + 16 * v, (__mmask16)tail, _mm512_maskz_loadu_ps((__mmask16)(rm[v] & cm[v]), xp + 16 * v + s));
+#else
+        /* AVX2: 8 lanes; the last block's lanes past P are stored one by one (AMD's 256-bit masked
+         * stores cost more than a few scalar ones) */
+        for (int v = 0; v < nv; v++) {
+            const unsigned m = (unsigned)(rm[v] & cm[v]);
+            const __m256 lo = _mm256_maskload_ps(xp + 16 * v + s, lanes8(m & 0xffu));
+            const __m256 hi = _mm256_maskload_ps(xp + 16 * v + 8 + s, lanes8(m >> 8));
+            if (v < nv - 1 || tail == 0xffffu) {
+                _mm256_storeu_ps(dst + 16 * v, lo);
+                _mm256_storeu_ps(dst + 16 * v + 8, hi);
+            } else {
+                float t[16];
+                _mm256_storeu_ps(t, lo);
+                _mm256_storeu_ps(t + 8, hi);
+                for (int i = 16 * v; i < P; i++) dst[i] = t[i - 16 * v];
+            }
+        }
+#endif
     }
     return 1;
 }
@@ -199,7 +228,7 @@ static void im2col(const float *x, float *cols, int C, int H, int W,
 {
     const int K = C * KH * KW, P = Ho * Wo;
     (void)par;
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || defined(__AVX2__)
     if (stride == 1 && Ho == H && Wo == W && KH == KW && KH == 2 * pad + 1 && al__im2col_flat &&
         im2col_same_flat(x, cols, C, H, W, KH, pad, par))
         return;
