@@ -231,7 +231,7 @@ static void test_conv_threads(void **st)
     free(x); free(w); free(b); free(dy);
 }
 
-/* The flat 'same' im2col (AVX-512: masked loads of the shifted plane) against the row-wise copies: the
+/* The flat 'same' im2col and col2im (masked loads of the shifted plane) against the row-wise forms: the
  * forward output and every gradient bit for bit, on 'same' shapes with P a multiple of 16 and not, one
  * image (im2col threaded over rows) and a batch (images in parallel), on one thread and the default. */
 static void test_conv_im2col_flat_bits(void **st)
@@ -257,6 +257,16 @@ static void test_conv_im2col_flat_bits(void **st)
                 al_conv2d_fwd(x, w, b, y[r], B, C, H, W, O, K, K, 1, pad);
                 al_conv2d_bwd(x, w, dy, dx[r], dw[r], db[r], B, C, H, W, O, K, K, 1, pad);
             }
+            float *fr[2];   /* dx overwritten (fresh): filled with NaN first */
+            for (int r = 0; r < 2; r++) {
+                al__im2col_flat = r;
+                fr[r] = malloc((size_t)nx * sizeof(float));
+                for (int i = 0; i < nx; i++) fr[r][i] = NAN;
+                al_conv2d_bwd_fresh(x, w, dy, fr[r], NULL, NULL, B, C, H, W, O, K, K, 1, pad, 1);
+            }
+            if (memcmp(fr[0], fr[1], (size_t)nx * sizeof(float)))
+                fail_msg("case %zu (%d threads): flat col2im (fresh) bits differ", ci, t == 0 ? 1 : nt);
+            free(fr[0]); free(fr[1]);
             if (memcmp(y[0], y[1], (size_t)ny * sizeof(float)) || memcmp(dx[0], dx[1], (size_t)nx * sizeof(float)) ||
                 memcmp(dw[0], dw[1], (size_t)nw * sizeof(float)) || memcmp(db[0], db[1], (size_t)O * sizeof(float)))
                 fail_msg("case %zu (%d threads): flat im2col bits differ", ci, t == 0 ? 1 : nt);

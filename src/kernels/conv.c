@@ -171,11 +171,10 @@ static inline __m256i lanes8(unsigned m)
  * are neither read nor kept: a lane is kept only if its source lies in the plane), with no libc calls
  * and no per-row edges: the same values (copies and +0) as the row-wise form. Returns 0 when the shape
  * is not one it takes. */
-static int im2col_same_flat(const float *x, float *cols, int C, int H, int W, int KH, int pad, int par)
+/* rowm[k] / colm[k] (k < KH, nv blocks each): the positions p of an (H, W) plane whose row / column
+ * stays inside the plane when shifted by k − pad. */
+static void same_masks(uint16_t rowm[][SAME_VMAX], uint16_t colm[][SAME_VMAX], int H, int W, int KH, int pad, int nv)
 {
-    const int P = H * W, nv = (P + 15) >> 4, K = C * KH * KH;
-    if (KH > SAME_KMAX || nv > SAME_VMAX) return 0;
-    uint16_t rowm[SAME_KMAX][SAME_VMAX], colm[SAME_KMAX][SAME_VMAX];
     for (int k = 0; k < KH; k++) {
         const int d = k - pad;
         memset(rowm[k], 0, (size_t)nv * sizeof(uint16_t));
@@ -185,6 +184,14 @@ static int im2col_same_flat(const float *x, float *cols, int C, int H, int W, in
         const int c0 = d < 0 ? -d : 0, c1 = W - d < W ? W - d : W;      /* columns likewise */
         if (c1 > c0) for (int oh = 0; oh < H; oh++) mask_range(colm[k], oh * W + c0, oh * W + c1);
     }
+}
+
+static int im2col_same_flat(const float *x, float *cols, int C, int H, int W, int KH, int pad, int par)
+{
+    const int P = H * W, nv = (P + 15) >> 4, K = C * KH * KH;
+    if (KH > SAME_KMAX || nv > SAME_VMAX) return 0;
+    uint16_t rowm[SAME_KMAX][SAME_VMAX], colm[SAME_KMAX][SAME_VMAX];
+    same_masks(rowm, colm, H, W, KH, pad, nv);
     const unsigned tail = (P & 15) ? (1u << (P & 15)) - 1 : 0xffffu;   /* the last block's positions */
     (void)par;
     AL_OMP("omp parallel for schedule(static) if (par && (int64_t)K * P >= AL_PAR_MIN / 2)")
@@ -359,6 +366,41 @@ static void col2im_add_s1(const float *dcols, float *dx, int C, int H, int W,
             }
         }
     }
+}
+#endif
+
+#if defined(__AVX512F__)
+/* col2im of a stride-1 'same' convolution, the flat plane 16 positions at a time: dx position q takes
+ * cols row (c, kh, kw) at q − s (s as in im2col_same_flat) where that source was kept, i.e. where
+ * q's row and column stay inside when shifted by pad − kh and pad − kw: rowm[KH−1−kh] & colm[KH−1−kw].
+ * The additions are col2im_add_s1's, in its (kh, kw) order, masked the same way: the same bits, with
+ * the masks made once per call instead of per row. Returns 0 when the shape is not one it takes. */
+static int col2im_same_flat(const float *dcols, float *dx, int C, int H, int W, int KH, int pad, int par, int fresh)
+{
+    const int P = H * W, nv = (P + 15) >> 4, KK = KH * KH;
+    if (KH > SAME_KMAX || nv > SAME_VMAX) return 0;
+    uint16_t rowm[SAME_KMAX][SAME_VMAX], colm[SAME_KMAX][SAME_VMAX];
+    same_masks(rowm, colm, H, W, KH, pad, nv);
+    const unsigned tail = (P & 15) ? (1u << (P & 15)) - 1 : 0xffffu;
+    (void)par;
+    AL_OMP("omp parallel for schedule(static) if (par && (int64_t)C * KK * P >= AL_PAR_MIN / 2)")
+    for (int c = 0; c < C; c++) {
+        float *dxp = dx + (size_t)c * P;                           /* (H, W) */
+        const float *src = dcols + (size_t)c * KK * P;             /* (KH·KW, H, W) */
+        for (int v = 0; v < nv; v++) {
+            const __mmask16 m = (__mmask16)(v < nv - 1 ? 0xffffu : tail);
+            __m512 acc = fresh ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(m, dxp + 16 * v);
+            for (int kh = 0; kh < KH; kh++)
+                for (int kw = 0; kw < KH; kw++) {
+                    const __mmask16 km = (__mmask16)(rowm[KH - 1 - kh][v] & colm[KH - 1 - kw][v]);
+                    const ptrdiff_t sft = (ptrdiff_t)(kh - pad) * W + (kw - pad);
+                    const float *sr = src + (size_t)(kh * KH + kw) * P;
+                    acc = _mm512_mask_add_ps(acc, km, acc, _mm512_maskz_loadu_ps(km, sr + 16 * v - sft));
+                }
+            _mm512_mask_storeu_ps(dxp + 16 * v, m, acc);
+        }
+    }
+    return 1;
 }
 #endif
 
@@ -542,7 +584,9 @@ int al_conv2d_bwd_each(const float *x, const float *w, const float *dy, float *d
                 } else {
                     al_gemm(1, 0, K, P, O, 1.0f, w, K, dyb, P, 0.0f, buf, P);
 #if defined(__AVX512F__)   /* an AVX2 twin (blends of masked loads) measured 2 % slower than col2im_add */
-                    if (stride == 1 && KW <= AL_C2I_KW) col2im_add_s1(buf, dxb, C, H, W, KH, KW, pad, Ho, Wo, one, dx_fresh);
+                    if (stride == 1 && Ho == H && Wo == W && KH == KW && KH == 2 * pad + 1 && al__im2col_flat &&
+                        col2im_same_flat(buf, dxb, C, H, W, KH, pad, one, dx_fresh)) {}
+                    else if (stride == 1 && KW <= AL_C2I_KW) col2im_add_s1(buf, dxb, C, H, W, KH, KW, pad, Ho, Wo, one, dx_fresh);
                     else
 #endif
                     {
