@@ -162,15 +162,16 @@ static void test_deterministic(void **st)
 
 /* Every c_ij is one FMA chain over k whatever tile computes it: an (M, N) product gives the bits of the
  * same rows and columns inside a larger product, where they sit in full tiles. Covers the edge tiles (the
- * last rows on 4- and 8-row tiles, the last columns on one vector: conv2's 64 × 196), all transposes,
+ * last rows on 4- and 8-row tiles, the last 14-16 rows on two 8-row tiles, the last columns on one
+ * vector: conv2's 64 × 196), all transposes,
  * one and two K blocks, and the serial and threaded calls. */
 static void test_edge_tiles_same_bits(void **st)
 {
     (void)st;
-    static const int Ms[] = {1, 3, 4, 5, 8, 9, 11, 12, 13, 64}, Ns[] = {1, 4, 16, 17, 32, 33, 196}, Ks[] = {37, 300};
+    static const int Ms[] = {1, 3, 4, 5, 8, 9, 11, 12, 13, 14, 15, 16, 28, 64}, Ns[] = {1, 4, 16, 17, 32, 33, 196}, Ks[] = {37, 300};
     for (int t = 0; t < 4; t++)
         for (int kq = 0; kq < 2; kq++)
-            for (int mq = 0; mq < 10; mq++)
+            for (int mq = 0; mq < 14; mq++)
                 for (int nq = 0; nq < 7; nq++) {
                     const int ta = t & 1, tb = t >> 1, M = Ms[mq], N = Ns[nq], K = Ks[kq];
                     const int M2 = M + 24, N2 = N + 40;

@@ -301,7 +301,7 @@ static const kern_fn kernels[1 + HAVE_NARROW][3][2] = {
 };
 /* Edge tiles of a wide call: the last rows (fewer than MR) and the last columns (one vector or fewer)
  * run on smaller register tiles instead of a zero-padded MR × NR one. Each c_ij is still the same FMA
- * chain over k: the same bits, with fewer wasted FMAs (the cnn's conv2: 64 rows = 5·12 + 4, 196
+ * chain over k: the same bits, with fewer wasted FMAs (the cnn's conv2: 64 rows = 4·12 + 8 + 8, 196
  * columns = 6·32 + 4). [rows: MR, 8, 4][columns: NV vectors, 1][amode][bmode]. */
 #if GEMM_EDGE
 KERNEL(ke_pp, MR, 1, A_PACKED, B_PACKED)
@@ -491,11 +491,14 @@ static void gemm_blocked(int ta, int tb, int M, int N, int K, float alpha,
             const float *b0 = tb ? B + (size_t)jc * ldb + pc : B + (size_t)pc * ldb + jc;
             if (!bdirect) pack_b(tb, nrk, kc, nc, b0, ldb, bp);
             else if (nfull < nc) pack_b(tb, nrk, kc, nc - nfull, b0 + nfull, ldb, bp);   /* edge sliver only */
-            for (int ir = 0; ir < M; ir += mrk) {
-                const int mr = imin(mrk, M - ir);
+            for (int ir = 0, mr; ir < M; ir += mr) {
+                mr = imin(mrk, M - ir);
                 const float *a = ta ? A + (size_t)pc * lda + ir : A + (size_t)ir * lda + pc;
                 int am = amode, ec = 0;           /* ec: the edge class of a wide call's last rows */
 #if GEMM_EDGE
+                /* the last 14-16 rows as two tiles of 8 rather than MR and a 2-4 row tile, whose few
+                 * accumulators cannot hide the FMA latency (the cnn's conv2: 64 = 4·12 + 8 + 8) */
+                if (!narrow && MR == 12 && M - ir >= 14 && M - ir <= 16) mr = 8;
                 if (!narrow && mr < mrk) ec = edge_class(mr);
 #endif
                 const int tr = ec ? edge_rows[ec] : mrk;   /* the register tile's rows */
