@@ -3,7 +3,8 @@
 # `attnlab bench train --train-only` (the training step alone, no inference loop), its samples grouped
 # by function into the ops below and printed as shares of the step's CPU time, one column per model.
 #   scripts/profile.sh [MODELS]          default: cnn,sa,local,sa-p1 (sa-p1 = sa --patch 1)
-#   ATTNLAB_BIN=path  PROFILE_THREADS=2  PROFILE_STEPS=20 (sa-p1: a quarter)  PROFILE_RAW=dir (keep perf's tables)
+#   ATTNLAB_BIN=path  PROFILE_THREADS=2  PROFILE_STEPS=20 (sa-p1: a quarter; cnn: ten times, its steps are
+#   short and 20 of them are mostly start-up)  PROFILE_RAW=dir (keep perf's tables)
 # Needs perf (Debian linux-perf); user-space samples only (cpu-clock:u), so it works at
 # perf_event_paranoid 2. Samples are CPU time over all threads: OpenMP threads waiting at a barrier
 # show up as "omp wait" (libgomp, and the sched_yield of its spinning), which is the serial share of the step on 2 threads.
@@ -43,7 +44,8 @@ EOF
 
 IFS=, read -ra ms <<<"$models"
 for m in "${ms[@]}"; do
-  args=(--model "$m" --threads "$threads" --steps "$steps" --warmup 2 --train-only)
+  n=$steps; [ "$m" = cnn ] && n=$(( steps * 10 ))
+  args=(--model "$m" --threads "$threads" --steps "$n" --warmup 2 --train-only)
   [ "$m" = sa-p1 ] && args=(--model sa --patch 1 --threads "$threads" --steps $(( (steps + 3) / 4 )) --warmup 1 --train-only)
   if ! perf record -q -e cpu-clock:u -o "$tmp/$m.data" "$bin" bench train "${args[@]}" >"$tmp/$m.out" 2>"$tmp/$m.err"; then
     echo "profile.sh: perf record of $m failed:" >&2; cat "$tmp/$m.err" >&2; exit 1
