@@ -369,12 +369,13 @@ static void col2im_add_s1(const float *dcols, float *dx, int C, int H, int W,
 }
 #endif
 
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || defined(__AVX2__)
 /* col2im of a stride-1 'same' convolution, the flat plane 16 positions at a time: dx position q takes
  * cols row (c, kh, kw) at q − s (s as in im2col_same_flat) where that source was kept, i.e. where
  * q's row and column stay inside when shifted by pad − kh and pad − kw: rowm[KH−1−kh] & colm[KH−1−kw].
- * The additions are col2im_add_s1's, in its (kh, kw) order, masked the same way: the same bits, with
- * the masks made once per call instead of per row. Returns 0 when the shape is not one it takes. */
+ * The additions are the row-wise kernels' (col2im_add_s1; on AVX2 col2im_add), in their (kh, kw) order,
+ * masked the same way: the same bits, with the masks made once per call instead of per row. Returns 0
+ * when the shape is not one it takes. */
 static int col2im_same_flat(const float *dcols, float *dx, int C, int H, int W, int KH, int pad, int par, int fresh)
 {
     const int P = H * W, nv = (P + 15) >> 4, KK = KH * KH;
@@ -388,6 +389,7 @@ static int col2im_same_flat(const float *dcols, float *dx, int C, int H, int W, 
         float *dxp = dx + (size_t)c * P;                           /* (H, W) */
         const float *src = dcols + (size_t)c * KK * P;             /* (KH·KW, H, W) */
         for (int v = 0; v < nv; v++) {
+#if defined(__AVX512F__)
             const __mmask16 m = (__mmask16)(v < nv - 1 ? 0xffffu : tail);
             __m512 acc = fresh ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(m, dxp + 16 * v);
             for (int kh = 0; kh < KH; kh++)
@@ -398,6 +400,35 @@ static int col2im_same_flat(const float *dcols, float *dx, int C, int H, int W, 
                     acc = _mm512_mask_add_ps(acc, km, acc, _mm512_maskz_loadu_ps(km, sr + 16 * v - sft));
                 }
             _mm512_mask_storeu_ps(dxp + 16 * v, m, acc);
+#else
+            /* AVX2: two 8-lane halves; a masked add is a blend of the sum (lanes outside keep their
+             * value, a −0 included); the last block's lanes past P are stored one by one */
+            const unsigned m = v < nv - 1 ? 0xffffu : tail;
+            __m256 acc[2];
+            for (int h = 0; h < 2; h++)
+                acc[h] = fresh ? _mm256_setzero_ps() : _mm256_maskload_ps(dxp + 16 * v + 8 * h, lanes8((m >> (8 * h)) & 0xffu));
+            for (int kh = 0; kh < KH; kh++)
+                for (int kw = 0; kw < KH; kw++) {
+                    const unsigned km = (unsigned)(rowm[KH - 1 - kh][v] & colm[KH - 1 - kw][v]);
+                    if (!km) continue;
+                    const ptrdiff_t sft = (ptrdiff_t)(kh - pad) * W + (kw - pad);
+                    const float *sr = src + (size_t)(kh * KH + kw) * P + 16 * v - sft;
+                    for (int h = 0; h < 2; h++) {
+                        const __m256i lm = lanes8((km >> (8 * h)) & 0xffu);
+                        const __m256 t = _mm256_add_ps(acc[h], _mm256_maskload_ps(sr + 8 * h, lm));
+                        acc[h] = _mm256_blendv_ps(acc[h], t, _mm256_castsi256_ps(lm));
+                    }
+                }
+            if (m == 0xffffu) {
+                _mm256_storeu_ps(dxp + 16 * v, acc[0]);
+                _mm256_storeu_ps(dxp + 16 * v + 8, acc[1]);
+            } else {
+                float t[16];
+                _mm256_storeu_ps(t, acc[0]);
+                _mm256_storeu_ps(t + 8, acc[1]);
+                for (int i = 16 * v; i < P; i++) dxp[i] = t[i - 16 * v];
+            }
+#endif
         }
     }
     return 1;
@@ -583,10 +614,13 @@ int al_conv2d_bwd_each(const float *x, const float *w, const float *dy, float *d
                     al_gemm(1, 0, K, P, O, 1.0f, w, K, dyb, P, dx_fresh ? 0.0f : 1.0f, dxb, P);
                 } else {
                     al_gemm(1, 0, K, P, O, 1.0f, w, K, dyb, P, 0.0f, buf, P);
-#if defined(__AVX512F__)   /* an AVX2 twin (blends of masked loads) measured 2 % slower than col2im_add */
+#if defined(__AVX512F__) || defined(__AVX2__)
                     if (stride == 1 && Ho == H && Wo == W && KH == KW && KH == 2 * pad + 1 && al__im2col_flat &&
                         col2im_same_flat(buf, dxb, C, H, W, KH, pad, one, dx_fresh)) {}
-                    else if (stride == 1 && KW <= AL_C2I_KW) col2im_add_s1(buf, dxb, C, H, W, KH, KW, pad, Ho, Wo, one, dx_fresh);
+                    else
+#endif
+#if defined(__AVX512F__)   /* an AVX2 twin of the row-wise kernel (blends of masked loads) measured 2 % slower than col2im_add */
+                    if (stride == 1 && KW <= AL_C2I_KW) col2im_add_s1(buf, dxb, C, H, W, KH, KW, pad, Ho, Wo, one, dx_fresh);
                     else
 #endif
                     {
