@@ -2,6 +2,7 @@
 #include "testutil.h"
 #include "attnlab/ops.h"
 #include "attnlab/kernels.h"
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -440,9 +441,10 @@ static void test_conv_pool_chain_gradcheck(void **st)
     free(x); free(w1); free(b1); free(w2);
 }
 
-/* al_conv2d_maxpool2 against al_maxpool2d(al_conv2d(..), 2, 2): output and every gradient bit for bit
- * (ties, a −0 upstream gradient, odd planes whose last conv row/column no window reads, a 1×1 direct
- * convolution, the cnn's two shapes), on 1 and 2 threads, with and without a tape. */
+/* al_conv2d_maxpool2 against al_maxpool2d(al_conv2d(..), 2, 2), and al_conv2d_maxpool2_relu against
+ * al_relu of that: output and every gradient bit for bit (ties, a −0 upstream gradient, odd planes whose
+ * last conv row/column no window reads, a 1×1 direct convolution, the cnn's two shapes), on 1 and 2
+ * threads, with and without a tape. */
 static void test_conv_maxpool2_fused(void **st)
 {
     (void)st;
@@ -451,6 +453,7 @@ static void test_conv_maxpool2_fused(void **st)
         {2, 2, 7, 6, 3, 2, 0, 1},
     };
     const int nt0 = al_threads();
+    for (int relu = 0; relu < 2; relu++)
     for (int ci = 0; ci < 5; ci++)
         for (int thr = 1; thr <= 2; thr++)
             for (int grad = 0; grad < 2; grad++) {
@@ -468,14 +471,18 @@ static void test_conv_maxpool2_fused(void **st)
                     bt[f] = cs[ci][7] ? al_wrap(c[f], b, 1, (int[]){O}) : NULL;
                     xt[f]->requires_grad = wt[f]->requires_grad = grad;
                     if (bt[f]) bt[f]->requires_grad = grad;
-                    y[f] = f ? al_conv2d_maxpool2(c[f], xt[f], wt[f], bt[f], pad)
-                             : al_maxpool2d(c[f], al_conv2d(c[f], xt[f], wt[f], bt[f], 1, pad), 2, 2);
+                    if (relu)
+                        y[f] = f ? al_conv2d_maxpool2_relu(c[f], xt[f], wt[f], bt[f], pad)
+                                 : al_relu(c[f], al_maxpool2d(c[f], al_conv2d(c[f], xt[f], wt[f], bt[f], 1, pad), 2, 2));
+                    else
+                        y[f] = f ? al_conv2d_maxpool2(c[f], xt[f], wt[f], bt[f], pad)
+                                 : al_maxpool2d(c[f], al_conv2d(c[f], xt[f], wt[f], bt[f], 1, pad), 2, 2);
                     assert_non_null(y[f]);
                     assert_int_equal(y[f]->requires_grad, grad);
                 }
                 assert_int_equal(y[0]->numel, y[1]->numel);
                 if (memcmp(y[0]->data, y[1]->data, (size_t)y[0]->numel * sizeof(float)))
-                    fail_msg("case %d, %d threads: the fused output differs from conv2d + maxpool2d", ci, thr);
+                    fail_msg("case %d, %d threads, relu %d: the fused output differs from conv2d + maxpool2d", ci, thr, relu);
                 if (grad) {
                     for (int f = 0; f < 2; f++) {
                         float *g = al_grad(c[f], y[f]);
@@ -486,7 +493,7 @@ static void test_conv_maxpool2_fused(void **st)
                     if (memcmp(xt[0]->grad, xt[1]->grad, (size_t)B * C * H * W * sizeof(float)) ||
                         memcmp(wt[0]->grad, wt[1]->grad, (size_t)O * C * K * K * sizeof(float)) ||
                         (bt[0] && memcmp(bt[0]->grad, bt[1]->grad, (size_t)O * sizeof(float))))
-                        fail_msg("case %d, %d threads: fused gradients differ from conv2d + maxpool2d", ci, thr);
+                        fail_msg("case %d, %d threads, relu %d: fused gradients differ from conv2d + maxpool2d", ci, thr, relu);
                 }
                 for (int f = 0; f < 2; f++) al_ctx_free(c[f]);
                 free(x); free(w); free(b);
@@ -518,6 +525,43 @@ static void test_conv_maxpool2_gradcheck(void **st)
     free(x); free(w); free(b);
 }
 
+/* The fused conv + pool + ReLU against central differences: a seed whose windows have a gap at the max
+ * and whose pooled values keep away from the ReLU's kink at 0 (some of them negative: a zero gradient). */
+static al_tensor *fused_relu_fn(al_ctx *c, al_tensor **t, void *ud)
+{
+    (void)ud;
+    return al_conv2d_maxpool2_relu(c, t[0], t[1], t[2], 1);
+}
+static void test_conv_maxpool2_relu_gradcheck(void **st)
+{
+    (void)st;
+    float *x = NULL, *w = NULL, *b = NULL;
+    int found = 0, neg = 0;
+    for (uint64_t seed = 1; seed < 400 && !found; seed++) {
+        free(x); free(w); free(b);
+        x = tu_alloc_rand(2 * 2 * 6 * 7, seed, -1, 1); w = tu_alloc_rand(3 * 2 * 9, seed + 1000, -1, 1);
+        b = tu_alloc_rand(3, seed + 2000, -1, 1);
+        al_ctx *c = al_ctx_new(1);
+        al_tensor *h = al_conv2d(c, al_wrap(c, x, 4, (int[]){2, 2, 6, 7}), al_wrap(c, w, 4, (int[]){3, 2, 3, 3}),
+                                 al_wrap(c, b, 1, (int[]){3}), 1, 1);
+        assert_non_null(h);
+        al_tensor *p = al_maxpool2d(c, h, 2, 2);
+        assert_non_null(p);
+        float kink = INFINITY;
+        neg = 0;
+        for (int64_t i = 0; i < p->numel; i++) {
+            if (fabsf(p->data[i]) < kink) kink = fabsf(p->data[i]);
+            neg += p->data[i] < 0.f;
+        }
+        found = min_pool_gap(h) >= 0.03f && kink >= 0.03f && neg > 0 && neg < p->numel;
+        al_ctx_free(c);
+    }
+    assert_true(found);
+    tu_input in[3] = {tu_in(x, 1, 4, 2, 2, 6, 7), tu_in(w, 1, 4, 3, 2, 3, 3), tu_in(b, 1, 1, 3, 0, 0, 0)};
+    TU_GRADCHECK("conv2d_maxpool2_relu", fused_relu_fn, NULL, in, 3, 1e-3, 2e-3);
+    free(x); free(w); free(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -535,6 +579,7 @@ int main(void)
         cmocka_unit_test(test_conv_pool_chain_gradcheck),
         cmocka_unit_test(test_conv_maxpool2_fused),
         cmocka_unit_test(test_conv_maxpool2_gradcheck),
+        cmocka_unit_test(test_conv_maxpool2_relu_gradcheck),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

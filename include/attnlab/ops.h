@@ -62,6 +62,9 @@ al_tensor *al_maxpool2d(al_ctx *c, al_tensor *x, int k, int stride);   /* (B,C,H
 /* al_maxpool2d(al_conv2d(x, w, b, 1, pad), 2, 2) in one op, without the convolution's output tensor (each
  * image is pooled while its output is in cache): the same values and gradients, bit for bit. */
 al_tensor *al_conv2d_maxpool2(al_ctx *c, al_tensor *x, al_tensor *w, al_tensor *b, int pad);
+/* al_relu(al_conv2d_maxpool2(..)) in one op (the ReLU applied to each pooled plane while it is in cache, its
+ * gradient mask read from the output): the same values and gradients, bit for bit. */
+al_tensor *al_conv2d_maxpool2_relu(al_ctx *c, al_tensor *x, al_tensor *w, al_tensor *b, int pad);
 
 /* ---- shape ---- */
 al_tensor *al_reshape(al_ctx *c, al_tensor *x, int ndim, const int *shape); /* same numel */

@@ -29,10 +29,11 @@ oom:
 al_tensor *al__cnn_forward(al_ctx *c, al_model *m, al_tensor *x /* (B,C,H,W) */)
 {
     /* relu·maxpool = maxpool·relu (relu is monotone), forward and gradient, bitwise: the relu runs on
-     * the 4× smaller pooled map; conv + pool are one op (al_conv2d_maxpool2: the same bits as
-     * al_maxpool2d(al_conv2d(..), 2, 2), with no full-size conv output) */
-    al_tensor *h = al_relu(c, al_conv2d_maxpool2(c, x, m->c1_w, m->c1_b, 1));   /* (B,32,H/2,W/2) */
-    h = al_relu(c, al_conv2d_maxpool2(c, h, m->c2_w, m->c2_b, 1));             /* (B,64,H/4,W/4) */
+     * the 4× smaller pooled map; conv + pool + relu are one op (al_conv2d_maxpool2_relu: the same bits as
+     * al_relu(al_maxpool2d(al_conv2d(..), 2, 2)), with no full-size conv output and no pass of its own
+     * for the relu) */
+    al_tensor *h = al_conv2d_maxpool2_relu(c, x, m->c1_w, m->c1_b, 1);   /* (B,32,H/2,W/2) */
+    h = al_conv2d_maxpool2_relu(c, h, m->c2_w, m->c2_b, 1);             /* (B,64,H/4,W/4) */
     if (!h) return NULL;
     h = al_reshape(c, h, 2, (int[]){h->shape[0], h->shape[1] * h->shape[2] * h->shape[3]});
     return al_linear(c, h, m->fc_w, m->fc_b);                                                    /* (B,classes) */

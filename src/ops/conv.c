@@ -98,7 +98,8 @@ typedef struct pool_node {
 /* The 2×2 stride-2 pooling's gradient into a fresh plane d (H, W): every element written once, dy
  * where it was its window's max and 0 elsewhere, 16 windows (32 columns of two rows) at a time —
  * no zeroing pass and no scattered adds. d = 0 + g as the scatter gives (a gradient of −0 lands as +0). */
-static void pool2_grad_fresh(float *d, const float *g /* (Ho, Wo) */, const int32_t *a /* (Ho, Wo) */, int H, int W, int Ho, int Wo)
+static void pool2_grad_fresh(float *d, const float *g /* (Ho, Wo) */, const int32_t *a /* (Ho, Wo) */, int H, int W, int Ho, int Wo,
+                             const float *r /* (Ho, Wo): a ReLU's output after the pooling (its gradient g·[r > 0]), or NULL */)
 {
     const __m512i lane2 = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     const __m512i lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
@@ -113,7 +114,9 @@ static void pool2_grad_fresh(float *d, const float *g /* (Ho, Wo) */, const int3
             const __mmask16 kin = n == 16 ? 0xFFFF : (__mmask16)((1u << n) - 1);
             const __mmask16 klo = m2 >= 16 ? 0xFFFF : (__mmask16)((1u << m2) - 1);
             const __mmask16 khi = m2 >= 32 ? 0xFFFF : m2 <= 16 ? 0 : (__mmask16)((1u << (m2 - 16)) - 1);
-            const __m512 gv = _mm512_add_ps(zero, _mm512_maskz_loadu_ps(kin, go + ow));
+            /* with r: the ReLU's gradient (r > 0 ? g : 0) first, then 0 + it, as the two ops give */
+            const __mmask16 kg = r ? _mm512_mask_cmp_ps_mask(kin, _mm512_maskz_loadu_ps(kin, r + (size_t)oh * Wo + ow), zero, _CMP_GT_OQ) : kin;
+            const __m512 gv = _mm512_add_ps(zero, _mm512_maskz_loadu_ps(kg, go + ow));
             const __m512i rel = _mm512_sub_epi32(_mm512_maskz_loadu_epi32(kin, ao + ow),
                                                  _mm512_add_epi32(_mm512_set1_epi32(2 * oh * W + 2 * ow), lane2));
             const __m512 e0 = _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(rel, _mm512_setzero_si512()), gv);
@@ -133,15 +136,17 @@ static void pool2_grad_fresh(float *d, const float *g /* (Ho, Wo) */, const int3
 
 /* One (H, W) plane's gradient d from its pooled gradient g (Ho, Wo) and argmax a: fresh, d is
  * overwritten (0 + g at each max, 0 elsewhere), else added to. */
-static void pool_grad_plane(float *d, const float *g, const int32_t *a, int H, int W, int Ho, int Wo, int k, int stride, int fresh)
+static void pool_grad_plane(float *d, const float *g, const int32_t *a, int H, int W, int Ho, int Wo, int k, int stride, int fresh,
+                            const float *r /* as pool2_grad_fresh's */)
 {
 #ifdef __AVX512F__
-    if (fresh && k == 2 && stride == 2) { pool2_grad_fresh(d, g, a, H, W, Ho, Wo); return; }
+    if (fresh && k == 2 && stride == 2) { pool2_grad_fresh(d, g, a, H, W, Ho, Wo, r); return; }
 #else
     (void)k; (void)stride;
 #endif
     if (fresh) memset(d, 0, (size_t)H * W * sizeof(float));
-    for (int64_t i = 0; i < (int64_t)Ho * Wo; i++) d[a[i]] += g[i];
+    if (r) for (int64_t i = 0; i < (int64_t)Ho * Wo; i++) d[a[i]] += r[i] > 0.f ? g[i] : 0.f;
+    else for (int64_t i = 0; i < (int64_t)Ho * Wo; i++) d[a[i]] += g[i];
 }
 
 static void maxpool2d_backward(al_ctx *c, void *p)
@@ -160,7 +165,7 @@ static void maxpool2d_backward(al_ctx *c, void *p)
     AL_OMP("omp parallel for schedule(static) if (planes * P >= 65536)")
     for (int64_t t = 0; t < planes; t++)
         pool_grad_plane(dx + t * HW, dy + t * P, n->arg + t * P, n->x->shape[2], n->x->shape[3],
-                        n->out->shape[2], n->out->shape[3], n->k, n->stride, fresh);
+                        n->out->shape[2], n->out->shape[3], n->k, n->stride, fresh, NULL);
 }
 
 /* max-pool update: v (at plane index i) replaces the running max only if strictly greater, so ties keep
@@ -325,11 +330,14 @@ typedef struct convpool_node {
     al_tensor *out;    /* (B, O, Ho/2, Wo/2) */
     int32_t *arg;      /* (B, O, Ho/2, Wo/2): index of the max within its (Ho, Wo) plane */
     int pad, Ho, Wo;   /* the convolution's output plane */
+    int relu;          /* out is relu(pooled) */
 } convpool_node;
 
 typedef struct {
     float *out; int32_t *arg; const float *g;
+    const float *r;    /* backward of the _relu form: its output (the ReLU's gradient mask), else NULL */
     int O, Ho, Wo, Hp, Wp;
+    int relu;          /* forward: a ReLU after the pooling */
 } convpool_io;
 
 static void convpool_post(void *ctx, int bi, const float *yb /* (O, Ho, Wo) */)
@@ -339,6 +347,10 @@ static void convpool_post(void *ctx, int bi, const float *yb /* (O, Ho, Wo) */)
     for (int o = 0; o < io->O; o++) {
         const int64_t at = ((int64_t)bi * io->O + o) * Pp;
         pool_plane(yb + o * P, io->Wo, io->Hp, io->Wp, 2, 2, io->out + at, io->arg ? io->arg + at : NULL, yb + io->O * P);
+        if (io->relu) {   /* al_relu's x > 0 ? x : 0 (a NaN or −0 gives +0) */
+            float *y = io->out + at;
+            for (int64_t i = 0; i < Pp; i++) y[i] = y[i] > 0.f ? y[i] : 0.f;
+        }
     }
 }
 
@@ -348,7 +360,7 @@ static void convpool_pre(void *ctx, int bi, float *dyb /* (O, Ho, Wo) */)
     const int64_t P = (int64_t)io->Ho * io->Wo, Pp = (int64_t)io->Hp * io->Wp;
     for (int o = 0; o < io->O; o++) {
         const int64_t at = ((int64_t)bi * io->O + o) * Pp;
-        pool_grad_plane(dyb + o * P, io->g + at, io->arg + at, io->Ho, io->Wo, io->Hp, io->Wp, 2, 2, 1);
+        pool_grad_plane(dyb + o * P, io->g + at, io->arg + at, io->Ho, io->Wo, io->Hp, io->Wp, 2, 2, 1, io->r ? io->r + at : NULL);
     }
 }
 
@@ -364,38 +376,50 @@ static void convpool_backward(al_ctx *c, void *p)
     if (!al_ok(c)) return;
     const int B = x->shape[0], O = w->shape[0];
     al_flops_add("conv2d", AL_FLOPS_BWD, 2.0 * B * n->Ho * n->Wo * (double)w->numel * ((dx != NULL) + (dw != NULL)));
-    convpool_io io = {.g = n->out->grad, .arg = n->arg, .O = O, .Ho = n->Ho, .Wo = n->Wo, .Hp = n->Ho / 2, .Wp = n->Wo / 2};
+    convpool_io io = {.g = n->out->grad, .arg = n->arg, .r = n->relu ? n->out->data : NULL,
+                      .O = O, .Ho = n->Ho, .Wo = n->Wo, .Hp = n->Ho / 2, .Wp = n->Wo / 2};
     if (al_conv2d_bwd_each(x->data, w->data, NULL, dx, dw, db, B, x->shape[1], x->shape[2], x->shape[3],
                            O, w->shape[2], w->shape[3], 1, n->pad, fresh, convpool_pre, &io))
         al_fail(c, "conv2d_maxpool2: out of memory (backward scratch)");
 }
 
-al_tensor *al_conv2d_maxpool2(al_ctx *c, al_tensor *x, al_tensor *w, al_tensor *b, int pad)
+static al_tensor *conv_maxpool2(al_ctx *c, al_tensor *x, al_tensor *w, al_tensor *b, int pad, int relu)
 {
     if (!x || !w || !al_ok(c)) return NULL;
+    const char *op = relu ? "conv2d_maxpool2_relu" : "conv2d_maxpool2";
     int Ho, Wo;
-    if (conv_check(c, "conv2d_maxpool2", x, w, b, 1, pad, &Ho, &Wo)) return NULL;
+    if (conv_check(c, op, x, w, b, 1, pad, &Ho, &Wo)) return NULL;
     char s1[64], s2[64];
     if (Ho < 2 || Wo < 2)
-        return al_fail(c, "conv2d_maxpool2: the convolution of x %s with w %s gives %dx%d, smaller than the 2x2 pooling window",
-                       al_shape_str(x, s1, sizeof s1), al_shape_str(w, s2, sizeof s2), Ho, Wo);
+        return al_fail(c, "%s: the convolution of x %s with w %s gives %dx%d, smaller than the 2x2 pooling window",
+                       op, al_shape_str(x, s1, sizeof s1), al_shape_str(w, s2, sizeof s2), Ho, Wo);
     const int B = x->shape[0], O = w->shape[0];
     al_tensor *out = al_new(c, 4, (int[]){B, O, Ho / 2, Wo / 2});   /* (B, O, Ho/2, Wo/2) */
     if (!out) return NULL;
     const int need = al__any_grad(c, x, w, b);
     int32_t *arg = need ? al_arena_alloc(&c->arena, (size_t)out->numel * sizeof(int32_t)) : NULL;
-    if (need && !arg) return al_fail(c, "conv2d_maxpool2: out of memory (arena)");
-    convpool_io io = {.out = out->data, .arg = arg, .O = O, .Ho = Ho, .Wo = Wo, .Hp = Ho / 2, .Wp = Wo / 2};
+    if (need && !arg) return al_fail(c, "%s: out of memory (arena)", op);
+    convpool_io io = {.out = out->data, .arg = arg, .O = O, .Ho = Ho, .Wo = Wo, .Hp = Ho / 2, .Wp = Wo / 2, .relu = relu};
     if (al_conv2d_fwd_each(x->data, w->data, b ? b->data : NULL, NULL, B, x->shape[1], x->shape[2], x->shape[3],
                            O, w->shape[2], w->shape[3], 1, pad, convpool_post, &io))
-        return al_fail(c, "conv2d_maxpool2: out of memory (scratch)");
+        return al_fail(c, "%s: out of memory (scratch)", op);
     al_flops_add("conv2d", AL_FLOPS_FWD, 2.0 * B * Ho * Wo * (double)w->numel);
     if (need) {
         convpool_node *n = al_arena_alloc(&c->arena, sizeof *n);
-        if (!n) return al_fail(c, "conv2d_maxpool2: out of memory (arena)");
-        n->x = x; n->w = w; n->b = b; n->out = out; n->arg = arg; n->pad = pad; n->Ho = Ho; n->Wo = Wo;
+        if (!n) return al_fail(c, "%s: out of memory (arena)", op);
+        n->x = x; n->w = w; n->b = b; n->out = out; n->arg = arg; n->pad = pad; n->Ho = Ho; n->Wo = Wo; n->relu = relu;
         out->requires_grad = 1;
         al_tape_push_out(c, convpool_backward, n, out);
     }
     return out;
+}
+
+al_tensor *al_conv2d_maxpool2(al_ctx *c, al_tensor *x, al_tensor *w, al_tensor *b, int pad)
+{
+    return conv_maxpool2(c, x, w, b, pad, 0);
+}
+
+al_tensor *al_conv2d_maxpool2_relu(al_ctx *c, al_tensor *x, al_tensor *w, al_tensor *b, int pad)
+{
+    return conv_maxpool2(c, x, w, b, pad, 1);
 }
