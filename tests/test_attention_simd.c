@@ -466,6 +466,48 @@ static void test_threads_bitwise(void **st)
     al_csr_free(&g);
 }
 
+/* al__full16_delta (sixteen rows in the lanes) against the scalar chain the backward runs otherwise
+ * (s = 0, s = fma(dO_e, O_e, s) over the sixteen features), bit for bit: partial blocks of rows, the plain
+ * layout and heads merged (B, N, H·16), one thread and the default. */
+static void test_full_d16_delta_bits(void **st)
+{
+    (void)st;
+    const int Ns[] = {1, 5, 16, 17, 49, 196};
+    int ran = 0;
+    for (int ni = 0; ni < 6; ni++)
+        for (int merged = 0; merged < 2; merged++)
+            for (int nthr = 1; nthr <= 2; nthr++) {
+                const int B = 3, H = 4, N = Ns[ni];
+                const int64_t heads = (int64_t)B * H, n = heads * N * 16;
+                const al_attn_lay lo = merged ? (al_attn_lay){(int64_t)N * H * 16, 16, (int64_t)H * 16}
+                                              : (al_attn_lay){(int64_t)H * N * 16, (int64_t)N * 16, 16};
+                al_rng r; al_rng_seed(&r, 77 + (uint64_t)ni, 5);
+                float *o = malloc((size_t)n * sizeof(float)), *dO = malloc((size_t)n * sizeof(float));
+                float *d1 = malloc((size_t)heads * N * sizeof(float)), *d2 = malloc((size_t)heads * N * sizeof(float));
+                assert_true(o && dO && d1 && d2);
+                for (int64_t x = 0; x < n; x++) { o[x] = al_rng_uniform(&r) * 2.f - 1.f; dO[x] = al_rng_uniform(&r) * 2.f - 1.f; }
+                o[3] = -0.f; dO[3] = 0.5f;   /* a −0 product first in its chain */
+                for (int64_t bh = 0; bh < heads; bh++)
+                    for (int i = 0; i < N; i++) {
+                        const int64_t at = al__lay_head(&lo, bh, H) + (int64_t)i * lo.sr;
+                        float s = 0.f;
+                        for (int e = 0; e < 16; e++) s = AL_FMA(dO[at + e], o[at + e], s);
+                        d1[bh * N + i] = s;
+                    }
+                if (al__full16_delta(o, dO, &lo, heads, H, N, d2, nthr)) {
+                    ran++;
+                    if (memcmp(d1, d2, (size_t)heads * N * sizeof(float)))
+                        fail_msg("N %d, merged %d, %d threads: delta bits differ from the scalar chain", N, merged, nthr);
+                }
+                free(o); free(dO); free(d1); free(d2);
+            }
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
+    assert_int_equal(ran, 24);   /* AVX-512 and AVX2 builds have a vector path */
+#else
+    if (!ran) skip();
+#endif
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -478,6 +520,7 @@ int main(void)
         cmocka_unit_test(test_full_one_pass_backward),
         cmocka_unit_test(test_full_d16),
         cmocka_unit_test(test_full_d16_twin),
+        cmocka_unit_test(test_full_d16_delta_bits),
         cmocka_unit_test(test_window_d16),
         cmocka_unit_test(test_threads_bitwise),
     };

@@ -66,6 +66,31 @@ void al__full16_backward(const al_attn_cfg *cfg, const float *q, const float *k,
                          float *dk /* or NULL */, float *dv /* or NULL */, const al_attn_lay *li, const al_attn_lay *lo,
                          float *scratch /* (nthr, al__full16_scratch(cfg, 1)) */, int nthr,
                          int fresh /* dq, dk, dv hold garbage: every element is written (0 + its sum), not added to */);
+/* delta (heads, N) = the row dot products dO_i · O_i (out and dO in layout lo, Dv = 16), with the bits of
+ * the scalar FMA chain; 0 if this build has no vector path for it (neither AVX-512 nor AVX2 + FMA: the
+ * caller then runs the chain). */
+int al__full16_delta(const float *o, const float *dO, const al_attn_lay *lo, int64_t heads, int H, int N,
+                     float *delta, int nthr);
+
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+/* r[c] = column c of the 8×8 block whose rows are r[0..7] (moves only; win16.c, full16.c). */
+static inline void al__tr8(__m256 r[8])
+{
+    const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+    const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+    const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+    const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+    const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+    const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+    const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+    const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+    r[0] = _mm256_permute2f128_ps(u0, u4, 0x20); r[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
+    r[1] = _mm256_permute2f128_ps(u1, u5, 0x20); r[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
+    r[2] = _mm256_permute2f128_ps(u2, u6, 0x20); r[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
+    r[3] = _mm256_permute2f128_ps(u3, u7, 0x20); r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
+}
+#endif
 
 /* Window attention for D = Dv = 16 with the queries in vector lanes (win16.c): the slot-list
  * kernels' results, bit for bit, without index loads. al__win16_ok says whether cfg and pattern are

@@ -401,23 +401,6 @@ static inline __m256 lanes8(unsigned bits)
     return _mm256_castsi256_ps(_mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32((int)bits), sel), sel));
 }
 
-/* r[c] = column c of the 8×8 block whose rows are r[0..7] (moves only). */
-static inline void tr8(__m256 r[8])
-{
-    const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
-    const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
-    const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
-    const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
-    const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
-    const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
-    const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
-    const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
-    r[0] = _mm256_permute2f128_ps(u0, u4, 0x20); r[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
-    r[1] = _mm256_permute2f128_ps(u1, u5, 0x20); r[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
-    r[2] = _mm256_permute2f128_ps(u2, u6, 0x20); r[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
-    r[3] = _mm256_permute2f128_ps(u3, u7, 0x20); r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
-}
-
 /* Xt[d·L + m + i] = X[i·16 + d] for i < n; zero for the other columns of the L. */
 static void to_lanes(const float *X /* (n, ld) */, int64_t ld, int n, float *Xt /* (16, L) */, size_t L, int m)
 {
@@ -430,7 +413,7 @@ static void to_lanes(const float *X /* (n, ld) */, int64_t ld, int n, float *Xt 
         for (int h = 0; h < 16; h += 8) {
             __m256 r[8];
             for (int i = 0; i < 8; i++) r[i] = i0 + i < n ? _mm256_loadu_ps(X + (int64_t)(i0 + i) * ld + h) : _mm256_setzero_ps();
-            tr8(r);
+            al__tr8(r);
             for (int d = 0; d < 8; d++) _mm256_storeu_ps(Xt + (h + d) * L + m + i0, r[d]);
         }
 }
@@ -454,8 +437,8 @@ static void chains_out(const __m256 sum[16], float alpha, int fresh, float *o /*
     const __m256 al = _mm256_set1_ps(alpha), z = _mm256_setzero_ps();
     __m256 lo[8], hi[8];
     for (int e = 0; e < 8; e++) { lo[e] = sum[e]; hi[e] = sum[8 + e]; }
-    tr8(lo);
-    tr8(hi);
+    al__tr8(lo);
+    al__tr8(hi);
     for (int i = 0; i < n; i++) {
         float *r = o + (int64_t)i * ld;
         _mm256_storeu_ps(r, _mm256_fmadd_ps(al, lo[i], fresh ? z : _mm256_loadu_ps(r)));
