@@ -85,11 +85,35 @@ static inline void tr16x16(const float *X, int64_t ld, int n, float alpha, float
 }
 #endif
 
+#if !defined(__AVX512F__)
+/* AVX2: out[d·os + k] = alpha · X[k·ld + d] for k < n, 0 for n ≤ k < 8 (d < 16): eight rows of 16
+ * transposed in registers (two 8 × 8 blocks), each element the scalar product alpha · x. */
+static inline void tr8x16(const float *X, int64_t ld, int n, float alpha, float *out, int64_t os)
+{
+    __m256 r[2][8];
+    const __m256 a = _mm256_set1_ps(alpha);
+    for (int k = 0; k < 8; k++)
+        for (int h = 0; h < 2; h++) {
+            r[h][k] = k < n ? _mm256_loadu_ps(X + (int64_t)k * ld + 8 * h) : _mm256_setzero_ps();
+            if (alpha != 1.f) r[h][k] = _mm256_mul_ps(a, r[h][k]);
+        }
+    for (int h = 0; h < 2; h++) {
+        al__tr8(r[h]);
+        for (int d = 0; d < 8; d++) _mm256_storeu_ps(out + (int64_t)(8 * h + d) * os, r[h][d]);
+    }
+}
+#endif
+
 /* t[d·qb + i] = alpha · X[i·ld + d] for rows i < n of X, 0 for i ≥ n (a block of qb rows of 16). */
 static void transpose_block(const float *X /* (qb, ld) */, int64_t ld, int n, int qb, float alpha, float *t /* (16, qb) */)
 {
 #if defined(__AVX512F__)
     if (qb == 16) { tr16x16(X, ld, n, alpha, t, 16); return; }
+#else
+    if (qb % 8 == 0) {   /* eight rows at a time */
+        for (int g = 0; g < qb; g += 8) tr8x16(X + (int64_t)g * ld, ld, n - g, alpha, t + g, qb);
+        return;
+    }
 #endif
     for (int d = 0; d < 16; d++)
         for (int i = 0; i < qb; i++) t[d * qb + i] = i < n ? alpha * X[i * ld + d] : 0.f;
@@ -131,9 +155,11 @@ static f16_bwd bwd_begin(const float *Q /* (N, ldq) */, int64_t ldq, const float
 static void fwd_finish(const float *lv /* (16) */, const float *mv /* (16) */, const float *ot /* (16, 16) */, int i0, int nq,
                        float *out /* (N, ldo) */, int64_t ldo, float *lse /* (N) */)
 {
-#if defined(__AVX512F__)
     float tr[256];   /* Oᵀ back to rows, then each row times its 1/l: the same products */
+#if defined(__AVX512F__)
     tr16x16(ot, 16, 16, 1.f, tr, 16);
+#else
+    for (int g = 0; g < 16; g += 8) tr8x16(ot + g * 16, 16, 8, 1.f, tr + g, 16);
 #endif
     for (int i = 0; i < nq; i++) {
         float inv = lv[i] > 0.f ? 1.0f / lv[i] : 0.f;
@@ -141,7 +167,7 @@ static void fwd_finish(const float *lv /* (16) */, const float *mv /* (16) */, c
 #if defined(__AVX512F__)
         _mm512_storeu_ps(o, _mm512_mul_ps(_mm512_loadu_ps(tr + i * 16), _mm512_set1_ps(inv)));
 #else
-        for (int e = 0; e < 16; e++) o[e] = ot[e * 16 + i] * inv;
+        for (int h = 0; h < 2; h++) _mm256_storeu_ps(o + 8 * h, _mm256_mul_ps(_mm256_loadu_ps(tr + i * 16 + 8 * h), _mm256_set1_ps(inv)));
 #endif
         lse[i0 + i] = lv[i] > 0.f ? (mv[i] + log2f(lv[i])) * LN2_F : INFINITY;
     }
@@ -172,6 +198,23 @@ static void bwd_end(const f16_bwd *w, int N, int qb, float *dq /* (N, ld) */, in
             for (int i = 0; i < nq; i++) {
                 float *p = dq + (int64_t)(i0 + i) * ld;
                 _mm512_storeu_ps(p, _mm512_add_ps(fresh ? _mm512_setzero_ps() : _mm512_loadu_ps(p), _mm512_loadu_ps(tr + i * 16)));
+            }
+            continue;
+        }
+#else
+        if (qb == 8) {   /* AVX2: dQᵀ (16, 8) back to rows in registers, then the same adds row by row */
+            float tr[128];   /* tr[i·16 + d] = dQᵀ[d·8 + i]: two 8 × 8 blocks of features */
+            for (int h = 0; h < 2; h++) {
+                __m256 r[8];
+                for (int j = 0; j < 8; j++) r[j] = _mm256_loadu_ps(w->dqtb + (size_t)b * 128 + (size_t)(8 * h + j) * 8);
+                al__tr8(r);
+                for (int i = 0; i < 8; i++) _mm256_storeu_ps(tr + i * 16 + 8 * h, r[i]);
+            }
+            for (int i = 0; i < nq; i++) {
+                float *p = dq + (int64_t)(i0 + i) * ld;
+                for (int h = 0; h < 2; h++)
+                    _mm256_storeu_ps(p + 8 * h, _mm256_add_ps(fresh ? _mm256_setzero_ps() : _mm256_loadu_ps(p + 8 * h),
+                                                              _mm256_loadu_ps(tr + i * 16 + 8 * h)));
             }
             continue;
         }
