@@ -976,54 +976,33 @@ void al__full16_backward(const al_attn_cfg *g, const float *q, const float *k, c
     }
 }
 
-/* delta[bh·N + i] = dO_i · O_i for every head: sixteen rows at a time, both blocks transposed so that the
- * rows are in the lanes, then each lane's sixteen FMAs in feature order — the scalar loop's chain
- * (s = 0, s = fma(dO_e, O_e, s)), lane by lane: the same bits. That loop ran one dependent chain per
- * row (2.5 % of sa's training step on Zen 5). AVX2: eight rows at a time. */
+/* delta[bh·N + i] = dO_i · O_i for every head: a vector of rows at a time (16 on AVX-512, 8 on AVX2),
+ * both blocks transposed so that the rows are in the lanes, then each lane's sixteen FMAs in feature
+ * order — the scalar loop's chain (s = 0, s = fma(dO_e, O_e, s)), lane by lane: the same bits. That
+ * loop ran one dependent chain per row (2.1 % of sa's training step on Zen 5). */
 int al__full16_delta(const float *o, const float *dO, const al_attn_lay *lo, int64_t heads, int H, int N,
                      float *delta /* (heads, N) */, int nthr)
 {
-#if defined(__AVX512F__)
     (void)nthr;   /* unused without OpenMP */
     AL_OMP("omp parallel for schedule(static) num_threads(nthr) if (heads > 1 && heads * (int64_t)N * 16 > AL_PAR_MIN)")
     for (int64_t bh = 0; bh < heads; bh++) {
         const int64_t ao = al__lay_head(lo, bh, H);
-        for (int i0 = 0; i0 < N; i0 += 16) {
-            const int n = N - i0 < 16 ? N - i0 : 16;
-            float a[256], b[256];   /* (16 features, 16 rows) */
-            tr16x16(dO + ao + (int64_t)i0 * lo->sr, lo->sr, n, 1.f, a, 16);
-            tr16x16(o + ao + (int64_t)i0 * lo->sr, lo->sr, n, 1.f, b, 16);
-            __m512 acc = _mm512_setzero_ps();
-            for (int e = 0; e < 16; e++) acc = _mm512_fmadd_ps(_mm512_loadu_ps(a + 16 * e), _mm512_loadu_ps(b + 16 * e), acc);
-            _mm512_mask_storeu_ps(delta + bh * N + i0, (__mmask16)(n == 16 ? 0xffffu : (1u << n) - 1), acc);
-        }
-    }
-    return 1;
-#else   /* AVX2: eight rows at a time, two 8 × 8 transposes per block */
-    (void)nthr;
-    AL_OMP("omp parallel for schedule(static) num_threads(nthr) if (heads > 1 && heads * (int64_t)N * 16 > AL_PAR_MIN)")
-    for (int64_t bh = 0; bh < heads; bh++) {
-        const int64_t ao = al__lay_head(lo, bh, H);
-        for (int i0 = 0; i0 < N; i0 += 8) {
-            const int n = N - i0 < 8 ? N - i0 : 8;
-            __m256 a[2][8], b[2][8];   /* [features 0-7 | 8-15][row → feature after the transpose] */
-            for (int r = 0; r < 8; r++) {
-                const float *pa = dO + ao + (int64_t)(i0 + r) * lo->sr, *pb = o + ao + (int64_t)(i0 + r) * lo->sr;
-                for (int h = 0; h < 2; h++) {
-                    a[h][r] = r < n ? _mm256_loadu_ps(pa + 8 * h) : _mm256_setzero_ps();
-                    b[h][r] = r < n ? _mm256_loadu_ps(pb + 8 * h) : _mm256_setzero_ps();
-                }
-            }
-            for (int h = 0; h < 2; h++) { al__tr8(a[h]); al__tr8(b[h]); }
-            __m256 acc = _mm256_setzero_ps();
-            for (int e = 0; e < 16; e++) acc = _mm256_fmadd_ps(a[e >> 3][e & 7], b[e >> 3][e & 7], acc);
-            float t[8];
-            _mm256_storeu_ps(t, acc);
-            for (int r = 0; r < n; r++) delta[bh * N + i0 + r] = t[r];
-        }
-    }
-    return 1;
+        for (int i0 = 0; i0 < N; i0 += AL_VL) {
+            const int n = N - i0 < AL_VL ? N - i0 : AL_VL;
+            float a[16 * AL_VL], b[16 * AL_VL];   /* (16 features, AL_VL rows) */
+#if defined(__AVX512F__)
+            tr16x16(dO + ao + (int64_t)i0 * lo->sr, lo->sr, n, 1.f, a, AL_VL);
+            tr16x16(o + ao + (int64_t)i0 * lo->sr, lo->sr, n, 1.f, b, AL_VL);
+#else
+            tr8x16(dO + ao + (int64_t)i0 * lo->sr, lo->sr, n, 1.f, a, AL_VL);
+            tr8x16(o + ao + (int64_t)i0 * lo->sr, lo->sr, n, 1.f, b, AL_VL);
 #endif
+            al_vf acc = al_v_zero();
+            for (int e = 0; e < 16; e++) acc = al_v_fma(al_v_load(a + AL_VL * e), al_v_load(b + AL_VL * e), acc);
+            al_v_storem(al_v_mask(n), delta + bh * N + i0, acc);
+        }
+    }
+    return 1;
 }
 
 #else   /* neither AVX-512 nor AVX2 + FMA: the generic kernel handles every shape */

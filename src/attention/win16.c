@@ -395,11 +395,7 @@ static void bwd_head(const attn_node *nd, const float *Q, const float *Kx, const
  * FMA chain in list order (axpy_rows has one chain here). Absent slots are skipped by masks. */
 
 /* lane l of the result is all ones where bit l of bits is set */
-static inline __m256 lanes8(unsigned bits)
-{
-    const __m256i sel = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
-    return _mm256_castsi256_ps(_mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32((int)bits), sel), sel));
-}
+static inline __m256 lanes8(unsigned bits) { return _mm256_castsi256_ps(al_v_mask_bits(bits)); }
 
 /* Xt[d·L + m + i] = X[i·16 + d] for i < n; zero for the other columns of the L. */
 static void to_lanes(const float *X /* (n, ld) */, int64_t ld, int n, float *Xt /* (16, L) */, size_t L, int m)

@@ -77,6 +77,11 @@ static inline al_vm al_v_mask(int n)
 {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
+static inline al_vm al_v_mask_bits(unsigned bits)   /* lane l live iff bit l of bits is set */
+{
+    const __m256i bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+    return _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32((int)bits), bit), bit);
+}
 static inline al_vf al_v_loadm(al_vm m, const float *p) { return _mm256_maskload_ps(p, m); }
 static inline void al_v_storem(al_vm m, float *p, al_vf x) { _mm256_maskstore_ps(p, m, x); }
 static inline al_vf al_v_maskz(al_vm m, al_vf x) { return _mm256_and_ps(_mm256_castsi256_ps(m), x); }

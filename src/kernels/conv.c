@@ -141,10 +141,21 @@ static inline void im2col_row_s1(float *d, const float *xr, int off, int lo, int
 }
 
 /* ---------------- im2col / col2im of one image ---------------- */
-#if defined(__AVX512F__) || defined(__AVX2__)
-#define SAME_KMAX 9     /* kernel sizes the flat 'same' im2col takes */
+/* A stride-1 'same' convolution (KH = KW = 2·pad + 1, Ho = H, Wo = W): row (c, kh, kw) of cols is the
+ * plane shifted by s = (kh − pad)·W + (kw − pad), zero where the shift leaves the image, and which
+ * positions are kept depends on (kh, kw) alone. A same_plan holds those masks for one call's shape,
+ * made once by the calling thread and read by every image: rowm[k] / colm[k] mark the positions p of
+ * the plane whose row / column stays inside when shifted by k − pad (16 positions per block). */
+#define SAME_KMAX 9     /* kernel sizes the flat forms take */
 #define SAME_VMAX 512   /* and planes of at most 512 blocks of 16 positions (8 192 positions) */
-/* m[v] |= the bits of positions [lo, hi) that fall in block v (16 positions per block). */
+typedef struct same_plan {
+    int H, W, KH, pad, nv;
+    unsigned tail;     /* the last block's positions */
+    uint16_t rowm[SAME_KMAX][SAME_VMAX], colm[SAME_KMAX][SAME_VMAX];
+} same_plan;
+
+#if defined(__AVX512F__) || defined(__AVX2__)
+/* m[v] |= the bits of positions [lo, hi) that fall in block v. */
 static void mask_range(uint16_t *m, int lo, int hi)
 {
     for (int p = lo; p < hi;) {
@@ -154,45 +165,41 @@ static void mask_range(uint16_t *m, int lo, int hi)
     }
 }
 #endif
-#if defined(__AVX2__) && !defined(__AVX512F__)
-/* 8 lanes whose bits are set in m (bit i: lane i) as an AVX2 lane mask */
-static inline __m256i lanes8(unsigned m)
-{
-    const __m256i bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
-    return _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32((int)m), bit), bit);
-}
-#endif
-#if defined(__AVX512F__) || defined(__AVX2__)
 
-/* A stride-1 'same' convolution (KH = KW = 2·pad + 1, Ho = H, Wo = W) on AVX-512 or AVX2: row (c, kh, kw) of
- * cols is the plane shifted by s = (kh − pad)·W + (kw − pad), zero where the shift leaves the image.
- * Whether position p is kept depends on (kh, kw) alone: rowm[kh] (p's row stays inside) and colm[kw]
- * (its column does). So a row is nv masked loads and stores of the flat plane (lanes outside the mask
- * are neither read nor kept: a lane is kept only if its source lies in the plane), with no libc calls
- * and no per-row edges: the same values (copies and +0) as the row-wise form. Returns 0 when the shape
- * is not one it takes. */
-/* rowm[k] / colm[k] (k < KH, nv blocks each): the positions p of an (H, W) plane whose row / column
- * stays inside the plane when shifted by k − pad. */
-static void same_masks(uint16_t rowm[][SAME_VMAX], uint16_t colm[][SAME_VMAX], int H, int W, int KH, int pad, int nv)
+/* The plan of a call's shape, or NULL when the flat forms do not take it (another shape, a plane too
+ * large, a build without AVX-512 or AVX2, or al__im2col_flat off): the row-wise forms run then. */
+static const same_plan *same_plan_make(same_plan *sp, int H, int W, int KH, int KW, int stride, int pad, int Ho, int Wo)
 {
+#if defined(__AVX512F__) || defined(__AVX2__)
+    const int nv = (H * W + 15) >> 4;
+    if (!al__im2col_flat || stride != 1 || Ho != H || Wo != W || KH != KW || KH != 2 * pad + 1 ||
+        KH > SAME_KMAX || nv > SAME_VMAX)
+        return NULL;
+    const int P = H * W;
+    *sp = (same_plan){.H = H, .W = W, .KH = KH, .pad = pad, .nv = nv, .tail = (P & 15) ? (1u << (P & 15)) - 1 : 0xffffu};
     for (int k = 0; k < KH; k++) {
         const int d = k - pad;
-        memset(rowm[k], 0, (size_t)nv * sizeof(uint16_t));
-        memset(colm[k], 0, (size_t)nv * sizeof(uint16_t));
+        memset(sp->rowm[k], 0, (size_t)nv * sizeof(uint16_t));
+        memset(sp->colm[k], 0, (size_t)nv * sizeof(uint16_t));
         const int r0 = d < 0 ? -d : 0, r1 = H - d < H ? H - d : H;      /* rows oh with oh + d in [0, H) */
-        if (r1 > r0) mask_range(rowm[k], r0 * W, r1 * W);
+        if (r1 > r0) mask_range(sp->rowm[k], r0 * W, r1 * W);
         const int c0 = d < 0 ? -d : 0, c1 = W - d < W ? W - d : W;      /* columns likewise */
-        if (c1 > c0) for (int oh = 0; oh < H; oh++) mask_range(colm[k], oh * W + c0, oh * W + c1);
+        if (c1 > c0) for (int oh = 0; oh < H; oh++) mask_range(sp->colm[k], oh * W + c0, oh * W + c1);
     }
+    return sp;
+#else
+    (void)sp; (void)H; (void)W; (void)KH; (void)KW; (void)stride; (void)pad; (void)Ho; (void)Wo;
+    return NULL;
+#endif
 }
 
-static int im2col_same_flat(const float *x, float *cols, int C, int H, int W, int KH, int pad, int par)
+#if defined(__AVX512F__) || defined(__AVX2__)
+/* im2col of a 'same' convolution: each row is nv masked loads of the flat plane and stores (lanes
+ * outside the mask are neither read nor kept: a lane is kept only if its source lies in the plane),
+ * with no libc calls and no per-row edges: the same values (copies and +0) as the row-wise form. */
+static void im2col_same_flat(const float *x, float *cols, int C, const same_plan *sp, int par)
 {
-    const int P = H * W, nv = (P + 15) >> 4, K = C * KH * KH;
-    if (KH > SAME_KMAX || nv > SAME_VMAX) return 0;
-    uint16_t rowm[SAME_KMAX][SAME_VMAX], colm[SAME_KMAX][SAME_VMAX];
-    same_masks(rowm, colm, H, W, KH, pad, nv);
-    const unsigned tail = (P & 15) ? (1u << (P & 15)) - 1 : 0xffffu;   /* the last block's positions */
+    const int W = sp->W, KH = sp->KH, pad = sp->pad, P = sp->H * W, nv = sp->nv, K = C * KH * KH;
     (void)par;
     AL_OMP("omp parallel for schedule(static) if (par && (int64_t)K * P >= AL_PAR_MIN / 2)")
     for (int r = 0; r < K; r++) {
@@ -200,20 +207,20 @@ static int im2col_same_flat(const float *x, float *cols, int C, int H, int W, in
         const ptrdiff_t s = (ptrdiff_t)(kh - pad) * W + (kw - pad);
         const float *xp = x + (size_t)c * P;                       /* (H, W) */
         float *dst = cols + (size_t)r * P;                         /* (H, W) */
-        const uint16_t *rm = rowm[kh], *cm = colm[kw];
+        const uint16_t *rm = sp->rowm[kh], *cm = sp->colm[kw];
 #if defined(__AVX512F__)
         int v = 0;
         for (; v < nv - 1; v++)
             _mm512_storeu_ps(dst + 16 * v, _mm512_maskz_loadu_ps((__mmask16)(rm[v] & cm[v]), xp + 16 * v + s));
-        _mm512_mask_storeu_ps(dst + 16 * v, (__mmask16)tail, _mm512_maskz_loadu_ps((__mmask16)(rm[v] & cm[v]), xp + 16 * v + s));
+        _mm512_mask_storeu_ps(dst + 16 * v, (__mmask16)sp->tail, _mm512_maskz_loadu_ps((__mmask16)(rm[v] & cm[v]), xp + 16 * v + s));
 #else
         /* AVX2: 8 lanes; the last block's lanes past P are stored one by one (AMD's 256-bit masked
          * stores cost more than a few scalar ones) */
         for (int v = 0; v < nv; v++) {
             const unsigned m = (unsigned)(rm[v] & cm[v]);
-            const __m256 lo = _mm256_maskload_ps(xp + 16 * v + s, lanes8(m & 0xffu));
-            const __m256 hi = _mm256_maskload_ps(xp + 16 * v + 8 + s, lanes8(m >> 8));
-            if (v < nv - 1 || tail == 0xffffu) {
+            const __m256 lo = _mm256_maskload_ps(xp + 16 * v + s, al_v_mask_bits(m & 0xffu));
+            const __m256 hi = _mm256_maskload_ps(xp + 16 * v + 8 + s, al_v_mask_bits(m >> 8));
+            if (v < nv - 1 || sp->tail == 0xffffu) {
                 _mm256_storeu_ps(dst + 16 * v, lo);
                 _mm256_storeu_ps(dst + 16 * v + 8, hi);
             } else {
@@ -225,20 +232,19 @@ static int im2col_same_flat(const float *x, float *cols, int C, int H, int W, in
         }
 #endif
     }
-    return 1;
 }
 #endif
 
 /* x (C, H, W) → cols (K, P); row r = (c, kh, kw), column oh·Wo + ow. Parallel over rows if par. */
 static void im2col(const float *x, float *cols, int C, int H, int W,
-                   int KH, int KW, int stride, int pad, int Ho, int Wo, int par)
+                   int KH, int KW, int stride, int pad, int Ho, int Wo, int par, const same_plan *sp /* or NULL */)
 {
     const int K = C * KH * KW, P = Ho * Wo;
     (void)par;
 #if defined(__AVX512F__) || defined(__AVX2__)
-    if (stride == 1 && Ho == H && Wo == W && KH == KW && KH == 2 * pad + 1 && al__im2col_flat &&
-        im2col_same_flat(x, cols, C, H, W, KH, pad, par))
-        return;
+    if (sp) { im2col_same_flat(x, cols, C, sp, par); return; }
+#else
+    (void)sp;
 #endif
     AL_OMP("omp parallel for schedule(static) if (par && (int64_t)K * P >= AL_PAR_MIN / 2)")
     for (int r = 0; r < K; r++) {
@@ -370,51 +376,45 @@ static void col2im_add_s1(const float *dcols, float *dx, int C, int H, int W,
 #endif
 
 #if defined(__AVX512F__) || defined(__AVX2__)
-/* col2im of a stride-1 'same' convolution, the flat plane 16 positions at a time: dx position q takes
- * cols row (c, kh, kw) at q − s (s as in im2col_same_flat) where that source was kept, i.e. where
- * q's row and column stay inside when shifted by pad − kh and pad − kw: rowm[KH−1−kh] & colm[KH−1−kw].
- * The additions are the row-wise kernels' (col2im_add_s1; on AVX2 col2im_add), in their (kh, kw) order,
- * masked the same way: the same bits, with the masks made once per call instead of per row. Returns 0
- * when the shape is not one it takes. */
-static int col2im_same_flat(const float *dcols, float *dx, int C, int H, int W, int KH, int pad, int par, int fresh)
+/* col2im of a 'same' convolution, the flat plane 16 positions at a time: dx position q takes cols row
+ * (c, kh, kw) at q − s (s as in im2col_same_flat) where that source was kept, i.e. where q's row and
+ * column stay inside when shifted by pad − kh and pad − kw: rowm[KH−1−kh] & colm[KH−1−kw]. The
+ * additions are the row-wise kernels' (col2im_add_s1; on AVX2 col2im_add), in their (kh, kw) order,
+ * masked the same way: the same bits, with the masks made once per call instead of per row. */
+static void col2im_same_flat(const float *dcols, float *dx, int C, const same_plan *sp, int par, int fresh)
 {
-    const int P = H * W, nv = (P + 15) >> 4, KK = KH * KH;
-    if (KH > SAME_KMAX || nv > SAME_VMAX) return 0;
-    uint16_t rowm[SAME_KMAX][SAME_VMAX], colm[SAME_KMAX][SAME_VMAX];
-    same_masks(rowm, colm, H, W, KH, pad, nv);
-    const unsigned tail = (P & 15) ? (1u << (P & 15)) - 1 : 0xffffu;
+    const int W = sp->W, KH = sp->KH, pad = sp->pad, P = sp->H * W, nv = sp->nv, KK = KH * KH;
     (void)par;
     AL_OMP("omp parallel for schedule(static) if (par && (int64_t)C * KK * P >= AL_PAR_MIN / 2)")
     for (int c = 0; c < C; c++) {
         float *dxp = dx + (size_t)c * P;                           /* (H, W) */
         const float *src = dcols + (size_t)c * KK * P;             /* (KH·KW, H, W) */
         for (int v = 0; v < nv; v++) {
+            const unsigned m = v < nv - 1 ? 0xffffu : sp->tail;
 #if defined(__AVX512F__)
-            const __mmask16 m = (__mmask16)(v < nv - 1 ? 0xffffu : tail);
-            __m512 acc = fresh ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(m, dxp + 16 * v);
+            __m512 acc = fresh ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps((__mmask16)m, dxp + 16 * v);
             for (int kh = 0; kh < KH; kh++)
                 for (int kw = 0; kw < KH; kw++) {
-                    const __mmask16 km = (__mmask16)(rowm[KH - 1 - kh][v] & colm[KH - 1 - kw][v]);
+                    const __mmask16 km = (__mmask16)(sp->rowm[KH - 1 - kh][v] & sp->colm[KH - 1 - kw][v]);
                     const ptrdiff_t sft = (ptrdiff_t)(kh - pad) * W + (kw - pad);
                     const float *sr = src + (size_t)(kh * KH + kw) * P;
                     acc = _mm512_mask_add_ps(acc, km, acc, _mm512_maskz_loadu_ps(km, sr + 16 * v - sft));
                 }
-            _mm512_mask_storeu_ps(dxp + 16 * v, m, acc);
+            _mm512_mask_storeu_ps(dxp + 16 * v, (__mmask16)m, acc);
 #else
             /* AVX2: two 8-lane halves; a masked add is a blend of the sum (lanes outside keep their
              * value, a −0 included); the last block's lanes past P are stored one by one */
-            const unsigned m = v < nv - 1 ? 0xffffu : tail;
             __m256 acc[2];
             for (int h = 0; h < 2; h++)
-                acc[h] = fresh ? _mm256_setzero_ps() : _mm256_maskload_ps(dxp + 16 * v + 8 * h, lanes8((m >> (8 * h)) & 0xffu));
+                acc[h] = fresh ? _mm256_setzero_ps() : _mm256_maskload_ps(dxp + 16 * v + 8 * h, al_v_mask_bits((m >> (8 * h)) & 0xffu));
             for (int kh = 0; kh < KH; kh++)
                 for (int kw = 0; kw < KH; kw++) {
-                    const unsigned km = (unsigned)(rowm[KH - 1 - kh][v] & colm[KH - 1 - kw][v]);
+                    const unsigned km = (unsigned)(sp->rowm[KH - 1 - kh][v] & sp->colm[KH - 1 - kw][v]);
                     if (!km) continue;
                     const ptrdiff_t sft = (ptrdiff_t)(kh - pad) * W + (kw - pad);
                     const float *sr = src + (size_t)(kh * KH + kw) * P + 16 * v - sft;
                     for (int h = 0; h < 2; h++) {
-                        const __m256i lm = lanes8((km >> (8 * h)) & 0xffu);
+                        const __m256i lm = al_v_mask_bits((km >> (8 * h)) & 0xffu);
                         const __m256 t = _mm256_add_ps(acc[h], _mm256_maskload_ps(sr + 8 * h, lm));
                         acc[h] = _mm256_blendv_ps(acc[h], t, _mm256_castsi256_ps(lm));
                     }
@@ -431,7 +431,6 @@ static int col2im_same_flat(const float *dcols, float *dx, int C, int H, int W, 
 #endif
         }
     }
-    return 1;
 }
 #endif
 
@@ -462,6 +461,8 @@ int al_conv2d_fwd_each(const float *x, const float *w, const float *b, float *y,
         al_conv2d_fwd_ref(x, w, b, y, B, C, H, W, O, KH, KW, stride, pad);
         return 0;
     }
+    same_plan spbuf;
+    const same_plan *sp = direct ? NULL : same_plan_make(&spbuf, H, W, KH, KW, stride, pad, Ho, Wo);
     /* dynamic: each image writes only its own output, so results do not depend on which thread
      * ran it; on a shared machine a descheduled thread no longer holds up its half of the batch */
     AL_OMP("omp parallel for schedule(dynamic, 1) num_threads(nthr) if (par)")
@@ -472,7 +473,7 @@ int al_conv2d_fwd_each(const float *x, const float *w, const float *b, float *y,
         const float *cols = xb;                                    /* (K, P) */
         if (!direct) {
             float *buf = slot;
-            im2col(xb, buf, C, H, W, KH, KW, stride, pad, Ho, Wo, one);
+            im2col(xb, buf, C, H, W, KH, KW, stride, pad, Ho, Wo, one, sp);
             cols = buf;
         }
         al_gemm(0, 0, O, P, K, 1.0f, w, K, cols, P, 0.0f, yb, P);   /* serial inside the image loop */
@@ -584,6 +585,8 @@ int al_conv2d_bwd_each(const float *x, const float *w, const float *dy, float *d
         al_conv2d_bwd_ref(x, w, dy, dx, dw, NULL, B, C, H, W, O, KH, KW, stride, pad);
         return 0;
     }
+    same_plan spbuf;
+    const same_plan *sp = direct ? NULL : same_plan_make(&spbuf, H, W, KH, KW, stride, pad, Ho, Wo);
     /* dynamic: group g owns its partial and its images' dx, whichever thread runs it (deterministic) */
     AL_OMP("omp parallel for schedule(dynamic, 1) num_threads(nthr) if (par)")
     for (int g = 0; g < ng; g++) {
@@ -599,7 +602,7 @@ int al_conv2d_bwd_each(const float *x, const float *w, const float *dy, float *d
             if (dbs) for (int o = 0; o < O; o++) dbs[(size_t)bi * O + o] = sum_lanes(dyb + (size_t)o * P, P);
             if (dwg) {
                 const float *cols = xb;
-                if (!direct) { im2col(xb, buf, C, H, W, KH, KW, stride, pad, Ho, Wo, one); cols = buf; }
+                if (!direct) { im2col(xb, buf, C, H, W, KH, KW, stride, pad, Ho, Wo, one, sp); cols = buf; }
                 const float beta = bi == b0 ? 0.0f : 1.0f;
                 if (trans) {
                     transpose(dyb, dyT, O, P);
@@ -615,8 +618,7 @@ int al_conv2d_bwd_each(const float *x, const float *w, const float *dy, float *d
                 } else {
                     al_gemm(1, 0, K, P, O, 1.0f, w, K, dyb, P, 0.0f, buf, P);
 #if defined(__AVX512F__) || defined(__AVX2__)
-                    if (stride == 1 && Ho == H && Wo == W && KH == KW && KH == 2 * pad + 1 && al__im2col_flat &&
-                        col2im_same_flat(buf, dxb, C, H, W, KH, pad, one, dx_fresh)) {}
+                    if (sp) col2im_same_flat(buf, dxb, C, sp, one, dx_fresh);
                     else
 #endif
 #if defined(__AVX512F__)   /* an AVX2 twin of the row-wise kernel (blends of masked loads) measured 2 % slower than col2im_add */

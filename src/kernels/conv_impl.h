@@ -2,7 +2,7 @@
 #ifndef ATTNLAB_CONV_IMPL_H
 #define ATTNLAB_CONV_IMPL_H
 /* nonzero (the default): stride-1 'same' convolutions build their im2col rows from the flat plane with
- * masked loads (AVX-512, AVX2) and add their col2im into the flat plane (AVX-512); 0: the row-wise
+ * masked loads and add their col2im into the flat plane (AVX-512, AVX2); 0: the row-wise
  * forms (the tests compare the two bit for bit) */
 extern int al__im2col_flat;
 #endif

@@ -496,9 +496,9 @@ static void gemm_blocked(int ta, int tb, int M, int N, int K, float alpha,
                 const float *a = ta ? A + (size_t)pc * lda + ir : A + (size_t)ir * lda + pc;
                 int am = amode, ec = 0;           /* ec: the edge class of a wide call's last rows */
 #if GEMM_EDGE
-                /* the last 14-16 rows as two tiles of 8 rather than MR and a 2-4 row tile, whose few
-                 * accumulators cannot hide the FMA latency (the cnn's conv2: 64 = 4·12 + 8 + 8) */
-                if (!narrow && MR == 12 && M - ir >= 14 && M - ir <= 16) mr = 8;
+                /* last rows that two 8-row tiles hold, where MR would leave a tile of 2-4 rows whose few
+                 * accumulators cannot hide the FMA latency (MR 12: the cnn's conv2, 64 = 4·12 + 8 + 8) */
+                if (!narrow && MR > 8 && M - ir >= MR + 2 && M - ir <= MR + 4 && M - ir <= 16) mr = 8;
                 if (!narrow && mr < mrk) ec = edge_class(mr);
 #endif
                 const int tr = ec ? edge_rows[ec] : mrk;   /* the register tile's rows */

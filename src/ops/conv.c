@@ -335,9 +335,8 @@ typedef struct convpool_node {
 
 typedef struct {
     float *out; int32_t *arg; const float *g;
-    const float *r;    /* backward of the _relu form: its output (the ReLU's gradient mask), else NULL */
     int O, Ho, Wo, Hp, Wp;
-    int relu;          /* forward: a ReLU after the pooling */
+    int relu;          /* a ReLU after the pooling: applied to out (forward), its mask read from out (backward) */
 } convpool_io;
 
 static void convpool_post(void *ctx, int bi, const float *yb /* (O, Ho, Wo) */)
@@ -360,7 +359,7 @@ static void convpool_pre(void *ctx, int bi, float *dyb /* (O, Ho, Wo) */)
     const int64_t P = (int64_t)io->Ho * io->Wo, Pp = (int64_t)io->Hp * io->Wp;
     for (int o = 0; o < io->O; o++) {
         const int64_t at = ((int64_t)bi * io->O + o) * Pp;
-        pool_grad_plane(dyb + o * P, io->g + at, io->arg + at, io->Ho, io->Wo, io->Hp, io->Wp, 2, 2, 1, io->r ? io->r + at : NULL);
+        pool_grad_plane(dyb + o * P, io->g + at, io->arg + at, io->Ho, io->Wo, io->Hp, io->Wp, 2, 2, 1, io->relu ? io->out + at : NULL);
     }
 }
 
@@ -376,7 +375,7 @@ static void convpool_backward(al_ctx *c, void *p)
     if (!al_ok(c)) return;
     const int B = x->shape[0], O = w->shape[0];
     al_flops_add("conv2d", AL_FLOPS_BWD, 2.0 * B * n->Ho * n->Wo * (double)w->numel * ((dx != NULL) + (dw != NULL)));
-    convpool_io io = {.g = n->out->grad, .arg = n->arg, .r = n->relu ? n->out->data : NULL,
+    convpool_io io = {.out = n->out->data, .g = n->out->grad, .arg = n->arg, .relu = n->relu,
                       .O = O, .Ho = n->Ho, .Wo = n->Wo, .Hp = n->Ho / 2, .Wp = n->Wo / 2};
     if (al_conv2d_bwd_each(x->data, w->data, NULL, dx, dw, db, B, x->shape[1], x->shape[2], x->shape[3],
                            O, w->shape[2], w->shape[3], 1, n->pad, fresh, convpool_pre, &io))
