@@ -3,6 +3,7 @@
  * beta = 0 over NaN garbage, calls from inside a parallel region, and bitwise determinism. */
 #include "testutil.h"
 #include "attnlab/kernels.h"
+#include "kernels/gemm_impl.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -264,6 +265,68 @@ static void test_gemm_bias_same_bits(void **st)
     al_set_threads(t0);
 }
 
+/* The epilogue (al__gemm_epi): called exactly once on every element of C, with final values and the right
+ * coordinates — C equals the plain product followed by the elementwise step, bit for bit — on every path
+ * (row and column splits, two NC panels, the long-K partials, the dot-product path, K = 0, alpha = 0), with
+ * and without a bias, on 1 and 2 threads. The step depends on the value and the coordinates. */
+typedef struct { int M, N, ldc; int *seen; } epi_probe;
+static float epi_f(float v, int i, int j) { return v * v - 0.5f * v + (float)(i * 7 + j) * 1e-3f; }
+static void epi_probe_fn(void *ctx, int i0, int j0, int m, int n, float *c, int ldc)
+{
+    epi_probe *e = ctx;
+    for (int r = 0; r < m; r++)
+        for (int j = 0; j < n; j++) {
+            const int gi = i0 + r, gj = j0 + j;
+            if (gi < 0 || gi >= e->M || gj < 0 || gj >= e->N) { e->seen[0] = -1000000; continue; }
+            int *s = &e->seen[1 + gi * e->N + gj];
+            __atomic_fetch_add(s, 1, __ATOMIC_RELAXED);
+            c[(size_t)r * ldc + j] = epi_f(c[(size_t)r * ldc + j], gi, gj);
+        }
+}
+
+static void test_gemm_epilogue_same_bits(void **st)
+{
+    (void)st;
+    static const int shapes[][3] = {{1, 1, 1}, {13, 33, 7}, {301, 70, 129}, {40, 530, 77}, {64, 64, 3000},
+                                    {32, 9, 5000}, {196, 16, 196}, {700, 256, 64}, {30, 20, 0}, {12, 48, 2000}};
+    const int t0 = al_threads();
+    for (int th = 1; th <= 2; th++) {
+        al_set_threads(th);
+        for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+            for (int tr = 0; tr < 4; tr++)
+                for (int v = 0; v < 3; v++) {   /* 0: beta 0; 1: bias; 2: alpha 0, beta 0.5 */
+                    const int M = shapes[si][0], N = shapes[si][1], K = shapes[si][2], ta = tr & 1, tb = tr >> 1, pad = 2;
+                    const float alpha = v == 2 ? 0.f : 0.75f, beta = v == 2 ? 0.5f : 0.f;
+                    const int ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
+                    const int lda = ac + pad, ldb = bc + pad, ldc = N + pad;
+                    float *A = tu_alloc_rand((int64_t)(ar ? ar : 1) * lda, 17 + M, -1.f, 1.f);
+                    float *B = tu_alloc_rand((int64_t)(br ? br : 1) * ldb, 18 + N, -1.f, 1.f);
+                    float *bias = v == 1 ? tu_alloc_rand(N, 19 + K, -1.f, 1.f) : NULL;
+                    float *C = tu_alloc_rand((int64_t)M * ldc, 20, -1.f, 1.f), *R = malloc((size_t)M * ldc * sizeof(float));
+                    int *seen = calloc((size_t)M * N + 1, sizeof(int));
+                    assert_non_null(R); assert_non_null(seen);
+                    memcpy(R, C, (size_t)M * ldc * sizeof(float));
+                    if (bias) al_gemm_bias(ta, tb, M, N, K, alpha, A, lda, B, ldb, bias, R, ldc);
+                    else al_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, R, ldc);
+                    for (int i = 0; i < M; i++)
+                        for (int j = 0; j < N; j++) R[(size_t)i * ldc + j] = epi_f(R[(size_t)i * ldc + j], i, j);
+                    epi_probe pr = {M, N, ldc, seen};
+                    const al_gemm_epi epi = {epi_probe_fn, &pr};
+                    al__gemm_epi(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, bias, C, ldc, &epi);
+                    if (seen[0]) fail_msg("epilogue called outside C: ta=%d tb=%d %dx%dx%d", ta, tb, M, N, K);
+                    for (int64_t q = 0; q < (int64_t)M * N; q++)
+                        if (seen[1 + q] != 1)
+                            fail_msg("epilogue saw C[%lld][%lld] %d times: ta=%d tb=%d %dx%dx%d variant %d, %d threads",
+                                     (long long)(q / N), (long long)(q % N), seen[1 + q], ta, tb, M, N, K, v, th);
+                    if (memcmp(C, R, (size_t)M * ldc * sizeof(float)))
+                        fail_msg("al__gemm_epi differs from the product + the step: ta=%d tb=%d %dx%dx%d variant %d, %d threads",
+                                 ta, tb, M, N, K, v, th);
+                    free(A); free(B); free(bias); free(C); free(R); free(seen);
+                }
+    }
+    al_set_threads(t0);
+}
+
 static void test_backend_names(void **st)
 {
     (void)st;
@@ -284,6 +347,7 @@ int main(void)
         cmocka_unit_test(test_edge_tiles_same_bits),
         cmocka_unit_test(test_inside_parallel_region),
         cmocka_unit_test(test_gemm_bias_same_bits),
+        cmocka_unit_test(test_gemm_epilogue_same_bits),
         cmocka_unit_test(test_backend_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

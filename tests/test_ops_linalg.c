@@ -4,6 +4,7 @@
 #include "attnlab/ops.h"
 #include "attnlab/attention.h"
 #include "attnlab/kernels.h"
+#include "ops/ops_impl.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -236,6 +237,90 @@ static void test_linear_errors(void **st)
     al_ctx_free(c);
 }
 
+/* ---------------- a block's MLP (al__mlp_gelu) ---------------- */
+/* fc2(gelu(fc1(x))) fused against the ops it fuses (al_linear, al__gelu_consume, al_linear): the same output
+ * and the same gradients of x, w1, b1, w2, b2, bit for bit, with a tape and without one (al__gelu_inplace),
+ * on 1 and 2 threads, for shapes that take the GEMM's row split, column panels and edge tiles. */
+static void mlp_pair(int rows, int in, int hid, int out, int with_b, int x_grad, int grad, int th)
+{
+    const int t0 = al_threads();
+    al_set_threads(th);
+    float *x = tu_alloc_rand((int64_t)rows * in, 31 + rows, -2, 2), *w1 = tu_alloc_rand((int64_t)hid * in, 32, -0.5f, 0.5f);
+    float *b1 = tu_alloc_rand(hid, 33, -1, 1), *w2 = tu_alloc_rand((int64_t)out * hid, 34, -0.5f, 0.5f);
+    float *b2 = tu_alloc_rand(out, 35, -1, 1), *r = tu_alloc_rand((int64_t)rows * out, 36, -1, 1);
+    al_tensor *g[2][5], *y[2];
+    al_ctx *c[2];
+    for (int k = 0; k < 2; k++) {
+        c[k] = al_ctx_new(1);
+        c[k]->grad_enabled = grad;
+        al_tensor *t[5] = {al_wrap(c[k], x, 2, (int[]){rows, in}), al_wrap(c[k], w1, 2, (int[]){hid, in}),
+                           with_b ? al_wrap(c[k], b1, 1, (int[]){hid}) : NULL, al_wrap(c[k], w2, 2, (int[]){out, hid}),
+                           with_b ? al_wrap(c[k], b2, 1, (int[]){out}) : NULL};
+        for (int i = 0; i < 5; i++) if (t[i]) t[i]->requires_grad = i ? 1 : x_grad;
+        if (k == 0) {
+            al_tensor *h = al_linear(c[k], t[0], t[1], t[2]);
+            h = grad ? al__gelu_consume(c[k], h) : al__gelu_inplace(c[k], h);
+            y[k] = al_linear(c[k], h, t[3], t[4]);
+        } else {
+            y[k] = al__mlp_gelu(c[k], t[0], t[1], t[2], t[3], t[4]);
+        }
+        assert_non_null(y[k]);
+        if (grad) {
+            memcpy(al_grad(c[k], y[k]), r, (size_t)rows * out * sizeof(float));
+            assert_int_equal(al_backward_run(c[k]), AL_OK);
+        }
+        for (int i = 0; i < 5; i++) g[k][i] = t[i];
+    }
+    if (memcmp(y[0]->data, y[1]->data, (size_t)rows * out * sizeof(float)))
+        fail_msg("mlp %dx%d->%d->%d (bias %d, tape %d, %d threads): output bits differ", rows, in, hid, out, with_b, grad, th);
+    static const char *nm[5] = {"x", "w1", "b1", "w2", "b2"};
+    for (int i = 0; grad && i < 5; i++) {
+        if (!g[0][i] || (i == 0 && !x_grad)) continue;
+        assert_non_null(g[0][i]->grad); assert_non_null(g[1][i]->grad);
+        if (memcmp(g[0][i]->grad, g[1][i]->grad, (size_t)g[0][i]->numel * sizeof(float)))
+            fail_msg("mlp %dx%d->%d->%d (bias %d, %d threads): d%s bits differ", rows, in, hid, out, with_b, th, nm[i]);
+    }
+    if (grad && !x_grad && g[1][0]->grad) fail_msg("mlp: a gradient for an x that wants none");
+    al_ctx_free(c[0]); al_ctx_free(c[1]);
+    free(x); free(w1); free(b1); free(w2); free(b2); free(r);
+    al_set_threads(t0);
+}
+
+static void test_mlp_gelu_same_bits(void **st)
+{
+    (void)st;
+    static const int shapes[][4] = {{1, 3, 5, 2}, {37, 20, 70, 9}, {600, 64, 256, 64}, {130, 17, 600, 33}};
+    for (int th = 1; th <= 2; th++)
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+            for (int v = 0; v < 4; v++)   /* bias; no bias; x constant; no tape */
+                mlp_pair(shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], v != 1, v != 2, v != 3, th);
+}
+
+static al_tensor *f_mlp(al_ctx *c, al_tensor **t, void *ud) { (void)ud; return al__mlp_gelu(c, t[0], t[1], t[2], t[3], t[4]); }
+
+/* GELU is not bilinear: central differences carry a truncation error of order eps² times the third
+ * derivative, so a smaller eps than the bilinear ops' */
+static void test_mlp_gelu_grad(void **st)
+{
+    (void)st;
+    const int B = 2, N = 5, in = 6, hid = 11, out = 4;
+    float *x = tu_alloc_rand(B * N * in, 41, -1.5f, 1.5f), *w1 = tu_alloc_rand(hid * in, 42, -1, 1);
+    float *b1 = tu_alloc_rand(hid, 43, -1, 1), *w2 = tu_alloc_rand(out * hid, 44, -1, 1), *b2 = tu_alloc_rand(out, 45, -1, 1);
+    tu_input ins[5] = {tu_in(x, 1, 3, B, N, in, 0), tu_in(w1, 1, 2, hid, in, 0, 0), tu_in(b1, 1, 1, hid, 0, 0, 0),
+                       tu_in(w2, 1, 2, out, hid, 0, 0), tu_in(b2, 1, 1, out, 0, 0, 0)};
+    TU_GRADCHECK("mlp (fc2 . gelu . fc1)", f_mlp, NULL, ins, 5, 3e-3, 1e-3);
+    al_ctx *c = al_ctx_new(1);
+    al_tensor *tx = al_wrap(c, x, 3, (int[]){B, N, in});
+    assert_null(al__mlp_gelu(c, tx, al_wrap(c, w1, 2, (int[]){in, hid}), NULL, al_wrap(c, w2, 2, (int[]){out, hid}), NULL));
+    assert_non_null(strstr(al_ctx_error(c), "mlp: weights"));
+    al_ctx_clear_error(c);
+    assert_null(al__mlp_gelu(c, tx, al_wrap(c, w1, 2, (int[]){hid, in}), al_wrap(c, b1, 1, (int[]){hid - 1}),
+                             al_wrap(c, w2, 2, (int[]){out, hid}), NULL));
+    assert_non_null(strstr(al_ctx_error(c), "mlp: biases"));
+    al_ctx_free(c);
+    free(x); free(w1); free(b1); free(w2); free(b2);
+}
+
 /* ---------------- spmm ---------------- */
 static al_tensor *f_spmm(al_ctx *c, al_tensor **t, void *ud) { return al_spmm(c, (const al_csr *)ud, t[0]); }
 
@@ -405,6 +490,8 @@ int main(void)
         cmocka_unit_test(test_linear_grad),
         cmocka_unit_test(test_linear_grad_accumulates),
         cmocka_unit_test(test_linear_errors),
+        cmocka_unit_test(test_mlp_gelu_same_bits),
+        cmocka_unit_test(test_mlp_gelu_grad),
         cmocka_unit_test(test_spmm_matches_dense),
         cmocka_unit_test(test_spmm_backward_large),
         cmocka_unit_test(test_spmm_errors),

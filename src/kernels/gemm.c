@@ -36,6 +36,7 @@
 #include <string.h>
 #include "core/omp_impl.h"
 #include "core/simd_impl.h"
+#include "gemm_impl.h"
 
 /* ---------------- SIMD: the library's lane layer (core/simd_impl.h) ---------------- */
 /* Register tiles per ISA: MR rows × NV vectors of AL_VL columns. */
@@ -463,12 +464,15 @@ static void fill_rows(int M, int N, const float *bias, float *C, int ldc)
  * values are not read, every row is taken to hold bias (the same operations, so the same bits). */
 static void gemm_blocked(int ta, int tb, int M, int N, int K, float alpha,
                          const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc,
-                         const float *bias, float *ws)
+                         const float *bias, float *ws, const al_gemm_epi *epi, int i_off, int j_off)
 {
 #if HAVE_DOT
     if (use_dot(ta, tb, M, N, K)) {
         if (bias) { fill_rows(M, N, bias, C, ldc); bias = NULL; }
-        if (gemm_dot(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc) == 0) return;
+        if (gemm_dot(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc) == 0) {
+            if (epi) epi->fn(epi->ctx, i_off, j_off, M, N, C, ldc);
+            return;
+        }
     }
 #endif
     const int kcb = kc_of(K);
@@ -514,6 +518,8 @@ static void gemm_blocked(int ta, int tb, int M, int N, int K, float alpha,
                     tile_kernel(narrow, ec, one, am, one ? B_ROWS : bd)(kc, a, lda, b, one ? nrk : ldb, C + (size_t)ir * ldc + jc + jr, ldc,
                                                                      mr, nr, alpha, beta, first, bias ? bias + jc + jr : NULL);
                 }
+                if (epi && pc + kc >= K)   /* the sliver's values are final, and in L1 */
+                    epi->fn(epi->ctx, i_off + ir, j_off + jc, mr, nc, C + (size_t)ir * ldc + jc, ldc);
             }
         }
     }
@@ -597,11 +603,15 @@ static int plan_parts(int M, int N, int K, int nthreads, part *p, int maxp, int 
  * do not take it (no product, the long-K partials, out of memory) fill C's rows with it first. */
 static void gemm_own(int ta, int tb, int M, int N, int K, float alpha,
                      const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc,
-                     const float *bias, int nthreads)
+                     const float *bias, int nthreads, const al_gemm_epi *epi)
 {
     if (M <= 0 || N <= 0) return;
     if (bias && (K <= 0 || alpha == 0.f || ksplit_chunks(M, N, K))) { fill_rows(M, N, bias, C, ldc); bias = NULL; }
-    if (K <= 0 || alpha == 0.f) { scale_c(M, N, beta, C, ldc); return; }
+    if (K <= 0 || alpha == 0.f) {
+        scale_c(M, N, beta, C, ldc);
+        if (epi) epi->fn(epi->ctx, 0, 0, M, N, C, ldc);
+        return;
+    }
     if ((double)M * N * K < 1048576.0) nthreads = 1;   /* < 2 MFLOP (~10 us): not worth a fork-join */
     enum { MAXP = 64 };
     part p[MAXP];
@@ -615,10 +625,11 @@ static void gemm_own(int ta, int tb, int M, int N, int K, float alpha,
     if (!ks && np == 1) {   /* one part (every al_gemm_serial call): the loop below with no OpenMP region,
                                whose set-up costs as much as a small product even when inactive */
         float *ws = ws_thread(wsn);
-        if (ws) gemm_blocked(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, ws);
+        if (ws) gemm_blocked(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, ws, epi, 0, 0);
         else {
             if (bias) fill_rows(M, N, bias, C, ldc);
             al_gemm_ref(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+            if (epi) epi->fn(epi->ctx, 0, 0, M, N, C, ldc);
         }
         return;
     }
@@ -631,15 +642,17 @@ static void gemm_own(int ta, int tb, int M, int N, int K, float alpha,
         const float *a = ta ? A + (size_t)q.k0 * lda + q.i0 : A + (size_t)q.i0 * lda + q.k0;
         const float *b = tb ? B + (size_t)q.j0 * ldb + q.k0 : B + (size_t)q.k0 * ldb + q.j0;
         if (ks)
-            gemm_blocked(ta, tb, M, N, q.k1 - q.k0, alpha, a, lda, b, ldb, 0.f, part_c + (size_t)t * M * N, N, NULL, ws);
+            gemm_blocked(ta, tb, M, N, q.k1 - q.k0, alpha, a, lda, b, ldb, 0.f, part_c + (size_t)t * M * N, N, NULL, ws,
+                         NULL, 0, 0);
         else
             gemm_blocked(ta, tb, q.i1 - q.i0, q.j1 - q.j0, K, alpha, a, lda, b, ldb, beta,
-                         C + (size_t)q.i0 * ldc + q.j0, ldc, bias ? bias + q.j0 : NULL, ws);
+                         C + (size_t)q.i0 * ldc + q.j0, ldc, bias ? bias + q.j0 : NULL, ws, epi, q.i0, q.j0);
     }
     if (failed) {                                /* out of memory: C may be half-written; recompute */
         free(part_c);
         if (bias) fill_rows(M, N, bias, C, ldc);
         al_gemm_ref(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        if (epi) epi->fn(epi->ctx, 0, 0, M, N, C, ldc);
         return;
     }
     if (ks) {                                    /* C = beta·C + P0, then C += P1, P2, ... in order */
@@ -653,6 +666,7 @@ static void gemm_own(int ta, int tb, int M, int N, int K, float alpha,
             }
         }
         free(part_c);
+        if (epi) epi->fn(epi->ctx, 0, 0, M, N, C, ldc);
     }
 }
 
@@ -669,25 +683,31 @@ static int in_parallel(void)
 void al_gemm_attnlab(int ta, int tb, int M, int N, int K, float alpha,
                      const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc)
 {
-    gemm_own(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, NULL, in_parallel() ? 1 : al_threads());
+    gemm_own(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, NULL, in_parallel() ? 1 : al_threads(), NULL);
 }
 
 void al_gemm_serial(int ta, int tb, int M, int N, int K, float alpha,
                     const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc)
 {
-    gemm_own(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, NULL, 1);
+    gemm_own(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, NULL, 1, NULL);
 }
 
 void al_gemm(int ta, int tb, int M, int N, int K, float alpha,
              const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc)
 {
-    gemm_own(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, NULL, in_parallel() ? 1 : al_threads());
+    gemm_own(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, NULL, in_parallel() ? 1 : al_threads(), NULL);
 }
 
 void al_gemm_bias(int ta, int tb, int M, int N, int K, float alpha,
                   const float *A, int lda, const float *B, int ldb, const float *bias, float *C, int ldc)
 {
-    gemm_own(ta, tb, M, N, K, alpha, A, lda, B, ldb, 1.0f, C, ldc, bias, in_parallel() ? 1 : al_threads());
+    gemm_own(ta, tb, M, N, K, alpha, A, lda, B, ldb, 1.0f, C, ldc, bias, in_parallel() ? 1 : al_threads(), NULL);
+}
+
+void al__gemm_epi(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
+                  float beta, const float *bias, float *C, int ldc, const al_gemm_epi *epi)
+{
+    gemm_own(ta, tb, M, N, K, alpha, A, lda, B, ldb, bias ? 1.0f : beta, C, ldc, bias, in_parallel() ? 1 : al_threads(), epi);
 }
 
 const char *al_gemm_backend(void)

@@ -90,18 +90,16 @@ al_tensor *al__block_forward_drop(al_ctx *c, const al_block_params *p, const al_
     if (lean) {   /* the residual moves down before the layer norm's temporaries start */
         x = al_add(c, x, al_dropout(c, o, drop));
         if (lean_keep(c, lean, m0, &x, 1)) return NULL;
-        h = al_linear(c, al_layernorm(c, x, p->ln2_w, p->ln2_b, 1e-5f), p->fc1_w, p->fc1_b);   /* (…,N,hidden) */
+        h = al_layernorm(c, x, p->ln2_w, p->ln2_b, 1e-5f);
     } else {      /* x + o and its layer norm in one pass: the same bits */
         al_tensor *s;
         h = al_add_layernorm(c, x, al_dropout(c, o, drop), p->ln2_w, p->ln2_b, 1e-5f, &s);
         x = s;
-        h = al_linear(c, h, p->fc1_w, p->fc1_b);                                /* (…,N,hidden) */
     }
-    /* Without a tape the GELU is written over fc1's output (its only reader) and stays where it is: moving
-     * it down over the layer norm's output would copy the hidden activations (2·dim wide here) to free
-     * dim, in one overlapping single-threaded memmove. The peak is the same as with the move. */
-    h = lean ? al__gelu_inplace(c, h) : al__gelu_consume(c, h);   /* with a tape: GELU' kept in h's place */
-    al_tensor *y = al_add(c, x, al_dropout(c, al_linear(c, h, p->fc2_w, p->fc2_b), drop));   /* (…,N,D) */
+    /* fc2(gelu(fc1(h))) with the GELU inside fc1's GEMM (al__mlp_gelu). Without a tape the GELU is written
+     * over fc1's output (its only reader), which stays where it is: moving it down over the layer norm's
+     * output would copy the hidden activations (2·dim wide here) to free dim. */
+    al_tensor *y = al_add(c, x, al_dropout(c, al__mlp_gelu(c, h, p->fc1_w, p->fc1_b, p->fc2_w, p->fc2_b), drop));   /* (…,N,D) */
     if (lean_keep(c, lean, m0, &y, 1)) return NULL;
     return y;
 }

@@ -332,13 +332,11 @@ static void act_backward(al_ctx *c, void *p)
 }
 #undef ACC
 
-/* y = x·Φ(x) in blocks of GELU_BLK; y may be x (each block's Φ is taken before its y is written). */
-static void gelu_fwd(const float *xd, float *yd, int64_t n)
+/* y = x·Φ(x) over n elements in blocks of GELU_BLK, on the calling thread; y may be x (each block's Φ is
+ * taken before its y is written). */
+void al__gelu_seg(const float *xd, float *yd, int64_t n)
 {
-    const int64_t nb = (n + GELU_BLK - 1) / GELU_BLK;
-    AL_OMP("omp parallel for schedule(static) if (n >= AL_PAR_MIN / 4)")
-    for (int64_t b = 0; b < nb; b++) {
-        const int64_t i0 = b * GELU_BLK;
+    for (int64_t i0 = 0; i0 < n; i0 += GELU_BLK) {
         const int m = (int)(n - i0 < GELU_BLK ? n - i0 : GELU_BLK);
         float phi[GELU_BLK];
         normal_cdf_blk(xd + i0, phi, m);
@@ -346,19 +344,36 @@ static void gelu_fwd(const float *xd, float *yd, int64_t n)
     }
 }
 
-/* y = x·Φ(x) as gelu_fwd, then x ← Φ(x) + x·φ(x), the derivative act_backward's GELU case computes
- * (the same expressions, so the same bits). */
+/* y = x·Φ(x) as al__gelu_seg, then x ← Φ(x) + x·φ(x), the derivative act_backward's GELU case computes
+ * (the same expressions, so the same bits); on the calling thread. */
+void al__gelu_saved_seg(float *xd, float *yd, int64_t n)
+{
+    for (int64_t i0 = 0; i0 < n; i0 += GELU_BLK) {
+        const int m = (int)(n - i0 < GELU_BLK ? n - i0 : GELU_BLK);
+        float phi[GELU_BLK], d[GELU_BLK];
+        gelu_deriv_blk(xd + i0, phi, d, m);
+        for (int j = 0; j < m; j++) yd[i0 + j] = xd[i0 + j] * phi[j];
+        memcpy(xd + i0, d, (size_t)m * sizeof(float));
+    }
+}
+
+static void gelu_fwd(const float *xd, float *yd, int64_t n)
+{
+    const int64_t nb = (n + GELU_BLK - 1) / GELU_BLK;
+    AL_OMP("omp parallel for schedule(static) if (n >= AL_PAR_MIN / 4)")
+    for (int64_t b = 0; b < nb; b++) {
+        const int64_t i0 = b * GELU_BLK;
+        al__gelu_seg(xd + i0, yd + i0, n - i0 < GELU_BLK ? n - i0 : GELU_BLK);
+    }
+}
+
 static void gelu_fwd_saved(float *xd, float *yd, int64_t n)
 {
     const int64_t nb = (n + GELU_BLK - 1) / GELU_BLK;
     AL_OMP("omp parallel for schedule(static) if (n >= AL_PAR_MIN / 8)")
     for (int64_t b = 0; b < nb; b++) {
         const int64_t i0 = b * GELU_BLK;
-        const int m = (int)(n - i0 < GELU_BLK ? n - i0 : GELU_BLK);
-        float phi[GELU_BLK], d[GELU_BLK];
-        gelu_deriv_blk(xd + i0, phi, d, m);
-        for (int j = 0; j < m; j++) yd[i0 + j] = xd[i0 + j] * phi[j];
-        memcpy(xd + i0, d, (size_t)m * sizeof(float));
+        al__gelu_saved_seg(xd + i0, yd + i0, n - i0 < GELU_BLK ? n - i0 : GELU_BLK);
     }
 }
 

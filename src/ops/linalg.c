@@ -11,6 +11,7 @@
 #include "core/omp_impl.h"
 #include "ops_impl.h"
 #include "attnlab/kernels.h"
+#include "kernels/gemm_impl.h"
 #include <string.h>
 
 /* Batched matmul: per-batch products at most this many multiply-adds run one batch per thread
@@ -181,6 +182,113 @@ al_tensor *al_linear(al_ctx *c, al_tensor *x, al_tensor *w, al_tensor *b)
         nd->x = x; nd->w = w; nd->b = b; nd->y = y; nd->rows = rows; nd->in = in; nd->out = out;
         y->requires_grad = 1;
         al_tape_push_out(c, linear_backward, nd, y);
+    }
+    return y;
+}
+
+/* ======================= a block's MLP: fc2(gelu(fc1(x))) ======================= */
+/* The arithmetic of al_linear → al__gelu_consume → al_linear, element for element: fc1's GEMM applies the
+ * GELU to each row sliver of its output while it is in L1 (g = h·Φ(h) written beside it, h replaced by
+ * GELU'(h)), and the backward GEMM dy·W2 multiplies each sliver by GELU'(h) there — the two elementwise
+ * passes over the (rows, hidden) activations and the hidden layer's gradient tensor are gone. */
+typedef struct {
+    al_tensor *x, *w1, *b1, *w2, *b2, *y;
+    float *d, *g;      /* (rows, hid): GELU'(fc1's output), and the GELU itself (fc2's input) */
+    int rows, in, hid, out;
+} mlp_node;
+
+typedef struct { float *g; int ldg; } epi_gelu_ctx;
+
+static void epi_gelu_saved(void *ctx, int i0, int j0, int m, int n, float *c, int ldc)
+{
+    const epi_gelu_ctx *e = ctx;
+    for (int r = 0; r < m; r++) al__gelu_saved_seg(c + (size_t)r * ldc, e->g + (size_t)(i0 + r) * e->ldg + j0, n);
+}
+
+static void epi_gelu_inplace(void *ctx, int i0, int j0, int m, int n, float *c, int ldc)
+{
+    (void)ctx; (void)i0; (void)j0;
+    for (int r = 0; r < m; r++) al__gelu_seg(c + (size_t)r * ldc, c + (size_t)r * ldc, n);
+}
+
+typedef struct { const float *d; int ldd; } epi_mul_ctx;
+
+/* c ← c·d: act_backward's dy·GELU' with dy the product (fresh: stored) */
+static void epi_mul(void *ctx, int i0, int j0, int m, int n, float *c, int ldc)
+{
+    const epi_mul_ctx *e = ctx;
+    for (int r = 0; r < m; r++) {
+        float *restrict cr = c + (size_t)r * ldc;
+        const float *restrict dr = e->d + (size_t)(i0 + r) * e->ldd + j0;
+        for (int j = 0; j < n; j++) cr[j] = cr[j] * dr[j];
+    }
+}
+
+static void mlp_backward(al_ctx *c, void *p)
+{
+    mlp_node *nd = p;
+    const float *dy = nd->y->grad;                 /* (rows, out) */
+    if (!dy) return;
+    const int rows = nd->rows, in = nd->in, hid = nd->hid, out = nd->out;
+    const int need1 = nd->x->requires_grad || nd->w1->requires_grad || (nd->b1 && nd->b1->requires_grad);
+    float *dw2 = nd->w2->requires_grad ? al_grad(c, nd->w2) : NULL;
+    float *db2 = nd->b2 && nd->b2->requires_grad ? al_grad(c, nd->b2) : NULL;
+    if (!al_ok(c)) return;
+    al_flops_add("linear", AL_FLOPS_BWD, 2.0 * rows * hid * out * (need1 + (dw2 != NULL)));
+    /* fc2: dW2 += dyᵀ · g, db2 += Σ_rows dy (al__linear_bwd's products; each writes its own array, so
+     * the order among them does not matter) */
+    if (dw2) al_gemm(1, 0, out, hid, rows, 1.0f, dy, out, nd->g, hid, 1.0f, dw2, hid);
+    if (db2) al__colsum_acc(dy, db2, rows, out);
+    if (!need1) return;
+    /* fc1's output gradient (dy · W2) ⊙ GELU', written over g, which nothing reads any more */
+    epi_mul_ctx e = {nd->d, hid};
+    const al_gemm_epi epi = {epi_mul, &e};
+    al__gemm_epi(0, 0, rows, hid, out, 1.0f, dy, out, nd->w2->data, hid, 0.0f, NULL, nd->g, hid, &epi);
+    int fresh = 0;
+    float *dx = nd->x->requires_grad ? al_grad_for_write(c, nd->x, &fresh) : NULL;
+    float *dw1 = nd->w1->requires_grad ? al_grad(c, nd->w1) : NULL;
+    float *db1 = nd->b1 && nd->b1->requires_grad ? al_grad(c, nd->b1) : NULL;
+    if (!al_ok(c)) return;
+    al__linear_bwd(nd->g, nd->x->data, nd->w1->data, dx, fresh, dw1, db1, rows, in, hid);
+}
+
+al_tensor *al__mlp_gelu(al_ctx *c, al_tensor *x, al_tensor *w1, al_tensor *b1, al_tensor *w2, al_tensor *b2)
+{
+    if (!x || !w1 || !w2 || !al_ok(c)) return NULL;
+    char s1[64], s2[64];
+    const int in = x->shape[x->ndim - 1];
+    if (w1->ndim != 2 || w1->shape[1] != in || w2->ndim != 2 || w2->shape[1] != w1->shape[0])
+        return al_fail(c, "mlp: weights %s and %s must be (hidden, %d) and (out, hidden)",
+                       al_shape_str(w1, s1, sizeof s1), al_shape_str(w2, s2, sizeof s2), in);
+    const int hid = w1->shape[0], out = w2->shape[0];
+    if ((b1 && !(b1->ndim == 1 && b1->shape[0] == hid)) || (b2 && !(b2->ndim == 1 && b2->shape[0] == out)))
+        return al_fail(c, "mlp: biases must be (%d) and (%d)", hid, out);
+    const int64_t rows64 = x->numel / in;
+    if (rows64 > 2147483647LL) return al_fail(c, "mlp: too many rows (%lld)", (long long)rows64);
+    const int rows = (int)rows64;
+    const int need = c->grad_enabled && (x->requires_grad || w1->requires_grad || (b1 && b1->requires_grad) ||
+                                         w2->requires_grad || (b2 && b2->requires_grad));
+    int shape[AL_MAXDIM];
+    memcpy(shape, x->shape, sizeof shape);
+    shape[x->ndim - 1] = hid;
+    al_tensor *h = al_new(c, x->ndim, shape);      /* (..., hid): fc1's output, then GELU' or (no tape) the GELU */
+    al_tensor *g = need ? al_new(c, x->ndim, shape) : h;
+    if (!h || !g) return NULL;
+    epi_gelu_ctx e = {g->data, hid};
+    const al_gemm_epi epi = {need ? epi_gelu_saved : epi_gelu_inplace, &e};
+    al__gemm_epi(0, 1, rows, hid, in, 1.0f, x->data, in, w1->data, in, 0.0f, b1 ? b1->data : NULL, h->data, hid, &epi);
+    al_flops_add("linear", AL_FLOPS_FWD, 2.0 * rows * in * hid);
+    shape[x->ndim - 1] = out;
+    al_tensor *y = al_new(c, x->ndim, shape);      /* (..., out) */
+    if (!y) return NULL;
+    al__linear_fwd(g->data, w2->data, b2 ? b2->data : NULL, y->data, rows, hid, out);
+    if (need) {
+        mlp_node *nd = al__node_new(c, sizeof *nd);
+        if (!nd) return NULL;
+        *nd = (mlp_node){.x = x, .w1 = w1, .b1 = b1, .w2 = w2, .b2 = b2, .y = y, .d = h->data, .g = g->data,
+                         .rows = rows, .in = in, .hid = hid, .out = out};
+        y->requires_grad = 1;
+        al_tape_push_out(c, mlp_backward, nd, y);
     }
     return y;
 }

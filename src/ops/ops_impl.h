@@ -38,6 +38,15 @@ al_tensor *al__gelu_inplace(al_ctx *c, al_tensor *x);
  * and with a tape x's data is replaced by the derivative Φ(x) + x·φ(x), so that the backward is one
  * multiply instead of Φ and φ again. The same bits as al_gelu, forward and backward; x's values are gone. */
 al_tensor *al__gelu_consume(al_ctx *c, al_tensor *x);
+/* GELU of n elements on the calling thread, the same bits as al_gelu (elementwise.c): y = x·Φ(x), y may be x;
+ * the saved form also leaves Φ(x) + x·φ(x) in x's place, as al__gelu_consume does. */
+void al__gelu_seg(const float *x, float *y, int64_t n);
+void al__gelu_saved_seg(float *x, float *y, int64_t n);
+/* A transformer block's MLP, fc2(gelu(fc1(x))) with fc1 = (w1, b1), fc2 = (w2, b2) (linalg.c): the same bits
+ * as al_linear, al__gelu_consume (al__gelu_inplace without a tape) and al_linear, forward and backward, with
+ * the GELU computed inside fc1's GEMM and its derivative applied inside the GEMM that makes fc1's output
+ * gradient (al__gemm_epi), and the hidden layer's gradient never materialised. */
+al_tensor *al__mlp_gelu(al_ctx *c, al_tensor *x, al_tensor *w1, al_tensor *b1, al_tensor *w2, al_tensor *b2);
 
 /* al_linear's arithmetic on raw arrays, shared with the fused al_linear_qkv (shape.c) so both give the same
  * bits (linalg.c; each counts its FLOPs as "linear"):
