@@ -159,6 +159,7 @@ int bench_train_main(int argc, char **argv)
     fprintf(stderr, "attnlab bench train: %d threads, gemm %s (%s kernels), batch %d, %d steps after %d warm-up\n", al_threads(),
             al_gemm_backend(), al_gemm_isa(), batch, steps, warmup);
     fprintf(stderr, "attnlab bench train: attention kernels: %s\n", al_attn_kernels());
+    fprintf(stderr, "attnlab bench train: convolutions: %s\n", al_conv_kernels());
     g_gemm = g_train_only || g_infer_only ? 0 : gemm_rate();   /* not in a profile of the training step */
     char list[256]; snprintf(list, sizeof list, "%s", models);
     int rc = 0;

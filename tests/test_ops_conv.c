@@ -2,6 +2,7 @@
 #include "testutil.h"
 #include "attnlab/ops.h"
 #include "attnlab/kernels.h"
+#include "kernels/winograd_impl.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -453,6 +454,7 @@ static void test_conv_maxpool2_fused(void **st)
         {2, 2, 7, 6, 3, 2, 0, 1},
     };
     const int nt0 = al_threads();
+    al__wino_off = 1;   /* the direct path's fusion (the Winograd path's own tests are below) */
     for (int relu = 0; relu < 2; relu++)
     for (int ci = 0; ci < 5; ci++)
         for (int thr = 1; thr <= 2; thr++)
@@ -499,6 +501,7 @@ static void test_conv_maxpool2_fused(void **st)
                 free(x); free(w); free(b);
             }
     al_set_threads(nt0);
+    al__wino_off = 0;
     /* a convolution output smaller than the window */
     al_ctx *c = al_ctx_new(1);
     float xd[9] = {0}, wd[9] = {0};
@@ -562,6 +565,159 @@ static void test_conv_maxpool2_relu_gradcheck(void **st)
     free(x); free(w); free(b);
 }
 
+/* ---------------- the Winograd path (kernels/winograd.c) ---------------- */
+/* The reference for a fused conv + pool (+ ReLU) backward: the pooled gradient scattered to each window's
+ * max (through the ReLU), then the naive convolution backward. */
+static void convpool_bwd_ref(const float *x, const float *w, const float *g, const float *out, const int32_t *arg, int relu,
+                             float *dx, float *dw, float *db, int B, int C, int H, int W, int O)
+{
+    const int64_t P = (int64_t)(H / 2) * (W / 2), HW = (int64_t)H * W;
+    float *dy = calloc((size_t)B * O * HW, sizeof(float));
+    assert_non_null(dy);
+    for (int64_t q = 0; q < (int64_t)B * O; q++)
+        for (int64_t p = 0; p < P; p++)
+            dy[q * HW + arg[q * P + p]] += relu && !(out[q * P + p] > 0.f) ? 0.f : g[q * P + p];
+    al_conv2d_bwd_ref(x, w, dy, dx, dw, db, B, C, H, W, O, 3, 3, 1, 1);
+    free(dy);
+}
+
+static double max_abs(const float *a, int64_t n) { double m = 0; for (int64_t i = 0; i < n; i++) m = fmax(m, fabs(a[i])); return m; }
+static double max_diff(const float *a, const float *b, int64_t n)
+{
+    double m = 0;
+    for (int64_t i = 0; i < n; i++) m = fmax(m, fabs((double)a[i] - b[i]));
+    return m;
+}
+
+/* Forward against the direct path (al__wino_off) and backward against convpool_bwd_ref: outputs, the
+ * argmax wherever the window's top two values are apart, dx (fresh and accumulated), dw and db, for
+ * shapes at the chunk edges (1, 8, 9, 19 images), the smallest plane (2×2), non-square planes, with and
+ * without bias and ReLU. Tolerances: sums of ≤ 9·C products of O(1) values through the transforms'
+ * halves and differences, relative 2e-5 of the largest magnitude. */
+static void test_wino_matches_direct(void **st)
+{
+    (void)st;
+    static const int cs[][7] = {   /* B, C, H, W, O, relu, bias */
+        {1, 4, 2, 2, 1, 0, 1}, {9, 5, 6, 8, 3, 1, 1}, {19, 32, 14, 14, 64, 1, 1}, {8, 4, 4, 10, 2, 0, 0}, {3, 7, 10, 4, 5, 1, 0},
+    };
+    for (int ci = 0; ci < 5; ci++) {
+        const int B = cs[ci][0], C = cs[ci][1], H = cs[ci][2], W = cs[ci][3], O = cs[ci][4], relu = cs[ci][5];
+        assert_true(al__wino_ok(C, H, W, O, 3, 3, 1, 1));
+        const int64_t nx = (int64_t)B * C * H * W, nw = (int64_t)O * C * 9, ny = (int64_t)B * O * (H / 2) * (W / 2);
+        float *x = tu_alloc_rand(nx, 51 + ci, -1, 1), *w = tu_alloc_rand(nw, 52 + ci, -1, 1), *b = tu_alloc_rand(O, 53 + ci, -1, 1);
+        float *g = tu_alloc_rand(ny, 54 + ci, -1, 1);
+        const float *bias = cs[ci][6] ? b : NULL;
+        float *yw = malloc(ny * sizeof(float)), *yd = malloc(ny * sizeof(float));
+        int32_t *aw = malloc(ny * sizeof(int32_t)), *ad = malloc(ny * sizeof(int32_t));
+        assert_true(yw && yd && aw && ad);
+        assert_int_equal(al__wino_conv_pool_fwd(x, w, bias, yw, aw, relu, B, C, H, W, O), 0);
+        /* the direct path, and the convolution itself for the windows' gaps */
+        al_ctx *c = al_ctx_new(1);
+        al_tensor *xt = al_wrap(c, x, 4, (int[]){B, C, H, W}), *wt = al_wrap(c, w, 4, (int[]){O, C, 3, 3});
+        al_tensor *bt = bias ? al_wrap(c, b, 1, (int[]){O}) : NULL;
+        al__wino_off = 1;
+        al_tensor *yt = relu ? al_conv2d_maxpool2_relu(c, xt, wt, bt, 1) : al_conv2d_maxpool2(c, xt, wt, bt, 1);
+        al__wino_off = 0;
+        al_tensor *h = al_conv2d(c, xt, wt, bt, 1, 1);
+        assert_non_null(yt); assert_non_null(h);
+        memcpy(yd, yt->data, ny * sizeof(float));
+        const double scale = max_abs(h->data, h->numel);
+        if (!(max_diff(yw, yd, ny) <= 2e-5 * scale))
+            fail_msg("case %d: forward differs from the direct path by %g (scale %g)", ci, max_diff(yw, yd, ny), scale);
+        int checked = 0;
+        for (int64_t q = 0; q < ny; q++) {   /* the direct conv's argmax, where the window's top two are apart */
+            const int64_t plane = q / ((H / 2) * (W / 2)), p = q % ((H / 2) * (W / 2));
+            const int ty = (int)(p / (W / 2)), tx = (int)(p % (W / 2));
+            const float *hp = h->data + plane * H * W;
+            const int idx[4] = {2 * ty * W + 2 * tx, 2 * ty * W + 2 * tx + 1, (2 * ty + 1) * W + 2 * tx, (2 * ty + 1) * W + 2 * tx + 1};
+            int best = 0;
+            for (int k = 1; k < 4; k++) if (hp[idx[k]] > hp[idx[best]]) best = k;
+            float gap = 1e30f;
+            for (int k = 0; k < 4; k++) if (k != best) gap = fminf(gap, hp[idx[best]] - hp[idx[k]]);
+            ad[q] = idx[best];
+            if (gap > 1e-4f * (float)scale) {
+                checked++;
+                if (aw[q] != idx[best]) fail_msg("case %d: window %lld's max at %d, the direct conv's at %d", ci, (long long)q, aw[q], idx[best]);
+            }
+        }
+        assert_true(checked > ny * 9 / 10);
+        /* backward with the direct path's argmax and output, against the reference */
+        float *dxw = malloc(nx * sizeof(float)), *dxr = calloc(nx, sizeof(float)), *dww = calloc(nw, sizeof(float));
+        float *dwr = calloc(nw, sizeof(float)), *dbw = calloc(O, sizeof(float)), *dbr = calloc(O, sizeof(float));
+        assert_true(dxw && dxr && dww && dwr && dbw && dbr);
+        for (int64_t i = 0; i < nx; i++) dxw[i] = NAN;   /* fresh: never read */
+        assert_int_equal(al__wino_conv_pool_bwd(x, w, g, yd, ad, relu, dxw, 1, dww, dbw, B, C, H, W, O), 0);
+        convpool_bwd_ref(x, w, g, yd, ad, relu, dxr, dwr, dbr, B, C, H, W, O);
+        const double sx = max_abs(dxr, nx), sw = max_abs(dwr, nw), sb = max_abs(dbr, O);
+        if (!(max_diff(dxw, dxr, nx) <= 2e-5 * sx + 1e-30)) fail_msg("case %d: dx differs by %g (scale %g)", ci, max_diff(dxw, dxr, nx), sx);
+        if (!(max_diff(dww, dwr, nw) <= 2e-5 * sw + 1e-30)) fail_msg("case %d: dw differs by %g (scale %g)", ci, max_diff(dww, dwr, nw), sw);
+        if (!(max_diff(dbw, dbr, O) <= 2e-5 * sb + 1e-30)) fail_msg("case %d: db differs by %g (scale %g)", ci, max_diff(dbw, dbr, O), sb);
+        /* accumulated: old + the fresh result, bit for bit; dw and db added to, not overwritten */
+        float *dxa = malloc(nx * sizeof(float)), *dwa = malloc(nw * sizeof(float));
+        assert_true(dxa && dwa);
+        for (int64_t i = 0; i < nx; i++) dxa[i] = 0.5f;
+        for (int64_t i = 0; i < nw; i++) dwa[i] = 0.f;
+        assert_int_equal(al__wino_conv_pool_bwd(x, w, g, yd, ad, relu, dxa, 0, dwa, NULL, B, C, H, W, O), 0);
+        for (int64_t i = 0; i < nx; i++)
+            if (dxa[i] != 0.5f + dxw[i]) fail_msg("case %d: accumulated dx[%lld] %g, want 0.5 + %g", ci, (long long)i, dxa[i], dxw[i]);
+        if (memcmp(dwa, dww, nw * sizeof(float))) fail_msg("case %d: dw from zero differs between calls", ci);
+        al_ctx_free(c);
+        free(x); free(w); free(b); free(g); free(yw); free(yd); free(aw); free(ad);
+        free(dxw); free(dxr); free(dww); free(dwr); free(dbw); free(dbr); free(dxa); free(dwa);
+    }
+    /* the shapes it leaves to the direct path */
+    assert_false(al__wino_ok(1, 28, 28, 32, 3, 3, 1, 1));   /* one input channel */
+    assert_false(al__wino_ok(8, 7, 8, 4, 3, 3, 1, 1));      /* odd height */
+    assert_false(al__wino_ok(8, 8, 8, 4, 3, 3, 2, 1));      /* stride 2 */
+    assert_false(al__wino_ok(8, 8, 8, 4, 5, 5, 1, 2));      /* 5×5 */
+    assert_false(al__wino_ok(8, 8, 8, 4, 3, 3, 1, 0));      /* pad 0 */
+}
+
+/* The same bits on 1 and 2 threads (chunks of images, summed in chunk order), through the op with a tape */
+static void test_wino_thread_bits(void **st)
+{
+    (void)st;
+    const int B = 19, C = 8, H = 6, W = 6, O = 5;
+    float *x = tu_alloc_rand(B * C * H * W, 61, -1, 1), *w = tu_alloc_rand(O * C * 9, 62, -1, 1), *b = tu_alloc_rand(O, 63, -1, 1);
+    float *r = tu_alloc_rand(B * O * 9, 64, -1, 1);
+    const int nt0 = al_threads();
+    float *out[2], *dx[2], *dw[2], *db[2];
+    for (int t = 0; t < 2; t++) {
+        al_set_threads(t + 1);
+        al_ctx *c = al_ctx_new(1);
+        al_tensor *xt = al_wrap(c, x, 4, (int[]){B, C, H, W}), *wt = al_wrap(c, w, 4, (int[]){O, C, 3, 3}), *bt = al_wrap(c, b, 1, (int[]){O});
+        xt->requires_grad = wt->requires_grad = bt->requires_grad = 1;
+        al_tensor *y = al_conv2d_maxpool2_relu(c, xt, wt, bt, 1);
+        assert_non_null(y);
+        memcpy(al_grad(c, y), r, (size_t)y->numel * sizeof(float));
+        assert_int_equal(al_backward_run(c), AL_OK);
+        out[t] = malloc((size_t)y->numel * sizeof(float)); memcpy(out[t], y->data, (size_t)y->numel * sizeof(float));
+        dx[t] = malloc((size_t)xt->numel * sizeof(float)); memcpy(dx[t], xt->grad, (size_t)xt->numel * sizeof(float));
+        dw[t] = malloc((size_t)wt->numel * sizeof(float)); memcpy(dw[t], wt->grad, (size_t)wt->numel * sizeof(float));
+        db[t] = malloc(O * sizeof(float)); memcpy(db[t], bt->grad, O * sizeof(float));
+        al_ctx_free(c);
+    }
+    al_set_threads(nt0);
+    assert_memory_equal(out[0], out[1], (size_t)B * O * 9 * sizeof(float));
+    assert_memory_equal(dx[0], dx[1], (size_t)B * C * H * W * sizeof(float));
+    assert_memory_equal(dw[0], dw[1], (size_t)O * C * 9 * sizeof(float));
+    assert_memory_equal(db[0], db[1], O * sizeof(float));
+    for (int t = 0; t < 2; t++) { free(out[t]); free(dx[t]); free(dw[t]); free(db[t]); }
+    free(x); free(w); free(b); free(r);
+}
+
+/* The op on the Winograd path against central differences (4 channels: the path's smallest) */
+static void test_wino_gradcheck(void **st)
+{
+    (void)st;
+    float *x, *w, *b;
+    gap_seed(2, 4, 4, 6, 3, 0, &x, &w, &b, NULL);
+    assert_true(al__wino_ok(4, 4, 6, 3, 3, 3, 1, 1));
+    tu_input in[3] = {tu_in(x, 1, 4, 2, 4, 4, 6), tu_in(w, 1, 4, 3, 4, 3, 3), tu_in(b, 1, 1, 3, 0, 0, 0)};
+    TU_GRADCHECK("conv2d_maxpool2 (winograd)", fused_fn, NULL, in, 3, 1e-3, 2e-3);
+    free(x); free(w); free(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -580,6 +736,9 @@ int main(void)
         cmocka_unit_test(test_conv_maxpool2_fused),
         cmocka_unit_test(test_conv_maxpool2_gradcheck),
         cmocka_unit_test(test_conv_maxpool2_relu_gradcheck),
+        cmocka_unit_test(test_wino_matches_direct),
+        cmocka_unit_test(test_wino_thread_bits),
+        cmocka_unit_test(test_wino_gradcheck),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -71,7 +71,14 @@ int al_conv2d_bwd_each(const float *x, const float *w, const float *dy, float *d
                        int B, int C, int H, int W, int O, int KH, int KW, int stride, int pad, int dx_fresh,
                        void (*pre)(void *ctx, int bi, float *dyb), void *ctx);
 
+/* Which algorithm a convolution takes, for benchmarks' headers: al_conv2d_maxpool2(_relu) of a 3×3,
+ * stride-1, pad-1 convolution over even planes with ≥ 4 input channels runs Winograd's F(2×2, 3×3) (16
+ * GEMMs over 4×4 transforms, 2.25× fewer multiply-adds; within ~1e-6 relative of the direct result, not
+ * its bits); every other convolution im2col + GEMM. */
+const char *al_conv_kernels(void);
+
 /* FLOP counter: the matmul-class work of the ops (2 FLOPs per multiply-add in linear, matmul, conv2d
+ * (the direct convolution's count, whichever algorithm ran: Winograd's GFLOP/s are effective ones)
  * and the attention products QKᵀ / PV and their gradients), by op name and phase. Elementwise work
  * (norms, activations, softmax bookkeeping, the optimiser) is not counted: it is the time a step
  * spends beyond these FLOPs. Off by default; one counting thread. */

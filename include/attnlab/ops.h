@@ -60,10 +60,14 @@ al_tensor *al_cross_entropy(al_ctx *c, al_tensor *logits, const int *labels, con
 al_tensor *al_conv2d(al_ctx *c, al_tensor *x, al_tensor *w, al_tensor *b, int stride, int pad);
 al_tensor *al_maxpool2d(al_ctx *c, al_tensor *x, int k, int stride);   /* (B,C,H,W) → (B,C,Ho,Wo) */
 /* al_maxpool2d(al_conv2d(x, w, b, 1, pad), 2, 2) in one op, without the convolution's output tensor (each
- * image is pooled while its output is in cache): the same values and gradients, bit for bit. */
+ * image is pooled while its output is in cache): the same values and gradients, bit for bit — except for a
+ * 3×3 pad-1 convolution over even planes with ≥ 4 input channels, which runs Winograd's F(2×2, 3×3) (each
+ * 2×2 output block is one pooling window; al_conv_kernels, kernels.h): within ~1e-6 relative of those
+ * values, the same for any thread count. */
 al_tensor *al_conv2d_maxpool2(al_ctx *c, al_tensor *x, al_tensor *w, al_tensor *b, int pad);
 /* al_relu(al_conv2d_maxpool2(..)) in one op (the ReLU applied to each pooled plane while it is in cache, its
- * gradient mask read from the output): the same values and gradients, bit for bit. */
+ * gradient mask read from the output): the same values and gradients as al_relu of al_conv2d_maxpool2, bit
+ * for bit. */
 al_tensor *al_conv2d_maxpool2_relu(al_ctx *c, al_tensor *x, al_tensor *w, al_tensor *b, int pad);
 
 /* ---- shape ---- */

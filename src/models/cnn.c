@@ -29,9 +29,10 @@ oom:
 al_tensor *al__cnn_forward(al_ctx *c, al_model *m, al_tensor *x /* (B,C,H,W) */)
 {
     /* relu·maxpool = maxpool·relu (relu is monotone), forward and gradient, bitwise: the relu runs on
-     * the 4× smaller pooled map; conv + pool + relu are one op (al_conv2d_maxpool2_relu: the same bits as
-     * al_relu(al_maxpool2d(al_conv2d(..), 2, 2)), with no full-size conv output and no pass of its own
-     * for the relu) */
+     * the 4× smaller pooled map; conv + pool + relu are one op (al_conv2d_maxpool2_relu), with no
+     * full-size conv output and no pass of its own for the relu. conv1 (one input channel) is im2col +
+     * GEMM, the same bits as al_relu(al_maxpool2d(al_conv2d(..), 2, 2)); conv2 (32 channels) runs
+     * Winograd's F(2×2, 3×3), its 2×2 output blocks the pooling windows (kernels/winograd.c). */
     al_tensor *h = al_conv2d_maxpool2_relu(c, x, m->c1_w, m->c1_b, 1);   /* (B,32,H/2,W/2) */
     h = al_conv2d_maxpool2_relu(c, h, m->c2_w, m->c2_b, 1);             /* (B,64,H/4,W/4) */
     if (!h) return NULL;

@@ -3,6 +3,7 @@
 #include "attnlab/ops.h"
 #include "ops_impl.h"
 #include "attnlab/kernels.h"
+#include "kernels/winograd_impl.h"
 #include <stdlib.h>
 #include <string.h>
 #if defined(__AVX512F__) || defined(__AVX2__)
@@ -331,6 +332,7 @@ typedef struct convpool_node {
     int32_t *arg;      /* (B, O, Ho/2, Wo/2): index of the max within its (Ho, Wo) plane */
     int pad, Ho, Wo;   /* the convolution's output plane */
     int relu;          /* out is relu(pooled) */
+    int wino;          /* computed by the Winograd path (kernels/winograd.c) */
 } convpool_node;
 
 typedef struct {
@@ -375,6 +377,12 @@ static void convpool_backward(al_ctx *c, void *p)
     if (!al_ok(c)) return;
     const int B = x->shape[0], O = w->shape[0];
     al_flops_add("conv2d", AL_FLOPS_BWD, 2.0 * B * n->Ho * n->Wo * (double)w->numel * ((dx != NULL) + (dw != NULL)));
+    if (n->wino) {
+        if (al__wino_conv_pool_bwd(x->data, w->data, n->out->grad, n->out->data, n->arg, n->relu, dx, fresh, dw, db,
+                                   B, x->shape[1], x->shape[2], x->shape[3], O))
+            al_fail(c, "conv2d_maxpool2: out of memory (backward scratch)");
+        return;
+    }
     convpool_io io = {.out = n->out->data, .g = n->out->grad, .arg = n->arg, .relu = n->relu,
                       .O = O, .Ho = n->Ho, .Wo = n->Wo, .Hp = n->Ho / 2, .Wp = n->Wo / 2};
     if (al_conv2d_bwd_each(x->data, w->data, NULL, dx, dw, db, B, x->shape[1], x->shape[2], x->shape[3],
@@ -398,8 +406,13 @@ static al_tensor *conv_maxpool2(al_ctx *c, al_tensor *x, al_tensor *w, al_tensor
     const int need = al__any_grad(c, x, w, b);
     int32_t *arg = need ? al_arena_alloc(&c->arena, (size_t)out->numel * sizeof(int32_t)) : NULL;
     if (need && !arg) return al_fail(c, "%s: out of memory (arena)", op);
+    const int wino = al__wino_ok(x->shape[1], x->shape[2], x->shape[3], O, w->shape[2], w->shape[3], 1, pad);
     convpool_io io = {.out = out->data, .arg = arg, .O = O, .Ho = Ho, .Wo = Wo, .Hp = Ho / 2, .Wp = Wo / 2, .relu = relu};
-    if (al_conv2d_fwd_each(x->data, w->data, b ? b->data : NULL, NULL, B, x->shape[1], x->shape[2], x->shape[3],
+    if (wino) {
+        if (al__wino_conv_pool_fwd(x->data, w->data, b ? b->data : NULL, out->data, arg, relu, B, x->shape[1],
+                                   x->shape[2], x->shape[3], O))
+            return al_fail(c, "%s: out of memory (scratch)", op);
+    } else if (al_conv2d_fwd_each(x->data, w->data, b ? b->data : NULL, NULL, B, x->shape[1], x->shape[2], x->shape[3],
                            O, w->shape[2], w->shape[3], 1, pad, convpool_post, &io))
         return al_fail(c, "%s: out of memory (scratch)", op);
     al_flops_add("conv2d", AL_FLOPS_FWD, 2.0 * B * Ho * Wo * (double)w->numel);
@@ -407,6 +420,7 @@ static al_tensor *conv_maxpool2(al_ctx *c, al_tensor *x, al_tensor *w, al_tensor
         convpool_node *n = al_arena_alloc(&c->arena, sizeof *n);
         if (!n) return al_fail(c, "%s: out of memory (arena)", op);
         n->x = x; n->w = w; n->b = b; n->out = out; n->arg = arg; n->pad = pad; n->Ho = Ho; n->Wo = Wo; n->relu = relu;
+        n->wino = wino;
         out->requires_grad = 1;
         al_tape_push_out(c, convpool_backward, n, out);
     }
