@@ -146,7 +146,7 @@ echo " of gemm = GFLOP/s / the same run's 1024^3 al_gemm rate; sa-p1 = sa --patc
 for m in cnn sa local sa-p1; do
   grep -m1 "^  by-op $m " "$tmp/al.$m" 2>/dev/null
 done
-grep -m2 -E "gemm|attention kernels" "$tmp/al.err" 2>/dev/null | sed 's/^attnlab bench train: /paths: /'
+grep -m3 -E "gemm|attention kernels|convolutions:" "$tmp/al.err" 2>/dev/null | sed 's/^attnlab bench train: /paths: /'
 rm -rf "$tmp"
 echo
 # Where each model's training step spends its CPU time, by op (scripts/profile.sh; needs perf).

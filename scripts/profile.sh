@@ -25,6 +25,7 @@ function op(s) {
   if (s ~ /^(forward_block|backward_head|wt_rows_acc|al__attn_full|full16|al__full16|forward_few|backward_few|few_|tr16x16|qk_tile|pv_tile)/) return "attention (full)"
   if (s ~ /^(dots_rows|axpy_rows|al__attn_sparse|sparse_|al__attn_window|rel_|al__win16|fwd_head|bwd_head|to_lanes|chains_out|tr16|pv8|lane_sum|tr8|chain8|dot8|bwd_setup)/) return "attention (window)"
   if (s ~ /^(im2col|col2im|al_conv2d)/) return "im2col / col2im"
+  if (s ~ /^(al__wino|chunk_|input_transform|split_plane|filter_transform|filter_grad|plan_)/) return "winograd transforms"
   if (s ~ /maxpool|pool_row|pool_upd|convpool|pool2_grad/) return "max pool"
   if (s ~ /layernorm|^ln_rows16|^ln_range/) return "layer norm"
   if (s ~ /^(activation|act_backward|normal_cdf_blk)/) return "activations (GELU, ReLU)"
