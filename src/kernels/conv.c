@@ -53,9 +53,9 @@ static inline void valid_range(int k, int stride, int pad, int in, int outn, int
 }
 
 /* ---------------- per-thread scratch ---------------- */
-static _Thread_local float *tl_buf[3];
-static _Thread_local size_t tl_cap[3];
-static float *scratch(int i, size_t n)
+static _Thread_local float *tl_buf[AL_CONV_SCRATCH_SLOTS];
+static _Thread_local size_t tl_cap[AL_CONV_SCRATCH_SLOTS];
+float *al__conv_scratch(int i, size_t n)
 {
     if (n > tl_cap[i]) {
         free(tl_buf[i]);
@@ -455,7 +455,7 @@ int al_conv2d_fwd_each(const float *x, const float *w, const float *b, float *y,
     const int one = !par;
     const int nthr = par ? al_threads() : 1;
     const size_t ncols = direct ? 0 : (size_t)K * P, per = ncols + (post ? (size_t)O * P : 0);
-    float *slots = per ? scratch(0, (size_t)nthr * per) : NULL;     /* (nthr, K·P [+ O·P]) */
+    float *slots = per ? al__conv_scratch(0, (size_t)nthr * per) : NULL;     /* (nthr, K·P [+ O·P]) */
     if (per && !slots) {
         if (post) return -1;
         al_conv2d_fwd_ref(x, w, b, y, B, C, H, W, O, KH, KW, stride, pad);
@@ -554,7 +554,7 @@ int al_conv2d_bwd_each(const float *x, const float *w, const float *dy, float *d
     /* db: fixed order: images, then 16 lanes of positions; double across images. With dx or dw, each
      * image's sums are taken in the loop below while its dy_b is in cache (dbs (B, O)) and added in
      * image order after it; otherwise (or without the buffer) in a pass of their own. */
-    float *dbs = db && (dx || dw || pre) ? scratch(2, (size_t)B * O) : NULL;
+    float *dbs = db && (dx || dw || pre) ? al__conv_scratch(2, (size_t)B * O) : NULL;
     if (db && !dbs) {
         if (pre) return -1;
         db_pass(dy, db, B, O, P);
@@ -576,8 +576,8 @@ int al_conv2d_bwd_each(const float *x, const float *w, const float *dy, float *d
     const int nthr = par ? al_threads() : 1;
     const size_t ncols = direct || !(dx || dw) ? 0 : (size_t)K * P, ndyT = trans ? (size_t)P * O : 0;
     const size_t per = ncols + ndyT + (pre ? (size_t)O * P : 0);  /* + dy_b when pre makes it */
-    float *slots = per ? scratch(0, (size_t)nthr * per) : NULL;      /* (nthr, K·P + P·O) */
-    float *part = dw ? scratch(1, (size_t)ng * O * K) : NULL;        /* (ng, O, K) or (ng, K, O) */
+    float *slots = per ? al__conv_scratch(0, (size_t)nthr * per) : NULL;      /* (nthr, K·P + P·O) */
+    float *part = dw ? al__conv_scratch(1, (size_t)ng * O * K) : NULL;        /* (ng, O, K) or (ng, K, O) */
     if ((per && !slots) || (dw && !part)) {
         if (pre) return -1;
         if (dbs) db_pass(dy, db, B, O, P);

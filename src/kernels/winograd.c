@@ -21,6 +21,7 @@
 #include "core/omp_impl.h"
 #include "core/simd_impl.h"
 #include "winograd_impl.h"
+#include "conv_impl.h"
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,7 +43,6 @@ const char *al_conv_kernels(void)
                         : "winograd F(2x2,3x3) for 3x3 'same' convs with >= 4 channels fused with 2x2 max pooling; im2col + gemm otherwise";
 }
 
-static void *falloc(size_t n) { return aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64); }
 
 /* U (16, O, C) = G g Gᵀ for every filter g = w[o][c] (3×3) */
 static void filter_transform(const float *w, float *U, int O, int C)
@@ -87,42 +87,54 @@ static void split_plane(const float *restrict x, int H, int W, float *restrict E
     memset(O + (size_t)(H + 1) * tw1, 0, (size_t)tw1 * sizeof(float));
 }
 
-/* One image plane (H, W) into V[ξ][·] at column t0 (stride ldv between ξ rows): the zero-padded plane's
- * 4×4 patches at stride 2, Bᵀ d B — d B along the padded rows (once per row: a row belongs to two patch
- * rows), then Bᵀ down each patch row's four. xp: plane_scratch floats. */
-static void input_transform(const float *x, int H, int W, float *V, int64_t ldv, int64_t t0, float *xp)
+/* d B along padded row r (a row of E, O): the span's four vectors u[j] = (a − c, b + c, c − b, b − d), padded
+ * columns 2k..2k+3 being E[k] O[k] E[k+1] O[k+1] */
+#define ROW_U(u, E, O, r, tw1) do { \
+        const al_vf a_ = L((E) + (size_t)(r) * (tw1)), b_ = L((O) + (size_t)(r) * (tw1)); \
+        const al_vf c_ = L((E) + (size_t)(r) * (tw1) + 1), d_ = L((O) + (size_t)(r) * (tw1) + 1); \
+        (u)[0] = al_v_sub(a_, c_); (u)[1] = al_v_add(b_, c_); (u)[2] = al_v_sub(c_, b_); (u)[3] = al_v_sub(b_, d_); \
+    } while (0)
+
+/* One split plane (E, O of the zero-padded (H + 2, W + 2) plane) into V[ξ][·] at column t0 (stride ldv between
+ * ξ rows): the 4×4 patches at stride 2, Bᵀ d B — d B along each padded row, once (a row belongs to two patch
+ * rows: the lower two are carried to the next patch row in registers), then Bᵀ down each patch row's four:
+ * (r0 − r2, r1 + r2, r2 − r1, r1 − r3). */
+static void input_transform(const float *E, const float *O, int H, int W, float *V, int64_t ldv, int64_t t0)
 {
-    const int Hp = H + 2, th = H / 2, tw = W / 2, tw1 = tw + 1, ne = Hp * tw1;
-    float *E = xp, *O = E + ne, *u = O + ne;   /* u: (4, Hp, tw1) */
-    split_plane(x, H, W, E, O);
-    /* padded row values a b c d at columns 2k..2k+3 are E[k] O[k] E[k+1] O[k+1]: d B = (a − c, b + c, c − b, b − d),
-     * over the whole plane at once (the last column of each row is not a patch's) */
-    float *u0 = u, *u1 = u0 + ne, *u2 = u1 + ne, *u3 = u2 + ne;
-    SPAN(ne - 1,
-         const al_vf a = L(E), b = L(O), c = L(E + 1), d = L(O + 1);
-         S(u0, al_v_sub(a, c)); S(u1, al_v_add(b, c)); S(u2, al_v_sub(c, b)); S(u3, al_v_sub(b, d));)
-    for (int ty = 0; ty < th; ty++) {
-        const int64_t t = t0 + (int64_t)ty * tw;
-        for (int j = 0; j < 4; j++) {
-            const float *r0 = u + (size_t)j * ne + (size_t)(2 * ty) * tw1, *r1 = r0 + tw1, *r2 = r1 + tw1, *r3 = r2 + tw1;
-            float *v0 = V + (0 * 4 + j) * ldv + t, *v1 = V + (1 * 4 + j) * ldv + t;
-            float *v2 = V + (2 * 4 + j) * ldv + t, *v3 = V + (3 * 4 + j) * ldv + t;
-            SPAN(tw,
-                 const al_vf a = L(r0), b = L(r1), c = L(r2), d = L(r3);
-                 S(v0, al_v_sub(a, c)); S(v1, al_v_add(b, c)); S(v2, al_v_sub(c, b)); S(v3, al_v_sub(b, d));)
-        }
-    }
+    const int th = H / 2, tw = W / 2, tw1 = tw + 1;
+    SPAN(tw,
+         al_vf r0[4], r1[4];
+         ROW_U(r0, E, O, 0, tw1); ROW_U(r1, E, O, 1, tw1);
+         for (int ty = 0; ty < th; ty++) {
+             al_vf r2[4], r3[4];
+             ROW_U(r2, E, O, 2 * ty + 2, tw1); ROW_U(r3, E, O, 2 * ty + 3, tw1);
+             float *v = V + t0 + (int64_t)ty * tw;
+             for (int j = 0; j < 4; j++) {
+                 S(v + (0 * 4 + j) * ldv, al_v_sub(r0[j], r2[j])); S(v + (1 * 4 + j) * ldv, al_v_add(r1[j], r2[j]));
+                 S(v + (2 * 4 + j) * ldv, al_v_sub(r2[j], r1[j])); S(v + (3 * 4 + j) * ldv, al_v_sub(r1[j], r3[j]));
+                 r0[j] = r2[j]; r1[j] = r3[j];
+             }
+         })
 }
 
-static size_t plane_scratch(int H, int W) { return (size_t)6 * (H + 2) * (W / 2 + 1) + 16; }
+/* Floats of a thread's plane scratch: one image's split planes (C, 2, H + 2, W/2 + 1) for the input
+ * transform, or chunk_grad_out's accumulators (4, H, W/2 + 2) */
+static size_t plane_scratch(int C, int H, int W)
+{
+    const size_t in = (size_t)2 * C * (H + 2) * (W / 2 + 1), out = (size_t)4 * H * (W / 2 + 2);
+    return (in > out ? in : out) + 16;
+}
 
-/* The chunk's images [b0, b0 + n) into V (16, C, n·P) */
+/* The chunk's images [b0, b0 + n) into V (16, C, n·P): each image's planes split first, then transformed (the
+ * split's scalar stores have left the store buffer by the time the vectors read them) */
 static void chunk_inputs(const float *x, int b0, int n, int C, int H, int W, float *V, float *xp)
 {
-    const int64_t P = (int64_t)(H / 2) * (W / 2), ldv = (int64_t)C * n * P;
-    for (int bl = 0; bl < n; bl++)
-        for (int c = 0; c < C; c++)
-            input_transform(x + ((int64_t)(b0 + bl) * C + c) * H * W, H, W, V + (int64_t)c * n * P, ldv, bl * P, xp);
+    const int64_t P = (int64_t)(H / 2) * (W / 2), ldv = (int64_t)C * n * P, ne = (int64_t)(H + 2) * (W / 2 + 1);
+    for (int bl = 0; bl < n; bl++) {
+        const float *xi = x + (int64_t)(b0 + bl) * C * H * W;
+        for (int c = 0; c < C; c++) split_plane(xi + (int64_t)c * H * W, H, W, xp + 2 * c * ne, xp + (2 * c + 1) * ne);
+        for (int c = 0; c < C; c++) input_transform(xp + 2 * c * ne, xp + (2 * c + 1) * ne, H, W, V + (int64_t)c * n * P, ldv, bl * P);
+    }
 }
 
 /* Per block: where its window starts in the (H, W) plane */
@@ -177,25 +189,25 @@ __attribute__((noinline)) static void chunk_outputs(const float *M, const float 
 }
 
 /* What the forward and the backward share: the filters' transforms U (16, O, C), each thread's scratch
- * (V (16, C, T), M (16, O, T) and a plane's, T = CH·P), the blocks' window starts, the chunks. */
+ * (V (16, C, T), M (16, O, T) and a plane's, T = CH·P), the blocks' window starts, the chunks — in the calling
+ * thread's conv scratch (kept between calls: a step allocates nothing), with `extra` floats for the caller. */
 typedef struct {
-    float *U, *scr;
+    float *U, *scr, *extra;
     int32_t *base;
     size_t per;
     int64_t P, T;
     int nch, nthr;
 } plan;
 
-static void plan_free(plan *q) { free(q->U); free(q->scr); free(q->base); }
-
-static int plan_make(plan *q, const float *w, int B, int C, int H, int W, int O)
+static int plan_make(plan *q, const float *w, int B, int C, int H, int W, int O, size_t extra)
 {
     q->P = (int64_t)(H / 2) * (W / 2); q->T = (int64_t)CH * q->P;
     q->nch = (B + CH - 1) / CH; q->nthr = q->nch > 1 ? al_threads() : 1;
-    q->per = (size_t)16 * q->T * (C + O) + plane_scratch(H, W);
-    q->U = falloc((size_t)16 * O * C); q->scr = falloc(q->per * (size_t)q->nthr);
-    q->base = malloc((size_t)q->P * sizeof(int32_t));
-    if (!q->U || !q->scr || !q->base) { plan_free(q); return -1; }
+    q->per = ((size_t)16 * q->T * (C + O) + plane_scratch(C, H, W) + 15) / 16 * 16;
+    const size_t nu = ((size_t)16 * O * C + 15) / 16 * 16, nx = (extra + 15) / 16 * 16;
+    float *s = al__conv_scratch(3, q->per * (size_t)q->nthr + nu + nx + (size_t)q->P);
+    if (!s) return -1;
+    q->scr = s; q->U = s + q->per * (size_t)q->nthr; q->extra = q->U + nu; q->base = (int32_t *)(q->extra + nx);
     filter_transform(w, q->U, O, C);
     block_base(q->base, H, W);
     return 0;
@@ -216,7 +228,7 @@ int al__wino_conv_pool_fwd(const float *x, const float *w, const float *b, float
                            int B, int C, int H, int W, int O)
 {
     plan q;
-    if (plan_make(&q, w, B, C, H, W, O)) return -1;
+    if (plan_make(&q, w, B, C, H, W, O, 0)) return -1;
     AL_OMP("omp parallel for schedule(static) num_threads(q.nthr) if (q.nthr > 1)")
     for (int ch = 0; ch < q.nch; ch++) {
         const chunk c = chunk_of(&q, ch, B, C, O);
@@ -228,7 +240,6 @@ int al__wino_conv_pool_fwd(const float *x, const float *w, const float *b, float
                            M + (int64_t)k * O * Tn, Tn);
         chunk_outputs(M, b, b0, n, O, H, W, q.base, out, arg, relu);
     }
-    plan_free(&q);
     return 0;
 }
 
@@ -267,45 +278,59 @@ __attribute__((noinline)) static void chunk_grad_in(const float *g, const float 
     }
 }
 
-/* dV (16, C, n·P) → dx of the chunk's images: B dV Bᵀ per block, the overlapping patches added in block
- * order into the padded plane (kept as its even and odd columns, so that a patch row's contributions are
- * spans), the padding cut off. fresh: dx written, else added to. xp: plane_scratch floats. */
+/* dV (16, C, n·P) → dx of the chunk's images: B dV Bᵀ per block (4×4, at stride 2 in the zero-padded plane),
+ * the overlapping patches added, the padding cut off. fresh: dx written, else added to. xp: plane_scratch floats.
+ * A block's column k of B dV Bᵀ lands on padded column 2tx + k; each padded row is kept as four accumulators of
+ * the blocks' columns (A_k[tx], k = 0..3), so that every add is at the block's own position (no reload of a
+ * just-stored, shifted vector), and a padded row's two overlapping patch rows meet in registers (the lower
+ * half of block row ty is carried to ty + 1). The columns meet at the end: padded column 2m + 1 (plane column
+ * 2m) is A_1[m] + A_3[m − 1], padded column 2m + 2 (plane column 2m + 1) is A_0[m + 1] + A_2[m]. */
 static void chunk_grad_out(const float *dV, int b0, int n, int C, int H, int W, float *dx, int fresh, float *xp)
 {
-    const int Hp = H + 2, th = H / 2, tw = W / 2, tw1 = tw + 1, ne = Hp * tw1;
+    const int th = H / 2, tw = W / 2, tw2 = tw + 2;   /* accumulator rows: a zero guard column each side */
     const int64_t P = (int64_t)th * tw, ld = (int64_t)C * n * P;
-    float *E = xp, *O = E + ne, *f = O + ne;   /* f: (4, tw) for one patch row i */
+    float *A[4];   /* (H, tw2) each, for the plane rows 0..H−1 (padded rows 1..H; rows 0 and H+1 are cut) */
+    for (int k = 0; k < 4; k++) A[k] = xp + (size_t)k * H * tw2;
+    for (int k = 0; k < 4; k++)
+        for (int y = 0; y < H; y++) A[k][(size_t)y * tw2] = A[k][(size_t)y * tw2 + tw + 1] = 0.f;
     for (int bl = 0; bl < n; bl++)
         for (int c = 0; c < C; c++) {
             const float *v = dV + (int64_t)c * n * P + bl * P;
-            memset(E, 0, (size_t)2 * ne * sizeof(float));
-            for (int ty = 0; ty < th; ty++) {
-                const float *vt = v + (int64_t)ty * tw;
-                for (int i = 0; i < 4; i++) {
-                    float *f0 = f, *f1 = f + tw, *f2 = f1 + tw, *f3 = f2 + tw;
-                    /* B dV: row i of (v0, v1 − v2 + v3, v1 + v2 − v0, −v3) down the columns j, then the same along j */
-                    SPAN(tw,
-                         al_vf e[4];
+            SPAN(tw,
+                 al_vf carry[2][4];   /* padded rows 2ty, 2ty + 1: block row ty − 1's rows 2, 3 */
+                 for (int k = 0; k < 4; k++) carry[0][k] = carry[1][k] = al_v_zero();
+                 for (int ty = 0; ty <= th; ty++) {
+                     al_vf f[4][4];   /* (B dV Bᵀ)[i][k] of the span's blocks in row ty */
+                     if (ty < th) {
+                         const float *vt = v + (int64_t)ty * tw;
+                         al_vf e[4][4];   /* B dV down the rows: (v0, v1 − v2 + v3, v1 + v2 − v0, −v3) */
                          for (int j = 0; j < 4; j++) {
                              const al_vf v0 = L(vt + (0 * 4 + j) * ld), v1 = L(vt + (1 * 4 + j) * ld);
                              const al_vf v2 = L(vt + (2 * 4 + j) * ld), v3 = L(vt + (3 * 4 + j) * ld);
-                             e[j] = i == 0 ? v0 : i == 1 ? al_v_add(al_v_sub(v1, v2), v3)
-                                  : i == 2 ? al_v_sub(al_v_add(v1, v2), v0) : al_v_sub(al_v_zero(), v3);
+                             e[0][j] = v0; e[1][j] = al_v_add(al_v_sub(v1, v2), v3);
+                             e[2][j] = al_v_sub(al_v_add(v1, v2), v0); e[3][j] = al_v_sub(al_v_zero(), v3);
                          }
-                         S(f0, e[0]); S(f1, al_v_add(al_v_sub(e[1], e[2]), e[3]));
-                         S(f2, al_v_sub(al_v_add(e[1], e[2]), e[0])); S(f3, al_v_sub(al_v_zero(), e[3]));)
-                    /* padded row 2ty + i: columns 2tx + (0, 1, 2, 3) are E[tx], O[tx], E[tx + 1], O[tx + 1] */
-                    float *er = E + (size_t)(2 * ty + i) * tw1, *orow = O + (size_t)(2 * ty + i) * tw1;
-                    SPAN(tw, S(er, al_v_add(L(er), L(f0))); S(orow, al_v_add(L(orow), L(f1))););
-                    SPAN(tw, S(er + 1, al_v_add(L(er + 1), L(f2))); S(orow + 1, al_v_add(L(orow + 1), L(f3))););
-                }
-            }
+                         for (int i = 0; i < 4; i++) {   /* … then along the columns */
+                             f[i][0] = e[i][0]; f[i][1] = al_v_add(al_v_sub(e[i][1], e[i][2]), e[i][3]);
+                             f[i][2] = al_v_sub(al_v_add(e[i][1], e[i][2]), e[i][0]); f[i][3] = al_v_sub(al_v_zero(), e[i][3]);
+                         }
+                     } else {
+                         for (int i = 0; i < 4; i++) for (int k = 0; k < 4; k++) f[i][k] = al_v_zero();
+                     }
+                     for (int h = 0; h < 2; h++) {   /* padded rows 2ty + h, complete now: plane rows 2ty + h − 1 */
+                         const int y = 2 * ty + h - 1;
+                         if (y >= 0 && y < H)
+                             for (int k = 0; k < 4; k++) S(A[k] + (size_t)y * tw2 + 1, al_v_add(carry[h][k], f[h][k]));
+                         for (int k = 0; k < 4; k++) carry[h][k] = f[2 + h][k];
+                     }
+                 })
             float *d = dx + ((int64_t)(b0 + bl) * C + c) * H * W;
-            for (int y = 0; y < H; y++) {   /* plane column x is padded column x + 1: O[x/2] (x even), E[(x+1)/2] (odd) */
-                const float *restrict e = E + (size_t)(y + 1) * tw1, *restrict o = O + (size_t)(y + 1) * tw1;
+            for (int y = 0; y < H; y++) {
+                const float *restrict a0 = A[0] + (size_t)y * tw2 + 1, *restrict a1 = A[1] + (size_t)y * tw2 + 1;
+                const float *restrict a2 = A[2] + (size_t)y * tw2 + 1, *restrict a3 = A[3] + (size_t)y * tw2 + 1;
                 float *restrict dr = d + (size_t)y * W;
-                if (fresh) for (int k = 0; k < tw; k++) { dr[2 * k] = o[k]; dr[2 * k + 1] = e[k + 1]; }
-                else for (int k = 0; k < tw; k++) { dr[2 * k] += o[k]; dr[2 * k + 1] += e[k + 1]; }
+                if (fresh) for (int m = 0; m < tw; m++) { dr[2 * m] = a1[m] + a3[m - 1]; dr[2 * m + 1] = a0[m + 1] + a2[m]; }
+                else for (int m = 0; m < tw; m++) { dr[2 * m] += a1[m] + a3[m - 1]; dr[2 * m + 1] += a0[m + 1] + a2[m]; }
             }
         }
 }
@@ -336,10 +361,10 @@ int al__wino_conv_pool_bwd(const float *x, const float *w, const float *g, const
                            float *dx, int dx_fresh, float *dw, float *db, int B, int C, int H, int W, int O)
 {
     const int64_t OC = (int64_t)O * C;
+    const int nch = (B + CH - 1) / CH;
     plan q;
-    if (plan_make(&q, w, B, C, H, W, O)) return -1;
-    float *dUc = dw ? falloc((size_t)q.nch * 16 * OC) : NULL, *dbc = falloc((size_t)q.nch * O);
-    if ((dw && !dUc) || !dbc) { free(dUc); free(dbc); plan_free(&q); return -1; }
+    if (plan_make(&q, w, B, C, H, W, O, (size_t)nch * 16 * OC + (size_t)nch * O)) return -1;
+    float *dUc = q.extra, *dbc = dUc + (size_t)nch * 16 * OC;
     AL_OMP("omp parallel for schedule(static) num_threads(q.nthr) if (q.nthr > 1)")
     for (int ch = 0; ch < q.nch; ch++) {
         const chunk c = chunk_of(&q, ch, B, C, O);
@@ -372,6 +397,5 @@ int al__wino_conv_pool_bwd(const float *x, const float *w, const float *g, const
             for (int ch = 0; ch < q.nch; ch++) s += dbc[(int64_t)ch * O + o];
             db[o] += s;
         }
-    free(dUc); free(dbc); plan_free(&q);
     return 0;
 }
