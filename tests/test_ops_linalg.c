@@ -262,7 +262,7 @@ static void mlp_pair(int rows, int in, int hid, int out, int with_b, int x_grad,
             h = grad ? al__gelu_consume(c[k], h) : al__gelu_inplace(c[k], h);
             y[k] = al_linear(c[k], h, t[3], t[4]);
         } else {
-            y[k] = al__mlp_gelu(c[k], t[0], t[1], t[2], t[3], t[4]);
+            y[k] = al__mlp_gelu(c[k], t[0], t[1], t[2], t[3], t[4], NULL);
         }
         assert_non_null(y[k]);
         if (grad) {
@@ -296,7 +296,7 @@ static void test_mlp_gelu_same_bits(void **st)
                 mlp_pair(shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], v != 1, v != 2, v != 3, th);
 }
 
-static al_tensor *f_mlp(al_ctx *c, al_tensor **t, void *ud) { (void)ud; return al__mlp_gelu(c, t[0], t[1], t[2], t[3], t[4]); }
+static al_tensor *f_mlp(al_ctx *c, al_tensor **t, void *ud) { (void)ud; return al__mlp_gelu(c, t[0], t[1], t[2], t[3], t[4], NULL); }
 
 /* GELU is not bilinear: central differences carry a truncation error of order eps² times the third
  * derivative, so a smaller eps than the bilinear ops' */
@@ -311,14 +311,63 @@ static void test_mlp_gelu_grad(void **st)
     TU_GRADCHECK("mlp (fc2 . gelu . fc1)", f_mlp, NULL, ins, 5, 3e-3, 1e-3);
     al_ctx *c = al_ctx_new(1);
     al_tensor *tx = al_wrap(c, x, 3, (int[]){B, N, in});
-    assert_null(al__mlp_gelu(c, tx, al_wrap(c, w1, 2, (int[]){in, hid}), NULL, al_wrap(c, w2, 2, (int[]){out, hid}), NULL));
+    assert_null(al__mlp_gelu(c, tx, al_wrap(c, w1, 2, (int[]){in, hid}), NULL, al_wrap(c, w2, 2, (int[]){out, hid}), NULL, NULL));
     assert_non_null(strstr(al_ctx_error(c), "mlp: weights"));
     al_ctx_clear_error(c);
     assert_null(al__mlp_gelu(c, tx, al_wrap(c, w1, 2, (int[]){hid, in}), al_wrap(c, b1, 1, (int[]){hid - 1}),
-                             al_wrap(c, w2, 2, (int[]){out, hid}), NULL));
+                             al_wrap(c, w2, 2, (int[]){out, hid}), NULL, NULL));
     assert_non_null(strstr(al_ctx_error(c), "mlp: biases"));
     al_ctx_free(c);
     free(x); free(w1); free(b1); free(w2); free(b2);
+}
+
+/* The residual sums in the GEMM's epilogue (no tape): al__linear_add and al__mlp_gelu with res give al_add's
+ * bits after the products, on 1 and 2 threads; with a tape they are those ops, and a residual of another
+ * shape is an error. */
+static void test_residual_epilogue_same_bits(void **st)
+{
+    (void)st;
+    static const int shapes[][4] = {{1, 3, 5, 2}, {37, 20, 70, 9}, {600, 64, 256, 64}};
+    const int t0 = al_threads();
+    for (int th = 1; th <= 2; th++)
+        for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+            al_set_threads(th);
+            const int rows = shapes[si][0], in = shapes[si][1], hid = shapes[si][2], out = shapes[si][3];
+            float *x = tu_alloc_rand((int64_t)rows * in, 71, -2, 2), *w1 = tu_alloc_rand((int64_t)hid * in, 72, -0.5f, 0.5f);
+            float *b1 = tu_alloc_rand(hid, 73, -1, 1), *w2 = tu_alloc_rand((int64_t)out * hid, 74, -0.5f, 0.5f);
+            float *b2 = tu_alloc_rand(out, 75, -1, 1), *r1 = tu_alloc_rand((int64_t)rows * hid, 76, -3, 3);
+            float *r2 = tu_alloc_rand((int64_t)rows * out, 77, -3, 3);
+            al_ctx *c = al_ctx_new(1);
+            c->grad_enabled = 0;
+            al_tensor *tx = al_wrap(c, x, 2, (int[]){rows, in}), *tw1 = al_wrap(c, w1, 2, (int[]){hid, in});
+            al_tensor *tb1 = al_wrap(c, b1, 1, (int[]){hid}), *tw2 = al_wrap(c, w2, 2, (int[]){out, hid});
+            al_tensor *tb2 = al_wrap(c, b2, 1, (int[]){out});
+            al_tensor *tr1 = al_wrap(c, r1, 2, (int[]){rows, hid}), *tr2 = al_wrap(c, r2, 2, (int[]){rows, out});
+            al_tensor *f1 = al__linear_add(c, tr1, tx, tw1, tb1), *u1 = al_add(c, tr1, al_linear(c, tx, tw1, tb1));
+            al_tensor *f2 = al__mlp_gelu(c, tx, tw1, tb1, tw2, tb2, tr2), *u2 = al_add(c, tr2, al__mlp_gelu(c, tx, tw1, tb1, tw2, tb2, NULL));
+            assert_non_null(f1); assert_non_null(u1); assert_non_null(f2); assert_non_null(u2);
+            if (memcmp(f1->data, u1->data, (size_t)rows * hid * sizeof(float)))
+                fail_msg("linear_add %dx%d->%d, %d threads: bits differ from al_add(al_linear)", rows, in, hid, th);
+            if (memcmp(f2->data, u2->data, (size_t)rows * out * sizeof(float)))
+                fail_msg("mlp + residual %dx%d->%d->%d, %d threads: bits differ from al_add(mlp)", rows, in, hid, out, th);
+            assert_null(al__linear_add(c, tr2, tx, tw1, tb1));
+            assert_non_null(strstr(al_ctx_error(c), "residual's shape"));
+            al_ctx_free(c);
+            free(x); free(w1); free(b1); free(w2); free(b2); free(r1); free(r2);
+        }
+    al_set_threads(t0);
+    /* with a tape: the unfused ops, gradients reaching the residual */
+    al_ctx *c = al_ctx_new(1);
+    float xd[6] = {1, 2, 3, 4, 5, 6}, wd[6] = {1, 0, -1, 2, 1, 0}, rd[4] = {0.5f, -0.5f, 1, 2};
+    al_tensor *r = al_wrap(c, rd, 2, (int[]){2, 2});
+    r->requires_grad = 1;
+    al_tensor *y = al__linear_add(c, r, al_wrap(c, xd, 2, (int[]){2, 3}), al_wrap(c, wd, 2, (int[]){2, 3}), NULL);
+    assert_non_null(y);
+    assert_true(y->data[0] == 0.5f + (1 - 3) && y->data[3] == 2 + (8 + 5));
+    for (int i = 0; i < 4; i++) al_grad(c, y)[i] = (float)(i + 1);
+    assert_int_equal(al_backward_run(c), AL_OK);
+    for (int i = 0; i < 4; i++) assert_true(r->grad[i] == (float)(i + 1));
+    al_ctx_free(c);
 }
 
 /* ---------------- spmm ---------------- */
@@ -492,6 +541,7 @@ int main(void)
         cmocka_unit_test(test_linear_errors),
         cmocka_unit_test(test_mlp_gelu_same_bits),
         cmocka_unit_test(test_mlp_gelu_grad),
+        cmocka_unit_test(test_residual_epilogue_same_bits),
         cmocka_unit_test(test_spmm_matches_dense),
         cmocka_unit_test(test_spmm_backward_large),
         cmocka_unit_test(test_spmm_errors),

@@ -86,20 +86,25 @@ al_tensor *al__block_forward_drop(al_ctx *c, const al_block_params *p, const al_
         if (lean_keep(c, lean, m0, &o, 1)) return NULL;
         o = al_merge_heads(c, o);
     }
-    o = al_linear(c, o, p->proj_w, p->proj_b);                                  /* (…,N,D) */
+    /* without a tape and with the dropout an identity, the residual sums are made in the GEMMs' epilogues
+     * (al__linear_add, al__mlp_gelu's res): the same bits as al_add after the products */
+    const int fuse_res = !c->grad_enabled && (drop == 0.f || !c->training);
     if (lean) {   /* the residual moves down before the layer norm's temporaries start */
-        x = al_add(c, x, al_dropout(c, o, drop));
+        x = fuse_res ? al__linear_add(c, x, o, p->proj_w, p->proj_b)
+                     : al_add(c, x, al_dropout(c, al_linear(c, o, p->proj_w, p->proj_b), drop));
         if (lean_keep(c, lean, m0, &x, 1)) return NULL;
         h = al_layernorm(c, x, p->ln2_w, p->ln2_b, 1e-5f);
     } else {      /* x + o and its layer norm in one pass: the same bits */
         al_tensor *s;
+        o = al_linear(c, o, p->proj_w, p->proj_b);                              /* (…,N,D) */
         h = al_add_layernorm(c, x, al_dropout(c, o, drop), p->ln2_w, p->ln2_b, 1e-5f, &s);
         x = s;
     }
     /* fc2(gelu(fc1(h))) with the GELU inside fc1's GEMM (al__mlp_gelu). Without a tape the GELU is written
      * over fc1's output (its only reader), which stays where it is: moving it down over the layer norm's
      * output would copy the hidden activations (2·dim wide here) to free dim. */
-    al_tensor *y = al_add(c, x, al_dropout(c, al__mlp_gelu(c, h, p->fc1_w, p->fc1_b, p->fc2_w, p->fc2_b), drop));   /* (…,N,D) */
+    al_tensor *y = fuse_res ? al__mlp_gelu(c, h, p->fc1_w, p->fc1_b, p->fc2_w, p->fc2_b, x)
+                            : al_add(c, x, al_dropout(c, al__mlp_gelu(c, h, p->fc1_w, p->fc1_b, p->fc2_w, p->fc2_b, NULL), drop));   /* (…,N,D) */
     if (lean_keep(c, lean, m0, &y, 1)) return NULL;
     return y;
 }

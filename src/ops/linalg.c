@@ -211,17 +211,43 @@ static void epi_gelu_inplace(void *ctx, int i0, int j0, int m, int n, float *c, 
     for (int r = 0; r < m; r++) al__gelu_seg(c + (size_t)r * ldc, c + (size_t)r * ldc, n);
 }
 
-typedef struct { const float *d; int ldd; } epi_mul_ctx;
+/* C combined elementwise with an array a of C's shape: mul, c ← c·a (act_backward's dy·GELU', dy the product,
+ * fresh: stored); else c ← a + c (al_add's sum of a residual a and the product, its bias included) */
+typedef struct { const float *a; int lda, mul; } epi_elem_ctx;
 
-/* c ← c·d: act_backward's dy·GELU' with dy the product (fresh: stored) */
-static void epi_mul(void *ctx, int i0, int j0, int m, int n, float *c, int ldc)
+static void epi_elem(void *ctx, int i0, int j0, int m, int n, float *c, int ldc)
 {
-    const epi_mul_ctx *e = ctx;
+    const epi_elem_ctx *e = ctx;
     for (int r = 0; r < m; r++) {
         float *restrict cr = c + (size_t)r * ldc;
-        const float *restrict dr = e->d + (size_t)(i0 + r) * e->ldd + j0;
-        for (int j = 0; j < n; j++) cr[j] = cr[j] * dr[j];
+        const float *restrict ar = e->a + (size_t)(i0 + r) * e->lda + j0;
+        if (e->mul) for (int j = 0; j < n; j++) cr[j] = cr[j] * ar[j];
+        else for (int j = 0; j < n; j++) cr[j] = ar[j] + cr[j];
     }
+}
+
+/* res + x·Wᵀ + b: without a tape the sum in the GEMM's epilogue */
+al_tensor *al__linear_add(al_ctx *c, al_tensor *res, al_tensor *x, al_tensor *w, al_tensor *b)
+{
+    if (!res || !x || !w || !al_ok(c)) return NULL;
+    if (c->grad_enabled) return al_add(c, res, al_linear(c, x, w, b));
+    const int in = x->shape[x->ndim - 1];
+    if (w->ndim != 2 || w->shape[1] != in || (b && !(b->ndim == 1 && b->shape[0] == w->shape[0])))
+        return al_add(c, res, al_linear(c, x, w, b));   /* al_linear says what is wrong */
+    const int out = w->shape[0];
+    int shape[AL_MAXDIM];
+    memcpy(shape, x->shape, sizeof shape);
+    shape[x->ndim - 1] = out;
+    al_tensor *y = al_new(c, x->ndim, shape);
+    if (!y) return NULL;
+    if (!al_same_shape(res, y)) return al_fail(c, "linear_add: the residual's shape differs from the output's");
+    const int64_t rows64 = x->numel / in;
+    if (rows64 > 2147483647LL) return al_fail(c, "linear: too many rows (%lld)", (long long)rows64);
+    epi_elem_ctx e = {res->data, out, 0};
+    const al_gemm_epi epi = {epi_elem, &e};
+    al__gemm_epi(0, 1, (int)rows64, out, in, 1.0f, x->data, in, w->data, in, 0.0f, b ? b->data : NULL, y->data, out, &epi);
+    al_flops_add("linear", AL_FLOPS_FWD, 2.0 * rows64 * in * out);
+    return y;
 }
 
 static void mlp_backward(al_ctx *c, void *p)
@@ -241,8 +267,8 @@ static void mlp_backward(al_ctx *c, void *p)
     if (db2) al__colsum_acc(dy, db2, rows, out);
     if (!need1) return;
     /* fc1's output gradient (dy · W2) ⊙ GELU', written over g, which nothing reads any more */
-    epi_mul_ctx e = {nd->d, hid};
-    const al_gemm_epi epi = {epi_mul, &e};
+    epi_elem_ctx e = {nd->d, hid, 1};
+    const al_gemm_epi epi = {epi_elem, &e};
     al__gemm_epi(0, 0, rows, hid, out, 1.0f, dy, out, nd->w2->data, hid, 0.0f, NULL, nd->g, hid, &epi);
     int fresh = 0;
     float *dx = nd->x->requires_grad ? al_grad_for_write(c, nd->x, &fresh) : NULL;
@@ -252,9 +278,10 @@ static void mlp_backward(al_ctx *c, void *p)
     al__linear_bwd(nd->g, nd->x->data, nd->w1->data, dx, fresh, dw1, db1, rows, in, hid);
 }
 
-al_tensor *al__mlp_gelu(al_ctx *c, al_tensor *x, al_tensor *w1, al_tensor *b1, al_tensor *w2, al_tensor *b2)
+al_tensor *al__mlp_gelu(al_ctx *c, al_tensor *x, al_tensor *w1, al_tensor *b1, al_tensor *w2, al_tensor *b2, al_tensor *res)
 {
     if (!x || !w1 || !w2 || !al_ok(c)) return NULL;
+    if (res && c->grad_enabled) return al_add(c, res, al__mlp_gelu(c, x, w1, b1, w2, b2, NULL));
     char s1[64], s2[64];
     const int in = x->shape[x->ndim - 1];
     if (w1->ndim != 2 || w1->shape[1] != in || w2->ndim != 2 || w2->shape[1] != w1->shape[0])
@@ -281,7 +308,15 @@ al_tensor *al__mlp_gelu(al_ctx *c, al_tensor *x, al_tensor *w1, al_tensor *b1, a
     shape[x->ndim - 1] = out;
     al_tensor *y = al_new(c, x->ndim, shape);      /* (..., out) */
     if (!y) return NULL;
-    al__linear_fwd(g->data, w2->data, b2 ? b2->data : NULL, y->data, rows, hid, out);
+    if (res) {   /* no tape: res + fc2(·) in fc2's epilogue */
+        if (!al_same_shape(res, y)) return al_fail(c, "mlp: the residual's shape differs from the output's");
+        epi_elem_ctx ea = {res->data, out, 0};
+        const al_gemm_epi epa = {epi_elem, &ea};
+        al__gemm_epi(0, 1, rows, out, hid, 1.0f, g->data, hid, w2->data, hid, 0.0f, b2 ? b2->data : NULL, y->data, out, &epa);
+        al_flops_add("linear", AL_FLOPS_FWD, 2.0 * rows * hid * out);
+    } else {
+        al__linear_fwd(g->data, w2->data, b2 ? b2->data : NULL, y->data, rows, hid, out);
+    }
     if (need) {
         mlp_node *nd = al__node_new(c, sizeof *nd);
         if (!nd) return NULL;

@@ -46,7 +46,10 @@ void al__gelu_saved_seg(float *x, float *y, int64_t n);
  * as al_linear, al__gelu_consume (al__gelu_inplace without a tape) and al_linear, forward and backward, with
  * the GELU computed inside fc1's GEMM and its derivative applied inside the GEMM that makes fc1's output
  * gradient (al__gemm_epi), and the hidden layer's gradient never materialised. */
-al_tensor *al__mlp_gelu(al_ctx *c, al_tensor *x, al_tensor *w1, al_tensor *b1, al_tensor *w2, al_tensor *b2);
+al_tensor *al__mlp_gelu(al_ctx *c, al_tensor *x, al_tensor *w1, al_tensor *b1, al_tensor *w2, al_tensor *b2, al_tensor *res);
+/* With res (not NULL): res + the MLP, the same bits as al_add(res, ·); without a tape the sum is made in fc2's
+ * GEMM epilogue, one pass over the output less. al__linear_add: res + al_linear(x, w, b) likewise. */
+al_tensor *al__linear_add(al_ctx *c, al_tensor *res, al_tensor *x, al_tensor *w, al_tensor *b);
 
 /* al_linear's arithmetic on raw arrays, shared with the fused al_linear_qkv (shape.c) so both give the same
  * bits (linalg.c; each counts its FLOPs as "linear"):
