@@ -225,6 +225,16 @@ static void test_inside_parallel_region(void **st)
     free(A); free(B); free(C); free(S); free(R);
 }
 
+/* Random operands of op(A) (M, K) and op(B) (K, N) with leading dimensions padded by pad (at least one row
+ * each when K = 0), seeded by sa, sb. */
+static void padded_ab(int ta, int tb, int M, int N, int K, int pad, uint64_t sa, uint64_t sb, float **A, int *lda, float **B, int *ldb)
+{
+    const int ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
+    *lda = ac + pad; *ldb = bc + pad;
+    *A = tu_alloc_rand((int64_t)(ar ? ar : 1) * *lda, sa, -1.f, 1.f);
+    *B = tu_alloc_rand((int64_t)(br ? br : 1) * *ldb, sb, -1.f, 1.f);
+}
+
 /* al_gemm_bias against filling C's rows with the bias and al_gemm with beta 1 (what al_linear did before):
  * the same bits for every path the shape takes (full and edge tiles, narrow N, the transposes, the dot path
  * of a long K and a tiny side, the long-K partials, K = 0 and alpha = 0), on 1 and 2 threads; NaN in C
@@ -242,10 +252,10 @@ static void test_gemm_bias_same_bits(void **st)
                 for (int za = 0; za < 2; za++) {
                     const int M = shapes[si][0], N = shapes[si][1], K = shapes[si][2], ta = tr & 1, tb = tr >> 1, pad = 3;
                     const float alpha = za ? 0.f : 0.75f;
-                    const int ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
-                    const int lda = ac + pad, ldb = bc + pad, ldc = N + pad;
-                    float *A = tu_alloc_rand((int64_t)(ar ? ar : 1) * lda, 7 + M, -1.f, 1.f);
-                    float *B = tu_alloc_rand((int64_t)(br ? br : 1) * ldb, 8 + N, -1.f, 1.f);
+                    const int ldc = N + pad;
+                    float *A, *B;
+                    int lda, ldb;
+                    padded_ab(ta, tb, M, N, K, pad, 7 + M, 8 + N, &A, &lda, &B, &ldb);
                     float *bias = tu_alloc_rand(N, 9 + K, -1.f, 1.f);
                     float *C = malloc((size_t)M * ldc * sizeof(float)), *R = malloc((size_t)M * ldc * sizeof(float));
                     assert_non_null(C); assert_non_null(R);
@@ -297,10 +307,10 @@ static void test_gemm_epilogue_same_bits(void **st)
                 for (int v = 0; v < 3; v++) {   /* 0: beta 0; 1: bias; 2: alpha 0, beta 0.5 */
                     const int M = shapes[si][0], N = shapes[si][1], K = shapes[si][2], ta = tr & 1, tb = tr >> 1, pad = 2;
                     const float alpha = v == 2 ? 0.f : 0.75f, beta = v == 2 ? 0.5f : 0.f;
-                    const int ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
-                    const int lda = ac + pad, ldb = bc + pad, ldc = N + pad;
-                    float *A = tu_alloc_rand((int64_t)(ar ? ar : 1) * lda, 17 + M, -1.f, 1.f);
-                    float *B = tu_alloc_rand((int64_t)(br ? br : 1) * ldb, 18 + N, -1.f, 1.f);
+                    const int ldc = N + pad;
+                    float *A, *B;
+                    int lda, ldb;
+                    padded_ab(ta, tb, M, N, K, pad, 17 + M, 18 + N, &A, &lda, &B, &ldb);
                     float *bias = v == 1 ? tu_alloc_rand(N, 19 + K, -1.f, 1.f) : NULL;
                     float *C = tu_alloc_rand((int64_t)M * ldc, 20, -1.f, 1.f), *R = malloc((size_t)M * ldc * sizeof(float));
                     int *seen = calloc((size_t)M * N + 1, sizeof(int));

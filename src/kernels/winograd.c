@@ -12,7 +12,7 @@
  * window's max),  dV_ξ = U_ξᵀ · Ṁ_ξ  →  dx (B dV Bᵀ, overlapping patches added),  dU_ξ = Ṁ_ξ · V_ξᵀ  →  dw (Gᵀ dU G).
  *
  * Numerics: not the direct convolution's bits (its sums run in another order, through the transforms'
- * halves and differences); within ~1e-6 relative of it for this layer's sizes (test_winograd_*). Deterministic:
+ * halves and differences); within 2e-5 of its largest magnitude (test_wino_* in tests/test_ops_conv.c). Deterministic:
  * images go in chunks of a fixed size (CH), each chunk's products and partial weight gradients computed
  * alone and added in chunk order, so any thread count gives the same bits.
  */
@@ -27,6 +27,7 @@
 #include <string.h>
 
 #define CH 8   /* images per chunk: the unit of work of a thread, and of the order of the sums */
+static int chunks(int B) { return (B + CH - 1) / CH; }
 
 int al__wino_off;   /* tests, benchmarks: nonzero sends every convolution to the direct path */
 
@@ -42,7 +43,6 @@ const char *al_conv_kernels(void)
     return al__wino_off ? "im2col + gemm (winograd off)"
                         : "winograd F(2x2,3x3) for 3x3 'same' convs with >= 4 channels fused with 2x2 max pooling; im2col + gemm otherwise";
 }
-
 
 /* U (16, O, C) = G g Gᵀ for every filter g = w[o][c] (3×3) */
 static void filter_transform(const float *w, float *U, int O, int C)
@@ -155,7 +155,7 @@ static void block_base(int32_t *base, int H, int W)
 
 /* M (16, O, n·P) → out (B, O, P) pooled (+ ReLU), arg: Aᵀ m A + bias, the window's max. Straight-line over the
  * blocks p, so that the compiler runs it in vectors. */
-__attribute__((noinline)) static void chunk_outputs(const float *M, const float *bias, int b0, int n, int O, int H, int W, const int32_t *base,
+static void chunk_outputs(const float *M, const float *bias, int b0, int n, int O, int H, int W, const int32_t *base,
                           float *out, int32_t *arg, int relu)
 {
     const int64_t P = (int64_t)(H / 2) * (W / 2), ld = (int64_t)O * n * P;
@@ -202,7 +202,7 @@ typedef struct {
 static int plan_make(plan *q, const float *w, int B, int C, int H, int W, int O, size_t extra)
 {
     q->P = (int64_t)(H / 2) * (W / 2); q->T = (int64_t)CH * q->P;
-    q->nch = (B + CH - 1) / CH; q->nthr = q->nch > 1 ? al_threads() : 1;
+    q->nch = chunks(B); q->nthr = q->nch > 1 ? al_threads() : 1;
     q->per = ((size_t)16 * q->T * (C + O) + plane_scratch(C, H, W) + 15) / 16 * 16;
     const size_t nu = ((size_t)16 * O * C + 15) / 16 * 16, nx = (extra + 15) / 16 * 16;
     float *s = al__conv_scratch(3, q->per * (size_t)q->nthr + nu + nx + (size_t)q->P);
@@ -231,21 +231,19 @@ int al__wino_conv_pool_fwd(const float *x, const float *w, const float *b, float
     if (plan_make(&q, w, B, C, H, W, O, 0)) return -1;
     AL_OMP("omp parallel for schedule(static) num_threads(q.nthr) if (q.nthr > 1)")
     for (int ch = 0; ch < q.nch; ch++) {
-        const chunk c = chunk_of(&q, ch, B, C, O);
-        const int b0 = c.b0, n = c.n, Tn = c.Tn;
-        float *V = c.V, *M = c.M, *xp = c.xp;
-        chunk_inputs(x, b0, n, C, H, W, V, xp);
-        for (int k = 0; k < 16; k++)   /* M_ξ (O, T) = U_ξ · V_ξ */
-            al_gemm_serial(0, 0, O, Tn, C, 1.0f, q.U + (int64_t)k * O * C, C, V + (int64_t)k * C * Tn, Tn, 0.0f,
-                           M + (int64_t)k * O * Tn, Tn);
-        chunk_outputs(M, b, b0, n, O, H, W, q.base, out, arg, relu);
+        const chunk k = chunk_of(&q, ch, B, C, O);
+        chunk_inputs(x, k.b0, k.n, C, H, W, k.V, k.xp);
+        for (int i = 0; i < 16; i++)   /* M_ξ (O, T) = U_ξ · V_ξ */
+            al_gemm_serial(0, 0, O, k.Tn, C, 1.0f, q.U + (int64_t)i * O * C, C, k.V + (int64_t)i * C * k.Tn, k.Tn, 0.0f,
+                           k.M + (int64_t)i * O * k.Tn, k.Tn);
+        chunk_outputs(k.M, b, k.b0, k.n, O, H, W, q.base, out, arg, relu);
     }
     return 0;
 }
 
 /* The pooled gradient (through the ReLU) at each window's max, as Ṁ (16, O, n·P) = A dY Aᵀ; db[o] = its sum.
  * dY has one nonzero: Ṁ's entries are 0 or ±gy. Straight-line over p, for the vectoriser. */
-__attribute__((noinline)) static void chunk_grad_in(const float *g, const float *out, const int32_t *arg, const int32_t *base, int relu, int b0,
+static void chunk_grad_in(const float *g, const float *out, const int32_t *arg, const int32_t *base, int relu, int b0,
                           int n, int O, int W, int64_t P, float *M, float *db)
 {
     const int64_t ld = (int64_t)O * n * P;
@@ -257,7 +255,8 @@ __attribute__((noinline)) static void chunk_grad_in(const float *g, const float 
             const int32_t *restrict aa = arg + at;
             float *m = M + (int64_t)o * n * P + bl * P;
             ROWS16(float, m, ld);
-            for (int64_t p = 0; p < P; p++) s += relu && !(oo[p] > 0.f) ? 0.f : gg[p];   /* db, in block order */
+            /* db, in block order: its own loop (an in-order float sum would keep the loop below scalar) */
+            for (int64_t p = 0; p < P; p++) s += relu && !(oo[p] > 0.f) ? 0.f : gg[p];
             /* (the stores go to sixteen rows of one array: no two the same element, which ivdep tells the vectoriser) */
 #pragma GCC ivdep
             for (int64_t p = 0; p < P; p++) {
@@ -361,27 +360,25 @@ int al__wino_conv_pool_bwd(const float *x, const float *w, const float *g, const
                            float *dx, int dx_fresh, float *dw, float *db, int B, int C, int H, int W, int O)
 {
     const int64_t OC = (int64_t)O * C;
-    const int nch = (B + CH - 1) / CH;
+    const int nch = chunks(B);
     plan q;
     if (plan_make(&q, w, B, C, H, W, O, (size_t)nch * 16 * OC + (size_t)nch * O)) return -1;
     float *dUc = q.extra, *dbc = dUc + (size_t)nch * 16 * OC;
     AL_OMP("omp parallel for schedule(static) num_threads(q.nthr) if (q.nthr > 1)")
     for (int ch = 0; ch < q.nch; ch++) {
-        const chunk c = chunk_of(&q, ch, B, C, O);
-        const int b0 = c.b0, n = c.n, Tn = c.Tn;
-        float *V = c.V, *M = c.M, *xp = c.xp;
-        chunk_grad_in(g, out, arg, q.base, relu, b0, n, O, W, q.P, M, dbc + (int64_t)ch * O);
+        const chunk k = chunk_of(&q, ch, B, C, O);
+        chunk_grad_in(g, out, arg, q.base, relu, k.b0, k.n, O, W, q.P, k.M, dbc + (int64_t)ch * O);
         if (dw) {
-            chunk_inputs(x, b0, n, C, H, W, V, xp);
-            for (int k = 0; k < 16; k++)   /* dU_ξ (O, C) = Ṁ_ξ · V_ξᵀ, this chunk's part */
-                al_gemm_serial(0, 1, O, C, Tn, 1.0f, M + (int64_t)k * O * Tn, Tn, V + (int64_t)k * C * Tn, Tn, 0.0f,
-                               dUc + ((int64_t)ch * 16 + k) * OC, C);
+            chunk_inputs(x, k.b0, k.n, C, H, W, k.V, k.xp);
+            for (int i = 0; i < 16; i++)   /* dU_ξ (O, C) = Ṁ_ξ · V_ξᵀ, this chunk's part */
+                al_gemm_serial(0, 1, O, C, k.Tn, 1.0f, k.M + (int64_t)i * O * k.Tn, k.Tn, k.V + (int64_t)i * C * k.Tn, k.Tn,
+                               0.0f, dUc + ((int64_t)ch * 16 + i) * OC, C);
         }
         if (dx) {
-            for (int k = 0; k < 16; k++)   /* dV_ξ (C, T) = U_ξᵀ · Ṁ_ξ, over V */
-                al_gemm_serial(1, 0, C, Tn, O, 1.0f, q.U + (int64_t)k * OC, C, M + (int64_t)k * O * Tn, Tn, 0.0f,
-                               V + (int64_t)k * C * Tn, Tn);
-            chunk_grad_out(V, b0, n, C, H, W, dx, dx_fresh, xp);
+            for (int i = 0; i < 16; i++)   /* dV_ξ (C, T) = U_ξᵀ · Ṁ_ξ, over V */
+                al_gemm_serial(1, 0, C, k.Tn, O, 1.0f, q.U + (int64_t)i * OC, C, k.M + (int64_t)i * O * k.Tn, k.Tn, 0.0f,
+                               k.V + (int64_t)i * C * k.Tn, k.Tn);
+            chunk_grad_out(k.V, k.b0, k.n, C, H, W, dx, dx_fresh, k.xp);
         }
     }
     if (dw) {   /* the chunks' parts in chunk order */

@@ -377,16 +377,12 @@ static void convpool_backward(al_ctx *c, void *p)
     if (!al_ok(c)) return;
     const int B = x->shape[0], O = w->shape[0];
     al_flops_add("conv2d", AL_FLOPS_BWD, 2.0 * B * n->Ho * n->Wo * (double)w->numel * ((dx != NULL) + (dw != NULL)));
-    if (n->wino) {
-        if (al__wino_conv_pool_bwd(x->data, w->data, n->out->grad, n->out->data, n->arg, n->relu, dx, fresh, dw, db,
-                                   B, x->shape[1], x->shape[2], x->shape[3], O))
-            al_fail(c, "conv2d_maxpool2: out of memory (backward scratch)");
-        return;
-    }
     convpool_io io = {.out = n->out->data, .g = n->out->grad, .arg = n->arg, .relu = n->relu,
                       .O = O, .Ho = n->Ho, .Wo = n->Wo, .Hp = n->Ho / 2, .Wp = n->Wo / 2};
-    if (al_conv2d_bwd_each(x->data, w->data, NULL, dx, dw, db, B, x->shape[1], x->shape[2], x->shape[3],
-                           O, w->shape[2], w->shape[3], 1, n->pad, fresh, convpool_pre, &io))
+    if (n->wino ? al__wino_conv_pool_bwd(x->data, w->data, n->out->grad, n->out->data, n->arg, n->relu, dx, fresh, dw, db,
+                                         B, x->shape[1], x->shape[2], x->shape[3], O)
+                : al_conv2d_bwd_each(x->data, w->data, NULL, dx, dw, db, B, x->shape[1], x->shape[2], x->shape[3],
+                                     O, w->shape[2], w->shape[3], 1, n->pad, fresh, convpool_pre, &io))
         al_fail(c, "conv2d_maxpool2: out of memory (backward scratch)");
 }
 
@@ -408,12 +404,10 @@ static al_tensor *conv_maxpool2(al_ctx *c, al_tensor *x, al_tensor *w, al_tensor
     if (need && !arg) return al_fail(c, "%s: out of memory (arena)", op);
     const int wino = al__wino_ok(x->shape[1], x->shape[2], x->shape[3], O, w->shape[2], w->shape[3], 1, pad);
     convpool_io io = {.out = out->data, .arg = arg, .O = O, .Ho = Ho, .Wo = Wo, .Hp = Ho / 2, .Wp = Wo / 2, .relu = relu};
-    if (wino) {
-        if (al__wino_conv_pool_fwd(x->data, w->data, b ? b->data : NULL, out->data, arg, relu, B, x->shape[1],
-                                   x->shape[2], x->shape[3], O))
-            return al_fail(c, "%s: out of memory (scratch)", op);
-    } else if (al_conv2d_fwd_each(x->data, w->data, b ? b->data : NULL, NULL, B, x->shape[1], x->shape[2], x->shape[3],
-                           O, w->shape[2], w->shape[3], 1, pad, convpool_post, &io))
+    if (wino ? al__wino_conv_pool_fwd(x->data, w->data, b ? b->data : NULL, out->data, arg, relu, B, x->shape[1],
+                                      x->shape[2], x->shape[3], O)
+             : al_conv2d_fwd_each(x->data, w->data, b ? b->data : NULL, NULL, B, x->shape[1], x->shape[2], x->shape[3],
+                                  O, w->shape[2], w->shape[3], 1, pad, convpool_post, &io))
         return al_fail(c, "%s: out of memory (scratch)", op);
     al_flops_add("conv2d", AL_FLOPS_FWD, 2.0 * B * Ho * Wo * (double)w->numel);
     if (need) {

@@ -119,17 +119,44 @@ al_tensor *al_matmul(al_ctx *c, al_tensor *a, al_tensor *b, int trans_a, int tra
 }
 
 /* ======================= linear ======================= */
+/* C combined elementwise with an array a of C's shape: mul, c ← c·a (act_backward's dy·GELU', dy the product,
+ * fresh: stored); else c ← a + c (al_add's sum of a residual a and the product, its bias included) */
+typedef struct { const float *a; int lda, mul; } epi_elem_ctx;
+
+static void epi_elem(void *ctx, int i0, int j0, int m, int n, float *c, int ldc)
+{
+    const epi_elem_ctx *e = ctx;
+    for (int r = 0; r < m; r++) {
+        float *restrict cr = c + (size_t)r * ldc;
+        const float *restrict ar = e->a + (size_t)(i0 + r) * e->lda + j0;
+        if (e->mul) for (int j = 0; j < n; j++) cr[j] = cr[j] * ar[j];
+        else for (int j = 0; j < n; j++) cr[j] = ar[j] + cr[j];
+    }
+}
+
+/* The epilogue c ← res + c over (rows, out), in e and epi; NULL when there is no res */
+static const al_gemm_epi *residual_epi(const al_tensor *res, int out, epi_elem_ctx *e, al_gemm_epi *epi)
+{
+    if (!res) return NULL;
+    *e = (epi_elem_ctx){res->data, out, 0};
+    *epi = (al_gemm_epi){epi_elem, e};
+    return epi;
+}
+
 typedef struct { al_tensor *x, *w, *b, *y; int rows, in, out; } lin_node;
 
-
+/* y = x · Wᵀ + b, then epi (NULL: none) on y's final rows: the bias enters where the GEMM's first K block would
+ * load y (al_gemm_bias), the same bits as writing the bias rows first and accumulating with beta = 1 */
+static void linear_fwd_epi(const float *x, const float *w, const float *b, float *y, int rows, int in, int out,
+                           const al_gemm_epi *epi)
+{
+    al__gemm_epi(0, 1, rows, out, in, 1.0f, x, in, w, in, 0.0f, b, y, out, epi);
+    al_flops_add("linear", AL_FLOPS_FWD, 2.0 * rows * in * out);
+}
 
 void al__linear_fwd(const float *x, const float *w, const float *b, float *y, int rows, int in, int out)
 {
-    /* y = x · Wᵀ + b: the bias enters where the GEMM's first K block would load y (al_gemm_bias), the same
-     * bits as writing the bias rows first and accumulating with beta = 1, one pass over y less */
-    if (b) al_gemm_bias(0, 1, rows, out, in, 1.0f, x, in, w, in, b, y, out);
-    else al_gemm(0, 1, rows, out, in, 1.0f, x, in, w, in, 0.0f, y, out);
-    al_flops_add("linear", AL_FLOPS_FWD, 2.0 * rows * in * out);
+    linear_fwd_epi(x, w, b, y, rows, in, out, NULL);
 }
 
 void al__linear_bwd(const float *dy, const float *x, const float *w, float *dx, int fresh, float *dw, float *db,
@@ -155,7 +182,8 @@ static void linear_backward(al_ctx *c, void *p)
     al__linear_bwd(dy, nd->x->data, nd->w->data, dx, fresh, dw, db, nd->rows, nd->in, nd->out);
 }
 
-al_tensor *al_linear(al_ctx *c, al_tensor *x, al_tensor *w, al_tensor *b)
+/* al_linear, or (res not NULL, no tape) res + al_linear in the GEMM's epilogue */
+static al_tensor *linear(al_ctx *c, al_tensor *x, al_tensor *w, al_tensor *b, al_tensor *res)
 {
     if (!x || !w || !al_ok(c)) return NULL;
     char b1[64], b2[64], b3[64];
@@ -175,7 +203,10 @@ al_tensor *al_linear(al_ctx *c, al_tensor *x, al_tensor *w, al_tensor *b)
     shape[x->ndim - 1] = out;
     al_tensor *y = al_new(c, x->ndim, shape);      /* (..., out) */
     if (!y) return NULL;
-    al__linear_fwd(x->data, w->data, b ? b->data : NULL, y->data, rows, in, out);
+    if (res && !al_same_shape(res, y)) return al_fail(c, "linear_add: the residual's shape differs from the output's");
+    epi_elem_ctx e;
+    al_gemm_epi epi;
+    linear_fwd_epi(x->data, w->data, b ? b->data : NULL, y->data, rows, in, out, residual_epi(res, out, &e, &epi));
     if (c->grad_enabled && (x->requires_grad || w->requires_grad || (b && b->requires_grad))) {
         lin_node *nd = al__node_new(c, sizeof *nd);
         if (!nd) return NULL;
@@ -184,6 +215,15 @@ al_tensor *al_linear(al_ctx *c, al_tensor *x, al_tensor *w, al_tensor *b)
         al_tape_push_out(c, linear_backward, nd, y);
     }
     return y;
+}
+
+al_tensor *al_linear(al_ctx *c, al_tensor *x, al_tensor *w, al_tensor *b) { return linear(c, x, w, b, NULL); }
+
+/* res + x·Wᵀ + b: without a tape the sum in the GEMM's epilogue, with one al_add after al_linear */
+al_tensor *al__linear_add(al_ctx *c, al_tensor *res, al_tensor *x, al_tensor *w, al_tensor *b)
+{
+    if (!res || c->grad_enabled) return al_add(c, res, al_linear(c, x, w, b));
+    return linear(c, x, w, b, res);
 }
 
 /* ======================= a block's MLP: fc2(gelu(fc1(x))) ======================= */
@@ -211,44 +251,7 @@ static void epi_gelu_inplace(void *ctx, int i0, int j0, int m, int n, float *c, 
     for (int r = 0; r < m; r++) al__gelu_seg(c + (size_t)r * ldc, c + (size_t)r * ldc, n);
 }
 
-/* C combined elementwise with an array a of C's shape: mul, c ← c·a (act_backward's dy·GELU', dy the product,
- * fresh: stored); else c ← a + c (al_add's sum of a residual a and the product, its bias included) */
-typedef struct { const float *a; int lda, mul; } epi_elem_ctx;
 
-static void epi_elem(void *ctx, int i0, int j0, int m, int n, float *c, int ldc)
-{
-    const epi_elem_ctx *e = ctx;
-    for (int r = 0; r < m; r++) {
-        float *restrict cr = c + (size_t)r * ldc;
-        const float *restrict ar = e->a + (size_t)(i0 + r) * e->lda + j0;
-        if (e->mul) for (int j = 0; j < n; j++) cr[j] = cr[j] * ar[j];
-        else for (int j = 0; j < n; j++) cr[j] = ar[j] + cr[j];
-    }
-}
-
-/* res + x·Wᵀ + b: without a tape the sum in the GEMM's epilogue */
-al_tensor *al__linear_add(al_ctx *c, al_tensor *res, al_tensor *x, al_tensor *w, al_tensor *b)
-{
-    if (!res || !x || !w || !al_ok(c)) return NULL;
-    if (c->grad_enabled) return al_add(c, res, al_linear(c, x, w, b));
-    const int in = x->shape[x->ndim - 1];
-    if (w->ndim != 2 || w->shape[1] != in || (b && !(b->ndim == 1 && b->shape[0] == w->shape[0])))
-        return al_add(c, res, al_linear(c, x, w, b));   /* al_linear says what is wrong */
-    const int out = w->shape[0];
-    int shape[AL_MAXDIM];
-    memcpy(shape, x->shape, sizeof shape);
-    shape[x->ndim - 1] = out;
-    al_tensor *y = al_new(c, x->ndim, shape);
-    if (!y) return NULL;
-    if (!al_same_shape(res, y)) return al_fail(c, "linear_add: the residual's shape differs from the output's");
-    const int64_t rows64 = x->numel / in;
-    if (rows64 > 2147483647LL) return al_fail(c, "linear: too many rows (%lld)", (long long)rows64);
-    epi_elem_ctx e = {res->data, out, 0};
-    const al_gemm_epi epi = {epi_elem, &e};
-    al__gemm_epi(0, 1, (int)rows64, out, in, 1.0f, x->data, in, w->data, in, 0.0f, b ? b->data : NULL, y->data, out, &epi);
-    al_flops_add("linear", AL_FLOPS_FWD, 2.0 * rows64 * in * out);
-    return y;
-}
 
 static void mlp_backward(al_ctx *c, void *p)
 {
@@ -303,20 +306,14 @@ al_tensor *al__mlp_gelu(al_ctx *c, al_tensor *x, al_tensor *w1, al_tensor *b1, a
     if (!h || !g) return NULL;
     epi_gelu_ctx e = {g->data, hid};
     const al_gemm_epi epi = {need ? epi_gelu_saved : epi_gelu_inplace, &e};
-    al__gemm_epi(0, 1, rows, hid, in, 1.0f, x->data, in, w1->data, in, 0.0f, b1 ? b1->data : NULL, h->data, hid, &epi);
-    al_flops_add("linear", AL_FLOPS_FWD, 2.0 * rows * in * hid);
+    linear_fwd_epi(x->data, w1->data, b1 ? b1->data : NULL, h->data, rows, in, hid, &epi);
     shape[x->ndim - 1] = out;
     al_tensor *y = al_new(c, x->ndim, shape);      /* (..., out) */
     if (!y) return NULL;
-    if (res) {   /* no tape: res + fc2(·) in fc2's epilogue */
-        if (!al_same_shape(res, y)) return al_fail(c, "mlp: the residual's shape differs from the output's");
-        epi_elem_ctx ea = {res->data, out, 0};
-        const al_gemm_epi epa = {epi_elem, &ea};
-        al__gemm_epi(0, 1, rows, out, hid, 1.0f, g->data, hid, w2->data, hid, 0.0f, b2 ? b2->data : NULL, y->data, out, &epa);
-        al_flops_add("linear", AL_FLOPS_FWD, 2.0 * rows * hid * out);
-    } else {
-        al__linear_fwd(g->data, w2->data, b2 ? b2->data : NULL, y->data, rows, hid, out);
-    }
+    if (res && !al_same_shape(res, y)) return al_fail(c, "mlp: the residual's shape differs from the output's");
+    epi_elem_ctx ea;
+    al_gemm_epi epa;   /* no tape: res + fc2(·) in fc2's epilogue */
+    linear_fwd_epi(g->data, w2->data, b2 ? b2->data : NULL, y->data, rows, hid, out, residual_epi(res, out, &ea, &epa));
     if (need) {
         mlp_node *nd = al__node_new(c, sizeof *nd);
         if (!nd) return NULL;
