@@ -169,8 +169,6 @@ static al_tensor *f_relu(al_ctx *c, al_tensor **t, void *ud) { (void)ud; return 
 static al_tensor *f_leaky(al_ctx *c, al_tensor **t, void *ud) { (void)ud; return al_leaky_relu(c, t[0], 0.2f); }
 static al_tensor *f_elu(al_ctx *c, al_tensor **t, void *ud) { (void)ud; return al_elu(c, t[0], 1.3f); }
 static al_tensor *f_gelu(al_ctx *c, al_tensor **t, void *ud) { (void)ud; return al_gelu(c, t[0]); }
-/* al__gelu_consume overwrites its input: it gets a private copy (x·1, exact, gradient ×1) */
-static al_tensor *f_gelu_consume(al_ctx *c, al_tensor **t, void *ud) { (void)ud; return al__gelu_consume(c, al_scale(c, t[0], 1.f)); }
 
 static void test_activations_forward(void **st)
 {
@@ -271,37 +269,24 @@ static void test_gelu_blocks_bitwise(void **st)
             if (memcmp(&y->data[i], &want, sizeof want)) fail_msg("n %d, x[%d] = %g: gelu %a, the formula %a", n, i, xi, y->data[i], want);
             if (memcmp(&x->grad[i], &dwant, sizeof dwant)) fail_msg("n %d, x[%d] = %g: gelu' %a, the formula %a", n, i, xi, x->grad[i], dwant);
         }
-        /* the derivative kept in the input's place (a block's training path): the same output and
-         * gradient bits */
+        /* the segment forms the block's MLP runs in its GEMM epilogues (al__mlp_gelu): the GELU with its
+         * derivative left in x's place, whose product with dy is act_backward's gradient, and the GELU written
+         * over x (the evaluation path): the same output and gradient bits */
         {
-            al_tensor *xc = al_new(c, 1, (int[]){n});
-            memcpy(xc->data, x->data, (size_t)n * sizeof(float));
-            xc->requires_grad = 1;
-            al_tensor *yc = al__gelu_consume(c, xc);
-            assert_non_null(yc);
-            assert_true(yc != xc);
-            float *gc = al_grad(c, yc);
-            memcpy(gc, gy, (size_t)n * sizeof(float));
-            assert_int_equal(al_backward_run(c), AL_OK);
-            if (memcmp(yc->data, y->data, (size_t)n * sizeof(float))) fail_msg("n %d: gelu_consume output bits differ", n);
-            if (memcmp(xc->grad, x->grad, (size_t)n * sizeof(float))) fail_msg("n %d: gelu_consume gradient bits differ", n);
+            float *xs = malloc((size_t)n * sizeof(float)), *ys = malloc((size_t)n * sizeof(float));
+            assert_non_null(xs); assert_non_null(ys);
+            memcpy(xs, x->data, (size_t)n * sizeof(float));
+            al__gelu_saved_seg(xs, ys, n);
+            if (memcmp(ys, y->data, (size_t)n * sizeof(float))) fail_msg("n %d: saved-derivative gelu output bits differ", n);
+            for (int i = 0; i < n; i++) {
+                const float gi = gy[i] * xs[i];
+                if (memcmp(&gi, &x->grad[i], sizeof gi)) fail_msg("n %d: dy * saved gelu' at %d differs from gelu's gradient", n, i);
+            }
+            memcpy(xs, x->data, (size_t)n * sizeof(float));
+            al__gelu_seg(xs, xs, n);
+            if (memcmp(xs, y->data, (size_t)n * sizeof(float))) fail_msg("n %d: in-place gelu bits differ", n);
+            free(xs); free(ys);
         }
-        /* written over x without a tape (the lean evaluation path): the same bits; with a gradient
-         * wanted it must leave x alone and return a new tensor */
-        al_tensor *xi = al_new(c, 1, (int[]){n});
-        memcpy(xi->data, x->data, (size_t)n * sizeof(float));
-        c->grad_enabled = 0;
-        al_tensor *yi = al__gelu_inplace(c, xi);
-        assert_ptr_equal(yi, xi);
-        if (memcmp(yi->data, y->data, (size_t)n * sizeof(float))) fail_msg("n %d: in-place gelu bits differ", n);
-        c->grad_enabled = 1;
-        al_tensor *xg = al_new(c, 1, (int[]){n});
-        memcpy(xg->data, x->data, (size_t)n * sizeof(float));
-        xg->requires_grad = 1;
-        al_tensor *yg = al__gelu_inplace(c, xg);
-        assert_true(yg != xg);
-        assert_memory_equal(xg->data, x->data, (size_t)n * sizeof(float));
-        assert_memory_equal(yg->data, y->data, (size_t)n * sizeof(float));
         free(gy);
         al_ctx_free(c);
     }
@@ -355,7 +340,6 @@ static void test_elu_gelu_grad(void **st)
     float *g = tu_alloc_rand(3 * 41, 12, -4.f, 4.f);   /* GELU is smooth everywhere */
     in[0].data = g;
     TU_GRADCHECK("gelu", f_gelu, NULL, in, 1, GEPS, GTOL);
-    TU_GRADCHECK("gelu (derivative kept in the input's place)", f_gelu_consume, NULL, in, 1, GEPS, GTOL);
     free(x); free(g);
 }
 

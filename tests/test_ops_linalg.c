@@ -238,8 +238,8 @@ static void test_linear_errors(void **st)
 }
 
 /* ---------------- a block's MLP (al__mlp_gelu) ---------------- */
-/* fc2(gelu(fc1(x))) fused against the ops it fuses (al_linear, al__gelu_consume, al_linear): the same output
- * and the same gradients of x, w1, b1, w2, b2, bit for bit, with a tape and without one (al__gelu_inplace),
+/* fc2(gelu(fc1(x))) fused against the ops it fuses (al_linear, al_gelu, al_linear): the same output and the
+ * same gradients of x, w1, b1, w2, b2, bit for bit, with a tape and without one,
  * on 1 and 2 threads, for shapes that take the GEMM's row split, column panels and edge tiles. */
 static void mlp_pair(int rows, int in, int hid, int out, int with_b, int x_grad, int grad, int th)
 {
@@ -259,7 +259,7 @@ static void mlp_pair(int rows, int in, int hid, int out, int with_b, int x_grad,
         for (int i = 0; i < 5; i++) if (t[i]) t[i]->requires_grad = i ? 1 : x_grad;
         if (k == 0) {
             al_tensor *h = al_linear(c[k], t[0], t[1], t[2]);
-            h = grad ? al__gelu_consume(c[k], h) : al__gelu_inplace(c[k], h);
+            h = al_gelu(c[k], h);
             y[k] = al_linear(c[k], h, t[3], t[4]);
         } else {
             y[k] = al__mlp_gelu(c[k], t[0], t[1], t[2], t[3], t[4], NULL);

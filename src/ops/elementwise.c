@@ -234,7 +234,7 @@ al_tensor *al_add_bcast(al_ctx *c, al_tensor *x, al_tensor *b)
 }
 
 /* ======================= activations ======================= */
-typedef enum { ACT_RELU, ACT_LEAKY, ACT_ELU, ACT_GELU, ACT_GELU_SAVED /* x holds Φ + x·φ */ } act_kind;
+typedef enum { ACT_RELU, ACT_LEAKY, ACT_ELU, ACT_GELU } act_kind;
 typedef struct { al_tensor *x, *y; act_kind kind; float a; } act_node;
 
 #define INV_SQRT2 0.70710678118654752f
@@ -312,10 +312,6 @@ static void act_backward(al_ctx *c, void *p)
         AL_OMP("omp parallel for schedule(static) if (n >= AL_PAR_MIN)")
         for (int64_t i = 0; i < n; i++) dx[i] += x[i] > 0.f ? dy[i] : dy[i] * (y[i] + a);
         break;
-    case ACT_GELU_SAVED:   /* the forward left Φ(x) + x·φ(x) in x's place (al__gelu_consume) */
-        AL_OMP("omp parallel for schedule(static) if (n >= AL_PAR_MIN)")
-        for (int64_t i = 0; i < n; i++) ACC(i, dy[i] * x[i]);
-        break;
     case ACT_GELU: {  /* d/dx x·Φ(x) = Φ(x) + x·φ(x); in blocks (normal_cdf_blk) */
         const int64_t nb = (n + GELU_BLK - 1) / GELU_BLK;
         AL_OMP("omp parallel for schedule(static) if (n >= AL_PAR_MIN / 8)")
@@ -367,16 +363,6 @@ static void gelu_fwd(const float *xd, float *yd, int64_t n)
     }
 }
 
-static void gelu_fwd_saved(float *xd, float *yd, int64_t n)
-{
-    const int64_t nb = (n + GELU_BLK - 1) / GELU_BLK;
-    AL_OMP("omp parallel for schedule(static) if (n >= AL_PAR_MIN / 8)")
-    for (int64_t b = 0; b < nb; b++) {
-        const int64_t i0 = b * GELU_BLK;
-        al__gelu_saved_seg(xd + i0, yd + i0, n - i0 < GELU_BLK ? n - i0 : GELU_BLK);
-    }
-}
-
 static al_tensor *activation(al_ctx *c, al_tensor *x, act_kind kind, float a)
 {
     if (!x || !al_ok(c)) return NULL;
@@ -400,9 +386,6 @@ static al_tensor *activation(al_ctx *c, al_tensor *x, act_kind kind, float a)
     case ACT_GELU:  /* exact form x·Φ(x) = ½x(1 + erf(x/√2)); Φ from normal_cdf (rel. err ~1e-7) */
         gelu_fwd(xd, yd, n);
         break;
-    case ACT_GELU_SAVED:   /* al__gelu_consume: x is the op's own temporary */
-        gelu_fwd_saved(x->data, yd, n);
-        break;
     }
     if (al__wants_grad(c, x)) {
         act_node *nd = al__node_new(c, sizeof *nd);
@@ -415,19 +398,6 @@ al_tensor *al_relu(al_ctx *c, al_tensor *x) { return activation(c, x, ACT_RELU, 
 al_tensor *al_leaky_relu(al_ctx *c, al_tensor *x, float slope) { return activation(c, x, ACT_LEAKY, slope); }
 al_tensor *al_elu(al_ctx *c, al_tensor *x, float alpha) { return activation(c, x, ACT_ELU, alpha); }
 al_tensor *al_gelu(al_ctx *c, al_tensor *x) { return activation(c, x, ACT_GELU, 0.f); }
-al_tensor *al__gelu_inplace(al_ctx *c, al_tensor *x)
-{
-    if (!x || !al_ok(c)) return NULL;
-    if (al__wants_grad(c, x)) return al_gelu(c, x);   /* the backward needs x: a new tensor */
-    gelu_fwd(x->data, x->data, x->numel);
-    return x;
-}
-al_tensor *al__gelu_consume(al_ctx *c, al_tensor *x)
-{
-    if (!x || !al_ok(c)) return NULL;
-    if (!al__wants_grad(c, x)) return al__gelu_inplace(c, x);
-    return activation(c, x, ACT_GELU_SAVED, 0.f);
-}
 
 /* ======================= dropout ======================= */
 typedef struct { al_tensor *x, *y; uint8_t *keep; float scale; } drop_node;   /* keep (numel) */

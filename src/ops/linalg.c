@@ -227,7 +227,7 @@ al_tensor *al__linear_add(al_ctx *c, al_tensor *res, al_tensor *x, al_tensor *w,
 }
 
 /* ======================= a block's MLP: fc2(gelu(fc1(x))) ======================= */
-/* The arithmetic of al_linear → al__gelu_consume → al_linear, element for element: fc1's GEMM applies the
+/* The arithmetic of al_linear → al_gelu → al_linear, element for element: fc1's GEMM applies the
  * GELU to each row sliver of its output while it is in L1 (g = h·Φ(h) written beside it, h replaced by
  * GELU'(h)), and the backward GEMM dy·W2 multiplies each sliver by GELU'(h) there — the two elementwise
  * passes over the (rows, hidden) activations and the hidden layer's gradient tensor are gone. */

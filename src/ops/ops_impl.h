@@ -31,19 +31,13 @@ static inline int al__record(al_ctx *c, al_tensor *y, al_backward_fn fn, void *n
 /* The tape entry of y = a + b (elementwise.c), for the fused ops that compute the sum themselves; 1 when
  * recorded or not needed, 0 on failure. */
 int al__add_record(al_ctx *c, al_tensor *a, al_tensor *b, al_tensor *y);
-/* GELU written over x when no gradient is wanted (x must be a temporary no one else reads: the lean
- * evaluation path of a block's MLP); otherwise al_gelu. The same values either way. */
-al_tensor *al__gelu_inplace(al_ctx *c, al_tensor *x);
-/* GELU of a temporary that only it reads (a linear layer's output inside a block): y = x·Φ(x) as al_gelu,
- * and with a tape x's data is replaced by the derivative Φ(x) + x·φ(x), so that the backward is one
- * multiply instead of Φ and φ again. The same bits as al_gelu, forward and backward; x's values are gone. */
-al_tensor *al__gelu_consume(al_ctx *c, al_tensor *x);
 /* GELU of n elements on the calling thread, the same bits as al_gelu (elementwise.c): y = x·Φ(x), y may be x;
- * the saved form also leaves Φ(x) + x·φ(x) in x's place, as al__gelu_consume does. */
+ * the saved form also leaves Φ(x) + x·φ(x) in x's place: act_backward's GELU derivative, so the backward is
+ * one multiply instead of Φ and φ again. */
 void al__gelu_seg(const float *x, float *y, int64_t n);
 void al__gelu_saved_seg(float *x, float *y, int64_t n);
 /* A transformer block's MLP, fc2(gelu(fc1(x))) with fc1 = (w1, b1), fc2 = (w2, b2) (linalg.c): the same bits
- * as al_linear, al__gelu_consume (al__gelu_inplace without a tape) and al_linear, forward and backward, with
+ * as al_linear, al_gelu and al_linear, forward and backward, with
  * the GELU computed inside fc1's GEMM and its derivative applied inside the GEMM that makes fc1's output
  * gradient (al__gemm_epi), and the hidden layer's gradient never materialised. */
 al_tensor *al__mlp_gelu(al_ctx *c, al_tensor *x, al_tensor *w1, al_tensor *b1, al_tensor *w2, al_tensor *b2, al_tensor *res);
