@@ -12,6 +12,9 @@
 #                                  skip that table), length buckets
 #   BENCH_PROFILE=0                skip the per-op profile after the image-training table (scripts/profile.sh)
 #   BENCH_PEER_UNFOLD=0            skip PyTorch's local-unfold (on a loaded machine it runs at a few img/s)
+#   BENCH_EVAL=0                   skip pixel-level sa's evaluation of the 10 000 test images (peak RSS, time)
+# At the end (and after BENCH_ONLY=train) issue 19's acceptance items are read off the run's tables and
+# printed against their targets, with the host's CPU model.
 # Image training: for each model, attnlab and the peer alternate (attnlab, torch, attnlab, torch, ...)
 # BENCH_REPS times each, and one table reports the medians (this machine is shared and noisy).
 # For `local` the peer's figure is the faster of its `local` (masked dense) and `local-unfold`.
@@ -83,6 +86,30 @@ field() { awk -v m="$1" -v k="$2" '$1 == m { for (i = 2; i < NF; i++) if ($i == 
 # repetitions keep local-unfold only if it came within 2x of local (it is often >5x slower, and slow).
 unfold=${BENCH_PEER_UNFOLD:-1}   # BENCH_PEER_UNFOLD=0: never run the peer's local-unfold
 peer_models() { if [ "$1" = local ] && [ $unfold = 1 ]; then echo local,local-unfold; else echo "$1"; fi; }
+# issue 19's acceptance items, read off this run's tables above (medians), each against its target
+summary() {
+  local g; g=$(awk '$1 == "square" && $2 == "1024x1024x1024" && $4 == 2 && $5 == "attnlab" { print $7 }' "$outdir/gemm" 2>/dev/null)
+  echo "== issue 19 acceptance, this run ($(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -1), family $(lscpu 2>/dev/null | sed -n 's/^CPU family: *//p' | head -1) model $(lscpu 2>/dev/null | sed -n 's/^Model: *//p' | head -1); $(grep -qw avx512f /proc/cpuinfo && echo AVX-512 || echo no AVX-512); $(cat "$outdir/paths" 2>/dev/null))"
+  [ -n "$g" ] && echo "   1024^3 GEMM, 2 threads: $g GFLOP/s"
+  awk -v ev="$(cat "$outdir/eval" 2>/dev/null)" '
+    function item(name, v, op, t, unit,   ok) {
+      if (v == "" || v == "nan" || v + 0 <= 0) { printf "   %-44s %12s   target %s %s%s   not measured\n", name, "-", op, t, unit; return }
+      ok = op == ">=" ? v + 0 >= t : v + 0 <= t
+      printf "   %-44s %12s   target %s %s%s   %s\n", name, v unit, op, t, unit, ok ? "met" : "NOT MET" }
+    { al[$1] = $2; pt[$1] = $3; rss[$1] = $4; sh[$1] = $5; inf[$1] = $6 }
+    END {
+      split("cnn sa local sa-p1", ms, " ")
+      for (i = 1; i <= 4; i++) { m = ms[i]; item("training share of the GEMM rate, " m, sh[m] == "" ? "" : sprintf("%.0f", 100 * sh[m]), ">=", m == "local" ? 40 : 55, "%") }
+      for (i = 1; i <= 3; i++) { m = ms[i]; item("training speed against PyTorch 1.13, " m, (pt[m] + 0 > 0) ? sprintf("%.2f", al[m] / pt[m]) : "", ">=", m == "cnn" ? 2 : m == "sa" ? 5 : 6, "x") }
+      item("pixel-level sa, training peak RSS", rss["sa-p1"], "<=", 600, " MB")
+      item("pixel-level sa, inference / training img/s", (al["sa-p1"] + 0 > 0) ? sprintf("%.2f", inf["sa-p1"] / al["sa-p1"]) : "", ">=", 3, "x")
+      split(ev, e, " ")
+      item("pixel-level sa, evaluation of 10 000 images", e[3], "<=", 300, " MB")
+    }' "$outdir/images" 2>/dev/null
+  awk '$1 == "random-1000000-10000000" && $4 == "gat" {
+         printf "   %-44s %12s   target <= 3000 ms   %s\n", "GAT 1M nodes / 10M edges, epoch (2 threads)", $6 " ms", $6 + 0 <= 3000 ? "met" : "NOT MET"
+         printf "   %-44s %12s   target <= 3072 MiB   %s\n", "GAT 1M nodes / 10M edges, peak RSS", $9 " MiB", $9 + 0 <= 3072 ? "met" : "NOT MET" }' "$outdir/graph" 2>/dev/null
+}
 
 if want train; then
 echo "== image training, batch $batch, $threads threads, $steps steps, $reps alternating repetitions each"
@@ -139,6 +166,8 @@ for m in cnn sa local sa-p1; do
   fi
   ratio=$(awk -v a="$al" -v b="$pt" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2fx", a / b; else print "-" }')
   printf '%-8s %16s %16s %8s %18s %10s %9s %9s   %s| %s\n' "$m" "$al" "$pt" "$ratio" "$rss" "$mf" "$gf" "$share" "$al_runs" "$pt_runs"
+  infer=$(field "$m" infer_img_per_s <"$tmp/al.$m" 2>/dev/null | median)
+  echo "$m $al $pt $rss $(field "$m" train_share <"$tmp/al.$m" 2>/dev/null | median) $infer" >>"$outdir/images"
 done
 echo "(medians; ratio = attnlab / PyTorch training img/s; PyTorch local = faster of local and local-unfold;"
 echo " MFLOP/img = matmul-class FLOPs of one training step per image (forward + backward); GFLOP/s = MFLOP/img x img/s;"
@@ -147,6 +176,22 @@ for m in cnn sa local sa-p1; do
   grep -m1 "^  by-op $m " "$tmp/al.$m" 2>/dev/null
 done
 grep -m3 -E "gemm|attention kernels|convolutions:" "$tmp/al.err" 2>/dev/null | sed 's/^attnlab bench train: /paths: /'
+grep -m1 -E "gemm" "$tmp/al.err" 2>/dev/null | sed 's/^attnlab bench train: //' >"$outdir/paths"
+# pixel-level sa's evaluation of the 10 000 test images without a tape: peak RSS and time, from a checkpoint
+# trained for one epoch on 64 images (the weights do not change the cost)
+if [ "${BENCH_EVAL:-1}" != 0 ]; then
+  echo
+  echo "== pixel-level sa evaluation: $(basename "$bin") eval --load sa-p1.safetensors --threads $threads (10 000 test images)"
+  if "$bin" train --task image --model sa --patch 1 --train-size 64 --test-size 64 --epochs 1 --threads "$threads" \
+       --save "$tmp/sa-p1.safetensors" >/dev/null 2>"$tmp/ev.err" &&
+     /usr/bin/time -f "peak_rss_kb %M elapsed_s %e" -o "$tmp/ev.time" "$bin" eval --load "$tmp/sa-p1.safetensors" \
+       --threads "$threads" >"$tmp/ev.out" 2>>"$tmp/ev.err"; then
+    cat "$tmp/ev.out"
+    awk '{ printf "peak RSS %.1f MB, %.1f s (%.0f img/s)\n", $2 / 1024, $4, 10000 / $4 }' "$tmp/ev.time" | tee "$outdir/eval"
+  else
+    echo "   (evaluation failed)"; cat "$tmp/ev.err" >&2; status=1
+  fi
+fi
 rm -rf "$tmp"
 echo
 # Where each model's training step spends its CPU time, by op (scripts/profile.sh; needs perf).
@@ -239,11 +284,13 @@ if want all || want speech; then
   # issue 16: training frames/s and peak RSS of sa, trunc (window 8) and rnn on 1-16 s utterances, 1 thread
   run "speech" bench speech
 fi
-want all || { rm -rf "$outdir"; exit $status; }
+want all || { [ -s "$outdir/images" ] && [ "$only" = train ] && summary; rm -rf "$outdir"; exit $status; }
 run "graph" bench graph
 if [ -n "$py" ]; then
   echo "== PyTorch peer (graph): OPENBLAS_NUM_THREADS=1 $py $peer --threads $threads --models gat"
   OPENBLAS_NUM_THREADS=1 "$py" "$peer" --threads "$threads" --models gat || { echo "   (PyTorch peer failed)"; status=1; }
 fi
+
+[ -s "$outdir/images" ] && summary
 rm -rf "$outdir"
 exit $status
