@@ -89,7 +89,7 @@ peer_models() { if [ "$1" = local ] && [ $unfold = 1 ]; then echo local,local-un
 # issue 19's acceptance items, read off this run's tables above (medians), each against its target
 summary() {
   local g; g=$(awk '$1 == "square" && $2 == "1024x1024x1024" && $4 == 2 && $5 == "attnlab" { print $7 }' "$outdir/gemm" 2>/dev/null)
-  echo "== issue 19 acceptance, this run ($(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -1), family $(lscpu 2>/dev/null | sed -n 's/^CPU family: *//p' | head -1) model $(lscpu 2>/dev/null | sed -n 's/^Model: *//p' | head -1); $(grep -qw avx512f /proc/cpuinfo && echo AVX-512 || echo no AVX-512); $(cat "$outdir/paths" 2>/dev/null))"
+  echo "== issue 19 acceptance, this run ($(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -1), family $(lscpu 2>/dev/null | sed -n 's/^CPU family: *//p' | head -1) model $(lscpu 2>/dev/null | sed -n 's/^Model: *//p' | head -1); $(grep -qw avx512f /proc/cpuinfo && echo 'a host with AVX-512' || echo 'a host without AVX-512'); $(cat "$outdir/paths" 2>/dev/null))"
   [ -n "$g" ] && echo "   1024^3 GEMM, 2 threads: $g GFLOP/s"
   awk -v ev="$(cat "$outdir/eval" 2>/dev/null)" '
     function item(name, v, op, t, unit,   ok) {
