@@ -12,16 +12,17 @@
 # `make BUILD=build-fpc ARCH="-march=native -ffp-contract=fast"` (contracted multiply-adds: other bits).
 # Prints each run's img/s and, per binary, the median and its ratio to the first binary's.
 set -u
+usage() { sed -n '2,13p' "$0" >&2; exit 2; }
 reps=5 steps= threads=2 mode=--train-only field=train_img_per_s
 while getopts "r:s:t:i" o; do
   case $o in
     r) reps=$OPTARG ;; s) steps=$OPTARG ;; t) threads=$OPTARG ;;
     i) mode=--infer-only field=infer_img_per_s ;;
-    *) sed -n '2,13p' "$0" >&2; exit 2 ;;
+    *) usage ;;
   esac
 done
 shift $((OPTIND - 1))
-[ $# -ge 2 ] || { sed -n '2,13p' "$0" >&2; exit 2; }
+[ $# -ge 2 ] || usage
 model=$1; shift
 bins=() extra=()
 while [ $# -gt 0 ] && [ "$1" != -- ]; do bins+=("$1"); shift; done

@@ -72,9 +72,11 @@ only=${BENCH_ONLY:-}   # BENCH_ONLY=train: the image-training table alone; seq: 
 want() { [ -z "$only" ] || [ "$only" = "$1" ]; }
 want all && run "gemm" bench gemm
 want all && run "attention" bench attention
+gemm_rate=   # the 2-thread 1024^3 al_gemm GFLOP/s of this run (bench gemm), read once
 if want all; then
   # issue #6: pixel-level full attention (N = 784) fwd+bwd against the 1024^3 GEMM, both 2-thread wall clock
-  g=$(awk '$1 == "square" && $2 == "1024x1024x1024" && $4 == 2 && $5 == "attnlab" { print $7 }' "$outdir/gemm" 2>/dev/null)
+  gemm_rate=$(awk '$1 == "square" && $2 == "1024x1024x1024" && $4 == 2 && $5 == "attnlab" { print $7 }' "$outdir/gemm" 2>/dev/null)
+  g=$gemm_rate
   a=$(awk '$1 == "full" && $2 == 784 { print $10 }' "$outdir/attention" 2>/dev/null)
   awk -v a="$a" -v g="$g" 'BEGIN { if (a + 0 > 0 && g + 0 > 0)
     printf "== full attention N=784 fwd+bwd %.1f GFLOP/s = %.0f%% of bench gemm 1024^3 (2 threads, %.1f GFLOP/s); target >= 50%%\n\n", a, 100 * a / g, g }'
@@ -88,23 +90,23 @@ unfold=${BENCH_PEER_UNFOLD:-1}   # BENCH_PEER_UNFOLD=0: never run the peer's loc
 peer_models() { if [ "$1" = local ] && [ $unfold = 1 ]; then echo local,local-unfold; else echo "$1"; fi; }
 # issue 19's acceptance items, read off this run's tables above (medians), each against its target
 summary() {
-  local g; g=$(awk '$1 == "square" && $2 == "1024x1024x1024" && $4 == 2 && $5 == "attnlab" { print $7 }' "$outdir/gemm" 2>/dev/null)
-  echo "== issue 19 acceptance, this run ($(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -1), family $(lscpu 2>/dev/null | sed -n 's/^CPU family: *//p' | head -1) model $(lscpu 2>/dev/null | sed -n 's/^Model: *//p' | head -1); $(grep -qw avx512f /proc/cpuinfo && echo 'a host with AVX-512' || echo 'a host without AVX-512'); $(cat "$outdir/paths" 2>/dev/null))"
-  [ -n "$g" ] && echo "   1024^3 GEMM, 2 threads: $g GFLOP/s"
+  local cpu; cpu=$(lscpu 2>/dev/null | awk -F': *' '$1 == "Model name" { n = $2 } $1 == "CPU family" { f = $2 } $1 == "Model" { m = $2 }
+                                              END { printf "%s, family %s model %s", n, f, m }')
+  echo "== issue 19 acceptance, this run ($cpu; $(grep -qw avx512f /proc/cpuinfo && echo 'a host with AVX-512' || echo 'a host without AVX-512'); $(cat "$outdir/paths" 2>/dev/null))"
+  [ -n "$gemm_rate" ] && echo "   1024^3 GEMM, 2 threads: $gemm_rate GFLOP/s"
   awk -v ev="$(cat "$outdir/eval" 2>/dev/null)" '
     function item(name, v, op, t, unit,   ok) {
       if (v == "" || v == "nan" || v + 0 <= 0) { printf "   %-44s %12s   target %s %s%s   not measured\n", name, "-", op, t, unit; return }
       ok = op == ">=" ? v + 0 >= t : v + 0 <= t
       printf "   %-44s %12s   target %s %s%s   %s\n", name, v unit, op, t, unit, ok ? "met" : "NOT MET" }
-    { al[$1] = $2; pt[$1] = $3; rss[$1] = $4; sh[$1] = $5; inf[$1] = $6 }
+    { al[$1] = $2; ratio[$1] = $3; rss[$1] = $4; sh[$1] = $5; inf[$1] = $6 }
     END {
       split("cnn sa local sa-p1", ms, " ")
-      for (i = 1; i <= 4; i++) { m = ms[i]; item("training share of the GEMM rate, " m, sh[m] == "" ? "" : sprintf("%.0f", 100 * sh[m]), ">=", m == "local" ? 40 : 55, "%") }
-      for (i = 1; i <= 3; i++) { m = ms[i]; item("training speed against PyTorch 1.13, " m, (pt[m] + 0 > 0) ? sprintf("%.2f", al[m] / pt[m]) : "", ">=", m == "cnn" ? 2 : m == "sa" ? 5 : 6, "x") }
+      for (i = 1; i <= 4; i++) { m = ms[i]; item("training share of the GEMM rate, " m, sh[m], ">=", m == "local" ? 40 : 55, "%") }
+      for (i = 1; i <= 3; i++) { m = ms[i]; item("training speed against PyTorch 1.13, " m, ratio[m], ">=", m == "cnn" ? 2 : m == "sa" ? 5 : 6, "x") }
       item("pixel-level sa, training peak RSS", rss["sa-p1"], "<=", 600, " MB")
       item("pixel-level sa, inference / training img/s", (al["sa-p1"] + 0 > 0) ? sprintf("%.2f", inf["sa-p1"] / al["sa-p1"]) : "", ">=", 3, "x")
-      split(ev, e, " ")
-      item("pixel-level sa, evaluation of 10 000 images", e[3], "<=", 300, " MB")
+      item("pixel-level sa, evaluation of 10 000 images", ev, "<=", 300, " MB")
     }' "$outdir/images" 2>/dev/null
   awk '$1 == "random-1000000-10000000" && $4 == "gat" { ms = $6; rss = $9 }
        END { printf "   %-44s %12s   target <= 3000 ms   %s\n", "GAT 1M nodes / 10M edges, epoch (2 threads)",
@@ -153,7 +155,7 @@ for m in cnn sa local sa-p1; do
   rss=$(field "$m" peak_rss_mb <"$tmp/al.$m" 2>/dev/null | median)
   mf=$(field "$m" mflop_per_img <"$tmp/al.$m" 2>/dev/null | median)
   gf=$(field "$m" train_gflops <"$tmp/al.$m" 2>/dev/null | median)
-  share=$(field "$m" train_share <"$tmp/al.$m" 2>/dev/null | median | awk '{ printf "%.0f%%", 100 * $1 }')
+  share=$(field "$m" train_share <"$tmp/al.$m" 2>/dev/null | median | awk '$1 != "nan" { printf "%.0f", 100 * $1 }')
   pt=nan pt_runs=
   if [ -n "$py" ] && [ -f "$tmp/pt.$m" ]; then
     # per repetition, the peer's best variant (local: masked dense or unfold)
@@ -167,10 +169,12 @@ for m in cnn sa local sa-p1; do
     pt_runs=$(echo "$pt_list" | tr '\n' ' ')
     pt=$(echo "$pt_list" | median)
   fi
-  ratio=$(awk -v a="$al" -v b="$pt" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2fx", a / b; else print "-" }')
-  printf '%-8s %16s %16s %8s %18s %10s %9s %9s   %s| %s\n' "$m" "$al" "$pt" "$ratio" "$rss" "$mf" "$gf" "$share" "$al_runs" "$pt_runs"
+  ratio=$(awk -v a="$al" -v b="$pt" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b }')
+  rtxt=${ratio:+${ratio}x} stxt=${share:+$share%}
+  printf '%-8s %16s %16s %8s %18s %10s %9s %9s   %s| %s\n' "$m" "$al" "$pt" "${rtxt:--}" "$rss" "$mf" "$gf" "${stxt:--}" \
+    "$al_runs" "$pt_runs"
   infer=$(field "$m" infer_img_per_s <"$tmp/al.$m" 2>/dev/null | median)
-  echo "$m $al $pt $rss $(field "$m" train_share <"$tmp/al.$m" 2>/dev/null | median) $infer" >>"$outdir/images"
+  echo "$m $al ${ratio:--} $rss ${share:--} $infer" >>"$outdir/images"   # for the acceptance summary
 done
 echo "(medians; ratio = attnlab / PyTorch training img/s; PyTorch local = faster of local and local-unfold;"
 echo " MFLOP/img = matmul-class FLOPs of one training step per image (forward + backward); GFLOP/s = MFLOP/img x img/s;"
@@ -190,7 +194,8 @@ if [ "${BENCH_EVAL:-1}" != 0 ]; then
      /usr/bin/time -f "peak_rss_kb %M elapsed_s %e" -o "$tmp/ev.time" "$bin" eval --load "$tmp/sa-p1.safetensors" \
        --threads "$threads" >"$tmp/ev.out" 2>>"$tmp/ev.err"; then
     cat "$tmp/ev.out"
-    awk '{ printf "peak RSS %.1f MB, %.1f s (%.0f img/s)\n", $2 / 1024, $4, 10000 / $4 }' "$tmp/ev.time" | tee "$outdir/eval"
+    awk '{ printf "%.1f", $2 / 1024 }' "$tmp/ev.time" >"$outdir/eval"
+    awk -v mb="$(cat "$outdir/eval")" '{ printf "peak RSS %s MB, %.1f s (%.0f img/s)\n", mb, $4, 10000 / $4 }' "$tmp/ev.time"
   else
     echo "   (evaluation failed)"; cat "$tmp/ev.err" >&2; status=1
   fi
@@ -287,11 +292,12 @@ if want all || want speech; then
   # issue 16: training frames/s and peak RSS of sa, trunc (window 8) and rnn on 1-16 s utterances, 1 thread
   run "speech" bench speech
 fi
-want all || { [ -s "$outdir/images" ] && [ "$only" = train ] && summary; rm -rf "$outdir"; exit $status; }
-run "graph" bench graph
-if [ -n "$py" ]; then
-  echo "== PyTorch peer (graph): OPENBLAS_NUM_THREADS=1 $py $peer --threads $threads --models gat"
-  OPENBLAS_NUM_THREADS=1 "$py" "$peer" --threads "$threads" --models gat || { echo "   (PyTorch peer failed)"; status=1; }
+if want all; then
+  run "graph" bench graph
+  if [ -n "$py" ]; then
+    echo "== PyTorch peer (graph): OPENBLAS_NUM_THREADS=1 $py $peer --threads $threads --models gat"
+    OPENBLAS_NUM_THREADS=1 "$py" "$peer" --threads "$threads" --models gat || { echo "   (PyTorch peer failed)"; status=1; }
+  fi
 fi
 
 [ -s "$outdir/images" ] && summary

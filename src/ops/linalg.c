@@ -134,6 +134,16 @@ static void epi_elem(void *ctx, int i0, int j0, int m, int n, float *c, int ldc)
     }
 }
 
+/* Whether a residual fits the output of a layer with out features on x: x's shape with its last dimension out
+ * (checked before any product is made) */
+static int res_fits(const al_tensor *res, const al_tensor *x, int out)
+{
+    if (res->ndim != x->ndim || res->shape[res->ndim - 1] != out) return 0;
+    for (int i = 0; i < x->ndim - 1; i++)
+        if (res->shape[i] != x->shape[i]) return 0;
+    return 1;
+}
+
 /* The epilogue c ← res + c over (rows, out), in e and epi; NULL when there is no res */
 static const al_gemm_epi *residual_epi(const al_tensor *res, int out, epi_elem_ctx *e, al_gemm_epi *epi)
 {
@@ -198,12 +208,12 @@ static al_tensor *linear(al_ctx *c, al_tensor *x, al_tensor *w, al_tensor *b, al
     const int64_t rows64 = x->numel / in;
     if (rows64 > 2147483647LL) return al_fail(c, "linear: too many rows (%lld)", (long long)rows64);
     const int rows = (int)rows64;
+    if (res && !res_fits(res, x, out)) return al_fail(c, "linear_add: the residual's shape differs from the output's");
     int shape[AL_MAXDIM];
     memcpy(shape, x->shape, sizeof shape);
     shape[x->ndim - 1] = out;
     al_tensor *y = al_new(c, x->ndim, shape);      /* (..., out) */
     if (!y) return NULL;
-    if (res && !al_same_shape(res, y)) return al_fail(c, "linear_add: the residual's shape differs from the output's");
     epi_elem_ctx e;
     al_gemm_epi epi;
     linear_fwd_epi(x->data, w->data, b ? b->data : NULL, y->data, rows, in, out, residual_epi(res, out, &e, &epi));
@@ -251,8 +261,6 @@ static void epi_gelu_inplace(void *ctx, int i0, int j0, int m, int n, float *c, 
     for (int r = 0; r < m; r++) al__gelu_seg(c + (size_t)r * ldc, c + (size_t)r * ldc, n);
 }
 
-
-
 static void mlp_backward(al_ctx *c, void *p)
 {
     mlp_node *nd = p;
@@ -296,6 +304,7 @@ al_tensor *al__mlp_gelu(al_ctx *c, al_tensor *x, al_tensor *w1, al_tensor *b1, a
     const int64_t rows64 = x->numel / in;
     if (rows64 > 2147483647LL) return al_fail(c, "mlp: too many rows (%lld)", (long long)rows64);
     const int rows = (int)rows64;
+    if (res && !res_fits(res, x, out)) return al_fail(c, "mlp: the residual's shape differs from the output's");
     const int need = c->grad_enabled && (x->requires_grad || w1->requires_grad || (b1 && b1->requires_grad) ||
                                          w2->requires_grad || (b2 && b2->requires_grad));
     int shape[AL_MAXDIM];
@@ -310,7 +319,6 @@ al_tensor *al__mlp_gelu(al_ctx *c, al_tensor *x, al_tensor *w1, al_tensor *b1, a
     shape[x->ndim - 1] = out;
     al_tensor *y = al_new(c, x->ndim, shape);      /* (..., out) */
     if (!y) return NULL;
-    if (res && !al_same_shape(res, y)) return al_fail(c, "mlp: the residual's shape differs from the output's");
     epi_elem_ctx ea;
     al_gemm_epi epa;   /* no tape: res + fc2(·) in fc2's epilogue */
     linear_fwd_epi(g->data, w2->data, b2 ? b2->data : NULL, y->data, rows, hid, out, residual_epi(res, out, &ea, &epa));
