@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+#include "attnlab/train.h"
 #include "attnlab/attnmap.h"
 #include "attnlab/fbank.h"
 #include "attnlab/io.h"

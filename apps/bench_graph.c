@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cli.h"
+#include "attnlab/train.h"
 #include "attnlab/gnn.h"
 #include "attnlab/kernels.h"
 

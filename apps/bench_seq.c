@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 #include "cli.h"
+#include "attnlab/train.h"
 #include "attnlab/datadir.h"
 #include "attnlab/kernels.h"
 #include "attnlab/seq.h"

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cli.h"
+#include "attnlab/train.h"
 #include "attnlab/fbank.h"
 #include "attnlab/speech.h"
 

@@ -9,6 +9,7 @@
 #include <string.h>
 #include "cli.h"
 #include "attnlab/io.h"
+#include "attnlab/graph_import.h"
 #include "attnlab/audio.h"
 #include "attnlab/fbank.h"
 #include "attnlab/speechgen.h"

@@ -9,6 +9,7 @@
 #include <ctype.h>
 #include <unistd.h>
 #include "cli.h"
+#include "attnlab/train.h"
 #include "attnlab/io.h"
 #include "attnlab/seq.h"
 

@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "train_flags.h"
 #include "train_resume.h"
+#include "attnlab/train.h"
 #include "attnlab/gnn.h"
 #include "attnlab/io.h"
 #include "attnlab/datadir.h"

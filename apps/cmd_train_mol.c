@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include "cli.h"
 #include "train_resume.h"
+#include "attnlab/train.h"
 #include "attnlab/molnet.h"
 #include "attnlab/io.h"
 #include "attnlab/datadir.h"

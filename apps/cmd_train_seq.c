@@ -11,6 +11,7 @@
 #include "app_mpi.h"
 #include "train_resume.h"
 #include "seq_opts.h"
+#include "attnlab/train.h"
 #include "attnlab/datadir.h"
 #include "attnlab/io.h"
 #include "attnlab/kernels.h"

@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "train_resume.h"
 #include "seq_opts.h"
+#include "attnlab/train.h"
 #include "attnlab/io.h"
 #include "attnlab/kernels.h"
 #include "attnlab/speech.h"

@@ -4,6 +4,7 @@
  * across thread counts), training end to end on a small graph written by the test, and GAT, GATv2
  * and GT on Cora (>= 75 %, 75 %, 65 % in a few dozen epochs). */
 #include "testutil.h"
+#include "attnlab/train.h"
 #include "attnlab/gnn.h"
 #include "attnlab/attention.h"
 #include "attnlab/ops.h"

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include "attnlab/io.h"
+#include "attnlab/graph_import.h"
 
 static char dir[64];
 

@@ -8,7 +8,7 @@
 #include "attnlab/io.h"
 #include "attnlab/checkpoint.h"
 #include "attnlab/results.h"
-#include "train/io_impl.h"
+#include "io/io_impl.h"
 #include <fcntl.h>
 #include <ftw.h>
 #include <math.h>

@@ -5,6 +5,7 @@
  * synthetic N-to-1 task (which tone) and a synthetic N-to-N task (which tone at each frame), both from
  * real audio through the front end. */
 #include "testutil.h"
+#include "attnlab/train.h"
 #include "attnlab/speech.h"
 #include "attnlab/fbank.h"
 #include "attnlab/ops.h"

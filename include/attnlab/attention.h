@@ -71,17 +71,8 @@ int al_pattern_offsets(const al_pattern *p);
  * Gradients flow into every tensor argument that requires them. */
 al_tensor *al_attention(al_ctx *c, const al_attn_desc *d, al_tensor *q, al_tensor *k, al_tensor *v,
                         al_tensor *a_q, al_tensor *a_k, al_tensor *rel_bias, al_tensor *bias);
-/* The same attention on a packed projection, the heads merged on the way out:
- *   al_attention_qkv(c, d, qkv, H, a_q, a_k, rel, bias)
- *     = al_merge_heads(al_attention(c, d, q, k, v, a_q, a_k, rel, bias))   with (q, k, v) = al_split_qkv(qkv, H),
- * bit for bit, forward and backward. qkv (B,N,3·H·D) → (B,N,H·Dv) with Dv = D. Where the d = 16 lane
- * kernels run (dot score, softmax, D = 16, no bias, no attention dropout, no captured weights; full
- * with B·H ≥ 4 or a window pattern) q, k and v are read in place from qkv and the output is written
- * merged: no copies either way. Elsewhere the call splits, attends and merges as above.
- * al_attention_qkv_inplace says which for qkv (batch, n, 3·heads·head_dim) (1: in place), for a caller that
- * picks what to keep. */
-al_tensor *al_attention_qkv(al_ctx *c, const al_attn_desc *d, al_tensor *qkv, int heads, al_tensor *a_q, al_tensor *a_k,
-                            al_tensor *rel_bias, al_tensor *bias);
+/* Whether al_attention_qkv (ops.h) reads q, k and v in place from a packed projection (batch, n,
+ * 3·heads·head_dim) for this call (1) or splits, attends and merges (0): the d = 16 lane kernels run. */
 int al_attention_qkv_inplace(al_ctx *c, const al_attn_desc *d, int batch, int n, int heads, int head_dim, al_tensor *rel_bias);
 /* Which kernels this build runs for the d = 16 heads of the image models, e.g.
  * "window d16: 8 queries per vector (avx2); full d16: 8 queries per vector (avx2)" (bench prints it;
@@ -123,4 +114,13 @@ al_status al_conv_attn_build(al_conv_attn *ca, const float *w, const float *b, i
 void al_conv_attn_free(al_conv_attn *ca);
 /* x (B,C,H,W) → (B,O,H,W) through al_attention. Forward only: nothing is recorded on the tape. */
 al_tensor *al_conv_attn_forward(al_ctx *c, const al_conv_attn *ca, al_tensor *x);
+/* ---------------- segments: who may see whom in a packed batch (src/attention/segments.c) ---------------- */
+/* The block-diagonal adjacency of nseg segments of lengths len[0..nseg) (each >= 0) packed back to
+ * back: row i (a token of segment s) holds the tokens j of segment s with |i − j| <= radius, in
+ * increasing order (radius −1: the whole segment). (N, N) with N = Σ len, built in one pass
+ * (O(nnz), never N×N). out's arrays are malloc'd: free with al_csr_free. val is NULL (all ones). */
+al_status al_csr_segments(const int *len /* (nseg) */, int nseg, int radius, al_csr *out, al_error *err);
+/* The same adjacency from c's arena (valid until al_ctx_reset); NULL and c in error on failure. */
+const al_csr *al_csr_segments_arena(al_ctx *c, const int *len /* (nseg) */, int nseg, int radius);
+
 #endif

@@ -16,9 +16,7 @@
 #define ATTNLAB_GNN_H
 #include <stdint.h>
 #include "tensor.h"
-#include "optim.h"
 #include "graph.h"
-#include "trainstate.h"
 #include "models.h"
 
 /* ---------------- models ---------------- */
@@ -112,49 +110,10 @@ void       al_gnn_free(al_gnn *m);
  * one draw per vector and pass from c->dropout_rng) when c->training, on the tape when c->grad_enabled. */
 al_tensor *al_gnn_forward(al_ctx *c, al_gnn *m);
 
-/* ---------------- training ---------------- */
-typedef struct al_gnn_epoch {
-    int epoch;              /* 1-based; for the final (restored) record, the best epoch */
-    int final;              /* 1 for the record of the restored best model */
-    double train_loss;      /* loss of the training step (with dropout); final record: without */
-    double train_acc, val_loss, val_acc, test_acc;   /* evaluation without dropout */
-    double seconds;         /* wall time of the training step (forward, backward, optimiser) */
-} al_gnn_epoch;
-/* Called after every epoch and once for the restored best model; a nonzero return stops training. */
-typedef int (*al_gnn_epoch_fn)(const al_gnn_epoch *e, void *ud);
-
-typedef struct al_gnn_result {
-    int best_epoch, epochs_run;
-    double train_acc, val_loss, val_acc, test_acc;   /* of the restored best model */
-    double step_seconds;    /* mean wall time of a training step */
-} al_gnn_result;
-
-/* Full-batch training with Adam (cfg lr / weight decay), cross-entropy on the training nodes.
- * After each epoch the model is evaluated; as in the GAT paper the model is kept when validation
- * accuracy and loss are both at least as good as their best so far, and training stops after
- * cfg.patience epochs in which neither improved. The kept model is restored into m at the end.
- * Attention is not captured during training (capture_attn is ignored here). */
-al_status al_gnn_train(al_gnn *m, const al_graph *g, uint64_t seed, al_gnn_epoch_fn fn, void *ud,
-                       al_gnn_result *res, al_error *err);
-/* al_gnn_train with training states (trainstate.h): handed to rs->save after epoch 0, every rs->every
- * epochs and the last one (early stopping included), each after that epoch's record; with rs->from,
- * training continues after from->epoch (a finished state only restores and reports the kept model).
- * A diverging loss or a non-finite weight stops training with AL_ERR (both functions). */
-al_status al_gnn_train_resumable(al_gnn *m, const al_graph *g, uint64_t seed, const al_resume *rs,
-                                 al_gnn_epoch_fn fn, void *ud, al_gnn_result *res, al_error *err);
-
-/* One training step: forward with dropout, cross-entropy over g's training nodes, backward,
- * optimiser step. c is reset first. *loss receives the training loss. */
-al_status al_gnn_step(al_gnn *m, const al_graph *g, al_ctx *c, al_optim *o, double *loss, al_error *err);
-
-/* Evaluation without dropout, one forward pass over all nodes. */
-typedef struct al_gnn_eval { double train_loss, train_acc, val_loss, val_acc, test_loss, test_acc; } al_gnn_eval;
-al_status al_gnn_evaluate(al_gnn *m, const al_graph *g, al_ctx *c, al_gnn_eval *ev, al_error *err);
-
 /* ---------------- checkpoints ---------------- */
 /* Rebuild the model saved by `attnlab train --task graph --save` for graph g: model and heads from the
  * checkpoint's __metadata__ (whose features and classes must match g), hidden width from the tensor
  * shapes, then the weights. *meta (if meta is non-NULL) receives the metadata JSON (caller frees).
- * Caller frees m with al_gnn_free (src/train/graph_checkpoint.c). */
+ * Caller frees m with al_gnn_free (src/models/graph_checkpoint.c). */
 al_status al_gnn_load(const char *path, const al_graph *g, al_gnn *m, char **meta, al_error *err);
 #endif

@@ -13,8 +13,8 @@
  *
  * Edges are symmetrised, self-loops and duplicates removed, sorted. Every input error is reported
  * as "FILE:LINE: what". Sizes are checked before allocating (AL_IMPORT_MAX_ENTRIES). This header
- * reads (src/data/graph_import.c); writing the directory atomically is al_graph_import (io.h,
- * src/train/graph_write.c), which also reads the result back with al_graph_load. */
+ * reads (src/data/graph_import.c); writing the directory atomically is al_graph_import
+ * (src/data/graph_write.c), which also reads the result back with al_graph_load. */
 #ifndef ATTNLAB_GRAPH_IMPORT_H
 #define ATTNLAB_GRAPH_IMPORT_H
 #include <stdint.h>
@@ -52,9 +52,17 @@ typedef struct al_import_stats {
 
 /* Read the input (o->out is not used) into g (features unnormalised; caller frees with al_graph_free,
  * also after a failure) and, for LINQS, the nclass class names into *classes (NULL for OGB; free with
- * al_import_classes_free). Writing the directory is al_graph_import / al_graph_write (io.h). */
+ * al_import_classes_free). Writing the directory is al_graph_import / al_graph_write (below). */
 al_status al_graph_import_read(const al_import_opts *o, al_graph *g, char ***classes, al_import_stats *st,
                                al_error *err);
 void      al_import_classes_free(char **classes, int nclass);
+
+/* Graph directories (src/data/graph_write.c). al_graph_write: g as features.libsvm (non-zero values with %.9g,
+ * exact for floats), edges.txt (g->adj must be symmetric), train/val/test.idx and, if classes is
+ * non-NULL, classes.txt (g->nclass names); every file atomic; dir must exist.
+ * al_graph_import: al_graph_import_read (graph_import.h), create o->out if missing, al_graph_write,
+ * then al_graph_load the result as a check. */
+al_status al_graph_write(const al_graph *g, const char *dir, const char *const *classes, al_error *err);
+al_status al_graph_import(const al_import_opts *o, al_import_stats *st, al_error *err);
 
 #endif

@@ -1,5 +1,6 @@
-/* attnlab/io.h — files: atomic writes and whole-file reads (fileio.c), the results CSV and run ids
- * (csv.c), JSON metadata look-ups (json.c), safetensors checkpoints (safetensors.c), PNG (png.c).
+/* attnlab/io.h — the I/O floor (src/io/), below every reader and model: atomic writes and whole-file
+ * reads (fileio.c), the results CSV and run ids (csv.c), JSON metadata look-ups (json.c), safetensors
+ * (safetensors.c), PNG (png.c), the memory budget and checked sizes (membudget.c).
  *
  * Every file attnlab writes goes to PATH.tmp.PID and is renamed over PATH, so an interrupted run
  * never leaves a half-written file. The results CSV is append-only: one write(2) per row, and
@@ -10,7 +11,6 @@
 #include <stdint.h>
 #include <stddef.h>
 #include "tensor.h"
-#include "graph_import.h"
 
 /* The results CSV: one row per epoch. `config` (the run's variant: its canonical key=value;...
  * description without task, data, model, size, seed and epochs, see al_run_config) and `status`
@@ -113,13 +113,6 @@ al_status al_safetensors_read(const char *path, al_st_array *a, int na, char **m
 /* Read one metadata value (a string) from the JSON text returned above; NULL if absent. Caller frees. */
 char *al_meta_get(const char *meta_json, const char *key);
 
-/* Graph directories (graph_write.c). al_graph_write: g as features.libsvm (non-zero values with %.9g,
- * exact for floats), edges.txt (g->adj must be symmetric), train/val/test.idx and, if classes is
- * non-NULL, classes.txt (g->nclass names); every file atomic; dir must exist.
- * al_graph_import: al_graph_import_read (graph_import.h), create o->out if missing, al_graph_write,
- * then al_graph_load the result as a check. */
-al_status al_graph_write(const al_graph *g, const char *dir, const char *const *classes, al_error *err);
-al_status al_graph_import(const al_import_opts *o, al_import_stats *st, al_error *err);
 /* ---------- memory budget and checked sizes (membudget.c) ----------
  * Every loader compares the memory a file asks for (declared counts × sizes, computed with the
  * saturating helpers below) with the budget BEFORE allocating, and refuses it with a message that

@@ -5,6 +5,7 @@
  */
 #ifndef ATTNLAB_KERNELS_H
 #define ATTNLAB_KERNELS_H
+#include "tensor.h"   /* the FLOP counter (al_flops_add) the kernels report to */
 #include <stdint.h>
 
 /* C (M,N) = alpha · op(A) · op(B) + beta · C, op = transpose when ta/tb.
@@ -77,16 +78,4 @@ int al_conv2d_bwd_each(const float *x, const float *w, const float *dy, float *d
  * its bits); every other convolution im2col + GEMM. */
 const char *al_conv_kernels(void);
 
-/* FLOP counter: the matmul-class work of the ops (2 FLOPs per multiply-add in linear, matmul, conv2d
- * (the direct convolution's count, whichever algorithm ran: Winograd's GFLOP/s are effective ones)
- * and the attention products QKᵀ / PV and their gradients), by op name and phase. Elementwise work
- * (norms, activations, softmax bookkeeping, the optimiser) is not counted: it is the time a step
- * spends beyond these FLOPs. Off by default; one counting thread. */
-enum { AL_FLOPS_FWD, AL_FLOPS_BWD };
-void al_flops_enable(int on);
-int  al_flops_enabled(void);
-void al_flops_reset(void);
-void al_flops_add(const char *op, int phase, double flops);
-int  al_flops_count(void);
-void al_flops_get(int i, const char **op, double *fwd, double *bwd);
 #endif

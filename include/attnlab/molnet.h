@@ -28,7 +28,6 @@
 #include "tensor.h"
 #include "molecule.h"
 #include "models.h"   /* al_block_params */
-#include "trainstate.h"
 
 #define AL_MOLNET_MAXDEPTH 8
 typedef enum { AL_MOL_READ_SUM, AL_MOL_READ_MEAN, AL_MOL_READ_ATTN } al_mol_readout;
@@ -101,41 +100,4 @@ al_tensor *al_molnet_forward(al_ctx *c, al_molnet *m, const al_mol_batch *b);
  * al_molnet_free. */
 al_status  al_molnet_load(const char *path, al_molset *ms, al_molnet *m, char **meta, al_error *err);
 
-/* ---------------- training ---------------- */
-/* One evaluation without dropout: regression RMSE and MAE in the file's units, or classification
- * accuracy and mean cross-entropy; the other pair NaN. */
-typedef struct al_mol_eval { double rmse, mae, acc, loss; } al_mol_eval;
-typedef struct al_mol_epoch {
-    int epoch, final;       /* final: the record of the restored best model (epoch = its epoch) */
-    double train_loss;      /* mean training loss of the epoch's batches (MSE in standardised units, or
-                             * cross-entropy; final: NaN) */
-    al_mol_eval train, val, test;   /* train: the final record only, else NaN */
-    double seconds;         /* wall time of the epoch's training steps */
-} al_mol_epoch;
-typedef int (*al_mol_epoch_fn)(const al_mol_epoch *e, void *ud);   /* nonzero: stop */
-typedef struct al_mol_result {
-    int best_epoch, epochs_run;
-    al_mol_eval train, val, test;   /* of the kept model */
-    double step_seconds;    /* mean wall time of an epoch's training */
-} al_mol_result;
-/* AdamW on minibatches (cfg.batch molecules, reshuffled every epoch with the AL_RNG_SHUFFLE stream of
- * seed), MSE on standardised targets or cross-entropy; after every epoch validation and test figures;
- * the model with the lowest validation RMSE (classification: highest accuracy, then lowest loss) is
- * kept and restored at the end (as the PyTorch peer does), and its figures on every split reported
- * (res, and a last record with final = 1). Molecules without a target are skipped. A loss over
- * AL_DIVERGE_RATIO x its running minimum, a non-finite loss or weight stops training with AL_ERR
- * ("training diverged at epoch E step S: ..."). */
-al_status al_molnet_train(al_molnet *m, const al_molset *ms, uint64_t seed, al_mol_epoch_fn fn, void *ud,
-                          al_mol_result *res, al_error *err);
-/* al_molnet_train with training states (trainstate.h): handed to rs->save after epoch 0, every
- * rs->every epochs and the last one, each after that epoch's record; the kept weights in best, its
- * epoch in best_epoch, its validation accuracy in acc_max and its validation RMSE (classification:
- * loss) in loss_min. With rs->from, training continues after from->epoch (a finished state only
- * restores and reports the kept model). */
-al_status al_molnet_train_resumable(al_molnet *m, const al_molset *ms, uint64_t seed, const al_resume *rs,
-                                    al_mol_epoch_fn fn, void *ud, al_mol_result *res, al_error *err);
-/* The model over molecules ids[0..n), no dropout, in batches: *ev, and pred[i] (if non-NULL) the
- * prediction in the file's units or the probability of class 1. */
-al_status al_molnet_evaluate(al_molnet *m, const al_molset *ms, const int *ids, int n, al_ctx *c, al_mol_eval *ev,
-                             float *pred /* (n) or NULL */, al_error *err);
 #endif

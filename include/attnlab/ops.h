@@ -14,6 +14,7 @@
 #ifndef ATTNLAB_OPS_H
 #define ATTNLAB_OPS_H
 #include "tensor.h"
+#include "attention.h"
 
 /* ---- linear algebra ---- */
 /* A (M,K) or (Bt,M,K) [transposed: (K,M)/(Bt,K,M)]; B (K,N) or (Bt,K,N) [transposed: (N,K)/(Bt,N,K)].
@@ -79,6 +80,17 @@ al_tensor *al_merge_heads(al_ctx *c, al_tensor *x);                       /* (B,
 /* x (B,N,3·H·D) → *q, *k, *v (B,H,N,D) each: al_split_heads(al_slice_last(x, s·H·D, H·D), heads) for
  * s = 0, 1, 2 fused into one pass over x with one backward. AL_OK, or AL_ERR with the message in c. */
 al_status  al_split_qkv(al_ctx *c, al_tensor *x, int heads, al_tensor **q, al_tensor **k, al_tensor **v);
+/* Attention (attention.h) on a packed projection, the heads merged on the way out:
+ *   al_attention_qkv(c, d, qkv, H, a_q, a_k, rel, bias)
+ *     = al_merge_heads(al_attention(c, d, q, k, v, a_q, a_k, rel, bias))   with (q, k, v) = al_split_qkv(qkv, H),
+ * bit for bit, forward and backward. qkv (B,N,3·H·D) → (B,N,H·Dv) with Dv = D. Where the d = 16 lane
+ * kernels run (dot score, softmax, D = 16, no bias, no attention dropout, no captured weights; full
+ * with B·H ≥ 4 or a window pattern) q, k and v are read in place from qkv and the output is written
+ * merged: no copies either way. Elsewhere the call splits, attends and merges as above.
+ * al_attention_qkv_inplace says which for qkv (batch, n, 3·heads·head_dim) (1: in place), for a caller that
+ * picks what to keep. */
+al_tensor *al_attention_qkv(al_ctx *c, const al_attn_desc *d, al_tensor *qkv, int heads, al_tensor *a_q, al_tensor *a_k,
+                            al_tensor *rel_bias, al_tensor *bias);
 /* al_split_qkv(al_linear(x, w, b), heads) with the same arithmetic (same bits, forward and backward),
  * but the (…, N, 3·H·D) projection lives only in a scratch that is freed before the op returns (and its
  * gradient only inside the backward): a transformer block keeps 3·D fewer floats per token. */
@@ -116,4 +128,17 @@ al_tensor *al_seg_pool(al_ctx *c, al_tensor *x, const int *len, int nseg, int me
  * out[g, h·Dv + d] = Σ_i softmax_i∈g(s[i, h]) v[i, h·Dv + d]. *weights (if non-NULL) receives the
  * softmax weights (N, H) (arena memory; no gradient flows through it). */
 al_tensor *al_seg_attn_pool(al_ctx *c, al_tensor *s, al_tensor *v, const int *len, int nseg, al_tensor **weights);
+/* ---------------- packed-layout ops (src/ops/segment.c), with backward ---------------- */
+/* x (N, C) packed, len (nseg) summing to N → (N, (2K+1)·C): row i is the concatenation of the rows
+ * i−K, …, i+K of its own segment, in that order, with zeros for positions outside the segment. */
+al_tensor *al_seg_window(al_ctx *c, al_tensor *x, const int *len, int nseg, int K);
+/* x (N, C) packed → (nseg, Tmax, C) padded with zeros, Tmax = max(len) (at least 1). */
+al_tensor *al_seg_unpack(al_ctx *c, al_tensor *x, const int *len, int nseg);
+/* y (nseg, T, C) padded, len[s] <= T → (Σ len, C) packed: the first len[s] steps of each sequence. */
+al_tensor *al_seg_pack(al_ctx *c, al_tensor *y, const int *len, int nseg);
+/* Position of each packed token within its segment: pos[i] for i < Σ len. */
+void al_seg_positions(const int *len /* (nseg) */, int nseg, int *pos /* (Σ len) */);
+/* torch_pos.py's sinusoid(n, d): pe[p, 2i] = sin(p / 10000^(2i/d)), pe[p, 2i+1] = cos(same); d even. */
+void al_sinusoid(float *pe /* (n, d) */, int n, int d);
+
 #endif

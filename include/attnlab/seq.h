@@ -1,5 +1,7 @@
-/* attnlab/seq.h — sequence labelling (POS tagging): packed batches of sentences, the ops that move
- * between packed and padded layouts, the sequence-model table, training, evaluation, checkpoints.
+/* attnlab/seq.h — the sequence models (POS tagging over words, speech over frames): packed batches of
+ * sentences, the sequence-model table, forward, checkpoints. The packed-layout ops are in ops.h
+ * (al_seg_window, al_seg_unpack, al_seg_pack), the block-diagonal patterns in attention.h
+ * (al_csr_segments), training and evaluation in train.h (al_seq_train, al_speech_train).
  *
  * A batch of S sentences is PACKED: its Σ len tokens lie back to back in one (N, C) tensor, sentence
  * s owning rows [start[s], start[s] + len[s]). Position-wise layers (embeddings, linear, LN, MLP) run
@@ -29,30 +31,7 @@
 #include "attention.h"
 #include "models.h"   /* al_pos_kind, AL_MODEL_MAXDEPTH, al_block_params */
 #include "text.h"
-#include "trainstate.h"
-#include "dist.h"
-
-/* ---------------- segments: who may see whom in a packed batch ---------------- */
-/* The block-diagonal adjacency of nseg segments of lengths len[0..nseg) (each >= 0) packed back to
- * back: row i (a token of segment s) holds the tokens j of segment s with |i − j| <= radius, in
- * increasing order (radius −1: the whole segment). (N, N) with N = Σ len, built in one pass
- * (O(nnz), never N×N). out's arrays are malloc'd: free with al_csr_free. val is NULL (all ones). */
-al_status al_csr_segments(const int *len /* (nseg) */, int nseg, int radius, al_csr *out, al_error *err);
-/* The same adjacency from c's arena (valid until al_ctx_reset); NULL and c in error on failure. */
-const al_csr *al_csr_segments_arena(al_ctx *c, const int *len /* (nseg) */, int nseg, int radius);
-
-/* ---------------- packed-layout ops (src/ops/segment.c), with backward ---------------- */
-/* x (N, C) packed, len (nseg) summing to N → (N, (2K+1)·C): row i is the concatenation of the rows
- * i−K, …, i+K of its own segment, in that order, with zeros for positions outside the segment. */
-al_tensor *al_seg_window(al_ctx *c, al_tensor *x, const int *len, int nseg, int K);
-/* x (N, C) packed → (nseg, Tmax, C) padded with zeros, Tmax = max(len) (at least 1). */
-al_tensor *al_seg_unpack(al_ctx *c, al_tensor *x, const int *len, int nseg);
-/* y (nseg, T, C) padded, len[s] <= T → (Σ len, C) packed: the first len[s] steps of each sequence. */
-al_tensor *al_seg_pack(al_ctx *c, al_tensor *y, const int *len, int nseg);
-/* Position of each packed token within its segment: pos[i] for i < Σ len. */
-void al_seg_positions(const int *len /* (nseg) */, int nseg, int *pos /* (Σ len) */);
-/* torch_pos.py's sinusoid(n, d): pe[p, 2i] = sin(p / 10000^(2i/d)), pe[p, 2i+1] = cos(same); d even. */
-void al_sinusoid(float *pe /* (n, d) */, int n, int d);
+#include "speech.h"   /* al_speech_opts, al_speech_data: speech checkpoints */
 
 /* ---------------- the sequence models ---------------- */
 typedef struct al_seq_config {
@@ -141,59 +120,6 @@ al_tensor *al_seq_forward(al_ctx *c, al_seq_model *m, const al_seq_batch *b);
 /* Rows left of a sequence of len tokens after the frame subsampling (len itself without it). */
 int al_seq_out_len(const al_seq_config *cfg, int len);
 
-/* ---------------- data ---------------- */
-/* A treebank's features, encoded once: sentence s owns tokens [start[s], start[s+1]). */
-typedef struct al_seq_data {
-    int nsent, ntok, max_len;
-    int *start;                    /* (nsent + 1) */
-    int *word, *suffix, *tag;      /* (ntok); tag −1 = untagged */
-    float *shape;                  /* (ntok, 4) */
-    uint8_t *unseen;               /* (ntok) 1 = lower-cased word not in train */
-    uint8_t *ambiguous;            /* (ntok) 1 = lower-cased word took >= 2 tags in train; NULL = none */
-} al_seq_data;
-al_status al_seq_data_encode(const al_featurizer *fz, const al_conllu *d, al_seq_data *out, al_error *err);
-void      al_seq_data_free(al_seq_data *d);
-/* The sentences idx[0..n) of d, in that order, as a new treebank (copies). */
-al_status al_conllu_subset(const al_conllu *d, const int *idx, int n, al_conllu *out, al_error *err);
-
-/* ---------------- training and evaluation (src/train/seq.c) ---------------- */
-typedef struct al_seq_train_config {
-    int epochs, batch, eval_batch;  /* batch in sentences (32); eval_batch 256 */
-    float lr, weight_decay;         /* AdamW 1e-3, 0.01 */
-    uint64_t seed;                  /* shuffling: AL_RNG_SHUFFLE stream */
-    int max_steps;                  /* > 0: stop after this many steps (tests) */
-    const al_resume *resume;        /* NULL, or training states to hand out / continue from (trainstate.h) */
-    const al_dist *dist;            /* NULL: one process; else this rank's share of a data-parallel run (dist.h) */
-} al_seq_train_config;
-
-typedef struct al_seq_progress {
-    int kind;                       /* 0 step, 1 epoch end */
-    int epoch, epochs, step, steps_per_epoch;
-    double loss;                    /* step: this batch; epoch: token-weighted mean over the epoch */
-    double train_acc;               /* epoch: running token accuracy over the epoch's batches */
-    double test_acc, unseen_acc;    /* epoch end: token accuracy on test, on test words unseen in train */
-    double ambig_acc;               /* epoch end: on test words that took >= 2 tags in train ("saw") */
-    double epoch_seconds, tok_per_s, elapsed;
-} al_seq_progress;
-typedef int (*al_seq_cb)(void *ud, const al_seq_progress *p);   /* nonzero: stop */
-
-/* Divergence (al_diverge_loss, a non-finite weight) stops training with AL_ERR; tc->resume works as in
- * al_train_image (train.h). */
-al_status al_seq_train(al_seq_model *m, const al_seq_data *train, const al_seq_data *test,
-                       const al_seq_train_config *tc, al_seq_cb cb, void *ud, al_error *err);
-/* Token accuracy of m on d (tags >= 0 count), accuracy on tokens with unseen set (NaN if none);
- * pred (d->ntok) receives the argmax tags, may be NULL; acc/unseen_acc may be NULL (tagging). */
-al_status al_seq_eval(al_seq_model *m, const al_seq_data *d, int batch, double *acc, double *unseen_acc,
-                      int *pred, al_error *err);
-/* Every score at once: token accuracy, and accuracy on the tokens flagged unseen and ambiguous (NaN
- * where no token is), with the counts of tagged tokens behind each. */
-typedef struct al_seq_scores {
-    double acc, unseen_acc, ambig_acc;
-    int64_t ntok, nunseen, nambig;
-} al_seq_scores;
-al_status al_seq_eval_scores(al_seq_model *m, const al_seq_data *d, int batch, al_seq_scores *sc, int *pred,
-                             al_error *err);
-
 /* ---------------- checkpoints ---------------- */
 /* safetensors with __metadata__: format "attnlab-sequence", the configuration, "vocab" (al_feat_save's
  * text) and the extra pairs kv[0..2·nkv). */
@@ -205,4 +131,16 @@ al_status al_seq_load(const char *path, al_seq_model *m, al_featurizer *fz, char
 /* Canonical description of a sequence run (for al_run_id). */
 int al_seq_run_canonical(char *buf, size_t n, const al_seq_config *cfg, const char *dataset, long train_size,
                          int epochs, float lr, float wd, int batch, long seed);
+/* Speech checkpoints: the same models reading frames (speech.h). */
+/* Canonical description of a speech run (for al_run_id): "task=speech;" + what (the data's key=value
+ * pairs) + the training settings + the model configuration. */
+int al_speech_run_canonical(char *buf, size_t n, const al_seq_config *cfg, const char *what, long train_size,
+                            int epochs, float lr, float wd, int batch, long seed);
+
+/* safetensors, metadata format "attnlab-speech": the model configuration plus features, cmvn, framewise,
+ * class names (joined by '\n') and the extra pairs. */
+al_status al_speech_save(const char *path, const al_seq_model *m, const al_speech_opts *o, const al_speech_data *d,
+                         const char *const *kv, int nkv, al_error *err);
+/* Rebuilds the model; *o the front end it was trained on; *meta (may be NULL) a malloc'd copy of the metadata. */
+al_status al_speech_load(const char *path, al_seq_model *m, al_speech_opts *o, char **meta, al_error *err);
 #endif

@@ -21,8 +21,6 @@
 #define ATTNLAB_SPEECH_H
 #include <stdint.h>
 #include "audio.h"
-#include "seq.h"
-#include "trainstate.h"
 
 typedef enum { AL_SPEECH_MFCC, AL_SPEECH_FBANK } al_speech_features;
 typedef enum { AL_SPEECH_BY_CLASS, AL_SPEECH_BY_SPEAKER } al_speech_target;
@@ -63,49 +61,7 @@ const char *al_speech_clip_dir(const char *dir, char *buf, size_t n);
 /* The utterances idx[0..k) of d, in that order, as a new set (copies). */
 al_status al_speech_subset(const al_speech_data *d, const int *idx, int k, al_speech_data *out, al_error *err);
 
-/* Defaults of sequence model `name` reading d's frames: feat_dim = d->dim, tags = d->classes,
- * max_len = the longest utterance of d after subsampling (at least 1). */
-al_status al_speech_config(al_seq_config *cfg, const char *name, const al_speech_data *d, int subsample, al_error *err);
-
-typedef struct al_speech_scores {
-    double acc;                    /* N-to-1: utterance accuracy; N-to-N: frame accuracy (100 frames/s) */
-    double ser;                    /* N-to-N: digit-string error rate (runs merged, silence dropped); else NaN */
-    int64_t n;                     /* utterances (N-to-1) or frames (N-to-N) counted */
-} al_speech_scores;
-
-typedef struct al_speech_train_config {
-    int epochs, batch, eval_batch; /* batch in utterances (16); eval_batch 64 */
-    float lr, weight_decay;        /* AdamW 1e-3, 0.01 */
-    uint64_t seed;
-    int max_steps;                 /* > 0: stop after this many steps (tests) */
-    const al_resume *resume;       /* as in al_seq_train */
-} al_speech_train_config;
-
-typedef struct al_speech_progress {
-    int kind, epoch, epochs, step, steps_per_epoch;   /* kind 0 step, 1 epoch end */
-    double loss, train_acc;        /* the step's; at the epoch end the epoch's (frame- or utterance-weighted) */
-    al_speech_scores test;         /* at the epoch end */
-    double epoch_seconds, frames_per_s, elapsed;
-} al_speech_progress;
-typedef int (*al_speech_cb)(void *ud, const al_speech_progress *p);
-
-/* AdamW on mean cross-entropy (over the batch's frames, or its utterances); divergence stops with AL_ERR. */
-al_status al_speech_train(al_seq_model *m, const al_speech_data *train, const al_speech_data *test,
-                          const al_speech_train_config *tc, al_speech_cb cb, void *ud, al_error *err);
-/* Scores of m on d; pred (may be NULL) receives per utterance (N-to-1) or per input frame (N-to-N) the argmax. */
-al_status al_speech_eval(al_seq_model *m, const al_speech_data *d, int batch, al_speech_scores *sc, int *pred, al_error *err);
 /* The digit string of a frame labelling: runs of one label merged, silence dropped ("0417"); out holds n + 1. */
 void al_speech_decode(const uint8_t *lab, int64_t n, char *out);
 
-/* Canonical description of a speech run (for al_run_id): "task=speech;" + what (the data's key=value
- * pairs) + the training settings + the model configuration. */
-int al_speech_run_canonical(char *buf, size_t n, const al_seq_config *cfg, const char *what, long train_size,
-                            int epochs, float lr, float wd, int batch, long seed);
-
-/* safetensors, metadata format "attnlab-speech": the model configuration plus features, cmvn, framewise,
- * class names (joined by '\n') and the extra pairs. */
-al_status al_speech_save(const char *path, const al_seq_model *m, const al_speech_opts *o, const al_speech_data *d,
-                         const char *const *kv, int nkv, al_error *err);
-/* Rebuilds the model; *o the front end it was trained on; *meta (may be NULL) a malloc'd copy of the metadata. */
-al_status al_speech_load(const char *path, al_seq_model *m, al_speech_opts *o, char **meta, al_error *err);
 #endif

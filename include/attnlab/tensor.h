@@ -166,4 +166,16 @@ double al_time(void);           /* monotonic seconds */
 size_t al_peak_rss_bytes(void); /* VmHWM of this process */
 int    al_threads(void);        /* OpenMP max threads, 1 without OpenMP */
 void   al_set_threads(int n);
+/* FLOP counter (src/core/flops.c): the matmul-class work of the ops (2 FLOPs per multiply-add in linear, matmul, conv2d
+ * (the direct convolution's count, whichever algorithm ran: Winograd's GFLOP/s are effective ones)
+ * and the attention products QKᵀ / PV and their gradients), by op name and phase. Elementwise work
+ * (norms, activations, softmax bookkeeping, the optimiser) is not counted: it is the time a step
+ * spends beyond these FLOPs. Off by default; one counting thread. */
+enum { AL_FLOPS_FWD, AL_FLOPS_BWD };
+void al_flops_enable(int on);
+int  al_flops_enabled(void);
+void al_flops_reset(void);
+void al_flops_add(const char *op, int phase, double flops);
+int  al_flops_count(void);
+void al_flops_get(int i, const char **op, double *fwd, double *bwd);
 #endif

@@ -137,4 +137,19 @@ typedef struct al_gen_seq_cfg {
  * not such a spec at all (a treebank name), 0 on success, -1 (err set) for a bad one. */
 int       al_gen_seq_parse(const char *s, al_gen_seq_cfg *cfg, al_error *err);
 al_status al_gen_seq(const al_gen_seq_cfg *cfg, int n, uint64_t seed, al_conllu *out, al_error *err);
+/* ---------------- encoded treebanks (src/data/seqdata.c) ---------------- */
+/* A treebank's features, encoded once: sentence s owns tokens [start[s], start[s+1]). */
+typedef struct al_seq_data {
+    int nsent, ntok, max_len;
+    int *start;                    /* (nsent + 1) */
+    int *word, *suffix, *tag;      /* (ntok); tag −1 = untagged */
+    float *shape;                  /* (ntok, 4) */
+    uint8_t *unseen;               /* (ntok) 1 = lower-cased word not in train */
+    uint8_t *ambiguous;            /* (ntok) 1 = lower-cased word took >= 2 tags in train; NULL = none */
+} al_seq_data;
+al_status al_seq_data_encode(const al_featurizer *fz, const al_conllu *d, al_seq_data *out, al_error *err);
+void      al_seq_data_free(al_seq_data *d);
+/* The sentences idx[0..n) of d, in that order, as a new treebank (copies). */
+al_status al_conllu_subset(const al_conllu *d, const int *idx, int n, al_conllu *out, al_error *err);
+
 #endif

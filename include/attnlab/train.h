@@ -1,7 +1,10 @@
-/* attnlab/train.h — the image training and evaluation loop.
+/* attnlab/train.h — the training floor: the training and evaluation loops of every model family
+ * (images, graphs, sequences, speech, molecules), each reporting epochs through a callback and never
+ * printing; training states and divergence (trainstate.h), optimisers (optim.h) and data-parallel
+ * sums (dist.h) below them.
  *
- * Training (al_train_image) runs AdamW over shuffled mini-batches, evaluates the whole test set
- * after each epoch and reports each epoch through a callback; it never prints.
+ * Images (al_train_image) run AdamW over shuffled mini-batches, evaluate the whole test set after each
+ * epoch and report each epoch through a callback.
  */
 #ifndef ATTNLAB_TRAIN_H
 #define ATTNLAB_TRAIN_H
@@ -9,6 +12,11 @@
 #include "tensor.h"
 #include "images.h"
 #include "models.h"
+#include "gnn.h"
+#include "seq.h"
+#include "molnet.h"
+#include "speech.h"
+#include "optim.h"
 #include "trainstate.h"
 #include "dist.h"
 
@@ -73,4 +81,153 @@ typedef void (*al_eval_progress_fn)(void *ud, int done, int total);
 al_status al_eval_image_ex(al_model *m, const al_images *d, const float mean[4], const float std[4], int batch,
                            double *acc, int *pred /* (d->n) or NULL */, float *logits /* (d->n, classes) or NULL */,
                            al_eval_progress_fn fn, void *ud, al_error *err);
+
+/* ================ graphs: node classification (src/train/graph.c) ================ */
+/* ---------------- training ---------------- */
+typedef struct al_gnn_epoch {
+    int epoch;              /* 1-based; for the final (restored) record, the best epoch */
+    int final;              /* 1 for the record of the restored best model */
+    double train_loss;      /* loss of the training step (with dropout); final record: without */
+    double train_acc, val_loss, val_acc, test_acc;   /* evaluation without dropout */
+    double seconds;         /* wall time of the training step (forward, backward, optimiser) */
+} al_gnn_epoch;
+/* Called after every epoch and once for the restored best model; a nonzero return stops training. */
+typedef int (*al_gnn_epoch_fn)(const al_gnn_epoch *e, void *ud);
+
+typedef struct al_gnn_result {
+    int best_epoch, epochs_run;
+    double train_acc, val_loss, val_acc, test_acc;   /* of the restored best model */
+    double step_seconds;    /* mean wall time of a training step */
+} al_gnn_result;
+
+/* Full-batch training with Adam (cfg lr / weight decay), cross-entropy on the training nodes.
+ * After each epoch the model is evaluated; as in the GAT paper the model is kept when validation
+ * accuracy and loss are both at least as good as their best so far, and training stops after
+ * cfg.patience epochs in which neither improved. The kept model is restored into m at the end.
+ * Attention is not captured during training (capture_attn is ignored here). */
+al_status al_gnn_train(al_gnn *m, const al_graph *g, uint64_t seed, al_gnn_epoch_fn fn, void *ud,
+                       al_gnn_result *res, al_error *err);
+/* al_gnn_train with training states (trainstate.h): handed to rs->save after epoch 0, every rs->every
+ * epochs and the last one (early stopping included), each after that epoch's record; with rs->from,
+ * training continues after from->epoch (a finished state only restores and reports the kept model).
+ * A diverging loss or a non-finite weight stops training with AL_ERR (both functions). */
+al_status al_gnn_train_resumable(al_gnn *m, const al_graph *g, uint64_t seed, const al_resume *rs,
+                                 al_gnn_epoch_fn fn, void *ud, al_gnn_result *res, al_error *err);
+
+/* One training step: forward with dropout, cross-entropy over g's training nodes, backward,
+ * optimiser step. c is reset first. *loss receives the training loss. */
+al_status al_gnn_step(al_gnn *m, const al_graph *g, al_ctx *c, al_optim *o, double *loss, al_error *err);
+
+/* Evaluation without dropout, one forward pass over all nodes. */
+typedef struct al_gnn_eval { double train_loss, train_acc, val_loss, val_acc, test_loss, test_acc; } al_gnn_eval;
+al_status al_gnn_evaluate(al_gnn *m, const al_graph *g, al_ctx *c, al_gnn_eval *ev, al_error *err);
+
+/* ================ sequences: tagging (src/train/seq.c) ================ */
+typedef struct al_seq_train_config {
+    int epochs, batch, eval_batch;  /* batch in sentences (32); eval_batch 256 */
+    float lr, weight_decay;         /* AdamW 1e-3, 0.01 */
+    uint64_t seed;                  /* shuffling: AL_RNG_SHUFFLE stream */
+    int max_steps;                  /* > 0: stop after this many steps (tests) */
+    const al_resume *resume;        /* NULL, or training states to hand out / continue from (trainstate.h) */
+    const al_dist *dist;            /* NULL: one process; else this rank's share of a data-parallel run (dist.h) */
+} al_seq_train_config;
+
+typedef struct al_seq_progress {
+    int kind;                       /* 0 step, 1 epoch end */
+    int epoch, epochs, step, steps_per_epoch;
+    double loss;                    /* step: this batch; epoch: token-weighted mean over the epoch */
+    double train_acc;               /* epoch: running token accuracy over the epoch's batches */
+    double test_acc, unseen_acc;    /* epoch end: token accuracy on test, on test words unseen in train */
+    double ambig_acc;               /* epoch end: on test words that took >= 2 tags in train ("saw") */
+    double epoch_seconds, tok_per_s, elapsed;
+} al_seq_progress;
+typedef int (*al_seq_cb)(void *ud, const al_seq_progress *p);   /* nonzero: stop */
+
+/* Divergence (al_diverge_loss, a non-finite weight) stops training with AL_ERR; tc->resume works as in
+ * al_train_image (train.h). */
+al_status al_seq_train(al_seq_model *m, const al_seq_data *train, const al_seq_data *test,
+                       const al_seq_train_config *tc, al_seq_cb cb, void *ud, al_error *err);
+/* Token accuracy of m on d (tags >= 0 count), accuracy on tokens with unseen set (NaN if none);
+ * pred (d->ntok) receives the argmax tags, may be NULL; acc/unseen_acc may be NULL (tagging). */
+al_status al_seq_eval(al_seq_model *m, const al_seq_data *d, int batch, double *acc, double *unseen_acc,
+                      int *pred, al_error *err);
+/* Every score at once: token accuracy, and accuracy on the tokens flagged unseen and ambiguous (NaN
+ * where no token is), with the counts of tagged tokens behind each. */
+typedef struct al_seq_scores {
+    double acc, unseen_acc, ambig_acc;
+    int64_t ntok, nunseen, nambig;
+} al_seq_scores;
+al_status al_seq_eval_scores(al_seq_model *m, const al_seq_data *d, int batch, al_seq_scores *sc, int *pred,
+                             al_error *err);
+
+/* ================ speech: the sequence models over frames (src/train/speech.c) ================ */
+/* Defaults of sequence model `name` reading d's frames: feat_dim = d->dim, tags = d->classes,
+ * max_len = the longest utterance of d after subsampling (at least 1). */
+al_status al_speech_config(al_seq_config *cfg, const char *name, const al_speech_data *d, int subsample, al_error *err);
+
+typedef struct al_speech_scores {
+    double acc;                    /* N-to-1: utterance accuracy; N-to-N: frame accuracy (100 frames/s) */
+    double ser;                    /* N-to-N: digit-string error rate (runs merged, silence dropped); else NaN */
+    int64_t n;                     /* utterances (N-to-1) or frames (N-to-N) counted */
+} al_speech_scores;
+
+typedef struct al_speech_train_config {
+    int epochs, batch, eval_batch; /* batch in utterances (16); eval_batch 64 */
+    float lr, weight_decay;        /* AdamW 1e-3, 0.01 */
+    uint64_t seed;
+    int max_steps;                 /* > 0: stop after this many steps (tests) */
+    const al_resume *resume;       /* as in al_seq_train */
+} al_speech_train_config;
+
+typedef struct al_speech_progress {
+    int kind, epoch, epochs, step, steps_per_epoch;   /* kind 0 step, 1 epoch end */
+    double loss, train_acc;        /* the step's; at the epoch end the epoch's (frame- or utterance-weighted) */
+    al_speech_scores test;         /* at the epoch end */
+    double epoch_seconds, frames_per_s, elapsed;
+} al_speech_progress;
+typedef int (*al_speech_cb)(void *ud, const al_speech_progress *p);
+
+/* AdamW on mean cross-entropy (over the batch's frames, or its utterances); divergence stops with AL_ERR. */
+al_status al_speech_train(al_seq_model *m, const al_speech_data *train, const al_speech_data *test,
+                          const al_speech_train_config *tc, al_speech_cb cb, void *ud, al_error *err);
+/* Scores of m on d; pred (may be NULL) receives per utterance (N-to-1) or per input frame (N-to-N) the argmax. */
+al_status al_speech_eval(al_seq_model *m, const al_speech_data *d, int batch, al_speech_scores *sc, int *pred, al_error *err);
+/* ================ molecules: one output per graph (src/train/molecule.c) ================ */
+/* ---------------- training ---------------- */
+/* One evaluation without dropout: regression RMSE and MAE in the file's units, or classification
+ * accuracy and mean cross-entropy; the other pair NaN. */
+typedef struct al_mol_eval { double rmse, mae, acc, loss; } al_mol_eval;
+typedef struct al_mol_epoch {
+    int epoch, final;       /* final: the record of the restored best model (epoch = its epoch) */
+    double train_loss;      /* mean training loss of the epoch's batches (MSE in standardised units, or
+                             * cross-entropy; final: NaN) */
+    al_mol_eval train, val, test;   /* train: the final record only, else NaN */
+    double seconds;         /* wall time of the epoch's training steps */
+} al_mol_epoch;
+typedef int (*al_mol_epoch_fn)(const al_mol_epoch *e, void *ud);   /* nonzero: stop */
+typedef struct al_mol_result {
+    int best_epoch, epochs_run;
+    al_mol_eval train, val, test;   /* of the kept model */
+    double step_seconds;    /* mean wall time of an epoch's training */
+} al_mol_result;
+/* AdamW on minibatches (cfg.batch molecules, reshuffled every epoch with the AL_RNG_SHUFFLE stream of
+ * seed), MSE on standardised targets or cross-entropy; after every epoch validation and test figures;
+ * the model with the lowest validation RMSE (classification: highest accuracy, then lowest loss) is
+ * kept and restored at the end (as the PyTorch peer does), and its figures on every split reported
+ * (res, and a last record with final = 1). Molecules without a target are skipped. A loss over
+ * AL_DIVERGE_RATIO x its running minimum, a non-finite loss or weight stops training with AL_ERR
+ * ("training diverged at epoch E step S: ..."). */
+al_status al_molnet_train(al_molnet *m, const al_molset *ms, uint64_t seed, al_mol_epoch_fn fn, void *ud,
+                          al_mol_result *res, al_error *err);
+/* al_molnet_train with training states (trainstate.h): handed to rs->save after epoch 0, every
+ * rs->every epochs and the last one, each after that epoch's record; the kept weights in best, its
+ * epoch in best_epoch, its validation accuracy in acc_max and its validation RMSE (classification:
+ * loss) in loss_min. With rs->from, training continues after from->epoch (a finished state only
+ * restores and reports the kept model). */
+al_status al_molnet_train_resumable(al_molnet *m, const al_molset *ms, uint64_t seed, const al_resume *rs,
+                                    al_mol_epoch_fn fn, void *ud, al_mol_result *res, al_error *err);
+/* The model over molecules ids[0..n), no dropout, in batches: *ev, and pred[i] (if non-NULL) the
+ * prediction in the file's units or the probability of class 1. */
+al_status al_molnet_evaluate(al_molnet *m, const al_molset *ms, const int *ids, int n, al_ctx *c, al_mol_eval *ev,
+                             float *pred /* (n) or NULL */, al_error *err);
 #endif

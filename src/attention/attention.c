@@ -11,7 +11,6 @@
 #include "core/omp_impl.h"
 #include "core/simd_impl.h"
 #include "attnlab/kernels.h"
-#include "attnlab/ops.h"
 #include <stdio.h>
 #include <string.h>
 
@@ -21,42 +20,6 @@ const char *al_attn_kernels(void)
     snprintf(buf, sizeof buf, "window d16: %s; full d16: %s", al__win16_path(), al__full16_path());
     return buf;
 }
-
-/* s (B,H,N) = a[h] · x[b,h,i] for the additive score. */
-void al__attn_head_dot(const al_attn_cfg *g, const float *x /* (B,H,N,D) */, const float *a /* (H,D) */,
-                       float *s /* (B,H,N) */)
-{
-    int64_t rows = (int64_t)g->B * g->H * g->N;
-    int D = g->D;
-    AL_OMP("omp parallel for schedule(static) if (rows * D > AL_PAR_MIN)")
-    for (int64_t r = 0; r < rows; r++) {
-        int h = (int)((r / g->N) % g->H);
-        const float *xr = x + r * D, *ah = a + (int64_t)h * D;
-        float acc = 0.f;
-        for (int d = 0; d < D; d++) acc = AL_FMA(xr[d], ah[d], acc);
-        s[r] = acc;
-    }
-}
-
-/* da (H,D) += Σ_{b,i} ds[b,h,i] · x[b,h,i,:] in a fixed order (b, then i). */
-void al__attn_head_dot_grad(const al_attn_cfg *g, const float *x /* (B,H,N,D) */, const float *ds /* (B,H,N) */,
-                            float *da /* (H,D) */)
-{
-    int D = g->D;
-    AL_OMP("omp parallel for schedule(static) if (g->H > 1 && (int64_t)g->B * g->N * D > AL_PAR_MIN)")
-    for (int h = 0; h < g->H; h++) {
-        float *dah = da + (int64_t)h * D;
-        for (int b = 0; b < g->B; b++) {
-            int64_t base = ((int64_t)b * g->H + h) * g->N;
-            for (int i = 0; i < g->N; i++) {
-                float w = ds[base + i];
-                const float *xr = x + (base + i) * D;
-                for (int d = 0; d < D; d++) dah[d] = AL_FMA(w, xr[d], dah[d]);
-            }
-        }
-    }
-}
-
 
 /* Query-key pairs the pattern scores per (b, h): N² for full, the in-grid window cells for window2d and
  * window1d, the edges for a graph. */
@@ -212,25 +175,6 @@ al_tensor *al_attention(al_ctx *c, const al_attn_desc *d, al_tensor *q, al_tenso
     return al_ok(c) ? out : NULL;
 }
 
-/* ---------------- q, k, v read in place from the packed projection ---------------- */
-
-void al__attn_ptrs(al_ctx *c, attn_node *nd, const float **q, const float **k, const float **v, float **dq, float **dk,
-                   float **dv, int *fresh)
-{
-    if (fresh) *fresh = 0;
-    if (nd->qkv) {   /* (B,N,3·H·D): q, k, v and their gradients are column blocks of one tensor */
-        const int64_t hd = (int64_t)nd->g.H * nd->g.D;
-        float *g0 = !nd->qkv->requires_grad ? NULL : fresh ? al_grad_for_write(c, nd->qkv, fresh) : al_grad(c, nd->qkv);
-        *q = nd->qkv->data; *k = *q + hd; *v = *q + 2 * hd;
-        *dq = g0; *dk = g0 ? g0 + hd : NULL; *dv = g0 ? g0 + 2 * hd : NULL;
-        return;
-    }
-    *q = nd->q->data; *k = nd->k->data; *v = nd->v->data;
-    *dq = nd->q->requires_grad ? al_grad(c, nd->q) : NULL;
-    *dk = nd->k->requires_grad ? al_grad(c, nd->k) : NULL;
-    *dv = nd->v->requires_grad ? al_grad(c, nd->v) : NULL;
-}
-
 /* The lane kernels (full: with the fused per-head backward) run this configuration. */
 static int qkv_lanes(const al_attn_desc *d, const al_attn_cfg *g)
 {
@@ -271,18 +215,15 @@ int al_attention_qkv_inplace(al_ctx *c, const al_attn_desc *d, int batch, int n,
     return qkv_lanes(d, &g);
 }
 
-al_tensor *al_attention_qkv(al_ctx *c, const al_attn_desc *d, al_tensor *qkv, int heads, al_tensor *a_q, al_tensor *a_k,
-                            al_tensor *rel_bias, al_tensor *bias)
+al_tensor *al__attention_qkv_lanes(al_ctx *c, const al_attn_desc *d, al_tensor *qkv, int heads, al_tensor *a_q,
+                                   al_tensor *a_k, al_tensor *rel_bias, al_tensor *bias, int *split)
 {
+    *split = 0;
     if (!al_ok(c) || !qkv) return NULL;
     al_attn_cfg g;
     if (qkv_setup(c, d, qkv, heads, a_q, a_k, rel_bias, bias, &g) != 0) return NULL;
     g.drop = c->training && d->dropout > 0.f;
-    if (!qkv_lanes(d, &g) || bias || a_q) {   /* split, attend, merge: al_attention's kernels and bits */
-        al_tensor *q, *k, *v;
-        if (al_split_qkv(c, qkv, heads, &q, &k, &v) != AL_OK) return NULL;
-        return al_merge_heads(c, al_attention(c, d, q, k, v, a_q, a_k, rel_bias, bias));
-    }
+    if (!qkv_lanes(d, &g) || bias || a_q) { *split = 1; return NULL; }   /* the caller splits, attends, merges */
     const int B = g.B, H = g.H, N = g.N, D = 16;
     al_tensor *out = al_new(c, 3, (int[]){B, N, H * D});   /* the heads merged */
     attn_node *nd = al_arena_calloc(&c->arena, sizeof *nd);

@@ -210,4 +210,9 @@ static inline int al_attn_keep(const al_attn_cfg *g, int64_t bh, int64_t slot)
 {
     return al__keep_hash(g->seed, (uint64_t)(bh * g->slots + slot), g->thresh);
 }
+/* al_attention_qkv's in-place path (attention.c): where the d = 16 lane kernels run (al_attention_qkv_inplace),
+ * attends on qkv (B,N,3·H·D) in place and returns (B,N,H·D); elsewhere returns NULL with *split = 1 and the
+ * caller (src/ops/attention_qkv.c) splits, attends and merges. NULL with *split = 0: an error in c. */
+al_tensor *al__attention_qkv_lanes(al_ctx *c, const al_attn_desc *d, al_tensor *qkv, int heads, al_tensor *a_q,
+                                   al_tensor *a_k, al_tensor *rel_bias, al_tensor *bias, int *split);
 #endif

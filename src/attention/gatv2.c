@@ -10,7 +10,7 @@
  * the keep decision of slot s of head h is al__keep_hash(seed, h·nnz + s), drawn again in backward
  * rather than stored. */
 #include "attnlab/attention.h"
-#include "ops/ops_impl.h"
+#include "core/tape_impl.h"
 #include "core/rng_impl.h"
 #include <math.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /* segments.c — the block-diagonal adjacency of a packed batch of sequences (seq.h): the graph
  * pattern that keeps attention inside each sentence, whole (radius −1) or truncated to a radius.
  * One pass over the rows, O(nnz) time and memory; never an N×N mask. */
-#include "attnlab/seq.h"
+#include "attnlab/attention.h"
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,7 +1,7 @@
-/* flops.c — the FLOP counter of kernels.h: matmul-class work (2 per multiply-add of the GEMMs,
+/* flops.c — the FLOP counter of tensor.h: matmul-class work (2 per multiply-add of the GEMMs,
  * convolutions and attention products) added by the ops that do it, per op and phase. Off unless
  * al_flops_enable(1); one counting thread (the ops add outside their parallel regions). */
-#include "attnlab/kernels.h"
+#include "attnlab/tensor.h"
 #include <string.h>
 
 #define MAXOPS 16

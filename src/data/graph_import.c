@@ -1,6 +1,6 @@
 /* graph_import.c — read graphs in the formats they are distributed in (LINQS .content/.cites, OGB CSV)
  * into an al_graph: ids mapped, edges symmetrised and cleaned, the split given or drawn (graph_import.h).
- * Writing the directory is src/train/graph_write.c. */
+ * Writing the directory is src/data/graph_write.c. */
 #include "attnlab/graph_import.h"
 #include "data/graph_impl.h"
 #include <dirent.h>

@@ -1,7 +1,5 @@
-/* locate.c — the one dataset resolver (datadir.h) for image and graph datasets, and loading an image
- * dataset by name for a model's input shape (images.h). */
+/* locate.c — the one dataset resolver (datadir.h) for image and graph datasets. */
 #include "attnlab/datadir.h"
-#include "attnlab/images.h"
 #include "attnlab/graph.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,18 +76,4 @@ al_status al_graph_resolve(const char *name, const char *exe, char *out, size_t 
     if (!name || !*name) return al_seterr(err, "graph: empty dataset name");
     if (strchr(name, '/') || is_dir(name)) return al_data_locate(name, name, out, n, err);
     return al_data_locate(name, NULL, out, n, err);
-}
-
-al_status al_image_data_load(const char *data, const char *data_dir, int channels, int height, int width,
-                             al_warn_fn warn, void *warn_ud, al_image_split *out, al_error *err)
-{
-    memset(out, 0, sizeof *out);
-    if (!strcmp(data, "fashion-mnist")) return al_fashion_mnist_load(data_dir, out, err);
-    al_folder_opts fo;
-    memset(&fo, 0, sizeof fo);
-    fo.h = height; fo.w = width; fo.channels = channels;
-    fo.split_seed = 0;   /* a fixed held-out split for every seed */
-    fo.require_test = 1; /* training needs a test split: an empty one used to end in test_acc nan */
-    fo.warn = warn; fo.warn_ud = warn_ud;
-    return al_image_folder_load(data, &fo, out, err);
 }

@@ -3,7 +3,7 @@
  * CSR of al_csr_segments with shortest-path distances, targets) and Morgan-style fingerprints.
  * Everything is built in one pass over the batch's atoms and bonds, into the context's arena. */
 #include "attnlab/molecule.h"
-#include "attnlab/seq.h"   /* al_csr_segments_arena: the block-diagonal "full" pattern */
+#include "attnlab/attention.h"   /* al_csr_segments_arena: the block-diagonal "full" pattern */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

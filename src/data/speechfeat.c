@@ -231,13 +231,3 @@ void al_speech_decode(const uint8_t *lab, int64_t n, char *out)
         if ((t == 0 || lab[t] != lab[t - 1]) && lab[t] < AL_FRAME_SILENCE) out[o++] = (char)('0' + lab[t]);
     out[o] = 0;
 }
-
-al_status al_speech_config(al_seq_config *cfg, const char *name, const al_speech_data *d, int subsample, al_error *err)
-{
-    if (al_seq_config_default(cfg, name, 2, 2, d->classes, err) != AL_OK) return AL_ERR;
-    cfg->feat_dim = d->dim;
-    cfg->subsample = subsample > 1 ? subsample : 1;
-    int ml = al_seq_out_len(cfg, d->max_frames);
-    cfg->max_len = ml > 0 ? ml : 1;
-    return AL_OK;
-}

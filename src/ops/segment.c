@@ -3,7 +3,7 @@
  * by side. A packed (N, C) tensor holds nseg segments back to back, segment s owning len[s] rows.
  * The lengths are copied into the arena, so the caller's array need not outlive the call. Everything
  * here is a copy or a sum of copies in a fixed order: results do not depend on the thread count. */
-#include "attnlab/seq.h"
+#include "attnlab/ops.h"
 #include "ops_impl.h"
 #include <math.h>
 #include <string.h>

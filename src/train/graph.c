@@ -1,6 +1,7 @@
 /* train/graph.c — full-batch training of the graph models: one step (forward with dropout,
  * cross-entropy over the training nodes, backward, Adam), evaluation of every split, and the
  * training loop with the GAT paper's early stopping; see gnn.h. */
+#include "attnlab/train.h"
 #include "attnlab/gnn.h"
 #include "attnlab/ops.h"
 #include "attnlab/optim.h"

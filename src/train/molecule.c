@@ -3,6 +3,7 @@
  * every epoch validation and test figures; the best-validation model kept and restored (the PyTorch
  * peer's rule: lowest RMSE; classification: highest accuracy, ties to the lower loss); the divergence
  * stop and training states (trainstate.h), the kept model and its record in the state's graph fields. */
+#include "attnlab/train.h"
 #include "attnlab/molnet.h"
 #include "attnlab/optim.h"
 #include "attnlab/ops.h"

@@ -3,81 +3,18 @@
  * batch's tokens (there is no padding to mask), token accuracy and accuracy on words unseen in
  * train and on words ambiguous in train after every epoch; checkpoints with the configuration and the vocabularies in metadata.
  * Library code: nothing prints. */
+#include "attnlab/train.h"
 #include "attnlab/seq.h"
 #include "attnlab/optim.h"
 #include "attnlab/ops.h"
 #include "attnlab/io.h"
-#include "train/io_impl.h"
+#include "io/io_impl.h"
 #include "train/state_impl.h"
 #include "train/seq_impl.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---------------- data ---------------- */
-void al_seq_data_free(al_seq_data *d)
-{
-    free(d->start); free(d->word); free(d->suffix); free(d->tag); free(d->shape); free(d->unseen); free(d->ambiguous);
-    memset(d, 0, sizeof *d);
-}
-
-al_status al_seq_data_encode(const al_featurizer *fz, const al_conllu *d, al_seq_data *out, al_error *err)
-{
-    memset(out, 0, sizeof *out);
-    size_t n = (size_t)(d->ntok > 0 ? d->ntok : 1);
-    out->nsent = d->nsent; out->ntok = d->ntok; out->max_len = d->max_sent_len;
-    out->start = malloc((size_t)(d->nsent + 1) * sizeof(int));
-    out->word = malloc(n * sizeof(int)); out->suffix = malloc(n * sizeof(int)); out->tag = malloc(n * sizeof(int));
-    out->shape = malloc(n * 4 * sizeof(float)); out->unseen = malloc(n); out->ambiguous = malloc(n);
-    if (!out->start || !out->word || !out->suffix || !out->tag || !out->shape || !out->unseen || !out->ambiguous) {
-        al_seq_data_free(out);
-        return al_seterr(err, "features: out of memory for %d tokens", d->ntok);
-    }
-    memcpy(out->start, d->sent_start, (size_t)(d->nsent + 1) * sizeof(int));
-    memcpy(out->tag, d->tag, (size_t)d->ntok * sizeof(int));
-    if (al_feat_encode(fz, d, out->word, out->suffix, out->shape, out->unseen, out->ambiguous, err) != AL_OK) {
-        al_seq_data_free(out);
-        return AL_ERR;
-    }
-    return AL_OK;
-}
-
-al_status al_conllu_subset(const al_conllu *d, const int *idx, int n, al_conllu *out, al_error *err)
-{
-    memset(out, 0, sizeof *out);
-    int64_t ntok = 0; size_t bytes = 0;
-    for (int k = 0; k < n; k++) {
-        if (idx[k] < 0 || idx[k] >= d->nsent) return al_seterr(err, "subset: sentence %d outside [0, %d)", idx[k], d->nsent);
-        for (int i = d->sent_start[idx[k]]; i < d->sent_start[idx[k] + 1]; i++) bytes += strlen(d->form[i]) + 1;
-        ntok += d->sent_start[idx[k] + 1] - d->sent_start[idx[k]];
-    }
-    out->sent_start = malloc((size_t)(n + 1) * sizeof(int));
-    out->sent_line = malloc((size_t)(n > 0 ? n : 1) * sizeof(long));
-    out->form = malloc((size_t)(ntok > 0 ? ntok : 1) * sizeof(char *));
-    out->tag = malloc((size_t)(ntok > 0 ? ntok : 1) * sizeof(int));
-    out->text = malloc(bytes > 0 ? bytes : 1);
-    if (!out->sent_start || !out->sent_line || !out->form || !out->tag || !out->text) {
-        al_conllu_free(out);
-        return al_seterr(err, "subset: out of memory");
-    }
-    int t = 0; size_t off = 0;
-    out->sent_start[0] = 0;
-    for (int k = 0; k < n; k++) {
-        int s = idx[k], L = d->sent_start[s + 1] - d->sent_start[s];
-        for (int i = d->sent_start[s]; i < d->sent_start[s + 1]; i++, t++) {
-            size_t l = strlen(d->form[i]) + 1;
-            memcpy(out->text + off, d->form[i], l);
-            out->form[t] = out->text + off; off += l;
-            out->tag[t] = d->tag[i];
-        }
-        out->sent_start[k + 1] = t;
-        out->sent_line[k] = d->sent_line ? d->sent_line[s] : 0;
-        if (L > out->max_sent_len) out->max_sent_len = L;
-    }
-    out->nsent = n; out->ntok = t;
-    return AL_OK;
-}
 
 /* ---------------- batches ---------------- */
 /* Scratch for one packed batch of up to cap tokens. */
@@ -305,120 +242,5 @@ done:
     al_ctx_free(c);
     free(perm); free(ids);
     if (bb_ok) batchbuf_free(&bb); else { batchbuf_free(&bb); }
-    return st;
-}
-
-/* ---------------- checkpoints ---------------- */
-#define SEQ_FORMAT "attnlab-sequence"
-#define MAXKV 48
-
-/* The configuration as (key, value) pairs; values in buf. Returns the count or -1. */
-int al__seq_config_kv(const al_seq_config *g, const char **kv, int max, char *buf, size_t bufsize)
-{
-    al_kvb b = {kv, max, 0, buf, bufsize, 0};
-    if (g->feat_dim > 0) { al__kv(&b, "feat_dim", "%d", g->feat_dim); al__kv(&b, "subsample", "%d", g->subsample > 1 ? g->subsample : 1); }
-    al__kv(&b, "model", "%s", g->name);
-    al__kv(&b, "nwords", "%d", g->nwords); al__kv(&b, "nsuffixes", "%d", g->nsuffixes); al__kv(&b, "tags", "%d", g->tags);
-    al__kv(&b, "word_dim", "%d", g->word_dim); al__kv(&b, "suffix_dim", "%d", g->suffix_dim); al__kv(&b, "dim", "%d", g->dim);
-    al__kv(&b, "hidden", "%d", g->hidden); al__kv(&b, "window", "%d", g->window); al__kv(&b, "depth", "%d", g->depth);
-    al__kv(&b, "heads", "%d", g->heads); al__kv(&b, "bidirectional", "%d", g->bidirectional);
-    al__kv(&b, "pos", "%s", al_pos_name(g->pos)); al__kv(&b, "score", "%s", al_score_name(g->score));
-    al__kv(&b, "norm", "%s", al_norm_name(g->norm));
-    al__kv(&b, "max_len", "%d", g->max_len);
-    return b.n;
-}
-
-int al_seq_run_canonical(char *buf, size_t n, const al_seq_config *cfg, const char *dataset, long train_size,
-                         int epochs, float lr, float wd, int batch, long seed)
-{
-    const char *kv[2 * 32];
-    char vb[1024];
-    int k = al__seq_config_kv(cfg, kv, 32, vb, sizeof vb);
-    int o = snprintf(buf, n, "task=sequence;data=%s;train_size=%ld;epochs=%d;lr=%.9g;wd=%.9g;batch=%d;optim=adamw;seed=%ld",
-                     dataset, train_size, epochs, (double)lr, (double)wd, batch, seed);
-    return al__canonical_append(buf, n, o, kv, k);
-}
-
-al_status al_seq_save(const char *path, const al_seq_model *m, const al_featurizer *fz,
-                      const char *const *extra, int nextra, al_error *err)
-{
-    const char *kv[2 * MAXKV];
-    char buf[2048];
-    kv[0] = "format"; kv[1] = SEQ_FORMAT;
-    int n = al__seq_config_kv(&m->cfg, kv + 2, MAXKV - 2, buf, sizeof buf);
-    if (n < 0 || n + 2 + nextra > MAXKV) return al_seterr(err, "%s: too much checkpoint metadata", path);
-    n++;
-    char *vocab = NULL; size_t vlen;
-    if (al_feat_save(fz, &vocab, &vlen, err) != AL_OK) return AL_ERR;
-    kv[2 * n] = "vocab"; kv[2 * n + 1] = vocab; n++;
-    for (int i = 0; i < nextra; i++, n++) { kv[2 * n] = extra[2 * i]; kv[2 * n + 1] = extra[2 * i + 1]; }
-    al_status st = al_safetensors_save(path, &m->params, kv, n, err);
-    free(vocab);
-    return st;
-}
-
-static int meta_int(const char *meta, const char *key, int *out)
-{
-    char *v = al_meta_get(meta, key);
-    if (!v) return -1;
-    char *end; long x = strtol(v, &end, 10);
-    int bad = end == v || *end || x < -1000000000L || x > 1000000000L;
-    free(v);
-    if (bad) return -1;
-    *out = (int)x;
-    return 0;
-}
-
-/* The model configuration in a checkpoint's metadata (both formats) into *g; AL_ERR naming path. */
-al_status al__seq_config_from_meta(const char *meta, const char *path, al_seq_config *g, al_error *err)
-{
-    char *name = al_meta_get(meta, "model");
-    char *pos = al_meta_get(meta, "pos"), *score = al_meta_get(meta, "score"), *norm = al_meta_get(meta, "norm");
-    char *fd = al_meta_get(meta, "feat_dim");
-    al_status st = AL_ERR;
-    if (al_seq_config_default(g, name, 2, 2, AL_UPOS_N, err) != AL_OK) goto out;
-    if (meta_int(meta, "nwords", &g->nwords) || meta_int(meta, "nsuffixes", &g->nsuffixes) || meta_int(meta, "tags", &g->tags) ||
-        meta_int(meta, "word_dim", &g->word_dim) || meta_int(meta, "suffix_dim", &g->suffix_dim) || meta_int(meta, "dim", &g->dim) ||
-        meta_int(meta, "hidden", &g->hidden) || meta_int(meta, "window", &g->window) || meta_int(meta, "depth", &g->depth) ||
-        meta_int(meta, "heads", &g->heads) || meta_int(meta, "bidirectional", &g->bidirectional) || meta_int(meta, "max_len", &g->max_len) ||
-        (fd && (meta_int(meta, "feat_dim", &g->feat_dim) || meta_int(meta, "subsample", &g->subsample))) ||
-        !pos || al_pos_parse(pos, &g->pos) || !score || al_score_parse(score, &g->score) || !norm || al_norm_parse(norm, &g->norm)) {
-        al_seterr(err, "%s: missing or bad model configuration in the metadata", path);
-        goto out;
-    }
-    st = AL_OK;
-out:
-    free(name); free(pos); free(score); free(norm); free(fd);
-    return st;
-}
-
-al_status al_seq_load(const char *path, al_seq_model *m, al_featurizer *fz, char **meta_out, al_error *err)
-{
-    memset(m, 0, sizeof *m);
-    memset(fz, 0, sizeof *fz);
-    if (meta_out) *meta_out = NULL;
-    char *meta = NULL;
-    if (al_safetensors_read_meta(path, &meta, err) != AL_OK) return AL_ERR;
-    char *fmt = al_meta_get(meta, "format");
-    char *vocab = al_meta_get(meta, "vocab");
-    al_seq_config g;
-    al_status st = AL_ERR;
-    if (!fmt || strcmp(fmt, SEQ_FORMAT)) { al_seterr(err, "%s: not an attnlab sequence-model checkpoint (metadata format is not " SEQ_FORMAT ")", path); goto out; }
-    if (al__seq_config_from_meta(meta, path, &g, err) != AL_OK) goto out;
-    if (g.feat_dim > 0) { al_seterr(err, "%s: a model of frames, not words", path); goto out; }
-    if (!vocab) { al_seterr(err, "%s: no vocabularies (\"vocab\") in the metadata", path); goto out; }
-    if (al_feat_load(vocab, strlen(vocab), fz, err) != AL_OK) goto out;
-    if (al_feat_nwords(fz) != g.nwords || al_feat_nsuffixes(fz) != g.nsuffixes) {
-        al_seterr(err, "%s: vocabularies (%d words, %d suffixes) do not match the model (%d, %d)", path,
-                  al_feat_nwords(fz), al_feat_nsuffixes(fz), g.nwords, g.nsuffixes);
-        goto out;
-    }
-    if (al_seq_init(m, &g, 0, err) != AL_OK) goto out;
-    if (al_safetensors_load(path, &m->params, NULL, err) != AL_OK) { al_seq_free(m); goto out; }
-    st = AL_OK;
-out:
-    if (st != AL_OK) al_feat_free(fz);
-    free(fmt); free(vocab);
-    if (st == AL_OK && meta_out) *meta_out = meta; else free(meta);
     return st;
 }

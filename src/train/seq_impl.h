@@ -15,7 +15,7 @@
  * mathematics as one pass over the batch, summed in another order. */
 #ifndef AL_TRAIN_SEQ_IMPL_H
 #define AL_TRAIN_SEQ_IMPL_H
-#include "attnlab/seq.h"
+#include "attnlab/train.h"
 
 #define AL_SEQ_SHARDS 2
 
@@ -38,9 +38,6 @@ al_status al__seq_step(al__seq_stepper *s, al_seq_model *m, const al_seq_batch *
                        double *loss, int64_t *correct, al_error *err);
 /* Tokens of tags[0..n) with a label (>= 0). */
 int       al__seq_tagged(const int *tags, int n);
-/* The configuration as checkpoint metadata pairs (values in buf; the count or -1), and back. */
-int       al__seq_config_kv(const al_seq_config *g, const char **kv, int max, char *buf, size_t bufsize);
-al_status al__seq_config_from_meta(const char *meta, const char *path, al_seq_config *g, al_error *err);
 /* The data-parallel step (dist.h): this rank's micro-shards of b (contiguous sentences, al_dist_shards of
  * the sentence count), each on s->c[0] alone, then m's gradient SET to the sum over every rank. *loss,
  * *correct: the whole batch's, the same on every rank. step_no seeds each shard's dropout stream. */

@@ -1,5 +1,6 @@
 /* seq_step.c — the data-parallel training step of the sequence models (seq_impl.h). */
 #include "train/seq_impl.h"
+#include "attnlab/train.h"
 #include "attnlab/ops.h"
 #include "core/omp_impl.h"
 #include <stdlib.h>

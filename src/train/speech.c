@@ -2,17 +2,29 @@
  * whole utterances packed frame after frame (no padding), one context per step whose ops run in
  * parallel inside (a batch holds thousands of frames, unlike a batch of sentences), AdamW, cross-entropy
  * per frame (N-to-N) or per utterance over the mean of its frame logits (N-to-1). Nothing prints. */
+#include "attnlab/train.h"
 #include "attnlab/speech.h"
 #include "attnlab/optim.h"
 #include "attnlab/ops.h"
 #include "attnlab/io.h"
-#include "train/io_impl.h"
+#include "io/io_impl.h"
 #include "train/state_impl.h"
 #include "train/seq_impl.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The model reads d's frames: speech.h. */
+al_status al_speech_config(al_seq_config *cfg, const char *name, const al_speech_data *d, int subsample, al_error *err)
+{
+    if (al_seq_config_default(cfg, name, 2, 2, d->classes, err) != AL_OK) return AL_ERR;
+    cfg->feat_dim = d->dim;
+    cfg->subsample = subsample > 1 ? subsample : 1;
+    int ml = al_seq_out_len(cfg, d->max_frames);
+    cfg->max_len = ml > 0 ? ml : 1;
+    return AL_OK;
+}
 
 /* ---------------- batches ---------------- */
 typedef struct sbatch {
@@ -252,72 +264,5 @@ done:
     al_ctx_free(c);
     free(perm); free(ids);
     sbatch_free(&bb);
-    return st;
-}
-
-int al_speech_run_canonical(char *buf, size_t n, const al_seq_config *cfg, const char *what, long train_size,
-                            int epochs, float lr, float wd, int batch, long seed)
-{
-    const char *kv[2 * 32];
-    char vb[1024];
-    int k = al__seq_config_kv(cfg, kv, 32, vb, sizeof vb);
-    int o = snprintf(buf, n, "task=speech;%s;train_size=%ld;epochs=%d;lr=%.9g;wd=%.9g;batch=%d;optim=adamw;seed=%ld",
-                     what, train_size, epochs, (double)lr, (double)wd, batch, seed);
-    return al__canonical_append(buf, n, o, kv, k);
-}
-
-/* ---------------- checkpoints ---------------- */
-#define SPEECH_FORMAT "attnlab-speech"
-#define MAXKV 48
-
-al_status al_speech_save(const char *path, const al_seq_model *m, const al_speech_opts *o, const al_speech_data *d,
-                         const char *const *extra, int nextra, al_error *err)
-{
-    const char *kv[2 * MAXKV];
-    char buf[2048];
-    kv[0] = "format"; kv[1] = SPEECH_FORMAT;
-    int n = al__seq_config_kv(&m->cfg, kv + 2, MAXKV - 6, buf, sizeof buf);
-    if (n < 0 || n + 5 + nextra > MAXKV) return al_seterr(err, "%s: too much checkpoint metadata", path);
-    n++;
-    size_t nb = 1;
-    for (int i = 0; i < d->classes; i++) nb += strlen(d->class_names[i]) + 1;
-    char *names = malloc(nb);
-    if (!names) return al_seterr(err, "%s: out of memory", path);
-    size_t p = 0;
-    for (int i = 0; i < d->classes; i++) p += (size_t)sprintf(names + p, i ? "\n%s" : "%s", d->class_names[i]);
-    names[p] = 0;
-    kv[2 * n] = "features"; kv[2 * n + 1] = al_speech_features_name(o->features); n++;
-    kv[2 * n] = "cmvn"; kv[2 * n + 1] = o->cmvn ? "1" : "0"; n++;
-    kv[2 * n] = "framewise"; kv[2 * n + 1] = d->framewise ? "1" : "0"; n++;
-    kv[2 * n] = "class_names"; kv[2 * n + 1] = names; n++;
-    for (int i = 0; i < nextra; i++, n++) { kv[2 * n] = extra[2 * i]; kv[2 * n + 1] = extra[2 * i + 1]; }
-    al_status st = al_safetensors_save(path, &m->params, kv, n, err);
-    free(names);
-    return st;
-}
-
-al_status al_speech_load(const char *path, al_seq_model *m, al_speech_opts *o, char **meta_out, al_error *err)
-{
-    memset(m, 0, sizeof *m);
-    if (meta_out) *meta_out = NULL;
-    char *meta = NULL;
-    if (al_safetensors_read_meta(path, &meta, err) != AL_OK) return AL_ERR;
-    char *fmt = al_meta_get(meta, "format"), *feat = al_meta_get(meta, "features"), *cmvn = al_meta_get(meta, "cmvn");
-    al_seq_config g;
-    al_status st = AL_ERR;
-    if (!fmt || strcmp(fmt, SPEECH_FORMAT)) { al_seterr(err, "%s: not an attnlab speech checkpoint (metadata format is not " SPEECH_FORMAT ")", path); goto out; }
-    if (al__seq_config_from_meta(meta, path, &g, err) != AL_OK) goto out;
-    if (!feat || al_speech_features_parse(feat, &o->features, err) != AL_OK || !cmvn || (strcmp(cmvn, "0") && strcmp(cmvn, "1"))) {
-        al_seterr(err, "%s: missing or bad front end (features, cmvn) in the metadata", path);
-        goto out;
-    }
-    o->cmvn = cmvn[0] == '1';
-    if (g.feat_dim != (o->features == AL_SPEECH_FBANK ? 80 : 39)) { al_seterr(err, "%s: feat_dim %d does not fit features %s", path, g.feat_dim, feat); goto out; }
-    if (al_seq_init(m, &g, 0, err) != AL_OK) goto out;
-    if (al_safetensors_load(path, &m->params, NULL, err) != AL_OK) { al_seq_free(m); goto out; }
-    st = AL_OK;
-out:
-    free(fmt); free(feat); free(cmvn);
-    if (st == AL_OK && meta_out) *meta_out = meta; else free(meta);
     return st;
 }

@@ -1,10 +1,11 @@
 /* trainstate.c — training states (trainstate.h): the divergence detector, the state file (save and
  * load through the safetensors array reader and writer) and the loops' side of resuming
  * (state_impl.h). */
+#include "attnlab/train.h"
 #include "attnlab/trainstate.h"
 #include "attnlab/optim.h"
 #include "attnlab/io.h"
-#include "train/io_impl.h"
+#include "io/io_impl.h"
 #include "train/state_impl.h"
 #include <errno.h>
 #include <math.h>

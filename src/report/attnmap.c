@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "attnlab/attnmap.h"
-#include "train/draw_impl.h"
+#include "report/draw_impl.h"
 
 /* ------------------------------------------------------------------ compute */
 
@@ -79,22 +79,6 @@ out:
     for (int b = 0; b < AL_MODEL_MAXDEPTH; b++) m->attn_weights[b] = NULL;   /* arena memory, gone below */
     al_ctx_free(c);
     return st;
-}
-
-/* ------------------------------------------------------------------ colour map */
-
-void al_attnmap_color(float t, uint8_t rgb[3])
-{
-    /* nine anchors along viridis (dark purple → blue → teal → green → yellow), linear in between */
-    static const uint8_t a[9][3] = {{68, 1, 84},    {71, 44, 122},  {59, 81, 139},  {44, 113, 142}, {33, 144, 141},
-                                    {39, 173, 129}, {92, 200, 99},  {170, 220, 50}, {253, 231, 37}};
-    if (!(t > 0.f)) t = 0.f;   /* NaN → 0 */
-    if (t > 1.f) t = 1.f;
-    float s = t * 8.f;
-    int i = (int)s;
-    if (i >= 8) { memcpy(rgb, a[8], 3); return; }
-    float f = s - (float)i;
-    for (int k = 0; k < 3; k++) rgb[k] = (uint8_t)((float)a[i][k] + f * ((float)a[i + 1][k] - (float)a[i][k]) + 0.5f);
 }
 
 /* ------------------------------------------------------------------ layout */

@@ -1,10 +1,11 @@
-/* draw.c — the RGB canvas and the 5×7 bitmap font of the attention-map figures (draw_impl.h). The
+/* draw.c — the RGB canvas, the colour map (al_attnmap_color) and the 5×7 bitmap font of the attention-map
+ * figures (draw_impl.h). The
  * glyphs are drawn by hand: upper case, digits and the punctuation the image figures need, then lower
  * case and the rest of printable ASCII for word labels. */
 #include <ctype.h>
 #include <string.h>
 #include "attnlab/attnmap.h"
-#include "train/draw_impl.h"
+#include "report/draw_impl.h"
 
 typedef struct glyph { char ch; uint8_t row[7]; } glyph;
 static const glyph font[] = {
@@ -157,4 +158,20 @@ void al__colour_bar(al__canvas *cv, int x, int y, int w, int h)
         al_attnmap_color(w > 1 ? (float)k / (float)(w - 1) : 1.f, c3);
         al__fill_rect(cv, x + k, y, 1, h, c3);
     }
+}
+
+/* ------------------------------------------------------------------ colour map */
+
+void al_attnmap_color(float t, uint8_t rgb[3])
+{
+    /* nine anchors along viridis (dark purple → blue → teal → green → yellow), linear in between */
+    static const uint8_t a[9][3] = {{68, 1, 84},    {71, 44, 122},  {59, 81, 139},  {44, 113, 142}, {33, 144, 141},
+                                    {39, 173, 129}, {92, 200, 99},  {170, 220, 50}, {253, 231, 37}};
+    if (!(t > 0.f)) t = 0.f;   /* NaN → 0 */
+    if (t > 1.f) t = 1.f;
+    float s = t * 8.f;
+    int i = (int)s;
+    if (i >= 8) { memcpy(rgb, a[8], 3); return; }
+    float f = s - (float)i;
+    for (int k = 0; k < 3; k++) rgb[k] = (uint8_t)((float)a[i][k] + f * ((float)a[i + 1][k] - (float)a[i][k]) + 0.5f);
 }

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "attnlab/attnmap.h"
-#include "train/draw_impl.h"
+#include "report/draw_impl.h"
 
 /* ------------------------------------------------------------------ compute */
 

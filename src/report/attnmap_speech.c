@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "attnlab/attnmap.h"
-#include "train/draw_impl.h"
+#include "report/draw_impl.h"
 
 enum { MARGIN = 10, TS = 2, LINE = 7 * TS + 6, LEFT = 64, MEL = 80, MEL_PX = 2, STRIP = 16, GAP = 8, BAR_H = 12,
        BAR_W = 240, MAXPIX = 16384 };

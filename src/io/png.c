@@ -1,6 +1,6 @@
 /* png.c — 8-bit PNG output through libpng, encoded in memory and written atomically. */
 #include "attnlab/io.h"
-#include "train/io_impl.h"
+#include "io/io_impl.h"
 #include <png.h>
 #include <setjmp.h>
 #include <stdio.h>

@@ -3,7 +3,7 @@
  * run description that run ids hash. */
 #include "attnlab/checkpoint.h"
 #include "attnlab/io.h"
-#include "train/io_impl.h"
+#include "io/io_impl.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* json.c — a small strict JSON parser for the subset safetensors headers use (objects, arrays,
  * strings with escapes, numbers, true/false/null), a JSON string writer, and metadata look-ups. */
 #include "attnlab/io.h"
-#include "train/io_impl.h"
+#include "io/io_impl.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

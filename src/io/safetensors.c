@@ -2,7 +2,7 @@
  * string metadata in "__metadata__". One reader parses the header (8-byte little-endian length, then
  * a JSON object) with the JSON parser of json.c, for full loads and metadata-only reads alike. */
 #include "attnlab/io.h"
-#include "train/io_impl.h"
+#include "io/io_impl.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>

@@ -1,7 +1,7 @@
 /* results.c — parse a results CSV, group rows into runs, summarise final test accuracy. */
 #include "attnlab/results.h"
 #include "attnlab/io.h"
-#include "train/io_impl.h"
+#include "io/io_impl.h"
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>

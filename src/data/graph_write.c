@@ -1,12 +1,13 @@
 /* graph_write.c — write an al_graph as an attnlab graph directory (every file atomic), and the
- * import command's library half: read (graph_import.c), write, read back (io.h). */
+ * import command's library half: read (graph_import.c), write, read back (graph.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include "attnlab/io.h"
-#include "train/io_impl.h"
+#include "attnlab/graph_import.h"
+#include "io/io_impl.h"
 
 /* dir/name ← the buffer, atomically; frees the buffer. */
 static al_status put(const char *dir, const char *name, al_sbuf *b, al_error *err)

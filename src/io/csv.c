@@ -10,7 +10,7 @@
  * with '"' and inner quotes doubled (RFC 4180).
  */
 #include "attnlab/io.h"
-#include "train/io_impl.h"
+#include "io/io_impl.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>

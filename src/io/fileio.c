@@ -2,7 +2,7 @@
  * writes on a descriptor, atomic writes (PATH.tmp.PID, fsync, rename, fsync of the directory) and
  * whole-file reads. */
 #include "attnlab/io.h"
-#include "train/io_impl.h"
+#include "io/io_impl.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>

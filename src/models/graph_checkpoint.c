@@ -3,7 +3,7 @@
  * of layer1.bias (heads x hidden), then every tensor by name and shape. */
 #include "attnlab/gnn.h"
 #include "attnlab/io.h"
-#include "io_impl.h"
+#include "io/io_impl.h"
 #include <errno.h>
 #include <stdint.h>
 #include <fcntl.h>
