@@ -13,7 +13,11 @@
 #   BENCH_PROFILE=0                skip the per-op profile after the image-training table (scripts/profile.sh)
 #   BENCH_PEER_UNFOLD=0            skip PyTorch's local-unfold (on a loaded machine it runs at a few img/s)
 #   BENCH_EVAL=0                   skip pixel-level sa's evaluation of the 10 000 test images (peak RSS, time)
-# At the end (and after BENCH_ONLY=train) issue 19's acceptance items are read off the run's tables and
+#   BENCH_LOG=1                    also write the whole output to results/bench/HOST-DATE-WHAT.txt (HOST: the
+#                                  host kind, e.g. zen5, intel-avx512, with -x86-64-v3 when the binary runs AVX2
+#                                  kernels on an AVX-512 host; WHAT: make-bench, train, seq or speech; -HHMM is
+#                                  added when that name is taken); BENCH_LOG=FILE writes to FILE
+# At the end (and after BENCH_ONLY=train) the performance targets are read off the run's tables and
 # printed against their targets, with the host's CPU model.
 # Image training: for each model, attnlab and the peer alternate (attnlab, torch, attnlab, torch, ...)
 # BENCH_REPS times each, and one table reports the medians (this machine is shared and noisy).
@@ -32,10 +36,47 @@ shared=${ATTNLAB_SHARED:-$here/../shared}
 reps=${BENCH_REPS:-3} steps=${BENCH_STEPS:-30} threads=${BENCH_THREADS:-2} batch=${BENCH_BATCH:-64}
 [ -x "$bin" ] || { echo "bench.sh: $bin not built (run make)" >&2; exit 1; }
 
+# The host kind that names a log (results/bench/README.md): AMD by family and model (family 23 from model 49 on
+# is Zen 2; family 25 is Zen 3 except models 16-31, 96-127 and 160-175, which are Zen 4; family 26 is Zen 5),
+# Intel by whether it has AVX-512; a binary whose kernels are narrower than the host's adds its build.
+host_kind() {
+  local kind widest kernels
+  kind=$(lscpu 2>/dev/null | awk -F': *' '$1 == "Vendor ID" { v = $2 } $1 == "CPU family" { f = $2 + 0 } $1 == "Model" { m = $2 + 0 }
+    END { if (v == "AuthenticAMD") {
+            if (f == 23) print (m >= 49 ? "zen2" : "zen1")
+            else if (f == 25) print ((m >= 16 && m <= 31) || (m >= 96 && m <= 127) || (m >= 160 && m <= 175) ? "zen4" : "zen3")
+            else if (f == 26) print "zen5"
+            else print "amd-family" f
+          } else if (v == "GenuineIntel") print "intel"
+          else print "unknown" }')
+  widest=scalar
+  grep -qw avx2 /proc/cpuinfo 2>/dev/null && grep -qw fma /proc/cpuinfo && widest=avx2
+  grep -qw avx512f /proc/cpuinfo 2>/dev/null && widest=avx512
+  [ "$kind" = intel ] && [ $widest = avx512 ] && kind=intel-avx512
+  kernels=$("$bin" --version 2>/dev/null | sed -n 's/.*(kernels \([a-z0-9]*\).*/\1/p')
+  if [ -n "$kernels" ] && [ "$kernels" != $widest ]; then
+    case $kernels in avx2) kind=$kind-x86-64-v3 ;; scalar) kind=$kind-portable ;; *) kind=$kind-$kernels ;; esac
+  fi
+  echo "$kind"
+}
+if [ -n "${BENCH_LOG:-}" ] && [ "${BENCH_LOG}" != 0 ] && [ -z "${BENCH_LOG_ACTIVE:-}" ]; then
+  log=$BENCH_LOG
+  if [ "$log" = 1 ]; then
+    case ${BENCH_ONLY:-} in "") what=make-bench ;; *) what=$BENCH_ONLY ;; esac
+    log=$here/results/bench/$(host_kind)-$(date -u +%F)-$what.txt
+    [ -e "$log" ] && log=${log%.txt}-$(date -u +%H%M).txt
+  fi
+  mkdir -p "$(dirname "$log")" || exit 1
+  echo "bench.sh: writing $log" >&2
+  BENCH_LOG_ACTIVE=1 "$0" "$@" 2>&1 | tee "$log"
+  exit "${PIPESTATUS[0]}"
+fi
+
 status=0
 ncpu=$(nproc 2>/dev/null || echo 1)
 load=$(cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo 0)
 echo "# $(date -u '+%F %T') UTC, $ncpu CPUs, load average $load, OMP_NUM_THREADS=${OMP_NUM_THREADS:-unset}, OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-unset}"
+echo "# host kind $(host_kind); $("$bin" --version 2>/dev/null)"
 if [ -z "${OMP_WAIT_POLICY:-}" ] && awk -v l="$load" -v n="$ncpu" 'BEGIN { exit !(l > n) }'; then
   echo "# note: the machine is busier than its CPUs; multi-threaded timings will be noisy. On a shared"
   echo "#       machine OMP_WAIT_POLICY=passive avoids OpenMP threads spinning while their partner waits"
@@ -74,7 +115,7 @@ want all && run "gemm" bench gemm
 want all && run "attention" bench attention
 gemm_rate=   # the 2-thread 1024^3 al_gemm GFLOP/s of this run (bench gemm), read once
 if want all; then
-  # issue #6: pixel-level full attention (N = 784) fwd+bwd against the 1024^3 GEMM, both 2-thread wall clock
+  # pixel-level full attention (N = 784) fwd+bwd against the 1024^3 GEMM, both 2-thread wall clock
   gemm_rate=$(awk '$1 == "square" && $2 == "1024x1024x1024" && $4 == 2 && $5 == "attnlab" { print $7 }' "$outdir/gemm" 2>/dev/null)
   g=$gemm_rate
   a=$(awk '$1 == "full" && $2 == 784 { print $10 }' "$outdir/attention" 2>/dev/null)
@@ -88,11 +129,11 @@ field() { awk -v m="$1" -v k="$2" '$1 == m { for (i = 2; i < NF; i++) if ($i == 
 # repetitions keep local-unfold only if it came within 2x of local (it is often >5x slower, and slow).
 unfold=${BENCH_PEER_UNFOLD:-1}   # BENCH_PEER_UNFOLD=0: never run the peer's local-unfold
 peer_models() { if [ "$1" = local ] && [ $unfold = 1 ]; then echo local,local-unfold; else echo "$1"; fi; }
-# issue 19's acceptance items, read off this run's tables above (medians), each against its target
+# the performance targets, read off this run's tables above (medians), each against its target
 summary() {
   local cpu; cpu=$(lscpu 2>/dev/null | awk -F': *' '$1 == "Model name" { n = $2 } $1 == "CPU family" { f = $2 } $1 == "Model" { m = $2 }
                                               END { printf "%s, family %s model %s", n, f, m }')
-  echo "== issue 19 acceptance, this run ($cpu; $(grep -qw avx512f /proc/cpuinfo && echo 'a host with AVX-512' || echo 'a host without AVX-512'); $(cat "$outdir/paths" 2>/dev/null))"
+  echo "== performance targets, this run ($cpu; $(grep -qw avx512f /proc/cpuinfo && echo 'a host with AVX-512' || echo 'a host without AVX-512'); $(cat "$outdir/paths" 2>/dev/null))"
   [ -n "$gemm_rate" ] && echo "   1024^3 GEMM, 2 threads: $gemm_rate GFLOP/s"
   awk -v ev="$(cat "$outdir/eval" 2>/dev/null)" '
     function item(name, v, op, t, unit,   ok) {
@@ -174,7 +215,7 @@ for m in cnn sa local sa-p1; do
   printf '%-8s %16s %16s %8s %18s %10s %9s %9s   %s| %s\n' "$m" "$al" "$pt" "${rtxt:--}" "$rss" "$mf" "$gf" "${stxt:--}" \
     "$al_runs" "$pt_runs"
   infer=$(field "$m" infer_img_per_s <"$tmp/al.$m" 2>/dev/null | median)
-  echo "$m $al ${ratio:--} $rss ${share:--} $infer" >>"$outdir/images"   # for the acceptance summary
+  echo "$m $al ${ratio:--} $rss ${share:--} $infer" >>"$outdir/images"   # for the targets' summary
 done
 echo "(medians; ratio = attnlab / PyTorch training img/s; PyTorch local = faster of local and local-unfold;"
 echo " MFLOP/img = matmul-class FLOPs of one training step per image (forward + backward); GFLOP/s = MFLOP/img x img/s;"
@@ -289,7 +330,7 @@ if want seq && [ -n "$bmodels" ] && [ -n "$seq_buckets" ]; then
 fi
 
 if want all || want speech; then
-  # issue 16: training frames/s and peak RSS of sa, trunc (window 8) and rnn on 1-16 s utterances, 1 thread
+  # speech: training frames/s and peak RSS of sa, trunc (window 8) and rnn on 1-16 s utterances, 1 thread
   run "speech" bench speech
 fi
 if want all; then

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# conv-to-attention.sh — issue 17's "a receptive field that starts as a CNN and may grow", resumable.
+# conv-to-attention.sh — "a receptive field that starts as a CNN and may grow" (results/README.md), resumable.
 # Per training size and seed:
 #   1. the cnn, trained with image-tradeoff's step budget (1000: 63 epochs, 60000: 2), saved;
 #   2. conv-attn at window 3 "frozen": the trained cnn's convs run as the exact attention construction

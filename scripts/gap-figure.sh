@@ -1,5 +1,5 @@
 #!/bin/bash
-# gap-figure.sh — the one figure of issue 17: for each preset whose results are in DIR, the test accuracy
+# gap-figure.sh — the one figure of "when does attention win?" (results/README.md): for each preset whose results are in DIR, the test accuracy
 # of the best attention model minus the fixed-prior baseline (the cnn on images, gat on graphs, window-fc
 # on sequences), in points, against the preset's axis, with error bars.
 #

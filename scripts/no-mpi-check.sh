@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# no-mpi-check.sh — issue 18's "make without MPI=1 on a machine with no MPI installed still builds and passes
+# no-mpi-check.sh — checks that "make without MPI=1 on a machine with no MPI installed still builds and passes
 # every test", on a machine that has Open MPI: in a private mount namespace every Open MPI file is hidden
 # (its include and library directory, libmpi, libopen-rte, libopen-pal, mpicc, mpirun), then a fresh clone
 # of this repository (HEAD) is built with plain make and `make test` runs in it. Root only (unshare -m).

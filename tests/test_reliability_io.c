@@ -1,4 +1,4 @@
-/* test_reliability_io.c — the holes the reliability issue names in the checkpoint / JSON / results /
+/* test_reliability_io.c — known holes in the checkpoint / JSON / results /
  * file-writing code, each with its minimal input (also under tests/data/): a header that ends inside
  * the key "__metadata__", empty JSON strings, a tiny checkpoint whose metadata describes a huge model,
  * metadata sizes that overflowed int, the memory budget, torn results CSVs, short writes, directories

@@ -4,7 +4,7 @@
 set -u
 B=/tmp/al-mpi
 cd /work/meas
-while pgrep -f run18.sh > /dev/null; do sleep 10; done
+while pgrep -f mpi-acceptance/run.sh > /dev/null; do sleep 10; done
 rm -f sw-jobs2.csv
 echo "start $(date -u +%FT%TZ) $(uptime)"
 /usr/bin/time -f "sweep jobs2 (second) wall %e s" $B sweep --preset image-tradeoff --seeds 1 --jobs 2 --threads 1 --csv sw-jobs2.csv > sw-jobs2.log 2>&1

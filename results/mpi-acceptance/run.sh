@@ -1,5 +1,5 @@
 #!/bin/bash
-# issue 18 acceptance measurements on a quiet machine; one heavy job at a time
+# the scale-out measurements of docs/scale-out.md on a quiet machine; one heavy job at a time
 set -u
 B=/tmp/al-mpi
 MPI="mpirun --allow-run-as-root -np 2"
