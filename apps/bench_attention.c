@@ -239,7 +239,7 @@ int bench_attention_main(int argc, char **argv)
         fflush(stdout);
     }
     if (ratio784 >= 0)
-        printf("# full N=784 (pixel tokens, d=16) fwd+bwd per core at %.0f%% of the 784x784x16 GEMM rate (issue #6 target: >= 50%%)\n",
+        printf("# full N=784 (pixel tokens, d=16) fwd+bwd per core at %.0f%% of the 784x784x16 GEMM rate (target: >= 50%%)\n",
                100 * ratio784);
     if (peak_full[1] && peak_full[2])
         printf("# full attention fwd+bwd arena peak N=3136 / N=784: %.2f (linear in N would be 4; limit 6)\n",

@@ -84,7 +84,7 @@ al_status al_image_folder_load(const char *dir, const al_folder_opts *opts, al_i
 al_status al_image_data_load(const char *data, const char *data_dir, int channels, int height, int width,
                              al_warn_fn warn, void *warn_ud, al_image_split *out, al_error *err);
 
-/* ---------- fashion-pairs: a generated task whose label needs a long-range relation (issue 17) ----------
+/* ---------- fashion-pairs: a generated task whose label needs a long-range relation ----------
  * Each example is two items of a pool (Fashion-MNIST's train split for training, its test split for
  * testing), each cut to the box of its non-zero pixels and pasted at a uniformly random place of a black
  * canvas of twice the item's side (56×56 for 28×28 items), the two boxes never overlapping: label 1 ("same") if both are of the same class, 0 ("different") otherwise, drawn half

@@ -1,7 +1,7 @@
 /* attnlab/models.h — image classifiers built by name (training: train.h; checkpoints: checkpoint.h).
  *
  * Models take (B, C, H, W) float images and return (B, classes) logits. Their default
- * architectures are exactly those of the PyTorch peer (/work/shared/peers/torch_bench.py),
+ * architectures are exactly those of the PyTorch reference models (torch_bench.py),
  * including initialisation and parameter order (names follow PyTorch's state_dict):
  *
  *   cnn        conv3x3(C→32,p1)·ReLU·maxpool2 → conv3x3(32→64,p1)·ReLU·maxpool2 → linear   50 186 params

@@ -18,7 +18,7 @@
  *   al_seq_batch b = { .nseg = S, .ntok = N, .len = len, .word = w, .suffix = s, .shape = bits };
  *   al_tensor *logits = al_seq_forward(c, &m, &b);      // (N, tags), on c's tape
  *
- * The models are exactly those of the PyTorch peer /work/shared/peers/torch_pos.py (class Tagger):
+ * The models are exactly those of the PyTorch reference torch_pos.py (class Tagger):
  * the same layers, parameter names (its state_dict keys), shapes, order and initialisation
  * distributions (PyTorch defaults: Linear/GRU uniform ±1/√fan_in, Embedding N(0, 1) with row 0
  * (padding_idx) zero, LayerNorm ones/zeros). Row 0 of the embeddings stays zero: id 0 is never an

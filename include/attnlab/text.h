@@ -9,7 +9,7 @@
  *           printf("%s/%s ", d.form[i], al_upos_name(d.tag[i]));
  *   al_conllu_free(&d);
  *
- * Features follow the PyTorch reference (shared/peers/torch_pos.py, class Featurizer) exactly for ASCII
+ * Features follow the PyTorch reference (torch_pos.py, class Featurizer) exactly for ASCII
  * text: word id of the lower-cased form, suffix id of its last 3 characters (code points), 4 shape
  * bits. Ids: 0 = padding, 1 = <unk>, 2… = strings seen >= 2 times in train, in byte-wise (= code point)
  * sorted order. Lower-casing and character classes beyond ASCII use a small table (see al_text_lower).
@@ -120,7 +120,7 @@ al_status al_feat_save(const al_featurizer *fz, char **out, size_t *len, al_erro
  * order, and reports the line of any problem. Version 1 texts ("attnlab-vocab 1": no ambiguous section)
  * load with fz->ambiguous empty. On error fz is left empty. */
 al_status al_feat_load(const char *text, size_t len, al_featurizer *fz, al_error *err);
-/* ---------- generated sequence tasks with unlimited data (issue 17's distance experiments) ----------
+/* ---------- generated sequence tasks with unlimited data (the distance experiments) ----------
  * Sequences of `len` tokens as a treebank (al_conllu) whose tags are the labels, -1 where a token has
  * none (only the query tokens are labelled; tags 0 .. values-1 are class ids, not UPOS):
  *   recall:LEN   associative recall: `pairs` key-value pairs ("k7" then "v3") at random, non-overlapping

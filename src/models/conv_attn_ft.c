@@ -1,7 +1,7 @@
 /* conv_attn_ft.c — conv-attn-ft: the cnn with each 3×3 conv replaced by a trainable 9-head window
  * attention layer whose window may be wider than the conv (Cordonnier, Loukas & Jaggi, ICLR 2020:
  * "a self-attention layer can express any convolution"; here it starts as one and may learn to look
- * further). Issue 17's "a receptive field that starts as a CNN and may grow".
+ * further): a receptive field that starts as a CNN and may grow.
  *
  * One layer, input x (B,C,H,W) as N = H·W tokens t (B,N,C):
  *   q_h = t W_q,h   k_h = t W_k,h          (8 dims per head; W_q starts at 0, W_k random)
