@@ -67,6 +67,7 @@ typedef struct sweep_cfg {
     int summarize;            /* after the runs: the summary table (attnlab summarize) */
     char *plots[4]; int nplots; char *plots_buf;   /* after the runs: a plot of each metric (the first to plot_out) */
     int adopt;                /* rows the script this preset replaces wrote count as its runs (sweep_adopt.c) */
+    const char *adopt_init;   /* the file name of those rows' --init-from ("cnn-{size}-s{seed}.safetensors"), or NULL */
     int threads;              /* --threads: OMP_NUM_THREADS of every run; 0: cores / (jobs x ranks on the node) */
     const char *plot_out;
     const char *max_memory;   /* --max-memory, passed to every run; NULL: not given */

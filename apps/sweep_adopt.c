@@ -6,7 +6,10 @@
  *     trainer writes the folder's name, not its path);
  *   - its train_size is the run's size (--train-size N; --train-frac F of a molecule set: round(F x the
  *     set's training molecules); all: the whole training set when the sweep knows it);
- *   - it was started from a checkpoint (init_from in its config) exactly when the run is;
+ *   - it was started from a checkpoint (init_from in its config) exactly when the run is, and with
+ *     adopt-init-from PATTERN that checkpoint's file name is PATTERN with {size} and {seed} filled in
+ *     (then a model built from the checkpoint, not trained, matches whatever its seed column says: the
+ *     script passed none);
  *   - every model flag the run sets that its config records (the flag's name with '_' for '-') has the
  *     run's value there (numbers compared as numbers: lr=9.99999975e-05 is 1e-4).
  * A row answers one run at most, the first in plan order. */
@@ -39,6 +42,23 @@ static int same_value(const char *a, const char *b)
     return !strcmp(a, b);
 }
 
+/* The row's init_from file name is the preset's pattern for run r (no pattern: any name). */
+static int init_matches(const sweep_cfg *c, const plan_run *r, const char *config)
+{
+    char have[512], want[512];
+    if (!config_value(config, "init_from", have, sizeof have)) return 0;
+    if (!c->adopt_init) return 1;
+    size_t o = 0;
+    for (const char *p = c->adopt_init; *p && o < sizeof want - 24; p++) {
+        if (!strncmp(p, "{size}", 6)) { o += (size_t)snprintf(want + o, sizeof want - o, "%ld", r->sp.n); p += 5; }
+        else if (!strncmp(p, "{seed}", 6)) { o += (size_t)snprintf(want + o, sizeof want - o, "%ld", r->seed); p += 5; }
+        else want[o++] = *p;
+    }
+    want[o] = 0;
+    const char *base = strrchr(have, '/') ? strrchr(have, '/') + 1 : have;
+    return !strcmp(base, want);
+}
+
 static int flags_match(const plan_run *r, const char *config)
 {
     const stage *s = r->st;
@@ -55,14 +75,15 @@ static int flags_match(const plan_run *r, const char *config)
 /* Does the final row w of a run answer plan run r? */
 static int answers(const sweep_cfg *c, const plan_run *r, const al_result_row *w)
 {
-    if (strcmp(w->task, c->task) || strcmp(w->model, r->model) || w->seed != r->seed) return 0;
+    const int any_seed = r->init_from && c->adopt_init && !r->sized;
+    if (strcmp(w->task, c->task) || strcmp(w->model, r->model) || (w->seed != r->seed && !any_seed)) return 0;
     if (c->taskid != TASK_SPEECH && strcmp(w->dataset, r->data)) return 0;
     const long full = c->full_size[r->d];
     if (r->sized && r->sp.kind == SPLIT_SIZE && w->train_size != r->sp.n) return 0;
     if (r->sp.kind == SPLIT_FRAC && full > 0 && w->train_size != lround(r->sp.frac * (double)full)) return 0;
     if (r->sp.kind == SPLIT_ALL && full > 0 && w->train_size != full) return 0;
     char v[8];
-    if (config_value(w->config, "init_from", v, sizeof v) != (r->init_from != NULL)) return 0;
+    if (r->init_from ? !init_matches(c, r, w->config) : config_value(w->config, "init_from", v, sizeof v)) return 0;
     return flags_match(r, w->config);
 }
 

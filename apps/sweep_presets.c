@@ -57,7 +57,8 @@ static int section(preset_file *pf, char *s, int ln)
 /* "key = value" or "key[sel] = value" into pf; 0 or 2. */
 static int key_line(preset_file *pf, char *s, int ln)
 {
-    char *eq = strchr(s, '=');
+    char *eq = strchr(s, '='), *open = strchr(s, '['), *close = open ? strchr(open, ']') : NULL;
+    if (open && eq && open < eq && close) eq = strchr(close, '=');   /* key[size>=N] = value */
     if (!eq) return bad("%s:%d: expected 'key = value', [stage NAME] or a # comment", pf->path, ln);
     *eq = 0;
     char *key = trim(s), *val = trim(eq + 1), *sel = NULL, *br = strchr(key, '[');
@@ -225,7 +226,7 @@ static int split_key(sweep_cfg *c, const preset_line *l, unsigned char *use)
 
 static int is_global_key(const char *k)
 {
-    static const char *const keys[] = {"task", "data", "seeds", "csv", "summarize", "adopt-rows", "plot"};
+    static const char *const keys[] = {"task", "data", "seeds", "csv", "summarize", "adopt-rows", "adopt-init-from", "plot"};
     for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) if (!strcmp(k, keys[i])) return 1;
     return 0;
 }
@@ -240,6 +241,7 @@ static int global_key(sweep_cfg *c, const preset_line *l)
     if (!strcmp(l->key, "csv")) { c->csv = l->val; return 0; }
     if (!strcmp(l->key, "summarize")) return yes_no(l, &c->summarize);
     if (!strcmp(l->key, "adopt-rows")) return yes_no(l, &c->adopt);
+    if (!strcmp(l->key, "adopt-init-from")) { c->adopt_init = l->val; return 0; }
     if (!strcmp(l->key, "plot")) {
         c->nplots = split_list(where(l), l->val, c->plots, 4, &c->plots_buf);
         for (int i = 0; i < c->nplots; i++)
