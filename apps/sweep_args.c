@@ -392,9 +392,10 @@ static int preset_with_cli(sweep_cfg *c, const cli_args *a)
     if (a->freeform)
         return bad("--preset %s sets task, models and sizes; use --csv, --seeds, --epochs, --jobs, --threads only (graph "
                    "presets: also --labels-per-class / --train-frac to restrict their splits)", a->preset);
-    const char *user_data = c->data;
+    const char *user_data = c->data, *user_csv = c->csv;
     c->data = NULL;
     if (preset_apply(c, a->preset)) return 2;
+    if (user_csv) c->csv = user_csv;
     if (user_data && c->data) return bad("--preset %s sets its datasets; --data is not for it", a->preset);
     if (user_data) c->data = user_data;
     if ((a->lpc || a->frac) && preset_subset(c, a->lpc, a->frac)) return 2;

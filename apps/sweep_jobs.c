@@ -218,7 +218,7 @@ int merge_rows(const sweep_cfg *c, plan_run *r, char *text, size_t len, const ch
                      last->model, last->train_size, last->seed, r->desc);
         else if (strcmp(last->status, "done"))
             setmsg(msg, mn, "%s: the trainer's last row (epoch %d) is not marked done", label, last->epoch);
-        else { ok = 1; *acc = last->test_acc; }
+        else { ok = 1; *acc = isnan(last->test_acc) ? last->test_rmse : last->test_acc; }   /* regression: RMSE */
     }
     int version = res.version;     /* an older trainer's rows get the columns it lacks, empty */
     al_results_free(&res);
