@@ -48,9 +48,11 @@
 /* ---------------- usage ---------------- */
 static void usage(FILE *f)
 {
-    char seq_models[128];
+    char seq_models[128], mol_models[128];
     snprintf(seq_models, sizeof seq_models, "%s", al_seq_names());
+    snprintf(mol_models, sizeof mol_models, "%s", al_mol_model_names());
     for (char *p = seq_models; *p; p++) if (*p == '|') *p = ',';
+    for (char *p = mol_models; *p; p++) if (*p == '|') *p = ',';
     fprintf(f,
         "usage: attnlab sweep --preset NAME|FILE.preset [--csv FILE] [--seeds LIST] [--jobs N]\n"
         "       attnlab sweep --task image|sequence|speech --models a,b,... --train-sizes n1,n2,... --seeds LIST --csv FILE\n"
@@ -105,7 +107,7 @@ static void usage(FILE *f)
         "  --dry-run                print the runs (todo / done) and exit\n"
         "presets (files NAME.preset in $ATTNLAB_PRESETS, the repository's results/presets or the installed\n"
         "share/attnlab/presets; --preset FILE.preset reads another; docs/experiments.md says how to write one):\n",
-        seq_models, al_mol_model_names());
+        seq_models, mol_models);
     preset_list(f);
     fprintf(f,
         "  --seeds and, for graph presets, --labels-per-class / --train-frac restrict a preset (the same runs and\n"
