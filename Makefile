@@ -21,7 +21,7 @@ SOMAJOR  := $(firstword $(subst ., ,$(VERSION)))
 # second lets gcc if-convert the branch-free selects of al__expf, GELU and the GRU gates into blends,
 # which AVX2 and SSE builds need to vectorise those loops (AVX-512 has masked operations instead).
 CFLAGS_BASE = -std=c11 -O3 -Wall -Wextra -MMD -MP -Iinclude -Isrc -D_GNU_SOURCE -fno-math-errno -fno-trapping-math \
-              -DAL_DATADIR='"$(DATADIR)/datasets"'
+              -DAL_DATADIR='"$(DATADIR)/datasets"' -DAL_PRESETDIR='"$(DATADIR)/presets"'
 ifeq ($(PORTABLE),1)
   ARCH = -march=x86-64 -mtune=generic
 else
@@ -87,7 +87,7 @@ help:
 	@echo "make plots      redraw results/*.png from the committed CSVs"
 	@echo "make test-mpi   build with MPI=1 in build-mpi and run tests/mpi.sh (mpirun, 2 and 3 ranks)"
 	@echo "make fuzz       the libFuzzer harnesses of tests/fuzz/, FUZZ_SECONDS each (default 30; clang)"
-	@echo "make install    bin, libattnlab.a/.so, headers, attnlab.pc, man page, datasets under PREFIX"
+	@echo "make install    bin, libattnlab.a/.so, headers, attnlab.pc, man page, datasets, sweep presets under PREFIX"
 	@echo "                (PREFIX=$(PREFIX), DESTDIR= for staging); make uninstall removes them"
 	@echo "make examples   build examples/*.c against the installed copy through pkg-config"
 	@echo "options: PORTABLE=1 OPENMP=0 WERROR=1 CC=clang PREFIX=DIR MPI=1 (mpicc: mpirun -np N attnlab train|sweep)"
@@ -162,7 +162,7 @@ $(BUILD)/attnlab.pc: scripts/attnlab.pc.in include/attnlab/version.h
 
 install: all $(LIBSO) $(BUILD)/attnlab.pc
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCDIR)/attnlab \
-	        $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(DATADIR)/datasets
+	        $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(DATADIR)/datasets $(DESTDIR)$(DATADIR)/presets
 	install -m 755 $(BIN) $(DESTDIR)$(BINDIR)/attnlab
 	install -m 644 $(LIBA) $(DESTDIR)$(LIBDIR)/libattnlab.a
 	install -m 755 $(LIBSO) $(DESTDIR)$(LIBDIR)/libattnlab.so.$(VERSION)
@@ -172,6 +172,7 @@ install: all $(LIBSO) $(BUILD)/attnlab.pc
 	install -m 644 $(BUILD)/attnlab.pc $(DESTDIR)$(LIBDIR)/pkgconfig/attnlab.pc
 	install -m 644 docs/attnlab.1 $(DESTDIR)$(MANDIR)/man1/attnlab.1
 	cp -R datasets/. $(DESTDIR)$(DATADIR)/datasets/
+	install -m 644 results/presets/*.preset $(DESTDIR)$(DATADIR)/presets/
 	@echo "installed attnlab $(VERSION) under $(DESTDIR)$(PREFIX)"
 
 uninstall:

@@ -25,6 +25,7 @@
 #include "cli.h"
 #include "sweep.h"
 #include "app_mpi.h"
+#include "train_flags.h"
 
 /* ---------------- signals: forwarded to running children from the handler ---------------- */
 static volatile sig_atomic_t g_stop;
@@ -212,12 +213,12 @@ int merge_rows(const sweep_cfg *c, plan_run *r, char *text, size_t len, const ch
     else {
         const al_result_row *last = &res.row[res.n - 1];
         if (strcmp(last->task, c->task) || strcmp(last->model, r->model) || last->seed != r->seed
-            || (r->sp.kind == SPLIT_SIZE && last->train_size != r->sp.n))
+            || (r->sized && r->sp.kind == SPLIT_SIZE && last->train_size != r->sp.n))
             setmsg(msg, mn, "%s: rows are for %s %s size=%ld seed=%ld, expected %s", label, last->task,
                      last->model, last->train_size, last->seed, r->desc);
         else if (strcmp(last->status, "done"))
             setmsg(msg, mn, "%s: the trainer's last row (epoch %d) is not marked done", label, last->epoch);
-        else { ok = 1; *acc = last->test_acc; }
+        else { ok = 1; *acc = isnan(last->test_acc) ? last->test_rmse : last->test_acc; }   /* regression: RMSE */
     }
     int version = res.version;     /* an older trainer's rows get the columns it lacks, empty */
     al_results_free(&res);
@@ -257,35 +258,45 @@ static int merge_run(const sweep_cfg *c, plan_run *r, csvbuf *main_csv, double *
     return merge_rows(c, r, text, len, r->part, main_csv, acc, msg, mn, fatal);
 }
 
-pid_t start_child(const sweep_cfg *c, plan_run *r, const char *exe, const char *threads)
+/* The argv of run r's trainer into av (bufs: storage of its numbers); returns the count. */
+static int child_args(const sweep_cfg *c, const plan_run *r, const char *exe, const char **av, char bufs[][32],
+                      char flags[][64])
 {
-    char sz[32], sd[32], ep[32];
-    const char *av[32 + 2 * MAXAXES]; int n = 0;
+    int n = 0;
     av[n++] = exe; av[n++] = "train"; av[n++] = "--task"; av[n++] = c->task;
     av[n++] = "--data"; av[n++] = r->data; av[n++] = "--model"; av[n++] = r->model;
-    switch (r->sp.kind) {
-    case SPLIT_SIZE: snprintf(sz, sizeof sz, "%ld", r->sp.n); av[n++] = "--train-size"; av[n++] = sz; break;
-    case SPLIT_LPC:  snprintf(sz, sizeof sz, "%ld", r->sp.n); av[n++] = "--labels-per-class"; av[n++] = sz; break;
-    case SPLIT_FRAC: snprintf(sz, sizeof sz, "%g", r->sp.frac); av[n++] = "--train-frac"; av[n++] = sz; break;
-    default:         av[n++] = "--split"; av[n++] = "planetoid"; break;
-    }
-    if (r->epochs > 0) { snprintf(ep, sizeof ep, "%d", r->epochs); av[n++] = "--epochs"; av[n++] = ep; }
-    /* Long image runs (small splits under the step budget) are evaluated about EVALS times, and after
+    const char *opt = r->sp.kind == SPLIT_SIZE ? "--train-size" : r->sp.kind == SPLIT_LPC ? "--labels-per-class"
+                      : r->sp.kind == SPLIT_FRAC ? "--train-frac" : NULL;
+    if (r->sp.kind == SPLIT_FRAC) snprintf(bufs[0], 32, "%g", r->sp.frac);
+    else snprintf(bufs[0], 32, "%ld", r->sp.n);
+    if (r->sp.kind == SPLIT_PLANETOID) { av[n++] = "--split"; av[n++] = "planetoid"; }
+    else if (opt && r->sized) { av[n++] = opt; av[n++] = bufs[0]; }
+    if (r->epochs > 0) { snprintf(bufs[1], 32, "%d", r->epochs); av[n++] = "--epochs"; av[n++] = bufs[1]; }
+    /* Long image runs (small splits under the step budget) are evaluated about `evals` times, and after
      * the last epoch, instead of after each of hundreds of epochs: evaluation would dominate. */
-    char ev[32];
-    int evals = c->epochs == EPOCHS_DEMO ? DEMO_EVALS : EVALS;
-    if (!strcmp(c->task, "image") && r->epochs > evals) {
-        snprintf(ev, sizeof ev, "%d", (r->epochs + evals - 1) / evals);
-        av[n++] = "--eval-every"; av[n++] = ev;
+    const int evals = r->st->evals;
+    if (c->taskid == TASK_IMAGE && r->epochs > evals) {
+        snprintf(bufs[2], 32, "%d", (r->epochs + evals - 1) / evals);
+        av[n++] = "--eval-every"; av[n++] = bufs[2];
     }
-    snprintf(sd, sizeof sd, "%ld", r->seed);
-    char flags[MAXAXES][64];
-    n += run_axis_args(c, r, av + n, flags);
-    av[n++] = "--seed"; av[n++] = sd; av[n++] = "--csv"; av[n++] = r->part; av[n++] = "--quiet";
+    n += run_axis_args(r, av + n, flags);
+    snprintf(bufs[3], 32, "%ld", r->seed);
+    av[n++] = "--seed"; av[n++] = bufs[3]; av[n++] = "--csv"; av[n++] = r->part; av[n++] = "--quiet";
+    const int trained = c->taskid != TASK_IMAGE || al_model_kind_find(r->model)->trainable;
     /* a state after every epoch: a killed sweep continues this run where it stopped */
-    av[n++] = "--checkpoint-every"; av[n++] = "1"; av[n++] = "--checkpoint"; av[n++] = r->ckpt; av[n++] = "--resume";
+    if (trained) { av[n++] = "--checkpoint-every"; av[n++] = "1"; av[n++] = "--checkpoint"; av[n++] = r->ckpt; av[n++] = "--resume"; }
+    if (r->save) { av[n++] = "--save"; av[n++] = r->save; }
+    if (r->init_from) { av[n++] = "--init-from"; av[n++] = r->init_from; }
     if (c->max_memory) { av[n++] = "--max-memory"; av[n++] = c->max_memory; }
     av[n] = NULL;
+    return n;
+}
+
+pid_t start_child(const sweep_cfg *c, plan_run *r, const char *exe, const char *threads)
+{
+    char bufs[4][32], flags[MAXAXES][64];
+    const char *av[40 + 2 * MAXAXES];
+    child_args(c, r, exe, av, bufs, flags);
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid == 0) {
@@ -339,12 +350,11 @@ int run_plan(const sweep_cfg *c, plan_run *plan, int np, const char *exe, csvbuf
     sweep_signals(1);
     sigset_t block, prev;
     sigemptyset(&block); sigaddset(&block, SIGINT); sigaddset(&block, SIGTERM);
-    int next = 0, running = 0, fatal = 0, slot_of[MAXJOBS];
+    int first = 0, next, running = 0, fatal = 0, slot_of[MAXJOBS];
     *ndone = *nfail = 0;
     for (;;) {
-        while (!g_stop && !fatal && running < c->jobs && next < np) {
-            plan_run *r = &plan[next++];
-            if (r->state != RUN_TODO) continue;
+        while (!g_stop && !fatal && running < c->jobs && (next = next_startable(plan, np, &first, nfail)) >= 0) {
+            plan_run *r = &plan[next];
             int slot = 0;
             while (g_child[slot] > 0) slot++;
             const char *again = keep_partial(r) ? " (resuming)" : "";
@@ -382,16 +392,37 @@ int run_plan(const sweep_cfg *c, plan_run *plan, int np, const char *exe, csvbuf
     return g_stop ? 130 : fatal ? 1 : 0;
 }
 
-int run_axis_args(const sweep_cfg *c, const plan_run *r, const char **av, char bufs[][64])
+int run_axis_args(const plan_run *r, const char **av, char bufs[][64])
 {
     int n = 0;
-    for (int i = 0; i < c->naxes; i++) {
+    const stage *s = r->st;
+    for (int i = 0; i < s->naxes; i++) {
         if (r->val[i] < 0) continue;
-        snprintf(bufs[i], 64, "--%s", c->axes[i].flag);
+        snprintf(bufs[i], 64, "--%s", s->axes[i].flag);
         av[n++] = bufs[i];
-        av[n++] = c->axes[i].vals[r->val[i]];
+        av[n++] = s->axes[i].vals[r->val[i]];
     }
     return n;
+}
+
+int next_startable(plan_run *plan, int np, int *first, int *nfail)
+{
+    while (*first < np && plan[*first].state != RUN_TODO) (*first)++;
+    for (int i = *first; i < np; i++) {
+        plan_run *r = &plan[i];
+        if (r->state != RUN_TODO) continue;
+        if (r->dep < 0) return i;
+        const plan_run *a = &plan[r->dep];
+        if (a->state == RUN_TODO || a->state == RUN_RUNNING) continue;        /* not yet */
+        const char *why = a->state == RUN_DONE || a->state == RUN_SKIP
+                          ? (access(a->save, F_OK) ? "the checkpoint of the run it starts from is missing (that run "
+                             "was done without keeping it: remove its rows from the CSV to redo it)" : NULL)
+                          : "the run it starts from did not finish";
+        if (!why) return i;
+        fprintf(stderr, "[%d/%d] %s FAILED: %s (%s)\n", i + 1, np, r->desc, why, a->desc);
+        r->state = RUN_FAILED; (*nfail)++;
+    }
+    return -1;
 }
 
 int csv_upgrade(csvbuf *b)

@@ -20,7 +20,9 @@ enum {
     AP_PERCLASS = 64,       /* --split per-class */
     AP_FRAC = 128,          /* --split frac */
     AP_SEEDS = 256,         /* several --seeds */
-    AP_ATTNMAP = 512        /* graph models whose attention weights --attention writes (gat, gat-full) */
+    AP_ATTNMAP = 512,       /* graph models whose attention weights --attention writes (gat, gat-full) */
+    AP_RECURRENT = 1024,    /* sequence and speech: the recurrent model (rnn) */
+    AP_LAYERS = 2048        /* molecule models with graph layers (not fingerprint, mlp) */
 };
 
 /*        id           name                has_arg  image                        graph */
@@ -84,7 +86,10 @@ extern const train_flag train_flags[TF_NFLAGS];
 /* The getopt_long table of every train flag (static storage). */
 const struct option *train_flags_options(void);
 
-enum { TASK_IMAGE, TASK_GRAPH };
+enum { TASK_IMAGE, TASK_GRAPH, TASK_SEQUENCE, TASK_SPEECH, TASK_MOLECULE, TASK_COUNT };
+/* The task of a --task name ("image", ..., "molecule"), or -1. */
+int task_find(const char *name);
+extern const char *const task_names[TASK_COUNT];
 /* What the flags are checked against. */
 typedef struct flag_ctx {
     int task;                   /* TASK_IMAGE or TASK_GRAPH */
@@ -96,4 +101,41 @@ unsigned train_model_props(int task, const char *model);
 /* 0 if every flag in seen[0..TF_NFLAGS) applies; else prints "attnlab train: --FLAG ..." (why) and
  * returns 2. */
 int train_flags_check(const flag_ctx *fc, const unsigned char *seen);
+
+/* The model flags of the sequence, speech and molecule trainers, which parse their own option tables
+ * (seq_opts.h, cmd_train_speech.c, cmd_train_mol.c, and check them there): where each applies. */
+/*             name              sequence       speech         molecule */
+#define SEQ_MODEL_FLAGS(X) \
+    X("lr",             AP_ANY,        AP_ANY,        AP_ANY) \
+    X("wd",             AP_ANY,        AP_ANY,        AP_ANY) \
+    X("batch",          AP_ANY,        AP_ANY,        AP_ANY) \
+    X("eval-batch",     AP_ANY,        AP_ANY,        0) \
+    X("window",         AP_WINDOWED,   AP_WINDOWED,   0) \
+    X("rnn",            AP_RECURRENT,  AP_RECURRENT,  0) \
+    X("pos",            AP_ATTENTION,  AP_ATTENTION,  0) \
+    X("score",          AP_ATTENTION,  AP_ATTENTION,  0) \
+    X("norm",           AP_ATTENTION,  AP_ATTENTION,  0) \
+    X("heads",          AP_ATTENTION,  AP_ATTENTION,  AP_ATTENTION) \
+    X("depth",          AP_ATTENTION,  AP_ATTENTION,  AP_LAYERS) \
+    X("max-len",        AP_ANY,        0,             0) \
+    X("target",         0,             AP_ANY,        AP_ANY) \
+    X("features",       0,             AP_ANY,        0) \
+    X("cmvn",           0,             AP_ANY,        0) \
+    X("max-seconds",    0,             AP_ANY,        0) \
+    X("train-speakers", 0,             AP_ANY,        0) \
+    X("subsample",      0,             AP_ANY,        0) \
+    X("dim",            0,             0,             AP_LAYERS) \
+    X("readout",        0,             0,             AP_LAYERS) \
+    X("hidden",         0,             0,             AP_ANY) \
+    X("dropout",        0,             0,             AP_ANY)
+
+/* Model flags: the flags of `attnlab train --task T` that choose the model or its training (what a
+ * sweep may set per run, as a grid axis); not the run's own flags (--model, --data, --train-size, --epochs,
+ * --seed, --csv, --checkpoint, ...), which the sweep sets itself. 1: --flag applies to model; 0: it is a
+ * model flag of the task that model does not take; -1: not a model flag of the task. */
+int train_model_flag(int task, const char *flag, const char *model);
+/* What model flag --flag of the task needs (AP_*; AP_ANY: every model), 0 when it is not one. */
+unsigned train_model_flag_need(int task, const char *flag);
+/* The i-th name of every task's model flags together (duplicates included), NULL past the last. */
+const char *train_model_flag_name(int i);
 #endif

@@ -129,32 +129,14 @@ field() { awk -v m="$1" -v k="$2" '$1 == m { for (i = 2; i < NF; i++) if ($i == 
 # repetitions keep local-unfold only if it came within 2x of local (it is often >5x slower, and slow).
 unfold=${BENCH_PEER_UNFOLD:-1}   # BENCH_PEER_UNFOLD=0: never run the peer's local-unfold
 peer_models() { if [ "$1" = local ] && [ $unfold = 1 ]; then echo local,local-unfold; else echo "$1"; fi; }
-# the performance targets, read off this run's tables above (medians), each against its target
+# the performance targets, read off this run's tables above (medians), each against its target in
+# scripts/bench-targets.tsv
 summary() {
   local cpu; cpu=$(lscpu 2>/dev/null | awk -F': *' '$1 == "Model name" { n = $2 } $1 == "CPU family" { f = $2 } $1 == "Model" { m = $2 }
                                               END { printf "%s, family %s model %s", n, f, m }')
   echo "== performance targets, this run ($cpu; $(grep -qw avx512f /proc/cpuinfo && echo 'a host with AVX-512' || echo 'a host without AVX-512'); $(cat "$outdir/paths" 2>/dev/null))"
   [ -n "$gemm_rate" ] && echo "   1024^3 GEMM, 2 threads: $gemm_rate GFLOP/s"
-  awk -v ev="$(cat "$outdir/eval" 2>/dev/null)" '
-    function item(name, v, op, t, unit,   ok) {
-      if (v == "" || v == "nan" || v + 0 <= 0) { printf "   %-44s %12s   target %s %s%s   not measured\n", name, "-", op, t, unit; return }
-      ok = op == ">=" ? v + 0 >= t : v + 0 <= t
-      printf "   %-44s %12s   target %s %s%s   %s\n", name, v unit, op, t, unit, ok ? "met" : "NOT MET" }
-    { al[$1] = $2; ratio[$1] = $3; rss[$1] = $4; sh[$1] = $5; inf[$1] = $6 }
-    END {
-      split("cnn sa local sa-p1", ms, " ")
-      for (i = 1; i <= 4; i++) { m = ms[i]; item("training share of the GEMM rate, " m, sh[m], ">=", m == "local" ? 40 : 55, "%") }
-      for (i = 1; i <= 3; i++) { m = ms[i]; item("training speed against PyTorch 1.13, " m, ratio[m], ">=", m == "cnn" ? 2 : m == "sa" ? 5 : 6, "x") }
-      item("pixel-level sa, training peak RSS", rss["sa-p1"], "<=", 600, " MB")
-      item("pixel-level sa, inference / training img/s", (al["sa-p1"] + 0 > 0) ? sprintf("%.2f", inf["sa-p1"] / al["sa-p1"]) : "", ">=", 3, "x")
-      item("pixel-level sa, evaluation of 10 000 images", ev, "<=", 300, " MB")
-    }' "$outdir/images" 2>/dev/null
-  awk '$1 == "random-1000000-10000000" && $4 == "gat" { ms = $6; rss = $9 }
-       END { printf "   %-44s %12s   target <= 3000 ms   %s\n", "GAT 1M nodes / 10M edges, epoch (2 threads)",
-                    ms == "" ? "-" : ms " ms", ms == "" ? "not measured" : ms + 0 <= 3000 ? "met" : "NOT MET"
-             printf "   %-44s %12s   target <= 3072 MiB   %s\n", "GAT 1M nodes / 10M edges, peak RSS",
-                    rss == "" ? "-" : rss " MiB", rss == "" ? "not measured" : rss + 0 <= 3072 ? "met" : "NOT MET" }' "$outdir/graph" 2>/dev/null ||
-    echo "   GAT 1M nodes / 10M edges: not measured (make bench's graph step did not run)"
+  "$here/scripts/bench-summary.sh" "$outdir"   # the targets: scripts/bench-targets.tsv
 }
 
 if want train; then

@@ -28,4 +28,13 @@ typedef void (*al_warn_fn)(void *ud, const char *msg);
 
 /* Writes the directory of dataset `name` to out (n bytes). */
 al_status al_data_locate(const char *name, const char *explicit_dir, char *out, size_t n, al_error *err);
+
+/* The same search for other shipped files (the sweep's presets): the folders, in order, where files of
+ * kind `subdir` are looked for: $ENV, the repository's SUBDIR (beside the binary as in 4. above, then
+ * ./SUBDIR), then `installed`. Up to max of them into dirs (each AL_LOCATE_LEN bytes); returns the count. */
+#define AL_LOCATE_LEN 4200
+int al_locate_dirs(const char *env, const char *subdir, const char *installed, char (*dirs)[AL_LOCATE_LEN], int max);
+/* The first regular file dir/name over those folders into out (n bytes); AL_ERR naming every place looked at. */
+al_status al_file_locate(const char *env, const char *subdir, const char *installed, const char *name, char *out,
+                         size_t n, al_error *err);
 #endif

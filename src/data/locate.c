@@ -26,6 +26,26 @@ static al_status copy_out(const char *dir, char *out, size_t n, al_error *err)
     return AL_OK;
 }
 
+int al_locate_dirs(const char *env, const char *subdir, const char *installed, char (*dirs)[AL_LOCATE_LEN], int max)
+{
+    int n = 0;
+#define ADD(...) do { if (n < max && snprintf(dirs[n], AL_LOCATE_LEN, __VA_ARGS__) < AL_LOCATE_LEN) n++; } while (0)
+    const char *d = env ? getenv(env) : NULL;
+    if (d && *d) ADD("%s", d);
+    char self[4096];
+    ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
+    char *slash = k > 0 ? (self[k] = 0, strrchr(self, '/')) : NULL;
+    if (slash) {
+        *slash = 0;
+        ADD("%s/../%s", self, subdir);
+        ADD("%s/../../%s", self, subdir);   /* test binaries live in BUILD/tests/ */
+    }
+    ADD("./%s", subdir);
+    if (installed) ADD("%s", installed);
+#undef ADD
+    return n;
+}
+
 /* The candidates for dataset `name`, in lookup order (see datadir.h). */
 static void candidates(const char *name, cands *c)
 {
@@ -33,22 +53,28 @@ static void candidates(const char *name, cands *c)
     int fm = !strcmp(name, "fashion-mnist");
     const char *e = fm ? getenv("ATTNLAB_FASHION_MNIST") : NULL;
     if (e && *e) cand_add(c, e, NULL);
-    const char *d = getenv("ATTNLAB_DATA");
-    if (d && *d) cand_add(c, d, name);
-    char self[4096];
-    ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
-    char *slash = k > 0 ? (self[k] = 0, strrchr(self, '/')) : NULL;
-    if (slash) {
-        *slash = 0;
-        char up[4200];
-        snprintf(up, sizeof up, "%s/../datasets", self);
-        cand_add(c, up, name);
-        snprintf(up, sizeof up, "%s/../../datasets", self);   /* test binaries live in BUILD/tests/ */
-        cand_add(c, up, name);
-    }
-    cand_add(c, "./datasets", name);
-    cand_add(c, AL_DATADIR, name);
+    char dirs[6][AL_LOCATE_LEN];
+    int nd = al_locate_dirs("ATTNLAB_DATA", "datasets", AL_DATADIR, dirs, 6);
+    for (int i = 0; i < nd; i++) cand_add(c, dirs[i], name);
     if (fm) cand_add(c, AL_FASHION_MNIST_DIR, NULL);
+}
+
+al_status al_file_locate(const char *env, const char *subdir, const char *installed, const char *name, char *out,
+                         size_t n, al_error *err)
+{
+    char dirs[6][AL_LOCATE_LEN], list[2048] = "";
+    int nd = al_locate_dirs(env, subdir, installed, dirs, 6);
+    size_t o = 0;
+    for (int i = 0; i < nd; i++) {
+        char p[AL_LOCATE_LEN + 256];
+        struct stat st;
+        if (snprintf(p, sizeof p, "%s/%.200s", dirs[i], name) >= (int)sizeof p) continue;
+        if (stat(p, &st) == 0 && S_ISREG(st.st_mode)) return copy_out(p, out, n, err);
+        if (o < sizeof list) o += (size_t)snprintf(list + o, sizeof list - o, "%s%s", i ? ", " : "", dirs[i]);
+    }
+    char unset[96] = "";
+    if (env && !(getenv(env) && *getenv(env))) snprintf(unset, sizeof unset, " ($%s is not set)", env);
+    return al_seterr(err, "'%s' not found; looked in %s%s", name, list, unset);
 }
 
 al_status al_data_locate(const char *name, const char *explicit_dir, char *out, size_t n, al_error *err)
