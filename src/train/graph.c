@@ -5,13 +5,14 @@
 #include "attnlab/gnn.h"
 #include "attnlab/ops.h"
 #include "attnlab/optim.h"
-#include "train/state_impl.h"
+#include "train/fit_impl.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* ---------------- training ---------------- */
-al_status al_gnn_step(al_gnn *m, const al_graph *g, al_ctx *c, al_optim *o, double *loss, al_error *err)
+/* al_gnn_step without the optimiser: the loss's gradient in m's parameters. */
+static al_status gnn_grad(al_gnn *m, const al_graph *g, al_ctx *c, double *loss, al_error *err)
 {
     al_ctx_reset(c);
     c->training = 1; c->grad_enabled = 1;
@@ -31,6 +32,12 @@ al_status al_gnn_step(al_gnn *m, const al_graph *g, al_ctx *c, al_optim *o, doub
     al_params_zero_grad(&m->params);
     if (!L || al_backward(c, L) != AL_OK) return al_seterr(err, "graph training: %s", al_ctx_error(c));
     if (loss) *loss = L->data[0];
+    return AL_OK;
+}
+
+al_status al_gnn_step(al_gnn *m, const al_graph *g, al_ctx *c, al_optim *o, double *loss, al_error *err)
+{
+    if (gnn_grad(m, g, c, loss, err) != AL_OK) return AL_ERR;
     al_optim_step(o, &m->params);
     return AL_OK;
 }
@@ -66,67 +73,77 @@ al_status al_gnn_evaluate(al_gnn *m, const al_graph *g, al_ctx *c, al_gnn_eval *
     return AL_OK;
 }
 
-/* Early stopping's record (the GAT paper's rule) and the time spent in training steps. */
-typedef struct gnn_track { double acc_max, loss_min, step_total; int bad, best_epoch; } gnn_track;
+/* ---------------- the graph task of the training skeleton (train/fit_impl.h) ---------------- */
+typedef struct gnn_task {
+    al_gnn *m;
+    const al_graph *g;
+    al_gnn_epoch_fn fn; void *ud;
+    al_gnn_result *res;
+    al_gnn_eval ev;                /* the last evaluation */
+    double loss;                   /* the last step's */
+} gnn_task;
 
-/* The state after epoch e when rs wants it: the loop's view plus the record and the kept weights. */
-static al_status offer_state(const al_resume *rs, const al__loop *L, int e, int last, const gnn_track *t,
-                             float *best, al_error *err)
+static al_status gnn_task_step(void *self, al_ctx *c, const int *items, int n, int ep, int step, int64_t step_no,
+                               al__fit_step *out, al_error *err)
 {
-    if (!al__resume_due(rs, e, last)) return AL_OK;
-    al_train_state s;
-    al__loop_view(L, e, last, &s);
-    s.best = best; s.best_epoch = t->best_epoch; s.bad = t->bad;
-    s.acc_max = t->acc_max; s.loss_min = t->loss_min; s.step_seconds = t->step_total;
-    return rs->save(rs->ud, &s) ? al_seterr(err, "stopped: the training state after epoch %d was not saved", e) : AL_OK;
-}
-
-/* Continue from rs->from: the loop's variables, the record and the kept weights. */
-static al_status restore_state(const al_resume *rs, const al__loop *L, gnn_track *t, float *best, int *first,
-                               al_error *err)
-{
-    const al_train_state *f = rs->from;
-    if (!f->best) return al_seterr(err, "resume: the training state is not a graph model's (no kept weights)");
-    if (al__loop_restore(L, f, first, err) != AL_OK) return AL_ERR;
-    memcpy(best, f->best, (size_t)L->opt->n * sizeof *best);
-    t->acc_max = f->acc_max; t->loss_min = f->loss_min; t->step_total = f->step_seconds;
-    t->bad = f->bad; t->best_epoch = f->best_epoch;
+    (void)items; (void)n; (void)ep; (void)step; (void)step_no;
+    gnn_task *T = self;
+    if (gnn_grad(T->m, T->g, c, &out->loss, err) != AL_OK) return AL_ERR;
+    out->weight = 1;
+    T->loss = out->loss;
     return AL_OK;
 }
 
-/* One epoch's evaluation against the record: keep the model when val accuracy and loss are both at
- * least as good as their best; 1 when patience has run out. */
-static int track_epoch(gnn_track *t, const al_gnn_eval *ev, const al_gnn *m, float *best, int e)
+static al_status gnn_task_evaluate(void *self, al_ctx *c, int ep, int last, al_error *err)
 {
+    (void)ep; (void)last;
+    gnn_task *T = self;
+    return al_gnn_evaluate(T->m, T->g, c, &T->ev, err);
+}
+
+/* The GAT paper's rule: keep the model when validation accuracy and loss are both at least as good as
+ * their best; stop when neither improved for patience epochs. */
+static int gnn_task_track(void *self, al__fit_track *t, int ep, int *keep)
+{
+    (void)ep;
+    gnn_task *T = self;
+    const al_gnn_eval *ev = &T->ev;
+    *keep = 0;
     if (ev->val_acc >= t->acc_max || ev->val_loss <= t->loss_min) {
-        if (ev->val_acc >= t->acc_max && ev->val_loss <= t->loss_min) {
-            memcpy(best, m->params.data, (size_t)m->params.total * sizeof *best);
-            t->best_epoch = e;
-        }
+        *keep = ev->val_acc >= t->acc_max && ev->val_loss <= t->loss_min;
         if (ev->val_acc > t->acc_max) t->acc_max = ev->val_acc;
         if (ev->val_loss < t->loss_min) t->loss_min = ev->val_loss;
         t->bad = 0;
         return 0;
     }
-    return m->cfg.patience > 0 && ++t->bad >= m->cfg.patience;
+    return T->m->cfg.patience > 0 && ++t->bad >= T->m->cfg.patience;
 }
 
-/* The kept model back into m, evaluated: res and the final record. */
-static al_status finish(al_gnn *m, const al_graph *g, al_ctx *c, const float *best, const gnn_track *t, int epochs_run,
-                        al_gnn_epoch_fn fn, void *ud, al_gnn_result *res, al_error *err)
+static int gnn_task_report(void *self, const al__fit_progress *f)
 {
-    res->epochs_run = epochs_run;
-    memcpy(m->params.data, best, (size_t)m->params.total * sizeof *best);
+    gnn_task *T = self;
+    const al_gnn_eval *ev = &T->ev;
+    al_gnn_epoch rec = {f->epoch, 0, T->loss, ev->train_acc, ev->val_loss, ev->val_acc, ev->test_acc, f->seconds};
+    return T->fn && T->fn(&rec, T->ud) ? AL__FIT_STOP : AL__FIT_CONTINUE;
+}
+
+/* The kept model (back in m) evaluated: res and the final record. */
+static al_status gnn_task_finish(void *self, al_ctx *c, const al__fit_track *t, int epochs_run, al_error *err)
+{
+    gnn_task *T = self;
     al_gnn_eval ev;
-    if (al_gnn_evaluate(m, g, c, &ev, err)) return AL_ERR;
+    if (al_gnn_evaluate(T->m, T->g, c, &ev, err)) return AL_ERR;
+    al_gnn_result *res = T->res;
     res->best_epoch = t->best_epoch;
     res->train_acc = ev.train_acc; res->val_loss = ev.val_loss;
     res->val_acc = ev.val_acc; res->test_acc = ev.test_acc;
-    res->step_seconds = epochs_run ? t->step_total / epochs_run : 0;
+    res->step_seconds = epochs_run ? t->step_seconds / epochs_run : 0;
     al_gnn_epoch rec = {t->best_epoch, 1, ev.train_loss, ev.train_acc, ev.val_loss, ev.val_acc, ev.test_acc, NAN};
-    if (fn) fn(&rec, ud);
+    if (T->fn) T->fn(&rec, T->ud);
     return AL_OK;
 }
+
+static const al__fit_task gnn_fit = {gnn_task_step, gnn_task_evaluate, gnn_task_track, gnn_task_report, gnn_task_finish};
 
 al_status al_gnn_train(al_gnn *m, const al_graph *g, uint64_t seed, al_gnn_epoch_fn fn, void *ud,
                        al_gnn_result *res, al_error *err)
@@ -138,44 +155,17 @@ al_status al_gnn_train_resumable(al_gnn *m, const al_graph *g, uint64_t seed, co
                                  al_gnn_epoch_fn fn, void *ud, al_gnn_result *res, al_error *err)
 {
     memset(res, 0, sizeof *res);
-    al_ctx *c = al_ctx_new(seed);
-    float *best = malloc((size_t)(m->params.total > 0 ? m->params.total : 1) * sizeof *best);
-    al_optim o; memset(&o, 0, sizeof o);
-    if (!c || !best) { al_ctx_free(c); free(best); return al_seterr(err, "graph training: out of memory"); }
-    if (al_optim_init(&o, AL_ADAM, m->params.total, m->cfg.lr, err)) { al_ctx_free(c); free(best); return AL_ERR; }
-    o.weight_decay = m->cfg.weight_decay;
-    memcpy(best, m->params.data, (size_t)m->params.total * sizeof *best);
-    gnn_track t = {-1, INFINITY, 0, 0, 0};
-    int64_t steps = 0;
-    al_diverge div;
-    al_diverge_init(&div);
-    al__loop L = {&o, NULL, c, NULL, 0, &steps, &div};
-    int e = 1, over = 0;
-    al_status st;
-    if (rs && rs->from) { st = restore_state(rs, &L, &t, best, &e, err); over = rs->from->finished; }
-    else st = offer_state(rs, &L, 0, 0, &t, best, err);
+    gnn_task T;
+    memset(&T, 0, sizeof T);
+    T.m = m; T.g = g; T.fn = fn; T.ud = ud; T.res = res;
+    al__fit_config fc = {0};
+    fc.params = &m->params; fc.optim = AL_ADAM; fc.lr = m->cfg.lr; fc.weight_decay = m->cfg.weight_decay;
+    fc.seed = seed; fc.epochs = m->cfg.epochs; fc.full_batch = 1; fc.resume = rs; fc.what = "graph";
+    fc.track0 = (al__fit_track){-1, INFINITY, 0, 0, 0};
     int capture = m->capture_attn;
-    m->capture_attn = 0;
-    for (; st == AL_OK && !over && e <= m->cfg.epochs; e++) {
-        double t0 = al_time(), loss = 0;
-        if (al_gnn_step(m, g, c, &o, &loss, err)) { st = AL_ERR; break; }
-        double dt = al_time() - t0;
-        t.step_total += dt; steps++;
-        if (al_diverge_loss(&div, loss, e, 1, err) || al_diverge_step(&div, &o, &m->params, loss, e, 1, err)) { st = AL_ERR; break; }
-        al_gnn_eval ev;
-        if (al_gnn_evaluate(m, g, c, &ev, err)) { st = AL_ERR; break; }
-        int stop = track_epoch(&t, &ev, m, best, e);
-        al_gnn_epoch rec = {e, 0, loss, ev.train_acc, ev.val_loss, ev.val_acc, ev.test_acc, dt};
-        if (fn && fn(&rec, ud)) stop = 1;
-        if (offer_state(rs, &L, e, stop || e == m->cfg.epochs, &t, best, err)) { st = AL_ERR; break; }
-        if (stop) { e++; break; }
-    }
-    if (st == AL_OK) st = finish(m, g, c, best, &t, e - 1, fn, ud, res, err);
-    else res->epochs_run = e - 1;
+    m->capture_attn = 0;   /* attention is not captured during training */
+    al_status st = al__fit(&gnn_fit, &T, &fc, &res->epochs_run, err);
     m->capture_attn = capture;
     m->attn[0] = m->attn[1] = NULL;
-    al_optim_free(&o);
-    al_ctx_free(c);
-    free(best);
     return st;
 }

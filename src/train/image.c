@@ -9,7 +9,7 @@
 #include "attnlab/train.h"
 #include "attnlab/optim.h"
 #include "attnlab/ops.h"
-#include "train/state_impl.h"
+#include "train/fit_impl.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,6 +98,72 @@ al_status al_eval_image(al_model *m, const al_images *d, const float mean[4], co
     return al_eval_image_ex(m, d, mean, std, batch, acc, pred, NULL, NULL, NULL, err);   /* image_eval.c */
 }
 
+/* ---------------- the image task of the training skeleton (train/fit_impl.h) ---------------- */
+typedef struct image_task {
+    al_model *m;
+    const al_images *train, *test;
+    const al_train_config *tc;
+    al_train_cb cb; void *ud;
+    float fill[4];                 /* a black pixel after normalisation */
+    al_gradsum gs;
+    int *idx, *lab;                /* (max(batch, eval_batch)) scratch */
+    int eval_batch;
+    double test_acc;               /* the last evaluation (NaN when it was not due) */
+} image_task;
+
+static al_status image_step(void *self, al_ctx *c, const int *items, int B, int ep, int step, int64_t step_no,
+                            al__fit_step *out, al_error *err)
+{
+    image_task *T = self;
+    const al_train_config *tc = T->tc;
+    const al_model_config *cfg = &T->m->cfg;
+    out->weight = B; out->count = B; out->units = B;
+    if (tc->dist) {                                                /* data-parallel (dist.h) */
+        al_error serr = {{0}};
+        if (dist_step(c, T->m, T->train, tc, items, B, step_no, ep, T->fill, &T->gs, T->lab, &out->loss, &out->hits, &serr) != AL_OK)
+            return al_seterr(err, "training step %d of epoch %d: %s", step, ep, serr.msg);
+        return AL_OK;
+    }
+    al_ctx_reset(c);
+    al_tensor *x = al_new(c, 4, (int[]){B, cfg->channels, cfg->height, cfg->width});
+    if (x && al_images_batch(T->train, items, B, tc->mean, tc->std, x->data, T->lab, err) != AL_OK) return AL_ERR;
+    if (x && al_augment_batch(&tc->augment, x->data, B, cfg->channels, cfg->height, cfg->width, items, tc->seed, ep,
+                              T->fill, err) != AL_OK) return AL_ERR;
+    al_tensor *logits = al_model_forward(c, T->m, x);              /* (B, classes) */
+    al_tensor *loss = al_cross_entropy(c, logits, T->lab, NULL);   /* (1) */
+    if (!loss) return al_seterr(err, "training step %d of epoch %d: %s", step, ep, al_ctx_error(c));
+    out->loss = loss->data[0];
+    al_params_zero_grad(&T->m->params);
+    if (al_backward(c, loss) != AL_OK) return al_seterr(err, "backward, epoch %d step %d: %s", ep, step, al_ctx_error(c));
+    const int K = logits->shape[1];
+    for (int b = 0; b < B; b++) out->hits += argmax_row(logits->data + (int64_t)b * K, K) == T->lab[b];
+    return AL_OK;
+}
+
+/* The test set every eval_every epochs and after the last. */
+static al_status image_evaluate(void *self, al_ctx *c, int ep, int last, al_error *err)
+{
+    image_task *T = self;
+    const al_train_config *tc = T->tc;
+    T->test_acc = NAN;
+    int due = tc->eval_every <= 1 || ep % tc->eval_every == 0 || last;
+    if (!due || !T->test || T->test->n <= 0) return AL_OK;
+    return eval_with(c, T->m, T->test, tc->mean, tc->std, T->eval_batch, &T->test_acc, NULL, T->idx, T->lab, tc->dist, err);
+}
+
+static int image_report(void *self, const al__fit_progress *f)
+{
+    image_task *T = self;
+    if (!T->cb) return AL__FIT_CONTINUE;
+    al_train_progress p = {0};
+    p.kind = f->kind; p.epoch = f->epoch; p.epochs = f->epochs; p.step = f->step; p.steps_per_epoch = f->steps_per_epoch;
+    p.loss = f->loss; p.train_acc = f->train_acc; p.test_acc = f->kind == 1 ? T->test_acc : NAN;
+    p.epoch_seconds = f->seconds; p.img_per_s = f->units / (f->seconds > 1e-9 ? f->seconds : 1e-9); p.elapsed = f->elapsed;
+    return T->cb(T->ud, &p) ? AL__FIT_ABORT : AL__FIT_CONTINUE;
+}
+
+static const al__fit_task image_fit = {image_step, image_evaluate, NULL, image_report, NULL};
+
 al_status al_train_image(al_model *m, const al_images *train, const al_images *test,
                          const al_train_config *tc, al_train_cb cb, void *ud, al_error *err)
 {
@@ -115,97 +181,22 @@ al_status al_train_image(al_model *m, const al_images *train, const al_images *t
         if (train->labels[i] < 0 || train->labels[i] >= cfg->classes)
             return al_seterr(err, "training: label %d of image %d is outside [0, %d)", train->labels[i], i, cfg->classes);
 
-    int batch = tc->batch, eval_batch = tc->eval_batch > 0 ? tc->eval_batch : 64;
-    int scratch = batch > eval_batch ? batch : eval_batch;
-    int *perm = malloc((size_t)train->n * sizeof(int));
-    int *idx = malloc((size_t)scratch * sizeof(int)), *lab = malloc((size_t)scratch * sizeof(int));
-    al_ctx *c = al_ctx_new(tc->seed);
-    al_optim opt;
-    memset(&opt, 0, sizeof opt);
-    al_gradsum gs;
-    memset(&gs, 0, sizeof gs);
-    al_status st = AL_OK;
-    if (!perm || !idx || !lab || !c) { st = al_seterr(err, "training: out of memory"); goto done; }
-    if (al_optim_init(&opt, AL_ADAMW, m->params.total, tc->lr, err) != AL_OK) { st = AL_ERR; goto done; }
-    opt.weight_decay = tc->weight_decay;
-
-    float fill[4];                                          /* a black pixel after normalisation */
-    for (int ch = 0; ch < 4; ch++) fill[ch] = ch < cfg->channels ? -tc->mean[ch] / (tc->std[ch] >= 1e-8f ? tc->std[ch] : 1.f) : 0.f;
-    al_rng shuf;
-    int steps_per_epoch = (train->n + batch - 1) / batch;   /* the last batch may be short (drop_last=False) */
-    int64_t total_steps;
-    al_diverge div;
-    al__loop L = {&opt, &shuf, c, perm, train->n, &total_steps, &div};
-    int first;
-    st = al__loop_begin(tc->resume, &L, tc->seed, &first, err);   /* the identity order and a fresh shuffle stream, or the state's */
-    double t_start = al_time();
-    for (int ep = first; ep <= tc->epochs && st == AL_OK; ep++) {
-        al_rng_shuffle(&shuf, perm, train->n);
-        double loss_sum = 0, t0 = al_time();
-        int64_t correct = 0, seen = 0;
-        int step;
-        for (step = 1; step <= steps_per_epoch; step++) {
-            int s = (step - 1) * batch, B = train->n - s < batch ? train->n - s : batch;
-            double lv;
-            if (tc->dist) {                                                /* data-parallel (dist.h) */
-                int64_t hits;
-                al_error serr = {{0}};
-                if (dist_step(c, m, train, tc, perm + s, B, total_steps, ep, fill, &gs, lab, &lv, &hits, &serr) != AL_OK) {
-                    st = al_seterr(err, "training step %d of epoch %d: %s", step, ep, serr.msg); break;
-                }
-                if (al_diverge_loss(&div, lv, ep, step, err) != AL_OK) { st = AL_ERR; break; }
-                al_optim_step(&opt, &m->params);
-                if (al_diverge_step(&div, &opt, &m->params, lv, ep, step, err) != AL_OK) { st = AL_ERR; break; }
-                correct += hits;
-            } else {
-                al_ctx_reset(c);
-                al_tensor *x = al_new(c, 4, (int[]){B, cfg->channels, cfg->height, cfg->width});
-                if (x && al_images_batch(train, perm + s, B, tc->mean, tc->std, x->data, lab, err) != AL_OK) { st = AL_ERR; break; }
-                if (x && al_augment_batch(&tc->augment, x->data, B, cfg->channels, cfg->height, cfg->width, perm + s, tc->seed, ep,
-                                          fill, err) != AL_OK) { st = AL_ERR; break; }
-                al_tensor *logits = al_model_forward(c, m, x);                 /* (B, classes) */
-                al_tensor *loss = al_cross_entropy(c, logits, lab, NULL);      /* (1) */
-                if (!loss) { st = al_seterr(err, "training step %d of epoch %d: %s", step, ep, al_ctx_error(c)); break; }
-                lv = loss->data[0];
-                if (al_diverge_loss(&div, lv, ep, step, err) != AL_OK) { st = AL_ERR; break; }
-                al_params_zero_grad(&m->params);
-                if (al_backward(c, loss) != AL_OK) { st = al_seterr(err, "backward, epoch %d step %d: %s", ep, step, al_ctx_error(c)); break; }
-                al_optim_step(&opt, &m->params);
-                if (al_diverge_step(&div, &opt, &m->params, lv, ep, step, err) != AL_OK) { st = AL_ERR; break; }
-                int K = logits->shape[1];
-                for (int b = 0; b < B; b++) correct += argmax_row(logits->data + (int64_t)b * K, K) == lab[b];
-            }
-            loss_sum += lv * B; seen += B; total_steps++;
-            if (cb) {
-                double now = al_time();
-                al_train_progress p = {0};
-                p.kind = 0; p.epoch = ep; p.epochs = tc->epochs; p.step = step; p.steps_per_epoch = steps_per_epoch;
-                p.loss = lv; p.train_acc = (double)correct / seen; p.test_acc = NAN;
-                p.epoch_seconds = now - t0; p.img_per_s = seen / (now - t0 > 1e-9 ? now - t0 : 1e-9); p.elapsed = now - t_start;
-                if (cb(ud, &p)) { st = al_seterr(err, "stopped"); break; }
-            }
-            if (tc->max_steps > 0 && total_steps >= tc->max_steps) break;
-        }
-        if (st != AL_OK) break;
-        double secs = al_time() - t0, acc = NAN;
-        int last = ep == tc->epochs || (tc->max_steps > 0 && total_steps >= tc->max_steps);
-        int due = tc->eval_every <= 1 || ep % tc->eval_every == 0 || last;
-        if (due && test && test->n > 0 && eval_with(c, m, test, tc->mean, tc->std, eval_batch, &acc, NULL, idx, lab, tc->dist, err) != AL_OK) { st = AL_ERR; break; }
-        if (cb) {
-            al_train_progress p = {0};
-            p.kind = 1; p.epoch = ep; p.epochs = tc->epochs; p.step = step > steps_per_epoch ? steps_per_epoch : step;
-            p.steps_per_epoch = steps_per_epoch;
-            p.loss = seen ? loss_sum / seen : NAN; p.train_acc = seen ? (double)correct / seen : NAN; p.test_acc = acc;
-            p.epoch_seconds = secs; p.img_per_s = seen / (secs > 1e-9 ? secs : 1e-9); p.elapsed = al_time() - t_start;
-            if (cb(ud, &p)) { st = al_seterr(err, "stopped"); break; }
-        }
-        if (al__loop_offer(tc->resume, &L, ep, last, err) != AL_OK) { st = AL_ERR; break; }
-        if (tc->max_steps > 0 && total_steps >= tc->max_steps) break;
+    image_task T;
+    memset(&T, 0, sizeof T);
+    T.m = m; T.train = train; T.test = test; T.tc = tc; T.cb = cb; T.ud = ud;
+    T.eval_batch = tc->eval_batch > 0 ? tc->eval_batch : 64;
+    const int scratch = tc->batch > T.eval_batch ? tc->batch : T.eval_batch;
+    T.idx = malloc((size_t)scratch * sizeof(int)); T.lab = malloc((size_t)scratch * sizeof(int));
+    for (int ch = 0; ch < 4; ch++) T.fill[ch] = ch < cfg->channels ? -tc->mean[ch] / (tc->std[ch] >= 1e-8f ? tc->std[ch] : 1.f) : 0.f;
+    al_status st = !T.idx || !T.lab ? al_seterr(err, "training: out of memory") : AL_OK;
+    if (st == AL_OK) {
+        al__fit_config fc = {0};
+        fc.params = &m->params; fc.optim = AL_ADAMW; fc.lr = tc->lr; fc.weight_decay = tc->weight_decay;
+        fc.seed = tc->seed; fc.epochs = tc->epochs; fc.n = train->n; fc.batch = tc->batch;   /* drop_last=False */
+        fc.max_steps = tc->max_steps; fc.step_reports = 1; fc.resume = tc->resume;
+        st = al__fit(&image_fit, &T, &fc, NULL, err);
     }
-done:
-    al_gradsum_free(&gs);
-    al_optim_free(&opt);
-    al_ctx_free(c);
-    free(perm); free(idx); free(lab);
+    al_gradsum_free(&T.gs);
+    free(T.idx); free(T.lab);
     return st;
 }

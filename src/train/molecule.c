@@ -7,7 +7,7 @@
 #include "attnlab/molnet.h"
 #include "attnlab/optim.h"
 #include "attnlab/ops.h"
-#include "train/state_impl.h"
+#include "train/fit_impl.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,27 +86,24 @@ static al_tensor *batch_loss(al_ctx *c, const al_molnet *m, al_tensor *y /* (S, 
     return al_scale(c, al_mean_tokens(c, al_reshape(c, al_mul(c, d, d), 3, (int[]){1, n, 1})), (float)n / (float)*cnt);
 }
 
-/* One step on molecules ids[0..n): forward, loss, the divergence check, backward, AdamW, the weights'
- * check (step `no` of epoch `ep`). *loss NaN when no molecule has a target (then no step). */
-static al_status step(al_molnet *m, const al_molset *ms, const int *ids, int n, al_ctx *c, al_optim *o, al_diverge *div,
-                      int ep, int no, double *loss, al_error *err)
+/* Forward, loss and backward on molecules ids[0..n) (the gradient in m's parameters); *cnt = 0 when no
+ * molecule has a target (then nothing else is done). */
+static al_status grad(al_molnet *m, const al_molset *ms, const int *ids, int n, al_ctx *c, double *loss, int *cnt,
+                      al_error *err)
 {
     al_ctx_reset(c);
     c->training = 1; c->grad_enabled = 1;
     al_mol_batch b;
-    int cnt = 0;
+    *cnt = 0;
     al_tensor *y = batch_for(c, m, ms, ids, n, &b) ? NULL : al_molnet_forward(c, m, &b);
-    al_tensor *l = y ? batch_loss(c, m, y, &b, &cnt) : NULL;
+    al_tensor *l = y ? batch_loss(c, m, y, &b, cnt) : NULL;
     if (!al_ok(c)) return al_seterr(err, "molecule training: %s", al_ctx_error(c));
-    *loss = NAN;
-    if (!cnt) return AL_OK;
+    if (!*cnt) return AL_OK;
     if (!l) return al_seterr(err, "molecule training: %s", al_ctx_error(c));
-    if (al_diverge_loss(div, l->data[0], ep, no, err)) return AL_ERR;
     al_params_zero_grad(&m->params);
     if (al_backward(c, l)) return al_seterr(err, "molecule training: %s", al_ctx_error(c));
     *loss = l->data[0];
-    al_optim_step(o, &m->params);
-    return al_diverge_step(div, o, &m->params, *loss, ep, no, err);
+    return AL_OK;
 }
 
 /* Validation and test figures of the current parameters into e (the training set's only for the kept
@@ -118,82 +115,77 @@ static al_status eval_all(al_molnet *m, const al_molset *ms, al_ctx *c, al_mol_e
            al_molnet_evaluate(m, ms, ms->test, ms->ntest, c, &e->test, NULL, err) ? AL_ERR : AL_OK;
 }
 
-/* The kept model's record: its epoch (0: none yet), the validation figures it was chosen by, and the
- * time spent in training steps. */
-typedef struct mol_track { al_mol_eval val; int best_epoch; double tsum; } mol_track;
+/* ---------------- the molecule task of the training skeleton (train/fit_impl.h) ---------------- */
+typedef struct mol_task {
+    al_molnet *m;
+    const al_molset *ms;
+    al_mol_epoch_fn fn; void *ud;
+    al_mol_result *res;
+    int *ids;                      /* (batch) */
+    al_mol_epoch e;                /* the last evaluation */
+} mol_task;
 
-/* Is e's validation better than the kept model's? */
-static int better(const al_molnet *m, const al_mol_eval *e, const mol_track *t)
+static al_status mol_step(void *self, al_ctx *c, const int *items, int n, int ep, int step, int64_t step_no,
+                          al__fit_step *out, al_error *err)
 {
-    if (!t->best_epoch) return 1;
-    if (m->nout == 1) return e->rmse < t->val.rmse;
-    return e->acc > t->val.acc || (e->acc == t->val.acc && e->loss < t->val.loss);
-}
-
-/* The state after epoch ep when rs wants it: the loop's view plus the kept model and its record (in the
- * graph fields: acc_max = validation accuracy, loss_min = validation RMSE, or loss for classification). */
-static al_status offer_state(const al_resume *rs, const al__loop *L, int ep, int last, const al_molnet *m,
-                             const mol_track *t, float *best, al_error *err)
-{
-    if (!al__resume_due(rs, ep, last)) return AL_OK;
-    al_train_state s;
-    al__loop_view(L, ep, last, &s);
-    s.best = best; s.best_epoch = t->best_epoch; s.step_seconds = t->tsum;
-    s.acc_max = t->val.acc; s.loss_min = m->nout == 1 ? t->val.rmse : t->val.loss;
-    return rs->save(rs->ud, &s) ? al_seterr(err, "stopped: the training state after epoch %d was not saved", ep) : AL_OK;
-}
-
-/* The loop's variables, the kept model and its record from rs->from (or a fresh start offered as epoch 0). */
-static al_status begin(const al_resume *rs, const al__loop *L, uint64_t seed, const al_molnet *m, mol_track *t,
-                       float *best, int *first, int *over, al_error *err)
-{
-    const al_train_state *f = rs ? rs->from : NULL;
-    *over = 0;
-    if (f && !f->best) return al_seterr(err, "resume: the training state is not a molecule model's (no kept weights)");
-    if (al__loop_begin(f ? rs : NULL, L, seed, first, err)) return AL_ERR;   /* epoch 0 is offered below, with the record */
-    if (!f) return offer_state(rs, L, 0, 0, m, t, best, err);
-    memcpy(best, f->best, (size_t)L->opt->n * sizeof *best);
-    t->best_epoch = f->best_epoch; t->tsum = f->step_seconds; t->val.acc = f->acc_max;
-    if (m->nout == 1) t->val.rmse = f->loss_min; else t->val.loss = f->loss_min;
-    *over = f->finished;
+    (void)ep; (void)step; (void)step_no;
+    mol_task *T = self;
+    for (int j = 0; j < n; j++) T->ids[j] = T->ms->train[items[j]];
+    int cnt;
+    if (grad(T->m, T->ms, T->ids, n, c, &out->loss, &cnt, err) != AL_OK) return AL_ERR;
+    out->skip = cnt == 0;          /* no molecule with a target: no step */
+    out->weight = 1;
     return AL_OK;
 }
 
-/* One epoch over the shuffled training positions: its record into e. */
-static al_status epoch(al_molnet *m, const al_molset *ms, al_ctx *c, const al__loop *L, int *ids, int ep,
-                       al_mol_epoch *e, al_error *err)
+static al_status mol_evaluate(void *self, al_ctx *c, int ep, int last, al_error *err)
 {
-    al_rng_shuffle(L->shuffle, L->order, L->norder);
-    double t0 = al_time(), lsum = 0;
-    int nb = 0;
-    for (int i = 0, no = 1; i < ms->ntrain; i += m->cfg.batch, no++) {
-        int k = ms->ntrain - i < m->cfg.batch ? ms->ntrain - i : m->cfg.batch;
-        for (int j = 0; j < k; j++) ids[j] = ms->train[L->order[i + j]];
-        double loss = NAN;
-        if (step(m, ms, ids, k, c, L->opt, L->div, ep, no, &loss, err)) return AL_ERR;
-        if (!isnan(loss)) { lsum += loss; nb++; (*L->steps)++; }
-    }
-    memset(e, 0, sizeof *e);
-    e->epoch = ep; e->seconds = al_time() - t0;
-    e->train_loss = nb ? lsum / nb : NAN;
-    return eval_all(m, ms, c, e, err);
+    (void)last;
+    mol_task *T = self;
+    memset(&T->e, 0, sizeof T->e);
+    T->e.epoch = ep;
+    return eval_all(T->m, T->ms, c, &T->e, err);
 }
 
-/* The kept model back into m, evaluated on every split: res and its record (handed to fn). */
-static al_status finish(al_molnet *m, const al_molset *ms, al_ctx *c, const float *best, const mol_track *t,
-                        int epochs_run, al_mol_epoch_fn fn, void *ud, al_mol_result *res, al_error *err)
+/* Keep the model whose validation is best: the lowest RMSE, or for classification the highest accuracy,
+ * then the lowest loss (the record holds validation accuracy in acc_max, RMSE or loss in loss_min). */
+static int mol_track(void *self, al__fit_track *t, int ep, int *keep)
 {
-    memcpy(m->params.data, best, (size_t)m->params.total * sizeof *best);
+    (void)ep;
+    mol_task *T = self;
+    const al_mol_eval *v = &T->e.val;
+    const int reg = T->m->nout == 1;
+    *keep = !t->best_epoch || (reg ? v->rmse < t->loss_min
+                                   : v->acc > t->acc_max || (v->acc == t->acc_max && v->loss < t->loss_min));
+    if (*keep) { t->acc_max = v->acc; t->loss_min = reg ? v->rmse : v->loss; }
+    return 0;
+}
+
+static int mol_report(void *self, const al__fit_progress *f)
+{
+    mol_task *T = self;
+    T->e.train_loss = f->loss; T->e.seconds = f->seconds;
+    return T->fn && T->fn(&T->e, T->ud) ? AL__FIT_STOP : AL__FIT_CONTINUE;
+}
+
+/* The kept model (back in m) evaluated on every split: res and its record. */
+static al_status mol_finish(void *self, al_ctx *c, const al__fit_track *t, int epochs_run, al_error *err)
+{
+    mol_task *T = self;
     al_mol_epoch r;
     memset(&r, 0, sizeof r);
-    if (eval_all(m, ms, c, &r, err) || al_molnet_evaluate(m, ms, ms->train, ms->ntrain, c, &r.train, NULL, err)) return AL_ERR;
+    if (eval_all(T->m, T->ms, c, &r, err) || al_molnet_evaluate(T->m, T->ms, T->ms->train, T->ms->ntrain, c, &r.train, NULL, err))
+        return AL_ERR;
     r.final = 1; r.epoch = t->best_epoch; r.train_loss = NAN; r.seconds = NAN;
-    res->best_epoch = t->best_epoch; res->epochs_run = epochs_run;
+    al_mol_result *res = T->res;
+    res->best_epoch = t->best_epoch;
     res->train = r.train; res->val = r.val; res->test = r.test;
-    res->step_seconds = epochs_run ? t->tsum / epochs_run : 0;
-    if (fn) fn(&r, ud);
+    res->step_seconds = epochs_run ? t->step_seconds / epochs_run : 0;
+    if (T->fn) T->fn(&r, T->ud);
     return AL_OK;
 }
+
+static const al__fit_task mol_fit = {mol_step, mol_evaluate, mol_track, mol_report, mol_finish};
 
 al_status al_molnet_train(al_molnet *m, const al_molset *ms, uint64_t seed, al_mol_epoch_fn fn, void *ud, al_mol_result *res,
                           al_error *err)
@@ -205,39 +197,19 @@ al_status al_molnet_train_resumable(al_molnet *m, const al_molset *ms, uint64_t 
                                     al_mol_epoch_fn fn, void *ud, al_mol_result *res, al_error *err)
 {
     memset(res, 0, sizeof *res);
-    al_optim o;
-    if (al_optim_init(&o, AL_ADAMW, m->params.total, m->cfg.lr, err)) return AL_ERR;
-    o.weight_decay = m->cfg.weight_decay;
-    al_ctx *c = al_ctx_new(seed);
+    mol_task T;
+    memset(&T, 0, sizeof T);
+    T.m = m; T.ms = ms; T.fn = fn; T.ud = ud; T.res = res;
     int nt = ms->ntrain > 0 ? ms->ntrain : 1, b = m->cfg.batch < nt ? m->cfg.batch : nt;
-    int *order = malloc((size_t)nt * sizeof *order), *ids = malloc((size_t)b * sizeof *ids);
-    float *best = malloc((size_t)(m->params.total > 0 ? m->params.total : 1) * sizeof *best);
-    al_status st = AL_OK;
-    if (!c || !order || !ids || !best) { st = al_seterr(err, "molecule training: out of memory"); goto out; }
-    memcpy(best, m->params.data, (size_t)m->params.total * sizeof *best);
-    al_rng shuf;
-    int64_t steps = 0;
-    al_diverge div;
-    al__loop L = {&o, &shuf, c, order, ms->ntrain, &steps, &div};
-    mol_track t = {{NAN, NAN, NAN, NAN}, 0, 0};
-    int ep, over;
-    if ((st = begin(rs, &L, seed, m, &t, best, &ep, &over, err))) goto out;
-    for (; !over && ep <= m->cfg.epochs; ep++) {
-        al_mol_epoch e;
-        if ((st = epoch(m, ms, c, &L, ids, ep, &e, err))) goto out;
-        t.tsum += e.seconds;
-        if (better(m, &e.val, &t)) {
-            t.val = e.val; t.best_epoch = ep;
-            memcpy(best, m->params.data, (size_t)m->params.total * sizeof *best);
-        }
-        int stop = fn && fn(&e, ud);
-        if ((st = offer_state(rs, &L, ep, stop || ep == m->cfg.epochs, m, &t, best, err))) goto out;
-        if (stop) { ep++; break; }
-    }
-    st = finish(m, ms, c, best, &t, ep - 1, fn, ud, res, err);
-out:
-    free(order); free(ids); free(best);
-    al_ctx_free(c);
-    al_optim_free(&o);
+    if (!(T.ids = malloc((size_t)b * sizeof *T.ids))) return al_seterr(err, "molecule training: out of memory");
+    al__fit_config fc = {0};
+    fc.params = &m->params; fc.optim = AL_ADAMW; fc.lr = m->cfg.lr; fc.weight_decay = m->cfg.weight_decay;
+    fc.seed = seed; fc.epochs = m->cfg.epochs; fc.n = ms->ntrain; fc.batch = m->cfg.batch;
+    fc.resume = rs; fc.what = "molecule";
+    fc.track0 = (al__fit_track){NAN, NAN, 0, 0, 0};
+    int epochs_run = 0;
+    al_status st = al__fit(&mol_fit, &T, &fc, &epochs_run, err);
+    res->epochs_run = epochs_run;
+    free(T.ids);
     return st;
 }

@@ -9,7 +9,7 @@
 #include "attnlab/ops.h"
 #include "attnlab/io.h"
 #include "io/io_impl.h"
-#include "train/state_impl.h"
+#include "train/fit_impl.h"
 #include "train/seq_impl.h"
 #include <math.h>
 #include <stdio.h>
@@ -143,7 +143,60 @@ al_status al_seq_eval(al_seq_model *m, const al_seq_data *d, int batch, double *
     return AL_OK;
 }
 
-/* ---------------- training ---------------- */
+/* ---------------- training: the sequence task of the skeleton (train/fit_impl.h) ---------------- */
+typedef struct seq_task {
+    al_seq_model *m;
+    const al_seq_data *train, *test;
+    const al_seq_train_config *tc;
+    al_seq_cb cb; void *ud;
+    al__seq_stepper stp;           /* the data-parallel step (train/seq_impl.h) */
+    al_gradsum gs;                 /* across processes (dist.h) */
+    batchbuf bb;
+    int *ids, uni, eval_batch;
+    al_seq_scores sc;              /* the last evaluation */
+} seq_task;
+
+static al_status seq_step(void *self, al_ctx *c, const int *items, int S, int ep, int step, int64_t step_no,
+                          al__fit_step *out, al_error *err)
+{
+    (void)c;
+    seq_task *T = self;
+    al_seq_batch b;
+    gather(T->train, T->uni, items, S, &T->bb, &b);
+    al_error serr = {{0}};                     /* forward, loss (mean over the batch's tokens), backward */
+    al_status ss = T->tc->dist ? al__seq_step_dist(&T->stp, T->m, &b, T->bb.tag, T->tc->dist, T->tc->seed, step_no, &T->gs,
+                                                   &out->loss, &out->hits, &serr)
+                               : al__seq_step(&T->stp, T->m, &b, T->bb.tag, &out->loss, &out->hits, &serr);
+    if (ss != AL_OK) return al_seterr(err, "training step %d of epoch %d: %s", step, ep, serr.msg);
+    const int ntag = al__seq_tagged(T->bb.tag, b.ntok);
+    out->weight = ntag; out->count = ntag; out->units = b.ntok;
+    return AL_OK;
+}
+
+static al_status seq_evaluate(void *self, al_ctx *c, int ep, int last, al_error *err)
+{
+    (void)ep; (void)last;
+    seq_task *T = self;
+    T->sc = (al_seq_scores){NAN, NAN, NAN, 0, 0, 0};
+    if (!T->test || T->test->nsent <= 0) return AL_OK;
+    return eval_with(c, T->m, T->test, T->eval_batch, &T->sc, NULL, &T->bb, T->ids, T->tc->dist, err);
+}
+
+static int seq_report(void *self, const al__fit_progress *f)
+{
+    seq_task *T = self;
+    if (!T->cb) return AL__FIT_CONTINUE;
+    al_seq_progress p = {0};
+    p.kind = f->kind; p.epoch = f->epoch; p.epochs = f->epochs; p.step = f->step; p.steps_per_epoch = f->steps_per_epoch;
+    p.loss = f->loss; p.train_acc = f->train_acc;
+    if (f->kind == 1) { p.test_acc = T->sc.acc; p.unseen_acc = T->sc.unseen_acc; p.ambig_acc = T->sc.ambig_acc; }
+    else p.test_acc = p.unseen_acc = p.ambig_acc = NAN;
+    p.epoch_seconds = f->seconds; p.tok_per_s = f->units / (f->seconds > 1e-9 ? f->seconds : 1e-9); p.elapsed = f->elapsed;
+    return T->cb(T->ud, &p) ? AL__FIT_ABORT : AL__FIT_CONTINUE;
+}
+
+static const al__fit_task seq_fit = {seq_step, seq_evaluate, NULL, seq_report, NULL};
+
 al_status al_seq_train(al_seq_model *m, const al_seq_data *train, const al_seq_data *test,
                        const al_seq_train_config *tc, al_seq_cb cb, void *ud, al_error *err)
 {
@@ -155,92 +208,31 @@ al_status al_seq_train(al_seq_model *m, const al_seq_data *train, const al_seq_d
             return al_seterr(err, "training: token %d has tag %d outside [0, %d)", i, train->tag[i], m->cfg.tags);
     if (al__seq_tagged(train->tag, train->ntok) == 0) return al_seterr(err, "training: no training token has a label");
     if (train->max_len > m->cfg.max_len || (test && test->max_len > m->cfg.max_len))
-        return al_seterr(err, "training: a sentence has %d tokens, more than --max-len %d", 
+        return al_seterr(err, "training: a sentence has %d tokens, more than --max-len %d",
                          train->max_len > (test ? test->max_len : 0) ? train->max_len : test->max_len, m->cfg.max_len);
 
-    const int batch = tc->batch, eval_batch = tc->eval_batch > 0 ? tc->eval_batch : 256;
-    const int scratch = batch > eval_batch ? batch : eval_batch;
+    seq_task T;
+    memset(&T, 0, sizeof T);
+    T.m = m; T.train = train; T.test = test; T.tc = tc; T.cb = cb; T.ud = ud;
+    T.eval_batch = tc->eval_batch > 0 ? tc->eval_batch : 256;
+    const int scratch = tc->batch > T.eval_batch ? tc->batch : T.eval_batch;
     int64_t cap = batch_cap(train, scratch);
     if (test && batch_cap(test, scratch) > cap) cap = batch_cap(test, scratch);
-    int *perm = malloc((size_t)train->nsent * sizeof(int)), *ids = malloc((size_t)scratch * sizeof(int));
-    batchbuf bb;
-    int bb_ok = batchbuf_alloc(&bb, scratch, cap) == 0;
-    al_ctx *c = al_ctx_new(tc->seed);
-    al_optim opt;
-    memset(&opt, 0, sizeof opt);
-    al_gradsum gs;                                  /* across processes (dist.h) */
-    memset(&gs, 0, sizeof gs);
-    al__seq_stepper stp;                            /* the data-parallel step (train/seq_impl.h) */
-    al_status st = al__seq_stepper_init(&stp, m, tc->seed, err);
-    if (st != AL_OK) goto done;
-    if (!perm || !ids || !bb_ok || !c) { st = al_seterr(err, "training: out of memory"); goto done; }
-    if (al_optim_init(&opt, AL_ADAMW, m->params.total, tc->lr, err) != AL_OK) { st = AL_ERR; goto done; }
-    opt.weight_decay = tc->weight_decay;
-
-    al_rng shuf;
-    const int steps_per_epoch = (train->nsent + batch - 1) / batch, uni = uniform_lengths(train);
-    int64_t total_steps;
-    al_diverge div;
-    al__loop L = {&opt, &shuf, c, perm, train->nsent, &total_steps, &div};
-    int first;
-    st = al__loop_begin(tc->resume, &L, tc->seed, &first, err);   /* the identity order and a fresh shuffle stream, or the state's */
-    double t_start = al_time();
-    for (int ep = first; ep <= tc->epochs && st == AL_OK; ep++) {
-        al_rng_shuffle(&shuf, perm, train->nsent);
-        double loss_sum = 0, t0 = al_time();
-        int64_t correct = 0, seen = 0, toks = 0;   /* labelled tokens, all tokens */
-        int step;
-        for (step = 1; step <= steps_per_epoch; step++) {
-            int s = (step - 1) * batch, S = train->nsent - s < batch ? train->nsent - s : batch;
-            al_seq_batch b;
-            gather(train, uni, perm + s, S, &bb, &b);
-            double lv; int64_t hits;                /* forward, loss (mean over the batch's tokens), backward */
-            al_error serr = {{0}};
-            al_status ss = tc->dist ? al__seq_step_dist(&stp, m, &b, bb.tag, tc->dist, tc->seed, total_steps, &gs, &lv, &hits, &serr)
-                                    : al__seq_step(&stp, m, &b, bb.tag, &lv, &hits, &serr);
-            if (ss != AL_OK) {
-                st = al_seterr(err, "training step %d of epoch %d: %s", step, ep, serr.msg);
-                break;
-            }
-            if (al_diverge_loss(&div, lv, ep, step, err) != AL_OK) { st = AL_ERR; break; }   /* before the update */
-            al_optim_step(&opt, &m->params);
-            if (al_diverge_step(&div, &opt, &m->params, lv, ep, step, err) != AL_OK) { st = AL_ERR; break; }
-            const int ntag = al__seq_tagged(bb.tag, b.ntok);
-            correct += hits;
-            loss_sum += lv * ntag; seen += ntag; toks += b.ntok; total_steps++;
-            if (cb) {
-                double now = al_time();
-                al_seq_progress p = {0};
-                p.kind = 0; p.epoch = ep; p.epochs = tc->epochs; p.step = step; p.steps_per_epoch = steps_per_epoch;
-                p.loss = lv; p.train_acc = (double)correct / seen; p.test_acc = p.unseen_acc = p.ambig_acc = NAN;
-                p.epoch_seconds = now - t0; p.tok_per_s = toks / (now - t0 > 1e-9 ? now - t0 : 1e-9); p.elapsed = now - t_start;
-                if (cb(ud, &p)) { st = al_seterr(err, "stopped"); break; }
-            }
-            if (tc->max_steps > 0 && total_steps >= tc->max_steps) break;
-        }
-        if (st != AL_OK) break;
-        double secs = al_time() - t0;
-        al_seq_scores sc = {NAN, NAN, NAN, 0, 0, 0};
-        if (test && test->nsent > 0 && eval_with(c, m, test, eval_batch, &sc, NULL, &bb, ids, tc->dist, err) != AL_OK) { st = AL_ERR; break; }
-        if (cb) {
-            al_seq_progress p = {0};
-            p.kind = 1; p.epoch = ep; p.epochs = tc->epochs; p.step = step > steps_per_epoch ? steps_per_epoch : step;
-            p.steps_per_epoch = steps_per_epoch;
-            p.loss = seen ? loss_sum / seen : NAN; p.train_acc = seen ? (double)correct / seen : NAN;
-            p.test_acc = sc.acc; p.unseen_acc = sc.unseen_acc; p.ambig_acc = sc.ambig_acc;
-            p.epoch_seconds = secs; p.tok_per_s = toks / (secs > 1e-9 ? secs : 1e-9); p.elapsed = al_time() - t_start;
-            if (cb(ud, &p)) { st = al_seterr(err, "stopped"); break; }
-        }
-        int last = ep == tc->epochs || (tc->max_steps > 0 && total_steps >= tc->max_steps);
-        if (al__loop_offer(tc->resume, &L, ep, last, err) != AL_OK) { st = AL_ERR; break; }
-        if (tc->max_steps > 0 && total_steps >= tc->max_steps) break;
+    T.ids = malloc((size_t)scratch * sizeof(int));
+    T.uni = uniform_lengths(train);
+    int bb_ok = batchbuf_alloc(&T.bb, scratch, cap) == 0;
+    al_status st = al__seq_stepper_init(&T.stp, m, tc->seed, err);
+    if (st == AL_OK && (!T.ids || !bb_ok)) st = al_seterr(err, "training: out of memory");
+    if (st == AL_OK) {
+        al__fit_config fc = {0};
+        fc.params = &m->params; fc.optim = AL_ADAMW; fc.lr = tc->lr; fc.weight_decay = tc->weight_decay;
+        fc.seed = tc->seed; fc.epochs = tc->epochs; fc.n = train->nsent; fc.batch = tc->batch;
+        fc.max_steps = tc->max_steps; fc.step_reports = 1; fc.resume = tc->resume;
+        st = al__fit(&seq_fit, &T, &fc, NULL, err);
     }
-done:
-    al_gradsum_free(&gs);
-    al__seq_stepper_free(&stp);
-    al_optim_free(&opt);
-    al_ctx_free(c);
-    free(perm); free(ids);
-    if (bb_ok) batchbuf_free(&bb); else { batchbuf_free(&bb); }
+    al_gradsum_free(&T.gs);
+    al__seq_stepper_free(&T.stp);
+    free(T.ids);
+    batchbuf_free(&T.bb);
     return st;
 }

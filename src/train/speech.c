@@ -8,7 +8,7 @@
 #include "attnlab/ops.h"
 #include "attnlab/io.h"
 #include "io/io_impl.h"
-#include "train/state_impl.h"
+#include "train/fit_impl.h"
 #include "train/seq_impl.h"
 #include <math.h>
 #include <stdio.h>
@@ -178,6 +178,54 @@ static al_status step(al_ctx *c, al_seq_model *m, const al_seq_batch *b, const a
     return AL_OK;
 }
 
+/* ---------------- the speech task of the training skeleton (train/fit_impl.h) ---------------- */
+typedef struct speech_task {
+    al_seq_model *m;
+    const al_speech_data *train, *test;
+    const al_speech_train_config *tc;
+    al_speech_cb cb; void *ud;
+    sbatch bb;
+    int *ids, eval_batch;
+    al_speech_scores sc;           /* the last evaluation */
+} speech_task;
+
+static al_status speech_step(void *self, al_ctx *c, const int *items, int S, int ep, int stp, int64_t step_no,
+                             al__fit_step *out, al_error *err)
+{
+    (void)step_no;
+    speech_task *T = self;
+    al_seq_batch b;
+    gather(T->train, &T->m->cfg, items, S, &T->bb, &b);
+    al_error serr = {{0}};
+    if (step(c, T->m, &b, T->train, T->bb.lab, &out->loss, &out->hits, &out->count, &serr) != AL_OK)
+        return al_seterr(err, "training step %d of epoch %d: %s", stp, ep, serr.msg);
+    out->weight = (double)out->count; out->units = b.ntok;
+    return AL_OK;
+}
+
+static al_status speech_evaluate(void *self, al_ctx *c, int ep, int last, al_error *err)
+{
+    (void)ep; (void)last;
+    speech_task *T = self;
+    T->sc = (al_speech_scores){NAN, NAN, 0};
+    if (!T->test || T->test->n <= 0) return AL_OK;
+    return eval_with(c, T->m, T->test, T->eval_batch, &T->sc, NULL, &T->bb, T->ids, err);
+}
+
+static int speech_report(void *self, const al__fit_progress *f)
+{
+    speech_task *T = self;
+    if (!T->cb) return AL__FIT_CONTINUE;
+    al_speech_progress p = {0};
+    p.kind = f->kind; p.epoch = f->epoch; p.epochs = f->epochs; p.step = f->step; p.steps_per_epoch = f->steps_per_epoch;
+    p.loss = f->loss; p.train_acc = f->train_acc;
+    if (f->kind == 1) p.test = T->sc; else p.test.acc = p.test.ser = NAN;
+    p.epoch_seconds = f->seconds; p.frames_per_s = f->units / (f->seconds > 1e-9 ? f->seconds : 1e-9); p.elapsed = f->elapsed;
+    return T->cb(T->ud, &p) ? AL__FIT_ABORT : AL__FIT_CONTINUE;
+}
+
+static const al__fit_task speech_fit = {speech_step, speech_evaluate, NULL, speech_report, NULL};
+
 al_status al_speech_train(al_seq_model *m, const al_speech_data *train, const al_speech_data *test,
                           const al_speech_train_config *tc, al_speech_cb cb, void *ud, al_error *err)
 {
@@ -190,79 +238,24 @@ al_status al_speech_train(al_seq_model *m, const al_speech_data *train, const al
     const int mx = train->max_frames > (test ? test->max_frames : 0) ? train->max_frames : test->max_frames;
     if (al_seq_out_len(&m->cfg, mx) > m->cfg.max_len)
         return al_seterr(err, "training: an utterance has %d frames, more than the model's max_len %d", al_seq_out_len(&m->cfg, mx), m->cfg.max_len);
-    const int batch = tc->batch, eval_batch = tc->eval_batch > 0 ? tc->eval_batch : 64;
-    const int scratch = batch > eval_batch ? batch : eval_batch;
+    speech_task T;
+    memset(&T, 0, sizeof T);
+    T.m = m; T.train = train; T.test = test; T.tc = tc; T.cb = cb; T.ud = ud;
+    T.eval_batch = tc->eval_batch > 0 ? tc->eval_batch : 64;
+    const int scratch = tc->batch > T.eval_batch ? tc->batch : T.eval_batch;
     int64_t cap = frames_cap(train, scratch);
     if (test && frames_cap(test, scratch) > cap) cap = frames_cap(test, scratch);
-    int *perm = malloc((size_t)train->n * sizeof(int)), *ids = malloc((size_t)scratch * sizeof(int));
-    sbatch bb;
-    int bb_ok = sbatch_alloc(&bb, train, scratch, cap) == 0;
-    al_ctx *c = al_ctx_new(tc->seed);
-    al_optim opt;
-    memset(&opt, 0, sizeof opt);
-    al_status st = AL_OK;
-    if (!perm || !ids || !bb_ok || !c) { st = al_seterr(err, "training: out of memory"); goto done; }
-    if (al_optim_init(&opt, AL_ADAMW, m->params.total, tc->lr, err) != AL_OK) { st = AL_ERR; goto done; }
-    opt.weight_decay = tc->weight_decay;
-
-    al_rng shuf;
-    const int steps_per_epoch = (train->n + batch - 1) / batch;
-    int64_t total_steps;
-    al_diverge div;
-    al__loop L = {&opt, &shuf, c, perm, train->n, &total_steps, &div};
-    int first;
-    st = al__loop_begin(tc->resume, &L, tc->seed, &first, err);
-    double t_start = al_time();
-    for (int ep = first; ep <= tc->epochs && st == AL_OK; ep++) {
-        al_rng_shuffle(&shuf, perm, train->n);
-        double loss_sum = 0, t0 = al_time();
-        int64_t correct = 0, seen = 0, frames = 0;
-        int stp;
-        for (stp = 1; stp <= steps_per_epoch; stp++) {
-            int s = (stp - 1) * batch, S = train->n - s < batch ? train->n - s : batch;
-            al_seq_batch b;
-            gather(train, &m->cfg, perm + s, S, &bb, &b);
-            double lv = 0; int64_t hits = 0, cnt = 0;
-            al_error serr = {{0}};
-            if (step(c, m, &b, train, bb.lab, &lv, &hits, &cnt, &serr) != AL_OK) {
-                st = al_seterr(err, "training step %d of epoch %d: %s", stp, ep, serr.msg);
-                break;
-            }
-            if (al_diverge_loss(&div, lv, ep, stp, err) != AL_OK) { st = AL_ERR; break; }
-            al_optim_step(&opt, &m->params);
-            if (al_diverge_step(&div, &opt, &m->params, lv, ep, stp, err) != AL_OK) { st = AL_ERR; break; }
-            correct += hits; loss_sum += lv * cnt; seen += cnt; frames += b.ntok; total_steps++;
-            if (cb) {
-                double now = al_time();
-                al_speech_progress p = {0};
-                p.kind = 0; p.epoch = ep; p.epochs = tc->epochs; p.step = stp; p.steps_per_epoch = steps_per_epoch;
-                p.loss = lv; p.train_acc = (double)correct / seen; p.test.acc = p.test.ser = NAN;
-                p.epoch_seconds = now - t0; p.frames_per_s = frames / (now - t0 > 1e-9 ? now - t0 : 1e-9); p.elapsed = now - t_start;
-                if (cb(ud, &p)) { st = al_seterr(err, "stopped"); break; }
-            }
-            if (tc->max_steps > 0 && total_steps >= tc->max_steps) break;
-        }
-        if (st != AL_OK) break;
-        double secs = al_time() - t0;
-        al_speech_scores sc = {NAN, NAN, 0};
-        if (test && test->n > 0 && eval_with(c, m, test, eval_batch, &sc, NULL, &bb, ids, err) != AL_OK) { st = AL_ERR; break; }
-        if (cb) {
-            al_speech_progress p = {0};
-            p.kind = 1; p.epoch = ep; p.epochs = tc->epochs; p.step = stp > steps_per_epoch ? steps_per_epoch : stp;
-            p.steps_per_epoch = steps_per_epoch;
-            p.loss = seen ? loss_sum / seen : NAN; p.train_acc = seen ? (double)correct / seen : NAN;
-            p.test = sc;
-            p.epoch_seconds = secs; p.frames_per_s = frames / (secs > 1e-9 ? secs : 1e-9); p.elapsed = al_time() - t_start;
-            if (cb(ud, &p)) { st = al_seterr(err, "stopped"); break; }
-        }
-        int last = ep == tc->epochs || (tc->max_steps > 0 && total_steps >= tc->max_steps);
-        if (al__loop_offer(tc->resume, &L, ep, last, err) != AL_OK) { st = AL_ERR; break; }
-        if (tc->max_steps > 0 && total_steps >= tc->max_steps) break;
+    T.ids = malloc((size_t)scratch * sizeof(int));
+    int bb_ok = sbatch_alloc(&T.bb, train, scratch, cap) == 0;
+    al_status st = !T.ids || !bb_ok ? al_seterr(err, "training: out of memory") : AL_OK;
+    if (st == AL_OK) {
+        al__fit_config fc = {0};
+        fc.params = &m->params; fc.optim = AL_ADAMW; fc.lr = tc->lr; fc.weight_decay = tc->weight_decay;
+        fc.seed = tc->seed; fc.epochs = tc->epochs; fc.n = train->n; fc.batch = tc->batch;
+        fc.max_steps = tc->max_steps; fc.step_reports = 1; fc.resume = tc->resume;
+        st = al__fit(&speech_fit, &T, &fc, NULL, err);
     }
-done:
-    al_optim_free(&opt);
-    al_ctx_free(c);
-    free(perm); free(ids);
-    sbatch_free(&bb);
+    free(T.ids);
+    sbatch_free(&T.bb);
     return st;
 }
