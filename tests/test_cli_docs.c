@@ -2,7 +2,9 @@
  * `attnlab ... --help` prints appears in the man page docs/attnlab.1 (regenerate it with
  * scripts/gen-manpage.sh), every command of `attnlab --help` has a section there, `--version`
  * answers; and the numpy checkpoint reader (scripts/attnlab_checkpoint.py) reads a checkpoint that
- * `train --save` wrote, tensor for tensor. Run from the repository root (as `make test` does). */
+ * `train --save` wrote, tensor for tensor; the code excerpts of docs/architecture.md's guides are the
+ * tree's own code, word for word (scripts/check-doc-examples.py), and the check fails on an excerpt
+ * that is not. Run from the repository root (as `make test` does). */
 #include "testutil.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -116,12 +118,36 @@ static void test_python_checkpoint_reader(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+static void test_architecture_guides_quote_the_tree(void **state)
+{
+    (void)state;
+    char *out = slurp_cmd("scripts/check-doc-examples.py docs/architecture.md 2>&1");
+    assert_non_null(out);
+    if (!strstr(out, "excerpts, each the tree's own code")) fail_msg("check-doc-examples.py:\n%s", out);
+    free(out);
+    /* an excerpt that drifted from its file (a field of the mlp entry left out) is caught */
+    char tmpl[] = "/tmp/attnlab-docs-XXXXXX";
+    assert_non_null(mkdtemp(tmpl));
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "sed 's/al__mlp_forward, NULL, NULL, NULL},/al__mlp_forward},/' docs/architecture.md > %s/a.md", tmpl);
+    assert_int_equal(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "scripts/check-doc-examples.py %s/a.md 2>&1", tmpl);
+    out = slurp_cmd(cmd);
+    assert_non_null(out);
+    if (!strstr(out, "not in src/models/image.c (in this order): al__mlp_defaults, al__mlp_check, al__mlp_init, al__mlp_forward},"))
+        fail_msg("a drifted excerpt was not reported:\n%s", out);
+    free(out);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpl);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_manpage_covers_every_command_and_option),
         cmocka_unit_test(test_version),
         cmocka_unit_test(test_python_checkpoint_reader),
+        cmocka_unit_test(test_architecture_guides_quote_the_tree),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
