@@ -75,13 +75,14 @@ export ATTNLAB_BIN = $(abspath $(BIN))
 # BUILD) rebuilds them all instead of linking a mix.
 MODE = $(BUILD)/.mode-mpi$(MPI)
 
-.PHONY: test-mpi all test asan bench clean help plots demo shared install uninstall examples fuzz
+.PHONY: test-mpi all test check asan bench clean help plots demo shared install uninstall examples fuzz
 all: $(LIBA) $(BIN)
 
 help:
 	@echo "make            build $(LIBA) and bin/attnlab (host CPU, OpenMP)"
-	@echo "make test       build and run the cmocka test suite"
-	@echo "make asan       the same suite under AddressSanitizer + UBSan"
+	@echo "make test       build and run the fast tier of the cmocka suite (unit, gradient, kernel tests)"
+	@echo "make check      the end-to-end tier (CLI paths, bad inputs, README commands, resume kills, sweeps)"
+	@echo "make asan       both tiers under AddressSanitizer + UBSan"
 	@echo "make bench      benchmarks (and the PyTorch peer when torch is importable)"
 	@echo "make demo       the README's main job: demo sweep, summary table, plot"
 	@echo "make plots      redraw results/*.png from the committed CSVs"
@@ -122,11 +123,21 @@ $(BUILD)/tests/%: tests/%.c $(BUILD)/tests/testutil.o $(LIBA)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/tests/testutil.o $(LIBA) -lcmocka $(LIBS)
 
-test: $(TEST_BIN) $(BIN)
-	@scripts/run-tests.sh $(TEST_BIN)
+# Two tiers. make check: the end-to-end tests, which drive bin/attnlab as a user would (the README's
+# commands, every command path, the bad-input corpus, flag refusals, kill -9 and --resume, sweeps) or
+# train real models to a stated accuracy; make test: the rest (unit, gradient, kernel and library
+# tests, a few minutes). The README's test command runs both.
+CHECK_NAMES = test_cli_scripts test_cli_flags test_graph_cli test_seq_cli test_reliability_cli test_resume \
+              test_sweep test_sweep_presets test_train_image
+CHECK_BIN   = $(addprefix $(BUILD)/tests/,$(CHECK_NAMES))
+FAST_BIN    = $(filter-out $(CHECK_BIN),$(TEST_BIN))
+test: $(FAST_BIN) $(BIN)
+	@scripts/run-tests.sh $(FAST_BIN)
+check: $(CHECK_BIN) $(BIN)
+	@scripts/run-tests.sh $(CHECK_BIN)
 
 asan:
-	ASAN_OPTIONS=detect_leaks=1 $(MAKE) BUILD=build-asan SAN=1 test
+	ASAN_OPTIONS=detect_leaks=1 $(MAKE) BUILD=build-asan SAN=1 test check
 
 # The MPI build in its own directory, then the multi-rank checks (tests/mpi.sh: about 2 minutes).
 test-mpi:

@@ -10,7 +10,7 @@
 #   - stay under 2 GiB of RSS and 10 s (/usr/bin/time -f '%M %e').
 # Prints one line per case (BAD_INPUTS_SHOW=1: and its stderr) and a summary with the largest RSS and
 # time; exits 1 if any case failed.
-#   scripts/bad-inputs.sh build-asan/bin/attnlab      (make test / make asan run it: tests/test_cli_scripts.c)
+#   scripts/bad-inputs.sh build-asan/bin/attnlab      (make check / make asan run it: tests/test_cli_scripts.c)
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=$(realpath "${1:-$root/bin/attnlab}")

@@ -2,7 +2,7 @@
 # no-mpi-check.sh — checks that "make without MPI=1 on a machine with no MPI installed still builds and passes
 # every test", on a machine that has Open MPI: in a private mount namespace every Open MPI file is hidden
 # (its include and library directory, libmpi, libopen-rte, libopen-pal, mpicc, mpirun), then a fresh clone
-# of this repository (HEAD) is built with plain make and `make test` runs in it. Root only (unshare -m).
+# of this repository (HEAD) is built with plain make and `make test check` runs in it. Root only (unshare -m).
 #   sudo scripts/no-mpi-check.sh [WORKDIR]        (default a temporary directory; the clone's logs stay there)
 set -u
 if [ "${1:-}" != --inside ]; then
@@ -28,6 +28,6 @@ cd "$D" || exit 1
 make -j2 > build.log 2>&1 || { echo "no-mpi-check.sh: make failed (see $D/build.log)" >&2; tail -5 build.log >&2; exit 1; }
 if ldd bin/attnlab | grep -qiE 'libmpi|open-rte|open-pal'; then echo "no-mpi-check.sh: bin/attnlab links MPI" >&2; exit 1; fi
 echo "built: $(bin/attnlab --version); $(nm -D bin/attnlab | grep -c ' U MPI_') MPI symbols"
-make test > test.log 2>&1; rc=$?
+make test check > test.log 2>&1; rc=$?
 grep -E '^tests: ' test.log | tail -1
 exit $rc

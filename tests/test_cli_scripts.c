@@ -1,5 +1,5 @@
 /* test_cli_scripts.c — the CLI test scripts, each run against $ATTNLAB_BIN (the ASan build under make
- * asan) from the repository root, as `make test` runs it:
+ * asan) from the repository root, as `make check` runs it:
  *   tests/readme_commands.sh  every bin/attnlab command of the README's code blocks exits 0, with tiny
  *                             sizes, so the README cannot drift from the program;
  *   scripts/bad-inputs.sh     every case of the bad-input corpus (tests/bad-inputs/) is one clear error
