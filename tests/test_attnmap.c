@@ -83,6 +83,12 @@ static void test_local_window_support(void **st)
                 if (fabs(sum - 1.0) > 1e-5) fail_msg("query %d head %d: weights sum to %.7f", q[i], h, sum);
             }
     }
+    /* the layout comes from the block's pattern, not from the model's name: under another name the
+     * window model's maps are the same */
+    float again[5 * HEADS * NTOK];
+    snprintf(m.cfg.name, sizeof m.cfg.name, "%s", "windowed");
+    if (al_attnmap_compute(&m, x, 1, q, 5, again, NULL, &e) != AL_OK) fail_msg("renamed: %s", e.msg);
+    assert_memory_equal(again, maps, sizeof maps);
     al_model_free(&m);
 }
 

@@ -67,6 +67,7 @@ typedef struct al_model {
      * in attn_weights[block] (arena memory of the context, valid until al_ctx_reset). */
     int capture_attn;
     al_tensor *attn_weights[AL_MODEL_MAXDEPTH];
+    al_pattern attn_pattern[AL_MODEL_MAXDEPTH];   /* the pattern of each captured block: its weights' layout */
     /* conv-attn: the convs as attention layers, built from c1/c2 on the first forward after
      * al_model_init or al_model_refresh (forward only: conv-attn is evaluated, not trained) */
     al_conv_attn ca[2];

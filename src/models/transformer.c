@@ -111,6 +111,7 @@ static al_tensor *block_forward(al_ctx *c, al_model *m, int bi, al_tensor *x /* 
     d.pattern = model_pattern(m);
     d.score = cfg->score; d.norm = cfg->norm; d.slope = 0.2f;
     m->attn_weights[bi] = NULL;
+    m->attn_pattern[bi] = d.pattern;
     d.weights = m->capture_attn ? &m->attn_weights[bi] : NULL;
     return al__block_forward(c, &m->blocks[bi], &d, cfg->heads, x);            /* (B,N,D) */
 }

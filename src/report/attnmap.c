@@ -26,13 +26,6 @@ al_status al_attnmap_compute(al_model *m, const float *x /* (C, H, W) */, int la
     for (int i = 0; i < nq; i++)
         if (queries[i] < 0 || queries[i] >= N)
             return al_seterr(err, "attnmap: query token %d is outside the %dx%d token grid", queries[i], gh, gw);
-    /* the pattern the model attends with (as models_image.c builds it): local = window×window;
-     * sa with relative positions = a window covering the whole grid; otherwise full */
-    int wh = 0, ww = 0;
-    if (!strcmp(cfg->name, "local")) wh = ww = cfg->window;
-    else if (cfg->pos == AL_POS_RELATIVE) { wh = 2 * gh - 1; ww = 2 * gw - 1; }
-    const int K = wh ? wh * ww : N;   /* slots per query */
-
     al_ctx *c = al_ctx_new(1);
     if (!c) return al_seterr(err, "attnmap: out of memory");
     c->grad_enabled = 0; c->training = 0;
@@ -45,6 +38,11 @@ al_status al_attnmap_compute(al_model *m, const float *x /* (C, H, W) */, int la
     m->capture_attn = saved;
     al_tensor *w = lg ? m->attn_weights[layer] : NULL;                              /* (1,H,N,K) */
     if (!lg || !w) { st = al_seterr(err, "attnmap: forward failed: %s", al_ok(c) ? "no weights captured" : al_ctx_error(c)); goto out; }
+    /* the layout of the weights is the block's pattern: a window (K = its cells, e.g. local's window, or
+     * sa's relative positions as a window over the whole grid) or full (K = N) */
+    const al_pattern *pat = &m->attn_pattern[layer];
+    const int wh = pat->kind == AL_PAT_WINDOW2D ? pat->win_h : 0, ww = pat->kind == AL_PAT_WINDOW2D ? pat->win_w : 0;
+    const int K = wh ? wh * ww : N;   /* slots per query */
     if (w->ndim != 4 || w->shape[0] != 1 || w->shape[1] != H || w->shape[2] != N || w->shape[3] != K) {
         char b[64];
         st = al_seterr(err, "attnmap: block %d weights have shape %s, expected (1, %d, %d, %d)", layer + 1,
