@@ -8,6 +8,7 @@
 #include "attnlab/attention.h"
 #include "attnlab/ops.h"
 #include "models/block_impl.h"
+#include "models/table_impl.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,15 +55,7 @@ static const al_gnn_model models[] = {
 };
 enum { NMODELS = (int)(sizeof models / sizeof *models) };
 
-const al_gnn_model *al_gnn_model_find(const char *name)
-{
-    for (int i = 0; name && i < NMODELS; i++)
-        if (!strcmp(name, models[i].name)) return &models[i];
-    return NULL;
-}
-int al_gnn_model_count(void) { return NMODELS; }
-const al_gnn_model *al_gnn_model_at(int i) { return i >= 0 && i < NMODELS ? &models[i] : NULL; }
-const char *al_gnn_names(void) { return "gat|gat-full|gcn|mlp|gatv2|gt|gt-full"; }
+AL__MODEL_TABLE(al_gnn_model, models, al_gnn_model_find, al_gnn_model_count, al_gnn_model_at, al_gnn_names)
 
 const char *al_gnn_kind_name(al_gnn_kind kind) { return (unsigned)kind < NMODELS ? models[kind].name : "?"; }
 al_status al_gnn_kind_parse(const char *name, al_gnn_kind *out, al_error *err)

@@ -12,6 +12,7 @@
 #include "attnlab/io.h"
 #include "attnlab/checkpoint.h"
 #include "image_impl.h"
+#include "models/table_impl.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,26 +38,8 @@ static const al_model_kind kinds[] = {
      al__conv_attn_ft_defaults, al__conv_attn_ft_check, al__conv_attn_ft_init, al__conv_attn_ft_forward,
      al__conv_attn_ft_post_init, "cnn", al__conv_attn_ft_from},
 };
-enum { NKINDS = (int)(sizeof kinds / sizeof *kinds) };
 
-const al_model_kind *al_model_kind_find(const char *name)
-{
-    for (int i = 0; name && i < NKINDS; i++)
-        if (!strcmp(name, kinds[i].name)) return &kinds[i];
-    return NULL;
-}
-int al_model_kind_count(void) { return NKINDS; }
-const al_model_kind *al_model_kind_at(int i) { return i >= 0 && i < NKINDS ? &kinds[i] : NULL; }
-
-const char *al_model_names(void)
-{
-    static char names[128];
-    if (!names[0]) {
-        size_t o = 0;
-        for (int i = 0; i < NKINDS; i++) o += (size_t)snprintf(names + o, sizeof names - o, i ? "|%s" : "%s", kinds[i].name);
-    }
-    return names;
-}
+AL__MODEL_TABLE(al_model_kind, kinds, al_model_kind_find, al_model_kind_count, al_model_kind_at, al_model_names)
 
 /* ---------------- attention settings by name ---------------- */
 

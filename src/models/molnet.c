@@ -7,6 +7,7 @@
 #include "attnlab/attention.h"
 #include "attnlab/ops.h"
 #include "models/block_impl.h"
+#include "models/table_impl.h"
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -214,16 +215,8 @@ static const al_mol_model models[] = {
     {"mlp", "no graph: the summed atom features through 2 ReLU layers", 0, 0, 0, 0, 0.f, mlp_init, mlp_forward},
     {"fingerprint", "Morgan-style bits (radius 2, 2048) computed from the graph, through 2 ReLU layers", 0, 0, 1, 0, 0.2f, mlp_init, mlp_forward},
 };
-enum { NMODELS = (int)(sizeof models / sizeof *models) };
 
-const al_mol_model *al_mol_model_find(const char *name)
-{
-    for (int i = 0; name && i < NMODELS; i++) if (!strcmp(name, models[i].name)) return &models[i];
-    return NULL;
-}
-int al_mol_model_count(void) { return NMODELS; }
-const al_mol_model *al_mol_model_at(int i) { return i >= 0 && i < NMODELS ? &models[i] : NULL; }
-const char *al_mol_model_names(void) { return "gat|gatv2|gt|gt-full|gcn|mlp|fingerprint"; }
+AL__MODEL_TABLE(al_mol_model, models, al_mol_model_find, al_mol_model_count, al_mol_model_at, al_mol_model_names)
 
 static const char *const readouts[] = {"sum", "mean", "attn"};
 const char *al_mol_readout_name(al_mol_readout r) { return (unsigned)r < 3 ? readouts[r] : "?"; }

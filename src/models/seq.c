@@ -7,6 +7,7 @@
 #include "block_impl.h"
 #include "attnlab/ops.h"
 #include "attnlab/rnn.h"
+#include "models/table_impl.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -255,27 +256,8 @@ static const al_seq_kind kinds[] = {
     {"trunc", "sa with each token attending within distance --window (3) in its sentence", 1, 1, 0,
      trunc_defaults, trunc_check, sa_init, sa_forward},
 };
-enum { NKINDS = (int)(sizeof kinds / sizeof *kinds) };
 
-const al_seq_kind *al_seq_kind_find(const char *name)
-{
-    for (int i = 0; name && i < NKINDS; i++)
-        if (!strcmp(name, kinds[i].name)) return &kinds[i];
-    return NULL;
-}
-
-int al_seq_kind_count(void) { return NKINDS; }
-const al_seq_kind *al_seq_kind_at(int i) { return i >= 0 && i < NKINDS ? &kinds[i] : NULL; }
-
-const char *al_seq_names(void)
-{
-    static char names[128];
-    if (!names[0]) {
-        size_t o = 0;
-        for (int i = 0; i < NKINDS; i++) o += (size_t)snprintf(names + o, sizeof names - o, i ? "|%s" : "%s", kinds[i].name);
-    }
-    return names;
-}
+AL__MODEL_TABLE(al_seq_kind, kinds, al_seq_kind_find, al_seq_kind_count, al_seq_kind_at, al_seq_names)
 
 al_status al_seq_config_default(al_seq_config *cfg, const char *name, int nwords, int nsuffixes, int tags, al_error *err)
 {
