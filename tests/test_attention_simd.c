@@ -221,9 +221,9 @@ static void test_full_one_pass_backward(void **st)
 }
 
 /* Full dot-product softmax attention with D = Dv = 16 (the query-in-lanes kernels of
- * full16.c: AVX-512 and AVX2 + FMA): N from 1 to 300 covers partial 16-query blocks, key tiles that
- * are not a multiple of 8 keys and several 128-key tiles; B·H = 2 takes the generic two-pass
- * backward after the d = 16 forward, B·H = 6 the d = 16 backward. */
+ * full16_fwd.c, full16_bwd.c: AVX-512 and AVX2 + FMA): N from 1 to 300 covers partial 16-query
+ * blocks, key tiles that are not a multiple of 8 keys and several 128-key tiles; B·H = 2 takes the
+ * generic two-pass backward after the d = 16 forward, B·H = 6 the d = 16 backward. */
 static void test_full_d16(void **st)
 {
     (void)st;
@@ -244,11 +244,11 @@ static void test_full_d16(void **st)
         }
 }
 
-/* ---- the d = 16 lane kernels' maths, one query at a time (full16.c's per-lane order) ---- */
+/* ---- the d = 16 lane kernels' maths, one query at a time (full16_fwd.c's and full16_bwd.c's per-lane order) ---- */
 #define F16_TILE 128
 static float vmax_like(float a, float b) { return a > b ? a : b; }   /* vmaxps: a unless b is larger (NaN: b) */
 
-/* One head: out (N,16), lse (N), as full16.c's forward_block on every lane. */
+/* One head: out (N,16), lse (N), as full16_fwd.c's forward_block on every lane. */
 static void f16_forward_twin(int N, float scale, const float *Q, const float *K, const float *V, float *out, float *lse)
 {
     float s[F16_TILE];
@@ -286,7 +286,7 @@ static void f16_forward_twin(int N, float scale, const float *Q, const float *K,
     }
 }
 
-/* One head's gradients added to dq, dk, dv, as full16.c's backward_head on every lane: each key's
+/* One head's gradients added to dq, dk, dv, as full16_bwd.c's backward_head on every lane: each key's
  * dK/dV sums run over the queries in index order, each query's dQ sum over the keys in order. */
 static void f16_backward_twin(int N, float scale, const float *Q, const float *K, const float *V, const float *dO, const float *lse,
                               const float *delta, float *dq, float *dk, float *dv)

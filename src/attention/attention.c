@@ -1,7 +1,8 @@
 /* attention.c — the multi-head attention op al_attention and its tape node: argument checking
  * (pattern.c), the additive score's head projections, then one of three kernel families, forward
  * now and backward from the tape:
- *   full      full.c (and full16.c for D = Dv = 16): streamed tiles, online softmax, lse saved;
+ *   full      full.c (and full16_fwd.c, full16_bwd.c for D = Dv = 16): streamed tiles, online softmax,
+ *             lse saved;
  *   sparse    sparse.c: window2d / window1d / graph through slot lists, weights saved per slot;
  *   gat       gat.c: graph + additive + softmax without bias, the heads in vector lanes.
  * Parameter gradients are reduced in a fixed order after the passes, so results are bitwise

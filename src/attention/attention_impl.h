@@ -2,7 +2,7 @@
  *   attention.c   the op al_attention and its tape node (attn_node), the additive head projections
  *   pattern.c     argument/pattern checking (al_attn_setup) and the sparse slot lists
  *   dropout.c     the vectorised counter-based dropout (dropout_impl.h: its inline hash lanes)
- *   full.c        streamed full attention (full16.c: the D = Dv = 16 lane kernels)
+ *   full.c        streamed full attention (full16_fwd.c, full16_bwd.c: the D = Dv = 16 lane kernels)
  *   sparse.c      window2d / window1d / graph through slot lists
  *   gat.c         graph + additive + softmax with the heads in vector lanes
  *   ref.c         the dense masked reference, conv_attn.c convolution as attention
@@ -49,10 +49,10 @@ int al_attn_setup(al_ctx *c, const char *op, const al_attn_desc *d, al_tensor *q
                   al_tensor *bias /* (H,slots) or NULL */, al_attn_cfg *cfg);
 
 /* Full dot-product softmax attention for D = Dv = 16 with the queries in vector lanes
- * (full16.c). al__full16_ok says whether cfg is that case on this build (no dropout,
- * no ReLU, AVX-512 or AVX2 + FMA; the caller also requires no bias); the kernels then replace the generic
- * forward and per-head backward. Scratch: al__full16_scratch(cfg, 0 forward / 1 backward) floats
- * per thread. */
+ * (full16_fwd.c, full16_bwd.c, what they share: full16_impl.h). al__full16_ok says whether cfg is
+ * that case on this build (no dropout, no ReLU, AVX-512 or AVX2 + FMA; the caller also requires no
+ * bias); the kernels then replace the generic forward and per-head backward. Scratch:
+ * al__full16_scratch(cfg, 0 forward / 1 backward) floats per thread. */
 extern long al__full16_runs;   /* tests: forward calls of the lane kernels (single-threaded callers) */
 extern int al__full16_few_max; /* a partial last block of at most this many queries runs query by query (tests: 0 = never) */
 int al__full16_ok(const al_attn_cfg *cfg);
@@ -74,7 +74,7 @@ int al__full16_delta(const float *o, const float *dO, const al_attn_lay *lo, int
 
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
-/* r[c] = column c of the 8×8 block whose rows are r[0..7] (moves only; win16.c, full16.c). */
+/* r[c] = column c of the 8×8 block whose rows are r[0..7] (moves only; win16.c, full16_impl.h, full16_bwd.c). */
 static inline void al__tr8(__m256 r[8])
 {
     const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);

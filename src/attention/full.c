@@ -6,8 +6,8 @@
  *   queries   pass 1 over query tiles (dQ, dsq, dbias), batch innermost;
  *   keys      pass 2 over key tiles (dK, dV, dsk), batch innermost;
  * so every thread owns its writes. Dot score, softmax, no dropout or bias and D = Dv = 16 runs the
- * query-in-lanes kernels of full16.c instead (same maths, no GEMM tiles). The maths of the backward
- * passes is written up in docs/attention.md. */
+ * query-in-lanes kernels of full16_fwd.c and full16_bwd.c instead (same maths, no GEMM tiles). The
+ * maths of the backward passes is written up in docs/attention.md. */
 #include "attention/attention_impl.h"
 #include "attention/rows_impl.h"
 #include "attnlab/kernels.h"

@@ -217,6 +217,67 @@ static inline al_v16 gat_weight(const attn_node *nd, al_m16 m, int64_t ri, int64
     return al_v16_mul(al__exp_cephes_v16(al_v16_sub(e, al_v16_load(m, mi))), al_v16_load(m, mi + H));
 }
 
+/* Pass 1 of the backward for query row r = b·N + i: dP = dO_i·v_j (dropped as the forward), delta,
+ * dS (written over P) and dsq, chunk by chunk of HV heads; dP kept in E (one line per slot, as in the
+ * forward) between the two sweeps, the slots' P in Pl, so that the sweep which overwrites P with dS
+ * never loads from a line it has just stored to (no forwarding). dot: (Dv,H) scratch for dO_i. Inlined
+ * always: it is the body of the parallel loop over queries. */
+static inline __attribute__((always_inline)) void
+gat_bwd_query(const al_attn_cfg *g, const gat_steps *st, int64_t r, int N, int H, int Dv, int nch, int64_t rs, int64_t slots,
+              const int64_t *qptr, const int *key, float *P /* (B,slots,H) */, const float *sq, const float *sk, const float *vt,
+              const float *dO, float *dsq /* (B,N,H) */, float *E, float *Pl, float *dot, uint32_t *kb)
+{
+    const int64_t b = r / N, i = r % N, s0 = qptr[i], s1 = qptr[i + 1];
+    const float *skb = sk + b * N * rs, *vtb = vt + b * N * rs;
+    float *Pb = P + b * slots * H;
+    heads_inner(dO, dot, H, N, Dv, r);   /* the only dO row this query reads */
+    for (int c0 = 0; c0 < nch; c0++) {
+        const int h0 = c0 * HV, hc = H - h0 < HV ? H - h0 : HV;
+        const al_m16 m = al_v16_mask(hc);
+        const float *doi = dot + h0;
+        al_v16 delta = al_v16_zero();
+        if (g->drop && hc == 1) gat_keep_run(g, st, b * H + h0, 1, NULL, s0, s1 - s0, kb);
+        for (int64_t s = s0; s < s1; s++) {
+            if (c0 == 0 && s + GAT_AHEAD < slots) gat_prefetch(vtb + (int64_t)key[s + GAT_AHEAD] * rs, (Dv + 1) * H);
+            const float *vj = vtb + (int64_t)key[s] * rs + h0;
+            al_v16 x = al_v16_zero();
+            for (int d = 0; d < Dv; d++) x = al_v16_fma(al_v16_load(m, doi + (int64_t)d * H), al_v16_load(m, vj + (int64_t)d * H), x);
+            if (g->drop) x = al_v16_keep(hc == 1 ? kb[s - s0] : gat_keep_bits(g, st, b * H + h0, s, hc), x, g->inv_keep);
+            al_v16_stl(E + (s - s0) * HV, x);
+            const al_v16 p = al_v16_load(m, Pb + s * H + h0);
+            al_v16_stl(Pl + (s - s0) * HV, p);
+            delta = al_v16_fma(p, x, delta);
+        }
+        const al_v16 sqi = al_v16_load(m, sq + r * rs + h0);
+        al_v16 su = al_v16_zero();
+        for (int64_t s = s0; s < s1; s++) {
+            const al_v16 p = al_v16_ldl(Pl + (s - s0) * HV), u = al_v16_add(sqi, al_v16_load(m, skb + (int64_t)key[s] * rs + h0));
+            const al_v16 x = al_v16_pos_or(u, al_v16_mul(p, al_v16_sub(al_v16_ldl(E + (s - s0) * HV), delta)), g->slope);
+            al_v16_store(m, Pb + s * H + h0, x);   /* dS */
+            su = al_v16_add(su, x);
+        }
+        al_v16_store(m, dsq + r * H + h0, su);
+    }
+}
+
+/* The a_q, a_k gradients: the chunk partials part (parts,2,D,chunks,HV) of pass 2 added in chunk order
+ * (independent of the threads). */
+static void gat_bwd_avec(al_ctx *c, attn_node *nd, const float *part, int nparts, int need_a, int H, int D, int nch)
+{
+    for (int w = 0; w < 2 && need_a; w++) {
+        al_tensor *a = w ? nd->ak : nd->aq;
+        if (!a->requires_grad) continue;
+        float *da = al_grad(c, a);
+        if (!da) return;
+        for (int h = 0; h < H; h++)
+            for (int d = 0; d < D; d++) {
+                float acc = da[h * D + d];
+                for (int pt = 0; pt < nparts; pt++) acc += part[(((size_t)pt * 2 + w) * D + d) * nch * HV + h];
+                da[h * D + d] = acc;
+            }
+    }
+}
+
 /* Backward: a pass over queries (dS per slot and head, written over P, and dsq), then a pass over
  * keys through the transposed lists (dV, dK, dQ of node j, and the a_q/a_k partials of its chunk),
  * which recomputes the weights P held and, where the heads in the lanes suit (gat_lanes), reads dO
@@ -255,48 +316,15 @@ void al__attn_gat_backward(al_ctx *c, attn_node *nd)
     (void)chunk;   /* no OpenMP: unused */
     AL_OMP("omp parallel num_threads(nd->nthr) if ((rows + g->B * slots) * H * (D + Dv) > AL_PAR_MIN)")
     {
-        /* Pass 1 over queries: dP = dO_i·v_j (dropped as the forward), delta, dS and dsq; dP kept
-         * in E (one line per slot, as in the forward) between the two sweeps; pass 2 keeps the
-         * weights of a key's slots there. */
+        /* E: pass 1's dP of a query's slots, pass 2's weights of a key's slots; Pl: pass 1's P */
         float *E = scr + (size_t)al__thread_id() * per, *lanes = E + (size_t)nd->maxdeg * HV;   /* 2 lines */
         float *dot = E + gat_scratch(nd->maxdeg), *qrow = dot + ldo, *krow = qrow + lqk;   /* (Dv,H), (D,H), (D,H) */
-        float *Pl = krow + lqk;   /* pass 1: the slots' P, so that the sweep which overwrites P with dS
-                                   * never loads from a line it has just stored to (no forwarding) */
+        float *Pl = krow + lqk;
         uint32_t *kb = gat_bits(E, nd->maxdeg);
+        /* Pass 1 over queries: dS over P, and dsq */
         AL_OMP("omp for schedule(dynamic, chunk)")
-        for (int64_t r = 0; r < rows; r++) {
-            const int64_t b = r / N, i = r % N, s0 = qptr[i], s1 = qptr[i + 1];
-            const float *skb = sk + b * N * rs, *vtb = vt + b * N * rs;
-            float *Pb = P + b * slots * H;
-            heads_inner(dO, dot, H, N, Dv, r);   /* the only dO row this query reads */
-            for (int c0 = 0; c0 < nch; c0++) {
-                const int h0 = c0 * HV, hc = H - h0 < HV ? H - h0 : HV;
-                const al_m16 m = al_v16_mask(hc);
-                const float *doi = dot + h0;
-                al_v16 delta = al_v16_zero();
-                if (g->drop && hc == 1) gat_keep_run(g, &st, b * H + h0, 1, NULL, s0, s1 - s0, kb);
-                for (int64_t s = s0; s < s1; s++) {
-                    if (c0 == 0 && s + GAT_AHEAD < slots) gat_prefetch(vtb + (int64_t)key[s + GAT_AHEAD] * rs, (Dv + 1) * H);
-                    const float *vj = vtb + (int64_t)key[s] * rs + h0;
-                    al_v16 x = al_v16_zero();
-                    for (int d = 0; d < Dv; d++) x = al_v16_fma(al_v16_load(m, doi + (int64_t)d * H), al_v16_load(m, vj + (int64_t)d * H), x);
-                    if (g->drop) x = al_v16_keep(hc == 1 ? kb[s - s0] : gat_keep_bits(g, &st, b * H + h0, s, hc), x, g->inv_keep);
-                    al_v16_stl(E + (s - s0) * HV, x);
-                    const al_v16 p = al_v16_load(m, Pb + s * H + h0);
-                    al_v16_stl(Pl + (s - s0) * HV, p);
-                    delta = al_v16_fma(p, x, delta);
-                }
-                const al_v16 sqi = al_v16_load(m, sq + r * rs + h0);
-                al_v16 su = al_v16_zero();
-                for (int64_t s = s0; s < s1; s++) {
-                    const al_v16 p = al_v16_ldl(Pl + (s - s0) * HV), u = al_v16_add(sqi, al_v16_load(m, skb + (int64_t)key[s] * rs + h0));
-                    const al_v16 x = al_v16_pos_or(u, al_v16_mul(p, al_v16_sub(al_v16_ldl(E + (s - s0) * HV), delta)), g->slope);
-                    al_v16_store(m, Pb + s * H + h0, x);   /* dS */
-                    su = al_v16_add(su, x);
-                }
-                al_v16_store(m, dsq + r * H + h0, su);
-            }
-        }
+        for (int64_t r = 0; r < rows; r++)
+            gat_bwd_query(g, &st, r, N, H, Dv, nch, rs, slots, qptr, key, P, sq, sk, vt, dO, dsq, E, Pl, dot, kb);
         /* dO heads innermost (B,N,Dv,H) for pass 2's sums, whose slots read it at random: one
          * contiguous row per slot, not H rows in as many head planes */
         if (tr) {
@@ -359,19 +387,7 @@ void al__attn_gat_backward(al_ctx *c, attn_node *nd)
             }
         }
     }
-    /* a_q, a_k gradients: the chunk partials added in chunk order (independent of the threads) */
-    for (int w = 0; w < 2 && need_a; w++) {
-        al_tensor *a = w ? nd->ak : nd->aq;
-        if (!a->requires_grad) continue;
-        float *da = al_grad(c, a);
-        if (!da) return;
-        for (int h = 0; h < H; h++)
-            for (int d = 0; d < D; d++) {
-                float acc = da[h * D + d];
-                for (int pt = 0; pt < nparts; pt++) acc += part[(((size_t)pt * 2 + w) * D + d) * nch * HV + h];
-                da[h * D + d] = acc;
-            }
-    }
+    gat_bwd_avec(c, nd, part, nparts, need_a, H, D, nch);
 }
 
 /* Scratch of the gat path (arena): the node records (v transposed, sk, sq, the softmax max and 1/sum),
