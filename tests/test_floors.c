@@ -2,7 +2,9 @@
  * header of a higher floor, no object calls a symbol of a higher floor, no objects call each other in
  * a circle; and the check is shown to fail on each kind of violation, planted in a copy of the tree
  * (an upward include, a call that crosses floors through a declaration of its own, an upward include
- * in a public header). The objects are those of the build this test binary belongs to (BUILD/src). */
+ * in a public header). The objects are those of the build this test binary belongs to (BUILD/src).
+ * Also the house sizes (scripts/check-sizes.py): every file of src/ and apps/ at most 700 lines, every
+ * function at most 120, and the check failing where they are not. */
 #include "testutil.h"
 #include <libgen.h>
 #include <stdio.h>
@@ -110,12 +112,34 @@ static void test_a_planted_call_across_floors_fails(void **state)
     assert_non_null(strstr(out, "a circle of objects that call each other: kernels/circle_a.o, kernels/circle_b.o"));
 }
 
+static void test_the_house_sizes_hold(void **state)
+{
+    (void)state;
+    char out[65536], log[512], cmd[1024];
+    snprintf(log, sizeof log, "%s/sizes.log", tu_tmpdir());
+    snprintf(cmd, sizeof cmd, "scripts/check-sizes.py > '%s' 2>&1", log);
+    int rc = tu_system(cmd);
+    char *s = tu_slurp(log);
+    assert_non_null(s);
+    snprintf(out, sizeof out, "%s", s);
+    free(s);
+    if (rc != 0) fail_msg("scripts/check-sizes.py:\n%s", out);
+    /* the same tree against smaller limits: a file and a function over them are named */
+    snprintf(cmd, sizeof cmd, "scripts/check-sizes.py --max-file 300 --max-function 60 > '%s' 2>&1", log);
+    assert_int_not_equal(tu_system(cmd), 0);
+    s = tu_slurp(log);
+    assert_non_null(s);
+    if (!strstr(s, "src/attention/win16.c: ") || !strstr(s, "lines, over 60")) fail_msg("not reported:\n%s", s);
+    free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_the_tree_keeps_its_floors),
         cmocka_unit_test(test_a_planted_upward_include_fails),
         cmocka_unit_test(test_a_planted_call_across_floors_fails),
+        cmocka_unit_test(test_the_house_sizes_hold),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
