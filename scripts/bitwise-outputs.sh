@@ -22,12 +22,16 @@ cd "$out"
 cut_timing() {  # drop epoch_seconds and samples_per_second (columns 12, 13) of a results CSV
   awk -F, 'BEGIN{OFS=","} {s=""; for(i=1;i<=NF;i++) if(i!=12 && i!=13) s = s (s==""?"":",") $i; print s}' "$1"
 }
-normalise() {  # the output folder's name and wall-clock seconds are not results
-  sed -i -E "s# seconds [0-9.]+##; s#$out/#OUT/#g; s#$root/#ROOT/#g" "$1"
+normalise() {  # the output folder's name, wall-clock times and throughputs are not results
+  sed -i -E "s# seconds [0-9.]+##; s#[0-9.]+ (ms|s)/epoch#T/epoch#g; s#  [0-9.]+ s  #  T s  #g;
+             s#(_per_s) [0-9.]+#\1 T#g; s#$out/#OUT/#g; s#$root/#ROOT/#g" "$1"
 }
 # run NAME CMD...: stdout to NAME.stdout (normalised), stderr dropped
 run() { local name=$1; shift; "$@" > "$out/$name.stdout" 2>/dev/null; normalise "$out/$name.stdout"; }
 csvcut() { cut_timing "$1.raw.csv" > "$1.csv"; rm "$1.raw.csv"; }
+sort_rows() {  # a CSV whose runs finished in any order (a sweep's --jobs 2): header, then sorted rows
+  { head -1 "$1"; tail -n +2 "$1" | LC_ALL=C sort; } > "$1.sorted" && mv "$1.sorted" "$1"
+}
 cut_column() {  # drop the column named $2 of the CSV $1 in place (summarize's seconds_per_run)
   awk -F, -v name="$2" 'BEGIN{OFS=","} NR==1{for(i=1;i<=NF;i++) if($i==name) k=i}
     {s=""; for(i=1;i<=NF;i++) if(i!=k) s = s (s==""?"":",") $i; print s}' "$1" > "$1.cut" && mv "$1.cut" "$1"
@@ -106,6 +110,7 @@ run sweep-graph "$bin" sweep --task graph --models gcn,mlp --labels-per-class 2,
 run summarize-graph "$bin" summarize sweep-graph.raw.csv --csv
 cut_column summarize-graph.stdout seconds_per_run
 csvcut sweep-graph
+sort_rows sweep-graph.csv
 run sweep-image "$bin" sweep --task image --models cnn,local --train-sizes 200 --seeds 1 --epochs 1 --dim 8 \
   --depth 1 --test-size 200 --csv sweep-image.raw.csv
 run summarize-image "$bin" summarize sweep-image.raw.csv --csv
