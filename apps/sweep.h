@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <sys/types.h>
+struct al_results;   /* attnlab/results.h */
 
 #define MAXLIST 256
 #define MAXJOBS 64
