@@ -212,18 +212,14 @@ static void graph_run_id(const gopts *o, const al_gnn_cfg *cfg, const al_graph *
 }
 
 /* The kept model as safetensors with what eval --task graph needs to rebuild it in __metadata__. */
-static al_status save_graph(const gopts *o, const al_gnn_cfg *cfg, const al_graph *g, al_gnn *m, long seed,
-                            const al_gnn_result *res, const char *split_desc, const char *run_id, al_error *err)
+static al_status save_graph(const gopts *o, const al_graph *g, al_gnn *m, long seed, const al_gnn_result *res,
+                            const char *split_desc, const char *run_id, al_error *err)
 {
-    char path[4200], vb[8][32];
+    char path[4200], vb[3][32];
     cli_seed_path(path, sizeof path, o->save, seed, o->nseeds > 1);
-    snprintf(vb[0], 32, "%d", g->ntrain); snprintf(vb[1], 32, "%ld", seed); snprintf(vb[2], 32, "%d", res->best_epoch);
-    snprintf(vb[3], 32, "%.6f", res->test_acc); snprintf(vb[4], 32, "%d", g->n); snprintf(vb[5], 32, "%d", g->nfeat);
-    snprintf(vb[6], 32, "%d", g->nclass); snprintf(vb[7], 32, "%d", cfg->heads);
-    const char *kv[] = {"task", "graph", "dataset", g->name, "model", o->model, "split", split_desc,
-                        "train_size", vb[0], "seed", vb[1], "best_epoch", vb[2], "test_acc", vb[3],
-                        "nodes", vb[4], "features", vb[5], "classes", vb[6], "heads", vb[7], "run_id", run_id};
-    return al_safetensors_save(path, &m->params, kv, (int)(sizeof kv / sizeof *kv / 2), err);
+    snprintf(vb[0], 32, "%ld", seed); snprintf(vb[1], 32, "%d", res->best_epoch); snprintf(vb[2], 32, "%.6f", res->test_acc);
+    const char *kv[] = {"split", split_desc, "seed", vb[0], "best_epoch", vb[1], "test_acc", vb[2], "run_id", run_id};
+    return al_gnn_save(path, m, g, kv, (int)(sizeof kv / sizeof *kv / 2), err);
 }
 
 /* g's training split for this seed (--split per-class / frac); *own: g->train is this run's own. */
@@ -269,7 +265,7 @@ static int run_seed(const gopts *o, const al_gnn_cfg *cfg, const al_graph *g0, l
     app_resume_free(&ar);
     if (tty && !o->quiet) fprintf(stderr, "\r\033[K");
     if (st == AL_OK && rctx.failed) st = AL_ERR;
-    if (st == AL_OK && o->save) st = save_graph(o, cfg, &g, &m, seed, &res, split_desc, run_id, err);
+    if (st == AL_OK && o->save) st = save_graph(o, &g, &m, seed, &res, split_desc, run_id, err);
     if (st == AL_OK && o->attn) {
         char path[4200];
         cli_seed_path(path, sizeof path, o->attn, seed, o->nseeds > 1);

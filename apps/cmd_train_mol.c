@@ -221,20 +221,12 @@ static void mol_run_id(const mol_opts *o, const al_molnet_cfg *cfg, const al_mol
 static al_status save_mol(const mol_opts *o, const al_molnet *m, const al_molset *ms, long seed, const al_mol_result *res,
                           const char *run_id, al_error *err)
 {
-    char path[4200], v[10][32];
+    char path[4200], v[3][32];
     cli_seed_path(path, sizeof path, o->save, seed, o->nseeds > 1);
     snprintf(v[0], 32, "%ld", seed); snprintf(v[1], 32, "%d", res->best_epoch);
     snprintf(v[2], 32, "%.6f", m->nout == 2 ? res->test.acc : res->test.rmse);
-    snprintf(v[3], 32, "%.9g", (double)m->y_mean); snprintf(v[4], 32, "%.9g", (double)m->y_std); snprintf(v[5], 32, "%d", m->cfg.dim);
-    snprintf(v[6], 32, "%d", m->cfg.heads); snprintf(v[7], 32, "%d", m->cfg.depth); snprintf(v[8], 32, "%d", m->cfg.hidden);
-    snprintf(v[9], 32, "%d", m->nfeat);
-    char elements[AL_MOL_MAX_ELEMENTS * 4 + 1] = "";
-    for (int e = 0; e < ms->nelem; e++) strcat(strcat(elements, e ? " " : ""), ms->elements[e]);
-    const char *kv[] = {"task", "molecule", "dataset", ms->name, "model", o->model, "target", ms->targets[m->cfg.target],
-                        "seed", v[0], "best_epoch", v[1], m->nout == 2 ? "test_acc" : "test_rmse", v[2], "y_mean", v[3], "y_std", v[4], "dim", v[5],
-                        "heads", v[6], "depth", v[7], "hidden", v[8], "features", v[9],
-                        "readout", al_mol_readout_name(m->cfg.readout), "elements", elements, "run_id", run_id};
-    return al_safetensors_save(path, &m->params, kv, (int)(sizeof kv / sizeof *kv / 2), err);
+    const char *kv[] = {"seed", v[0], "best_epoch", v[1], m->nout == 2 ? "test_acc" : "test_rmse", v[2], "run_id", run_id};
+    return al_molnet_save(path, m, ms, kv, (int)(sizeof kv / sizeof *kv / 2), err);
 }
 
 /* One seed on ms0 (its training split cut to --train-frac for this seed); prints its result line. */
