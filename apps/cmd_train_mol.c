@@ -10,6 +10,8 @@
 #include <unistd.h>
 #include "cli.h"
 #include "train_resume.h"
+#include "train_report.h"
+#include "train_flags.h"
 #include "attnlab/train.h"
 #include "attnlab/molnet.h"
 #include "attnlab/io.h"
@@ -178,32 +180,20 @@ static int mol_config(const mol_opts *o, const al_molset *ms, al_molnet_cfg *cfg
 
 /* ---- one seed ---- */
 typedef struct run_ctx {
-    const mol_opts *o; const al_molset *ms; const al_molnet *m;
-    char run_id[17], config[1024], canon[1024]; long seed; int tty; al_error *err; int failed;
-    app_resume *ar;         /* counts the run's CSV rows */
+    train_run run;          /* the CSV's identity columns, where rows and progress go */
+    const al_molnet *m;
+    char run_id[17], config[1024], canon[1024]; int failed;
 } run_ctx;
 
 static int on_epoch(const al_mol_epoch *e, void *ud)
 {
     run_ctx *r = ud;
-    if (r->o->csv) {
-        al_csv_row row;
-        memset(&row, 0, sizeof row);
-        row.run_id = r->run_id; row.task = "molecule"; row.dataset = r->ms->name; row.model = r->o->model;
-        row.train_size = r->ms->ntrain; row.seed = r->seed; row.epoch = e->epoch;
-        const int cls = r->m->nout == 2;
-        row.train_loss = e->train_loss; row.train_acc = e->train.acc; row.val_acc = e->val.acc; row.test_acc = e->test.acc;
-        row.epoch_seconds = e->seconds; row.samples_per_second = e->seconds > 0 ? r->ms->ntrain / e->seconds : NAN;
-        row.params = (long)r->m->params.total; row.config = r->config; row.status = e->final ? "done" : NULL;
-        row.regression = !cls; row.test_rmse = e->test.rmse; row.test_mae = e->test.mae;
-        if (al_csv_append(r->o->csv, &row, r->err)) { r->failed = 1; return 1; }
-        app_resume_row(r->ar);
-    }
-    if (r->tty && !r->o->quiet && !e->final) {
-        const int cls = r->m->nout == 2;
-        fprintf(stderr, "\r\033[Kseed %ld epoch %d  loss %.4f  val %.3f  test %.3f (%s)  %.1f s", r->seed, e->epoch, e->train_loss,
-                cls ? e->val.acc : e->val.rmse, cls ? e->test.acc : e->test.rmse, cls ? "accuracy" : "RMSE", e->seconds);
-    }
+    train_epoch x = train_epoch_none();
+    x.epoch = e->epoch; x.final = e->final; x.loss = e->train_loss; x.train_acc = e->train.acc;
+    x.val_acc = e->val.acc; x.test_acc = e->test.acc; x.seconds = e->seconds;
+    x.per_second = e->seconds > 0 ? r->run.train_size / e->seconds : NAN;
+    x.classes = r->m->nout == 2; x.val_rmse = e->val.rmse; x.test_rmse = e->test.rmse; x.test_mae = e->test.mae;
+    if (train_report_epoch(&r->run, &x)) { r->failed = 1; return 1; }
     return 0;
 }
 
@@ -242,7 +232,7 @@ static int run_seed(const mol_opts *o, const al_molnet_cfg *cfg, const al_molset
         sub.train = own;
         al_molset_train_frac(&sub, o->frac, (uint64_t)seed, &err);
     }
-    run_ctx r = {.o = o, .ms = ms, .seed = seed, .tty = isatty(2), .err = &err};
+    run_ctx r = {.failed = 0};
     mol_run_id(o, cfg, ms, seed, &r);
     if (al_molnet_init(&m, cfg, ms, (uint64_t)seed, &err)) { fprintf(stderr, "attnlab train: %s\n", err.msg); free(own); return 1; }
     r.m = &m;
@@ -251,13 +241,15 @@ static int run_seed(const mol_opts *o, const al_molnet_cfg *cfg, const al_molset
     if (o->save) cli_seed_path(save, sizeof save, o->save, seed, o->nseeds > 1);
     app_resume ar;
     app_resume_init(&ar, o->checkpoint_every, o->resume, o->checkpoint ? ckpt : NULL, o->save ? save : NULL);
-    r.ar = &ar;
+    r.run = (train_run){.task = TASK_MOLECULE, .run_id = r.run_id, .dataset = ms->name, .model = o->model, .config = r.config,
+                        .train_size = ms->ntrain, .seed = seed, .params = (long)m.params.total, .csv = o->csv,
+                        .tty = isatty(2), .quiet = o->quiet, .ar = &ar, .err = &err};
     double t0 = al_time();
     int rc = app_resume_start(&ar, o->csv, r.run_id, r.canon, &m.params, &err);
     al_status st = rc ? AL_ERR : al_molnet_train_resumable(&m, ms, (uint64_t)seed, app_resume_loop(&ar), on_epoch, &r, res, &err);
     if (st != AL_OK && !rc) app_resume_fail_note(&ar, &err);
     app_resume_free(&ar);
-    if (r.tty && !o->quiet) fprintf(stderr, "\r\033[K");
+    if (r.run.tty && !o->quiet) fprintf(stderr, "\r\033[K");
     if (st == AL_OK && r.failed) st = AL_ERR;
     if (st == AL_OK && o->save) st = save_mol(o, &m, ms, seed, res, r.run_id, &err);
     al_molnet_free(&m);

@@ -10,6 +10,8 @@
 #include "cli.h"
 #include "app_mpi.h"
 #include "train_resume.h"
+#include "train_report.h"
+#include "train_flags.h"
 #include "seq_opts.h"
 #include "attnlab/train.h"
 #include "attnlab/datadir.h"
@@ -62,52 +64,26 @@ static void usage(FILE *f)
 }
 
 typedef struct sprog {
-    int tty, quiet;
-    double last_draw;
-    const sopts *o;
-    const char *run_id, *dataset;
-    long train_size, params;
-    double test_acc, unseen_acc, ambig_acc, loss, tok_s_sum; int epochs_done;
-    const char *config;     /* the CSV's config column */
-    app_resume *ar;         /* counts the run's rows, keeps the summary's values with each state */
-    al_error *err;
+    train_run run;          /* the CSV's identity columns, where rows and progress go */
+    double test_acc, unseen_acc, ambig_acc, loss, tok_s_sum; int epochs_done;   /* for the summary line */
 } sprog;
 
 static int on_progress(void *ud, const al_seq_progress *p)
 {
     sprog *g = ud;
     if (p->kind == 0) {
-        if (g->quiet || !g->tty) return 0;
-        double now = al_time();
-        if (now - g->last_draw < 0.1 && p->step != p->steps_per_epoch) return 0;
-        g->last_draw = now;
-        fprintf(stderr, "\r\033[Kepoch %d/%d %d/%d loss %.4f %.0f tok/s", p->epoch, p->epochs, p->step, p->steps_per_epoch,
-                p->loss, p->tok_per_s);
-        fflush(stderr);
+        train_report_step(&g->run, p->epoch, p->epochs, p->step, p->steps_per_epoch, p->loss, p->tok_per_s);
         return 0;
     }
     g->test_acc = p->test_acc; g->unseen_acc = p->unseen_acc; g->ambig_acc = p->ambig_acc; g->loss = p->loss;
     g->tok_s_sum += p->epoch_seconds; g->epochs_done++;
-    app_resume_note(g->ar, "loss", p->loss); app_resume_note(g->ar, "test_acc", p->test_acc);
-    app_resume_note(g->ar, "unseen_acc", p->unseen_acc);
-    if (g->o->csv) {
-        al_csv_row r;
-        memset(&r, 0, sizeof r);
-        r.run_id = g->run_id; r.task = "sequence"; r.dataset = g->dataset; r.model = g->o->model;
-        r.train_size = g->train_size; r.seed = g->o->seed; r.epoch = p->epoch;
-        r.train_loss = p->loss; r.train_acc = p->train_acc; r.val_acc = NAN; r.test_acc = p->test_acc;
-        r.epoch_seconds = p->epoch_seconds; r.samples_per_second = p->tok_per_s; r.params = g->params;
-        r.config = g->config;
-        r.status = p->epoch == p->epochs ? "done" : NULL;   /* complete only with its last row */
-        r.word_scores = 1; r.unseen_acc = p->unseen_acc; r.ambig_acc = p->ambig_acc;
-        if (al_csv_append(g->o->csv, &r, g->err) != AL_OK) return 1;
-        app_resume_row(g->ar);
-    }
-    if (!g->quiet)
-        fprintf(stderr, "%sepoch %d/%d  loss %.4f  train_acc %.4f  test_acc %.4f  unseen_acc %.4f  ambig_acc %.4f  %.1f s  "
-                "%.0f tok/s\n", g->tty ? "\r\033[K" : "", p->epoch, p->epochs, p->loss, p->train_acc, p->test_acc,
-                p->unseen_acc, p->ambig_acc, p->epoch_seconds, p->tok_per_s);
-    return 0;
+    app_resume_note(g->run.ar, "loss", p->loss); app_resume_note(g->run.ar, "test_acc", p->test_acc);
+    app_resume_note(g->run.ar, "unseen_acc", p->unseen_acc);
+    train_epoch e = train_epoch_none();
+    e.epoch = p->epoch; e.epochs = p->epochs; e.final = p->epoch == p->epochs;
+    e.loss = p->loss; e.train_acc = p->train_acc; e.test_acc = p->test_acc; e.seconds = p->epoch_seconds;
+    e.per_second = p->tok_per_s; e.unseen_acc = p->unseen_acc; e.ambig_acc = p->ambig_acc;
+    return train_report_epoch(&g->run, &e);
 }
 
 static int cmp_int(const void *a, const void *b) { int x = *(const int *)a, y = *(const int *)b; return (x > y) - (x < y); }
@@ -295,9 +271,10 @@ static int run_seq(const sopts *o, seq_run *R, al_seq_config *cfg, al_error *err
     al_run_config(config, sizeof config, canon);
     sprog pg;
     memset(&pg, 0, sizeof pg);
-    pg.config = config; pg.tty = isatty(2); pg.quiet = o->quiet; pg.o = o; pg.run_id = run_id; pg.dataset = R->dname;
-    pg.train_size = R->tr.nsent; pg.params = (long)R->m.params.total; pg.err = err;
-    pg.test_acc = pg.unseen_acc = pg.ambig_acc = pg.loss = NAN; pg.ar = &R->ar;
+    pg.run = (train_run){.task = TASK_SEQUENCE, .run_id = run_id, .dataset = R->dname, .model = o->model, .config = config,
+                         .train_size = R->tr.nsent, .seed = o->seed, .params = (long)R->m.params.total, .csv = o->csv,
+                         .tty = isatty(2), .quiet = o->quiet, .ar = &R->ar, .err = err};
+    pg.test_acc = pg.unseen_acc = pg.ambig_acc = pg.loss = NAN;
     app_resume_init(&R->ar, o->checkpoint_every, o->resume, o->checkpoint, o->save);
     int rc = app_resume_start(&R->ar, o->csv, run_id, canon, &R->m.params, err);
     if (rc) return rc;

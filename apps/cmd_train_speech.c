@@ -9,6 +9,8 @@
 #include <unistd.h>
 #include "cli.h"
 #include "train_resume.h"
+#include "train_report.h"
+#include "train_flags.h"
 #include "seq_opts.h"
 #include "attnlab/train.h"
 #include "attnlab/io.h"
@@ -275,50 +277,26 @@ static int load_data(const spopts *O, srun *R, al_error *err)
 }
 
 typedef struct sprog {
-    int tty, quiet;
-    double last_draw;
-    const spopts *O;
-    const char *run_id, *dataset, *config;
-    long train_size, params;
-    double test_acc, ser, loss, secs_sum, frames_sum; int epochs_done;
-    app_resume *ar;
-    al_error *err;
+    train_run run;          /* the CSV's identity columns, where rows and progress go */
+    double test_acc, ser, loss, secs_sum, frames_sum; int epochs_done;   /* for the summary line */
 } sprog;
 
 static int on_progress(void *ud, const al_speech_progress *p)
 {
     sprog *g = ud;
     if (p->kind == 0) {
-        if (g->quiet || !g->tty) return 0;
-        double now = al_time();
-        if (now - g->last_draw < 0.1 && p->step != p->steps_per_epoch) return 0;
-        g->last_draw = now;
-        fprintf(stderr, "\r\033[Kepoch %d/%d %d/%d loss %.4f %.0f frames/s", p->epoch, p->epochs, p->step, p->steps_per_epoch, p->loss, p->frames_per_s);
-        fflush(stderr);
+        train_report_step(&g->run, p->epoch, p->epochs, p->step, p->steps_per_epoch, p->loss, p->frames_per_s);
         return 0;
     }
     g->test_acc = p->test.acc; g->ser = p->test.ser; g->loss = p->loss;
     g->secs_sum += p->epoch_seconds; g->frames_sum += p->frames_per_s * p->epoch_seconds; g->epochs_done++;
-    app_resume_note(g->ar, "loss", p->loss); app_resume_note(g->ar, "test_acc", p->test.acc); app_resume_note(g->ar, "ser", p->test.ser);
-    if (g->O->s.csv) {
-        al_csv_row r;
-        memset(&r, 0, sizeof r);
-        r.run_id = g->run_id; r.task = "speech"; r.dataset = g->dataset; r.model = g->O->s.model;
-        r.train_size = g->train_size; r.seed = g->O->s.seed; r.epoch = p->epoch;
-        r.train_loss = p->loss; r.train_acc = p->train_acc; r.val_acc = NAN; r.test_acc = p->test.acc;
-        r.epoch_seconds = p->epoch_seconds; r.samples_per_second = p->frames_per_s; r.params = g->params;
-        r.config = g->config;
-        r.status = p->epoch == p->epochs ? "done" : NULL;
-        if (al_csv_append(g->O->s.csv, &r, g->err) != AL_OK) return 1;
-        app_resume_row(g->ar);
-    }
-    if (!g->quiet) {
-        fprintf(stderr, "%sepoch %d/%d  loss %.4f  train_acc %.4f  test_acc %.4f", g->tty ? "\r\033[K" : "", p->epoch, p->epochs,
-                p->loss, p->train_acc, p->test.acc);
-        if (!isnan(p->test.ser)) fprintf(stderr, "  string_err %.4f", p->test.ser);
-        fprintf(stderr, "  %.1f s  %.0f frames/s\n", p->epoch_seconds, p->frames_per_s);
-    }
-    return 0;
+    app_resume_note(g->run.ar, "loss", p->loss); app_resume_note(g->run.ar, "test_acc", p->test.acc);
+    app_resume_note(g->run.ar, "ser", p->test.ser);
+    train_epoch e = train_epoch_none();
+    e.epoch = p->epoch; e.epochs = p->epochs; e.final = p->epoch == p->epochs;
+    e.loss = p->loss; e.train_acc = p->train_acc; e.test_acc = p->test.acc; e.seconds = p->epoch_seconds;
+    e.per_second = p->frames_per_s; e.ser = p->test.ser;
+    return train_report_epoch(&g->run, &e);
 }
 
 static int run(const spopts *O, srun *R, al_seq_config *cfg, al_error *err)
@@ -342,8 +320,9 @@ static int run(const spopts *O, srun *R, al_seq_config *cfg, al_error *err)
     al_run_config(config, sizeof config, canon);
     sprog pg;
     memset(&pg, 0, sizeof pg);
-    pg.config = config; pg.tty = isatty(2); pg.quiet = o->quiet; pg.O = O; pg.run_id = run_id; pg.dataset = R->dataset;
-    pg.train_size = R->tr.n; pg.params = (long)R->m.params.total; pg.err = err; pg.ar = &R->ar;
+    pg.run = (train_run){.task = TASK_SPEECH, .run_id = run_id, .dataset = R->dataset, .model = o->model, .config = config,
+                         .train_size = R->tr.n, .seed = o->seed, .params = (long)R->m.params.total, .csv = o->csv,
+                         .tty = isatty(2), .quiet = o->quiet, .ar = &R->ar, .err = err};
     pg.test_acc = pg.ser = pg.loss = NAN;
     app_resume_init(&R->ar, o->checkpoint_every, o->resume, o->checkpoint, o->save);
     int rc = app_resume_start(&R->ar, o->csv, run_id, canon, &R->m.params, err);
