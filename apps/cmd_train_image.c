@@ -275,9 +275,10 @@ static int parse_image_opts(int argc, char **argv, train_image_opts *o)
     int ch;
     while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
         if (ch == 'h' || ch == TF_BASE + TF_HELP) { usage(stdout); return 0; }
-        if (ch < TF_BASE || ch >= TF_BASE + TF_NFLAGS) return cli_bad_option("train", argv);
-        o->seen[ch - TF_BASE] = 1;
-        if (parse_flag(o, ch - TF_BASE, optarg)) return 2;   /* the parser printed what was wrong */
+        const int f = train_flag_for(TASK_IMAGE, ch);
+        if (f < 0) return cli_unknown_option("train", train_flag_text(argv, ch));
+        o->seen[f] = 1;
+        if (parse_flag(o, f, optarg)) return 2;   /* the parser printed what was wrong */
     }
     if (optind < argc) { fprintf(stderr, "attnlab train: unexpected argument '%s'\n", argv[optind]); return 2; }
     return -1;

@@ -24,7 +24,7 @@ typedef struct mol_opts {
     int epochs, batch, threads, quiet, dim, heads, depth, hidden, checkpoint_every, resume;
     double lr, wd, dropout, frac;
     long seeds[MAX_SEEDS]; int nseeds;
-    int seen_heads, seen_depth, seen_dim, seen_readout;
+    unsigned char seen[TF_NFLAGS];     /* the flags given (train_flags_check_model) */
 } mol_opts;
 
 static void usage(FILE *f)
@@ -82,49 +82,36 @@ static void usage(FILE *f)
         "  --help\n");
 }
 
-enum { O_TASK = 256, O_DATA, O_MODEL, O_TARGET, O_DIM, O_HEADS, O_DEPTH, O_READOUT, O_HIDDEN, O_DROPOUT, O_LR, O_WD,
-       O_BATCH, O_EPOCHS, O_SEED, O_SEEDS, O_THREADS, O_CSV, O_SAVE, O_QUIET, O_HELP, O_FRAC, O_MAXMEM, O_CKPT_EVERY,
-       O_CKPT, O_RESUME };
-static const struct option long_opts[] = {
-    {"task", 1, 0, O_TASK}, {"data", 1, 0, O_DATA}, {"model", 1, 0, O_MODEL}, {"target", 1, 0, O_TARGET},
-    {"dim", 1, 0, O_DIM}, {"heads", 1, 0, O_HEADS}, {"depth", 1, 0, O_DEPTH}, {"readout", 1, 0, O_READOUT},
-    {"hidden", 1, 0, O_HIDDEN}, {"dropout", 1, 0, O_DROPOUT}, {"lr", 1, 0, O_LR}, {"wd", 1, 0, O_WD},
-    {"weight-decay", 1, 0, O_WD}, {"batch", 1, 0, O_BATCH}, {"epochs", 1, 0, O_EPOCHS}, {"seed", 1, 0, O_SEED},
-    {"seeds", 1, 0, O_SEEDS}, {"threads", 1, 0, O_THREADS}, {"csv", 1, 0, O_CSV}, {"save", 1, 0, O_SAVE},
-    {"quiet", 0, 0, O_QUIET}, {"help", 0, 0, O_HELP}, {"train-frac", 1, 0, O_FRAC},
-    {"max-memory", 1, 0, O_MAXMEM}, {"checkpoint-every", 1, 0, O_CKPT_EVERY}, {"checkpoint", 1, 0, O_CKPT},
-    {"resume", 0, 0, O_RESUME}, {0, 0, 0, 0}};
-
 static int parse_flag(mol_opts *o, int f, const char *a)
 {
     const char *c = "train";
     switch (f) {
-    case O_TASK: if (!strcmp(a, "molecule")) return 0;
+    case TF_TASK: if (!strcmp(a, "molecule")) return 0;
         fprintf(stderr, "attnlab train: this is the molecule task, got --task %s\n", a); return -1;
-    case O_DATA: o->data = a; return 0;
-    case O_MODEL: o->model = a; return 0;
-    case O_TARGET: o->target = a; return 0;
-    case O_DIM: o->seen_dim = 1; return cli_int32(c, "--dim", a, 1, 4096, &o->dim);
-    case O_HEADS: o->seen_heads = 1; return cli_int32(c, "--heads", a, 1, 4096, &o->heads);
-    case O_DEPTH: o->seen_depth = 1; return cli_int32(c, "--depth", a, 1, AL_MOLNET_MAXDEPTH, &o->depth);
-    case O_READOUT: o->seen_readout = 1; o->readout = a; return 0;
-    case O_HIDDEN: return cli_int32(c, "--hidden", a, 1, 65536, &o->hidden);
-    case O_DROPOUT: return cli_num(c, "--dropout", a, 0, 0.999, &o->dropout);
-    case O_LR: return cli_num(c, "--lr", a, 1e-12, 1e3, &o->lr);
-    case O_WD: return cli_num(c, "--wd", a, 0, 1e3, &o->wd);
-    case O_BATCH: return cli_int32(c, "--batch", a, 1, 1 << 20, &o->batch);
-    case O_EPOCHS: return cli_int32(c, "--epochs", a, 1, CLI_NOMAX, &o->epochs);
-    case O_SEED: o->nseeds = 1; return cli_int(c, "--seed", a, 0, CLI_NOMAX, &o->seeds[0]);
-    case O_SEEDS: return cli_seeds(c, a, o->seeds, MAX_SEEDS, &o->nseeds);
-    case O_THREADS: return cli_threads(c, a, &o->threads);
-    case O_CSV: o->csv = a; return 0;
-    case O_SAVE: o->save = a; return 0;
-    case O_QUIET: o->quiet = 1; return 0;
-    case O_FRAC: return cli_num(c, "--train-frac", a, 1e-9, 1, &o->frac);
-    case O_MAXMEM: return cli_max_memory(c, a);
-    case O_CKPT_EVERY: return cli_int32(c, "--checkpoint-every", a, 1, CLI_NOMAX, &o->checkpoint_every);
-    case O_CKPT: o->checkpoint = a; return 0;
-    case O_RESUME: o->resume = 1; return 0;
+    case TF_DATA: o->data = a; return 0;
+    case TF_MODEL: o->model = a; return 0;
+    case TF_TARGET: o->target = a; return 0;
+    case TF_DIM: return cli_int32(c, "--dim", a, 1, 4096, &o->dim);
+    case TF_HEADS: return cli_int32(c, "--heads", a, 1, 4096, &o->heads);
+    case TF_DEPTH: return cli_int32(c, "--depth", a, 1, AL_MOLNET_MAXDEPTH, &o->depth);
+    case TF_READOUT: o->readout = a; return 0;
+    case TF_HIDDEN: return cli_int32(c, "--hidden", a, 1, 65536, &o->hidden);
+    case TF_DROPOUT: return cli_num(c, "--dropout", a, 0, 0.999, &o->dropout);
+    case TF_LR: return cli_num(c, "--lr", a, 1e-12, 1e3, &o->lr);
+    case TF_WD: case TF_WEIGHT_DECAY: return cli_num(c, "--wd", a, 0, 1e3, &o->wd);
+    case TF_BATCH: return cli_int32(c, "--batch", a, 1, 1 << 20, &o->batch);
+    case TF_EPOCHS: return cli_int32(c, "--epochs", a, 1, CLI_NOMAX, &o->epochs);
+    case TF_SEED: o->nseeds = 1; return cli_int(c, "--seed", a, 0, CLI_NOMAX, &o->seeds[0]);
+    case TF_SEEDS: return cli_seeds(c, a, o->seeds, MAX_SEEDS, &o->nseeds);
+    case TF_THREADS: return cli_threads(c, a, &o->threads);
+    case TF_CSV: o->csv = a; return 0;
+    case TF_SAVE: o->save = a; return 0;
+    case TF_QUIET: o->quiet = 1; return 0;
+    case TF_FRAC: return cli_num(c, "--train-frac", a, 1e-9, 1, &o->frac);
+    case TF_MAX_MEMORY: return cli_max_memory(c, a);
+    case TF_CHECKPOINT_EVERY: return cli_int32(c, "--checkpoint-every", a, 1, CLI_NOMAX, &o->checkpoint_every);
+    case TF_CHECKPOINT: o->checkpoint = a; return 0;
+    case TF_RESUME: o->resume = 1; return 0;
     default: return -1;
     }
 }
@@ -138,19 +125,18 @@ static int parse_mol_opts(int argc, char **argv, mol_opts *o)
     o->lr = o->wd = o->dropout = NAN; o->frac = 1;
     optind = 0; opterr = 0;
     int ch;
-    while ((ch = getopt_long(argc, argv, ":h", long_opts, NULL)) != -1) {
-        if (ch == 'h' || ch == O_HELP) { usage(stdout); return 0; }
-        if (ch == ':') { fprintf(stderr, "attnlab train: %s needs a value (see attnlab train --task molecule --help)\n", argv[optind - 1]); return 2; }
-        if (ch < O_TASK) { fprintf(stderr, "attnlab train: unknown option '%s' for --task molecule (see attnlab train --task molecule --help)\n", argv[optind - 1]); return 2; }
-        if (parse_flag(o, ch, optarg)) return 2;
+    while ((ch = getopt_long(argc, argv, ":h", train_flags_options(), NULL)) != -1) {
+        if (ch == 'h' || ch == TF_BASE + TF_HELP) { usage(stdout); return 0; }
+        const int f = train_flag_take(TASK_MOLECULE, ch, argv, " for --task molecule");
+        if (f < 0) return 2;
+        o->seen[f] = 1;
+        if (parse_flag(o, f, optarg)) return 2;
     }
     if (optind < argc) { fprintf(stderr, "attnlab train: unexpected argument '%s'\n", argv[optind]); return 2; }
     if (!o->model) { fprintf(stderr, "attnlab train: --model is required (%s)\n", al_mol_model_names()); return 2; }
     const al_mol_model *k = al_mol_model_find(o->model);
     if (!k) { fprintf(stderr, "attnlab train: unknown molecule model '%s' (expected %s)\n", o->model, al_mol_model_names()); return 2; }
-    const char *bad = o->seen_heads && !k->attention ? "--heads" : (o->seen_depth || o->seen_dim || o->seen_readout) && !k->layers
-                      ? (o->seen_depth ? "--depth" : o->seen_dim ? "--dim" : "--readout") : NULL;
-    if (bad) { fprintf(stderr, "attnlab train: %s does not apply to --model %s (%s)\n", bad, o->model, k->attention || k->layers ? "it has no attention" : "it has no graph layers"); return 2; }
+    if (train_flags_check_model(TASK_MOLECULE, o->model, o->seen)) return 2;
     if (cli_output("train", "--csv", o->csv, 1) || cli_output("train", "--save", o->save, 0)) return 2;   /* before any data is read */
     return -1;
 }

@@ -88,41 +88,67 @@ static int on_progress(void *ud, const al_seq_progress *p)
 
 static int cmp_int(const void *a, const void *b) { int x = *(const int *)a, y = *(const int *)b; return (x > y) - (x < y); }
 
-int seq_common_opt(sopts *o, const char *task, int ch, const char *optarg)
+int seq_common_opt(sopts *o, const char *task, int f, const char *optarg)
 {
-    switch (ch) {
-    case SO_TASK:
+    switch (f) {
+    case TF_TASK:
         if (strcmp(optarg, task)) { fprintf(stderr, "attnlab train: this is the %s task, got --task %s\n", task, optarg); return 2; }
         return 0;
-    case SO_MODEL: o->model = optarg; return 0;
-    case SO_DATA: o->data = optarg; return 0;
-    case SO_TRAINSIZE: return cli_int32(CMD, "--train-size", optarg, 0, CLI_NOMAX, &o->train_size);
-    case SO_EPOCHS: return cli_int32(CMD, "--epochs", optarg, 1, 100000, &o->epochs);
-    case SO_LR: return cli_num(CMD, "--lr", optarg, 1e-12, 1e3, &o->lr);
-    case SO_WD: return cli_num(CMD, "--wd", optarg, 0, 1e3, &o->wd);
-    case SO_BATCH: return cli_int32(CMD, "--batch", optarg, 1, 1000000, &o->batch);
-    case SO_SEED: return cli_int(CMD, "--seed", optarg, 0, CLI_NOMAX, &o->seed);
-    case SO_THREADS: return cli_threads(CMD, optarg, &o->threads);
-    case SO_CSV: o->csv = optarg; return 0;
-    case SO_SAVE: o->save = optarg; return 0;
-    case SO_QUIET: o->quiet = 1; return 0;
-    case SO_WINDOW: return cli_int32(CMD, "--window", optarg, 0, 1000000, &o->window);
-    case SO_RNN:
+    case TF_MODEL: o->model = optarg; return 0;
+    case TF_DATA: o->data = optarg; return 0;
+    case TF_TRAIN_SIZE: return cli_int32(CMD, "--train-size", optarg, 0, CLI_NOMAX, &o->train_size);
+    case TF_EPOCHS: return cli_int32(CMD, "--epochs", optarg, 1, 100000, &o->epochs);
+    case TF_LR: return cli_num(CMD, "--lr", optarg, 1e-12, 1e3, &o->lr);
+    case TF_WD: return cli_num(CMD, "--wd", optarg, 0, 1e3, &o->wd);
+    case TF_BATCH: return cli_int32(CMD, "--batch", optarg, 1, 1000000, &o->batch);
+    case TF_SEED: return cli_int(CMD, "--seed", optarg, 0, CLI_NOMAX, &o->seed);
+    case TF_THREADS: return cli_threads(CMD, optarg, &o->threads);
+    case TF_CSV: o->csv = optarg; return 0;
+    case TF_SAVE: o->save = optarg; return 0;
+    case TF_QUIET: o->quiet = 1; return 0;
+    case TF_WINDOW: return cli_int32(CMD, "--window", optarg, 0, 1000000, &o->window);
+    case TF_RNN:
         o->rnn = optarg;
         if (strcmp(optarg, "bi") && strcmp(optarg, "uni")) { fprintf(stderr, "attnlab train: --rnn must be bi or uni, got '%s'\n", optarg); return -1; }
         return 0;
-    case SO_POS: o->pos = optarg; return 0;
-    case SO_SCORE: o->score = optarg; return 0;
-    case SO_NORM: o->norm = optarg; return 0;
-    case SO_HEADS: return cli_int32(CMD, "--heads", optarg, 1, 1024, &o->heads);
-    case SO_DEPTH: return cli_int32(CMD, "--depth", optarg, 1, AL_MODEL_MAXDEPTH, &o->depth);
-    case SO_CKPT_EVERY: return cli_int32(CMD, "--checkpoint-every", optarg, 1, CLI_NOMAX, &o->checkpoint_every);
-    case SO_CKPT: o->checkpoint = optarg; return 0;
-    case SO_RESUME: o->resume = 1; return 0;
-    case SO_EVAL_BATCH: return cli_int32(CMD, "--eval-batch", optarg, 1, 1000000, &o->eval_batch);
-    case SO_MAXMEM: return cli_max_memory(CMD, optarg);
-    default: return -1;
+    case TF_POS: o->pos = optarg; return 0;
+    case TF_SCORE: o->score = optarg; return 0;
+    case TF_NORM: o->norm = optarg; return 0;
+    case TF_HEADS: return cli_int32(CMD, "--heads", optarg, 1, 1024, &o->heads);
+    case TF_DEPTH: return cli_int32(CMD, "--depth", optarg, 1, AL_MODEL_MAXDEPTH, &o->depth);
+    case TF_CHECKPOINT_EVERY: return cli_int32(CMD, "--checkpoint-every", optarg, 1, CLI_NOMAX, &o->checkpoint_every);
+    case TF_CHECKPOINT: o->checkpoint = optarg; return 0;
+    case TF_RESUME: o->resume = 1; return 0;
+    case TF_EVAL_BATCH: return cli_int32(CMD, "--eval-batch", optarg, 1, 1000000, &o->eval_batch);
+    case TF_MAX_MEMORY: return cli_max_memory(CMD, optarg);
+    default: return 1;
     }
+}
+
+int seq_parse(int argc, char **argv, sopts *o, int (*own)(void *ud, int f, const char *arg), void *ud, void (*usage)(FILE *))
+{
+    const struct option *lo = train_flags_options();
+    optind = 0; opterr = 0;
+    int ch, bad = 0;
+    while (!bad && (ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+        if (ch == 'h' || ch == TF_BASE + TF_HELP) { usage(stdout); return -1; }
+        const int f = train_flag_for(o->task, ch);
+        if (f < 0) return cli_unknown_option(CMD, train_flag_text(argv, ch));   /* not an option of this task */
+        o->seen[f] = 1;
+        if ((bad = seq_common_opt(o, task_names[o->task], f, optarg)) == 2) return 2;
+        if (bad == 1) bad = own(ud, f, optarg);
+    }
+    if (bad) return 2;
+    if (optind < argc) { fprintf(stderr, "attnlab train: unexpected argument '%s'\n", argv[optind]); return 2; }
+    return 0;
+}
+
+static int seq_own_opt(void *ud, int f, const char *arg)
+{
+    sopts *o = ud;
+    if (f == TF_MAX_LEN) return cli_int32(CMD, "--max-len", arg, 1, 1000000, &o->max_len);
+    fprintf(stderr, "attnlab train: --%s is not handled by --task sequence\n", train_flags[f].name);
+    return -1;
 }
 
 /* Options into *o; 0, -1 after --help (exit 0), or the exit status 2 after one line on stderr. */
@@ -130,21 +156,9 @@ static int parse_seq_args(int argc, char **argv, sopts *o)
 {
     memset(o, 0, sizeof *o);
     o->data = "ud-english-ewt"; o->epochs = 10; o->batch = 32; o->eval_batch = 256; o->seed = 1; o->lr = 1e-3; o->wd = 0.01;
-    o->max_len = AL_CONLLU_MAX_LEN; o->window = -2;
-    static const struct option lo[] = {SEQ_COMMON_LONGOPTS, {"max-len", 1, 0, SO_END}, {0, 0, 0, 0}};
-    optind = 0; opterr = 0;
-    int ch, bad = 0;
-    while (!bad && (ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-        switch (ch) {
-        case SO_END: bad = cli_int32(CMD, "--max-len", optarg, 1, 1000000, &o->max_len); break;
-        case 'h': case SO_HELP: usage(stdout); return -1;
-        default:
-            if (ch < SO_TASK || ch >= SO_END) return cli_bad_option(CMD, argv);
-            if ((bad = seq_common_opt(o, "sequence", ch, optarg)) == 2) return 2;
-        }
-    }
-    if (bad) return 2;
-    if (optind < argc) { fprintf(stderr, "attnlab train: unexpected argument '%s'\n", argv[optind]); return 2; }
+    o->max_len = AL_CONLLU_MAX_LEN; o->window = -2; o->task = TASK_SEQUENCE;
+    int rc = seq_parse(argc, argv, o, seq_own_opt, o, usage);
+    if (rc) return rc;
     if (!o->model) { fprintf(stderr, "attnlab train: --task sequence needs --model %s\n", al_seq_names()); return 2; }
     if (cli_output(CMD, "--csv", o->csv, 1) || cli_output(CMD, "--save", o->save, 0)) return 2;   /* before the treebank is read */
     return 0;
@@ -153,19 +167,10 @@ static int parse_seq_args(int argc, char **argv, sopts *o)
 int build_seq_config(const sopts *o, al_seq_config *cfg, al_error *err)
 {
     if (al_seq_config_default(cfg, o->model, 2, 2, AL_UPOS_N, err) != AL_OK) { fprintf(stderr, "attnlab train: %s\n", err->msg); return 2; }
-    const al_seq_kind *kind = al_seq_kind_find(o->model);
     cfg->max_len = o->max_len;
-    if (o->window != -2) {
-        if (!kind->windowed) { fprintf(stderr, "attnlab train: --window does not apply to --model %s (only window-fc, trunc)\n", o->model); return 2; }
-        cfg->window = o->window;
-    }
-    if (o->rnn) {
-        if (!kind->recurrent) { fprintf(stderr, "attnlab train: --rnn does not apply to --model %s (only rnn)\n", o->model); return 2; }
-        cfg->bidirectional = !strcmp(o->rnn, "bi");
-    }
-    if ((o->pos || o->score || o->norm || o->heads || o->depth) && !kind->attention) {
-        fprintf(stderr, "attnlab train: --pos/--score/--norm/--heads/--depth apply to sa and trunc only\n"); return 2;
-    }
+    if (train_flags_check_model(o->task, o->model, o->seen)) return 2;
+    if (o->window != -2) cfg->window = o->window;
+    if (o->rnn) cfg->bidirectional = !strcmp(o->rnn, "bi");
     if (o->pos && (al_pos_parse(o->pos, &cfg->pos) || cfg->pos == AL_POS_RELATIVE)) { fprintf(stderr, "attnlab train: --pos must be none, learned or sinusoidal\n"); return 2; }
     if (o->score && al_score_parse(o->score, &cfg->score)) { fprintf(stderr, "attnlab train: --score must be dot or additive\n"); return 2; }
     if (o->norm && al_norm_parse(o->norm, &cfg->norm)) { fprintf(stderr, "attnlab train: --norm must be softmax or relu\n"); return 2; }

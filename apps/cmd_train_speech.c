@@ -71,46 +71,47 @@ static void usage(FILE *f)
         al_seq_names());
 }
 
+/* One speech option (f: TF_*) into *O; 0, or -1 after one line on stderr. */
+static int speech_opt(void *ud, int f, const char *arg)
+{
+    spopts *O = ud;
+    al_error e = {{0}};
+    int v = 1, bad = 0;
+    switch (f) {
+    case TF_TARGET:
+        if (!strcmp(arg, "digit")) O->target = T_DIGIT;
+        else if (!strcmp(arg, "speaker")) O->target = T_SPEAKER;
+        else if (!strcmp(arg, "frames")) O->target = T_FRAMES;
+        else { fprintf(stderr, "attnlab train: --target must be digit, speaker or frames, got '%s'\n", arg); return -1; }
+        return 0;
+    case TF_FEATURES:
+        if (al_speech_features_parse(arg, &O->fe.features, &e) == AL_OK) return 0;
+        fprintf(stderr, "attnlab train: %s\n", e.msg);
+        return -1;
+    case TF_CMVN: return cli_int32(CMD, "--cmvn", arg, 0, 1, &O->fe.cmvn);
+    case TF_MAX_SECONDS: return cli_num(CMD, "--max-seconds", arg, 0, AL_AUDIO_MAX_SECONDS, &O->max_seconds);
+    case TF_TRAIN_SPEAKERS: return cli_int32(CMD, "--train-speakers", arg, 1, CLI_NOMAX, &O->train_speakers);
+    case TF_SUBSAMPLE:
+        bad = cli_int32(CMD, "--subsample", arg, 1, 4, &v);
+        if (!bad && v == 3) { fprintf(stderr, "attnlab train: --subsample must be 1, 2 or 4, got 3\n"); bad = -1; }
+        O->subsample = v;
+        return bad;
+    default:
+        fprintf(stderr, "attnlab train: --%s is not handled by --task speech\n", train_flags[f].name);
+        return -1;
+    }
+}
+
 /* Options into *o; 0, -1 after --help, or the exit status 2 after one line on stderr. */
 static int parse_args(int argc, char **argv, spopts *O)
 {
     memset(O, 0, sizeof *O);
     sopts *o = &O->s;
     o->data = NULL; o->epochs = 20; o->batch = 16; o->eval_batch = 64; o->seed = 1; o->lr = 1e-3; o->wd = 0.01; o->max_len = 1000000; o->window = -2;
+    o->task = TASK_SPEECH;
     O->fe.cmvn = 1; O->max_seconds = -1; O->subsample = 1;
-    enum { O_TARGET = SO_END, O_FEATURES, O_CMVN, O_MAXSEC, O_TRSPK, O_SUBSAMPLE };
-    static const struct option lo[] = {
-        SEQ_COMMON_LONGOPTS, {"target", 1, 0, O_TARGET}, {"features", 1, 0, O_FEATURES},
-        {"cmvn", 1, 0, O_CMVN}, {"max-seconds", 1, 0, O_MAXSEC}, {"train-speakers", 1, 0, O_TRSPK},
-        {"subsample", 1, 0, O_SUBSAMPLE}, {0, 0, 0, 0}};
-    optind = 0; opterr = 0;
-    int ch, bad = 0, v;
-    al_error e = {{0}};
-    while (!bad && (ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-        switch (ch) {
-        case O_TARGET:
-            if (!strcmp(optarg, "digit")) O->target = T_DIGIT;
-            else if (!strcmp(optarg, "speaker")) O->target = T_SPEAKER;
-            else if (!strcmp(optarg, "frames")) O->target = T_FRAMES;
-            else { fprintf(stderr, "attnlab train: --target must be digit, speaker or frames, got '%s'\n", optarg); bad = -1; }
-            break;
-        case O_FEATURES: if (al_speech_features_parse(optarg, &O->fe.features, &e) != AL_OK) { fprintf(stderr, "attnlab train: %s\n", e.msg); bad = -1; } break;
-        case O_CMVN: bad = cli_int32(CMD, "--cmvn", optarg, 0, 1, &O->fe.cmvn); break;
-        case O_MAXSEC: bad = cli_num(CMD, "--max-seconds", optarg, 0, AL_AUDIO_MAX_SECONDS, &O->max_seconds); break;
-        case O_TRSPK: bad = cli_int32(CMD, "--train-speakers", optarg, 1, CLI_NOMAX, &O->train_speakers); break;
-        case O_SUBSAMPLE:
-            bad = cli_int32(CMD, "--subsample", optarg, 1, 4, &v);
-            if (!bad && v == 3) { fprintf(stderr, "attnlab train: --subsample must be 1, 2 or 4, got 3\n"); bad = -1; }
-            O->subsample = v;
-            break;
-        case 'h': case SO_HELP: usage(stdout); return -1;
-        default:
-            if (ch < SO_TASK || ch >= SO_END) return cli_bad_option(CMD, argv);
-            if ((bad = seq_common_opt(o, "speech", ch, optarg)) == 2) return 2;
-        }
-    }
-    if (bad) return 2;
-    if (optind < argc) { fprintf(stderr, "attnlab train: unexpected argument '%s'\n", argv[optind]); return 2; }
+    int rc = seq_parse(argc, argv, o, speech_opt, O, usage);
+    if (rc) return rc;
     if (!o->model) { fprintf(stderr, "attnlab train: --task speech needs --model %s\n", al_seq_names()); return 2; }
     if (!o->data) { fprintf(stderr, "attnlab train: --task speech needs --data DIR (make one: attnlab data speech-digits --out DIR)\n"); return 2; }
     if (!strcmp(o->model, "fc")) { fprintf(stderr, "attnlab train: --model fc sees one frame alone; speech takes window-fc, rnn, sa or trunc\n"); return 2; }
