@@ -6,12 +6,12 @@
 #include <stdio.h>
 
 /* One-line error for an option getopt_long rejected (call with opterr = 0); returns exit status 2. */
-static inline int cli_unknown_option(const char *cmd, const char *arg)
+static inline int cli_bad_option(const char *cmd, char **argv)
 {
+    const char *arg = optind > 0 ? argv[optind - 1] : "?";
     fprintf(stderr, "attnlab %s: unknown option or missing value: '%s' (see attnlab %s --help)\n", cmd, arg, cmd);
     return 2;
 }
-static inline int cli_bad_option(const char *cmd, char **argv) { return cli_unknown_option(cmd, optind > 0 ? argv[optind - 1] : "?"); }
 /* ---- shared parsers (cli.c): print one line "attnlab CMD: FLAG ..." and return -1 on bad input ---- */
 #define CLI_NOMAX 1000000000L          /* hi of an integer without a real upper bound */
 #define CLI_MAX_THREADS 1024           /* and never more than 4 threads per online core */

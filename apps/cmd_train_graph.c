@@ -324,15 +324,18 @@ static int parse_graph_opts(int argc, char **argv, gopts *o)
     o->data = "cora"; o->model = NULL; o->split = "planetoid"; o->per_class = 20; o->frac = 0.1; o->normalize = 1;
     o->seeds[0] = 1; o->nseeds = 1; o->epochs = -1; o->threads = 0;
     o->hidden = o->heads = o->patience = -1; o->dropout = o->attn_dropout = o->lr = o->wd = NAN;
-    const struct option *lo = train_flags_options();
+    const struct option *lo = train_flags_options(TASK_GRAPH);
     optind = 0; opterr = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, ":h", lo, NULL)) != -1) {
         if (ch == 'h' || ch == TF_BASE + TF_HELP) { usage(stdout); return 0; }
-        const int f = train_flag_take(TASK_GRAPH, ch, argv, "");
-        if (f < 0) return 2;
-        o->seen[f] = 1;
-        if (parse_flag(o, f, optarg)) return 2;
+        if (ch == ':') { fprintf(stderr, "attnlab train: %s needs a value (see attnlab train --task graph --help)\n", argv[optind - 1]); return 2; }
+        if (ch < TF_BASE || ch >= TF_BASE + TF_NFLAGS) {
+            fprintf(stderr, "attnlab train: unknown option '%s' (see attnlab train --task graph --help)\n", argv[optind - 1]);
+            return 2;
+        }
+        o->seen[ch - TF_BASE] = 1;
+        if (parse_flag(o, ch - TF_BASE, optarg)) return 2;
     }
     if (optind < argc) { fprintf(stderr, "attnlab train: unexpected argument '%s'\n", argv[optind]); return 2; }
     return -1;

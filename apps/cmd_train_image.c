@@ -270,15 +270,14 @@ static int parse_image_opts(int argc, char **argv, train_image_opts *o)
     o->model = al_model_kind_at(0)->name; o->data = "fashion-mnist"; o->epochs = 10; o->batch = 64; o->eval_batch = 64; o->seed = 1; o->lr = 1e-3f;
     o->permute = -1;
     o->heads = o->depth = o->dim = o->patch = o->window = -1;
-    const struct option *lo = train_flags_options();
+    const struct option *lo = train_flags_options(TASK_IMAGE);
     optind = 0; opterr = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
         if (ch == 'h' || ch == TF_BASE + TF_HELP) { usage(stdout); return 0; }
-        const int f = train_flag_for(TASK_IMAGE, ch);
-        if (f < 0) return cli_unknown_option("train", train_flag_text(argv, ch));
-        o->seen[f] = 1;
-        if (parse_flag(o, f, optarg)) return 2;   /* the parser printed what was wrong */
+        if (ch < TF_BASE || ch >= TF_BASE + TF_NFLAGS) return cli_bad_option("train", argv);
+        o->seen[ch - TF_BASE] = 1;
+        if (parse_flag(o, ch - TF_BASE, optarg)) return 2;   /* the parser printed what was wrong */
     }
     if (optind < argc) { fprintf(stderr, "attnlab train: unexpected argument '%s'\n", argv[optind]); return 2; }
     return -1;

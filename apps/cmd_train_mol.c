@@ -125,12 +125,12 @@ static int parse_mol_opts(int argc, char **argv, mol_opts *o)
     o->lr = o->wd = o->dropout = NAN; o->frac = 1;
     optind = 0; opterr = 0;
     int ch;
-    while ((ch = getopt_long(argc, argv, ":h", train_flags_options(), NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, ":h", train_flags_options(TASK_MOLECULE), NULL)) != -1) {
         if (ch == 'h' || ch == TF_BASE + TF_HELP) { usage(stdout); return 0; }
-        const int f = train_flag_take(TASK_MOLECULE, ch, argv, " for --task molecule");
-        if (f < 0) return 2;
-        o->seen[f] = 1;
-        if (parse_flag(o, f, optarg)) return 2;
+        if (ch == ':') { fprintf(stderr, "attnlab train: %s needs a value (see attnlab train --task molecule --help)\n", argv[optind - 1]); return 2; }
+        if (ch < TF_BASE || ch >= TF_BASE + TF_NFLAGS) { fprintf(stderr, "attnlab train: unknown option '%s' for --task molecule (see attnlab train --task molecule --help)\n", argv[optind - 1]); return 2; }
+        o->seen[ch - TF_BASE] = 1;
+        if (parse_flag(o, ch - TF_BASE, optarg)) return 2;
     }
     if (optind < argc) { fprintf(stderr, "attnlab train: unexpected argument '%s'\n", argv[optind]); return 2; }
     if (!o->model) { fprintf(stderr, "attnlab train: --model is required (%s)\n", al_mol_model_names()); return 2; }

@@ -127,13 +127,13 @@ int seq_common_opt(sopts *o, const char *task, int f, const char *optarg)
 
 int seq_parse(int argc, char **argv, sopts *o, int (*own)(void *ud, int f, const char *arg), void *ud, void (*usage)(FILE *))
 {
-    const struct option *lo = train_flags_options();
+    const struct option *lo = train_flags_options(o->task);
     optind = 0; opterr = 0;
     int ch, bad = 0;
     while (!bad && (ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
         if (ch == 'h' || ch == TF_BASE + TF_HELP) { usage(stdout); return -1; }
-        const int f = train_flag_for(o->task, ch);
-        if (f < 0) return cli_unknown_option(CMD, train_flag_text(argv, ch));   /* not an option of this task */
+        if (ch < TF_BASE || ch >= TF_BASE + TF_NFLAGS) return cli_bad_option(CMD, argv);   /* not an option of this task */
+        const int f = ch - TF_BASE;
         o->seen[f] = 1;
         if ((bad = seq_common_opt(o, task_names[o->task], f, optarg)) == 2) return 2;
         if (bad == 1) bad = own(ud, f, optarg);

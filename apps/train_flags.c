@@ -11,52 +11,20 @@
 const train_flag train_flags[TF_NFLAGS] = { TRAIN_FLAGS(TF_ROW) };
 #undef TF_ROW
 
-const struct option *train_flags_options(void)
+/* Whether flag f is an option of task (image and graph: of either, as they refuse each other's with the reason). */
+static int known(int task, int f)
 {
-    static struct option lo[TF_NFLAGS + 1];
-    for (int i = 0; i < TF_NFLAGS; i++)
-        lo[i] = (struct option){train_flags[i].name, train_flags[i].has_arg, 0, TF_BASE + i};
-    return lo;
-}
-
-int train_flag_for(int task, int ch)
-{
-    const int f = ch - TF_BASE;
-    if (f < 0 || f >= TF_NFLAGS || task < 0 || task >= TASK_COUNT) return -1;
     const unsigned *need = train_flags[f].need;
-    return (task <= TASK_GRAPH ? need[TASK_IMAGE] | need[TASK_GRAPH] : need[task]) ? f : -1;
+    return (task <= TASK_GRAPH ? need[TASK_IMAGE] | need[TASK_GRAPH] : need[task]) != 0;
 }
 
-const char *train_flag_text(char **argv, int ch)
+const struct option *train_flags_options(int task)
 {
-    const int f = ch - TF_BASE;
-    if (optind < 1) return "?";
-    /* "--flag VALUE": the value is the last word read; "--flag=VALUE" is one word */
-    if (f >= 0 && f < TF_NFLAGS && train_flags[f].has_arg && optind >= 2 && optarg == argv[optind - 1]) return argv[optind - 2];
-    return argv[optind - 1];
-}
-
-/* Whether the option word arg ("--heads", "--dim=3") names a flag of task (train_flag_for's sense). */
-static int train_flag_known(int task, const char *arg)
-{
-    if (strncmp(arg, "--", 2)) return 0;
-    const size_t n = strcspn(arg + 2, "=");
-    for (int f = 0; f < TF_NFLAGS; f++)
-        if (strlen(train_flags[f].name) == n && !strncmp(train_flags[f].name, arg + 2, n))
-            return train_flag_for(task, TF_BASE + f) >= 0;
-    return 0;
-}
-
-int train_flag_take(int task, int ch, char **argv, const char *note)
-{
-    const char *word = train_flag_text(argv, ch);
-    if (ch == ':' && train_flag_known(task, word)) {
-        fprintf(stderr, "attnlab train: %s needs a value (see attnlab train --task %s --help)\n", word, task_names[task]);
-        return -1;
-    }
-    const int f = ch == ':' ? -1 : train_flag_for(task, ch);
-    if (f < 0) fprintf(stderr, "attnlab train: unknown option '%s'%s (see attnlab train --task %s --help)\n", word, note, task_names[task]);
-    return f;
+    static struct option lo[TASK_COUNT][TF_NFLAGS + 1];   /* zeroed: each table ends with {0} */
+    if (task < 0 || task >= TASK_COUNT) task = TASK_IMAGE;
+    for (int f = 0, k = 0; f < TF_NFLAGS; f++)
+        if (known(task, f)) lo[task][k++] = (struct option){train_flags[f].name, train_flags[f].has_arg, 0, TF_BASE + f};
+    return lo[task];
 }
 
 static unsigned image_props(const al_model_kind *k)

@@ -1,11 +1,10 @@
 /* train_flags.h — every option of `attnlab train` in one table: its name, whether it takes a value,
  * and, in one column per task, to which models and data of that task it applies (0: it is not an
  * option of the task). A flag given where it does not apply is an error (exit 2, one line naming the
- * flag and why), never silently ignored. Every task's parser takes the same getopt table
- * (train_flags_options) and asks the table which flags it knows (train_flag_for) and whether the
- * model takes them (train_flags_check for image and graph, which refuse each other's flags with the
- * reason; train_flags_check_model for sequence, speech and molecule). sweep reads the same table
- * (train_model_flag). */
+ * flag and why), never silently ignored. Every task's parser takes its getopt table from it
+ * (train_flags_options) and asks it whether the model takes the flags given (train_flags_check for
+ * image and graph, which refuse each other's flags with the reason; train_flags_check_model for
+ * sequence, speech and molecule). sweep reads the same table (train_model_flag). */
 #ifndef ATTNLAB_TRAIN_FLAGS_H
 #define ATTNLAB_TRAIN_FLAGS_H
 #include <getopt.h>
@@ -94,18 +93,10 @@ enum { TASK_IMAGE, TASK_GRAPH, TASK_SEQUENCE, TASK_SPEECH, TASK_MOLECULE, TASK_C
 typedef struct train_flag { const char *name; int has_arg; unsigned need[TASK_COUNT]; } train_flag;
 extern const train_flag train_flags[TF_NFLAGS];
 
-/* The getopt_long table of every train flag (static storage). */
-const struct option *train_flags_options(void);
-/* The flag id of getopt_long's return ch when the flag is an option of task (image and graph: of either
- * of them, as they refuse each other's with the reason), else -1. */
-int train_flag_for(int task, int ch);
-/* The command-line word that gave the option getopt_long just returned as ch ("--window", "--dim=3"),
- * for messages: the option itself, not its value. */
-const char *train_flag_text(char **argv, int ch);
-
-/* For a parser whose getopt optstring starts with ':' (graph, molecule): the flag id of ch, or -1 after one
- * line on stderr ("--FLAG needs a value", or "unknown option 'WORD'" + note). */
-int train_flag_take(int task, int ch, char **argv, const char *note);
+/* The getopt_long table of the flags of task (static storage): those with a non-zero column (image and
+ * graph: in either column, as they refuse each other's flags with the reason). getopt_long returns
+ * TF_BASE + the flag's id; a flag of no column of the task is an unknown option to it. */
+const struct option *train_flags_options(int task);
 
 /* The task of a --task name ("image", ..., "molecule"), or -1. */
 int task_find(const char *name);
