@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include "cli.h"
 #include "image_common.h"
+#include "train_flags.h"
 #include "attnlab/images.h"
 #include "attnlab/io.h"
 #include "attnlab/checkpoint.h"
@@ -34,6 +35,13 @@ typedef struct eval_opts {
     int batch, threads, test_size, quiet, normalize;
     unsigned char seen[E_NFLAGS];
 } eval_opts;
+
+static int eval_image(const eval_opts *o, const char *argv0, al_error *err);
+static int eval_graph(const eval_opts *o, const char *argv0, al_error *err);
+static int eval_mol(const eval_opts *o, const char *argv0, al_error *err);
+/* The evaluator of each task's checkpoints (task_names; NULL: eval does not take that task). */
+static int (*const evaluators[TASK_COUNT])(const eval_opts *, const char *, al_error *) = {
+    [TASK_IMAGE] = eval_image, [TASK_GRAPH] = eval_graph, [TASK_MOLECULE] = eval_mol};
 
 static void usage(FILE *f)
 {
@@ -69,7 +77,7 @@ static int parse_flag(eval_opts *o, int f, const char *a)
 {
     switch (f) {
     case E_TASK: o->task = a;
-        if (strcmp(a, "image") && strcmp(a, "graph") && strcmp(a, "molecule")) {
+        if (task_find(a) < 0 || !evaluators[task_find(a)]) {
             fprintf(stderr, "attnlab eval: --task expects image, graph or molecule, got '%s'\n", a);
             return -1;
         }
@@ -118,10 +126,12 @@ static int check_eval_opts(eval_opts *o)
         char *meta = NULL, *task = NULL;
         al_error e = {{0}};
         if (al_safetensors_read_meta(o->load, &meta, &e) == AL_OK) task = al_meta_get(meta, "task");
-        o->task = task && !strcmp(task, "graph") ? "graph" : task && !strcmp(task, "molecule") ? "molecule" : "image";
+        const int t = task_find(task);
+        o->task = task_names[t >= 0 && evaluators[t] ? t : TASK_IMAGE];   /* no task or one eval does not take: image */
         free(task); free(meta);
     }
-    unsigned have = !strcmp(o->task, "graph") ? EV_GRAPH : !strcmp(o->task, "molecule") ? EV_MOL
+    const int t = task_find(o->task);
+    unsigned have = t == TASK_GRAPH ? EV_GRAPH : t == TASK_MOLECULE ? EV_MOL
                   : EV_IMAGE | (!o->data || !strcmp(o->data, "fashion-mnist") ? EV_IDX : 0);
     for (int f = 0; f < E_NFLAGS; f++) {
         unsigned w = eval_flags[f].where;
@@ -187,8 +197,9 @@ static int load_test(const eval_opts *o, const al_model *m, al_image_split *D, i
     return app_images_keep(&D->test, o->test_size, 0, keep, err) != AL_OK;
 }
 
-static int eval_image(const eval_opts *o, al_error *err)
+static int eval_image(const eval_opts *o, const char *argv0, al_error *err)
 {
+    (void)argv0;
     al_model m;
     float mean[4], std[4];
     char *meta = NULL;
@@ -259,8 +270,9 @@ out:
 
 /* ---- molecules ---- */
 /* The figures of the kept model on the dataset's test (and validation) molecules. */
-static int eval_mol(const eval_opts *o, al_error *err)
+static int eval_mol(const eval_opts *o, const char *argv0, al_error *err)
 {
+    (void)argv0;
     char *meta = NULL, *dataset = NULL, *target = NULL, dir[4096];
     if (al_safetensors_read_meta(o->load, &meta, err) != AL_OK) return 1;
     dataset = al_meta_get(meta, "dataset"); target = al_meta_get(meta, "target");
@@ -310,8 +322,7 @@ int cmd_eval(int argc, char **argv)
     if (o.threads > 0) al_set_threads(o.threads);
     if (!o.quiet) fprintf(stderr, "attnlab eval: %d threads\n", al_threads());
     al_error err = {{0}};
-    rc = !strcmp(o.task, "graph") ? eval_graph(&o, argv[0], &err) : !strcmp(o.task, "molecule") ? eval_mol(&o, &err)
-                                   : eval_image(&o, &err);
+    rc = evaluators[task_find(o.task)](&o, argv[0], &err);
     if (rc) fprintf(stderr, "attnlab eval: %s\n", err.msg[0] ? err.msg : "failed");
     return rc;
 }

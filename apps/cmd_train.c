@@ -1,8 +1,30 @@
-/* cmd_train.c — attnlab train: dispatch on --task (image is the default). */
+/* cmd_train.c — attnlab train: dispatch on --task (image is the default) through the task table. */
 #include <stdio.h>
 #include <string.h>
 #include "cli.h"
 #include "app_mpi.h"
+#include "train_flags.h"
+
+/* What `attnlab train --task T` runs (T: task_names), and whether it trains data-parallel under mpirun. */
+typedef struct train_task { int (*main)(int argc, char **argv); int mpi; } train_task;
+static const train_task tasks[TASK_COUNT] = {
+    [TASK_IMAGE] = {train_image_main, 1},
+    [TASK_GRAPH] = {train_graph_main, 0},
+    [TASK_SEQUENCE] = {train_seq_main, 1},
+    [TASK_SPEECH] = {train_speech_main, 0},
+    [TASK_MOLECULE] = {train_mol_main, 0},
+};
+
+/* "image and sequence": the tasks that train data-parallel. */
+static void mpi_tasks(char *buf, size_t n)
+{
+    int k = 0, total = 0;
+    for (int t = 0; t < TASK_COUNT; t++) total += tasks[t].mpi;
+    size_t o = 0;
+    buf[0] = 0;
+    for (int t = 0; t < TASK_COUNT && o < n; t++)
+        if (tasks[t].mpi) { o += (size_t)snprintf(buf + o, n - o, "%s%s", !k ? "" : k == total - 1 ? " and " : ", ", task_names[t]); k++; }
+}
 
 int cmd_train(int argc, char **argv)
 {
@@ -11,24 +33,22 @@ int cmd_train(int argc, char **argv)
         if (!strcmp(argv[i], "--task") && i + 1 < argc) task = argv[i + 1];
         else if (!strncmp(argv[i], "--task=", 7)) task = argv[i] + 7;
         else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            if (!strcmp(task, "graph")) return train_graph_main(argc, argv);
-            if (!strcmp(task, "sequence")) return train_seq_main(argc, argv);
-            if (!strcmp(task, "molecule")) return train_mol_main(argc, argv);
-            if (!strcmp(task, "speech")) return train_speech_main(argc, argv);
-            return train_image_main(argc, argv);
+            const int t = task_find(task);
+            return tasks[t < 0 ? TASK_IMAGE : t].main(argc, argv);   /* an unknown task: the image task's help */
         }
     }
-    if (app_mpi_size() > 1 && (!strcmp(task, "graph") || !strcmp(task, "molecule") || !strcmp(task, "speech"))) {
-        if (!app_mpi_rank())
-            fprintf(stderr, "attnlab train: --task %s trains on one process; data-parallel MPI training is for image and "
-                    "sequence (run it without mpirun, or sweep its runs with mpirun)\n", task);
+    const int t = task_find(task);
+    if (t < 0) {
+        fprintf(stderr, "attnlab train: unknown task '%s' (expected image, graph, sequence, molecule or speech)\n", task);
         return 2;
     }
-    if (!strcmp(task, "image")) return train_image_main(argc, argv);
-    if (!strcmp(task, "graph")) return train_graph_main(argc, argv);
-    if (!strcmp(task, "sequence")) return train_seq_main(argc, argv);
-    if (!strcmp(task, "molecule")) return train_mol_main(argc, argv);
-    if (!strcmp(task, "speech")) return train_speech_main(argc, argv);
-    fprintf(stderr, "attnlab train: unknown task '%s' (expected image, graph, sequence, molecule or speech)\n", task);
-    return 2;
+    if (app_mpi_size() > 1 && !tasks[t].mpi) {
+        char par[64];
+        mpi_tasks(par, sizeof par);
+        if (!app_mpi_rank())
+            fprintf(stderr, "attnlab train: --task %s trains on one process; data-parallel MPI training is for %s (run it "
+                    "without mpirun, or sweep its runs with mpirun)\n", task, par);
+        return 2;
+    }
+    return tasks[t].main(argc, argv);
 }

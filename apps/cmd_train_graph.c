@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "train_flags.h"
 #include "train_resume.h"
+#include "train_report.h"
 #include "attnlab/train.h"
 #include "attnlab/gnn.h"
 #include "attnlab/io.h"
@@ -112,36 +113,16 @@ static void usage(FILE *f)
 }
 
 /* ---- per-epoch callback: CSV row and progress ---- */
-typedef struct run_ctx {
-    const gopts *o; const al_graph *g; const al_gnn *m;
-    const char *run_id, *config; long seed; int tty;
-    al_error *err; int failed;
-    app_resume *ar;         /* counts the run's CSV rows */
-} run_ctx;
+typedef struct run_ctx { train_run run; int n, failed; } run_ctx;   /* n: the graph's nodes */
 
 static int on_epoch(const al_gnn_epoch *e, void *ud)
 {
     run_ctx *r = ud;
-    if (r->o->csv) {
-        al_csv_row row;
-        memset(&row, 0, sizeof row);
-        row.run_id = r->run_id; row.task = "graph"; row.dataset = r->g->name; row.model = r->o->model;
-        row.train_size = r->g->ntrain; row.seed = r->seed; row.epoch = e->epoch;
-        row.train_loss = e->train_loss; row.train_acc = e->train_acc; row.val_acc = e->val_acc;
-        row.test_acc = e->test_acc; row.epoch_seconds = e->seconds;
-        row.samples_per_second = e->seconds > 0 ? r->g->n / e->seconds : NAN;
-        row.params = (long)r->m->params.total;
-        row.config = r->config;
-        row.status = e->final ? "done" : NULL;   /* the restored best model's row closes the run */
-        al_status st;
-        #pragma omp critical(train_graph_csv)
-        st = al_csv_append(r->o->csv, &row, r->err);
-        if (st != AL_OK) { r->failed = 1; return 1; }
-        app_resume_row(r->ar);
-    }
-    if (r->tty && !r->o->quiet && !e->final)
-        fprintf(stderr, "\r\033[Kseed %ld epoch %d  loss %.4f  train %.3f  val %.3f (loss %.4f)  test %.3f  %.1f ms",
-                r->seed, e->epoch, e->train_loss, e->train_acc, e->val_acc, e->val_loss, e->test_acc, 1e3 * e->seconds);
+    train_epoch x = train_epoch_none();
+    x.epoch = e->epoch; x.final = e->final;   /* the restored best model's row closes the run */
+    x.loss = e->train_loss; x.train_acc = e->train_acc; x.val_acc = e->val_acc; x.val_loss = e->val_loss;
+    x.test_acc = e->test_acc; x.seconds = e->seconds; x.per_second = e->seconds > 0 ? r->n / e->seconds : NAN;
+    if (train_report_epoch(&r->run, &x)) { r->failed = 1; return 1; }
     return 0;
 }
 
@@ -212,18 +193,14 @@ static void graph_run_id(const gopts *o, const al_gnn_cfg *cfg, const al_graph *
 }
 
 /* The kept model as safetensors with what eval --task graph needs to rebuild it in __metadata__. */
-static al_status save_graph(const gopts *o, const al_gnn_cfg *cfg, const al_graph *g, al_gnn *m, long seed,
-                            const al_gnn_result *res, const char *split_desc, const char *run_id, al_error *err)
+static al_status save_graph(const gopts *o, const al_graph *g, al_gnn *m, long seed, const al_gnn_result *res,
+                            const char *split_desc, const char *run_id, al_error *err)
 {
-    char path[4200], vb[8][32];
+    char path[4200], vb[3][32];
     cli_seed_path(path, sizeof path, o->save, seed, o->nseeds > 1);
-    snprintf(vb[0], 32, "%d", g->ntrain); snprintf(vb[1], 32, "%ld", seed); snprintf(vb[2], 32, "%d", res->best_epoch);
-    snprintf(vb[3], 32, "%.6f", res->test_acc); snprintf(vb[4], 32, "%d", g->n); snprintf(vb[5], 32, "%d", g->nfeat);
-    snprintf(vb[6], 32, "%d", g->nclass); snprintf(vb[7], 32, "%d", cfg->heads);
-    const char *kv[] = {"task", "graph", "dataset", g->name, "model", o->model, "split", split_desc,
-                        "train_size", vb[0], "seed", vb[1], "best_epoch", vb[2], "test_acc", vb[3],
-                        "nodes", vb[4], "features", vb[5], "classes", vb[6], "heads", vb[7], "run_id", run_id};
-    return al_safetensors_save(path, &m->params, kv, (int)(sizeof kv / sizeof *kv / 2), err);
+    snprintf(vb[0], 32, "%ld", seed); snprintf(vb[1], 32, "%d", res->best_epoch); snprintf(vb[2], 32, "%.6f", res->test_acc);
+    const char *kv[] = {"split", split_desc, "seed", vb[0], "best_epoch", vb[1], "test_acc", vb[2], "run_id", run_id};
+    return al_gnn_save(path, m, g, kv, (int)(sizeof kv / sizeof *kv / 2), err);
 }
 
 /* g's training split for this seed (--split per-class / frac); *own: g->train is this run's own. */
@@ -258,18 +235,20 @@ static int run_seed(const gopts *o, const al_gnn_cfg *cfg, const al_graph *g0, l
     if (o->save) cli_seed_path(save, sizeof save, o->save, seed, o->nseeds > 1);
     app_resume ar;
     app_resume_init(&ar, o->checkpoint_every, o->resume, o->checkpoint ? ckpt : NULL, o->save ? save : NULL);
-    run_ctx rctx = {o, &g, &m, run_id, config, seed, tty, err, 0, &ar};
+    run_ctx rctx = {{.task = TASK_GRAPH, .run_id = run_id, .dataset = g.name, .model = o->model, .config = config,
+                     .train_size = g.ntrain, .seed = seed, .params = (long)m.params.total, .csv = o->csv, .tty = tty,
+                     .quiet = o->quiet, .ar = &ar, .err = err}, g.n, 0};
     al_gnn_result res;
     double t0 = al_time();
     int rc;
-    #pragma omp critical(train_graph_csv)
+    #pragma omp critical(train_csv)
     rc = app_resume_start(&ar, o->csv, run_id, canon, &m.params, err);   /* seeds share the CSV */
     al_status st = rc ? AL_ERR : al_gnn_train_resumable(&m, &g, (uint64_t)seed, app_resume_loop(&ar), on_epoch, &rctx, &res, err);
     if (st != AL_OK && !rc) app_resume_fail_note(&ar, err);
     app_resume_free(&ar);
     if (tty && !o->quiet) fprintf(stderr, "\r\033[K");
     if (st == AL_OK && rctx.failed) st = AL_ERR;
-    if (st == AL_OK && o->save) st = save_graph(o, cfg, &g, &m, seed, &res, split_desc, run_id, err);
+    if (st == AL_OK && o->save) st = save_graph(o, &g, &m, seed, &res, split_desc, run_id, err);
     if (st == AL_OK && o->attn) {
         char path[4200];
         cli_seed_path(path, sizeof path, o->attn, seed, o->nseeds > 1);
@@ -345,7 +324,7 @@ static int parse_graph_opts(int argc, char **argv, gopts *o)
     o->data = "cora"; o->model = NULL; o->split = "planetoid"; o->per_class = 20; o->frac = 0.1; o->normalize = 1;
     o->seeds[0] = 1; o->nseeds = 1; o->epochs = -1; o->threads = 0;
     o->hidden = o->heads = o->patience = -1; o->dropout = o->attn_dropout = o->lr = o->wd = NAN;
-    const struct option *lo = train_flags_options();
+    const struct option *lo = train_flags_options(TASK_GRAPH);
     optind = 0; opterr = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, ":h", lo, NULL)) != -1) {

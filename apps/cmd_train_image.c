@@ -11,6 +11,7 @@
 #include "train_flags.h"
 #include "image_common.h"
 #include "train_resume.h"
+#include "train_report.h"
 #include "app_mpi.h"
 #include "attnlab/images.h"
 #include "attnlab/io.h"
@@ -120,23 +121,11 @@ static void usage(FILE *f)
 
 /* ---- progress on stderr ---- */
 typedef struct prog {
-    int tty, quiet, total_steps, done_steps, evals_total, evals_done, batch, test_n;
+    train_run run;          /* the CSV's identity columns, where rows and progress go */
+    int total_steps, done_steps, evals_total, evals_done, batch, test_n;
     double last_draw, last_step_elapsed, first_eval, eval_total;   /* first_eval < 0: not measured yet */
-    const train_image_opts *o;
-    const char *run_id; long train_size; long params; const char *dataset;
-    const char *config;     /* al_run_config of the run: the CSV's config column */
     double last_test_acc, last_loss;
-    app_resume *ar;         /* counts the run's CSV rows, keeps the summary's values with each state */
-    al_error *err;
 } prog;
-
-static void fmt_time(char *b, size_t n, double s)
-{
-    if (!(s >= 0) || s > 1e7) { snprintf(b, n, "--:--"); return; }
-    int t = (int)(s + 0.5);
-    if (t >= 3600) snprintf(b, n, "%d:%02d:%02d", t / 3600, t / 60 % 60, t % 60);
-    else snprintf(b, n, "%d:%02d", t / 60, t % 60);
-}
 
 /* Evaluations a run of `epochs` epochs makes with --eval-every k (and always after the last). */
 static int count_evals(int epochs, int k)
@@ -161,27 +150,12 @@ static void draw_step(prog *pg, const al_train_progress *p)
     double now = al_time();
     if (now - pg->last_draw < 0.1 && p->step != p->steps_per_epoch) return;
     pg->last_draw = now;
-    char e[32]; fmt_time(e, sizeof e, eta(pg, p->elapsed));
+    char e[32]; train_report_time(e, sizeof e, eta(pg, p->elapsed));
     int w = 20, fill = p->steps_per_epoch ? w * p->step / p->steps_per_epoch : 0;
     char bar[32]; for (int i = 0; i < w; i++) bar[i] = i < fill ? '=' : ' '; bar[w] = 0;
     fprintf(stderr, "\r\033[Kepoch %d/%d [%s] %d/%d loss %.4f %.0f img/s ETA %s", p->epoch, p->epochs, bar,
             p->step, p->steps_per_epoch, p->loss, p->img_per_s, e);
     fflush(stderr);
-}
-
-static int epoch_csv(prog *pg, const al_train_progress *p)
-{
-    al_csv_row r;
-    memset(&r, 0, sizeof r);
-    r.run_id = pg->run_id; r.task = "image"; r.dataset = pg->dataset; r.model = pg->o->model;
-    r.train_size = pg->train_size; r.seed = pg->o->seed; r.epoch = p->epoch;
-    r.train_loss = p->loss; r.train_acc = p->train_acc; r.val_acc = NAN; r.test_acc = p->test_acc;
-    r.epoch_seconds = p->epoch_seconds; r.samples_per_second = p->img_per_s; r.params = pg->params;
-    r.config = pg->config;
-    r.status = p->epoch == p->epochs ? "done" : NULL;   /* the run is complete only with its last row */
-    if (al_csv_append(pg->o->csv, &r, pg->err) != AL_OK) return 1;
-    app_resume_row(pg->ar);
-    return 0;
 }
 
 static int on_progress(void *ud, const al_train_progress *p)
@@ -190,7 +164,7 @@ static int on_progress(void *ud, const al_train_progress *p)
     if (p->kind == 0) {
         pg->done_steps++;
         pg->last_step_elapsed = p->elapsed;
-        if (!pg->quiet && pg->tty) draw_step(pg, p);
+        if (!pg->run.quiet && pg->run.tty) draw_step(pg, p);
         return 0;
     }
     if (!isnan(p->test_acc)) {   /* evaluated: the time since the last step was the evaluation */
@@ -199,17 +173,12 @@ static int on_progress(void *ud, const al_train_progress *p)
         pg->eval_total += t; pg->evals_done++;
     }
     pg->last_test_acc = p->test_acc; pg->last_loss = p->loss;
-    app_resume_note(pg->ar, "loss", p->loss); app_resume_note(pg->ar, "test_acc", p->test_acc);
-    if (pg->o->csv && epoch_csv(pg, p)) return 1;
-    if (!pg->quiet) {
-        char e[32]; fmt_time(e, sizeof e, p->elapsed);
-        char ta[16];
-        if (isnan(p->test_acc)) snprintf(ta, sizeof ta, "-"); else snprintf(ta, sizeof ta, "%.4f", p->test_acc);
-        fprintf(stderr, "%sepoch %d/%d  loss %.4f  train_acc %.4f  test_acc %s  %.1f s  %.0f img/s  elapsed %s\n",
-                pg->tty ? "\r\033[K" : "", p->epoch, p->epochs, p->loss, p->train_acc, ta,
-                p->epoch_seconds, p->img_per_s, e);
-    }
-    return 0;
+    app_resume_note(pg->run.ar, "loss", p->loss); app_resume_note(pg->run.ar, "test_acc", p->test_acc);
+    train_epoch e = train_epoch_none();
+    e.epoch = p->epoch; e.epochs = p->epochs; e.final = p->epoch == p->epochs;
+    e.loss = p->loss; e.train_acc = p->train_acc; e.test_acc = p->test_acc;
+    e.seconds = p->epoch_seconds; e.per_second = p->img_per_s; e.elapsed = p->elapsed;
+    return train_report_epoch(&pg->run, &e);
 }
 
 /* ---- parse ---- */
@@ -301,7 +270,7 @@ static int parse_image_opts(int argc, char **argv, train_image_opts *o)
     o->model = al_model_kind_at(0)->name; o->data = "fashion-mnist"; o->epochs = 10; o->batch = 64; o->eval_batch = 64; o->seed = 1; o->lr = 1e-3f;
     o->permute = -1;
     o->heads = o->depth = o->dim = o->patch = o->window = -1;
-    const struct option *lo = train_flags_options();
+    const struct option *lo = train_flags_options(TASK_IMAGE);
     optind = 0; opterr = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
@@ -470,16 +439,14 @@ static int run_conv_attn(const train_image_opts *o, image_run *R, al_error *err)
     snprintf(canon + l, sizeof canon - l, ";init_from=%s;test_size=%d", o->init_from, T->n);
     al_run_id(run_id, canon);
     if (o->csv) {
-        al_csv_row r;
-        memset(&r, 0, sizeof r);
-        r.run_id = run_id; r.task = "image"; r.dataset = R->dname; r.model = o->model; r.train_size = 0;
-        r.seed = o->seed; r.epoch = 0; r.train_loss = r.train_acc = r.val_acc = NAN; r.test_acc = acc[1];
-        r.epoch_seconds = t[2] - t[1]; r.samples_per_second = T->n / (t[2] - t[1] > 1e-9 ? t[2] - t[1] : 1e-9);
-        r.params = (long)m->params.total;
         char config[1024];
         al_run_config(config, sizeof config, canon);
-        r.config = config; r.status = "done";
-        if (al_csv_append(o->csv, &r, err) != AL_OK) return 1;
+        train_run run = {.task = TASK_IMAGE, .run_id = run_id, .dataset = R->dname, .model = o->model, .config = config,
+                         .seed = o->seed, .params = (long)m->params.total, .csv = o->csv, .err = err};
+        train_epoch e = train_epoch_none();
+        e.final = 1; e.test_acc = acc[1];
+        e.seconds = t[2] - t[1]; e.per_second = T->n / (t[2] - t[1] > 1e-9 ? t[2] - t[1] : 1e-9);
+        if (train_report_row(&run, &e)) return 1;
     }
     printf("run %s task image data %s model conv-attn init_from %s test_images %d test_acc %.4f cnn_test_acc %.4f "
            "agree_with_cnn %.5f cnn_seconds %.1f conv_attn_seconds %.1f\n", run_id, R->dname, o->init_from, T->n,
@@ -536,11 +503,14 @@ static al_status save_image(const train_image_opts *o, const image_run *R, const
     return al_model_save(o->save, &R->m, tc->mean, tc->std, kv, nkv, err);
 }
 
-static void start_progress(prog *pg, const train_image_opts *o, const image_run *R, const char *run_id, al_error *err)
+static void start_progress(prog *pg, const train_image_opts *o, image_run *R, const char *run_id, const char *config,
+                           al_error *err)
 {
     memset(pg, 0, sizeof *pg);
-    pg->tty = isatty(2); pg->quiet = o->quiet; pg->o = o; pg->run_id = run_id; pg->train_size = R->D.train.n;
-    pg->params = (long)R->m.params.total; pg->dataset = R->dname; pg->err = err; pg->last_test_acc = NAN; pg->last_loss = NAN;
+    pg->run = (train_run){.task = TASK_IMAGE, .run_id = run_id, .dataset = R->dname, .model = o->model, .config = config,
+                          .train_size = R->D.train.n, .seed = o->seed, .params = (long)R->m.params.total, .csv = o->csv,
+                          .tty = isatty(2), .quiet = o->quiet, .ar = &R->ar, .err = err};
+    pg->last_test_acc = NAN; pg->last_loss = NAN;
     pg->total_steps = o->epochs * ((R->D.train.n + o->batch - 1) / o->batch);
     pg->evals_total = R->D.test.n > 0 ? count_evals(o->epochs, o->eval_every) : 0;
     pg->batch = o->batch; pg->test_n = R->D.test.n; pg->first_eval = -1;
@@ -559,8 +529,7 @@ static int run_training(const train_image_opts *o, image_run *R, al_error *err)
     char run_id[17], config[1024], canon[2048];
     image_run_id(o, R, run_id, config, sizeof config, canon);
     prog pg;
-    start_progress(&pg, o, R, run_id, err);
-    pg.config = config; pg.ar = &R->ar;
+    start_progress(&pg, o, R, run_id, config, err);
     app_resume_init(&R->ar, o->checkpoint_every, o->resume, o->checkpoint, o->save);
     int rc = app_resume_start(&R->ar, o->csv, run_id, canon, &R->m.params, err);
     if (rc) return rc;

@@ -10,6 +10,8 @@
 #include <unistd.h>
 #include "cli.h"
 #include "train_resume.h"
+#include "train_report.h"
+#include "train_flags.h"
 #include "attnlab/train.h"
 #include "attnlab/molnet.h"
 #include "attnlab/io.h"
@@ -22,7 +24,7 @@ typedef struct mol_opts {
     int epochs, batch, threads, quiet, dim, heads, depth, hidden, checkpoint_every, resume;
     double lr, wd, dropout, frac;
     long seeds[MAX_SEEDS]; int nseeds;
-    int seen_heads, seen_depth, seen_dim, seen_readout;
+    unsigned char seen[TF_NFLAGS];     /* the flags given (train_flags_check_model) */
 } mol_opts;
 
 static void usage(FILE *f)
@@ -80,49 +82,36 @@ static void usage(FILE *f)
         "  --help\n");
 }
 
-enum { O_TASK = 256, O_DATA, O_MODEL, O_TARGET, O_DIM, O_HEADS, O_DEPTH, O_READOUT, O_HIDDEN, O_DROPOUT, O_LR, O_WD,
-       O_BATCH, O_EPOCHS, O_SEED, O_SEEDS, O_THREADS, O_CSV, O_SAVE, O_QUIET, O_HELP, O_FRAC, O_MAXMEM, O_CKPT_EVERY,
-       O_CKPT, O_RESUME };
-static const struct option long_opts[] = {
-    {"task", 1, 0, O_TASK}, {"data", 1, 0, O_DATA}, {"model", 1, 0, O_MODEL}, {"target", 1, 0, O_TARGET},
-    {"dim", 1, 0, O_DIM}, {"heads", 1, 0, O_HEADS}, {"depth", 1, 0, O_DEPTH}, {"readout", 1, 0, O_READOUT},
-    {"hidden", 1, 0, O_HIDDEN}, {"dropout", 1, 0, O_DROPOUT}, {"lr", 1, 0, O_LR}, {"wd", 1, 0, O_WD},
-    {"weight-decay", 1, 0, O_WD}, {"batch", 1, 0, O_BATCH}, {"epochs", 1, 0, O_EPOCHS}, {"seed", 1, 0, O_SEED},
-    {"seeds", 1, 0, O_SEEDS}, {"threads", 1, 0, O_THREADS}, {"csv", 1, 0, O_CSV}, {"save", 1, 0, O_SAVE},
-    {"quiet", 0, 0, O_QUIET}, {"help", 0, 0, O_HELP}, {"train-frac", 1, 0, O_FRAC},
-    {"max-memory", 1, 0, O_MAXMEM}, {"checkpoint-every", 1, 0, O_CKPT_EVERY}, {"checkpoint", 1, 0, O_CKPT},
-    {"resume", 0, 0, O_RESUME}, {0, 0, 0, 0}};
-
 static int parse_flag(mol_opts *o, int f, const char *a)
 {
     const char *c = "train";
     switch (f) {
-    case O_TASK: if (!strcmp(a, "molecule")) return 0;
+    case TF_TASK: if (!strcmp(a, "molecule")) return 0;
         fprintf(stderr, "attnlab train: this is the molecule task, got --task %s\n", a); return -1;
-    case O_DATA: o->data = a; return 0;
-    case O_MODEL: o->model = a; return 0;
-    case O_TARGET: o->target = a; return 0;
-    case O_DIM: o->seen_dim = 1; return cli_int32(c, "--dim", a, 1, 4096, &o->dim);
-    case O_HEADS: o->seen_heads = 1; return cli_int32(c, "--heads", a, 1, 4096, &o->heads);
-    case O_DEPTH: o->seen_depth = 1; return cli_int32(c, "--depth", a, 1, AL_MOLNET_MAXDEPTH, &o->depth);
-    case O_READOUT: o->seen_readout = 1; o->readout = a; return 0;
-    case O_HIDDEN: return cli_int32(c, "--hidden", a, 1, 65536, &o->hidden);
-    case O_DROPOUT: return cli_num(c, "--dropout", a, 0, 0.999, &o->dropout);
-    case O_LR: return cli_num(c, "--lr", a, 1e-12, 1e3, &o->lr);
-    case O_WD: return cli_num(c, "--wd", a, 0, 1e3, &o->wd);
-    case O_BATCH: return cli_int32(c, "--batch", a, 1, 1 << 20, &o->batch);
-    case O_EPOCHS: return cli_int32(c, "--epochs", a, 1, CLI_NOMAX, &o->epochs);
-    case O_SEED: o->nseeds = 1; return cli_int(c, "--seed", a, 0, CLI_NOMAX, &o->seeds[0]);
-    case O_SEEDS: return cli_seeds(c, a, o->seeds, MAX_SEEDS, &o->nseeds);
-    case O_THREADS: return cli_threads(c, a, &o->threads);
-    case O_CSV: o->csv = a; return 0;
-    case O_SAVE: o->save = a; return 0;
-    case O_QUIET: o->quiet = 1; return 0;
-    case O_FRAC: return cli_num(c, "--train-frac", a, 1e-9, 1, &o->frac);
-    case O_MAXMEM: return cli_max_memory(c, a);
-    case O_CKPT_EVERY: return cli_int32(c, "--checkpoint-every", a, 1, CLI_NOMAX, &o->checkpoint_every);
-    case O_CKPT: o->checkpoint = a; return 0;
-    case O_RESUME: o->resume = 1; return 0;
+    case TF_DATA: o->data = a; return 0;
+    case TF_MODEL: o->model = a; return 0;
+    case TF_TARGET: o->target = a; return 0;
+    case TF_DIM: return cli_int32(c, "--dim", a, 1, 4096, &o->dim);
+    case TF_HEADS: return cli_int32(c, "--heads", a, 1, 4096, &o->heads);
+    case TF_DEPTH: return cli_int32(c, "--depth", a, 1, AL_MOLNET_MAXDEPTH, &o->depth);
+    case TF_READOUT: o->readout = a; return 0;
+    case TF_HIDDEN: return cli_int32(c, "--hidden", a, 1, 65536, &o->hidden);
+    case TF_DROPOUT: return cli_num(c, "--dropout", a, 0, 0.999, &o->dropout);
+    case TF_LR: return cli_num(c, "--lr", a, 1e-12, 1e3, &o->lr);
+    case TF_WD: case TF_WEIGHT_DECAY: return cli_num(c, "--wd", a, 0, 1e3, &o->wd);
+    case TF_BATCH: return cli_int32(c, "--batch", a, 1, 1 << 20, &o->batch);
+    case TF_EPOCHS: return cli_int32(c, "--epochs", a, 1, CLI_NOMAX, &o->epochs);
+    case TF_SEED: o->nseeds = 1; return cli_int(c, "--seed", a, 0, CLI_NOMAX, &o->seeds[0]);
+    case TF_SEEDS: return cli_seeds(c, a, o->seeds, MAX_SEEDS, &o->nseeds);
+    case TF_THREADS: return cli_threads(c, a, &o->threads);
+    case TF_CSV: o->csv = a; return 0;
+    case TF_SAVE: o->save = a; return 0;
+    case TF_QUIET: o->quiet = 1; return 0;
+    case TF_FRAC: return cli_num(c, "--train-frac", a, 1e-9, 1, &o->frac);
+    case TF_MAX_MEMORY: return cli_max_memory(c, a);
+    case TF_CHECKPOINT_EVERY: return cli_int32(c, "--checkpoint-every", a, 1, CLI_NOMAX, &o->checkpoint_every);
+    case TF_CHECKPOINT: o->checkpoint = a; return 0;
+    case TF_RESUME: o->resume = 1; return 0;
     default: return -1;
     }
 }
@@ -136,19 +125,18 @@ static int parse_mol_opts(int argc, char **argv, mol_opts *o)
     o->lr = o->wd = o->dropout = NAN; o->frac = 1;
     optind = 0; opterr = 0;
     int ch;
-    while ((ch = getopt_long(argc, argv, ":h", long_opts, NULL)) != -1) {
-        if (ch == 'h' || ch == O_HELP) { usage(stdout); return 0; }
+    while ((ch = getopt_long(argc, argv, ":h", train_flags_options(TASK_MOLECULE), NULL)) != -1) {
+        if (ch == 'h' || ch == TF_BASE + TF_HELP) { usage(stdout); return 0; }
         if (ch == ':') { fprintf(stderr, "attnlab train: %s needs a value (see attnlab train --task molecule --help)\n", argv[optind - 1]); return 2; }
-        if (ch < O_TASK) { fprintf(stderr, "attnlab train: unknown option '%s' for --task molecule (see attnlab train --task molecule --help)\n", argv[optind - 1]); return 2; }
-        if (parse_flag(o, ch, optarg)) return 2;
+        if (ch < TF_BASE || ch >= TF_BASE + TF_NFLAGS) { fprintf(stderr, "attnlab train: unknown option '%s' for --task molecule (see attnlab train --task molecule --help)\n", argv[optind - 1]); return 2; }
+        o->seen[ch - TF_BASE] = 1;
+        if (parse_flag(o, ch - TF_BASE, optarg)) return 2;
     }
     if (optind < argc) { fprintf(stderr, "attnlab train: unexpected argument '%s'\n", argv[optind]); return 2; }
     if (!o->model) { fprintf(stderr, "attnlab train: --model is required (%s)\n", al_mol_model_names()); return 2; }
     const al_mol_model *k = al_mol_model_find(o->model);
     if (!k) { fprintf(stderr, "attnlab train: unknown molecule model '%s' (expected %s)\n", o->model, al_mol_model_names()); return 2; }
-    const char *bad = o->seen_heads && !k->attention ? "--heads" : (o->seen_depth || o->seen_dim || o->seen_readout) && !k->layers
-                      ? (o->seen_depth ? "--depth" : o->seen_dim ? "--dim" : "--readout") : NULL;
-    if (bad) { fprintf(stderr, "attnlab train: %s does not apply to --model %s (%s)\n", bad, o->model, k->attention || k->layers ? "it has no attention" : "it has no graph layers"); return 2; }
+    if (train_flags_check_model(TASK_MOLECULE, o->model, o->seen)) return 2;
     if (cli_output("train", "--csv", o->csv, 1) || cli_output("train", "--save", o->save, 0)) return 2;   /* before any data is read */
     return -1;
 }
@@ -178,32 +166,20 @@ static int mol_config(const mol_opts *o, const al_molset *ms, al_molnet_cfg *cfg
 
 /* ---- one seed ---- */
 typedef struct run_ctx {
-    const mol_opts *o; const al_molset *ms; const al_molnet *m;
-    char run_id[17], config[1024], canon[1024]; long seed; int tty; al_error *err; int failed;
-    app_resume *ar;         /* counts the run's CSV rows */
+    train_run run;          /* the CSV's identity columns, where rows and progress go */
+    const al_molnet *m;
+    char run_id[17], config[1024], canon[1024]; int failed;
 } run_ctx;
 
 static int on_epoch(const al_mol_epoch *e, void *ud)
 {
     run_ctx *r = ud;
-    if (r->o->csv) {
-        al_csv_row row;
-        memset(&row, 0, sizeof row);
-        row.run_id = r->run_id; row.task = "molecule"; row.dataset = r->ms->name; row.model = r->o->model;
-        row.train_size = r->ms->ntrain; row.seed = r->seed; row.epoch = e->epoch;
-        const int cls = r->m->nout == 2;
-        row.train_loss = e->train_loss; row.train_acc = e->train.acc; row.val_acc = e->val.acc; row.test_acc = e->test.acc;
-        row.epoch_seconds = e->seconds; row.samples_per_second = e->seconds > 0 ? r->ms->ntrain / e->seconds : NAN;
-        row.params = (long)r->m->params.total; row.config = r->config; row.status = e->final ? "done" : NULL;
-        row.regression = !cls; row.test_rmse = e->test.rmse; row.test_mae = e->test.mae;
-        if (al_csv_append(r->o->csv, &row, r->err)) { r->failed = 1; return 1; }
-        app_resume_row(r->ar);
-    }
-    if (r->tty && !r->o->quiet && !e->final) {
-        const int cls = r->m->nout == 2;
-        fprintf(stderr, "\r\033[Kseed %ld epoch %d  loss %.4f  val %.3f  test %.3f (%s)  %.1f s", r->seed, e->epoch, e->train_loss,
-                cls ? e->val.acc : e->val.rmse, cls ? e->test.acc : e->test.rmse, cls ? "accuracy" : "RMSE", e->seconds);
-    }
+    train_epoch x = train_epoch_none();
+    x.epoch = e->epoch; x.final = e->final; x.loss = e->train_loss; x.train_acc = e->train.acc;
+    x.val_acc = e->val.acc; x.test_acc = e->test.acc; x.seconds = e->seconds;
+    x.per_second = e->seconds > 0 ? r->run.train_size / e->seconds : NAN;
+    x.classes = r->m->nout == 2; x.val_rmse = e->val.rmse; x.test_rmse = e->test.rmse; x.test_mae = e->test.mae;
+    if (train_report_epoch(&r->run, &x)) { r->failed = 1; return 1; }
     return 0;
 }
 
@@ -221,20 +197,12 @@ static void mol_run_id(const mol_opts *o, const al_molnet_cfg *cfg, const al_mol
 static al_status save_mol(const mol_opts *o, const al_molnet *m, const al_molset *ms, long seed, const al_mol_result *res,
                           const char *run_id, al_error *err)
 {
-    char path[4200], v[10][32];
+    char path[4200], v[3][32];
     cli_seed_path(path, sizeof path, o->save, seed, o->nseeds > 1);
     snprintf(v[0], 32, "%ld", seed); snprintf(v[1], 32, "%d", res->best_epoch);
     snprintf(v[2], 32, "%.6f", m->nout == 2 ? res->test.acc : res->test.rmse);
-    snprintf(v[3], 32, "%.9g", (double)m->y_mean); snprintf(v[4], 32, "%.9g", (double)m->y_std); snprintf(v[5], 32, "%d", m->cfg.dim);
-    snprintf(v[6], 32, "%d", m->cfg.heads); snprintf(v[7], 32, "%d", m->cfg.depth); snprintf(v[8], 32, "%d", m->cfg.hidden);
-    snprintf(v[9], 32, "%d", m->nfeat);
-    char elements[AL_MOL_MAX_ELEMENTS * 4 + 1] = "";
-    for (int e = 0; e < ms->nelem; e++) strcat(strcat(elements, e ? " " : ""), ms->elements[e]);
-    const char *kv[] = {"task", "molecule", "dataset", ms->name, "model", o->model, "target", ms->targets[m->cfg.target],
-                        "seed", v[0], "best_epoch", v[1], m->nout == 2 ? "test_acc" : "test_rmse", v[2], "y_mean", v[3], "y_std", v[4], "dim", v[5],
-                        "heads", v[6], "depth", v[7], "hidden", v[8], "features", v[9],
-                        "readout", al_mol_readout_name(m->cfg.readout), "elements", elements, "run_id", run_id};
-    return al_safetensors_save(path, &m->params, kv, (int)(sizeof kv / sizeof *kv / 2), err);
+    const char *kv[] = {"seed", v[0], "best_epoch", v[1], m->nout == 2 ? "test_acc" : "test_rmse", v[2], "run_id", run_id};
+    return al_molnet_save(path, m, ms, kv, (int)(sizeof kv / sizeof *kv / 2), err);
 }
 
 /* One seed on ms0 (its training split cut to --train-frac for this seed); prints its result line. */
@@ -250,7 +218,7 @@ static int run_seed(const mol_opts *o, const al_molnet_cfg *cfg, const al_molset
         sub.train = own;
         al_molset_train_frac(&sub, o->frac, (uint64_t)seed, &err);
     }
-    run_ctx r = {.o = o, .ms = ms, .seed = seed, .tty = isatty(2), .err = &err};
+    run_ctx r = {.failed = 0};
     mol_run_id(o, cfg, ms, seed, &r);
     if (al_molnet_init(&m, cfg, ms, (uint64_t)seed, &err)) { fprintf(stderr, "attnlab train: %s\n", err.msg); free(own); return 1; }
     r.m = &m;
@@ -259,13 +227,15 @@ static int run_seed(const mol_opts *o, const al_molnet_cfg *cfg, const al_molset
     if (o->save) cli_seed_path(save, sizeof save, o->save, seed, o->nseeds > 1);
     app_resume ar;
     app_resume_init(&ar, o->checkpoint_every, o->resume, o->checkpoint ? ckpt : NULL, o->save ? save : NULL);
-    r.ar = &ar;
+    r.run = (train_run){.task = TASK_MOLECULE, .run_id = r.run_id, .dataset = ms->name, .model = o->model, .config = r.config,
+                        .train_size = ms->ntrain, .seed = seed, .params = (long)m.params.total, .csv = o->csv,
+                        .tty = isatty(2), .quiet = o->quiet, .ar = &ar, .err = &err};
     double t0 = al_time();
     int rc = app_resume_start(&ar, o->csv, r.run_id, r.canon, &m.params, &err);
     al_status st = rc ? AL_ERR : al_molnet_train_resumable(&m, ms, (uint64_t)seed, app_resume_loop(&ar), on_epoch, &r, res, &err);
     if (st != AL_OK && !rc) app_resume_fail_note(&ar, &err);
     app_resume_free(&ar);
-    if (r.tty && !o->quiet) fprintf(stderr, "\r\033[K");
+    if (r.run.tty && !o->quiet) fprintf(stderr, "\r\033[K");
     if (st == AL_OK && r.failed) st = AL_ERR;
     if (st == AL_OK && o->save) st = save_mol(o, &m, ms, seed, res, r.run_id, &err);
     al_molnet_free(&m);

@@ -10,6 +10,8 @@
 #include "cli.h"
 #include "app_mpi.h"
 #include "train_resume.h"
+#include "train_report.h"
+#include "train_flags.h"
 #include "seq_opts.h"
 #include "attnlab/train.h"
 #include "attnlab/datadir.h"
@@ -62,91 +64,91 @@ static void usage(FILE *f)
 }
 
 typedef struct sprog {
-    int tty, quiet;
-    double last_draw;
-    const sopts *o;
-    const char *run_id, *dataset;
-    long train_size, params;
-    double test_acc, unseen_acc, ambig_acc, loss, tok_s_sum; int epochs_done;
-    const char *config;     /* the CSV's config column */
-    app_resume *ar;         /* counts the run's rows, keeps the summary's values with each state */
-    al_error *err;
+    train_run run;          /* the CSV's identity columns, where rows and progress go */
+    double test_acc, unseen_acc, ambig_acc, loss, tok_s_sum; int epochs_done;   /* for the summary line */
 } sprog;
 
 static int on_progress(void *ud, const al_seq_progress *p)
 {
     sprog *g = ud;
     if (p->kind == 0) {
-        if (g->quiet || !g->tty) return 0;
-        double now = al_time();
-        if (now - g->last_draw < 0.1 && p->step != p->steps_per_epoch) return 0;
-        g->last_draw = now;
-        fprintf(stderr, "\r\033[Kepoch %d/%d %d/%d loss %.4f %.0f tok/s", p->epoch, p->epochs, p->step, p->steps_per_epoch,
-                p->loss, p->tok_per_s);
-        fflush(stderr);
+        train_report_step(&g->run, p->epoch, p->epochs, p->step, p->steps_per_epoch, p->loss, p->tok_per_s);
         return 0;
     }
     g->test_acc = p->test_acc; g->unseen_acc = p->unseen_acc; g->ambig_acc = p->ambig_acc; g->loss = p->loss;
     g->tok_s_sum += p->epoch_seconds; g->epochs_done++;
-    app_resume_note(g->ar, "loss", p->loss); app_resume_note(g->ar, "test_acc", p->test_acc);
-    app_resume_note(g->ar, "unseen_acc", p->unseen_acc);
-    if (g->o->csv) {
-        al_csv_row r;
-        memset(&r, 0, sizeof r);
-        r.run_id = g->run_id; r.task = "sequence"; r.dataset = g->dataset; r.model = g->o->model;
-        r.train_size = g->train_size; r.seed = g->o->seed; r.epoch = p->epoch;
-        r.train_loss = p->loss; r.train_acc = p->train_acc; r.val_acc = NAN; r.test_acc = p->test_acc;
-        r.epoch_seconds = p->epoch_seconds; r.samples_per_second = p->tok_per_s; r.params = g->params;
-        r.config = g->config;
-        r.status = p->epoch == p->epochs ? "done" : NULL;   /* complete only with its last row */
-        r.word_scores = 1; r.unseen_acc = p->unseen_acc; r.ambig_acc = p->ambig_acc;
-        if (al_csv_append(g->o->csv, &r, g->err) != AL_OK) return 1;
-        app_resume_row(g->ar);
-    }
-    if (!g->quiet)
-        fprintf(stderr, "%sepoch %d/%d  loss %.4f  train_acc %.4f  test_acc %.4f  unseen_acc %.4f  ambig_acc %.4f  %.1f s  "
-                "%.0f tok/s\n", g->tty ? "\r\033[K" : "", p->epoch, p->epochs, p->loss, p->train_acc, p->test_acc,
-                p->unseen_acc, p->ambig_acc, p->epoch_seconds, p->tok_per_s);
-    return 0;
+    app_resume_note(g->run.ar, "loss", p->loss); app_resume_note(g->run.ar, "test_acc", p->test_acc);
+    app_resume_note(g->run.ar, "unseen_acc", p->unseen_acc);
+    train_epoch e = train_epoch_none();
+    e.epoch = p->epoch; e.epochs = p->epochs; e.final = p->epoch == p->epochs;
+    e.loss = p->loss; e.train_acc = p->train_acc; e.test_acc = p->test_acc; e.seconds = p->epoch_seconds;
+    e.per_second = p->tok_per_s; e.unseen_acc = p->unseen_acc; e.ambig_acc = p->ambig_acc;
+    return train_report_epoch(&g->run, &e);
 }
 
 static int cmp_int(const void *a, const void *b) { int x = *(const int *)a, y = *(const int *)b; return (x > y) - (x < y); }
 
-int seq_common_opt(sopts *o, const char *task, int ch, const char *optarg)
+int seq_common_opt(sopts *o, const char *task, int f, const char *optarg)
 {
-    switch (ch) {
-    case SO_TASK:
+    switch (f) {
+    case TF_TASK:
         if (strcmp(optarg, task)) { fprintf(stderr, "attnlab train: this is the %s task, got --task %s\n", task, optarg); return 2; }
         return 0;
-    case SO_MODEL: o->model = optarg; return 0;
-    case SO_DATA: o->data = optarg; return 0;
-    case SO_TRAINSIZE: return cli_int32(CMD, "--train-size", optarg, 0, CLI_NOMAX, &o->train_size);
-    case SO_EPOCHS: return cli_int32(CMD, "--epochs", optarg, 1, 100000, &o->epochs);
-    case SO_LR: return cli_num(CMD, "--lr", optarg, 1e-12, 1e3, &o->lr);
-    case SO_WD: return cli_num(CMD, "--wd", optarg, 0, 1e3, &o->wd);
-    case SO_BATCH: return cli_int32(CMD, "--batch", optarg, 1, 1000000, &o->batch);
-    case SO_SEED: return cli_int(CMD, "--seed", optarg, 0, CLI_NOMAX, &o->seed);
-    case SO_THREADS: return cli_threads(CMD, optarg, &o->threads);
-    case SO_CSV: o->csv = optarg; return 0;
-    case SO_SAVE: o->save = optarg; return 0;
-    case SO_QUIET: o->quiet = 1; return 0;
-    case SO_WINDOW: return cli_int32(CMD, "--window", optarg, 0, 1000000, &o->window);
-    case SO_RNN:
+    case TF_MODEL: o->model = optarg; return 0;
+    case TF_DATA: o->data = optarg; return 0;
+    case TF_TRAIN_SIZE: return cli_int32(CMD, "--train-size", optarg, 0, CLI_NOMAX, &o->train_size);
+    case TF_EPOCHS: return cli_int32(CMD, "--epochs", optarg, 1, 100000, &o->epochs);
+    case TF_LR: return cli_num(CMD, "--lr", optarg, 1e-12, 1e3, &o->lr);
+    case TF_WD: return cli_num(CMD, "--wd", optarg, 0, 1e3, &o->wd);
+    case TF_BATCH: return cli_int32(CMD, "--batch", optarg, 1, 1000000, &o->batch);
+    case TF_SEED: return cli_int(CMD, "--seed", optarg, 0, CLI_NOMAX, &o->seed);
+    case TF_THREADS: return cli_threads(CMD, optarg, &o->threads);
+    case TF_CSV: o->csv = optarg; return 0;
+    case TF_SAVE: o->save = optarg; return 0;
+    case TF_QUIET: o->quiet = 1; return 0;
+    case TF_WINDOW: return cli_int32(CMD, "--window", optarg, 0, 1000000, &o->window);
+    case TF_RNN:
         o->rnn = optarg;
         if (strcmp(optarg, "bi") && strcmp(optarg, "uni")) { fprintf(stderr, "attnlab train: --rnn must be bi or uni, got '%s'\n", optarg); return -1; }
         return 0;
-    case SO_POS: o->pos = optarg; return 0;
-    case SO_SCORE: o->score = optarg; return 0;
-    case SO_NORM: o->norm = optarg; return 0;
-    case SO_HEADS: return cli_int32(CMD, "--heads", optarg, 1, 1024, &o->heads);
-    case SO_DEPTH: return cli_int32(CMD, "--depth", optarg, 1, AL_MODEL_MAXDEPTH, &o->depth);
-    case SO_CKPT_EVERY: return cli_int32(CMD, "--checkpoint-every", optarg, 1, CLI_NOMAX, &o->checkpoint_every);
-    case SO_CKPT: o->checkpoint = optarg; return 0;
-    case SO_RESUME: o->resume = 1; return 0;
-    case SO_EVAL_BATCH: return cli_int32(CMD, "--eval-batch", optarg, 1, 1000000, &o->eval_batch);
-    case SO_MAXMEM: return cli_max_memory(CMD, optarg);
-    default: return -1;
+    case TF_POS: o->pos = optarg; return 0;
+    case TF_SCORE: o->score = optarg; return 0;
+    case TF_NORM: o->norm = optarg; return 0;
+    case TF_HEADS: return cli_int32(CMD, "--heads", optarg, 1, 1024, &o->heads);
+    case TF_DEPTH: return cli_int32(CMD, "--depth", optarg, 1, AL_MODEL_MAXDEPTH, &o->depth);
+    case TF_CHECKPOINT_EVERY: return cli_int32(CMD, "--checkpoint-every", optarg, 1, CLI_NOMAX, &o->checkpoint_every);
+    case TF_CHECKPOINT: o->checkpoint = optarg; return 0;
+    case TF_RESUME: o->resume = 1; return 0;
+    case TF_EVAL_BATCH: return cli_int32(CMD, "--eval-batch", optarg, 1, 1000000, &o->eval_batch);
+    case TF_MAX_MEMORY: return cli_max_memory(CMD, optarg);
+    default: return 1;
     }
+}
+
+int seq_parse(int argc, char **argv, sopts *o, int (*own)(void *ud, int f, const char *arg), void *ud, void (*usage)(FILE *))
+{
+    const struct option *lo = train_flags_options(o->task);
+    optind = 0; opterr = 0;
+    int ch, bad = 0;
+    while (!bad && (ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+        if (ch == 'h' || ch == TF_BASE + TF_HELP) { usage(stdout); return -1; }
+        if (ch < TF_BASE || ch >= TF_BASE + TF_NFLAGS) return cli_bad_option(CMD, argv);   /* not an option of this task */
+        const int f = ch - TF_BASE;
+        o->seen[f] = 1;
+        if ((bad = seq_common_opt(o, task_names[o->task], f, optarg)) == 2) return 2;
+        if (bad == 1) bad = own(ud, f, optarg);
+    }
+    if (bad) return 2;
+    if (optind < argc) { fprintf(stderr, "attnlab train: unexpected argument '%s'\n", argv[optind]); return 2; }
+    return 0;
+}
+
+static int seq_own_opt(void *ud, int f, const char *arg)
+{
+    sopts *o = ud;
+    if (f == TF_MAX_LEN) return cli_int32(CMD, "--max-len", arg, 1, 1000000, &o->max_len);
+    fprintf(stderr, "attnlab train: --%s is not handled by --task sequence\n", train_flags[f].name);
+    return -1;
 }
 
 /* Options into *o; 0, -1 after --help (exit 0), or the exit status 2 after one line on stderr. */
@@ -154,21 +156,9 @@ static int parse_seq_args(int argc, char **argv, sopts *o)
 {
     memset(o, 0, sizeof *o);
     o->data = "ud-english-ewt"; o->epochs = 10; o->batch = 32; o->eval_batch = 256; o->seed = 1; o->lr = 1e-3; o->wd = 0.01;
-    o->max_len = AL_CONLLU_MAX_LEN; o->window = -2;
-    static const struct option lo[] = {SEQ_COMMON_LONGOPTS, {"max-len", 1, 0, SO_END}, {0, 0, 0, 0}};
-    optind = 0; opterr = 0;
-    int ch, bad = 0;
-    while (!bad && (ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-        switch (ch) {
-        case SO_END: bad = cli_int32(CMD, "--max-len", optarg, 1, 1000000, &o->max_len); break;
-        case 'h': case SO_HELP: usage(stdout); return -1;
-        default:
-            if (ch < SO_TASK || ch >= SO_END) return cli_bad_option(CMD, argv);
-            if ((bad = seq_common_opt(o, "sequence", ch, optarg)) == 2) return 2;
-        }
-    }
-    if (bad) return 2;
-    if (optind < argc) { fprintf(stderr, "attnlab train: unexpected argument '%s'\n", argv[optind]); return 2; }
+    o->max_len = AL_CONLLU_MAX_LEN; o->window = -2; o->task = TASK_SEQUENCE;
+    int rc = seq_parse(argc, argv, o, seq_own_opt, o, usage);
+    if (rc) return rc;
     if (!o->model) { fprintf(stderr, "attnlab train: --task sequence needs --model %s\n", al_seq_names()); return 2; }
     if (cli_output(CMD, "--csv", o->csv, 1) || cli_output(CMD, "--save", o->save, 0)) return 2;   /* before the treebank is read */
     return 0;
@@ -177,19 +167,10 @@ static int parse_seq_args(int argc, char **argv, sopts *o)
 int build_seq_config(const sopts *o, al_seq_config *cfg, al_error *err)
 {
     if (al_seq_config_default(cfg, o->model, 2, 2, AL_UPOS_N, err) != AL_OK) { fprintf(stderr, "attnlab train: %s\n", err->msg); return 2; }
-    const al_seq_kind *kind = al_seq_kind_find(o->model);
     cfg->max_len = o->max_len;
-    if (o->window != -2) {
-        if (!kind->windowed) { fprintf(stderr, "attnlab train: --window does not apply to --model %s (only window-fc, trunc)\n", o->model); return 2; }
-        cfg->window = o->window;
-    }
-    if (o->rnn) {
-        if (!kind->recurrent) { fprintf(stderr, "attnlab train: --rnn does not apply to --model %s (only rnn)\n", o->model); return 2; }
-        cfg->bidirectional = !strcmp(o->rnn, "bi");
-    }
-    if ((o->pos || o->score || o->norm || o->heads || o->depth) && !kind->attention) {
-        fprintf(stderr, "attnlab train: --pos/--score/--norm/--heads/--depth apply to sa and trunc only\n"); return 2;
-    }
+    if (train_flags_check_model(o->task, o->model, o->seen)) return 2;
+    if (o->window != -2) cfg->window = o->window;
+    if (o->rnn) cfg->bidirectional = !strcmp(o->rnn, "bi");
     if (o->pos && (al_pos_parse(o->pos, &cfg->pos) || cfg->pos == AL_POS_RELATIVE)) { fprintf(stderr, "attnlab train: --pos must be none, learned or sinusoidal\n"); return 2; }
     if (o->score && al_score_parse(o->score, &cfg->score)) { fprintf(stderr, "attnlab train: --score must be dot or additive\n"); return 2; }
     if (o->norm && al_norm_parse(o->norm, &cfg->norm)) { fprintf(stderr, "attnlab train: --norm must be softmax or relu\n"); return 2; }
@@ -295,9 +276,10 @@ static int run_seq(const sopts *o, seq_run *R, al_seq_config *cfg, al_error *err
     al_run_config(config, sizeof config, canon);
     sprog pg;
     memset(&pg, 0, sizeof pg);
-    pg.config = config; pg.tty = isatty(2); pg.quiet = o->quiet; pg.o = o; pg.run_id = run_id; pg.dataset = R->dname;
-    pg.train_size = R->tr.nsent; pg.params = (long)R->m.params.total; pg.err = err;
-    pg.test_acc = pg.unseen_acc = pg.ambig_acc = pg.loss = NAN; pg.ar = &R->ar;
+    pg.run = (train_run){.task = TASK_SEQUENCE, .run_id = run_id, .dataset = R->dname, .model = o->model, .config = config,
+                         .train_size = R->tr.nsent, .seed = o->seed, .params = (long)R->m.params.total, .csv = o->csv,
+                         .tty = isatty(2), .quiet = o->quiet, .ar = &R->ar, .err = err};
+    pg.test_acc = pg.unseen_acc = pg.ambig_acc = pg.loss = NAN;
     app_resume_init(&R->ar, o->checkpoint_every, o->resume, o->checkpoint, o->save);
     int rc = app_resume_start(&R->ar, o->csv, run_id, canon, &R->m.params, err);
     if (rc) return rc;

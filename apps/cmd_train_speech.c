@@ -9,6 +9,8 @@
 #include <unistd.h>
 #include "cli.h"
 #include "train_resume.h"
+#include "train_report.h"
+#include "train_flags.h"
 #include "seq_opts.h"
 #include "attnlab/train.h"
 #include "attnlab/io.h"
@@ -69,46 +71,47 @@ static void usage(FILE *f)
         al_seq_names());
 }
 
+/* One speech option (f: TF_*) into *O; 0, or -1 after one line on stderr. */
+static int speech_opt(void *ud, int f, const char *arg)
+{
+    spopts *O = ud;
+    al_error e = {{0}};
+    int v = 1, bad = 0;
+    switch (f) {
+    case TF_TARGET:
+        if (!strcmp(arg, "digit")) O->target = T_DIGIT;
+        else if (!strcmp(arg, "speaker")) O->target = T_SPEAKER;
+        else if (!strcmp(arg, "frames")) O->target = T_FRAMES;
+        else { fprintf(stderr, "attnlab train: --target must be digit, speaker or frames, got '%s'\n", arg); return -1; }
+        return 0;
+    case TF_FEATURES:
+        if (al_speech_features_parse(arg, &O->fe.features, &e) == AL_OK) return 0;
+        fprintf(stderr, "attnlab train: %s\n", e.msg);
+        return -1;
+    case TF_CMVN: return cli_int32(CMD, "--cmvn", arg, 0, 1, &O->fe.cmvn);
+    case TF_MAX_SECONDS: return cli_num(CMD, "--max-seconds", arg, 0, AL_AUDIO_MAX_SECONDS, &O->max_seconds);
+    case TF_TRAIN_SPEAKERS: return cli_int32(CMD, "--train-speakers", arg, 1, CLI_NOMAX, &O->train_speakers);
+    case TF_SUBSAMPLE:
+        bad = cli_int32(CMD, "--subsample", arg, 1, 4, &v);
+        if (!bad && v == 3) { fprintf(stderr, "attnlab train: --subsample must be 1, 2 or 4, got 3\n"); bad = -1; }
+        O->subsample = v;
+        return bad;
+    default:
+        fprintf(stderr, "attnlab train: --%s is not handled by --task speech\n", train_flags[f].name);
+        return -1;
+    }
+}
+
 /* Options into *o; 0, -1 after --help, or the exit status 2 after one line on stderr. */
 static int parse_args(int argc, char **argv, spopts *O)
 {
     memset(O, 0, sizeof *O);
     sopts *o = &O->s;
     o->data = NULL; o->epochs = 20; o->batch = 16; o->eval_batch = 64; o->seed = 1; o->lr = 1e-3; o->wd = 0.01; o->max_len = 1000000; o->window = -2;
+    o->task = TASK_SPEECH;
     O->fe.cmvn = 1; O->max_seconds = -1; O->subsample = 1;
-    enum { O_TARGET = SO_END, O_FEATURES, O_CMVN, O_MAXSEC, O_TRSPK, O_SUBSAMPLE };
-    static const struct option lo[] = {
-        SEQ_COMMON_LONGOPTS, {"target", 1, 0, O_TARGET}, {"features", 1, 0, O_FEATURES},
-        {"cmvn", 1, 0, O_CMVN}, {"max-seconds", 1, 0, O_MAXSEC}, {"train-speakers", 1, 0, O_TRSPK},
-        {"subsample", 1, 0, O_SUBSAMPLE}, {0, 0, 0, 0}};
-    optind = 0; opterr = 0;
-    int ch, bad = 0, v;
-    al_error e = {{0}};
-    while (!bad && (ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-        switch (ch) {
-        case O_TARGET:
-            if (!strcmp(optarg, "digit")) O->target = T_DIGIT;
-            else if (!strcmp(optarg, "speaker")) O->target = T_SPEAKER;
-            else if (!strcmp(optarg, "frames")) O->target = T_FRAMES;
-            else { fprintf(stderr, "attnlab train: --target must be digit, speaker or frames, got '%s'\n", optarg); bad = -1; }
-            break;
-        case O_FEATURES: if (al_speech_features_parse(optarg, &O->fe.features, &e) != AL_OK) { fprintf(stderr, "attnlab train: %s\n", e.msg); bad = -1; } break;
-        case O_CMVN: bad = cli_int32(CMD, "--cmvn", optarg, 0, 1, &O->fe.cmvn); break;
-        case O_MAXSEC: bad = cli_num(CMD, "--max-seconds", optarg, 0, AL_AUDIO_MAX_SECONDS, &O->max_seconds); break;
-        case O_TRSPK: bad = cli_int32(CMD, "--train-speakers", optarg, 1, CLI_NOMAX, &O->train_speakers); break;
-        case O_SUBSAMPLE:
-            bad = cli_int32(CMD, "--subsample", optarg, 1, 4, &v);
-            if (!bad && v == 3) { fprintf(stderr, "attnlab train: --subsample must be 1, 2 or 4, got 3\n"); bad = -1; }
-            O->subsample = v;
-            break;
-        case 'h': case SO_HELP: usage(stdout); return -1;
-        default:
-            if (ch < SO_TASK || ch >= SO_END) return cli_bad_option(CMD, argv);
-            if ((bad = seq_common_opt(o, "speech", ch, optarg)) == 2) return 2;
-        }
-    }
-    if (bad) return 2;
-    if (optind < argc) { fprintf(stderr, "attnlab train: unexpected argument '%s'\n", argv[optind]); return 2; }
+    int rc = seq_parse(argc, argv, o, speech_opt, O, usage);
+    if (rc) return rc;
     if (!o->model) { fprintf(stderr, "attnlab train: --task speech needs --model %s\n", al_seq_names()); return 2; }
     if (!o->data) { fprintf(stderr, "attnlab train: --task speech needs --data DIR (make one: attnlab data speech-digits --out DIR)\n"); return 2; }
     if (!strcmp(o->model, "fc")) { fprintf(stderr, "attnlab train: --model fc sees one frame alone; speech takes window-fc, rnn, sa or trunc\n"); return 2; }
@@ -275,50 +278,26 @@ static int load_data(const spopts *O, srun *R, al_error *err)
 }
 
 typedef struct sprog {
-    int tty, quiet;
-    double last_draw;
-    const spopts *O;
-    const char *run_id, *dataset, *config;
-    long train_size, params;
-    double test_acc, ser, loss, secs_sum, frames_sum; int epochs_done;
-    app_resume *ar;
-    al_error *err;
+    train_run run;          /* the CSV's identity columns, where rows and progress go */
+    double test_acc, ser, loss, secs_sum, frames_sum; int epochs_done;   /* for the summary line */
 } sprog;
 
 static int on_progress(void *ud, const al_speech_progress *p)
 {
     sprog *g = ud;
     if (p->kind == 0) {
-        if (g->quiet || !g->tty) return 0;
-        double now = al_time();
-        if (now - g->last_draw < 0.1 && p->step != p->steps_per_epoch) return 0;
-        g->last_draw = now;
-        fprintf(stderr, "\r\033[Kepoch %d/%d %d/%d loss %.4f %.0f frames/s", p->epoch, p->epochs, p->step, p->steps_per_epoch, p->loss, p->frames_per_s);
-        fflush(stderr);
+        train_report_step(&g->run, p->epoch, p->epochs, p->step, p->steps_per_epoch, p->loss, p->frames_per_s);
         return 0;
     }
     g->test_acc = p->test.acc; g->ser = p->test.ser; g->loss = p->loss;
     g->secs_sum += p->epoch_seconds; g->frames_sum += p->frames_per_s * p->epoch_seconds; g->epochs_done++;
-    app_resume_note(g->ar, "loss", p->loss); app_resume_note(g->ar, "test_acc", p->test.acc); app_resume_note(g->ar, "ser", p->test.ser);
-    if (g->O->s.csv) {
-        al_csv_row r;
-        memset(&r, 0, sizeof r);
-        r.run_id = g->run_id; r.task = "speech"; r.dataset = g->dataset; r.model = g->O->s.model;
-        r.train_size = g->train_size; r.seed = g->O->s.seed; r.epoch = p->epoch;
-        r.train_loss = p->loss; r.train_acc = p->train_acc; r.val_acc = NAN; r.test_acc = p->test.acc;
-        r.epoch_seconds = p->epoch_seconds; r.samples_per_second = p->frames_per_s; r.params = g->params;
-        r.config = g->config;
-        r.status = p->epoch == p->epochs ? "done" : NULL;
-        if (al_csv_append(g->O->s.csv, &r, g->err) != AL_OK) return 1;
-        app_resume_row(g->ar);
-    }
-    if (!g->quiet) {
-        fprintf(stderr, "%sepoch %d/%d  loss %.4f  train_acc %.4f  test_acc %.4f", g->tty ? "\r\033[K" : "", p->epoch, p->epochs,
-                p->loss, p->train_acc, p->test.acc);
-        if (!isnan(p->test.ser)) fprintf(stderr, "  string_err %.4f", p->test.ser);
-        fprintf(stderr, "  %.1f s  %.0f frames/s\n", p->epoch_seconds, p->frames_per_s);
-    }
-    return 0;
+    app_resume_note(g->run.ar, "loss", p->loss); app_resume_note(g->run.ar, "test_acc", p->test.acc);
+    app_resume_note(g->run.ar, "ser", p->test.ser);
+    train_epoch e = train_epoch_none();
+    e.epoch = p->epoch; e.epochs = p->epochs; e.final = p->epoch == p->epochs;
+    e.loss = p->loss; e.train_acc = p->train_acc; e.test_acc = p->test.acc; e.seconds = p->epoch_seconds;
+    e.per_second = p->frames_per_s; e.ser = p->test.ser;
+    return train_report_epoch(&g->run, &e);
 }
 
 static int run(const spopts *O, srun *R, al_seq_config *cfg, al_error *err)
@@ -342,8 +321,9 @@ static int run(const spopts *O, srun *R, al_seq_config *cfg, al_error *err)
     al_run_config(config, sizeof config, canon);
     sprog pg;
     memset(&pg, 0, sizeof pg);
-    pg.config = config; pg.tty = isatty(2); pg.quiet = o->quiet; pg.O = O; pg.run_id = run_id; pg.dataset = R->dataset;
-    pg.train_size = R->tr.n; pg.params = (long)R->m.params.total; pg.err = err; pg.ar = &R->ar;
+    pg.run = (train_run){.task = TASK_SPEECH, .run_id = run_id, .dataset = R->dataset, .model = o->model, .config = config,
+                         .train_size = R->tr.n, .seed = o->seed, .params = (long)R->m.params.total, .csv = o->csv,
+                         .tty = isatty(2), .quiet = o->quiet, .ar = &R->ar, .err = err};
     pg.test_acc = pg.ser = pg.loss = NAN;
     app_resume_init(&R->ar, o->checkpoint_every, o->resume, o->checkpoint, o->save);
     int rc = app_resume_start(&R->ar, o->csv, run_id, canon, &R->m.params, err);

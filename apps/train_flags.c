@@ -1,4 +1,4 @@
-/* train_flags.c — the applicability table of `attnlab train`'s flags (train_flags.h) and its check. */
+/* train_flags.c — the applicability table of `attnlab train`'s flags (train_flags.h) and its checks. */
 #include <stdio.h>
 #include <string.h>
 #include "train_flags.h"
@@ -7,16 +7,24 @@
 #include "attnlab/molnet.h"
 #include "attnlab/seq.h"
 
-#define TF_ROW(id, nm, arg, img, gr) [TF_##id] = {nm, arg, img, gr},
+#define TF_ROW(id, nm, arg, img, gr, sq, sp, mo) [TF_##id] = {nm, arg, {img, gr, sq, sp, mo}},
 const train_flag train_flags[TF_NFLAGS] = { TRAIN_FLAGS(TF_ROW) };
 #undef TF_ROW
 
-const struct option *train_flags_options(void)
+/* Whether flag f is an option of task (image and graph: of either, as they refuse each other's with the reason). */
+static int known(int task, int f)
 {
-    static struct option lo[TF_NFLAGS + 1];
-    for (int i = 0; i < TF_NFLAGS; i++)
-        lo[i] = (struct option){train_flags[i].name, train_flags[i].has_arg, 0, TF_BASE + i};
-    return lo;
+    const unsigned *need = train_flags[f].need;
+    return (task <= TASK_GRAPH ? need[TASK_IMAGE] | need[TASK_GRAPH] : need[task]) != 0;
+}
+
+const struct option *train_flags_options(int task)
+{
+    static struct option lo[TASK_COUNT][TF_NFLAGS + 1];   /* zeroed: each table ends with {0} */
+    if (task < 0 || task >= TASK_COUNT) task = TASK_IMAGE;
+    for (int f = 0, k = 0; f < TF_NFLAGS; f++)
+        if (known(task, f)) lo[task][k++] = (struct option){train_flags[f].name, train_flags[f].has_arg, 0, TF_BASE + f};
+    return lo[task];
 }
 
 static unsigned image_props(const al_model_kind *k)
@@ -57,14 +65,8 @@ unsigned train_model_props(int task, const char *model)
 }
 
 /* ---- model flags (what a sweep may set per run) ---- */
-typedef struct seq_model_flag { const char *name; unsigned need[3]; } seq_model_flag;   /* sequence, speech, molecule */
-#define SMF_ROW(nm, sq, sp, mo) {nm, {sq, sp, mo}},
-static const seq_model_flag seq_model_flags[] = { SEQ_MODEL_FLAGS(SMF_ROW) };
-#undef SMF_ROW
-#define NSEQFLAGS (int)(sizeof seq_model_flags / sizeof seq_model_flags[0])
-
-/* Image and graph flags that are not model flags: the run's own, set by whoever runs it, and those that
- * depend on the data or the split rather than the model. */
+/* Flags that are not model flags: the run's own, set by whoever runs it, and those that depend on the data,
+ * the split or the seeds rather than the model. */
 static int run_level(int f)
 {
     static const int own[] = {TF_TASK, TF_MODEL, TF_DATA, TF_TRAIN_SIZE, TF_EPOCHS, TF_SEED, TF_SEEDS, TF_THREADS,
@@ -72,21 +74,17 @@ static int run_level(int f)
                               TF_CHECKPOINT, TF_CSV, TF_SAVE, TF_HELP};
     for (size_t i = 0; i < sizeof own / sizeof *own; i++) if (own[i] == f) return 1;
     const unsigned data = AP_FOLDER | AP_IDX | AP_PERCLASS | AP_FRAC | AP_SEEDS | AP_ATTNMAP;
-    return !train_flags[f].has_arg || ((train_flags[f].image | train_flags[f].graph) & data);
+    unsigned any = 0;
+    for (int t = 0; t < TASK_COUNT; t++) any |= train_flags[f].need[t];
+    return !train_flags[f].has_arg || (any & data);
 }
 
 unsigned train_model_flag_need(int task, const char *flag)
 {
-    unsigned need = 0;
-    if (task == TASK_IMAGE || task == TASK_GRAPH) {
-        for (int f = 0; f < TF_NFLAGS; f++)
-            if (!strcmp(train_flags[f].name, flag) && !run_level(f))
-                need = task == TASK_IMAGE ? train_flags[f].image : train_flags[f].graph;
-    } else if (task >= TASK_SEQUENCE && task < TASK_COUNT) {
-        for (int i = 0; i < NSEQFLAGS; i++)
-            if (!strcmp(seq_model_flags[i].name, flag)) need = seq_model_flags[i].need[task - TASK_SEQUENCE];
-    }
-    return need;
+    if (task < 0 || task >= TASK_COUNT) return 0;
+    for (int f = 0; f < TF_NFLAGS; f++)
+        if (!strcmp(train_flags[f].name, flag)) return run_level(f) ? 0 : train_flags[f].need[task];
+    return 0;
 }
 
 int train_model_flag(int task, const char *flag, const char *model)
@@ -99,21 +97,29 @@ const char *train_model_flag_name(int i)
 {
     for (int f = 0; f < TF_NFLAGS; f++)
         if (!run_level(f) && i-- == 0) return train_flags[f].name;
-    return i < NSEQFLAGS ? seq_model_flags[i].name : NULL;
+    return NULL;
 }
 
 /* "sa, local": the task's models that have property p. */
-static void models_with(int task, unsigned p, char *buf, size_t n)
+static const char *model_at(int task, int i)
 {
+    if (task == TASK_IMAGE) return al_model_kind_at(i) ? al_model_kind_at(i)->name : NULL;
+    if (task == TASK_GRAPH) return al_gnn_model_at(i) ? al_gnn_model_at(i)->name : NULL;
+    if (task == TASK_MOLECULE) return al_mol_model_at(i) ? al_mol_model_at(i)->name : NULL;
+    return al_seq_kind_at(i) ? al_seq_kind_at(i)->name : NULL;
+}
+/* "sa, local" (last = ", ") or "sa and trunc" (last = " and "): the task's models that have property p. */
+static void models_with_sep(int task, unsigned p, char *buf, size_t n, const char *last)
+{
+    const char *names[64];
+    int k = 0;
+    for (int i = 0; model_at(task, i) && k < 64; i++)
+        if (train_model_props(task, model_at(task, i)) & p) names[k++] = model_at(task, i);
     size_t o = 0;
     buf[0] = 0;
-    int count = task == TASK_IMAGE ? al_model_kind_count() : al_gnn_model_count();
-    for (int i = 0; i < count; i++) {
-        const char *name = task == TASK_IMAGE ? al_model_kind_at(i)->name : al_gnn_model_at(i)->name;
-        unsigned props = task == TASK_IMAGE ? image_props(al_model_kind_at(i)) : graph_props(al_gnn_model_at(i));
-        if ((props & p) && o < n) o += (size_t)snprintf(buf + o, n - o, "%s%s", o ? ", " : "", name);
-    }
+    for (int i = 0; i < k && o < n; i++) o += (size_t)snprintf(buf + o, n - o, "%s%s", i == 0 ? "" : i == k - 1 ? last : ", ", names[i]);
 }
+static void models_with(int task, unsigned p, char *buf, size_t n) { models_with_sep(task, p, buf, n, ", "); }
 
 /* Why flag f does not apply given the missing property p (one bit). */
 static void why(const flag_ctx *fc, int f, unsigned p)
@@ -146,10 +152,50 @@ int train_flags_check(const flag_ctx *fc, const unsigned char *seen)
 {
     for (int f = 0; f < TF_NFLAGS; f++) {
         if (!seen[f]) continue;
-        unsigned need = fc->task == TASK_IMAGE ? train_flags[f].image : train_flags[f].graph;
+        unsigned need = train_flags[f].need[fc->task];
         if (!need) { why(fc, f, 0); return 2; }
         unsigned missing = need & ~fc->props;
         if (missing) { why(fc, f, missing & -missing); return 2; }
+    }
+    return 0;
+}
+
+/* The model flags of sequence, speech and molecule in the order they are checked and named. */
+static const int model_order[] = {TF_WINDOW, TF_RNN, TF_POS, TF_SCORE, TF_NORM, TF_HEADS, TF_DEPTH, TF_DIM, TF_READOUT};
+#define NORDER (int)(sizeof model_order / sizeof *model_order)
+
+/* Why flag f does not fit --model (missing property p, one bit) for sequence, speech and molecule. */
+static void why_model(int task, const char *model, int f, unsigned p)
+{
+    const char *flag = train_flags[f].name;
+    char models[128], flags[128];
+    size_t o = 0;
+    if (task == TASK_MOLECULE) {
+        fprintf(stderr, "attnlab train: --%s does not apply to --model %s (%s)\n", flag, model,
+                train_model_props(task, model) & (AP_ATTENTION | AP_LAYERS) ? "it has no attention" : "it has no graph layers");
+        return;
+    }
+    if (p == AP_ATTENTION) {    /* one line for the attention flags together */
+        flags[0] = 0;
+        for (int i = 0; i < NORDER; i++)
+            if ((train_flags[model_order[i]].need[task] & AP_ATTENTION) && o < sizeof flags)
+                o += (size_t)snprintf(flags + o, sizeof flags - o, "%s--%s", o ? "/" : "", train_flags[model_order[i]].name);
+        models_with_sep(task, p, models, sizeof models, " and ");
+        fprintf(stderr, "attnlab train: %s apply to %s only\n", flags, models);
+        return;
+    }
+    models_with(task, p, models, sizeof models);
+    fprintf(stderr, "attnlab train: --%s does not apply to --model %s (only %s)\n", flag, model, models);
+}
+
+int train_flags_check_model(int task, const char *model, const unsigned char *seen)
+{
+    const unsigned props = train_model_props(task, model);
+    for (int k = 0; k < NORDER + TF_NFLAGS; k++) {   /* model_order first, then every flag */
+        const int f = k < NORDER ? model_order[k] : k - NORDER;
+        if (!seen[f]) continue;
+        const unsigned missing = train_flags[f].need[task] & ~props;
+        if (missing) { why_model(task, model, f, missing & -missing); return 2; }
     }
     return 0;
 }

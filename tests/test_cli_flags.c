@@ -180,8 +180,9 @@ static void test_window_beyond_grid(void **st)
     expect_refused(NULL, args, "--window", "odd");
 }
 
-/* The sequence and molecule tasks have their own option tables: every option of the other tasks is
- * refused (exit 2, one line naming it), and so is every model option on a model it does not fit. */
+/* The sequence and molecule tasks take only their own columns of train_flags.h: every option of the
+ * other tasks is refused (exit 2, one line naming it), and so is every model option on a model it does
+ * not fit. */
 static const struct { const char *flag, *value; } not_sequence[] = {
     {"--data-dir", "/x"}, {"--image-size", "8"}, {"--channels", "1"}, {"--patch", "2"}, {"--init-from", "/x"},
     {"--test-size", "10"}, {"--eval-every", "1"}, {"--dim", "8"}, {"--seeds", "1-2"}, {"--sequential", ""},

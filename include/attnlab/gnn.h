@@ -111,6 +111,12 @@ void       al_gnn_free(al_gnn *m);
 al_tensor *al_gnn_forward(al_ctx *c, al_gnn *m);
 
 /* ---------------- checkpoints ---------------- */
+/* Write m (trained on graph g, with g's training split) to path as safetensors. __metadata__: task,
+ * dataset, model, split, train_size, seed, best_epoch, test_acc, nodes, features, classes, heads,
+ * run_id, in that order; split, seed, best_epoch, test_acc and run_id are the run's, given as pairs
+ * kv_extra[0..2·n_extra) (any other pairs of kv_extra follow them). Written atomically. */
+al_status al_gnn_save(const char *path, const al_gnn *m, const al_graph *g, const char *const *kv_extra, int n_extra,
+                      al_error *err);
 /* Rebuild the model saved by `attnlab train --task graph --save` for graph g: model and heads from the
  * checkpoint's __metadata__ (whose features and classes must match g), hidden width from the tensor
  * shapes, then the weights. *meta (if meta is non-NULL) receives the metadata JSON (caller frees).

@@ -93,6 +93,13 @@ void       al_molnet_free(al_molnet *m);
  * c->training, tape when c->grad_enabled. */
 al_tensor *al_molnet_forward(al_ctx *c, al_molnet *m, const al_mol_batch *b);
 
+/* Write m (trained on ms) to path as safetensors. __metadata__: task, dataset, model, target, seed,
+ * best_epoch, test_acc or test_rmse, y_mean, y_std, dim, heads, depth, hidden, features, readout,
+ * elements (ms's element vocabulary), run_id, in that order; seed, best_epoch, the test figure and
+ * run_id are the run's, given as pairs kv_extra[0..2·n_extra) (any other pairs follow them). Written
+ * atomically. */
+al_status  al_molnet_save(const char *path, const al_molnet *m, const al_molset *ms, const char *const *kv_extra,
+                          int n_extra, al_error *err);
 /* Rebuild the model that `attnlab train --task molecule --save` wrote to path, for the molecules ms:
  * its element vocabulary (when the checkpoint records one) renumbers ms's atoms (al_molset_use_elements),
  * cfg.target is the index of its target among ms's (-1 if ms lacks it), y_mean and y_std are the

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/types.h>
+#include "attnlab/tensor.h"
 
 /* ---------- growable byte buffer (always NUL-terminated; oom is sticky) ---------- */
 typedef struct al_sbuf { char *p; size_t n, cap; int oom; } al_sbuf;
@@ -26,6 +27,14 @@ int al_pread_all(int fd, void *data /* (n) bytes */, size_t n, off_t off);
 /* Appends ";key=value" for each of the k pairs kv[2i], kv[2i+1] to buf, whose first o bytes are
  * written (snprintf's running total: stops adding once it reaches n). Returns the new total. */
 int al__canonical_append(char *buf, size_t n, int o, const char *const *kv, int k);
+
+/* ---------- checkpoints with metadata ---------- */
+/* al_safetensors_save with the metadata pairs in the order of tmpl[0..2·ntmpl): a pair whose value is
+ * NULL is the caller's, its value taken from the pair of extra[0..2·nextra) with that key (left out when
+ * extra has none); then extra's pairs whose keys tmpl lacks, in their order. A model's save says which
+ * keys it writes and where; the caller adds the run's own (seed, run id, result). */
+al_status al__safetensors_save_merged(const char *path, const al_params *p, const char *const *tmpl, int ntmpl,
+                                      const char *const *extra, int nextra, al_error *err);
 
 /* ---------- JSON values ---------- */
 typedef enum { AL_J_NULL, AL_J_BOOL, AL_J_NUM, AL_J_STR, AL_J_ARR, AL_J_OBJ } al_jtype;

@@ -115,6 +115,29 @@ al_status al_safetensors_save(const char *path, const al_params *p, const char *
     return st;
 }
 
+al_status al__safetensors_save_merged(const char *path, const al_params *p, const char *const *tmpl, int ntmpl,
+                                      const char *const *extra, int nextra, al_error *err)
+{
+    if (ntmpl < 0 || nextra < 0 || (nextra > 0 && !extra))
+        return al_seterr(err, "%s: bad metadata (%d + %d pairs)", al_path_short(path), ntmpl, nextra);
+    const char **kv = malloc((size_t)(ntmpl + nextra + 1) * 2 * sizeof *kv);
+    if (!kv) return al_seterr(err, "%s: out of memory", al_path_short(path));
+    int n = 0;
+    for (int i = 0; i < ntmpl; i++) {
+        const char *v = tmpl[2 * i + 1];
+        for (int j = 0; !v && j < nextra; j++) if (extra[2 * j] && !strcmp(extra[2 * j], tmpl[2 * i])) v = extra[2 * j + 1];
+        if (v) { kv[2 * n] = tmpl[2 * i]; kv[2 * n + 1] = v; n++; }
+    }
+    for (int j = 0; j < nextra; j++) {
+        int known = 0;
+        for (int i = 0; i < ntmpl && !known; i++) known = extra[2 * j] && !strcmp(extra[2 * j], tmpl[2 * i]);
+        if (!known) { kv[2 * n] = extra[2 * j]; kv[2 * n + 1] = extra[2 * j + 1]; n++; }
+    }
+    al_status st = al_safetensors_save(path, p, kv, n, err);
+    free(kv);
+    return st;
+}
+
 typedef struct st_entry { const char *name; uint64_t beg, end; al_st_dtype dtype; al_tensor *t; void *dst; } st_entry;
 static int cmp_entry(const void *a, const void *b)
 {

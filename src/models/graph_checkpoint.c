@@ -1,10 +1,11 @@
-/* graph_checkpoint.c — rebuild a graph model from the checkpoint `attnlab train --task graph --save`
- * writes (gnn.h: al_gnn_load): the model and heads from __metadata__, the hidden width from the shape
+/* graph_checkpoint.c — a graph model's checkpoint: al_gnn_save writes it (the weights, and in
+ * __metadata__ what rebuilds the model), al_gnn_load rebuilds the model from it: the model and heads from __metadata__, the hidden width from the shape
  * of layer1.bias (heads x hidden), then every tensor by name and shape. */
 #include "attnlab/gnn.h"
 #include "attnlab/io.h"
 #include "io/io_impl.h"
 #include <errno.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -46,6 +47,19 @@ static int meta_int(const char *meta, const char *key, int dflt)
     int x = v ? atoi(v) : dflt;
     free(v);
     return x;
+}
+
+al_status al_gnn_save(const char *path, const al_gnn *m, const al_graph *g, const char *const *kv_extra, int n_extra,
+                      al_error *err)
+{
+    char v[5][32];
+    snprintf(v[0], 32, "%d", g->ntrain); snprintf(v[1], 32, "%d", g->n); snprintf(v[2], 32, "%d", g->nfeat);
+    snprintf(v[3], 32, "%d", g->nclass); snprintf(v[4], 32, "%d", m->cfg.heads);
+    /* NULL: the caller's (kv_extra) */
+    const char *kv[] = {"task", "graph", "dataset", g->name, "model", al_gnn_kind_name(m->cfg.kind), "split", NULL,
+                        "train_size", v[0], "seed", NULL, "best_epoch", NULL, "test_acc", NULL,
+                        "nodes", v[1], "features", v[2], "classes", v[3], "heads", v[4], "run_id", NULL};
+    return al__safetensors_save_merged(path, &m->params, kv, (int)(sizeof kv / sizeof *kv / 2), kv_extra, n_extra, err);
 }
 
 al_status al_gnn_load(const char *path, const al_graph *g, al_gnn *m, char **meta_out, al_error *err)

@@ -1,8 +1,9 @@
-/* mol_checkpoint.c — rebuild a molecule model from the checkpoint `attnlab train --task molecule
- * --save` writes (molnet.h: al_molnet_load): the model, its widths, readout, outputs, target
+/* mol_checkpoint.c — a molecule model's checkpoint: al_molnet_save writes it (the weights, and in
+ * __metadata__ what rebuilds the model), al_molnet_load rebuilds the model from it: the model, its widths, readout, outputs, target
  * standardisation and element vocabulary from __metadata__, then every tensor by name and shape. */
 #include "attnlab/molnet.h"
 #include "attnlab/io.h"
+#include "io/io_impl.h"
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -61,6 +62,23 @@ static al_status cfg_from_meta(const char *path, const char *meta, const al_mols
     }
     free(task); free(model); free(readout); free(target); free(acc);
     return st;
+}
+
+al_status al_molnet_save(const char *path, const al_molnet *m, const al_molset *ms, const char *const *kv_extra,
+                         int n_extra, al_error *err)
+{
+    char v[7][32];
+    snprintf(v[0], 32, "%.9g", (double)m->y_mean); snprintf(v[1], 32, "%.9g", (double)m->y_std); snprintf(v[2], 32, "%d", m->cfg.dim);
+    snprintf(v[3], 32, "%d", m->cfg.heads); snprintf(v[4], 32, "%d", m->cfg.depth); snprintf(v[5], 32, "%d", m->cfg.hidden);
+    snprintf(v[6], 32, "%d", m->nfeat);
+    char elements[AL_MOL_MAX_ELEMENTS * 4 + 1] = "";
+    for (int e = 0; e < ms->nelem; e++) strcat(strcat(elements, e ? " " : ""), ms->elements[e]);
+    /* NULL: the caller's (kv_extra) */
+    const char *kv[] = {"task", "molecule", "dataset", ms->name, "model", m->kind->name, "target", ms->targets[m->cfg.target],
+                        "seed", NULL, "best_epoch", NULL, "test_acc", NULL, "test_rmse", NULL, "y_mean", v[0], "y_std", v[1],
+                        "dim", v[2], "heads", v[3], "depth", v[4], "hidden", v[5], "features", v[6],
+                        "readout", al_mol_readout_name(m->cfg.readout), "elements", elements, "run_id", NULL};
+    return al__safetensors_save_merged(path, &m->params, kv, (int)(sizeof kv / sizeof *kv / 2), kv_extra, n_extra, err);
 }
 
 al_status al_molnet_load(const char *path, al_molset *ms, al_molnet *m, char **meta_out, al_error *err)
