@@ -24,7 +24,7 @@ cut_timing() {  # drop epoch_seconds and samples_per_second (columns 12, 13) of 
 }
 normalise() {  # the output folder's name, wall-clock times and throughputs are not results
   sed -i -E "s# seconds [0-9.]+##; s#[0-9.]+ (ms|s)/epoch#T/epoch#g; s#  [0-9.]+ s  #  T s  #g;
-             s#(_per_s) [0-9.]+#\1 T#g; s#$out/#OUT/#g; s#$root/#ROOT/#g" "$1"
+             s#(_per_s) [0-9.]+#\1 T#g; s# in [0-9.]+ s\$# in T s#; s#$out/#OUT/#g; s#$root/#ROOT/#g" "$1"
 }
 # run NAME CMD...: stdout to NAME.stdout (normalised), stderr dropped
 run() { local name=$1; shift; "$@" > "$out/$name.stdout" 2>/dev/null; normalise "$out/$name.stdout"; }
