@@ -80,7 +80,6 @@ typedef struct gnn_task {
     al_gnn_epoch_fn fn; void *ud;
     al_gnn_result *res;
     al_gnn_eval ev;                /* the last evaluation */
-    double loss;                   /* the last step's */
 } gnn_task;
 
 static al_status gnn_task_step(void *self, al_ctx *c, const int *items, int n, int ep, int step, int64_t step_no,
@@ -90,7 +89,6 @@ static al_status gnn_task_step(void *self, al_ctx *c, const int *items, int n, i
     gnn_task *T = self;
     if (gnn_grad(T->m, T->g, c, &out->loss, err) != AL_OK) return AL_ERR;
     out->weight = 1;
-    T->loss = out->loss;
     return AL_OK;
 }
 
@@ -123,7 +121,7 @@ static int gnn_task_report(void *self, const al__fit_progress *f)
 {
     gnn_task *T = self;
     const al_gnn_eval *ev = &T->ev;
-    al_gnn_epoch rec = {f->epoch, 0, T->loss, ev->train_acc, ev->val_loss, ev->val_acc, ev->test_acc, f->seconds};
+    al_gnn_epoch rec = {f->epoch, 0, f->loss,   /* one step an epoch: its loss */ ev->train_acc, ev->val_loss, ev->val_acc, ev->test_acc, f->seconds};
     return T->fn && T->fn(&rec, T->ud) ? AL__FIT_STOP : AL__FIT_CONTINUE;
 }
 
