@@ -107,7 +107,7 @@ static int compute(const attnmap_speech_opts *o, sp_run *R)
     R->truth = malloc((size_t)T); R->pred = malloc((size_t)T); R->p = malloc((size_t)T * sizeof(int));
     if (!R->truth || !R->pred || !R->p) { fprintf(stderr, "attnlab attnmap: out of memory\n"); return 1; }
     al_speech_scores sc;
-    if (al_speech_eval(&R->m, &R->one, 1, &sc, R->p, &err) != AL_OK) { fprintf(stderr, "attnlab attnmap: %s\n", err.msg); return 1; }
+    if (al_speech_evaluate(&R->m, &R->one, 1, &sc, R->p, &err) != AL_OK) { fprintf(stderr, "attnlab attnmap: %s\n", err.msg); return 1; }
     for (int t = 0; t < T; t++) {
         R->truth[t] = R->framewise ? R->one.flab[t] : (uint8_t)R->one.label[0];
         R->pred[t] = (uint8_t)(R->framewise ? R->p[t] : R->p[0]);

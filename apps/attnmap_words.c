@@ -29,8 +29,8 @@ static int load_words_model(const attnmap_words_opts *o, words_run *R)
     if (!R->m.kind->attention) {
         char names[64] = "";
         size_t n = 0;
-        for (int i = 0; i < al_seq_kind_count(); i++)
-            if (al_seq_kind_at(i)->attention) n += (size_t)snprintf(names + n, sizeof names - n, "%s%s", n ? " or " : "", al_seq_kind_at(i)->name);
+        for (int i = 0; i < al_seq_arch_count(); i++)
+            if (al_seq_arch_at(i)->attention) n += (size_t)snprintf(names + n, sizeof names - n, "%s%s", n ? " or " : "", al_seq_arch_at(i)->name);
         fprintf(stderr, "attnlab attnmap: %s holds a '%s' model, which has no attention to draw (use an %s checkpoint)\n",
                 o->load, g->name, names);
         return 1;

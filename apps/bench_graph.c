@@ -62,7 +62,7 @@ static int run_one(const al_graph *g, const char *model, const bopts *o)
     al_error err = {{0}};
     al_gnn_kind kind;
     if (al_gnn_kind_parse(model, &kind, &err)) { fprintf(stderr, "attnlab bench graph: %s\n", err.msg); return 2; }
-    al_gnn_cfg cfg; al_gnn_defaults(&cfg, kind);
+    al_gnn_config cfg; al_gnn_config_default(&cfg, al_gnn_kind_name(kind), NULL);
     al_gnn m;
     if (al_gnn_init(&m, &cfg, g, 1, &err)) { fprintf(stderr, "attnlab bench graph: %s\n", err.msg); return 1; }
     al_ctx *c = al_ctx_new(1);

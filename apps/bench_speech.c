@@ -131,7 +131,7 @@ int bench_speech_main(int argc, char **argv)
     int nm = 0;
     snprintf(mbuf, sizeof mbuf, "%s", models);
     for (char *t = strtok(mbuf, ","); t; t = strtok(NULL, ",")) {
-        const al_seq_kind *k = al_seq_kind_find(t);
+        const al_seq_arch *k = al_seq_arch_find(t);
         if (!k || !strcmp(t, "fc")) { fprintf(stderr, "attnlab bench speech: --models: '%s' is not a speech model (window-fc, rnn, sa, trunc)\n", t); return 2; }
         if (nm == MAXM) { fprintf(stderr, "attnlab bench speech: --models: at most %d\n", MAXM); return 2; }
         mname[nm++] = t;

@@ -68,7 +68,7 @@ static int bench_one(const char *model, int batch, int steps, int warmup, int pa
     if (al_model_init(&m, &cfg, 0, &err) != AL_OK) { fprintf(stderr, "attnlab bench train: %s\n", err.msg); return 2; }
     al_optim opt;
     if (al_optim_init(&opt, AL_ADAMW, m.params.total, 1e-3f, &err) != AL_OK) { fprintf(stderr, "attnlab bench train: %s\n", err.msg); al_model_free(&m); return 1; }
-    opt.weight_decay = al_model_kind_find(model)->weight_decay;
+    opt.weight_decay = al_model_arch_find(model)->weight_decay;
     float *xin = malloc((size_t)batch * 784 * sizeof(float));
     int *y = malloc((size_t)batch * sizeof(int));
     al_ctx *c = al_ctx_new(0);

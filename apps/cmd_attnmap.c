@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include "cli.h"
 #include "image_common.h"
+#include "attnlab/task.h"
 #include "attnlab/attnmap.h"
 #include "attnlab/images.h"
 #include "attnlab/io.h"
@@ -410,19 +411,15 @@ static int attnmap_run_all(attnmap_opts *o, attnmap_run *R)
     return o->out ? render(o, R) : 0;
 }
 
-/* Does the (first) checkpoint of --load hold a sequence model (1), a molecule model (2), a speech model (3) or none (0)?
- * -1: unreadable (the path the other flags choose reports it). */
-static int checkpoint_kind(const char *load)
+/* The task (AL_TASK_*) of the (first) checkpoint of --load; -1: unreadable (the path the other flags
+ * choose reports it). */
+static int checkpoint_task(const char *load)
 {
-    char path[4096], *meta = NULL;
+    char path[4096];
     snprintf(path, sizeof path, "%.*s", (int)strcspn(load, ","), load);
     al_error err = {{0}};
-    if (al_safetensors_read_meta(path, &meta, &err) != AL_OK) return -1;
-    char *fmt = al_meta_get(meta, "format"), *task = al_meta_get(meta, "task");
-    int kind = fmt && !strcmp(fmt, "attnlab-sequence") ? 1 : task && !strcmp(task, "molecule") ? 2
-             : fmt && !strcmp(fmt, "attnlab-speech") ? 3 : 0;
-    free(fmt); free(task); free(meta);
-    return kind;
+    const al_task *t = al_task_of_checkpoint(path, &err);
+    return t ? (int)t->id : -1;
 }
 
 /* A molecule checkpoint: its flags checked, then attnmap_mol_run. Returns the exit status. */
@@ -470,14 +467,14 @@ int cmd_attnmap(int argc, char **argv)
     if (rc >= 0) return rc;
     if (cli_check_env_threads("attnmap")) return 2;
     if (o.threads > 0) al_set_threads(o.threads);
-    const int kind = checkpoint_kind(o.load);
-    if (kind == 2 || (kind < 0 && o.molecule)) return run_mol(&o);
+    const int task = checkpoint_task(o.load);
+    if (task == AL_TASK_MOLECULE || (task < 0 && o.molecule)) return run_mol(&o);
     if (o.molecule) {
         fprintf(stderr, "attnlab attnmap: --molecule applies to molecule checkpoints (attnlab train --task molecule --save), not to %s\n", o.load);
         return 2;
     }
-    if (kind == 1) return run_words(&o);
-    if (kind == 3) return run_speech(&o);
+    if (task == AL_TASK_SEQUENCE) return run_words(&o);
+    if (task == AL_TASK_SPEECH) return run_speech(&o);
     if (o.px) { fprintf(stderr, "attnlab attnmap: --px applies to speech checkpoints (attnlab train --task speech --save), not to %s\n", o.load); return 2; }
     if (o.seq_flag) {
         fprintf(stderr, "attnlab attnmap: %s applies to sequence checkpoints (attnlab train --task sequence --save), not to %s\n",

@@ -39,9 +39,9 @@ typedef struct eval_opts {
 static int eval_image(const eval_opts *o, const char *argv0, al_error *err);
 static int eval_graph(const eval_opts *o, const char *argv0, al_error *err);
 static int eval_mol(const eval_opts *o, const char *argv0, al_error *err);
-/* The evaluator of each task's checkpoints (task_names; NULL: eval does not take that task). */
-static int (*const evaluators[TASK_COUNT])(const eval_opts *, const char *, al_error *) = {
-    [TASK_IMAGE] = eval_image, [TASK_GRAPH] = eval_graph, [TASK_MOLECULE] = eval_mol};
+/* The evaluator of each task's checkpoints (by AL_TASK_*; NULL: eval does not take that task). */
+static int (*const evaluators[AL_TASK_COUNT])(const eval_opts *, const char *, al_error *) = {
+    [AL_TASK_IMAGE] = eval_image, [AL_TASK_GRAPH] = eval_graph, [AL_TASK_MOLECULE] = eval_mol};
 
 static void usage(FILE *f)
 {
@@ -122,16 +122,13 @@ static int parse_eval_opts(int argc, char **argv, eval_opts *o)
 /* The task (--task, else the checkpoint's metadata, else image), every flag applies to it, --logits can be written. */
 static int check_eval_opts(eval_opts *o)
 {
-    if (!o->task) {
-        char *meta = NULL, *task = NULL;
+    if (!o->task) {   /* no task, an unreadable file or a task eval does not take: the image path says why */
         al_error e = {{0}};
-        if (al_safetensors_read_meta(o->load, &meta, &e) == AL_OK) task = al_meta_get(meta, "task");
-        const int t = task_find(task);
-        o->task = task_names[t >= 0 && evaluators[t] ? t : TASK_IMAGE];   /* no task or one eval does not take: image */
-        free(task); free(meta);
+        const al_task *ck = al_task_of_checkpoint(o->load, &e);
+        o->task = al_task_at(ck && evaluators[ck->id] ? ck->id : AL_TASK_IMAGE)->name;
     }
     const int t = task_find(o->task);
-    unsigned have = t == TASK_GRAPH ? EV_GRAPH : t == TASK_MOLECULE ? EV_MOL
+    unsigned have = t == AL_TASK_GRAPH ? EV_GRAPH : t == AL_TASK_MOLECULE ? EV_MOL
                   : EV_IMAGE | (!o->data || !strcmp(o->data, "fashion-mnist") ? EV_IDX : 0);
     for (int f = 0; f < E_NFLAGS; f++) {
         unsigned w = eval_flags[f].where;
@@ -221,7 +218,7 @@ static int eval_image(const eval_opts *o, const char *argv0, al_error *err)
     if (o->logits && !(lg = malloc((size_t)D.test.n * m.cfg.classes * sizeof *lg + 1))) { al_seterr(err, "out of memory"); goto out; }
     double acc, t0 = al_time(), last = 0;
     int progress = !o->quiet && isatty(2);
-    if (al_eval_image_ex(&m, &D.test, mean, std, o->batch, &acc, NULL, lg, progress ? eval_progress : NULL, &last, err) != AL_OK) goto out;
+    if (al_model_evaluate_ex(&m, &D.test, mean, std, o->batch, &acc, NULL, lg, progress ? eval_progress : NULL, &last, err) != AL_OK) goto out;
     double secs = al_time() - t0;
     if (o->logits && write_logits(o->logits, &D.test, keep, lg, m.cfg.classes, err) != AL_OK) goto out;
     printf("model %s checkpoint %s data %s test_images %d test_acc %.4f seconds %.2f\n", m.cfg.name, o->load,

@@ -15,6 +15,7 @@
 #include "attnlab/images.h"
 #include "attnlab/io.h"
 #include "attnlab/molnet.h"
+#include "attnlab/task.h"
 #include "attnlab/train.h"
 
 typedef struct predict_opts { const char *load; int threads, batch, quiet, seen_batch; } predict_opts;
@@ -177,7 +178,7 @@ static int predict_run(const predict_opts *o, int nargs, char **args, al_error *
     if (app_images_permute(&im, perm, err) != AL_OK) goto out;
     if (!(lg = malloc((size_t)files.n * m.cfg.classes * sizeof *lg))) { al_seterr(err, "out of memory"); goto out; }
     double acc;
-    if (al_eval_image_ex(&m, &im, mean, std, o->batch, &acc, NULL, lg, NULL, NULL, err) != AL_OK) goto out;
+    if (al_model_evaluate_ex(&m, &im, mean, std, o->batch, &acc, NULL, lg, NULL, NULL, err) != AL_OK) goto out;
     print_rows(&files, lg, m.cfg.classes, names, nnames);
     rc = 0;
 out:
@@ -241,16 +242,9 @@ out:
     return rc;
 }
 
-/* The checkpoint's task from its metadata ("image" when it names none). */
-static int is_molecule_checkpoint(const char *path)
-{
-    char *meta = NULL, *task = NULL;
-    al_error e = {{0}};
-    if (al_safetensors_read_meta(path, &meta, &e) == AL_OK) task = al_meta_get(meta, "task");
-    int mol = task && !strcmp(task, "molecule");
-    free(task); free(meta);
-    return mol;
-}
+/* What predict runs on the checkpoints of each task (by AL_TASK_*; NULL: predict does not take that task). */
+static int (*const predictors[AL_TASK_COUNT])(const predict_opts *, int, char **, al_error *) = {
+    [AL_TASK_IMAGE] = predict_run, [AL_TASK_MOLECULE] = predict_mol};
 
 int cmd_predict(int argc, char **argv)
 {
@@ -261,8 +255,11 @@ int cmd_predict(int argc, char **argv)
     if (o.threads > 0) al_set_threads(o.threads);
     if (!o.quiet) fprintf(stderr, "attnlab predict: %d threads\n", al_threads());
     al_error err = {{0}};
-    rc = is_molecule_checkpoint(o.load) ? predict_mol(&o, argc - optind, argv + optind, &err)
-                                        : predict_run(&o, argc - optind, argv + optind, &err);
+    al_error te = {{0}};
+    const al_task *t = al_task_of_checkpoint(o.load, &te);   /* unreadable: the image loader says why */
+    if (t && !predictors[t->id])
+        rc = 1, al_seterr(&err, "%s is a %s checkpoint; predict takes image and molecule checkpoints", o.load, t->name);
+    else rc = predictors[t ? t->id : AL_TASK_IMAGE](&o, argc - optind, argv + optind, &err);
     if (rc) fprintf(stderr, "attnlab predict: %s\n", err.msg[0] ? err.msg : "failed");
     return rc;
 }

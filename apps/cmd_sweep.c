@@ -49,8 +49,8 @@
 static void usage(FILE *f)
 {
     char seq_models[128], mol_models[128];
-    snprintf(seq_models, sizeof seq_models, "%s", al_seq_names());
-    snprintf(mol_models, sizeof mol_models, "%s", al_mol_model_names());
+    snprintf(seq_models, sizeof seq_models, "%s", al_seq_arch_names());
+    snprintf(mol_models, sizeof mol_models, "%s", al_molnet_arch_names());
     for (char *p = seq_models; *p; p++) if (*p == '|') *p = ',';
     for (char *p = mol_models; *p; p++) if (*p == '|') *p = ',';
     fprintf(f,
@@ -165,14 +165,14 @@ static long mol_train_count(const char *data, al_error *e)
 static int check_one_data(const sweep_cfg *c, const char *data, long *full)
 {
     al_error e = {{0}};
-    if (c->taskid == TASK_SPEECH) {
+    if (c->taskid == AL_TASK_SPEECH) {
         struct stat sb;
         if (stat(data, &sb) || !S_ISDIR(sb.st_mode))
             return bad("--data: '%s' is not a directory (a speech corpus: attnlab data speech-digits --out DIR)", data);
         return 0;
     }
-    if (c->taskid == TASK_MOLECULE) return (*full = mol_train_count(data, &e)) < 0 ? bad("--data: %s", e.msg) : 0;
-    if (c->taskid == TASK_SEQUENCE) {
+    if (c->taskid == AL_TASK_MOLECULE) return (*full = mol_train_count(data, &e)) < 0 ? bad("--data: %s", e.msg) : 0;
+    if (c->taskid == AL_TASK_SEQUENCE) {
         al_gen_seq_cfg g;
         const int gen = al_gen_seq_parse(data, &g, &e);
         if (gen < 0) return bad("--data: %s", e.msg);
@@ -184,7 +184,7 @@ static int check_one_data(const sweep_cfg *c, const char *data, long *full)
                 return bad("--train-sizes: %ld is larger than the %s training set (%ld sentences)", c->splits[i].n, data, have);
         return 0;
     }
-    if (c->taskid == TASK_IMAGE) {
+    if (c->taskid == AL_TASK_IMAGE) {
         struct stat sb;
         if (!app_image_data_named(data) && (stat(data, &sb) || !S_ISDIR(sb.st_mode)))
             return bad("--data: '%s' is neither fashion-mnist, fashion-pairs nor an image folder", data);
@@ -270,7 +270,7 @@ static plan_run *make_plan(const sweep_cfg *c, const char *dir, const char *base
                     plan_run *r = &plan[k++];
                     r->model = st->models[m]; r->data = c->datas[d]; r->d = d; r->st = st; r->sp = c->splits[j];
                     r->seed = c->seeds[s];
-                    r->sized = r->sp.kind != SPLIT_ALL && (c->taskid != TASK_IMAGE || al_model_kind_find(r->model)->trainable);
+                    r->sized = r->sp.kind != SPLIT_ALL && trained_model(c->taskid, r->model);
                     r->epochs = epochs_for(c, st, r->model, &c->splits[j]);
                     r->dep = st->from >= 0 ? stage_first[st->from] : -1;   /* one run per split and seed */
                     r->init_from = r->dep >= 0 ? plan[r->dep].save : NULL;

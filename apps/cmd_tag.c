@@ -137,7 +137,7 @@ static int tag_one(const char *path, al_seq_model *m, const al_featurizer *fz, a
     int rc = 1;
     if (!pred) { al_seterr(err, "out of memory"); al_conllu_free(&d); return 1; }
     if (al_seq_data_encode(fz, &d, &sd, err) != AL_OK) goto done;
-    if (al_seq_eval(m, &sd, 256, NULL, NULL, pred, err) != AL_OK) { al_seq_data_free(&sd); goto done; }
+    if (al_seq_evaluate(m, &sd, 256, NULL, NULL, pred, err) != AL_OK) { al_seq_data_free(&sd); goto done; }
     al_seq_data_free(&sd);
     for (int s = 0; s < d.nsent; s++) {
         char *txt; size_t len;

@@ -5,25 +5,25 @@
 #include "app_mpi.h"
 #include "train_flags.h"
 
-/* What `attnlab train --task T` runs (T: task_names), and whether it trains data-parallel under mpirun. */
+/* What `attnlab train --task T` runs (T: a task of attnlab/task.h), and whether it trains data-parallel under mpirun. */
 typedef struct train_task { int (*main)(int argc, char **argv); int mpi; } train_task;
-static const train_task tasks[TASK_COUNT] = {
-    [TASK_IMAGE] = {train_image_main, 1},
-    [TASK_GRAPH] = {train_graph_main, 0},
-    [TASK_SEQUENCE] = {train_seq_main, 1},
-    [TASK_SPEECH] = {train_speech_main, 0},
-    [TASK_MOLECULE] = {train_mol_main, 0},
+static const train_task tasks[AL_TASK_COUNT] = {
+    [AL_TASK_IMAGE] = {train_image_main, 1},
+    [AL_TASK_GRAPH] = {train_graph_main, 0},
+    [AL_TASK_SEQUENCE] = {train_seq_main, 1},
+    [AL_TASK_SPEECH] = {train_speech_main, 0},
+    [AL_TASK_MOLECULE] = {train_mol_main, 0},
 };
 
 /* "image and sequence": the tasks that train data-parallel. */
 static void mpi_tasks(char *buf, size_t n)
 {
     int k = 0, total = 0;
-    for (int t = 0; t < TASK_COUNT; t++) total += tasks[t].mpi;
+    for (int t = 0; t < AL_TASK_COUNT; t++) total += tasks[t].mpi;
     size_t o = 0;
     buf[0] = 0;
-    for (int t = 0; t < TASK_COUNT && o < n; t++)
-        if (tasks[t].mpi) { o += (size_t)snprintf(buf + o, n - o, "%s%s", !k ? "" : k == total - 1 ? " and " : ", ", task_names[t]); k++; }
+    for (int t = 0; t < AL_TASK_COUNT && o < n; t++)
+        if (tasks[t].mpi) { o += (size_t)snprintf(buf + o, n - o, "%s%s", !k ? "" : k == total - 1 ? " and " : ", ", al_task_at(t)->name); k++; }
 }
 
 int cmd_train(int argc, char **argv)
@@ -34,7 +34,7 @@ int cmd_train(int argc, char **argv)
         else if (!strncmp(argv[i], "--task=", 7)) task = argv[i] + 7;
         else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             const int t = task_find(task);
-            return tasks[t < 0 ? TASK_IMAGE : t].main(argc, argv);   /* an unknown task: the image task's help */
+            return tasks[t < 0 ? AL_TASK_IMAGE : t].main(argc, argv);   /* an unknown task: the image task's help */
         }
     }
     const int t = task_find(task);

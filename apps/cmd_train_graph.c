@@ -129,7 +129,7 @@ static int on_epoch(const al_gnn_epoch *e, void *ud)
 /* Attention of the kept model: layer,head,src,dst,weight (evaluation mode), written atomically. */
 static al_status write_attention(const char *path, al_gnn *m, const al_graph *g, al_error *err)
 {
-    if (!al_gnn_model_at((int)m->cfg.kind)->capture)
+    if (!al_gnn_arch_at((int)m->cfg.kind)->capture)
         return al_seterr(err, "--attention: model %s does not write its attention weights", al_gnn_kind_name(m->cfg.kind));
     al_csr a;
     if (al_graph_adj_self_loops(g, &a, err)) return AL_ERR;
@@ -142,7 +142,7 @@ static al_status write_attention(const char *path, al_gnn *m, const al_graph *g,
     al_status st = AL_OK;
     char *buf = NULL; size_t len = 0, cap = 0;
     if (!lg || !m->attn[0] || !m->attn[1]) { st = al_seterr(err, "--attention: forward failed: %s", al_ctx_error(c)); goto out; }
-    int full = !al_gnn_model_at((int)m->cfg.kind)->graph, N = g->n;
+    int full = !al_gnn_arch_at((int)m->cfg.kind)->graph, N = g->n;
     cap = (size_t)(a.nnz * (m->cfg.heads + 1)) * 40 + 64;
     buf = malloc(cap);
     if (!buf) { st = al_seterr(err, "--attention: out of memory"); goto out; }
@@ -173,7 +173,7 @@ out:
 }
 
 /* The run's split description and id (canonical description of the run, hashed). */
-static void graph_run_id(const gopts *o, const al_gnn_cfg *cfg, const al_graph *g, long seed, char *split_desc,
+static void graph_run_id(const gopts *o, const al_gnn_config *cfg, const al_graph *g, long seed, char *split_desc,
                          size_t sn, char run_id[17], char *config, size_t cn, char canon[1024])
 {
     if (!strcmp(o->split, "per-class")) snprintf(split_desc, sn, "per-class:%d", o->per_class);
@@ -217,7 +217,7 @@ static al_status seed_split(const gopts *o, al_graph *g, long seed, int *own, al
  * seeds may execute concurrently (each with its own model, context and training split). */
 typedef struct run_out { int ok, failed, ntrain; al_gnn_result res; al_error err; } run_out;
 
-static int run_seed(const gopts *o, const al_gnn_cfg *cfg, const al_graph *g0, long seed, int tty, int single, run_out *ro)
+static int run_seed(const gopts *o, const al_gnn_config *cfg, const al_graph *g0, long seed, int tty, int single, run_out *ro)
 {
     if (single) al_set_threads(1);   /* this worker's own thread count: ops run serially, as --threads 1 */
     al_error *err = &ro->err;
@@ -235,7 +235,7 @@ static int run_seed(const gopts *o, const al_gnn_cfg *cfg, const al_graph *g0, l
     if (o->save) cli_seed_path(save, sizeof save, o->save, seed, o->nseeds > 1);
     app_resume ar;
     app_resume_init(&ar, o->checkpoint_every, o->resume, o->checkpoint ? ckpt : NULL, o->save ? save : NULL);
-    run_ctx rctx = {{.task = TASK_GRAPH, .run_id = run_id, .dataset = g.name, .model = o->model, .config = config,
+    run_ctx rctx = {{.task = AL_TASK_GRAPH, .run_id = run_id, .dataset = g.name, .model = o->model, .config = config,
                      .train_size = g.ntrain, .seed = seed, .params = (long)m.params.total, .csv = o->csv, .tty = tty,
                      .quiet = o->quiet, .ar = &ar, .err = err}, g.n, 0};
     al_gnn_result res;
@@ -321,10 +321,10 @@ static int parse_flag(gopts *o, int f, const char *a)
 static int parse_graph_opts(int argc, char **argv, gopts *o)
 {
     memset(o, 0, sizeof *o);
-    o->data = "cora"; o->model = NULL; o->split = "planetoid"; o->per_class = 20; o->frac = 0.1; o->normalize = 1;
+    o->data = al_task_at(AL_TASK_GRAPH)->default_data; o->model = NULL; o->split = "planetoid"; o->per_class = 20; o->frac = 0.1; o->normalize = 1;
     o->seeds[0] = 1; o->nseeds = 1; o->epochs = -1; o->threads = 0;
     o->hidden = o->heads = o->patience = -1; o->dropout = o->attn_dropout = o->lr = o->wd = NAN;
-    const struct option *lo = train_flags_options(TASK_GRAPH);
+    const struct option *lo = train_flags_options(AL_TASK_GRAPH);
     optind = 0; opterr = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, ":h", lo, NULL)) != -1) {
@@ -344,11 +344,11 @@ static int parse_graph_opts(int argc, char **argv, gopts *o)
 /* The model exists, every flag applies to it, to the split and to the seeds, the outputs can be written. */
 static int check_graph_opts(const gopts *o)
 {
-    if (!o->model) { fprintf(stderr, "attnlab train: --model is required (%s)\n", al_gnn_names()); return 2; }
+    if (!o->model) { fprintf(stderr, "attnlab train: --model is required (%s)\n", al_gnn_arch_names()); return 2; }
     al_error err = {{0}};
     al_gnn_kind kind;
     if (al_gnn_kind_parse(o->model, &kind, &err)) { fprintf(stderr, "attnlab train: %s\n", err.msg); return 2; }
-    flag_ctx fc = {TASK_GRAPH, o->model, train_model_props(TASK_GRAPH, o->model)};
+    flag_ctx fc = {AL_TASK_GRAPH, o->model, train_model_props(AL_TASK_GRAPH, o->model)};
     if (!strcmp(o->split, "per-class")) fc.props |= AP_PERCLASS;
     if (!strcmp(o->split, "frac")) fc.props |= AP_FRAC;
     if (o->nseeds > 1) fc.props |= AP_SEEDS;
@@ -361,9 +361,9 @@ static int check_graph_opts(const gopts *o)
 }
 
 /* ---- build ---- */
-static void graph_config(const gopts *o, al_gnn_cfg *cfg)
+static void graph_config(const gopts *o, al_gnn_config *cfg)
 {
-    al_gnn_defaults(cfg, al_gnn_model_find(o->model)->kind);
+    al_gnn_config_default(cfg, o->model, NULL);
     if (o->hidden > 0) cfg->hidden = o->hidden;
     if (o->heads > 0) cfg->heads = o->heads;
     if (o->patience >= 0) cfg->patience = o->patience;
@@ -399,7 +399,7 @@ static int check_per_class(const gopts *o, const al_graph *g0)
 
 /* ---- run ---- */
 /* Every seed (concurrently with one thread each, or one after the other); ro[s] their results. */
-static void run_seeds(const gopts *o, const al_gnn_cfg *cfg, const al_graph *g, run_out *ro)
+static void run_seeds(const gopts *o, const al_gnn_config *cfg, const al_graph *g, run_out *ro)
 {
     int tty = isatty(2);
     int conc = o->nseeds > 1 && !o->sequential && al_threads() > 1;
@@ -440,7 +440,7 @@ int train_graph_main(int argc, char **argv)
     int rc = parse_graph_opts(argc, argv, &o);
     if (rc >= 0) return rc;
     if (cli_check_env_threads("train") || check_graph_opts(&o)) return 2;
-    al_gnn_cfg cfg;
+    al_gnn_config cfg;
     graph_config(&o, &cfg);
     if (o.threads > 0) al_set_threads(o.threads);
     char dir[4096];

@@ -115,7 +115,7 @@ static void usage(FILE *f)
         "A loss over 1000x its running minimum (taken as at least 0.01) or a non-finite weight stops\n"
         "training with exit 1 (lower --lr); the last training state is kept and --save is not written.\n"
         "A flag that does not apply to the model or data (e.g. --window with sa, --epochs with conv-attn,\n"
-        "--image-size with fashion-mnist) is an error (exit 2).\n", al_model_names());
+        "--image-size with fashion-mnist) is an error (exit 2).\n", al_model_arch_names());
 }
 
 
@@ -267,10 +267,10 @@ static int parse_flag(train_image_opts *o, int f, const char *a)
 static int parse_image_opts(int argc, char **argv, train_image_opts *o)
 {
     memset(o, 0, sizeof *o);
-    o->model = al_model_kind_at(0)->name; o->data = "fashion-mnist"; o->epochs = 10; o->batch = 64; o->eval_batch = 64; o->seed = 1; o->lr = 1e-3f;
+    o->model = al_model_arch_at(0)->name; o->data = al_task_at(AL_TASK_IMAGE)->default_data; o->epochs = 10; o->batch = 64; o->eval_batch = 64; o->seed = 1; o->lr = 1e-3f;
     o->permute = -1;
     o->heads = o->depth = o->dim = o->patch = o->window = -1;
-    const struct option *lo = train_flags_options(TASK_IMAGE);
+    const struct option *lo = train_flags_options(AL_TASK_IMAGE);
     optind = 0; opterr = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
@@ -289,10 +289,10 @@ static int check_image_opts(train_image_opts *o)
     al_error err = {{0}};
     al_model_config cfg;
     if (al_model_config_default(&cfg, o->model, 1, 1, 1, 2, &err) != AL_OK) { fprintf(stderr, "attnlab train: %s\n", err.msg); return 2; }
-    flag_ctx fc = {TASK_IMAGE, o->model, train_model_props(TASK_IMAGE, o->model)};
+    flag_ctx fc = {AL_TASK_IMAGE, o->model, train_model_props(AL_TASK_IMAGE, o->model)};
     fc.props |= app_image_data_named(o->data) ? AP_IDX : AP_FOLDER;
     if (train_flags_check(&fc, o->seen)) return 2;
-    const al_model_kind *kind = al_model_kind_find(o->model);
+    const al_model_arch *kind = al_model_arch_find(o->model);
     if (!kind->trainable && !o->init_from) {
         fprintf(stderr, "attnlab train: --model %s needs --init-from CNN_CHECKPOINT (it is built from a trained cnn)\n", o->model);
         return 2;
@@ -342,7 +342,7 @@ static int apply_model_opts(const train_image_opts *o, al_model_config *cfg, al_
     if (o->pos && al_pos_parse(o->pos, &cfg->pos)) { al_seterr(err, "--pos must be none, learned, sinusoidal or relative"); return 2; }
     if (o->score && al_score_parse(o->score, &cfg->score)) { al_seterr(err, "--score must be dot or additive"); return 2; }
     if (o->norm && al_norm_parse(o->norm, &cfg->norm)) { al_seterr(err, "--norm must be softmax or relu"); return 2; }
-    const al_model_kind *kind = al_model_kind_find(cfg->name);
+    const al_model_arch *kind = al_model_arch_find(cfg->name);
     if (o->window == 0 && kind->attention) {
         al_seterr(err, "--window full is for conv-attn-ft (for full attention over the tokens use --model sa)");
         return 2;
@@ -368,7 +368,7 @@ static int build_image_model(const train_image_opts *o, image_run *R, al_error *
     if (al_model_init(&R->m, &R->cfg, (uint64_t)o->seed, err) != AL_OK) return 2;
     R->have_model = 1;
     if (o->init_from && R->m.kind->trainable) {   /* start from a checkpoint with the same parameter names and shapes */
-        const al_model_kind *k = R->m.kind;
+        const al_model_arch *k = R->m.kind;
         if (k->from) {                            /* or of the model this one is built from (conv-attn-ft: a cnn) */
             al_model src;
             float mean[4], std[4];
@@ -411,9 +411,9 @@ static int conv_attn_eval(const train_image_opts *o, al_model *m, const al_image
     memcpy(m->params.data, cnn.params.data, (size_t)m->params.total * sizeof(float));
     al_model_refresh(m);
     t[0] = al_time();
-    if (al_eval_image(&cnn, T, mean, std, 256, &acc[0], p1, err) != AL_OK) goto done;
+    if (al_model_evaluate(&cnn, T, mean, std, 256, &acc[0], p1, err) != AL_OK) goto done;
     t[1] = al_time();
-    if (al_eval_image(m, T, mean, std, 256, &acc[1], p2, err) != AL_OK) goto done;
+    if (al_model_evaluate(m, T, mean, std, 256, &acc[1], p2, err) != AL_OK) goto done;
     t[2] = al_time();
     int same = 0;
     for (int i = 0; i < T->n; i++) same += p1[i] == p2[i];
@@ -441,7 +441,7 @@ static int run_conv_attn(const train_image_opts *o, image_run *R, al_error *err)
     if (o->csv) {
         char config[1024];
         al_run_config(config, sizeof config, canon);
-        train_run run = {.task = TASK_IMAGE, .run_id = run_id, .dataset = R->dname, .model = o->model, .config = config,
+        train_run run = {.task = AL_TASK_IMAGE, .run_id = run_id, .dataset = R->dname, .model = o->model, .config = config,
                          .seed = o->seed, .params = (long)m->params.total, .csv = o->csv, .err = err};
         train_epoch e = train_epoch_none();
         e.final = 1; e.test_acc = acc[1];
@@ -507,7 +507,7 @@ static void start_progress(prog *pg, const train_image_opts *o, image_run *R, co
                            al_error *err)
 {
     memset(pg, 0, sizeof *pg);
-    pg->run = (train_run){.task = TASK_IMAGE, .run_id = run_id, .dataset = R->dname, .model = o->model, .config = config,
+    pg->run = (train_run){.task = AL_TASK_IMAGE, .run_id = run_id, .dataset = R->dname, .model = o->model, .config = config,
                           .train_size = R->D.train.n, .seed = o->seed, .params = (long)R->m.params.total, .csv = o->csv,
                           .tty = isatty(2), .quiet = o->quiet, .ar = &R->ar, .err = err};
     pg->last_test_acc = NAN; pg->last_loss = NAN;
@@ -543,7 +543,7 @@ static int run_training(const train_image_opts *o, image_run *R, al_error *err)
         fprintf(stderr, "attnlab train: %s (%lld params) on %s: %d train / %d test images %dx%dx%d, %d classes, run %s\n",
                 o->model, (long long)R->m.params.total, R->dname, T->n, R->D.test.n, T->c, T->h, T->w, R->classes, run_id);
     double t0 = al_time();
-    if (al_train_image(&R->m, T, &R->D.test, &tc, on_progress, &pg, err) != AL_OK) { app_resume_fail_note(&R->ar, err); return 1; }
+    if (al_model_train(&R->m, T, &R->D.test, &tc, on_progress, &pg, err) != AL_OK) { app_resume_fail_note(&R->ar, err); return 1; }
     double secs = al_time() - t0;
     if (o->save && save_image(o, R, &tc, run_id, pg.last_test_acc, err) != AL_OK) return 1;
     printf("run %s task image data %s model %s train_size %d seed %ld epochs %d params %lld train_loss %.4f test_acc %.4f seconds %.1f%s%s\n",
@@ -560,7 +560,7 @@ int train_image_main(int argc, char **argv)
     if (rc >= 0) return rc;
     if (cli_check_env_threads("train") || check_image_opts(&o)) return 2;
     if (app_train_dist(o.checkpoint || o.checkpoint_every || o.resume, &o.csv, &o.save, &o.quiet, &o.threads, &o.dist)) return 2;
-    if (o.dist && o.dist->size > 1 && !al_model_kind_find(o.model)->trainable) {
+    if (o.dist && o.dist->size > 1 && !al_model_arch_find(o.model)->trainable) {
         if (!o.dist->rank) fprintf(stderr, "attnlab train: --model %s is not trained; run it on one process\n", o.model);
         return 2;
     }

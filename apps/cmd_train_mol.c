@@ -120,12 +120,12 @@ static int parse_flag(mol_opts *o, int f, const char *a)
 static int parse_mol_opts(int argc, char **argv, mol_opts *o)
 {
     memset(o, 0, sizeof *o);
-    o->data = "esol"; o->seeds[0] = 1; o->nseeds = 1;
+    o->data = al_task_at(AL_TASK_MOLECULE)->default_data; o->seeds[0] = 1; o->nseeds = 1;
     o->dim = o->heads = o->depth = o->hidden = o->epochs = o->batch = -1;
     o->lr = o->wd = o->dropout = NAN; o->frac = 1;
     optind = 0; opterr = 0;
     int ch;
-    while ((ch = getopt_long(argc, argv, ":h", train_flags_options(TASK_MOLECULE), NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, ":h", train_flags_options(AL_TASK_MOLECULE), NULL)) != -1) {
         if (ch == 'h' || ch == TF_BASE + TF_HELP) { usage(stdout); return 0; }
         if (ch == ':') { fprintf(stderr, "attnlab train: %s needs a value (see attnlab train --task molecule --help)\n", argv[optind - 1]); return 2; }
         if (ch < TF_BASE || ch >= TF_BASE + TF_NFLAGS) { fprintf(stderr, "attnlab train: unknown option '%s' for --task molecule (see attnlab train --task molecule --help)\n", argv[optind - 1]); return 2; }
@@ -133,18 +133,18 @@ static int parse_mol_opts(int argc, char **argv, mol_opts *o)
         if (parse_flag(o, ch - TF_BASE, optarg)) return 2;
     }
     if (optind < argc) { fprintf(stderr, "attnlab train: unexpected argument '%s'\n", argv[optind]); return 2; }
-    if (!o->model) { fprintf(stderr, "attnlab train: --model is required (%s)\n", al_mol_model_names()); return 2; }
-    const al_mol_model *k = al_mol_model_find(o->model);
-    if (!k) { fprintf(stderr, "attnlab train: unknown molecule model '%s' (expected %s)\n", o->model, al_mol_model_names()); return 2; }
-    if (train_flags_check_model(TASK_MOLECULE, o->model, o->seen)) return 2;
+    if (!o->model) { fprintf(stderr, "attnlab train: --model is required (%s)\n", al_molnet_arch_names()); return 2; }
+    const al_molnet_arch *k = al_molnet_arch_find(o->model);
+    if (!k) { fprintf(stderr, "attnlab train: unknown molecule model '%s' (expected %s)\n", o->model, al_molnet_arch_names()); return 2; }
+    if (train_flags_check_model(AL_TASK_MOLECULE, o->model, o->seen)) return 2;
     if (cli_output("train", "--csv", o->csv, 1) || cli_output("train", "--save", o->save, 0)) return 2;   /* before any data is read */
     return -1;
 }
 
 /* Options over the model's defaults; 0 or an exit status (message printed). */
-static int mol_config(const mol_opts *o, const al_molset *ms, al_molnet_cfg *cfg)
+static int mol_config(const mol_opts *o, const al_molset *ms, al_molnet_config *cfg)
 {
-    al_molnet_defaults(cfg, al_mol_model_find(o->model));
+    al_molnet_config_default(cfg, o->model, NULL);
     if (o->dim > 0) cfg->dim = o->dim;
     if (o->heads > 0) cfg->heads = o->heads;
     if (o->depth > 0) cfg->depth = o->depth;
@@ -183,7 +183,7 @@ static int on_epoch(const al_mol_epoch *e, void *ud)
     return 0;
 }
 
-static void mol_run_id(const mol_opts *o, const al_molnet_cfg *cfg, const al_molset *ms, long seed, run_ctx *r)
+static void mol_run_id(const mol_opts *o, const al_molnet_config *cfg, const al_molset *ms, long seed, run_ctx *r)
 {
     char *canon = r->canon;
     snprintf(canon, sizeof r->canon, "task=molecule;dataset=%s;model=%s;train_size=%d;seed=%ld;epochs=%d;target=%s;dim=%d;heads=%d;"
@@ -206,7 +206,7 @@ static al_status save_mol(const mol_opts *o, const al_molnet *m, const al_molset
 }
 
 /* One seed on ms0 (its training split cut to --train-frac for this seed); prints its result line. */
-static int run_seed(const mol_opts *o, const al_molnet_cfg *cfg, const al_molset *ms0, long seed, al_mol_result *res)
+static int run_seed(const mol_opts *o, const al_molnet_config *cfg, const al_molset *ms0, long seed, al_mol_result *res)
 {
     al_error err = {{0}};
     al_molnet m;
@@ -227,7 +227,7 @@ static int run_seed(const mol_opts *o, const al_molnet_cfg *cfg, const al_molset
     if (o->save) cli_seed_path(save, sizeof save, o->save, seed, o->nseeds > 1);
     app_resume ar;
     app_resume_init(&ar, o->checkpoint_every, o->resume, o->checkpoint ? ckpt : NULL, o->save ? save : NULL);
-    r.run = (train_run){.task = TASK_MOLECULE, .run_id = r.run_id, .dataset = ms->name, .model = o->model, .config = r.config,
+    r.run = (train_run){.task = AL_TASK_MOLECULE, .run_id = r.run_id, .dataset = ms->name, .model = o->model, .config = r.config,
                         .train_size = ms->ntrain, .seed = seed, .params = (long)m.params.total, .csv = o->csv,
                         .tty = isatty(2), .quiet = o->quiet, .ar = &ar, .err = &err};
     double t0 = al_time();
@@ -268,7 +268,7 @@ int train_mol_main(int argc, char **argv)
         fprintf(stderr, "attnlab train: %s\n", err.msg);
         return 1;
     }
-    al_molnet_cfg cfg;
+    al_molnet_config cfg;
     if ((rc = mol_config(&o, &ms, &cfg))) { al_molset_free(&ms); return rc; }
     if (!o.quiet)
         fprintf(stderr, "attnlab train: %s on %s (%s): %d molecules (%d train, %d val, %d test), %lld atoms, %d features; %d threads\n",

@@ -60,7 +60,7 @@ static void usage(FILE *f)
         "resuming (as for images: attnlab train --help):\n"
         "  --checkpoint-every N  --checkpoint FILE (default SAVE.train, else attnlab-RUNID.train)  --resume\n"
         "A loss over 1000x its running minimum or a non-finite weight stops training (exit 1; lower --lr).\n",
-        al_seq_names());
+        al_seq_arch_names());
 }
 
 typedef struct sprog {
@@ -135,7 +135,7 @@ int seq_parse(int argc, char **argv, sopts *o, int (*own)(void *ud, int f, const
         if (ch < TF_BASE || ch >= TF_BASE + TF_NFLAGS) return cli_bad_option(CMD, argv);   /* not an option of this task */
         const int f = ch - TF_BASE;
         o->seen[f] = 1;
-        if ((bad = seq_common_opt(o, task_names[o->task], f, optarg)) == 2) return 2;
+        if ((bad = seq_common_opt(o, al_task_at(o->task)->name, f, optarg)) == 2) return 2;
         if (bad == 1) bad = own(ud, f, optarg);
     }
     if (bad) return 2;
@@ -155,11 +155,11 @@ static int seq_own_opt(void *ud, int f, const char *arg)
 static int parse_seq_args(int argc, char **argv, sopts *o)
 {
     memset(o, 0, sizeof *o);
-    o->data = "ud-english-ewt"; o->epochs = 10; o->batch = 32; o->eval_batch = 256; o->seed = 1; o->lr = 1e-3; o->wd = 0.01;
-    o->max_len = AL_CONLLU_MAX_LEN; o->window = -2; o->task = TASK_SEQUENCE;
+    o->data = al_task_at(AL_TASK_SEQUENCE)->default_data; o->epochs = 10; o->batch = 32; o->eval_batch = 256; o->seed = 1; o->lr = 1e-3; o->wd = 0.01;
+    o->max_len = AL_CONLLU_MAX_LEN; o->window = -2; o->task = AL_TASK_SEQUENCE;
     int rc = seq_parse(argc, argv, o, seq_own_opt, o, usage);
     if (rc) return rc;
-    if (!o->model) { fprintf(stderr, "attnlab train: --task sequence needs --model %s\n", al_seq_names()); return 2; }
+    if (!o->model) { fprintf(stderr, "attnlab train: --task sequence needs --model %s\n", al_seq_arch_names()); return 2; }
     if (cli_output(CMD, "--csv", o->csv, 1) || cli_output(CMD, "--save", o->save, 0)) return 2;   /* before the treebank is read */
     return 0;
 }
@@ -276,7 +276,7 @@ static int run_seq(const sopts *o, seq_run *R, al_seq_config *cfg, al_error *err
     al_run_config(config, sizeof config, canon);
     sprog pg;
     memset(&pg, 0, sizeof pg);
-    pg.run = (train_run){.task = TASK_SEQUENCE, .run_id = run_id, .dataset = R->dname, .model = o->model, .config = config,
+    pg.run = (train_run){.task = AL_TASK_SEQUENCE, .run_id = run_id, .dataset = R->dname, .model = o->model, .config = config,
                          .train_size = R->tr.nsent, .seed = o->seed, .params = (long)R->m.params.total, .csv = o->csv,
                          .tty = isatty(2), .quiet = o->quiet, .ar = &R->ar, .err = err};
     pg.test_acc = pg.unseen_acc = pg.ambig_acc = pg.loss = NAN;

@@ -68,7 +68,7 @@ static void usage(FILE *f)
         "  --quiet              no progress on stderr\n"
         "resuming: --checkpoint-every N  --checkpoint FILE  --resume (as for images)\n"
         "A loss over 1000x its running minimum or a non-finite weight stops training (exit 1; lower --lr).\n",
-        al_seq_names());
+        al_seq_arch_names());
 }
 
 /* One speech option (f: TF_*) into *O; 0, or -1 after one line on stderr. */
@@ -108,11 +108,11 @@ static int parse_args(int argc, char **argv, spopts *O)
     memset(O, 0, sizeof *O);
     sopts *o = &O->s;
     o->data = NULL; o->epochs = 20; o->batch = 16; o->eval_batch = 64; o->seed = 1; o->lr = 1e-3; o->wd = 0.01; o->max_len = 1000000; o->window = -2;
-    o->task = TASK_SPEECH;
+    o->task = AL_TASK_SPEECH;
     O->fe.cmvn = 1; O->max_seconds = -1; O->subsample = 1;
     int rc = seq_parse(argc, argv, o, speech_opt, O, usage);
     if (rc) return rc;
-    if (!o->model) { fprintf(stderr, "attnlab train: --task speech needs --model %s\n", al_seq_names()); return 2; }
+    if (!o->model) { fprintf(stderr, "attnlab train: --task speech needs --model %s\n", al_seq_arch_names()); return 2; }
     if (!o->data) { fprintf(stderr, "attnlab train: --task speech needs --data DIR (make one: attnlab data speech-digits --out DIR)\n"); return 2; }
     if (!strcmp(o->model, "fc")) { fprintf(stderr, "attnlab train: --model fc sees one frame alone; speech takes window-fc, rnn, sa or trunc\n"); return 2; }
     if (O->target == T_SPEAKER && O->train_speakers) { fprintf(stderr, "attnlab train: --train-speakers does not apply to --target speaker (the speakers are the classes)\n"); return 2; }
@@ -321,7 +321,7 @@ static int run(const spopts *O, srun *R, al_seq_config *cfg, al_error *err)
     al_run_config(config, sizeof config, canon);
     sprog pg;
     memset(&pg, 0, sizeof pg);
-    pg.run = (train_run){.task = TASK_SPEECH, .run_id = run_id, .dataset = R->dataset, .model = o->model, .config = config,
+    pg.run = (train_run){.task = AL_TASK_SPEECH, .run_id = run_id, .dataset = R->dataset, .model = o->model, .config = config,
                          .train_size = R->tr.n, .seed = o->seed, .params = (long)R->m.params.total, .csv = o->csv,
                          .tty = isatty(2), .quiet = o->quiet, .ar = &R->ar, .err = err};
     pg.test_acc = pg.ser = pg.loss = NAN;

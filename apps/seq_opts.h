@@ -8,7 +8,7 @@
 typedef struct sopts {
     const char *model, *data, *csv, *save, *pos, *score, *norm, *rnn, *checkpoint;
     int epochs, batch, eval_batch, threads, train_size, quiet, max_len, window, heads, depth, checkpoint_every, resume;
-    int task;                           /* TASK_SEQUENCE or TASK_SPEECH */
+    int task;                           /* AL_TASK_SEQUENCE or AL_TASK_SPEECH */
     unsigned char seen[TF_NFLAGS];      /* the flags given (train_flags_check_model) */
     const struct al_dist *dist;         /* under mpirun: this rank's share (app_mpi.h) */
     long seed;

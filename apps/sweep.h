@@ -178,6 +178,8 @@ int  model_points(const stage *s, const char *model);
 void model_point(const stage *s, const char *model, long p, int *val, char *desc, size_t dn);
 int  epochs_for(const sweep_cfg *c, const stage *s, const char *model, const split *sp);
 int  known_model(int task, const char *name);
+/* A model of the task that sweep trains (known, and not only built from another's checkpoint: image conv-attn). */
+int  trained_model(int task, const char *name);
 
 /* sweep_presets.c: preset files (key = value lines, [stage NAME] sections; docs/experiments.md) */
 typedef struct preset_line { char *key, *sel, *val; int line; } preset_line;

@@ -77,7 +77,7 @@ static int answers(const sweep_cfg *c, const plan_run *r, const al_result_row *w
 {
     const int any_seed = r->init_from && c->adopt_init && !r->sized;
     if (strcmp(w->task, c->task) || strcmp(w->model, r->model) || (w->seed != r->seed && !any_seed)) return 0;
-    if (c->taskid != TASK_SPEECH && strcmp(w->dataset, r->data)) return 0;
+    if (c->taskid != AL_TASK_SPEECH && strcmp(w->dataset, r->data)) return 0;
     const long full = c->full_size[r->d];
     if (r->sized && r->sp.kind == SPLIT_SIZE && w->train_size != r->sp.n) return 0;
     if (r->sp.kind == SPLIT_FRAC && full > 0 && w->train_size != lround(r->sp.frac * (double)full)) return 0;

@@ -135,25 +135,26 @@ void split_str(const split *sp, char *buf, size_t n)
  * stage builds from a cnn checkpoint); "a, b or c" into buf. */
 static const char *task_model_list(int task, char *buf, size_t n)
 {
-    const char *names[MAXLIST];
-    int k = 0;
-    for (int i = 0; task == TASK_IMAGE && i < al_model_kind_count() && k < MAXLIST; i++)
-        if (al_model_kind_at(i)->trainable) names[k++] = al_model_kind_at(i)->name;
-    for (int i = 0; task == TASK_GRAPH && i < al_gnn_model_count() && k < MAXLIST; i++) names[k++] = al_gnn_model_at(i)->name;
-    for (int i = 0; (task == TASK_SEQUENCE || task == TASK_SPEECH) && i < al_seq_kind_count() && k < MAXLIST; i++)
-        names[k++] = al_seq_kind_at(i)->name;
-    for (int i = 0; task == TASK_MOLECULE && i < al_mol_model_count() && k < MAXLIST; i++) names[k++] = al_mol_model_at(i)->name;
+    const al_task *t = al_task_at(task);
+    al_task_model m;
+    int k = 0, total = 0;
+    for (int i = 0; t->model_at(i, &m) == AL_OK; i++) total += m.trainable;
     size_t o = 0;
     buf[0] = 0;
-    for (int i = 0; i < k && o < n; i++)
-        o += (size_t)snprintf(buf + o, n - o, "%s%s", i == 0 ? "" : i == k - 1 ? " or " : ", ", names[i]);
+    for (int i = 0; t->model_at(i, &m) == AL_OK && o < n; i++)
+        if (m.trainable) { o += (size_t)snprintf(buf + o, n - o, "%s%s", k == 0 ? "" : k == total - 1 ? " or " : ", ", m.name); k++; }
     return buf;
 }
 
 int known_model(int task, const char *name)
 {
-    if (task == TASK_IMAGE) return al_model_kind_find(name) != NULL;
-    return train_model_props(task, name) != 0;
+    return al_task_model_find(al_task_at(task), name, NULL, NULL) == AL_OK;
+}
+
+int trained_model(int task, const char *name)
+{
+    al_task_model m;
+    return al_task_model_find(al_task_at(task), name, &m, NULL) == AL_OK && m.trainable;
 }
 
 static int axis_applies(int task, const axis *a, const char *model)
@@ -171,8 +172,8 @@ static int check_axes(int task, stage *s)
         const axis *a = &s->axes[i];
         const unsigned need = train_model_flag_need(task, a->flag);
         if (!need)
-            return bad("--%s is not a model flag of --task %s (see attnlab train%s%s --help)", a->flag, task_names[task],
-                       task == TASK_IMAGE ? "" : " --task ", task == TASK_IMAGE ? "" : task_names[task]);
+            return bad("--%s is not a model flag of --task %s (see attnlab train%s%s --help)", a->flag, al_task_at(task)->name,
+                       task == AL_TASK_IMAGE ? "" : " --task ", task == AL_TASK_IMAGE ? "" : al_task_at(task)->name);
         int used = 0;
         for (int m = 0; m < s->nmodels; m++) used |= axis_applies(task, a, s->models[m]);
         const char *kind = need & AP_ATTENTION ? "attention" : need & AP_WINDOWED ? "windowed" : need & AP_RECURRENT
@@ -224,7 +225,7 @@ int add_axis(stage *s, const char *flag, const char *vals, const char *only, con
 int epochs_for(const sweep_cfg *c, const stage *s, const char *model, const split *sp)
 {
     (void)c;
-    if (s->task == TASK_IMAGE && !al_model_kind_find(model)->trainable) return 0;   /* built, not trained */
+    if (!trained_model(s->task, model)) return 0;   /* built, not trained */
     const epoch_rule *r = &s->epochs;
     for (int i = 0; i < s->nover; i++)
         if ((!s->over[i].model[0] || !strcmp(s->over[i].model, model)) && sp->n >= s->over[i].from_size) {
@@ -338,24 +339,24 @@ static int freeform(sweep_cfg *c, cli_args *a)
     if (s->nmodels < 0) return 2;
     for (int i = 0; i < s->nmodels; i++) {
         char list[256];
-        if (!known_model(c->taskid, s->models[i]) || (c->taskid == TASK_IMAGE && !al_model_kind_find(s->models[i])->trainable))
+        if (!trained_model(c->taskid, s->models[i]))
             return bad("--models: unknown %s model '%s' (expected %s)", c->task, s->models[i],
                        task_model_list(c->taskid, list, sizeof list));
         for (int j = 0; j < i; j++)
             if (!strcmp(s->models[i], s->models[j])) return bad("--models: '%s' appears twice", s->models[i]);
     }
     const int t = c->taskid;
-    if (t == TASK_GRAPH) {
+    if (t == AL_TASK_GRAPH) {
         if (a->sizes) return bad("--train-sizes is for --task image, sequence and speech; graphs take --labels-per-class / --train-frac");
         if (!a->lpc && !a->frac && !a->planetoid) return bad("--task graph needs --labels-per-class LIST, --train-frac LIST or --planetoid");
         if ((a->lpc && add_splits("--labels-per-class", a->lpc, SPLIT_LPC, c, s->use)) || (a->frac && add_splits("--train-frac", a->frac, SPLIT_FRAC, c, s->use)))
             return 2;
         if (a->planetoid) { s->use[c->nsplits] = 1; c->splits[c->nsplits++] = (split){SPLIT_PLANETOID, 0, 0}; }
     } else {
-        if (a->lpc || a->planetoid || (a->frac && t != TASK_MOLECULE))
+        if (a->lpc || a->planetoid || (a->frac && t != AL_TASK_MOLECULE))
             return bad("--labels-per-class and --planetoid are for --task graph, --train-frac for graph and molecule");
-        if (a->sizes && t == TASK_MOLECULE) return bad("--train-sizes is not for --task molecule (--train-frac F,...)");
-        if (!a->sizes && (t == TASK_IMAGE || t == TASK_SEQUENCE)) return bad("--task %s needs --train-sizes LIST", c->task);
+        if (a->sizes && t == AL_TASK_MOLECULE) return bad("--train-sizes is not for --task molecule (--train-frac F,...)");
+        if (!a->sizes && (t == AL_TASK_IMAGE || t == AL_TASK_SEQUENCE)) return bad("--task %s needs --train-sizes LIST", c->task);
         if ((a->sizes && add_splits("--train-sizes", a->sizes, SPLIT_SIZE, c, s->use)) || (a->frac && add_splits("--train-frac", a->frac, SPLIT_FRAC, c, s->use)))
             return 2;
         if (!c->nsplits) { s->use[0] = 1; c->splits[c->nsplits++] = (split){SPLIT_ALL, 0, 0}; }
@@ -407,8 +408,7 @@ static int preset_with_cli(sweep_cfg *c, const cli_args *a)
 /* Every dataset of the --data list once, the defaults, the size of the plan; 0 or 2. */
 static int finish(sweep_cfg *c)
 {
-    static const char *const default_data[TASK_COUNT] = {"fashion-mnist", "cora", "ud-english-ewt", NULL, "esol"};
-    if (!c->data) c->data = default_data[c->taskid];
+    if (!c->data) c->data = al_task_at(c->taskid)->default_data;
     if (!c->data) return bad("--task speech needs --data CORPUS (make one: attnlab data speech-digits --out CORPUS)");
     c->ndata = split_list("--data", c->data, c->datas, MAXLIST, &c->data_buf);   /* a list: each dataset a grid point */
     if (c->ndata < 0) return 2;

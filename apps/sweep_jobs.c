@@ -275,14 +275,14 @@ static int child_args(const sweep_cfg *c, const plan_run *r, const char *exe, co
     /* Long image runs (small splits under the step budget) are evaluated about `evals` times, and after
      * the last epoch, instead of after each of hundreds of epochs: evaluation would dominate. */
     const int evals = r->st->evals;
-    if (c->taskid == TASK_IMAGE && r->epochs > evals) {
+    if (c->taskid == AL_TASK_IMAGE && r->epochs > evals) {
         snprintf(bufs[2], 32, "%d", (r->epochs + evals - 1) / evals);
         av[n++] = "--eval-every"; av[n++] = bufs[2];
     }
     n += run_axis_args(r, av + n, flags);
     snprintf(bufs[3], 32, "%ld", r->seed);
     av[n++] = "--seed"; av[n++] = bufs[3]; av[n++] = "--csv"; av[n++] = r->part; av[n++] = "--quiet";
-    const int trained = c->taskid != TASK_IMAGE || al_model_kind_find(r->model)->trainable;
+    const int trained = trained_model(c->taskid, r->model);
     /* a state after every epoch: a killed sweep continues this run where it stopped */
     if (trained) { av[n++] = "--checkpoint-every"; av[n++] = "1"; av[n++] = "--checkpoint"; av[n++] = r->ckpt; av[n++] = "--resume"; }
     if (r->save) { av[n++] = "--save"; av[n++] = r->save; }

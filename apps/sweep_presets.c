@@ -166,7 +166,7 @@ static int preset_epochs(stage *s, const preset_line *l)
     if (!strncmp(l->sel, "size>=", 6)) {
         if (parse_int(l->sel + 6, 1, LONG_MAX, &from)) return PBAD(l, "epochs[%s]: want size>=N", l->sel);
         o->from_size = from;
-    } else if (!known_model(s->task, l->sel)) return PBAD(l, "epochs[%s]: not a %s model", l->sel, task_names[s->task]);
+    } else if (!known_model(s->task, l->sel)) return PBAD(l, "epochs[%s]: not a %s model", l->sel, al_task_at(s->task)->name);
     else snprintf(o->model, sizeof o->model, "%s", l->sel);
     return 0;
 }
@@ -177,7 +177,7 @@ static int stage_key(sweep_cfg *c, stage *s, const preset_line *l, int *from_lin
     long v;
     if (!strcmp(l->key, "epochs")) return preset_epochs(s, l);
     if (l->sel && train_model_flag_need(c->taskid, l->key)) {
-        if (!known_model(c->taskid, l->sel)) return PBAD(l, "%s[%s]: not a %s model", l->key, l->sel, task_names[c->taskid]);
+        if (!known_model(c->taskid, l->sel)) return PBAD(l, "%s[%s]: not a %s model", l->key, l->sel, al_task_at(c->taskid)->name);
         return add_axis(s, l->key, l->val, l->sel, where(l));
     }
     if (l->sel) return PBAD(l, "%s[%s]: only epochs and model flags take a [selector]", l->key, l->sel);
@@ -186,7 +186,7 @@ static int stage_key(sweep_cfg *c, stage *s, const preset_line *l, int *from_lin
         s->nmodels = split_list(where(l), l->val, s->models, MAXLIST, &s->models_buf);
         if (s->nmodels < 0) return 2;
         for (int i = 0; i < s->nmodels; i++)
-            if (!known_model(c->taskid, s->models[i])) return PBAD(l, "models: unknown %s model '%s'", task_names[c->taskid], s->models[i]);
+            if (!known_model(c->taskid, s->models[i])) return PBAD(l, "models: unknown %s model '%s'", al_task_at(c->taskid)->name, s->models[i]);
         return 0;
     }
     if (!strcmp(l->key, "evals")) {
@@ -261,8 +261,8 @@ static int preset_block(sweep_cfg *c, stage *s, int a, int b, int global, unsign
         if (rc == 1) rc = stage_key(c, s, l, from_line);
         if (rc == 1) {
             if (!global && is_global_key(l->key)) return PBAD(l, "%s is a setting of the whole preset (put it before the first [stage])", l->key);
-            for (int t = 0; t < TASK_COUNT; t++)                /* a flag of another task */
-                if (train_model_flag_need(t, l->key)) return PBAD(l, "%s is not a model flag of task %s", l->key, task_names[c->taskid]);
+            for (int t = 0; t < AL_TASK_COUNT; t++)                /* a flag of another task */
+                if (train_model_flag_need(t, l->key)) return PBAD(l, "%s is not a model flag of task %s", l->key, al_task_at(c->taskid)->name);
             return PBAD(l, "unknown key '%s' (docs/experiments.md lists the keys)", l->key);
         }
         if (rc) return 2;
@@ -323,7 +323,7 @@ static int preset_stages(sweep_cfg *c)
     g_global.task = c->taskid; g_global.name = ""; g_global.from = -1;
     if (preset_block(c, &g_global, 0, end0, 1, guse, &fl)) return 2;
     if (fl >= 0) return PBAD(&g_pf.lines[fl], "init-from belongs to a [stage]");
-    if (c->nsplits == 0 && (c->taskid == TASK_SPEECH || c->taskid == TASK_MOLECULE)) {
+    if (c->nsplits == 0 && (c->taskid == AL_TASK_SPEECH || c->taskid == AL_TASK_MOLECULE)) {
         c->splits[c->nsplits++] = (split){SPLIT_ALL, 0, 0};   /* every training example */
         guse[0] = 1;
     }
@@ -363,7 +363,7 @@ int preset_apply(sweep_cfg *c, const char *name)
     if (preset_stages(c)) return 2;
     if (!c->nseeds) return bad("%s: no seeds", g_pf.path);
     if (!c->nsplits)
-        return bad("%s: no %s", g_pf.path, c->taskid == TASK_GRAPH ? "labels-per-class, train-frac or planetoid" : "train-sizes");
+        return bad("%s: no %s", g_pf.path, c->taskid == AL_TASK_GRAPH ? "labels-per-class, train-frac or planetoid" : "train-sizes");
     return 0;
 }
 
@@ -371,7 +371,7 @@ int preset_apply(sweep_cfg *c, const char *name)
  * the same runs, the same run ids, fewer of them; 0 or 2. */
 int preset_subset(sweep_cfg *c, const char *lpc, const char *frac)
 {
-    if (c->taskid != TASK_GRAPH) return bad("--labels-per-class and --train-frac restrict the graph presets only");
+    if (c->taskid != AL_TASK_GRAPH) return bad("--labels-per-class and --train-frac restrict the graph presets only");
     split all[MAXLIST];
     unsigned char use[MAXSTAGES][MAXLIST];
     const int nall = c->nsplits;

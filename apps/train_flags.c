@@ -15,52 +15,50 @@ const train_flag train_flags[TF_NFLAGS] = { TRAIN_FLAGS(TF_ROW) };
 static int known(int task, int f)
 {
     const unsigned *need = train_flags[f].need;
-    return (task <= TASK_GRAPH ? need[TASK_IMAGE] | need[TASK_GRAPH] : need[task]) != 0;
+    return (task <= AL_TASK_GRAPH ? need[AL_TASK_IMAGE] | need[AL_TASK_GRAPH] : need[task]) != 0;
 }
 
 const struct option *train_flags_options(int task)
 {
-    static struct option lo[TASK_COUNT][TF_NFLAGS + 1];   /* zeroed: each table ends with {0} */
-    if (task < 0 || task >= TASK_COUNT) task = TASK_IMAGE;
+    static struct option lo[AL_TASK_COUNT][TF_NFLAGS + 1];   /* zeroed: each table ends with {0} */
+    if (task < 0 || task >= AL_TASK_COUNT) task = AL_TASK_IMAGE;
     for (int f = 0, k = 0; f < TF_NFLAGS; f++)
         if (known(task, f)) lo[task][k++] = (struct option){train_flags[f].name, train_flags[f].has_arg, 0, TF_BASE + f};
     return lo[task];
 }
 
-static unsigned image_props(const al_model_kind *k)
+static unsigned image_props(const al_model_arch *k)
 {
     return AP_ANY | (k->trainable ? AP_TRAINABLE : 0u) | (k->attention ? AP_ATTENTION : 0u) |
            (k->windowed ? AP_WINDOWED : 0u);
 }
-static unsigned graph_props(const al_gnn_model *k)
+static unsigned graph_props(const al_gnn_arch *k)
 {
     return AP_ANY | (k->attention ? AP_ATTENTION : 0u) | (k->capture ? AP_ATTNMAP : 0u);
 }
 
-const char *const task_names[TASK_COUNT] = {"image", "graph", "sequence", "speech", "molecule"};
-
 int task_find(const char *name)
 {
-    for (int t = 0; name && t < TASK_COUNT; t++) if (!strcmp(name, task_names[t])) return t;
-    return -1;
+    const al_task *t = al_task_find(name);
+    return t ? (int)t->id : -1;
 }
 
 unsigned train_model_props(int task, const char *model)
 {
-    if (task == TASK_IMAGE) {
-        const al_model_kind *k = al_model_kind_find(model);
+    if (task == AL_TASK_IMAGE) {
+        const al_model_arch *k = al_model_arch_find(model);
         return k ? image_props(k) : 0;
     }
-    if (task == TASK_SEQUENCE || task == TASK_SPEECH) {
-        const al_seq_kind *k = al_seq_kind_find(model);
+    if (task == AL_TASK_SEQUENCE || task == AL_TASK_SPEECH) {
+        const al_seq_arch *k = al_seq_arch_find(model);
         return k ? AP_ANY | (k->attention ? AP_ATTENTION : 0u) | (k->windowed ? AP_WINDOWED : 0u) |
                    (k->recurrent ? AP_RECURRENT : 0u) : 0;
     }
-    if (task == TASK_MOLECULE) {
-        const al_mol_model *k = al_mol_model_find(model);
+    if (task == AL_TASK_MOLECULE) {
+        const al_molnet_arch *k = al_molnet_arch_find(model);
         return k ? AP_ANY | (k->attention ? AP_ATTENTION : 0u) | (k->layers ? AP_LAYERS : 0u) : 0;
     }
-    const al_gnn_model *k = al_gnn_model_find(model);
+    const al_gnn_arch *k = al_gnn_arch_find(model);
     return k ? graph_props(k) : 0;
 }
 
@@ -75,13 +73,13 @@ static int run_level(int f)
     for (size_t i = 0; i < sizeof own / sizeof *own; i++) if (own[i] == f) return 1;
     const unsigned data = AP_FOLDER | AP_IDX | AP_PERCLASS | AP_FRAC | AP_SEEDS | AP_ATTNMAP;
     unsigned any = 0;
-    for (int t = 0; t < TASK_COUNT; t++) any |= train_flags[f].need[t];
+    for (int t = 0; t < AL_TASK_COUNT; t++) any |= train_flags[f].need[t];
     return !train_flags[f].has_arg || (any & data);
 }
 
 unsigned train_model_flag_need(int task, const char *flag)
 {
-    if (task < 0 || task >= TASK_COUNT) return 0;
+    if (task < 0 || task >= AL_TASK_COUNT) return 0;
     for (int f = 0; f < TF_NFLAGS; f++)
         if (!strcmp(train_flags[f].name, flag)) return run_level(f) ? 0 : train_flags[f].need[task];
     return 0;
@@ -103,10 +101,10 @@ const char *train_model_flag_name(int i)
 /* "sa, local": the task's models that have property p. */
 static const char *model_at(int task, int i)
 {
-    if (task == TASK_IMAGE) return al_model_kind_at(i) ? al_model_kind_at(i)->name : NULL;
-    if (task == TASK_GRAPH) return al_gnn_model_at(i) ? al_gnn_model_at(i)->name : NULL;
-    if (task == TASK_MOLECULE) return al_mol_model_at(i) ? al_mol_model_at(i)->name : NULL;
-    return al_seq_kind_at(i) ? al_seq_kind_at(i)->name : NULL;
+    if (task == AL_TASK_IMAGE) return al_model_arch_at(i) ? al_model_arch_at(i)->name : NULL;
+    if (task == AL_TASK_GRAPH) return al_gnn_arch_at(i) ? al_gnn_arch_at(i)->name : NULL;
+    if (task == AL_TASK_MOLECULE) return al_molnet_arch_at(i) ? al_molnet_arch_at(i)->name : NULL;
+    return al_seq_arch_at(i) ? al_seq_arch_at(i)->name : NULL;
 }
 /* "sa, local" (last = ", ") or "sa and trunc" (last = " and "): the task's models that have property p. */
 static void models_with_sep(int task, unsigned p, char *buf, size_t n, const char *last)
@@ -124,7 +122,7 @@ static void models_with(int task, unsigned p, char *buf, size_t n) { models_with
 /* Why flag f does not apply given the missing property p (one bit). */
 static void why(const flag_ctx *fc, int f, unsigned p)
 {
-    const char *flag = train_flags[f].name, *task = fc->task == TASK_IMAGE ? "image" : "graph";
+    const char *flag = train_flags[f].name, *task = fc->task == AL_TASK_IMAGE ? "image" : "graph";
     char models[128];
     models_with(fc->task, p, models, sizeof models);
     switch (p) {
@@ -144,7 +142,7 @@ static void why(const flag_ctx *fc, int f, unsigned p)
     case AP_FRAC: fprintf(stderr, "attnlab train: --%s applies to --split frac only\n", flag); break;
     case AP_SEEDS: fprintf(stderr, "attnlab train: --%s applies only with several --seeds\n", flag); break;
     default: fprintf(stderr, "attnlab train: --%s is not an option of the %s task (it applies to --task %s only)\n",
-                     flag, task, fc->task == TASK_IMAGE ? "graph" : "image");
+                     flag, task, fc->task == AL_TASK_IMAGE ? "graph" : "image");
     }
 }
 
@@ -170,7 +168,7 @@ static void why_model(int task, const char *model, int f, unsigned p)
     const char *flag = train_flags[f].name;
     char models[128], flags[128];
     size_t o = 0;
-    if (task == TASK_MOLECULE) {
+    if (task == AL_TASK_MOLECULE) {
         fprintf(stderr, "attnlab train: --%s does not apply to --model %s (%s)\n", flag, model,
                 train_model_props(task, model) & (AP_ATTENTION | AP_LAYERS) ? "it has no attention" : "it has no graph layers");
         return;

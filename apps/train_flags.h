@@ -8,6 +8,7 @@
 #ifndef ATTNLAB_TRAIN_FLAGS_H
 #define ATTNLAB_TRAIN_FLAGS_H
 #include <getopt.h>
+#include "attnlab/task.h"
 
 /* What a flag needs (AP_*: where it applies), per task (0 in a task's column: the flag is not an option of that task). */
 enum {
@@ -89,8 +90,8 @@ enum { TRAIN_FLAGS(TF_ENUM) TF_NFLAGS };
 #undef TF_ENUM
 #define TF_BASE 256     /* getopt_long returns TF_BASE + the flag's id */
 
-enum { TASK_IMAGE, TASK_GRAPH, TASK_SEQUENCE, TASK_SPEECH, TASK_MOLECULE, TASK_COUNT };
-typedef struct train_flag { const char *name; int has_arg; unsigned need[TASK_COUNT]; } train_flag;
+/* One column per task of the library's task table (attnlab/task.h: AL_TASK_IMAGE, ...). */
+typedef struct train_flag { const char *name; int has_arg; unsigned need[AL_TASK_COUNT]; } train_flag;
 extern const train_flag train_flags[TF_NFLAGS];
 
 /* The getopt_long table of the flags of task (static storage): those with a non-zero column (image and
@@ -98,17 +99,16 @@ extern const train_flag train_flags[TF_NFLAGS];
  * TF_BASE + the flag's id; a flag of no column of the task is an unknown option to it. */
 const struct option *train_flags_options(int task);
 
-/* The task of a --task name ("image", ..., "molecule"), or -1. */
+/* The AL_TASK_* of a --task name ("image", ..., "molecule": al_task_find), or -1. */
 int task_find(const char *name);
-extern const char *const task_names[TASK_COUNT];
 /* What the flags are checked against. */
 typedef struct flag_ctx {
     int task;                   /* TASK_* */
     const char *model;          /* the --model name (known to the task's model table) */
     unsigned props;             /* AP_* that hold: the model's properties and the data / split / seeds */
 } flag_ctx;
-/* The AP_* properties of a model from the library tables (image: al_model_kind; graph: al_gnn_model;
- * sequence, speech: al_seq_kind; molecule: al_mol_model); 0 for an unknown model. */
+/* The AP_* properties of a model from the library tables (image: al_model_arch; graph: al_gnn_arch;
+ * sequence, speech: al_seq_arch; molecule: al_molnet_arch); 0 for an unknown model. */
 unsigned train_model_props(int task, const char *model);
 /* Image and graph: 0 if every flag in seen[0..TF_NFLAGS) applies; else prints "attnlab train: --FLAG ..."
  * (why) and returns 2. */

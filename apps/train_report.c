@@ -17,12 +17,12 @@ enum {
     RC_ELAPSED = 32,        /* test_acc "-" when not evaluated, elapsed time at the end (image) */
 };
 typedef struct task_report { unsigned cols; const char *unit; } task_report;
-static const task_report reports[TASK_COUNT] = {
-    [TASK_IMAGE] = {RC_EPOCH_LINE | RC_ELAPSED, "img"},
-    [TASK_GRAPH] = {RC_VAL, NULL},
-    [TASK_SEQUENCE] = {RC_WORDS | RC_EPOCH_LINE, "tok"},
-    [TASK_SPEECH] = {RC_EPOCH_LINE | RC_SER, "frames"},
-    [TASK_MOLECULE] = {RC_VAL | RC_REGRESSION, NULL},
+static const task_report reports[AL_TASK_COUNT] = {
+    [AL_TASK_IMAGE] = {RC_EPOCH_LINE | RC_ELAPSED, "img"},
+    [AL_TASK_GRAPH] = {RC_VAL, NULL},
+    [AL_TASK_SEQUENCE] = {RC_WORDS | RC_EPOCH_LINE, "tok"},
+    [AL_TASK_SPEECH] = {RC_EPOCH_LINE | RC_SER, "frames"},
+    [AL_TASK_MOLECULE] = {RC_VAL | RC_REGRESSION, NULL},
 };
 
 train_epoch train_epoch_none(void)
@@ -47,7 +47,7 @@ int train_report_row(const train_run *r, const train_epoch *e)
     const unsigned cols = reports[r->task].cols;
     al_csv_row row;
     memset(&row, 0, sizeof row);
-    row.run_id = r->run_id; row.task = task_names[r->task]; row.dataset = r->dataset; row.model = r->model;
+    row.run_id = r->run_id; row.task = al_task_at(r->task)->name; row.dataset = r->dataset; row.model = r->model;
     row.train_size = r->train_size; row.seed = r->seed; row.epoch = e->epoch;
     row.train_loss = e->loss; row.train_acc = e->train_acc; row.val_acc = cols & RC_VAL ? e->val_acc : NAN;
     row.test_acc = e->test_acc; row.epoch_seconds = e->seconds; row.samples_per_second = e->per_second;
@@ -82,7 +82,7 @@ static void epoch_line(const train_run *r, const train_epoch *e, unsigned cols, 
 /* "seed 1 epoch 40  loss ...": redrawn on a terminal while a run of several seeds stops early (graph, molecule). */
 static void seed_line(const train_run *r, const train_epoch *e)
 {
-    if (r->task == TASK_GRAPH)
+    if (r->task == AL_TASK_GRAPH)
         fprintf(stderr, "\r\033[Kseed %ld epoch %d  loss %.4f  train %.3f  val %.3f (loss %.4f)  test %.3f  %.1f ms", r->seed,
                 e->epoch, e->loss, e->train_acc, e->val_acc, e->val_loss, e->test_acc, 1e3 * e->seconds);
     else

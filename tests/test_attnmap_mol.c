@@ -52,8 +52,8 @@ static void load_set(al_molset *ms)
 
 static void model(al_molnet *m, const al_molset *ms, const char *name, al_mol_readout r)
 {
-    al_molnet_cfg cfg; al_error e = {{0}};
-    al_molnet_defaults(&cfg, al_mol_model_find(name));
+    al_molnet_config cfg; al_error e = {{0}};
+    al_molnet_config_default(&cfg, name, NULL);
     cfg.dim = 8; cfg.heads = 2; cfg.depth = 1; cfg.hidden = 4; cfg.readout = r;
     if (al_molnet_init(m, &cfg, ms, 3, &e) != AL_OK) fail_msg("%s", e.msg);
 }

@@ -84,7 +84,7 @@ static void test_a_planted_upward_include_fails(void **state)
     assert_non_null(strstr(out, "the ops floor includes seq.h of the higher models floor"));
 }
 
-/* An object of the kernels floor that declares al_train_image itself (no header of a higher floor is
+/* An object of the kernels floor that declares al_model_train itself (no header of a higher floor is
  * included, so only the symbol check can see it) and calls it. */
 static void test_a_planted_call_across_floors_fails(void **state)
 {
@@ -94,12 +94,12 @@ static void test_a_planted_call_across_floors_fails(void **state)
     snprintf(objs, sizeof objs, "%s/objs", tu_tmpdir());
     snprintf(cmd, sizeof cmd,
              "rm -rf '%s' && mkdir -p '%s/src' && cp -r '%s/src/'* '%s/src/' && "
-             "printf 'int al_train_image(void);\\nint planted(void) { return al_train_image(); }\\n' > '%s/planted.c' && "
+             "printf 'int al_model_train(void);\\nint planted(void) { return al_model_train(); }\\n' > '%s/planted.c' && "
              "cc -c '%s/planted.c' -o '%s/src/kernels/planted.o'",
              objs, objs, build(), objs, objs, objs, objs);
     assert_int_equal(tu_system(cmd), 0);
     assert_int_not_equal(check(cwd, objs, out, sizeof out), 0);
-    assert_non_null(strstr(out, "kernels/planted.o: the kernels floor calls al_train_image of the higher train floor"));
+    assert_non_null(strstr(out, "kernels/planted.o: the kernels floor calls al_model_train of the higher train floor"));
     /* and a circle: two objects of one floor that call each other */
     snprintf(cmd, sizeof cmd,
              "rm -f '%s/src/kernels/planted.o' && "

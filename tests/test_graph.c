@@ -118,7 +118,7 @@ static void small_model(al_graph *g, al_gnn *m, al_gnn_kind kind, uint64_t seed)
     assert_int_equal(al_graph_random(g, 12, 30, 5, 3, seed, &err), AL_OK);
     /* sparse-ish, unequal feature values: drop some entries by zeroing their values */
     for (int64_t k = 0; k < g->feat.nnz; k++) if (k % 3 == 1) g->feat.val[k] = 0;
-    al_gnn_cfg cfg; al_gnn_defaults(&cfg, kind);
+    al_gnn_config cfg; al_gnn_config_default(&cfg, al_gnn_kind_name(kind), NULL);
     cfg.hidden = kind == AL_GNN_GCN || kind == AL_GNN_MLP ? 4 : 3;
     cfg.heads = kind == AL_GNN_GCN || kind == AL_GNN_MLP ? 1 : 2;
     if (cfg.layers) cfg.layers = 1;        /* gt, gt-full: one block */
@@ -214,7 +214,7 @@ static void test_forward_gt(void **st)
     (void)st;
     al_graph g; al_gnn a, b;
     small_model(&g, &a, AL_GNN_GT_FULL, 13);
-    al_gnn_cfg cfg = a.cfg;
+    al_gnn_config cfg = a.cfg;
     cfg.kind = AL_GNN_GT; cfg.pe_dim = 0;
     al_error err = {{0}};
     if (al_gnn_init(&b, &cfg, &g, 13, &err)) fail_msg("%s", err.msg);
@@ -276,7 +276,7 @@ static void test_full_equals_complete_graph(void **st)
     al_graph g; al_error err = {{0}};
     assert_int_equal(al_graph_random(&g, 10, 20, 4, 3, 2, &err), AL_OK);
     make_complete(&g);
-    al_gnn_cfg cfg; al_gnn_defaults(&cfg, AL_GNN_GAT); cfg.hidden = 3; cfg.heads = 2;
+    al_gnn_config cfg; al_gnn_config_default(&cfg, "gat", NULL); cfg.hidden = 3; cfg.heads = 2;
     al_gnn a, b;
     assert_int_equal(al_gnn_init(&a, &cfg, &g, 4, &err), AL_OK);
     cfg.kind = AL_GNN_GAT_FULL;
@@ -453,7 +453,7 @@ static void test_train_small_graph(void **st)
     const al_gnn_kind kinds[] = {AL_GNN_GAT, AL_GNN_GCN, AL_GNN_MLP, AL_GNN_GAT_FULL};
     const double want[] = {0.8, 0.8, 0.5, 0.0};
     for (int q = 0; q < 4; q++) {
-        al_gnn_cfg cfg; al_gnn_defaults(&cfg, kinds[q]);
+        al_gnn_config cfg; al_gnn_config_default(&cfg, al_gnn_kind_name(kinds[q]), NULL);
         cfg.epochs = 150; if (cfg.patience) cfg.patience = 50;
         al_gnn m;
         if (al_gnn_init(&m, &cfg, &g, 1, &err)) fail_msg("%s", err.msg);
@@ -490,7 +490,7 @@ static void test_deterministic(void **st)
     double v[2][12];
     float *w[2];
     for (int rep = 0; rep < 2; rep++) {
-        al_gnn_cfg cfg; al_gnn_defaults(&cfg, AL_GNN_GAT); cfg.epochs = 10;
+        al_gnn_config cfg; al_gnn_config_default(&cfg, "gat", NULL); cfg.epochs = 10;
         al_gnn m; assert_int_equal(al_gnn_init(&m, &cfg, &g, 3, &err), AL_OK);
         al_gnn_result res;
         assert_int_equal(al_gnn_train(&m, &g, 3, on_epoch_store, v[rep], &res, &err), AL_OK);
@@ -518,7 +518,7 @@ static void test_deterministic_threads(void **st)
         double acc[2];
         for (int rep = 0; rep < 2; rep++) {
             al_set_threads(rep + 1);
-            al_gnn_cfg cfg; al_gnn_defaults(&cfg, kinds[q]); cfg.epochs = 6;
+            al_gnn_config cfg; al_gnn_config_default(&cfg, al_gnn_kind_name(kinds[q]), NULL); cfg.epochs = 6;
             al_gnn m; assert_int_equal(al_gnn_init(&m, &cfg, &g, 3, &err), AL_OK);
             al_gnn_result res;
             if (al_gnn_train(&m, &g, 3, NULL, NULL, &res, &err)) fail_msg("%s", err.msg);
@@ -551,7 +551,7 @@ static void test_gat_cora(void **st)
     const al_gnn_kind kinds[] = {AL_GNN_GAT, AL_GNN_GATV2, AL_GNN_GT};
     const double want[] = {0.75, 0.75, 0.65};
     for (int q = 0; q < 3; q++) {
-        al_gnn_cfg cfg; al_gnn_defaults(&cfg, kinds[q]); cfg.epochs = 40;
+        al_gnn_config cfg; al_gnn_config_default(&cfg, al_gnn_kind_name(kinds[q]), NULL); cfg.epochs = 40;
         al_gnn m;
         if (al_gnn_init(&m, &cfg, &g, 1, &err)) fail_msg("%s", err.msg);
         al_gnn_result res;
@@ -584,7 +584,7 @@ static al_tensor *chain_attend(al_ctx *c, al_gnn *m, al_tensor *h, int heads, al
 }
 static al_tensor *chain_forward(al_ctx *c, al_gnn *m)
 {
-    const al_gnn_cfg *cfg = &m->cfg;
+    const al_gnn_config *cfg = &m->cfg;
     al_tensor *h = al_spmm(c, al_csr_dropout(c, m->feat, cfg->dropout), m->w1);
     switch (cfg->kind) {
     case AL_GNN_GAT: case AL_GNN_GAT_FULL:
@@ -629,7 +629,7 @@ static void compare_with_chain(const al_graph *g, int threads, double tol, int i
     const al_gnn_kind kinds[] = {AL_GNN_GAT, AL_GNN_GCN, AL_GNN_MLP};
     int saved = al_threads();
     for (int q = 0; q < 3; q++) {
-        al_gnn_cfg cfg; al_gnn_defaults(&cfg, kinds[q]);
+        al_gnn_config cfg; al_gnn_config_default(&cfg, al_gnn_kind_name(kinds[q]), NULL);
         if (!input_dropout) cfg.dropout = 0;
         al_gnn a, b; al_error err = {{0}};
         if (al_gnn_init(&a, &cfg, g, 7, &err) || al_gnn_init(&b, &cfg, g, 7, &err)) fail_msg("%s", err.msg);
@@ -679,7 +679,7 @@ static void test_fused_equals_chain_sparse(void **st)
     if (al_graph_resolve("cora", NULL, dir, sizeof dir, &err)) fail_msg("%s", err.msg);
     al_graph g;
     if (al_graph_load(&g, dir, 1, &err)) fail_msg("%s", err.msg);
-    al_gnn m; al_gnn_cfg cfg; al_gnn_defaults(&cfg, AL_GNN_GAT);
+    al_gnn m; al_gnn_config cfg; al_gnn_config_default(&cfg, "gat", NULL);
     assert_int_equal(al_gnn_init(&m, &cfg, &g, 1, &err), AL_OK);
     assert_null(m.xdense);   /* 1.3 % of the entries: the sparse path */
     al_gnn_free(&m);
@@ -695,7 +695,7 @@ static void test_dense_features(void **st)
     (void)st;
     al_graph g; al_error err = {{0}};
     assert_int_equal(al_graph_random(&g, 700, 3000, 16, 4, 9, &err), AL_OK);   /* 6 row blocks */
-    al_gnn m; al_gnn_cfg cfg; al_gnn_defaults(&cfg, AL_GNN_GAT);
+    al_gnn m; al_gnn_config cfg; al_gnn_config_default(&cfg, "gat", NULL);
     assert_int_equal(al_gnn_init(&m, &cfg, &g, 1, &err), AL_OK);
     assert_ptr_equal(m.xdense, g.feat.val);   /* complete CSR: no copy */
     al_gnn_free(&m);
@@ -749,7 +749,7 @@ static void test_config_errors(void **st)
     assert_int_equal(al_gnn_kind_parse("gin", &k, &err), AL_ERR);
     assert_non_null(strstr(err.msg, "unknown graph model 'gin'"));
     al_graph g; assert_int_equal(al_graph_random(&g, 10, 20, 3, 2, 1, &err), AL_OK);
-    al_gnn_cfg cfg; al_gnn_defaults(&cfg, AL_GNN_GCN); cfg.dropout = 1.0f;
+    al_gnn_config cfg; al_gnn_config_default(&cfg, "gcn", NULL); cfg.dropout = 1.0f;
     al_gnn m; al_error e2 = {{0}};
     assert_int_equal(al_gnn_init(&m, &cfg, &g, 1, &e2), AL_ERR);
     assert_non_null(strstr(e2.msg, "dropout"));

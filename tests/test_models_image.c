@@ -345,7 +345,7 @@ static void test_conv_attn_equals_cnn(void **st)
     al_model_free(&cnn); al_model_free(&ca);
 }
 
-/* conv-attn-ft built from a cnn (al_model_kind.from) computes the cnn's function before any update, at
+/* conv-attn-ft built from a cnn (al_model_arch.from) computes the cnn's function before any update, at
  * every window: the same logits to rounding and the same predictions, on images with borders (zero
  * padding: an absent target key leaves its head at 0); a random initialisation is the conv prior too
  * (one-hot bias, zero queries); from() refuses a model that is not a cnn of the same images. */
@@ -366,7 +366,7 @@ static void test_conv_attn_ft_starts_as_the_cnn(void **st)
         assert_int_equal(al_model_config_default(&cfg, "conv-attn-ft", 2, 12, 10, 5, &e), AL_OK);
         cfg.window = windows[i];
         if (al_model_init(&ft, &cfg, 9, &e) != AL_OK) fail_msg("%s", e.msg);
-        const al_model_kind *k = al_model_kind_find("conv-attn-ft");
+        const al_model_arch *k = al_model_arch_find("conv-attn-ft");
         assert_string_equal(k->built_from, "cnn");
         if (k->from(&ft, &cnn, &e) != AL_OK) fail_msg("%s", e.msg);
         al_tensor *y2 = al_model_forward(c, &ft, x);
@@ -391,11 +391,11 @@ static void test_conv_attn_ft_starts_as_the_cnn(void **st)
     assert_int_equal(al_model_config_default(&cfg, "conv-attn-ft", 2, 12, 10, 5, &e), AL_OK);
     if (al_model_init(&ft, &cfg, 9, &e) != AL_OK) fail_msg("%s", e.msg);
     init_model(&sa, "sa", 2, 12, 10, 5, 3);
-    assert_int_equal(al_model_kind_find("conv-attn-ft")->from(&ft, &sa, &e), AL_ERR);
+    assert_int_equal(al_model_arch_find("conv-attn-ft")->from(&ft, &sa, &e), AL_ERR);
     assert_non_null(strstr(e.msg, "built from a cnn"));
     al_model_free(&sa);
     init_model(&sa, "cnn", 1, 12, 10, 5, 3);
-    assert_int_equal(al_model_kind_find("conv-attn-ft")->from(&ft, &sa, &e), AL_ERR);
+    assert_int_equal(al_model_arch_find("conv-attn-ft")->from(&ft, &sa, &e), AL_ERR);
     al_model_free(&sa);
     /* windows that are not odd or below the conv's 3 */
     const int badw[] = {1, 4, -3};

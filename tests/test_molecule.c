@@ -370,7 +370,7 @@ static void batch_vs_single(const char *model, al_mol_readout ro)
 {
     al_molset ms; al_error err = {{0}};
     if (al_molset_load(&ms, dir, &err)) fail_msg("%s", err.msg);
-    al_molnet_cfg cfg; al_molnet_defaults(&cfg, al_mol_model_find(model));
+    al_molnet_config cfg; al_molnet_config_default(&cfg, model, NULL);
     cfg.dim = 8; cfg.heads = 2; cfg.depth = 2; cfg.hidden = 6; cfg.dropout = 0; cfg.readout = ro;
     al_molnet m;
     if (al_molnet_init(&m, &cfg, &ms, 3, &err)) fail_msg("%s", err.msg);
@@ -419,7 +419,7 @@ static void batch_vs_single(const char *model, al_mol_readout ro)
 static void test_batch_equals_single(void **st)
 {
     (void)st;
-    for (int i = 0; i < al_mol_model_count(); i++) batch_vs_single(al_mol_model_at(i)->name, AL_MOL_READ_SUM);
+    for (int i = 0; i < al_molnet_arch_count(); i++) batch_vs_single(al_molnet_arch_at(i)->name, AL_MOL_READ_SUM);
     batch_vs_single("gt", AL_MOL_READ_MEAN);
     batch_vs_single("gt-full", AL_MOL_READ_ATTN);
     batch_vs_single("gat", AL_MOL_READ_ATTN);
@@ -546,7 +546,7 @@ static void test_eval_cli(void **st)
     if (al_molnet_load(p, &ms, &m, NULL, &err)) fail_msg("%s", err.msg);
     assert_int_equal(m.cfg.readout, AL_MOL_READ_ATTN); assert_int_equal(m.cfg.target, 0); assert_int_equal(m.nout, 1);
     al_molnet full;
-    al_molnet_cfg cfg = m.cfg;
+    al_molnet_config cfg = m.cfg;
     if (al_molnet_init(&full, &cfg, &ms, 1, &err)) fail_msg("%s", err.msg);
     assert_true(m.y_mean != full.y_mean);                /* fitted on the run's tenth of train.idx */
     al_molnet_free(&full); al_molnet_free(&m);

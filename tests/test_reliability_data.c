@@ -183,7 +183,7 @@ static void test_graph_absurd_feature_index(void **st)
     al_error e4 = {{0}};
     assert_int_equal(al_graph_load(&g, tpath("gok"), 1, &e4), AL_OK);
     assert_int_equal(g.nfeat, 400);
-    al_gnn_cfg cfg; al_gnn_defaults(&cfg, AL_GNN_GCN);
+    al_gnn_config cfg; al_gnn_config_default(&cfg, "gcn", NULL);
     al_gnn m; al_error e5 = {{0}};
     al_mem_budget_set(4096);
     assert_int_equal(al_gnn_init(&m, &cfg, &g, 1, &e5), AL_ERR);

@@ -277,7 +277,7 @@ static void test_image_stop_and_continue(void **st)
     al_set_threads(1);
     al_model a; tiny_cnn(&a, 5);
     rec full = {0};
-    if (al_train_image(&a, &fm.train, &fm.test, &tc, rec_image, &full, &e) != AL_OK) fail_msg("%s", e.msg);
+    if (al_model_train(&a, &fm.train, &fm.test, &tc, rec_image, &full, &e) != AL_OK) fail_msg("%s", e.msg);
     /* again, stopped after epoch 2 (states every epoch), then continued on 2 threads from the file */
     char f[128];
     al_model b; tiny_cnn(&b, 5);
@@ -285,7 +285,7 @@ static void test_image_stop_and_continue(void **st)
     al_resume rs = {1, save_to_file, &sv, NULL};
     tc.resume = &rs;
     rec first = {0};
-    assert_int_equal(al_train_image(&b, &fm.train, &fm.test, &tc, rec_image, &first, &e), AL_ERR);
+    assert_int_equal(al_model_train(&b, &fm.train, &fm.test, &tc, rec_image, &first, &e), AL_ERR);
     assert_non_null(strstr(e.msg, "after epoch 2"));
     assert_int_equal(sv.saves, 3);                      /* epochs 0, 1, 2 */
     al_model c; tiny_cnn(&c, 99);                       /* other initial weights: the state's replace them */
@@ -297,7 +297,7 @@ static void test_image_stop_and_continue(void **st)
     rs.from = &s; rs.every = 0;
     rec second = {0};
     e.msg[0] = 0;
-    if (al_train_image(&c, &fm.train, &fm.test, &tc, rec_image, &second, &e) != AL_OK) fail_msg("%s", e.msg);
+    if (al_model_train(&c, &fm.train, &fm.test, &tc, rec_image, &second, &e) != AL_OK) fail_msg("%s", e.msg);
     assert_tail_equal(&full, &second, 2);
     assert_memory_equal(c.params.data, a.params.data, (size_t)a.params.total * sizeof(float));
     al_train_state_free(&s);
@@ -405,7 +405,7 @@ static void test_graph_stop_and_continue(void **st)
     if (al_graph_resolve("cora", NULL, gdir, sizeof gdir, &e)) fail_msg("%s", e.msg);
     al_graph g;
     if (al_graph_load(&g, gdir, 1, &e)) fail_msg("%s", e.msg);
-    al_gnn_cfg cfg; al_gnn_defaults(&cfg, AL_GNN_GAT);
+    al_gnn_config cfg; al_gnn_config_default(&cfg, "gat", NULL);
     cfg.epochs = 14; cfg.patience = 3; cfg.hidden = 4; cfg.heads = 2;
     int threads = al_threads();
     al_set_threads(1);
@@ -447,8 +447,8 @@ static void test_graph_stop_and_continue(void **st)
  * model. */
 static void mol_model(al_molnet *m, const al_molset *ms, uint64_t seed)
 {
-    al_molnet_cfg cfg; al_error e = {{0}};
-    al_molnet_defaults(&cfg, al_mol_model_find("gat"));
+    al_molnet_config cfg; al_error e = {{0}};
+    al_molnet_config_default(&cfg, "gat", NULL);
     cfg.dim = 16; cfg.heads = 2; cfg.hidden = 16; cfg.epochs = 7; cfg.dropout = 0.2f; cfg.lr = 0.02f; cfg.batch = 16;
     if (al_molnet_init(m, &cfg, ms, seed, &e) != AL_OK) fail_msg("%s", e.msg);
 }

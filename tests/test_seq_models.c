@@ -275,10 +275,10 @@ static void test_learns_synthetic(void **st)
         double t0 = al_time();
         if (al_seq_train(&m, &tr, &te, &tc, NULL, NULL, &e) != AL_OK) fail_msg("%s", e.msg);
         double acc, ctx_acc;
-        assert_int_equal(al_seq_eval(&m, &te, 64, &acc, &ctx_acc, NULL, &e), AL_OK);
+        assert_int_equal(al_seq_evaluate(&m, &te, 64, &acc, &ctx_acc, NULL, &e), AL_OK);
         /* every score at once: the same accuracies, and the ambiguous tokens' share in between */
         al_seq_scores sc;
-        assert_int_equal(al_seq_eval_scores(&m, &te, 64, &sc, NULL, &e), AL_OK);
+        assert_int_equal(al_seq_evaluate_scores(&m, &te, 64, &sc, NULL, &e), AL_OK);
         assert_true(sc.acc == acc && sc.unseen_acc == ctx_acc);
         int64_t nu = 0, na = 0;
         for (int i = 0; i < te.ntok; i++) { nu += te.unseen[i]; na += te.ambiguous[i]; }
@@ -326,8 +326,8 @@ static void test_checkpoint(void **st)
     assert_int_equal(fz2.words.n, fz.words.n); assert_int_equal(fz2.train_words.n, fz.train_words.n);
     char *fmt = al_meta_get(meta, "format"); assert_string_equal(fmt, "attnlab-sequence"); free(fmt);
     int p1[16], p2[16];
-    assert_int_equal(al_seq_eval(&m, &sd, 8, NULL, NULL, p1, &e), AL_OK);
-    assert_int_equal(al_seq_eval(&m2, &sd, 8, NULL, NULL, p2, &e), AL_OK);
+    assert_int_equal(al_seq_evaluate(&m, &sd, 8, NULL, NULL, p1, &e), AL_OK);
+    assert_int_equal(al_seq_evaluate(&m2, &sd, 8, NULL, NULL, p2, &e), AL_OK);
     assert_memory_equal(p1, p2, (size_t)sd.ntok * sizeof(int));
     /* a file that is not a sequence checkpoint is refused */
     al_seq_model m3; al_featurizer fz3;

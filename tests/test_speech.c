@@ -259,7 +259,7 @@ static void test_learns_n_to_1(void **st)
     al_speech_train_config tc = {.epochs = 8, .batch = 8, .lr = 3e-3f, .weight_decay = 0.01f, .seed = 1};
     if (al_speech_train(&m, &dtr, &dte, &tc, NULL, NULL, &e) != AL_OK) fail_msg("%s", e.msg);
     al_speech_scores sc;
-    assert_int_equal(al_speech_eval(&m, &dte, 16, &sc, NULL, &e), AL_OK);
+    assert_int_equal(al_speech_evaluate(&m, &dte, 16, &sc, NULL, &e), AL_OK);
     if (!(sc.acc >= 0.95)) fail_msg("tone class accuracy %.3f < 0.95", sc.acc);
     assert_true(isnan(sc.ser));
     /* the checkpoint round-trips to the same scores */
@@ -271,7 +271,7 @@ static void test_learns_n_to_1(void **st)
     assert_int_equal(o2.features, AL_SPEECH_MFCC); assert_int_equal(o2.cmvn, 0);
     assert_int_equal(m2.cfg.subsample, 2); assert_int_equal(m2.cfg.window, 4);
     al_speech_scores sc2;
-    assert_int_equal(al_speech_eval(&m2, &dte, 7, &sc2, NULL, &e), AL_OK);
+    assert_int_equal(al_speech_evaluate(&m2, &dte, 7, &sc2, NULL, &e), AL_OK);
     assert_true(sc2.acc == sc.acc);
     tu_tmpdir_remove();
     al_seq_free(&m); al_seq_free(&m2);
@@ -309,7 +309,7 @@ static void test_learns_n_to_n(void **st)
         al_speech_train_config tc = {.epochs = 10, .batch = 6, .lr = 3e-3f, .weight_decay = 0.01f, .seed = 1};
         if (al_speech_train(&m, &dtr, &dte, &tc, NULL, NULL, &e) != AL_OK) fail_msg("%s", e.msg);
         al_speech_scores sc;
-        assert_int_equal(al_speech_eval(&m, &dte, 8, &sc, NULL, &e), AL_OK);
+        assert_int_equal(al_speech_evaluate(&m, &dte, 8, &sc, NULL, &e), AL_OK);
         if (!(sc.acc >= 0.9)) fail_msg("%s: tone frame accuracy %.3f < 0.9", models[mi], sc.acc);
         assert_true(sc.ser >= 0 && sc.ser <= 1);
         assert_int_equal(sc.n, dte.foff[dte.n]);

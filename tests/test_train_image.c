@@ -83,17 +83,17 @@ static void test_learns_fashion_mnist_subset(void **st)
     rec r = {0};
     al_error e = {{0}};
     double t0 = al_time();
-    if (al_train_image(&m, &tr, &te, &tc, record, &r, &e) != AL_OK) fail_msg("train: %s", e.msg);
+    if (al_model_train(&m, &tr, &te, &tc, record, &r, &e) != AL_OK) fail_msg("train: %s", e.msg);
     print_message("tiny sa, 2000 images x 5 epochs: test acc %.4f (loss %.4f -> %.4f) in %.1f s\n", r.te[r.n - 1],
                   r.loss[0], r.loss[r.n - 1], al_time() - t0);
     assert_int_equal(r.n, 5);
     assert_int_equal(r.steps, 5 * 63);
     assert_true(r.loss[4] < r.loss[0]);
     if (!(r.te[4] >= 0.62)) fail_msg("test accuracy %.4f < 0.62", r.te[4]);
-    /* al_eval_image agrees with the last epoch's evaluation */
+    /* al_model_evaluate agrees with the last epoch's evaluation */
     double acc;
     int *pred = malloc(1000 * sizeof(int));
-    assert_int_equal(al_eval_image(&m, &te, tc.mean, tc.std, 100, &acc, pred, &e), AL_OK);
+    assert_int_equal(al_model_evaluate(&m, &te, tc.mean, tc.std, 100, &acc, pred, &e), AL_OK);
     assert_true(acc == r.te[4]);
     int ok = 0;
     for (int i = 0; i < 1000; i++) ok += pred[i] == te.labels[i];
@@ -120,7 +120,7 @@ static void test_deterministic(void **st)
         tc.seed = 3;
         memset(&r[k], 0, sizeof r[k]);
         al_error e = {{0}};
-        if (al_train_image(&m, &tr, &te, &tc, record, &r[k], &e) != AL_OK) fail_msg("train: %s", e.msg);
+        if (al_model_train(&m, &tr, &te, &tc, record, &r[k], &e) != AL_OK) fail_msg("train: %s", e.msg);
         total = m.params.total;
         params[k] = malloc((size_t)total * sizeof(float));
         memcpy(params[k], m.params.data, (size_t)total * sizeof(float));
@@ -136,7 +136,7 @@ static void test_deterministic(void **st)
     al_train_config tc; default_tc(&tc, &tr, 1, 1e-3f);
     tc.seed = 4;
     al_error e = {{0}};
-    assert_int_equal(al_train_image(&m, &tr, &te, &tc, NULL, NULL, &e), AL_OK);
+    assert_int_equal(al_model_train(&m, &tr, &te, &tc, NULL, NULL, &e), AL_OK);
     assert_true(memcmp(m.params.data, params[0], (size_t)total * sizeof(float)) != 0);
     al_model_free(&m);
     free(params[0]); free(params[1]);
@@ -155,7 +155,7 @@ static void dp_train(const al_dist *d, void *p)
     tc.seed = 5; tc.dist = d; tc.batch = 50;    /* 6 steps of 8 micro-shards, the last one short */
     al_error e = {{0}};
     memset(&a->r, 0, sizeof a->r);
-    a->failed = al_train_image(&m, a->tr, a->te, &tc, record, &a->r, &e) != AL_OK;
+    a->failed = al_model_train(&m, a->tr, a->te, &tc, record, &a->r, &e) != AL_OK;
     a->n = m.params.total;
     a->w = malloc((size_t)a->n * sizeof(float));
     if (a->w) memcpy(a->w, m.params.data, (size_t)a->n * sizeof(float));
@@ -197,7 +197,7 @@ static void test_nan_loss_is_an_error(void **st)
     m.head_b->data[3] = NAN;
     al_train_config tc; default_tc(&tc, &tr, 1, 1e-3f);
     al_error e = {{0}};
-    assert_int_equal(al_train_image(&m, &tr, NULL, &tc, NULL, NULL, &e), AL_ERR);
+    assert_int_equal(al_model_train(&m, &tr, NULL, &tc, NULL, NULL, &e), AL_ERR);
     if (!strstr(e.msg, "NaN") || !strstr(e.msg, "epoch 1 step 1")) fail_msg("message: %s", e.msg);
     al_model_free(&m);
     free_subset(&tr);
@@ -211,13 +211,13 @@ static void test_shape_and_label_checks(void **st)
     al_model_config_default(&cfg, "cnn", 1, 14, 14, 10, &e);
     assert_int_equal(al_model_init(&m, &cfg, 1, &e), AL_OK);
     al_train_config tc; default_tc(&tc, &tr, 1, 1e-3f);
-    assert_int_equal(al_train_image(&m, &tr, NULL, &tc, NULL, NULL, &e), AL_ERR);
+    assert_int_equal(al_model_train(&m, &tr, NULL, &tc, NULL, NULL, &e), AL_ERR);
     assert_non_null(strstr(e.msg, "expects 1x14x14"));
     al_model_free(&m);
     al_model_config_default(&cfg, "cnn", 1, 28, 28, 5, &e);
     assert_int_equal(al_model_init(&m, &cfg, 1, &e), AL_OK);
     memset(&e, 0, sizeof e);
-    assert_int_equal(al_train_image(&m, &tr, NULL, &tc, NULL, NULL, &e), AL_ERR);
+    assert_int_equal(al_model_train(&m, &tr, NULL, &tc, NULL, NULL, &e), AL_ERR);
     assert_non_null(strstr(e.msg, "outside [0, 5)"));
     al_model_free(&m);
     free_subset(&tr);

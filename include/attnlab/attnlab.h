@@ -33,6 +33,7 @@
 #include "gnn.h"
 #include "seq.h"
 #include "molnet.h"
+#include "task.h"
 #include "optim.h"
 #include "trainstate.h"
 #include "dist.h"

@@ -4,7 +4,7 @@
  *   al_graph g; al_error err = {{0}};
  *   char dir[4096];
  *   if (al_graph_resolve("cora", argv0, dir, sizeof dir, &err) || al_graph_load(&g, dir, 1, &err)) ...;
- *   al_gnn_cfg cfg; al_gnn_defaults(&cfg, AL_GNN_GAT);
+ *   al_gnn_config cfg; al_gnn_config_default(&cfg, "gat", NULL);
  *   al_gnn m; al_gnn_init(&m, &cfg, &g, seed, &err);
  *   al_gnn_result r; al_gnn_train(&m, &g, seed, on_epoch, ud, &r, &err);   // r.test_acc
  *   al_gnn_free(&m); al_graph_free(&g);
@@ -33,7 +33,7 @@ typedef enum { AL_GNN_GAT, AL_GNN_GAT_FULL, AL_GNN_GCN, AL_GNN_MLP, AL_GNN_GATV2
  * dense feature matrix (gemm) instead of the CSR (spmm). */
 #define AL_GNN_DENSE_MIN 0.25
 
-typedef struct al_gnn_cfg {
+typedef struct al_gnn_config {
     al_gnn_kind kind;
     int hidden;             /* GAT, GATv2, GT: features per head (GT's width is heads × hidden);
                              * GCN / MLP: hidden width */
@@ -47,7 +47,7 @@ typedef struct al_gnn_cfg {
     int decay_all;          /* 1: decay every parameter; 0: only the first layer's weight (Kipf) */
     int epochs;             /* maximum number of epochs */
     int patience;           /* stop when neither val loss nor val acc improved for this many epochs; 0 = never */
-} al_gnn_cfg;
+} al_gnn_config;
 
 /* Defaults (the papers' Cora settings):
  *   gat, gat-full  8 heads × 8, dropout 0.6, attention dropout 0.6, slope 0.2, lr 0.005,
@@ -59,12 +59,13 @@ typedef struct al_gnn_cfg {
  *                  input and before the classifier, attention dropout 0.6 (gt) / AL_GNN_GT_FULL_ATTN_DROPOUT
  *                  (gt-full), lr 0.005, wd 5e-4 on every parameter, patience 100, epochs 1000 (gt) /
  *                  AL_GNN_GT_FULL_EPOCHS (gt-full, whose epoch costs N² per head); gt-full: k = 8 eigenvectors */
-void        al_gnn_defaults(al_gnn_cfg *cfg, al_gnn_kind kind);
+/* The defaults of graph model `name` (a name of al_gnn_arch_names()); AL_ERR with err set if unknown. */
+al_status   al_gnn_config_default(al_gnn_config *cfg, const char *name, al_error *err);
 al_status   al_gnn_kind_parse(const char *name, al_gnn_kind *out, al_error *err);
 const char *al_gnn_kind_name(al_gnn_kind kind);
 
 /* The graph-model table: one entry per al_gnn_kind, in enum order. */
-typedef struct al_gnn_model {
+typedef struct al_gnn_arch {
     al_gnn_kind kind;
     const char *name;       /* "gat", "gat-full", "gcn", "mlp" */
     const char *summary;    /* one line for help texts */
@@ -72,14 +73,14 @@ typedef struct al_gnn_model {
     int graph;              /* 1: the layers read the graph's edges (gat, gatv2, gt: A + I, gcn: Â); 0: gat-full,
                              * gt-full, mlp */
     int capture;            /* 1: the attention weights can be captured (gat, gat-full: capture_attn below) */
-} al_gnn_model;
-const al_gnn_model *al_gnn_model_find(const char *name);   /* NULL if unknown */
-int                 al_gnn_model_count(void);
-const al_gnn_model *al_gnn_model_at(int i);                 /* 0 <= i < count, else NULL */
-const char         *al_gnn_names(void);                     /* "gat|gat-full|gcn|mlp|gatv2|gt|gt-full" */
+} al_gnn_arch;
+const al_gnn_arch *al_gnn_arch_find(const char *name);   /* NULL if unknown */
+int                 al_gnn_arch_count(void);
+const al_gnn_arch *al_gnn_arch_at(int i);                 /* 0 <= i < count, else NULL */
+const char         *al_gnn_arch_names(void);                     /* "gat|gat-full|gcn|mlp|gatv2|gt|gt-full" */
 
 typedef struct al_gnn {
-    al_gnn_cfg cfg;
+    al_gnn_config cfg;
     int n, nfeat, nclass;
     const al_csr *feat;     /* borrowed from the graph: (n, nfeat) */
     const float *xdense;    /* (n, nfeat) the features as a dense matrix when they are dense enough
@@ -104,7 +105,7 @@ typedef struct al_gnn {
 
 /* Build the model for graph g (which must outlive it); parameters from the AL_RNG_INIT stream of
  * seed, Glorot-uniform weights, zero biases. Caller frees with al_gnn_free. */
-al_status  al_gnn_init(al_gnn *m, const al_gnn_cfg *cfg, const al_graph *g, uint64_t seed, al_error *err);
+al_status  al_gnn_init(al_gnn *m, const al_gnn_config *cfg, const al_graph *g, uint64_t seed, al_error *err);
 void       al_gnn_free(al_gnn *m);
 /* Logits (n, nclass) for every node; dropout (and gt-full's random sign flip of each eigenvector,
  * one draw per vector and pass from c->dropout_rng) when c->training, on the tape when c->grad_enabled. */
@@ -122,4 +123,13 @@ al_status al_gnn_save(const char *path, const al_gnn *m, const al_graph *g, cons
  * shapes, then the weights. *meta (if meta is non-NULL) receives the metadata JSON (caller frees).
  * Caller frees m with al_gnn_free (src/models/graph_checkpoint.c). */
 al_status al_gnn_load(const char *path, const al_graph *g, al_gnn *m, char **meta, al_error *err);
+/* ---- names of 0.5, kept as deprecated aliases through 0.6.x, removed with soname libattnlab.so.1 (CHANGELOG.md) ---- */
+typedef al_gnn_arch al_gnn_model AL_DEPRECATED("al_gnn_arch");
+typedef al_gnn_config al_gnn_cfg AL_DEPRECATED("al_gnn_config");
+AL_DEPRECATED("al_gnn_arch_find") const al_gnn_arch *al_gnn_model_find(const char *name);
+AL_DEPRECATED("al_gnn_arch_count") int al_gnn_model_count(void);
+AL_DEPRECATED("al_gnn_arch_at") const al_gnn_arch *al_gnn_model_at(int i);
+AL_DEPRECATED("al_gnn_arch_names") const char *al_gnn_names(void);
+AL_DEPRECATED("al_gnn_config_default") void al_gnn_defaults(al_gnn_config *cfg, al_gnn_kind kind);
+
 #endif

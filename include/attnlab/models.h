@@ -47,11 +47,11 @@ typedef struct al_block_params {
     al_tensor *ln2_w, *ln2_b, *fc1_w, *fc1_b, *fc2_w, *fc2_b;
 } al_block_params;
 
-struct al_model_kind;
+struct al_model_arch;
 
 typedef struct al_model {
     al_model_config cfg;
-    const struct al_model_kind *kind;   /* the table entry of cfg.name (set by al_model_init) */
+    const struct al_model_arch *kind;   /* the table entry of cfg.name (set by al_model_init) */
     al_params params;               /* all parameters, flat; every tensor has decay = 1 (as PyTorch's AdamW) */
     /* cnn / conv-attn */
     al_tensor *c1_w, *c1_b, *c2_w, *c2_b, *fc_w, *fc_b;
@@ -77,7 +77,7 @@ typedef struct al_model {
 /* ---------------- the model table ----------------
  * One entry per image model: adding a model is one entry (image.c) plus its parameters and
  * forward (a file of src/models/). The entry, never the name, decides what a model does. */
-typedef struct al_model_kind {
+typedef struct al_model_arch {
     const char *name;       /* "cnn", "sa", "local", "conv-attn": al_model_config.name, checkpoint "model" */
     const char *summary;    /* one line for help texts */
     float weight_decay;     /* default AdamW weight decay of the training command (0 cnn, 0.01 otherwise) */
@@ -92,14 +92,14 @@ typedef struct al_model_kind {
     void (*post_init)(al_model *m);     /* after the parameters' random initialisation, or NULL */
     const char *built_from;             /* a model whose checkpoint --init-from turns into this one (from), or NULL */
     al_status (*from)(al_model *m, const al_model *src, al_error *err);
-} al_model_kind;
+} al_model_arch;
 
 /* The entry named `name`, or NULL. */
-const al_model_kind *al_model_kind_find(const char *name);
-int                  al_model_kind_count(void);
-const al_model_kind *al_model_kind_at(int i);      /* 0 <= i < al_model_kind_count(), else NULL */
+const al_model_arch *al_model_arch_find(const char *name);
+int                  al_model_arch_count(void);
+const al_model_arch *al_model_arch_at(int i);      /* 0 <= i < al_model_arch_count(), else NULL */
 /* Every model name, "cnn|sa|local|conv-attn" (table order). */
-const char          *al_model_names(void);
+const char          *al_model_arch_names(void);
 
 /* Fill cfg with the defaults of model `name` for (C, H, W) inputs and `classes` classes.
  * Returns AL_ERR (with a message) for an unknown name. */
@@ -122,5 +122,12 @@ const char *al_score_name(al_score_kind k);                /* "dot", "additive" 
 int         al_score_parse(const char *s, al_score_kind *k); /* 0 ok, -1 unknown */
 const char *al_norm_name(al_norm_kind k);                  /* "softmax", "relu" */
 int         al_norm_parse(const char *s, al_norm_kind *k);   /* 0 ok, -1 unknown */
+
+/* ---- names of 0.5, kept as deprecated aliases through 0.6.x, removed with soname libattnlab.so.1 (CHANGELOG.md) ---- */
+typedef al_model_arch al_model_kind AL_DEPRECATED("al_model_arch");
+AL_DEPRECATED("al_model_arch_find") const al_model_arch *al_model_kind_find(const char *name);
+AL_DEPRECATED("al_model_arch_count") int al_model_kind_count(void);
+AL_DEPRECATED("al_model_arch_at") const al_model_arch *al_model_kind_at(int i);
+AL_DEPRECATED("al_model_arch_names") const char *al_model_names(void);
 
 #endif

@@ -1,7 +1,7 @@
 /* attnlab/molnet.h — graph-level models on molecules (N-to-1: a graph in, one number out) and their
  * minibatch training loop. The data (reader, batches, fingerprints) is molecule.h.
  *
- *   al_molnet_cfg cfg; al_molnet_defaults(&cfg, al_mol_model_find("gt"));
+ *   al_molnet_config cfg; al_molnet_config_default(&cfg, "gt", NULL);
  *   al_molnet m; al_molnet_init(&m, &cfg, &ms, seed, &err);
  *   al_mol_result r; al_molnet_train(&m, &ms, seed, on_epoch, ud, &r, &err);   // r.test_rmse
  *   al_molnet_free(&m);
@@ -35,7 +35,7 @@ typedef enum { AL_MOL_READ_SUM, AL_MOL_READ_MEAN, AL_MOL_READ_ATTN } al_mol_read
 struct al_molnet;
 struct al_mol_batch;
 /* The model table (src/models/molnet.c): properties read by the apps and the flag checks. */
-typedef struct al_mol_model {
+typedef struct al_molnet_arch {
     const char *name, *summary;
     int attention;          /* 1: attention over atoms (--heads applies) */
     int full;               /* 1: needs the full-within-molecule pattern */
@@ -44,15 +44,15 @@ typedef struct al_mol_model {
     float dropout;          /* default dropout */
     int (*init)(struct al_molnet *m);   /* register the parameters (0, or -1 out of memory) */
     al_tensor *(*forward)(al_ctx *c, struct al_molnet *m, const al_mol_batch *b);   /* → (S, dim) or (S, 1) */
-} al_mol_model;
-const al_mol_model *al_mol_model_find(const char *name);   /* NULL if unknown */
-int                 al_mol_model_count(void);
-const al_mol_model *al_mol_model_at(int i);
-const char         *al_mol_model_names(void);             /* "gat|gatv2|gt|gt-full|gcn|mlp|fingerprint" */
+} al_molnet_arch;
+const al_molnet_arch *al_molnet_arch_find(const char *name);   /* NULL if unknown */
+int                 al_molnet_arch_count(void);
+const al_molnet_arch *al_molnet_arch_at(int i);
+const char         *al_molnet_arch_names(void);             /* "gat|gatv2|gt|gt-full|gcn|mlp|fingerprint" */
 al_status           al_mol_readout_parse(const char *s, al_mol_readout *out, al_error *err);
 const char         *al_mol_readout_name(al_mol_readout r);
 
-typedef struct al_molnet_cfg {
+typedef struct al_molnet_config {
     char model[16];
     int dim, heads, depth;  /* 64, 4, 3 */
     int hidden;             /* head / MLP width (64; fingerprint 256) */
@@ -61,12 +61,13 @@ typedef struct al_molnet_cfg {
     float lr, weight_decay; /* AdamW 1e-3, 0.01 on every parameter (torch.optim.AdamW(model.parameters())) */
     int epochs, batch;      /* 150, 32 */
     int target;             /* which target column (0) */
-} al_molnet_cfg;
-void al_molnet_defaults(al_molnet_cfg *cfg, const al_mol_model *kind);
+} al_molnet_config;
+/* The defaults of molecule model `name` (a name of al_molnet_arch_names()); an error if unknown. */
+al_status al_molnet_config_default(al_molnet_config *cfg, const char *name, al_error *err);
 
 typedef struct al_molnet {
-    al_molnet_cfg cfg;
-    const al_mol_model *kind;
+    al_molnet_config cfg;
+    const al_molnet_arch *kind;
     int nfeat;
     int nout;               /* 1: regression; 2: classification (the target column is 0/1) */
     float y_mean, y_std;    /* regression: target standardisation (training set); 0, 1 otherwise */
@@ -84,10 +85,10 @@ typedef struct al_molnet {
 
 /* Build the model for molecules ms (features, target statistics of its training split); parameters
  * from the AL_RNG_INIT stream of seed. Caller frees with al_molnet_free. */
-al_status  al_molnet_init(al_molnet *m, const al_molnet_cfg *cfg, const al_molset *ms, uint64_t seed, al_error *err);
+al_status  al_molnet_init(al_molnet *m, const al_molnet_config *cfg, const al_molset *ms, uint64_t seed, al_error *err);
 /* The same model for nfeat atom features and nout outputs (1 or 2) without a data set: y_mean 0,
  * y_std 1 (a checkpoint sets them; al_molnet_load). */
-al_status  al_molnet_build(al_molnet *m, const al_molnet_cfg *cfg, int nfeat, int nout, uint64_t seed, al_error *err);
+al_status  al_molnet_build(al_molnet *m, const al_molnet_config *cfg, int nfeat, int nout, uint64_t seed, al_error *err);
 void       al_molnet_free(al_molnet *m);
 /* Outputs (S, nout) for the batch: standardised predictions or the two classes' logits; dropout when
  * c->training, tape when c->grad_enabled. */
@@ -106,5 +107,14 @@ al_status  al_molnet_save(const char *path, const al_molnet *m, const al_molset 
  * checkpoint's. *meta (if non-NULL) receives the metadata text (caller frees). Free m with
  * al_molnet_free. */
 al_status  al_molnet_load(const char *path, al_molset *ms, al_molnet *m, char **meta, al_error *err);
+
+/* ---- names of 0.5, kept as deprecated aliases through 0.6.x, removed with soname libattnlab.so.1 (CHANGELOG.md) ---- */
+typedef al_molnet_arch al_mol_model AL_DEPRECATED("al_molnet_arch");
+typedef al_molnet_config al_molnet_cfg AL_DEPRECATED("al_molnet_config");
+AL_DEPRECATED("al_molnet_arch_find") const al_molnet_arch *al_mol_model_find(const char *name);
+AL_DEPRECATED("al_molnet_arch_count") int al_mol_model_count(void);
+AL_DEPRECATED("al_molnet_arch_at") const al_molnet_arch *al_mol_model_at(int i);
+AL_DEPRECATED("al_molnet_arch_names") const char *al_mol_model_names(void);
+AL_DEPRECATED("al_molnet_config_default") void al_molnet_defaults(al_molnet_config *cfg, const al_molnet_arch *kind);
 
 #endif

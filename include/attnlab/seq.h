@@ -56,7 +56,7 @@ typedef struct al_seq_config {
 
 typedef struct al_seq_model {
     al_seq_config cfg;
-    const struct al_seq_kind *kind;
+    const struct al_seq_arch *kind;
     al_params params;              /* flat; every tensor decays (torch.optim.AdamW(model.parameters())) */
     al_tensor *wemb, *semb, *proj_w, *proj_b;          /* emb.w.weight, emb.s.weight, emb.proj.* */
     al_tensor *h1_w, *h1_b, *h2_w, *h2_b;              /* fc / window-fc: head.0.*, head.2.* */
@@ -88,7 +88,7 @@ typedef struct al_seq_batch {
 } al_seq_batch;
 
 /* The table: one entry per model (src/models/seq.c). */
-typedef struct al_seq_kind {
+typedef struct al_seq_arch {
     const char *name;
     const char *summary;
     int attention;                 /* 1: --pos/--score/--norm/--heads/--depth apply */
@@ -98,12 +98,12 @@ typedef struct al_seq_kind {
     al_status (*check)(const al_seq_config *cfg, al_error *err);  /* after the common checks, or NULL */
     al_status (*init)(al_seq_model *m);                           /* register parameters; AL_ERR = out of memory */
     al_tensor *(*forward)(al_ctx *c, al_seq_model *m, al_tensor *x /* (N, dim) */, const al_seq_batch *b); /* → (N, tags) */
-} al_seq_kind;
+} al_seq_arch;
 
-const al_seq_kind *al_seq_kind_find(const char *name);   /* NULL if unknown */
-int                al_seq_kind_count(void);              /* entries of the table, in its order */
-const al_seq_kind *al_seq_kind_at(int i);                /* entry i, NULL outside [0, count) */
-const char        *al_seq_names(void);                   /* "fc|window-fc|rnn|sa|trunc" */
+const al_seq_arch *al_seq_arch_find(const char *name);   /* NULL if unknown */
+int                al_seq_arch_count(void);              /* entries of the table, in its order */
+const al_seq_arch *al_seq_arch_at(int i);                /* entry i, NULL outside [0, count) */
+const char        *al_seq_arch_names(void);                   /* "fc|window-fc|rnn|sa|trunc" */
 
 /* Defaults of model `name` (AL_ERR for an unknown name); check sizes and settings. */
 al_status al_seq_config_default(al_seq_config *cfg, const char *name, int nwords, int nsuffixes, int tags, al_error *err);
@@ -143,4 +143,11 @@ al_status al_speech_save(const char *path, const al_seq_model *m, const al_speec
                          const char *const *kv, int nkv, al_error *err);
 /* Rebuilds the model; *o the front end it was trained on; *meta (may be NULL) a malloc'd copy of the metadata. */
 al_status al_speech_load(const char *path, al_seq_model *m, al_speech_opts *o, char **meta, al_error *err);
+/* ---- names of 0.5, kept as deprecated aliases through 0.6.x, removed with soname libattnlab.so.1 (CHANGELOG.md) ---- */
+typedef al_seq_arch al_seq_kind AL_DEPRECATED("al_seq_arch");
+AL_DEPRECATED("al_seq_arch_find") const al_seq_arch *al_seq_kind_find(const char *name);
+AL_DEPRECATED("al_seq_arch_count") int al_seq_kind_count(void);
+AL_DEPRECATED("al_seq_arch_at") const al_seq_arch *al_seq_kind_at(int i);
+AL_DEPRECATED("al_seq_arch_names") const char *al_seq_names(void);
+
 #endif

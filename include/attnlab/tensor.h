@@ -22,6 +22,13 @@
 
 typedef enum { AL_OK = 0, AL_ERR = -1 } al_status;
 
+/* A public name kept for one version after its rename: the compiler names the new one. */
+#if defined(__GNUC__) || defined(__clang__)
+#define AL_DEPRECATED(newname) __attribute__((deprecated("renamed " newname)))
+#else
+#define AL_DEPRECATED(newname)
+#endif
+
 /* An error message buffer; library functions that are not ops take one of these. */
 typedef struct al_error { char msg[AL_ERRLEN]; } al_error;
 /* Set err->msg printf-style (first error wins only if err->msg is empty); returns AL_ERR. */

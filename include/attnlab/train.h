@@ -3,7 +3,7 @@
  * printing; training states and divergence (trainstate.h), optimisers (optim.h) and data-parallel
  * sums (dist.h) below them.
  *
- * Images (al_train_image) run AdamW over shuffled mini-batches, evaluate the whole test set after each
+ * Images (al_model_train) run AdamW over shuffled mini-batches, evaluate the whole test set after each
  * epoch and report each epoch through a callback.
  */
 #ifndef ATTNLAB_TRAIN_H
@@ -70,17 +70,17 @@ typedef int (*al_train_cb)(void *ud, const al_train_progress *p);
  * al_diverge_loss) or a non-finite weight after a step stops training with AL_ERR. With tc->resume,
  * states go to resume->save after epoch 0, every `every` epochs and the last, each after that epoch's
  * progress callback; with resume->from, training continues after from->epoch. */
-al_status al_train_image(al_model *m, const al_images *train, const al_images *test,
+al_status al_model_train(al_model *m, const al_images *train, const al_images *test,
                          const al_train_config *tc, al_train_cb cb, void *ud, al_error *err);
 /* Accuracy of m on d (grad and training off, batches of `batch`). pred (d->n) may be NULL. */
-al_status al_eval_image(al_model *m, const al_images *d, const float mean[4], const float std[4],
-                        int batch, double *acc, int *pred /* (d->n) or NULL */, al_error *err);
-/* al_eval_image with more out: logits (d->n × classes, row-major) may be NULL; fn(ud, done, total)
- * after every batch (may be NULL). Same batches and results as al_eval_image (src/train/image_eval.c). */
+al_status al_model_evaluate(al_model *m, const al_images *d, const float mean[4], const float std[4],
+                            int batch, double *acc, int *pred /* (d->n) or NULL */, al_error *err);
+/* al_model_evaluate with more out: logits (d->n × classes, row-major) may be NULL; fn(ud, done, total)
+ * after every batch (may be NULL). Same batches and results as al_model_evaluate (src/train/image_eval.c). */
 typedef void (*al_eval_progress_fn)(void *ud, int done, int total);
-al_status al_eval_image_ex(al_model *m, const al_images *d, const float mean[4], const float std[4], int batch,
-                           double *acc, int *pred /* (d->n) or NULL */, float *logits /* (d->n, classes) or NULL */,
-                           al_eval_progress_fn fn, void *ud, al_error *err);
+al_status al_model_evaluate_ex(al_model *m, const al_images *d, const float mean[4], const float std[4], int batch,
+                               double *acc, int *pred /* (d->n) or NULL */, float *logits /* (d->n, classes) or NULL */,
+                               al_eval_progress_fn fn, void *ud, al_error *err);
 
 /* ================ graphs: node classification (src/train/graph.c) ================ */
 /* ---------------- training ---------------- */
@@ -144,21 +144,21 @@ typedef struct al_seq_progress {
 typedef int (*al_seq_cb)(void *ud, const al_seq_progress *p);   /* nonzero: stop */
 
 /* Divergence (al_diverge_loss, a non-finite weight) stops training with AL_ERR; tc->resume works as in
- * al_train_image (train.h). */
+ * al_model_train (train.h). */
 al_status al_seq_train(al_seq_model *m, const al_seq_data *train, const al_seq_data *test,
                        const al_seq_train_config *tc, al_seq_cb cb, void *ud, al_error *err);
 /* Token accuracy of m on d (tags >= 0 count), accuracy on tokens with unseen set (NaN if none);
  * pred (d->ntok) receives the argmax tags, may be NULL; acc/unseen_acc may be NULL (tagging). */
-al_status al_seq_eval(al_seq_model *m, const al_seq_data *d, int batch, double *acc, double *unseen_acc,
-                      int *pred, al_error *err);
+al_status al_seq_evaluate(al_seq_model *m, const al_seq_data *d, int batch, double *acc, double *unseen_acc,
+                          int *pred, al_error *err);
 /* Every score at once: token accuracy, and accuracy on the tokens flagged unseen and ambiguous (NaN
  * where no token is), with the counts of tagged tokens behind each. */
 typedef struct al_seq_scores {
     double acc, unseen_acc, ambig_acc;
     int64_t ntok, nunseen, nambig;
 } al_seq_scores;
-al_status al_seq_eval_scores(al_seq_model *m, const al_seq_data *d, int batch, al_seq_scores *sc, int *pred,
-                             al_error *err);
+al_status al_seq_evaluate_scores(al_seq_model *m, const al_seq_data *d, int batch, al_seq_scores *sc, int *pred,
+                                 al_error *err);
 
 /* ================ speech: the sequence models over frames (src/train/speech.c) ================ */
 /* Defaults of sequence model `name` reading d's frames: feat_dim = d->dim, tags = d->classes,
@@ -191,7 +191,7 @@ typedef int (*al_speech_cb)(void *ud, const al_speech_progress *p);
 al_status al_speech_train(al_seq_model *m, const al_speech_data *train, const al_speech_data *test,
                           const al_speech_train_config *tc, al_speech_cb cb, void *ud, al_error *err);
 /* Scores of m on d; pred (may be NULL) receives per utterance (N-to-1) or per input frame (N-to-N) the argmax. */
-al_status al_speech_eval(al_seq_model *m, const al_speech_data *d, int batch, al_speech_scores *sc, int *pred, al_error *err);
+al_status al_speech_evaluate(al_seq_model *m, const al_speech_data *d, int batch, al_speech_scores *sc, int *pred, al_error *err);
 /* ================ molecules: one output per graph (src/train/molecule.c) ================ */
 /* ---------------- training ---------------- */
 /* One evaluation without dropout: regression RMSE and MAE in the file's units, or classification
@@ -230,4 +230,18 @@ al_status al_molnet_train_resumable(al_molnet *m, const al_molset *ms, uint64_t 
  * prediction in the file's units or the probability of class 1. */
 al_status al_molnet_evaluate(al_molnet *m, const al_molset *ms, const int *ids, int n, al_ctx *c, al_mol_eval *ev,
                              float *pred /* (n) or NULL */, al_error *err);
+/* ---- names of 0.5, kept as deprecated aliases through 0.6.x, removed with soname libattnlab.so.1 (CHANGELOG.md) ---- */
+AL_DEPRECATED("al_model_train") al_status al_train_image(al_model *m, const al_images *train, const al_images *test,
+    const al_train_config *tc, al_train_cb cb, void *ud, al_error *err);
+AL_DEPRECATED("al_model_evaluate") al_status al_eval_image(al_model *m, const al_images *d, const float mean[4],
+    const float std[4], int batch, double *acc, int *pred, al_error *err);
+AL_DEPRECATED("al_model_evaluate_ex") al_status al_eval_image_ex(al_model *m, const al_images *d, const float mean[4],
+    const float std[4], int batch, double *acc, int *pred, float *logits, al_eval_progress_fn fn, void *ud, al_error *err);
+AL_DEPRECATED("al_seq_evaluate") al_status al_seq_eval(al_seq_model *m, const al_seq_data *d, int batch, double *acc,
+    double *unseen_acc, int *pred, al_error *err);
+AL_DEPRECATED("al_seq_evaluate_scores") al_status al_seq_eval_scores(al_seq_model *m, const al_seq_data *d, int batch,
+    al_seq_scores *sc, int *pred, al_error *err);
+AL_DEPRECATED("al_speech_evaluate") al_status al_speech_eval(al_seq_model *m, const al_speech_data *d, int batch,
+    al_speech_scores *sc, int *pred, al_error *err);
+
 #endif

@@ -11,10 +11,10 @@
  * that was never interrupted (the loops are deterministic for any thread count).
  *
  *   al_resume rs = {1, my_save, &ud, NULL};                 // state after every epoch
- *   tc.resume = &rs; al_train_image(&m, &tr, &te, &tc, cb, ud, &err);
+ *   tc.resume = &rs; al_model_train(&m, &tr, &te, &tc, cb, ud, &err);
  *   ...
  *   al_train_state s; al_train_state_load("run.train", &m.params, &s, NULL, &err);
- *   rs.from = &s; al_train_image(&m, &tr, &te, &tc, cb, ud, &err);   // continues after s.epoch
+ *   rs.from = &s; al_model_train(&m, &tr, &te, &tc, cb, ud, &err);   // continues after s.epoch
  *   al_train_state_free(&s);
  *
  * The file is safetensors: the parameters under their names, "optim.m", "optim.v" (F32), "data.order"

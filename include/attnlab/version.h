@@ -3,7 +3,7 @@
 #ifndef ATTNLAB_VERSION_H
 #define ATTNLAB_VERSION_H
 #define AL_VERSION_MAJOR 0
-#define AL_VERSION_MINOR 5
+#define AL_VERSION_MINOR 6
 #define AL_VERSION_PATCH 0
-#define AL_VERSION_STRING "0.5.0"
+#define AL_VERSION_STRING "0.6.0"
 #endif

@@ -14,7 +14,7 @@
 #include <string.h>
 
 /* ---------------- configuration ---------------- */
-void al_gnn_defaults(al_gnn_cfg *cfg, al_gnn_kind kind)
+static void gnn_defaults(al_gnn_config *cfg, al_gnn_kind kind)
 {
     memset(cfg, 0, sizeof *cfg);
     cfg->kind = kind;
@@ -43,7 +43,7 @@ void al_gnn_defaults(al_gnn_cfg *cfg, al_gnn_kind kind)
 }
 
 /* ---------------- the model table (enum order) ---------------- */
-static const al_gnn_model models[] = {
+static const al_gnn_arch models[] = {
     {AL_GNN_GAT, "gat", "2 GAT layers over the edges and self-loops (8 heads x 8, ELU), then 1 head", 1, 1, 1},
     {AL_GNN_GAT_FULL, "gat-full", "gat with every node attending to every node: the degenerate case (static "
      "attention, no residual: one ranking of keys for every query)", 1, 0, 1},
@@ -55,14 +55,22 @@ static const al_gnn_model models[] = {
 };
 enum { NMODELS = (int)(sizeof models / sizeof *models) };
 
-AL__MODEL_TABLE(al_gnn_model, models, al_gnn_model_find, al_gnn_model_count, al_gnn_model_at, al_gnn_names)
+AL__MODEL_TABLE(al_gnn_arch, models, al_gnn_arch_find, al_gnn_arch_count, al_gnn_arch_at, al_gnn_arch_names)
 
 const char *al_gnn_kind_name(al_gnn_kind kind) { return (unsigned)kind < NMODELS ? models[kind].name : "?"; }
 al_status al_gnn_kind_parse(const char *name, al_gnn_kind *out, al_error *err)
 {
-    const al_gnn_model *gm = al_gnn_model_find(name);
+    const al_gnn_arch *gm = al_gnn_arch_find(name);
     if (gm) { *out = gm->kind; return AL_OK; }
     return al_seterr(err, "unknown graph model '%s' (expected gat, gat-full, gatv2, gt, gt-full, gcn or mlp)", name ? name : "(null)");
+}
+
+al_status al_gnn_config_default(al_gnn_config *cfg, const char *name, al_error *err)
+{
+    al_gnn_kind kind = AL_GNN_GAT;
+    al_status st = al_gnn_kind_parse(name, &kind, err);
+    if (st == AL_OK) gnn_defaults(cfg, kind);
+    return st;
 }
 
 /* ---------------- model ---------------- */
@@ -96,10 +104,10 @@ static al_status dense_features(al_gnn *m, al_error *err)
     return AL_OK;
 }
 
-al_status al_gnn_init(al_gnn *m, const al_gnn_cfg *cfg, const al_graph *g, uint64_t seed, al_error *err)
+al_status al_gnn_init(al_gnn *m, const al_gnn_config *cfg, const al_graph *g, uint64_t seed, al_error *err)
 {
     memset(m, 0, sizeof *m);
-    const al_gnn_model *gm = al_gnn_model_at((int)cfg->kind);
+    const al_gnn_arch *gm = al_gnn_arch_at((int)cfg->kind);
     if (!gm) return al_seterr(err, "graph model: unknown kind %d", (int)cfg->kind);
     m->cfg = *cfg;
     m->n = g->n; m->nfeat = g->nfeat; m->nclass = g->nclass; m->feat = &g->feat;
@@ -208,7 +216,7 @@ static al_tensor *gat_attend(al_ctx *c, al_gnn *m, al_tensor *h, al_tensor *aq, 
     if (!h) return NULL;
     al_attn_desc d;
     memset(&d, 0, sizeof d);
-    d.pattern = al_gnn_model_at((int)m->cfg.kind)->graph ? al_pattern_graph_plan(&m->adj, m->plan) : al_pattern_full();
+    d.pattern = al_gnn_arch_at((int)m->cfg.kind)->graph ? al_pattern_graph_plan(&m->adj, m->plan) : al_pattern_full();
     d.score = AL_SCORE_ADDITIVE;
     d.norm = AL_NORM_SOFTMAX;
     d.slope = m->cfg.slope;
@@ -247,7 +255,7 @@ static al_tensor *pe_input(al_ctx *c, al_gnn *m)
 al_tensor *al_gnn_forward(al_ctx *c, al_gnn *m)
 {
     if (!al_ok(c)) return NULL;
-    const al_gnn_cfg *cfg = &m->cfg;
+    const al_gnn_config *cfg = &m->cfg;
     const int n = m->n, C = m->nclass;
     switch (cfg->kind) {
     case AL_GNN_GAT: case AL_GNN_GAT_FULL: {

@@ -72,10 +72,10 @@ al_status al_gnn_load(const char *path, const al_graph *g, al_gnn *m, char **met
         if (!task || strcmp(task, "graph") || !model) st = al_seterr(err, "%s: not a graph checkpoint (its metadata has task %s)", path, task ? task : "none");
     }
     al_gnn_kind kind;
-    al_gnn_cfg cfg;
+    al_gnn_config cfg;
     if (st == AL_OK) st = al_gnn_kind_parse(model, &kind, err);
     if (st == AL_OK) {
-        al_gnn_defaults(&cfg, kind);
+        al_gnn_config_default(&cfg, al_gnn_kind_name(kind), NULL);
         cfg.heads = meta_int(meta, "heads", cfg.heads);
         int F = meta_int(meta, "features", g->nfeat), C = meta_int(meta, "classes", g->nclass);
         if (F != g->nfeat || C != g->nclass)

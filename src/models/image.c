@@ -20,7 +20,7 @@
 
 /* ---------------- the model table ---------------- */
 
-static const al_model_kind kinds[] = {
+static const al_model_arch kinds[] = {
     {"cnn", "conv3x3(C→32)·ReLU·maxpool2 → conv3x3(32→64)·ReLU·maxpool2 → linear", 0.0f, 1, 0, 0,
      NULL, al__cnn_check, al__cnn_init, al__cnn_forward, NULL, NULL, NULL},
     {"sa", "patch embedding, learned positions, pre-LN blocks of full self-attention and a GELU MLP", 0.01f, 1, 1, 0,
@@ -39,7 +39,7 @@ static const al_model_kind kinds[] = {
      al__conv_attn_ft_post_init, "cnn", al__conv_attn_ft_from},
 };
 
-AL__MODEL_TABLE(al_model_kind, kinds, al_model_kind_find, al_model_kind_count, al_model_kind_at, al_model_names)
+AL__MODEL_TABLE(al_model_arch, kinds, al_model_arch_find, al_model_arch_count, al_model_arch_at, al_model_arch_names)
 
 /* ---------------- attention settings by name ---------------- */
 
@@ -83,8 +83,8 @@ al_status al_model_config_default(al_model_config *cfg, const char *name, int ch
                                   int width, int classes, al_error *err)
 {
     memset(cfg, 0, sizeof *cfg);
-    const al_model_kind *kind = al_model_kind_find(name);
-    if (!kind) return al_seterr(err, "unknown model '%s' (expected one of %s)", name, al_model_names());
+    const al_model_arch *kind = al_model_arch_find(name);
+    if (!kind) return al_seterr(err, "unknown model '%s' (expected one of %s)", name, al_model_arch_names());
     snprintf(cfg->name, sizeof cfg->name, "%s", name);
     cfg->channels = channels; cfg->height = height; cfg->width = width; cfg->classes = classes;
     cfg->dim = 64; cfg->depth = 2; cfg->heads = 4; cfg->hidden = 128; cfg->patch = 2; cfg->window = 5;
@@ -96,7 +96,7 @@ al_status al_model_config_default(al_model_config *cfg, const char *name, int ch
 
 al_status al_model_config_check(const al_model_config *cfg, al_error *err)
 {
-    const al_model_kind *kind = al_model_kind_find(cfg->name);
+    const al_model_arch *kind = al_model_arch_find(cfg->name);
     if (!kind) return al_seterr(err, "unknown model '%s'", cfg->name);
     if (cfg->channels < 1 || cfg->channels > 4) return al_seterr(err, "%s: channels must be 1..4, got %d", cfg->name, cfg->channels);
     if (cfg->height < 1 || cfg->width < 1) return al_seterr(err, "%s: bad image size %dx%d", cfg->name, cfg->height, cfg->width);
@@ -118,7 +118,7 @@ static al_status register_params(al_model *m, const al_model_config *cfg, al_err
     memset(m, 0, sizeof *m);
     if (al_model_config_check(cfg, err) != AL_OK) return AL_ERR;
     m->cfg = *cfg;
-    m->kind = al_model_kind_find(cfg->name);
+    m->kind = al_model_arch_find(cfg->name);
     if (cfg->pos == AL_POS_SINUSOIDAL && cfg->patch > 0) {
         uint64_t tokens = al_size_mul((uint64_t)(cfg->height / cfg->patch), (uint64_t)(cfg->width / cfg->patch));
         if (al_mem_check(al_size_mul(al_size_mul(tokens, (uint64_t)cfg->dim), sizeof(float)), err,

@@ -38,20 +38,20 @@ static int meta_float(const char *path, const char *meta, const char *key, float
 
 /* The configuration and output count of the checkpoint's metadata; target = the index of its target
  * in ms (-1 if ms lacks it). */
-static al_status cfg_from_meta(const char *path, const char *meta, const al_molset *ms, al_molnet_cfg *cfg, int *nout,
+static al_status cfg_from_meta(const char *path, const char *meta, const al_molset *ms, al_molnet_config *cfg, int *nout,
                                al_error *err)
 {
     char *task = al_meta_get(meta, "task"), *model = al_meta_get(meta, "model"), *readout = al_meta_get(meta, "readout");
     char *target = al_meta_get(meta, "target"), *acc = al_meta_get(meta, "test_acc");
     al_status st = AL_ERR;
-    const al_mol_model *kind = model ? al_mol_model_find(model) : NULL;
+    const al_molnet_arch *kind = model ? al_molnet_arch_find(model) : NULL;
     long dim, heads, depth, hidden;
     if (!task || strcmp(task, "molecule")) al_seterr(err, "%s: not a molecule checkpoint (its metadata has task %s)", path, task ? task : "none");
-    else if (!kind) al_seterr(err, "%s: metadata 'model' is '%s', not a molecule model (%s)", path, model ? model : "missing", al_mol_model_names());
+    else if (!kind) al_seterr(err, "%s: metadata 'model' is '%s', not a molecule model (%s)", path, model ? model : "missing", al_molnet_arch_names());
     else if (!meta_long(path, meta, "dim", 1, 4096, &dim, err) && !meta_long(path, meta, "heads", 1, 4096, &heads, err) &&
              !meta_long(path, meta, "depth", 1, AL_MOLNET_MAXDEPTH, &depth, err) &&
              !meta_long(path, meta, "hidden", 1, 65536, &hidden, err)) {
-        al_molnet_defaults(cfg, kind);
+        al_molnet_config_default(cfg, kind->name, NULL);
         cfg->dim = (int)dim; cfg->heads = (int)heads; cfg->depth = (int)depth; cfg->hidden = (int)hidden;
         cfg->dropout = 0.f;
         cfg->target = -1;
@@ -86,7 +86,7 @@ al_status al_molnet_load(const char *path, al_molset *ms, al_molnet *m, char **m
     memset(m, 0, sizeof *m);
     if (meta_out) *meta_out = NULL;
     char *meta = NULL, *elements = NULL;
-    al_molnet_cfg cfg;
+    al_molnet_config cfg;
     int nout = 1;
     long feats = 0;
     float mean = 0.f, std = 1.f;

@@ -206,7 +206,7 @@ static al_tensor *mlp_forward(al_ctx *c, al_molnet *m, const al_mol_batch *b)
 }
 
 /* ---------------- the table ---------------- */
-static const al_mol_model models[] = {
+static const al_molnet_arch models[] = {
     {"gat", "3 GAT layers (additive score) over bonds + self, bond-type bias, residual, ELU", 1, 0, 0, 1, 0.f, gat_init, gat_forward},
     {"gatv2", "3 GATv2 layers (LeakyReLU inside the score) over bonds + self, bond-type bias, residual, ELU", 1, 0, 0, 1, 0.f, gatv2_init, gatv2_forward},
     {"gt", "3 pre-LN transformer blocks masked by bonds + self, bond type as a per-head score bias", 1, 0, 0, 1, 0.f, gt_init, gt_forward},
@@ -216,7 +216,7 @@ static const al_mol_model models[] = {
     {"fingerprint", "Morgan-style bits (radius 2, 2048) computed from the graph, through 2 ReLU layers", 0, 0, 1, 0, 0.2f, mlp_init, mlp_forward},
 };
 
-AL__MODEL_TABLE(al_mol_model, models, al_mol_model_find, al_mol_model_count, al_mol_model_at, al_mol_model_names)
+AL__MODEL_TABLE(al_molnet_arch, models, al_molnet_arch_find, al_molnet_arch_count, al_molnet_arch_at, al_molnet_arch_names)
 
 static const char *const readouts[] = {"sum", "mean", "attn"};
 const char *al_mol_readout_name(al_mol_readout r) { return (unsigned)r < 3 ? readouts[r] : "?"; }
@@ -226,7 +226,7 @@ al_status al_mol_readout_parse(const char *s, al_mol_readout *out, al_error *err
     return al_seterr(err, "unknown readout '%s' (expected sum, mean or attn)", s ? s : "(null)");
 }
 
-void al_molnet_defaults(al_molnet_cfg *cfg, const al_mol_model *kind)
+static void molnet_defaults(al_molnet_config *cfg, const al_molnet_arch *kind)
 {
     memset(cfg, 0, sizeof *cfg);
     snprintf(cfg->model, sizeof cfg->model, "%s", kind ? kind->name : "");
@@ -236,6 +236,14 @@ void al_molnet_defaults(al_molnet_cfg *cfg, const al_mol_model *kind)
     cfg->dropout = kind ? kind->dropout : 0.f;
     cfg->lr = 1e-3f; cfg->weight_decay = 0.01f;
     cfg->epochs = 150; cfg->batch = 32;
+}
+
+al_status al_molnet_config_default(al_molnet_config *cfg, const char *name, al_error *err)
+{
+    const al_molnet_arch *kind = al_molnet_arch_find(name);
+    if (!kind) return al_seterr(err, "unknown molecule model '%s' (expected %s)", name ? name : "(null)", al_molnet_arch_names());
+    molnet_defaults(cfg, kind);
+    return AL_OK;
 }
 
 /* Standardisation of the target over the training split (NaN targets skipped). */
@@ -253,11 +261,11 @@ static al_status target_stats(al_molnet *m, const al_molset *ms, al_error *err)
     return AL_OK;
 }
 
-al_status al_molnet_build(al_molnet *m, const al_molnet_cfg *cfg, int nfeat, int nout, uint64_t seed, al_error *err)
+al_status al_molnet_build(al_molnet *m, const al_molnet_config *cfg, int nfeat, int nout, uint64_t seed, al_error *err)
 {
     memset(m, 0, sizeof *m);
     m->cfg = *cfg;
-    if (!(m->kind = al_mol_model_find(cfg->model))) return al_seterr(err, "unknown molecule model '%s' (expected %s)", cfg->model, al_mol_model_names());
+    if (!(m->kind = al_molnet_arch_find(cfg->model))) return al_seterr(err, "unknown molecule model '%s' (expected %s)", cfg->model, al_molnet_arch_names());
     if (cfg->dim < 1 || cfg->heads < 1 || cfg->dim % cfg->heads || cfg->dim > 4096)
         return al_seterr(err, "molecule model: dim %d must be a multiple of heads %d (and at most 4096)", cfg->dim, cfg->heads);
     if (cfg->depth < 1 || cfg->depth > AL_MOLNET_MAXDEPTH) return al_seterr(err, "molecule model: depth %d outside [1, %d]", cfg->depth, AL_MOLNET_MAXDEPTH);
@@ -279,7 +287,7 @@ al_status al_molnet_build(al_molnet *m, const al_molnet_cfg *cfg, int nfeat, int
     return AL_OK;
 }
 
-al_status al_molnet_init(al_molnet *m, const al_molnet_cfg *cfg, const al_molset *ms, uint64_t seed, al_error *err)
+al_status al_molnet_init(al_molnet *m, const al_molnet_config *cfg, const al_molset *ms, uint64_t seed, al_error *err)
 {
     memset(m, 0, sizeof *m);
     if (cfg->target < 0 || cfg->target >= ms->ntarget) return al_seterr(err, "molecule model: target %d outside [0, %d)", cfg->target, ms->ntarget);

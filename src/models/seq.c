@@ -245,7 +245,7 @@ static al_tensor *sa_forward(al_ctx *c, al_seq_model *m, al_tensor *x /* (N, D) 
 }
 
 /* ---------------- the table ---------------- */
-static const al_seq_kind kinds[] = {
+static const al_seq_arch kinds[] = {
     {"fc", "per token: linear 64→128, ReLU, →17 (no context)", 0, 0, 0, NULL, NULL, fc_init, fc_forward},
     {"window-fc", "tokens i−K…i+K of the sentence concatenated (K = --window, 2) →128 ReLU →17", 0, 1, 0,
      wfc_defaults, wfc_check, wfc_init, wfc_forward},
@@ -257,13 +257,13 @@ static const al_seq_kind kinds[] = {
      trunc_defaults, trunc_check, sa_init, sa_forward},
 };
 
-AL__MODEL_TABLE(al_seq_kind, kinds, al_seq_kind_find, al_seq_kind_count, al_seq_kind_at, al_seq_names)
+AL__MODEL_TABLE(al_seq_arch, kinds, al_seq_arch_find, al_seq_arch_count, al_seq_arch_at, al_seq_arch_names)
 
 al_status al_seq_config_default(al_seq_config *cfg, const char *name, int nwords, int nsuffixes, int tags, al_error *err)
 {
     memset(cfg, 0, sizeof *cfg);
-    const al_seq_kind *k = al_seq_kind_find(name);
-    if (!k) return al_seterr(err, "unknown sequence model '%s' (expected %s)", name ? name : "(null)", al_seq_names());
+    const al_seq_arch *k = al_seq_arch_find(name);
+    if (!k) return al_seterr(err, "unknown sequence model '%s' (expected %s)", name ? name : "(null)", al_seq_arch_names());
     snprintf(cfg->name, sizeof cfg->name, "%s", name);
     cfg->nwords = nwords; cfg->nsuffixes = nsuffixes; cfg->tags = tags;
     cfg->word_dim = 64; cfg->suffix_dim = 16; cfg->dim = 64; cfg->hidden = 128;
@@ -276,8 +276,8 @@ al_status al_seq_config_default(al_seq_config *cfg, const char *name, int nwords
 
 al_status al_seq_config_check(const al_seq_config *cfg, al_error *err)
 {
-    const al_seq_kind *k = al_seq_kind_find(cfg->name);
-    if (!k) return al_seterr(err, "unknown sequence model '%s' (expected %s)", cfg->name, al_seq_names());
+    const al_seq_arch *k = al_seq_arch_find(cfg->name);
+    if (!k) return al_seterr(err, "unknown sequence model '%s' (expected %s)", cfg->name, al_seq_arch_names());
     if (cfg->feat_dim < 0 || cfg->feat_dim > 4096) return al_seterr(err, "%s: feat_dim must be 0..4096, got %d", cfg->name, cfg->feat_dim);
     if (cfg->subsample != 0 && cfg->subsample != 1 && cfg->subsample != 2 && cfg->subsample != 4)
         return al_seterr(err, "%s: --subsample must be 1, 2 or 4, got %d", cfg->name, cfg->subsample);
@@ -295,7 +295,7 @@ al_status al_seq_init(al_seq_model *m, const al_seq_config *cfg, uint64_t seed, 
     memset(m, 0, sizeof *m);
     if (al_seq_config_check(cfg, err) != AL_OK) return AL_ERR;
     m->cfg = *cfg;
-    m->kind = al_seq_kind_find(cfg->name);
+    m->kind = al_seq_arch_find(cfg->name);
     al_params_init(&m->params);
     if (embed_init(m) != AL_OK || m->kind->init(m) != AL_OK) {
         al_seq_free(m);

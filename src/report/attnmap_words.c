@@ -15,10 +15,10 @@ static const char *attention_models(char *buf, size_t n)
     size_t o = 0;
     int k = 0, total = 0;
     buf[0] = 0;
-    for (int i = 0; i < al_seq_kind_count(); i++) total += al_seq_kind_at(i)->attention;
-    for (int i = 0; i < al_seq_kind_count() && o < n; i++) {
-        if (!al_seq_kind_at(i)->attention) continue;
-        o += (size_t)snprintf(buf + o, n - o, "%s%s", k == 0 ? "" : k == total - 1 ? " and " : ", ", al_seq_kind_at(i)->name);
+    for (int i = 0; i < al_seq_arch_count(); i++) total += al_seq_arch_at(i)->attention;
+    for (int i = 0; i < al_seq_arch_count() && o < n; i++) {
+        if (!al_seq_arch_at(i)->attention) continue;
+        o += (size_t)snprintf(buf + o, n - o, "%s%s", k == 0 ? "" : k == total - 1 ? " and " : ", ", al_seq_arch_at(i)->name);
         k++;
     }
     return buf;

@@ -7,7 +7,7 @@
  * (trainstate.h), and progress reported per step and per epoch. A task supplies only what differs: its
  * step (forward, loss and backward into the parameters' gradients), its evaluation, its rule for the
  * kept model, and how it reports — the al__fit_task below. Each family's public training function
- * (al_train_image, al_gnn_train_resumable, al_seq_train, al_speech_train, al_molnet_train_resumable)
+ * (al_model_train, al_gnn_train_resumable, al_seq_train, al_speech_train, al_molnet_train_resumable)
  * is such a task around al__fit, with the same arithmetic in the same order as before, so the same
  * results bit for bit. */
 #ifndef AL_TRAIN_FIT_IMPL_H

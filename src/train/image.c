@@ -92,10 +92,10 @@ static al_status eval_with(al_ctx *c, al_model *m, const al_images *d, const flo
     return st;
 }
 
-al_status al_eval_image(al_model *m, const al_images *d, const float mean[4], const float std[4],
-                        int batch, double *acc, int *pred, al_error *err)
+al_status al_model_evaluate(al_model *m, const al_images *d, const float mean[4], const float std[4],
+                            int batch, double *acc, int *pred, al_error *err)
 {
-    return al_eval_image_ex(m, d, mean, std, batch, acc, pred, NULL, NULL, NULL, err);   /* image_eval.c */
+    return al_model_evaluate_ex(m, d, mean, std, batch, acc, pred, NULL, NULL, NULL, err);   /* image_eval.c */
 }
 
 /* ---------------- the image task of the training skeleton (train/fit_impl.h) ---------------- */
@@ -164,7 +164,7 @@ static int image_report(void *self, const al__fit_progress *f)
 
 static const al__fit_task image_fit = {image_step, image_evaluate, NULL, image_report, NULL};
 
-al_status al_train_image(al_model *m, const al_images *train, const al_images *test,
+al_status al_model_train(al_model *m, const al_images *train, const al_images *test,
                          const al_train_config *tc, al_train_cb cb, void *ud, al_error *err)
 {
     const al_model_config *cfg = &m->cfg;

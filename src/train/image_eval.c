@@ -1,5 +1,5 @@
 /* image_eval.c — evaluation of an image model with its logits and progress (train.h:
- * al_eval_image_ex). The same batches, forward and argmax as al_eval_image, so its accuracy and
+ * al_model_evaluate_ex). The same batches, forward and argmax as al_model_evaluate, so its accuracy and
  * predictions are identical. */
 #include "attnlab/train.h"
 #include <stdlib.h>
@@ -32,8 +32,8 @@ static al_status eval_batch(al_ctx *c, al_model *m, const al_images *d, const fl
     return AL_OK;
 }
 
-al_status al_eval_image_ex(al_model *m, const al_images *d, const float mean[4], const float std[4], int batch,
-                           double *acc, int *pred, float *logits, al_eval_progress_fn fn, void *ud, al_error *err)
+al_status al_model_evaluate_ex(al_model *m, const al_images *d, const float mean[4], const float std[4], int batch,
+                               double *acc, int *pred, float *logits, al_eval_progress_fn fn, void *ud, al_error *err)
 {
     if (batch < 1) batch = 64;
     if (d->c != m->cfg.channels || d->h != m->cfg.height || d->w != m->cfg.width)

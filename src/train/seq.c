@@ -121,7 +121,7 @@ static al_status eval_with(al_ctx *c, al_seq_model *m, const al_seq_data *d, int
     return st;
 }
 
-al_status al_seq_eval_scores(al_seq_model *m, const al_seq_data *d, int batch, al_seq_scores *sc, int *pred, al_error *err)
+al_status al_seq_evaluate_scores(al_seq_model *m, const al_seq_data *d, int batch, al_seq_scores *sc, int *pred, al_error *err)
 {
     if (batch < 1) batch = 256;
     al_ctx *c = al_ctx_new(0);
@@ -134,10 +134,10 @@ al_status al_seq_eval_scores(al_seq_model *m, const al_seq_data *d, int batch, a
     return st;
 }
 
-al_status al_seq_eval(al_seq_model *m, const al_seq_data *d, int batch, double *acc, double *unseen_acc, int *pred, al_error *err)
+al_status al_seq_evaluate(al_seq_model *m, const al_seq_data *d, int batch, double *acc, double *unseen_acc, int *pred, al_error *err)
 {
     al_seq_scores sc;
-    if (al_seq_eval_scores(m, d, batch, &sc, pred, err) != AL_OK) return AL_ERR;
+    if (al_seq_evaluate_scores(m, d, batch, &sc, pred, err) != AL_OK) return AL_ERR;
     if (acc) *acc = sc.acc;
     if (unseen_acc) *unseen_acc = sc.unseen_acc;
     return AL_OK;

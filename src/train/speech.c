@@ -144,7 +144,7 @@ static al_status eval_with(al_ctx *c, al_seq_model *m, const al_speech_data *d, 
     return st;
 }
 
-al_status al_speech_eval(al_seq_model *m, const al_speech_data *d, int batch, al_speech_scores *sc, int *pred, al_error *err)
+al_status al_speech_evaluate(al_seq_model *m, const al_speech_data *d, int batch, al_speech_scores *sc, int *pred, al_error *err)
 {
     if (batch < 1) batch = 64;
     if (m->cfg.feat_dim != d->dim || m->cfg.tags != d->classes)

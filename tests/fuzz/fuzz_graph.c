@@ -20,7 +20,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
     if (g.n < 1 || g.nfeat < 1 || g.nclass < 1) abort();
     al_csr a; al_error e2 = {{0}};
     if (al_graph_gcn_norm(&g, &a, &e2) == AL_OK) al_csr_free(&a);
-    al_gnn_cfg cfg; al_gnn_defaults(&cfg, (al_gnn_kind)(n % 4));
+    al_gnn_config cfg; al_gnn_config_default(&cfg, al_gnn_kind_name((al_gnn_kind)(n % 4)), NULL);
     cfg.hidden = 2; cfg.heads = 1;
     al_gnn m; al_error e3 = {{0}};
     if (al_gnn_init(&m, &cfg, &g, 1, &e3) == AL_OK) al_gnn_free(&m);

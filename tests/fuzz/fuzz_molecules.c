@@ -36,7 +36,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
         if (al_mol_batch_build(c, &ms, ids, ms.nmol, 0, 1, 1, &b) != AL_OK) abort();
         for (int64_t s = 0; s < b.full->nnz; s++) if (b.full_dist[s] < 0 || b.full_dist[s] >= AL_MOL_SPD_BUCKETS) abort();
         static const char *const models[2] = {"gt-full", "gt"};
-        al_molnet_cfg cfg; al_molnet_defaults(&cfg, al_mol_model_find(models[n & 1]));
+        al_molnet_config cfg; al_molnet_config_default(&cfg, models[n & 1], NULL);
         cfg.dim = 4; cfg.heads = 2; cfg.depth = 1; cfg.hidden = 2;
         al_molnet m; al_error e2 = {{0}};
         if (al_molnet_init(&m, &cfg, &ms, 1, &e2) == AL_OK) {
