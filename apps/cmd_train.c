@@ -28,6 +28,12 @@ static void mpi_tasks(char *buf, size_t n)
 
 int cmd_train(int argc, char **argv)
 {
+    if (argc <= 1) {   /* nothing named: a usage, not a ten-minute default run */
+        fprintf(stderr, "usage: attnlab train --task %s [--data D] [--model M] [OPTIONS]\n"
+                        "       attnlab train --data fashion-mnist    (any flag: the image task, its cnn by default)\n"
+                        "       attnlab train --task T --help         (the options of task T)\n", al_task_names());
+        return 2;
+    }
     const char *task = "image";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--task") && i + 1 < argc) task = argv[i + 1];
@@ -39,7 +45,7 @@ int cmd_train(int argc, char **argv)
     }
     const int t = task_find(task);
     if (t < 0) {
-        fprintf(stderr, "attnlab train: unknown task '%s' (expected image, graph, sequence, molecule or speech)\n", task);
+        fprintf(stderr, "attnlab train: unknown task '%s' (expected %s)\n", task, al_task_names());
         return 2;
     }
     if (app_mpi_size() > 1 && !tasks[t].mpi) {

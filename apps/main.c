@@ -8,8 +8,8 @@
 
 static const struct { const char *name; int (*fn)(int, char **); const char *help; } cmds[] = {
     {"train", cmd_train, "train a model (image, graph, sequence, molecule or speech task), write CSV and a checkpoint"},
-    {"eval", cmd_eval, "evaluate a saved checkpoint on a test set (image or graph)"},
-    {"predict", cmd_predict, "classify image files with a saved checkpoint (CSV file,class,prob)"},
+    {"eval", cmd_eval, "evaluate a saved checkpoint on a test set (image, graph or molecule)"},
+    {"predict", cmd_predict, "classify image files or molecules with a saved checkpoint (CSV)"},
     {"sweep", cmd_sweep, "run models x data sizes x seeds, resumable, one CSV"},
     {"summarize", cmd_summarize, "table of final test accuracy (mean +- std) per model and size"},
     {"plot", cmd_plot, "plot a results CSV with gnuplot"},

@@ -79,16 +79,19 @@ static void epoch_line(const train_run *r, const train_epoch *e, unsigned cols, 
     fprintf(stderr, "\n");
 }
 
-/* "seed 1 epoch 40  loss ...": redrawn on a terminal while a run of several seeds stops early (graph, molecule). */
+/* "seed 1 epoch 40  loss ...": redrawn on a terminal while a run of several seeds stops early (graph, molecule);
+ * off a terminal (a log, CI, a notebook) a line of its own. */
 static void seed_line(const train_run *r, const train_epoch *e)
 {
+    fputs(r->tty ? "\r\033[K" : "", stderr);
     if (r->task == AL_TASK_GRAPH)
-        fprintf(stderr, "\r\033[Kseed %ld epoch %d  loss %.4f  train %.3f  val %.3f (loss %.4f)  test %.3f  %.1f ms", r->seed,
+        fprintf(stderr, "seed %ld epoch %d  loss %.4f  train %.3f  val %.3f (loss %.4f)  test %.3f  %.1f ms", r->seed,
                 e->epoch, e->loss, e->train_acc, e->val_acc, e->val_loss, e->test_acc, 1e3 * e->seconds);
     else
-        fprintf(stderr, "\r\033[Kseed %ld epoch %d  loss %.4f  val %.3f  test %.3f (%s)  %.1f s", r->seed, e->epoch, e->loss,
+        fprintf(stderr, "seed %ld epoch %d  loss %.4f  val %.3f  test %.3f (%s)  %.1f s", r->seed, e->epoch, e->loss,
                 e->classes ? e->val_acc : e->val_rmse, e->classes ? e->test_acc : e->test_rmse,
                 e->classes ? "accuracy" : "RMSE", e->seconds);
+    fputs(r->tty ? "" : "\n", stderr);
 }
 
 int train_report_epoch(train_run *r, const train_epoch *e)
@@ -100,7 +103,11 @@ int train_report_epoch(train_run *r, const train_epoch *e)
     }
     if (r->quiet) return 0;
     if (t->cols & RC_EPOCH_LINE) epoch_line(r, e, t->cols, t->unit);
-    else if (r->tty && !e->final) seed_line(r, e);
+    else if (!e->final) {
+        /* off a terminal: a seed's first epoch, then at most a line a second (a graph epoch takes milliseconds) */
+        double now = al_time();
+        if (r->tty || e->epoch <= 1 || now - r->last_draw >= 1.0) { r->last_draw = now; seed_line(r, e); }
+    }
     return 0;
 }
 

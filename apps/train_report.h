@@ -16,7 +16,7 @@ typedef struct train_run {
     int tty, quiet;             /* stderr is a terminal; --quiet */
     app_resume *ar;             /* counts the run's CSV rows (NULL: none) */
     al_error *err;              /* a failed append's message */
-    double last_draw;           /* when the step line was last drawn (train_report_step) */
+    double last_draw;           /* when the step line, or off a terminal a seed's epoch line, was last drawn */
 } train_run;
 
 /* One epoch's figures; a task leaves NaN in those it does not have. */

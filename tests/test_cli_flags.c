@@ -287,6 +287,38 @@ static int teardown(void **st)
     return system(cmd) == 0 ? 0 : -1;
 }
 
+/* A bare `attnlab train` is a usage (exit 2), not a ten-minute default run; any flag still picks the
+ * image task and its default model. */
+static void test_bare_train_is_a_usage(void **st)
+{
+    (void)st;
+    char *err = NULL;
+    assert_int_equal(run(NULL, "train", &err), 2);
+    assert_non_null(strstr(err, "usage: attnlab train --task image|graph|sequence|speech|molecule"));
+    free(err);
+    assert_int_equal(run(NULL, "train --task text", &err), 2);
+    assert_non_null(strstr(err, "unknown task 'text' (expected image|graph|sequence|speech|molecule)"));
+    assert_int_equal(count_lines(err), 1);
+    free(err);
+    assert_int_equal(run(NULL, "train --threads 1 --epochs 1 --train-size 64 --test-size 64", &err), 0);
+    assert_non_null(strstr(err, "epoch 1/1"));   /* the cnn trained */
+    free(err);
+}
+
+/* Off a terminal (a log file, CI, a notebook) a graph run reports its epochs as lines of their own, without
+ * the terminal's redraw codes: the first epoch of each seed at once, then at most one a second. */
+static void test_graph_progress_off_a_terminal(void **st)
+{
+    (void)st;
+    char *err = NULL;
+    assert_int_equal(run(NULL, "train --task graph --model gcn --seeds 1-2 --sequential --epochs 5 --threads 1", &err), 0);
+    assert_non_null(strstr(err, "\nseed 1 epoch 1  loss "));
+    assert_non_null(strstr(err, "\nseed 2 epoch 1  loss "));
+    assert_null(strchr(err, '\r'));
+    assert_null(strchr(err, '\033'));
+    free(err);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -298,6 +330,8 @@ int main(void)
         cmocka_unit_test(test_eval_flags),
         cmocka_unit_test(test_absurd_threads),
         cmocka_unit_test(test_window_beyond_grid),
+        cmocka_unit_test(test_bare_train_is_a_usage),
+        cmocka_unit_test(test_graph_progress_off_a_terminal),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
