@@ -12,15 +12,16 @@ static void usage(FILE *f)
 {
     fprintf(f,
         "usage: attnlab summarize FILE.csv [--csv] [--by KEYS]\n"
-        "  Reads a results CSV (or FILE.csv.gz; one row per epoch, the last row of a run is its result) and prints, per\n"
-        "  task, dataset, model, variant (the run's config: patch, pos, score, lr, split kind, ...) and\n"
-        "  training-set size, the final test accuracy as mean +- sample std over runs (seeds), the number\n"
-        "  of runs, the mean epoch of the final row (graph runs: the restored best epoch), parameters and\n"
-        "  mean training seconds per run (sum of epoch_seconds). When the file has them (sequence runs of\n"
-        "  attnlab >= 0.5), unseen_acc and ambig_acc (accuracy on test words unseen in train, and on words\n"
-        "  that took two or more tags in train) follow as mean +- std too. The variant column shows the config keys\n"
-        "  whose values differ between groups. Runs that did not finish (no final row marked done, e.g.\n"
-        "  killed) are listed on stderr and never averaged. Sorted by model, variant, then size.\n"
+        "  Reads a results CSV (or FILE.csv.gz; one row per epoch, the last row of a run is its result) and\n"
+        "  prints, per task, dataset, model, variant (the run's config: patch, pos, score, lr, split kind, ...)\n"
+        "  and training-set size, the final test accuracy as mean +- sample std over runs (seeds; n/a, or an\n"
+        "  empty CSV field, for a single run), the number of runs, the mean epoch of the final row (graph\n"
+        "  runs: the restored best epoch), parameters and mean training seconds per run (sum of\n"
+        "  epoch_seconds). When the file has them (sequence runs of attnlab >= 0.5), unseen_acc and\n"
+        "  ambig_acc (accuracy on test words unseen in train, and on words that took two or more tags in\n"
+        "  train) follow as mean +- std too. The variant column shows the config keys whose values differ\n"
+        "  between groups. Runs that did not finish (no final row marked done, e.g. killed) are listed on\n"
+        "  stderr and never averaged. Sorted by model, variant, then size.\n"
         "  --csv       print CSV instead of the aligned table (with the group's whole config)\n"
         "  --by KEYS   group by the model and only these config keys (comma list, e.g. patch,pos;\n"
         "              --by model merges every variant of a model); default: the whole config\n"
@@ -37,11 +38,21 @@ static int extra_metrics(const al_summary *s, al_metric *out)
     return n;
 }
 
-/* "0.1234 +- 0.0012", or "-" for a group without the metric. */
+/* "0.1234 +- 0.0012"; "0.1234 +- n/a" from one run (a sample std needs two); "-" for a group without the metric. */
+static void mean_std_text(double mean, double std, int runs, char *buf, size_t n)
+{
+    if (runs == 0) snprintf(buf, n, "-");
+    else if (runs == 1) snprintf(buf, n, "%.4f +- n/a", mean);
+    else snprintf(buf, n, "%.4f +- %.4f", mean, std);
+}
 static void mean_std_str(const al_summary_group *g, al_metric m, char *buf, size_t n)
 {
-    if (g->metric_runs[m] == 0) snprintf(buf, n, "-");
-    else snprintf(buf, n, "%.4f +- %.4f", g->metric_mean[m], g->metric_std[m]);
+    mean_std_text(g->metric_mean[m], g->metric_std[m], g->metric_runs[m], buf, n);
+}
+/* A CSV field: the std, or empty from fewer than two runs. */
+static void std_field(double std, int runs)
+{
+    if (runs >= 2) printf(",%.6f", std); else printf(",");
 }
 
 static void print_csv(const al_summary *s)
@@ -53,10 +64,11 @@ static void print_csv(const al_summary *s)
     printf("\n");
     for (int i = 0; i < s->n; i++) {
         const al_summary_group *grp = &s->grp[i];
-        printf("%s,%s,%s,%ld,%d,%.6f,%.6f,%.2f,%ld,%.3f,%s", grp->task, grp->dataset, grp->model, grp->train_size,
-               grp->nruns, grp->mean, grp->std, grp->mean_epochs, grp->params, grp->mean_seconds, grp->config);
+        printf("%s,%s,%s,%ld,%d,%.6f", grp->task, grp->dataset, grp->model, grp->train_size, grp->nruns, grp->mean);
+        std_field(grp->std, grp->nruns);
+        printf(",%.2f,%ld,%.3f,%s", grp->mean_epochs, grp->params, grp->mean_seconds, grp->config);
         for (int k = 0; k < nex; k++) {   /* empty fields where the group has no value */
-            if (grp->metric_runs[ex[k]]) printf(",%.6f,%.6f", grp->metric_mean[ex[k]], grp->metric_std[ex[k]]);
+            if (grp->metric_runs[ex[k]]) { printf(",%.6f", grp->metric_mean[ex[k]]); std_field(grp->metric_std[ex[k]], grp->metric_runs[ex[k]]); }
             else printf(",,");
         }
         printf("\n");
@@ -84,7 +96,7 @@ static void print_table(const al_summary *s)
     for (int i = 0; i < s->n; i++) {
         const al_summary_group *grp = &s->grp[i];
         char acc[32];
-        snprintf(acc, sizeof acc, "%.4f +- %.4f", grp->mean, grp->std);
+        mean_std_text(grp->mean, grp->std, grp->nruns, acc, sizeof acc);
         printf("%-*s  %-*s  %-*s  %s%-*s%s%8ld  %4d  %-17s", wt, grp->task, wd, grp->dataset, wm,
                grp->model, "", wv, var[i], wv ? "  " : "", grp->train_size, grp->nruns, acc);
         for (int k = 0; k < nex; k++) { mean_std_str(grp, ex[k], acc, sizeof acc); printf("  %-19s", acc); }

@@ -387,12 +387,12 @@ static void test_graph_presets(void **st)
     for (int i = 0; i < 3; i++) free(plans[i]);
 }
 
-/* The issue-17 presets' plans: prior-mismatch sweeps sa's patch (2, 1) and not local's, every model with
- * and without the permutation; augment every model with and without augmentation (its parts joined by
+/* The plans of the prior-mismatch, augment, distance and long-range presets: prior-mismatch sweeps
+ * sa's patch (2, 1) and not local's, every model with and without the permutation; augment every model with and without augmentation (its parts joined by
  * '+' inside a list); distance the sequence models over the recall lengths, each length its dataset;
  * long-range the generated fashion-pairs up to 10^6 examples, sa at patch 4. And
  * a --permute-pixels / --augment axis of a free sweep reaches the trainer as a flag pair. */
-static void test_issue17_presets(void **st)
+static void test_prior_and_distance_presets(void **st)
 {
     (void)st;
     const char *presets[] = {"prior-mismatch", "augment", "distance", "long-range"};
@@ -704,6 +704,36 @@ static int teardown(void **st)
     return 0;
 }
 
+/* A group of one run has no sample std: the table says "n/a" and the CSV leaves the field empty, while a
+ * group of two shows its std. */
+static void test_summarize_single_run_std(void **st)
+{
+    (void)st;
+    char p[512], cmd[16384];
+    snprintf(p, sizeof p, "%s/one.csv", g_dir);
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fputs("run_id,task,dataset,model,train_size,seed,epoch,train_loss,train_acc,val_acc,test_acc,epoch_seconds,"
+          "samples_per_second,params\n"
+          "a1,image,d,cnn,100,1,1,0.5,0.8,,0.79,1,1,10\n"
+          "b1,image,d,sa,100,1,1,0.5,0.8,,0.70,1,1,10\n"
+          "b2,image,d,sa,100,2,1,0.5,0.8,,0.72,1,1,10\n", f);
+    assert_int_equal(fclose(f), 0);
+    snprintf(cmd, sizeof cmd, "%s summarize %s > %s/one.txt 2>&1 && %s summarize %s --csv > %s/one-csv.txt 2>&1",
+             g_bin, p, g_dir, g_bin, p, g_dir);
+    assert_int_equal(tu_system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "%s/one.txt", g_dir);
+    char *t = slurp(cmd);
+    assert_non_null(t);
+    if (!strstr(t, "0.7900 +- n/a") || !strstr(t, "0.7100 +- 0.0141")) fail_msg("table:\n%s", t);
+    free(t);
+    snprintf(cmd, sizeof cmd, "%s/one-csv.txt", g_dir);
+    t = slurp(cmd);
+    assert_non_null(t);
+    if (!strstr(t, "image,d,cnn,100,1,0.790000,,") || !strstr(t, "image,d,sa,100,2,0.710000,0.014142,")) fail_msg("csv:\n%s", t);
+    free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -719,9 +749,10 @@ int main(void)
         cmocka_unit_test(test_kill_resume_real_trainer),
         cmocka_unit_test(test_partial_run_resumes),
         cmocka_unit_test(test_sequence_sweep),
-        cmocka_unit_test(test_issue17_presets),
+        cmocka_unit_test(test_prior_and_distance_presets),
         cmocka_unit_test(test_data_list),
         cmocka_unit_test(test_context_width_script),
+        cmocka_unit_test(test_summarize_single_run_std),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
