@@ -160,6 +160,9 @@ static void test_params_flat_and_seeded(void **st)
         al_tensor *w = al_params_add(&p, "w", 2, (int[]){2, 5}, al_init_kaiming(5));
         al_tensor *b = al_params_add(&p, "b", 1, (int[]){3}, (al_init){AL_INIT_ONES, 0});
         assert_non_null(w); assert_non_null(b);
+        assert_null(al_params_add(&p, "w", 1, (int[]){4}, (al_init){AL_INIT_ZEROS, 0}));   /* a name twice */
+        assert_null(al_params_add(&p, NULL, 1, (int[]){4}, (al_init){AL_INIT_ZEROS, 0}));
+        assert_int_equal(p.n, 2);
         al_rng r; al_rng_seed(&r, 5, AL_RNG_INIT);
         al_error e = {{0}};
         assert_int_equal(al_params_finalize(&p, &r, &e), AL_OK);
@@ -169,6 +172,7 @@ static void test_params_flat_and_seeded(void **st)
         for (int i = 0; i < 10; i++) { assert_true(w->data[i] >= -0.4473f && w->data[i] <= 0.4473f); first[rep][i] = w->data[i]; }
         assert_true(b->data[2] == 1.0f);
         assert_ptr_equal(al_params_find(&p, "b"), b);
+        assert_null(al_params_add(&p, "c", 1, (int[]){1}, (al_init){AL_INIT_ZEROS, 0}));   /* finalized */
         assert_int_equal(p.decay[0], 1); assert_int_equal(p.decay[1], 0);
         al_params_free(&p);
     }

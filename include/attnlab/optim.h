@@ -1,8 +1,12 @@
 /* attnlab/optim.h — optimisers over the flat parameter array, clipping, LR schedules.
  *
- *   al_optim o; al_optim_init(&o, AL_ADAMW, params.total, 1e-3f); o.weight_decay = 0.01f;
- *   ... al_backward(c, loss); al_clip_grad_norm(&params, 1.0f);
- *   o.lr = al_lr_schedule(&sched, step); al_optim_step(&o, &params);
+ *   al_optim o; if (al_optim_init(&o, AL_ADAMW, params.total, 1e-3f, &err) != AL_OK) ...;   // weight decay 0.01
+ *   al_lr_schedule sched = {AL_LR_COSINE, 1e-3f, 100, 10000, 0, 0.f, 1e-5f};
+ *   for (int64_t step = 0; step < 10000; step++) {
+ *       ... al_params_zero_grad(&params); al_backward(c, loss); al_clip_grad_norm(&params, 1.0f);
+ *       o.lr = al_lr_at(&sched, step); al_optim_step(&o, &params);
+ *   }
+ *   al_optim_free(&o);
  */
 #ifndef ATTNLAB_OPTIM_H
 #define ATTNLAB_OPTIM_H

@@ -148,7 +148,9 @@ typedef struct al_params {
     uint8_t *decay;               /* per tensor: 1 = weight decay applies (default: ndim >= 2) */
 } al_params;
 void       al_params_init(al_params *p);
-/* Register a parameter (name is copied). Its data is allocated by al_params_finalize. */
+/* Register a parameter (name is copied). Its data is allocated by al_params_finalize. NULL: out of
+ * memory, a bad shape, a NULL name, a name already registered (checkpoints name every tensor, so names
+ * are unique), or p already finalized. */
 al_tensor *al_params_add(al_params *p, const char *name, int ndim, const int *shape, al_init init);
 /* Allocate flat arrays and initialise every parameter in registration order from rng. */
 al_status  al_params_finalize(al_params *p, al_rng *rng, al_error *err);

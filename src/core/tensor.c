@@ -411,7 +411,8 @@ void al_params_init(al_params *p) { memset(p, 0, sizeof *p); }
 al_tensor *al_params_add(al_params *p, const char *name, int ndim, const int *shape, al_init init)
 {
     int64_t n = al_shape_numel(ndim, shape);
-    if (n < 0 || p->data) return NULL;
+    if (n < 0 || p->data || !name) return NULL;
+    for (int i = 0; i < p->n; i++) if (!strcmp(p->t[i]->name, name)) return NULL;   /* checkpoints name tensors */
     if (p->n == p->cap) {
         int cap = p->cap ? 2 * p->cap : 32;
         al_tensor **t = realloc(p->t, (size_t)cap * sizeof *t);
@@ -427,7 +428,8 @@ al_tensor *al_params_add(al_params *p, const char *name, int ndim, const int *sh
     if (!t) return NULL;
     t->ndim = ndim; t->numel = n; t->requires_grad = 1;
     memcpy(t->shape, shape, (size_t)ndim * sizeof(int));
-    t->name = strdup(name ? name : "");
+    t->name = strdup(name);
+    if (!t->name) { free(t); return NULL; }
     p->t[p->n] = t; p->init[p->n] = init; p->decay[p->n] = ndim >= 2;
     p->n++; p->total += n;
     return t;
