@@ -56,7 +56,8 @@ al_status al_gnn_save(const char *path, const al_gnn *m, const al_graph *g, cons
     snprintf(v[0], 32, "%d", g->ntrain); snprintf(v[1], 32, "%d", g->n); snprintf(v[2], 32, "%d", g->nfeat);
     snprintf(v[3], 32, "%d", g->nclass); snprintf(v[4], 32, "%d", m->cfg.heads);
     /* NULL: the caller's (kv_extra) */
-    const char *kv[] = {"task", "graph", "dataset", g->name, "model", al_gnn_kind_name(m->cfg.kind), "split", NULL,
+    const char *kv[] = {"format", "attnlab-graph", "task", "graph", "dataset", g->name, "model", al_gnn_kind_name(m->cfg.kind),
+                        "split", NULL,
                         "train_size", v[0], "seed", NULL, "best_epoch", NULL, "test_acc", NULL,
                         "nodes", v[1], "features", v[2], "classes", v[3], "heads", v[4], "run_id", NULL};
     return al__safetensors_save_merged(path, &m->params, kv, (int)(sizeof kv / sizeof *kv / 2), kv_extra, n_extra, err);

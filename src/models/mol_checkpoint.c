@@ -74,7 +74,8 @@ al_status al_molnet_save(const char *path, const al_molnet *m, const al_molset *
     char elements[AL_MOL_MAX_ELEMENTS * 4 + 1] = "";
     for (int e = 0; e < ms->nelem; e++) strcat(strcat(elements, e ? " " : ""), ms->elements[e]);
     /* NULL: the caller's (kv_extra) */
-    const char *kv[] = {"task", "molecule", "dataset", ms->name, "model", m->kind->name, "target", ms->targets[m->cfg.target],
+    const char *kv[] = {"format", "attnlab-molecule", "task", "molecule", "dataset", ms->name, "model", m->kind->name,
+                        "target", ms->targets[m->cfg.target],
                         "seed", NULL, "best_epoch", NULL, "test_acc", NULL, "test_rmse", NULL, "y_mean", v[0], "y_std", v[1],
                         "dim", v[2], "heads", v[3], "depth", v[4], "hidden", v[5], "features", v[6],
                         "readout", al_mol_readout_name(m->cfg.readout), "elements", elements, "run_id", NULL};

@@ -41,10 +41,10 @@ static al_status mol_at(int i, al_task_model *o)
 
 static const al_task tasks[AL_TASK_COUNT] = {
     {AL_TASK_IMAGE, "image", "model", "attnlab-image", "fashion-mnist", al_model_arch_count, image_at},
-    {AL_TASK_GRAPH, "graph", "gnn", NULL, "cora", al_gnn_arch_count, graph_at},
+    {AL_TASK_GRAPH, "graph", "gnn", "attnlab-graph", "cora", al_gnn_arch_count, graph_at},
     {AL_TASK_SEQUENCE, "sequence", "seq", "attnlab-sequence", "ud-english-ewt", al_seq_arch_count, seq_at},
     {AL_TASK_SPEECH, "speech", "seq", "attnlab-speech", NULL, al_seq_arch_count, seq_at},
-    {AL_TASK_MOLECULE, "molecule", "molnet", NULL, "esol", al_molnet_arch_count, mol_at},
+    {AL_TASK_MOLECULE, "molecule", "molnet", "attnlab-molecule", "esol", al_molnet_arch_count, mol_at},
 };
 
 const al_task *al_task_find(const char *name)
