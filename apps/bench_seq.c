@@ -224,7 +224,6 @@ int bench_seq_main(int argc, char **argv)
     al_set_threads(o.threads);
     al_error err = {{0}};
     char dir[4096];
-    const char *explicit_dir = strchr(o.data, '/') ? o.data : NULL;
     al_conllu_set D;
     memset(&D, 0, sizeof D);
     al_featurizer fz;
@@ -233,7 +232,7 @@ int bench_seq_main(int argc, char **argv)
     memset(&tr, 0, sizeof tr);
     al_conllu_opts copts = {AL_CONLLU_MAX_LEN, 0};
     rc = 1;
-    if (al_data_locate(explicit_dir ? "ud-english-ewt" : o.data, explicit_dir, dir, sizeof dir, &err) != AL_OK ||
+    if (al_data_resolve(o.data, dir, sizeof dir, &err) != AL_OK ||
         al_conllu_load_dir(dir, &copts, &D, &err) != AL_OK || al_feat_build(&D.train, &fz, &err) != AL_OK ||
         al_seq_data_encode(&fz, &D.train, &tr, &err) != AL_OK) {
         fprintf(stderr, "attnlab " CMD ": %s\n", err.msg);

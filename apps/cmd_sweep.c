@@ -131,13 +131,12 @@ static long image_train_count(const char *data)
     return al_fashion_mnist_count(NULL, &n, NULL, &e) == AL_OK ? (long)n : 60000;
 }
 
-/* Training sentences of a treebank, found as `attnlab train --task sequence` finds it (a NAME, or a
- * path when it holds a '/'); -1 with e set when it cannot be read. */
+/* Training sentences of a treebank, found as `attnlab train --task sequence` finds it (al_data_resolve:
+ * a path, an existing directory, or a NAME looked up); -1 with e set when it cannot be read. */
 static long seq_train_count(const char *data, al_error *e)
 {
     char dir[PATH_MAX], path[PATH_MAX];
-    const char *explicit_dir = strchr(data, '/') ? data : NULL;
-    if (al_data_locate(explicit_dir ? "ud-english-ewt" : data, explicit_dir, dir, sizeof dir, e) != AL_OK ||
+    if (al_data_resolve(data, dir, sizeof dir, e) != AL_OK ||
         al_conllu_find(dir, "train", path, sizeof path, e) != AL_OK)
         return -1;
     al_conllu d;

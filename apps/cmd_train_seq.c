@@ -217,8 +217,7 @@ static int load_seq_data(const sopts *o, seq_run *R, al_error *err)
         return al_seq_data_encode(&R->fz, &R->D.test, &R->te, err) != AL_OK;
     }
     char dir[4096];
-    const char *explicit_dir = strchr(o->data, '/') ? o->data : NULL;
-    if (al_data_locate(explicit_dir ? "ud-english-ewt" : o->data, explicit_dir, dir, sizeof dir, err) != AL_OK) return 1;
+    if (al_data_resolve(o->data, dir, sizeof dir, err) != AL_OK) return 1;
     cli_dataset_name(o->data, R->dname, sizeof R->dname);
     al_conllu_opts copts = {o->max_len, 0};
     if (al_conllu_load_dir(dir, &copts, &R->D, err) != AL_OK) return 1;

@@ -128,11 +128,28 @@ static void test_usage_errors(void **st)
     assert_int_equal(run("tag --bogus"), 2);
 }
 
+/* --data NAME finds a treebank directory NAME of the working directory, as it does an image folder or a
+ * graph directory (before, only ./NAME or a path did). */
+static void test_data_name_in_working_directory(void **st)
+{
+    (void)st;
+    char cmd[8192], bin[4096];
+    assert_non_null(realpath(tu_attnlab_bin(), bin));   /* the command runs in dir */
+    snprintf(cmd, sizeof cmd, "cd %s && ATTNLAB_DATA=/nonexistent %s train --task sequence --data tb --model fc --epochs 1 "
+             "--threads 1 --quiet > name.out 2> name.err", dir, bin);
+    int rc = tu_system(cmd);
+    char *out = file("name.out"), *err = file("name.err");
+    if (rc != 0 || !out || !strstr(out, "task sequence data tb model fc train_size 200"))
+        fail_msg("exit %d, stdout '%s', stderr '%s'", rc, out ? out : "", err ? err : "");
+    free(out); free(err);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_train_and_tag),
         cmocka_unit_test(test_usage_errors),
+        cmocka_unit_test(test_data_name_in_working_directory),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

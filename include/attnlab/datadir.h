@@ -28,6 +28,9 @@ typedef void (*al_warn_fn)(void *ud, const char *msg);
 
 /* Writes the directory of dataset `name` to out (n bytes). */
 al_status al_data_locate(const char *name, const char *explicit_dir, char *out, size_t n, al_error *err);
+/* What --data NAME means for every task: a path (it has a '/') or an existing directory as it is, else
+ * NAME looked up as above. */
+al_status al_data_resolve(const char *name, char *out, size_t n, al_error *err);
 
 /* The same search for other shipped files (the sweep's presets): the folders, in order, where files of
  * kind `subdir` are looked for: $ENV, the repository's SUBDIR (beside the binary as in 4. above, then

@@ -96,10 +96,16 @@ al_status al_data_locate(const char *name, const char *explicit_dir, char *out, 
                      getenv("ATTNLAB_DATA") && *getenv("ATTNLAB_DATA") ? "" : " ($ATTNLAB_DATA is not set)");
 }
 
+al_status al_data_resolve(const char *name, char *out, size_t n, al_error *err)
+{
+    if (!name || !*name) return al_seterr(err, "empty dataset name");
+    if (strchr(name, '/') || is_dir(name)) return al_data_locate(name, name, out, n, err);
+    return al_data_locate(name, NULL, out, n, err);
+}
+
 al_status al_graph_resolve(const char *name, const char *exe, char *out, size_t n, al_error *err)
 {
     (void)exe;   /* the executable is found through /proc/self/exe */
     if (!name || !*name) return al_seterr(err, "graph: empty dataset name");
-    if (strchr(name, '/') || is_dir(name)) return al_data_locate(name, name, out, n, err);
-    return al_data_locate(name, NULL, out, n, err);
+    return al_data_resolve(name, out, n, err);
 }

@@ -451,10 +451,8 @@ al_status al_molset_use_elements(al_molset *ms, const char *list, al_error *err)
 
 al_status al_molset_resolve(const char *name, char *out, size_t n, al_error *err)
 {
-    struct stat sb;
     if (!name || !*name) return al_seterr(err, "molecules: empty dataset name");
-    if (strchr(name, '/') || (stat(name, &sb) == 0 && S_ISDIR(sb.st_mode))) return al_data_locate(name, name, out, n, err);
-    return al_data_locate(name, NULL, out, n, err);
+    return al_data_resolve(name, out, n, err);
 }
 
 void al_mol_atom_features(const al_molset *ms, int64_t a, float *out)
