@@ -158,7 +158,7 @@ static int curves(FILE *f, const al_results *r, const al_summary *s, long size, 
     if (!acc) return -1;
     int drawn[64], nd = 0;
     for (int k = 0; k < nm; k++) {
-        char block[16384]; size_t bl = 0;   /* one model's points; models without this size are left out */
+        int points = 0;   /* one model's points, streamed; models without this size are left out */
         for (int ep = 1; ep <= maxep; ep++) {
             int n = 0;
             for (int u = 0; u < r->nrun; u++) {
@@ -174,12 +174,11 @@ static int curves(FILE *f, const al_results *r, const al_summary *s, long size, 
             }
             if (n == 0) continue;
             double mean, sd; al_mean_std(acc, n, &mean, &sd);
-            int w = snprintf(block + bl, sizeof block - bl, "%d %.6f %.6f %d\n", ep, mean, sd, n);
-            if (w < 0 || (size_t)w >= sizeof block - bl) break;
-            bl += (size_t)w;
+            if (!points++) fprintf(f, "$d%d << EOD\n", nd);
+            fprintf(f, "%d %.6f %.6f %d\n", ep, mean, sd, n);
         }
-        if (bl == 0) continue;
-        fprintf(f, "$d%d << EOD\n%sEOD\n", nd, block);
+        if (points == 0) continue;
+        fprintf(f, "EOD\n");
         drawn[nd++] = k;
     }
     free(acc);

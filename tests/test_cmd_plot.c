@@ -1,7 +1,7 @@
 /* test_cmd_plot.c — `attnlab plot` end to end through $ATTNLAB_BIN: a trade-off plot is a PNG and
  * leaves no temporary file; a narrow sweep (less than two decades of sizes) gets its sizes as tick
  * labels (gnuplot's log axis would label none); an output that cannot be written is one error line
- * and nothing on stdout, decided before any work. */
+ * and nothing on stdout, decided before any work; curves of runs of any length. */
 #include "testutil.h"
 #include "attnlab/io.h"
 #include <dirent.h>
@@ -162,6 +162,45 @@ static void test_metric(void **state)
     assert_int_equal(rc2, 0);
 }
 
+/* Curves of runs of any length: a 1 000-epoch run is drawn to its last epoch (the points were kept in a
+ * 16 KiB buffer, so about 690 epochs fitted and gnuplot got a broken data block), and so is the
+ * repository's own graph-tradeoff.csv.gz. */
+static void test_curves_of_long_runs(void **state)
+{
+    (void)state;
+    char p[256], args[8192];
+    snprintf(p, sizeof p, "%s/long.csv", dir);
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fprintf(f, "%s\n", AL_CSV_HEADER);
+    for (int seed = 1; seed <= 2; seed++)
+        for (int ep = 1; ep <= 1000; ep++)
+            fprintf(f, "%016x,graph,toy,gat,140,%d,%d,0.5,0.8,0.7,%.4f,0.01,100,1000,split=planetoid,%s,,,,\n", seed, seed,
+                    ep, 0.5 + 0.0002 * ep + 0.001 * seed, ep == 1000 ? "done" : "");
+    assert_int_equal(fclose(f), 0);
+    snprintf(args, sizeof args, "plot %s --kind curves --out %s/l.png --script %s/l.gp", p, dir, dir);
+    int rc = run(args);
+    char *gp = slurp("l.gp");
+    assert_non_null(gp);
+    assert_non_null(strstr(gp, "\n999 0.701300 0.000707 2\n1000 0.701500 0.000707 2\nEOD\n"));
+    free(gp);
+    if (have_gnuplot()) assert_int_equal(rc, 0);
+    char repo[4096];
+    assert_non_null(getcwd(repo, sizeof repo));
+    snprintf(args, sizeof args, "plot %s/results/graph-tradeoff.csv.gz --kind curves --out %s/g.png --script %s/g.gp", repo,
+             dir, dir);
+    rc = run(args);
+    gp = slurp("g.gp");
+    assert_non_null(gp);
+    int open = 0, close = 0;
+    for (const char *q = gp; (q = strstr(q, "<< EOD\n")); q++) open++;
+    for (const char *q = gp; (q = strstr(q, "\nEOD\n")); q++) close++;
+    assert_true(open >= 2);
+    assert_int_equal(open, close);
+    free(gp);
+    if (have_gnuplot()) assert_int_equal(rc, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -169,6 +208,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_png_written_atomically, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unwritable_output_is_one_clear_error, setup, teardown),
         cmocka_unit_test_setup_teardown(test_metric, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_curves_of_long_runs, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
