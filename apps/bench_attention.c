@@ -37,7 +37,7 @@ static double cpu_time(void)
 
 static void usage(FILE *f)
 {
-    fprintf(f,
+    cli_usage(f,
             "usage: attnlab bench attention [--reps N] [--only full|window|graph] [--threads N]\n\n"
             "Times the attention kernels, forward and forward+backward (median of --reps runs),\n"
             "and reports GFLOP/s and peak memory (arena high-water mark and process peak RSS).\n"

@@ -63,7 +63,7 @@ enum { BK_ATTNLAB = 1, BK_OPENBLAS = 2 };
 
 static void usage(FILE *f)
 {
-    fprintf(f,
+    cli_usage(f,
             "usage: attnlab bench gemm [--threads LIST] [--reps N] [--backend attnlab|openblas|both]\n"
             "                          [--clock wall|cpu]\n\n"
             "SGEMM median time and GFLOP/s on 64^3, 256^3 and 1024^3 squares and the models' shapes (tall-skinny linear\n"

@@ -14,7 +14,7 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f,
+    cli_usage(f,
         "usage: attnlab bench graph [OPTIONS]\n\n"
         "Milliseconds per full-batch training epoch (forward, backward, optimiser step; no evaluation),\n"
         "wall clock (median and min) and process CPU time (median, all threads: the figure to trust on a\n"

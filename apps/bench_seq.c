@@ -28,7 +28,7 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f,
+    cli_usage(f,
         "usage: attnlab bench seq [OPTIONS]\n\n"
         "Training tokens/s of the sequence models (POS tagging) through the training loop: one shuffled\n"
         "epoch over the training split, batches of --batch sentences (the peer's protocol); with --buckets,\n"

@@ -29,7 +29,7 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f,
+    cli_usage(f,
         "usage: attnlab bench speech [OPTIONS]\n\n"
         "Training cost of the speech models against utterance length: per length and model, a child process\n"
         "trains frame labelling on synthetic utterances of that length (39 features per frame, 100 frames/s)\n"

@@ -13,7 +13,7 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f,
+    cli_usage(f,
         "usage: attnlab bench train --model cnn|sa|local [OPTIONS]\n\n"
         "Training img/s (forward, cross-entropy, backward, AdamW) and inference img/s on random\n"
         "1x28x28 input with 10 classes, after warm-up steps, and the peak RSS. The first step is counted\n"

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -180,4 +181,108 @@ void cli_dataset_name(const char *data, char *name, size_t n)
     while (b > data && b[-1] != '/') b--;
     snprintf(name, n, "%.*s", (int)(e - b), b);
     for (char *q = name; *q; q++) if (*q == ',' || *q == '"' || *q == '\n') *q = '_';
+}
+
+/* ---- help texts ---- */
+/* The column where a help line's text starts: an option line's ("  --flag VALUE  text") description, a
+ * synopsis line's ("usage: attnlab CMD ...", "       attnlab CMD ...") first option, else the line's
+ * first word. */
+static int help_indent(const char *l, int len)
+{
+    int i = 0;
+    while (i < len && l[i] == ' ') i++;
+    const int lead = i;
+    if (i < len && l[i] != ' ') {   /* "--flag VALUE  text", "name  text" */
+        for (int j = i; j + 2 < len && j < 48; j++)
+            if (l[j] == ' ' && l[j + 1] == ' ' && l[j + 2] != ' ') {
+                while (j < len && l[j] == ' ') j++;
+                return j;
+            }
+    }
+    if (len - i > 8 && (!strncmp(l + i, "usage: ", 7) || !strncmp(l + i, "attnlab ", 8))) {
+        const char *p = memchr(l + i, ' ', (size_t)(len - i));   /* after "attnlab CMD " */
+        if (p && !strncmp(l + i, "usage: ", 7)) p = memchr(p + 1, ' ', (size_t)(len - (p + 1 - l)));
+        if (p) p = memchr(p + 1, ' ', (size_t)(len - (p + 1 - l)));
+        if (p && p - l < 48) return (int)(p + 1 - l);
+    }
+    return lead;
+}
+
+/* Words of text[0..len) filled into lines of CLI_HELP_WIDTH columns, continuing the current line at
+ * column *col (*fresh: it has no word yet), new lines starting at column indent. */
+static void help_fill(FILE *f, const char *text, int len, int *col, int *fresh, int indent)
+{
+    for (int i = 0; i < len;) {
+        while (i < len && text[i] == ' ') i++;
+        int j = i;
+        while (j < len && text[j] != ' ') j++;
+        if (j == i) break;
+        if (!*fresh && *col + 1 + (j - i) > CLI_HELP_WIDTH) { fprintf(f, "\n%*s", indent, ""); *col = indent; *fresh = 1; }
+        else if (!*fresh) { fputc(' ', f); ++*col; }
+        const int w = j - i;
+        if (*col + w > CLI_HELP_WIDTH) {   /* a word longer than a line (a column list): break after a comma */
+            int k = CLI_HELP_WIDTH - *col;
+            while (k > 0 && text[i + k - 1] != ',') k--;
+            if (k > 0) { fprintf(f, "%.*s\n%*s", k, text + i, indent, ""); *col = indent; *fresh = 1; i += k; continue; }
+        }
+        fprintf(f, "%.*s", w, text + i);
+        *col += w; *fresh = 0;
+        i = j;
+    }
+}
+
+/* Leading spaces of the line at l (up to its newline), and its length in *len; -1 for a blank line. */
+static int help_lead(const char *l, int *len)
+{
+    const char *e = strchr(l, '\n');
+    *len = e ? (int)(e - l) : (int)strlen(l);
+    int sp = 0;
+    while (sp < *len && l[sp] == ' ') sp++;
+    return sp == *len ? -1 : sp;
+}
+
+/* Does a line's text start an item of its own: "name: ..." or "name  text"? */
+static int help_item(const char *t, int len)
+{
+    int w = 0;
+    while (w < len && t[w] != ' ') w++;
+    if (w > 0 && t[w - 1] == ':') return 1;
+    for (int j = 0; j + 1 < len; j++) if (t[j] == ' ' && t[j + 1] == ' ') return 1;
+    return 0;
+}
+
+void cli_usage(FILE *f, const char *fmt, ...)
+{
+    char *text = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vasprintf(&text, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    for (const char *l = text; *l;) {
+        int len;
+        const int lead = help_lead(l, &len);
+        const char *next = l + len + (l[len] == '\n');
+        if (len <= CLI_HELP_WIDTH) { fprintf(f, "%.*s%s", len, l, l[len] == '\n' ? "\n" : ""); l = next; continue; }
+        int indent = help_indent(l, len), nlen;
+        const int nlead = *next ? help_lead(next, &nlen) : -1;
+        int start = indent;                                 /* where the refilled text begins */
+        if (indent == lead && nlead > lead && next[nlead] != '-') { start = lead; indent = nlead; }   /* a hanging indent */
+        int col = start, fresh = 1;
+        fprintf(f, "%.*s", start, l);
+        help_fill(f, l + start, len - start, &col, &fresh, indent);
+        int ended = l[len] == '\n';
+        /* the lines that go on under this one's text (that indent, not an option, an item "name: ..." or a
+         * table row "name  text") join its paragraph */
+        while (ended && *next) {
+            const int sp = help_lead(next, &nlen);
+            if (sp != indent || next[sp] == '-' || help_item(next + sp, nlen - sp)) break;
+            help_fill(f, next + sp, nlen - sp, &col, &fresh, indent);
+            ended = next[nlen] == '\n';
+            next += nlen + ended;
+        }
+        fputs(ended ? "\n" : "", f);
+        l = next;
+    }
+    free(text);
 }

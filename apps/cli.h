@@ -38,6 +38,10 @@ int  cli_output(const char *cmd, const char *flag, const char *path, int csv);
  * existing ancestor is a directory that takes new entries. Same message and return as cli_output. */
 int  cli_output_dir(const char *cmd, const char *flag, const char *dir);
 void cli_warn(void *ud, const char *msg);
+/* A command's help text (printf-style) wrapped at CLI_HELP_WIDTH columns: a longer line is refilled
+ * with the lines that go on under it (an option's description, a synopsis's options), under its text. */
+#define CLI_HELP_WIDTH 100
+void cli_usage(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The CSV's dataset column for --data: a NAME as it is, a directory's last path component; CSV
  * specials (comma, quote, newline) become '_'. */
 void cli_dataset_name(const char *data, char *name, size_t n);                       /* an al_warn_fn: "attnlab: warning: MSG" */

@@ -54,7 +54,7 @@ typedef struct attnmap_run {
 
 static void usage(FILE *f)
 {
-    fprintf(f,
+    cli_usage(f,
         "usage: attnlab attnmap --load MODEL.safetensors[,MODEL2...] --out FILE.png [OPTIONS]\n"
         "       attnlab attnmap --load SEQ.safetensors --sentence \"I saw a saw\" | --conllu FILE [--index I] --out FILE.png\n\n"
         "Draws the attention of one test image: one row per query position, with the input (the query's\n"

@@ -15,8 +15,8 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: attnlab bench WHAT [OPTIONS]   (attnlab bench WHAT --help)\n\n");
-    for (int i = 0; i < NB; i++) fprintf(f, "  %-10s %s\n", benches[i].name, benches[i].help);
+    cli_usage(f, "usage: attnlab bench WHAT [OPTIONS]   (attnlab bench WHAT --help)\n\n");
+    for (int i = 0; i < NB; i++) cli_usage(f, "  %-10s %s\n", benches[i].name, benches[i].help);
 }
 
 int cmd_bench(int argc, char **argv)

@@ -21,7 +21,7 @@ typedef struct data_opts {
 
 static void usage(FILE *f)
 {
-    fprintf(f,
+    cli_usage(f,
         "usage: attnlab data import --format linqs|ogb --in DIR --out DIR [--name NAME] [--seed S]\n"
         "                           [--split planetoid|random] [--max-memory SIZE]\n\n"
         "Converts a graph into attnlab's graph directory (features.libsvm, edges.txt, train.idx, val.idx,\n"
@@ -120,7 +120,7 @@ static int data_import(int argc, char **argv)
 static void digits_usage(FILE *f)
 {
     al_digits_opts d = al_digits_defaults();
-    fprintf(f,
+    cli_usage(f,
         "usage: attnlab data speech-digits --out DIR [--speakers N] [--repeats R] [--sequences M] [--seed S]\n"
         "                                  [--test-fraction F] [--jobs J]\n\n"
         "Synthesises a spoken-digit corpus with libespeak-ng (no download): every speaker a distinct\n"
@@ -182,7 +182,7 @@ static int data_speech_digits(int argc, char **argv)
 /* ---------------------------------------------------------------- audio-stats */
 static void audio_stats_usage(FILE *f)
 {
-    fprintf(f,
+    cli_usage(f,
         "usage: attnlab data audio-stats --in DIR [--max-seconds S] [--features mfcc|fbank] [--cmvn] [--seed S]\n"
         "                                [--max-memory SIZE]\n\n"
         "Loads an audio folder as a speech run would (DIR/CLASS/FILE or DIR/{train,test}/CLASS/FILE; WAV,\n"
@@ -264,8 +264,9 @@ int cmd_data(int argc, char **argv)
     if (argc >= 2 && !strcmp(argv[1], "audio-stats")) return data_audio_stats(argc - 1, argv + 1);
     FILE *f = argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) ? stdout : stderr;
     if (f == stderr) fprintf(stderr, "attnlab data: unknown or missing subcommand '%s'\n", argc >= 2 ? argv[1] : "");
-    fprintf(f, "usage: attnlab data import --format linqs|ogb --in DIR --out DIR [OPTIONS]  (see attnlab data import --help)\n"
-               "       attnlab data speech-digits --out DIR [OPTIONS]                   (see attnlab data speech-digits --help)\n"
-               "       attnlab data audio-stats --in DIR [OPTIONS]                      (see attnlab data audio-stats --help)\n");
+    fprintf(f, "usage: attnlab data import --format linqs|ogb --in DIR --out DIR [OPTIONS]\n"
+               "       attnlab data speech-digits --out DIR [OPTIONS]\n"
+               "       attnlab data audio-stats --in DIR [OPTIONS]\n"
+               "  (attnlab data SUBCOMMAND --help: the options of each)\n");
     return f == stdout ? 0 : 2;
 }

@@ -45,7 +45,7 @@ static int (*const evaluators[AL_TASK_COUNT])(const eval_opts *, const char *, a
 
 static void usage(FILE *f)
 {
-    fprintf(f,
+    cli_usage(f,
         "usage: attnlab eval --load FILE [--data fashion-mnist|DIR] [OPTIONS]\n"
         "       attnlab eval --task graph --load FILE [--data cora|DIR]\n"
         "       attnlab eval --task molecule --load FILE [--data esol|DIR]\n\n"

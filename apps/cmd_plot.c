@@ -26,7 +26,7 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f,
+    cli_usage(f,
         "usage: attnlab plot FILE.csv --out FILE.png [--kind tradeoff|curves] [--size N] [--by KEYS]\n"
         "                    [--metric test_acc|unseen_acc|ambig_acc] [--script FILE.gp]   (FILE.csv.gz too)\n"
         "       attnlab plot ATTENTION.csv --kind graph-attention --node N [--layer L] --out FILE.png\n"

@@ -23,7 +23,7 @@ typedef struct strvec { char **s; int n, cap; } strvec;
 
 static void usage(FILE *f)
 {
-    fprintf(f,
+    cli_usage(f,
         "usage: attnlab predict --load MODEL.safetensors FILE|DIR... [OPTIONS]\n"
         "       attnlab predict --load MOLECULE-MODEL.safetensors MOLECULES.txt|DIR|NAME [OPTIONS]\n\n"
         "Classifies image files (PNG, JPEG, BMP) with a checkpoint of attnlab train --save: each is converted\n"

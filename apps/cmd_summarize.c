@@ -10,7 +10,7 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f,
+    cli_usage(f,
         "usage: attnlab summarize FILE.csv [--csv] [--by KEYS]\n"
         "  Reads a results CSV (or FILE.csv.gz; one row per epoch, the last row of a run is its result) and\n"
         "  prints, per task, dataset, model, variant (the run's config: patch, pos, score, lr, split kind, ...)\n"

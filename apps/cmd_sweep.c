@@ -53,7 +53,7 @@ static void usage(FILE *f)
     snprintf(mol_models, sizeof mol_models, "%s", al_molnet_arch_names());
     for (char *p = seq_models; *p; p++) if (*p == '|') *p = ',';
     for (char *p = mol_models; *p; p++) if (*p == '|') *p = ',';
-    fprintf(f,
+    cli_usage(f,
         "usage: attnlab sweep --preset NAME|FILE.preset [--csv FILE] [--seeds LIST] [--jobs N]\n"
         "       attnlab sweep --task image|sequence|speech --models a,b,... --train-sizes n1,n2,... --seeds LIST --csv FILE\n"
         "       attnlab sweep --task graph --models a,b,... [--labels-per-class k1,k2,...] [--train-frac F,...]\n"
@@ -109,7 +109,7 @@ static void usage(FILE *f)
         "share/attnlab/presets; --preset FILE.preset reads another; docs/experiments.md says how to write one):\n",
         seq_models, mol_models);
     preset_list(f);
-    fprintf(f,
+    cli_usage(f,
         "  --seeds and, for graph presets, --labels-per-class / --train-frac restrict a preset (the same runs and\n"
         "  run ids: the full preset later resumes the rest); a staged preset runs each stage's runs after those\n"
         "  of the stage they start from (--init-from the checkpoint it keeps beside FILE)\n"

@@ -15,7 +15,7 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f,
+    cli_usage(f,
         "usage: attnlab tag --load MODEL.safetensors [--threads N] [--max-memory SIZE] [FILE ...]\n\n"
         "Tags tokenised sentences with a model saved by `attnlab train --task sequence --save`. Each FILE (or\n"
         "stdin when none is given, or for '-') holds one sentence per line with whitespace-separated tokens,\n"

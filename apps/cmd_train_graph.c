@@ -35,7 +35,7 @@ typedef train_graph_opts gopts;
 
 static void usage(FILE *f)
 {
-    fprintf(f,
+    cli_usage(f,
         "usage: attnlab train --task graph --data cora|DIR --model gat|gat-full|gatv2|gt|gt-full|gcn|mlp [OPTIONS]\n\n"
         "Semi-supervised node classification, full batch: Adam with L2 weight decay, cross-entropy on the\n"
         "training nodes; after every epoch the model is evaluated (no dropout) on train / val / test. The\n"

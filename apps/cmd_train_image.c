@@ -45,7 +45,7 @@ typedef struct image_run {
 
 static void usage(FILE *f)
 {
-    fprintf(f,
+    cli_usage(f,
         "usage: attnlab train [--task image] --model %s [OPTIONS]\n"
         "       (the graph task's options: attnlab train --task graph --help; molecules: --task molecule --help;\n"
         "        POS tagging: --task sequence --help; speech: --task speech --help)\n\n"
@@ -98,7 +98,7 @@ static void usage(FILE *f)
         "                       queries 0), then training may widen what each head looks at\n"
         APP_MPI_TRAIN_HELP
         "output:\n"
-        "  --csv FILE           append one row per epoch (columns: " AL_CSV_HEADER ")\n"
+        "  --csv FILE           append one row per epoch (columns: " AL_CSV_HEADER ");\n"
         "                       val_acc is empty: image runs hold out no validation split\n"
         "  --save FILE          safetensors checkpoint with the model and hyperparameters in __metadata__\n"
         "  --quiet              no progress or thread line on stderr\n"

@@ -29,7 +29,7 @@ typedef struct mol_opts {
 
 static void usage(FILE *f)
 {
-    fprintf(f,
+    cli_usage(f,
         "usage: attnlab train --task molecule --data esol|DIR --model M [OPTIONS]\n\n"
         "Graph-level prediction (N-to-1: a molecule in, one number out). Minibatches of molecules are packed\n"
         "into one block-diagonal graph. Regression: AdamW on the MSE of standardised targets; the model with\n"

@@ -24,7 +24,7 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f,
+    cli_usage(f,
         "usage: attnlab train --task sequence --model %s [OPTIONS]\n\n"
         "Part-of-speech tagging (UPOS, 17 tags) on a CoNLL-U treebank, the models of torch_pos.py: word (64-d),\n"
         "suffix (16-d) embeddings and 4 shape bits → linear 64, then the model. Batches are whole sentences\n"
@@ -48,7 +48,8 @@ static void usage(FILE *f)
         "model:\n"
         "  --window K           window-fc: context tokens each side (2); trunc: attention radius (3)\n"
         "  --rnn bi|uni         rnn: bidirectional (default) or forwards only\n"
-        "  --pos none|learned|sinusoidal (sinusoidal)  --score dot|additive (dot)  --norm softmax|relu (softmax)\n"
+        "  --pos none|learned|sinusoidal (sinusoidal)  --score dot|additive (dot)\n"
+        "  --norm softmax|relu (softmax)\n"
         "  --heads N (4)  --depth N (2)       sa, trunc\n"
         APP_MPI_TRAIN_HELP
         "output:\n"

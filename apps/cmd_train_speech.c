@@ -32,7 +32,7 @@ typedef struct spopts {
 
 static void usage(FILE *f)
 {
-    fprintf(f,
+    cli_usage(f,
         "usage: attnlab train --task speech --data DIR --model %s [OPTIONS]\n\n"
         "The sequence models over audio frames (docs/speech.md): 25-ms Hamming windows every 10 ms, 39 MFCC\n"
         "(13 + deltas + delta-deltas) or 80 log-mel filter banks per frame (FFTW), mean/variance normalised\n"

@@ -22,7 +22,7 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: attnlab COMMAND [OPTIONS]   (attnlab COMMAND --help for its options)\n"
+    cli_usage(f, "usage: attnlab COMMAND [OPTIONS]   (attnlab COMMAND --help for its options)\n"
                "       attnlab --version              (version, kernels and what the build includes)\n"
 #ifdef AL_MPI
                "       mpirun -np N attnlab train|sweep ...   (this build has MPI: data-parallel training, distributed\n"
@@ -31,7 +31,7 @@ static void usage(FILE *f)
                "       (no MPI in this build: make MPI=1 builds one for mpirun; docs/scale-out.md)\n"
 #endif
                "\ncommands:\n");
-    for (int i = 0; i < NCMDS; i++) fprintf(f, "  %-10s %s\n", cmds[i].name, cmds[i].help);
+    for (int i = 0; i < NCMDS; i++) cli_usage(f, "  %-10s %s\n", cmds[i].name, cmds[i].help);
 }
 
 /* attnlab --version: the version and what this build has in it. */

@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <stdarg.h>
 #include <string.h>
+#include "cli.h"
 #include "attnlab/datadir.h"
 #include "attnlab/io.h"
 #include "attnlab/results.h"
@@ -444,7 +445,7 @@ void preset_list(FILE *f)
     if (fs) qsort(fs, (size_t)n, sizeof *fs, cmp_found);
     for (int i = 0; i < n; i++) {
         describe(fs[i].path, desc, sizeof desc);
-        fprintf(f, "  %-18s %s\n", fs[i].name, desc);
+        cli_usage(f, "  %-18s %s\n", fs[i].name, desc);
     }
     if (n == 0) fprintf(f, "  (none found: set $%s to the folder of the .preset files)\n", PRESET_ENV);
     free(fs);

@@ -53,6 +53,12 @@ static void check_help_in_man(const char *man, const char *args)
         s = e;
     }
     assert_true(n > 0 || !strcmp(args, "summarize") || !strcmp(args, "bench"));
+    /* and every line fits a terminal of 100 columns (characters, not UTF-8 bytes) */
+    int col = 0, line = 1;
+    for (const unsigned char *t = (const unsigned char *)help; *t; t++) {
+        if (*t == '\n') { col = 0; line++; continue; }
+        if ((*t & 0xc0) != 0x80 && ++col > 100) fail_msg("line %d of `attnlab %s --help` is wider than 100 columns", line, args);
+    }
     free(help);
 }
 
@@ -78,7 +84,8 @@ static void test_manpage_covers_every_command_and_option(void **state)
     static const char *const helps[] = {"train", "train --task graph", "eval", "sweep", "summarize", "plot",
                                         "attnmap", "bench", "bench gemm", "bench attention", "bench train",
                                         "bench graph", "bench seq", "bench speech", "data import", "data speech-digits", "data audio-stats",
-                                        "train --task sequence", "train --task molecule", "train --task speech"};
+                                        "train --task sequence", "train --task molecule", "train --task speech",
+                                        "predict", "tag", "data", ""};
     for (size_t i = 0; i < sizeof helps / sizeof *helps; i++) check_help_in_man(man, helps[i]);
     free(man);
 }
