@@ -16,7 +16,7 @@ static void usage(FILE *f)
         "  prints, per task, dataset, model, variant (the run's config: patch, pos, score, lr, split kind, ...)\n"
         "  and training-set size, the final test accuracy as mean +- sample std over runs (seeds; n/a, or an\n"
         "  empty CSV field, for a single run), the number of runs, the mean epoch of the final row (graph\n"
-        "  runs: the restored best epoch), parameters and mean training seconds per run (sum of\n"
+        "  runs and image runs with --val-size: the kept model's epoch), parameters and mean training seconds per run (sum of\n"
         "  epoch_seconds). When the file has them (sequence runs of attnlab >= 0.5), unseen_acc and\n"
         "  ambig_acc (accuracy on test words unseen in train, and on words that took two or more tags in\n"
         "  train) follow as mean +- std too. The variant column shows the config keys whose values differ\n"

@@ -23,6 +23,7 @@ typedef struct train_image_opts {
     const char *model, *data, *data_dir, *csv, *save, *init_from, *checkpoint;
     int epochs, batch, eval_batch, threads, train_size, test_size, eval_every, image_h, image_w, channels, quiet;
     int checkpoint_every, resume;
+    int val_size, patience;             /* --val-size (0 none, -2 auto), --patience (0 none) */
     const al_dist *dist;                /* under mpirun: this rank's share (app_mpi.h) */
     long seed, permute;                 /* permute: --permute-pixels SEED, -1 none */
     al_augment augment;                 /* --augment; all zero: none */
@@ -36,6 +37,7 @@ typedef struct train_image_opts {
 /* What a run holds between its stages. */
 typedef struct image_run {
     al_image_split D;
+    al_images val;                      /* --val-size: held out of D.train (n 0: none) */
     char dname[64];                     /* the dataset column: fashion-mnist or the folder's name */
     al_model_config cfg;
     al_model m;
@@ -74,7 +76,15 @@ static void usage(FILE *f)
         "                       most common size in the folder)\n"
         "  --channels C         image folders: 1 (grey) or 3 (RGB) (default: 3 if any image has colour)\n"
         "training:\n"
-        "  --epochs N           (default 10)\n"
+        "  --epochs N           (default 10; with --val-size the cap)\n"
+        "  --val-size N|auto    hold N of the training images out (stratified, seeded; --train-size N counts\n"
+        "                       both parts; auto: 10 %%, at least 100, at most half) as a validation set,\n"
+        "                       evaluated every epoch; the model of the best validation accuracy (the\n"
+        "                       earliest on ties) is kept, saved and reported in a last CSV row (status done,\n"
+        "                       its epoch, val_acc and test_acc). Default 0: no validation set, the last\n"
+        "                       epoch's model is the result\n"
+        "  --patience N         with --val-size: stop after N epochs without a better validation accuracy\n"
+        "                       (default 0: train every epoch)\n"
         "  --lr X               AdamW learning rate (default 0.001)\n"
         "  --wd X               AdamW weight decay on all parameters (default 0 for cnn, 0.01 otherwise)\n"
         "  --batch N            (default 64)\n"
@@ -99,7 +109,7 @@ static void usage(FILE *f)
         APP_MPI_TRAIN_HELP
         "output:\n"
         "  --csv FILE           append one row per epoch (columns: " AL_CSV_HEADER ");\n"
-        "                       val_acc is empty: image runs hold out no validation split\n"
+        "                       val_acc is empty without --val-size\n"
         "  --save FILE          safetensors checkpoint with the model and hyperparameters in __metadata__\n"
         "  --quiet              no progress or thread line on stderr\n"
         "resuming (docs/experiments.md):\n"
@@ -125,6 +135,8 @@ typedef struct prog {
     int total_steps, done_steps, evals_total, evals_done, batch, test_n;
     double last_draw, last_step_elapsed, first_eval, eval_total;   /* first_eval < 0: not measured yet */
     double last_test_acc, last_loss;
+    int validated, best_epoch;  /* --val-size: the kept model's row ends the run; its epoch */
+    double val_acc;             /* and its validation accuracy */
 } prog;
 
 /* Evaluations a run of `epochs` epochs makes with --eval-every k (and always after the last). */
@@ -167,6 +179,12 @@ static int on_progress(void *ud, const al_train_progress *p)
         if (!pg->run.quiet && pg->run.tty) draw_step(pg, p);
         return 0;
     }
+    if (p->kind == 2) {   /* the kept model (--val-size): the run's result row */
+        pg->last_test_acc = p->test_acc; pg->val_acc = p->val_acc; pg->best_epoch = p->epoch;
+        train_epoch e = train_epoch_none();
+        e.epoch = p->epoch; e.epochs = p->epochs; e.final = 1; e.kept = 1; e.val_acc = p->val_acc; e.test_acc = p->test_acc;
+        return train_report_epoch(&pg->run, &e);
+    }
     if (!isnan(p->test_acc)) {   /* evaluated: the time since the last step was the evaluation */
         double t = p->elapsed - pg->last_step_elapsed;
         if (pg->first_eval < 0) pg->first_eval = t;
@@ -175,8 +193,8 @@ static int on_progress(void *ud, const al_train_progress *p)
     pg->last_test_acc = p->test_acc; pg->last_loss = p->loss;
     app_resume_note(pg->run.ar, "loss", p->loss); app_resume_note(pg->run.ar, "test_acc", p->test_acc);
     train_epoch e = train_epoch_none();
-    e.epoch = p->epoch; e.epochs = p->epochs; e.final = p->epoch == p->epochs;
-    e.loss = p->loss; e.train_acc = p->train_acc; e.test_acc = p->test_acc;
+    e.epoch = p->epoch; e.epochs = p->epochs; e.final = !pg->validated && p->epoch == p->epochs;
+    e.loss = p->loss; e.train_acc = p->train_acc; e.test_acc = p->test_acc; e.val_acc = p->val_acc;
     e.seconds = p->epoch_seconds; e.per_second = p->img_per_s; e.elapsed = p->elapsed;
     return train_report_epoch(&pg->run, &e);
 }
@@ -259,6 +277,10 @@ static int parse_flag(train_image_opts *o, int f, const char *a)
     case TF_CHECKPOINT_EVERY: return cli_int32(c, "--checkpoint-every", a, 1, CLI_NOMAX, &o->checkpoint_every);
     case TF_CHECKPOINT: o->checkpoint = a; return 0;
     case TF_RESUME: o->resume = 1; return 0;
+    case TF_VAL_SIZE:
+        if (!strcmp(a, "auto")) { o->val_size = -2; return 0; }
+        return cli_int32(c, "--val-size", a, 0, CLI_NOMAX, &o->val_size);
+    case TF_PATIENCE: return cli_int32(c, "--patience", a, 0, CLI_NOMAX, &o->patience);
     default: return 0;
     }
 }
@@ -298,6 +320,10 @@ static int check_image_opts(train_image_opts *o)
         return 2;
     }
     if (!o->wd_set) o->wd = kind->weight_decay;
+    if (o->seen[TF_PATIENCE] && !o->val_size) {
+        fprintf(stderr, "attnlab train: --patience stops on the validation accuracy: it needs --val-size N|auto\n");
+        return 2;
+    }
     /* the outputs can be written: known before the data is loaded, not after the training */
     if (cli_output("train", "--csv", o->csv, 1) || cli_output("train", "--save", o->save, 0)) return 2;
     return 0;
@@ -324,8 +350,15 @@ static int load_image_data(const train_image_opts *o, image_run *R, al_error *er
         return 2;
     }
     if (app_images_keep(&R->D.train, o->train_size, (uint64_t)o->seed, NULL, err) != AL_OK) return 1;
+    if (o->val_size && R->D.train.n >= 2 &&   /* held out of the N training images: N counts both parts */
+        app_images_hold_out(&R->D.train, o->val_size > 0 ? o->val_size : app_val_size(R->D.train.n), (uint64_t)o->seed, &R->val,
+                            err) != AL_OK)
+        return 2;
+    if (o->val_size && !R->val.n) { al_seterr(err, "--val-size: %d training image(s) cannot be split", R->D.train.n); return 2; }
     if (app_images_keep(&R->D.test, o->test_size, 0, NULL, err) != AL_OK) return 1;
-    if (app_images_permute(&R->D.train, o->permute, err) != AL_OK || app_images_permute(&R->D.test, o->permute, err) != AL_OK) return 1;
+    if (app_images_permute(&R->D.train, o->permute, err) != AL_OK || app_images_permute(&R->D.test, o->permute, err) != AL_OK ||
+        app_images_permute(&R->val, o->permute, err) != AL_OK)
+        return 1;
     R->classes = R->D.train.classes > R->D.test.classes ? R->D.train.classes : R->D.test.classes;
     return 0;
 }
@@ -460,7 +493,11 @@ static int run_conv_attn(const train_image_opts *o, image_run *R, al_error *err)
 static void image_run_id(const train_image_opts *o, const image_run *R, char run_id[17], char *config, size_t cn,
                          char canon[2048])
 {
-    al_image_run_canonical(canon, 2048, &R->cfg, R->dname, R->D.train.n, o->epochs, o->lr, o->wd, o->batch, o->seed);
+    al_image_run_canonical(canon, 2048, &R->cfg, R->dname, R->D.train.n + R->val.n, o->epochs, o->lr, o->wd, o->batch, o->seed);
+    if (R->val.n) {           /* the protocol with a validation set (absent otherwise: earlier run ids stay) */
+        size_t l = strlen(canon);
+        snprintf(canon + l, 2048 - l, ";val_size=%d;patience=%d", R->val.n, o->patience);
+    }
     if (o->test_size > 0) {   /* a reduced test set is a different experiment */
         size_t l = strlen(canon);
         snprintf(canon + l, 2048 - l, ";test_size=%d", R->D.test.n);
@@ -489,7 +526,7 @@ static al_status save_image(const train_image_opts *o, const image_run *R, const
                             double test_acc, al_error *err)
 {
     char vb[6][48], names[8192] = "";
-    snprintf(vb[0], 48, "%d", R->D.train.n); snprintf(vb[1], 48, "%d", o->epochs); snprintf(vb[2], 48, "%.9g", (double)o->lr);
+    snprintf(vb[0], 48, "%d", R->D.train.n + R->val.n); snprintf(vb[1], 48, "%d", o->epochs); snprintf(vb[2], 48, "%.9g", (double)o->lr);
     snprintf(vb[3], 48, "%.9g", (double)o->wd); snprintf(vb[4], 48, "%d", o->batch); snprintf(vb[5], 48, "%ld", o->seed);
     char acc[32], perm[32]; snprintf(acc, sizeof acc, "%.6f", test_acc); snprintf(perm, sizeof perm, "%ld", o->permute);
     const char *kv[] = {"task", "image", "data", R->dname, "train_size", vb[0], "epochs", vb[1], "lr", vb[2],
@@ -508,7 +545,7 @@ static void start_progress(prog *pg, const train_image_opts *o, image_run *R, co
 {
     memset(pg, 0, sizeof *pg);
     pg->run = (train_run){.task = AL_TASK_IMAGE, .run_id = run_id, .dataset = R->dname, .model = o->model, .config = config,
-                          .train_size = R->D.train.n, .seed = o->seed, .params = (long)R->m.params.total, .csv = o->csv,
+                          .train_size = R->D.train.n + R->val.n, .seed = o->seed, .params = (long)R->m.params.total, .csv = o->csv,
                           .tty = isatty(2), .quiet = o->quiet, .ar = &R->ar, .err = err};
     pg->last_test_acc = NAN; pg->last_loss = NAN;
     pg->total_steps = o->epochs * ((R->D.train.n + o->batch - 1) / o->batch);
@@ -543,12 +580,18 @@ static int run_training(const train_image_opts *o, image_run *R, al_error *err)
         fprintf(stderr, "attnlab train: %s (%lld params) on %s: %d train / %d test images %dx%dx%d, %d classes, run %s\n",
                 o->model, (long long)R->m.params.total, R->dname, T->n, R->D.test.n, T->c, T->h, T->w, R->classes, run_id);
     double t0 = al_time();
-    if (al_model_train(&R->m, T, &R->D.test, &tc, on_progress, &pg, err) != AL_OK) { app_resume_fail_note(&R->ar, err); return 1; }
+    pg.validated = R->val.n > 0;
+    if (al_model_train_val(&R->m, T, R->val.n ? &R->val : NULL, &R->D.test, &tc, o->patience, on_progress, &pg, err) != AL_OK) {
+        app_resume_fail_note(&R->ar, err);
+        return 1;
+    }
     double secs = al_time() - t0;
     if (o->save && save_image(o, R, &tc, run_id, pg.last_test_acc, err) != AL_OK) return 1;
-    printf("run %s task image data %s model %s train_size %d seed %ld epochs %d params %lld train_loss %.4f test_acc %.4f seconds %.1f%s%s\n",
-           run_id, R->dname, o->model, T->n, o->seed, o->epochs, (long long)R->m.params.total, pg.last_loss,
-           pg.last_test_acc, secs, o->save ? " saved " : "", o->save ? o->save : "");
+    char kept[96] = "";
+    if (R->val.n) snprintf(kept, sizeof kept, " val_size %d best_epoch %d val_acc %.4f", R->val.n, pg.best_epoch, pg.val_acc);
+    printf("run %s task image data %s model %s train_size %d seed %ld epochs %d params %lld train_loss %.4f test_acc %.4f%s seconds "
+           "%.1f%s%s\n", run_id, R->dname, o->model, T->n + R->val.n, o->seed, o->epochs, (long long)R->m.params.total, pg.last_loss,
+           pg.last_test_acc, kept, secs, o->save ? " saved " : "", o->save ? o->save : "");
     fflush(stdout);
     return 0;
 }
@@ -576,5 +619,6 @@ int train_image_main(int argc, char **argv)
     if (R.have_model) al_model_free(&R.m);
     app_resume_free(&R.ar);
     al_image_split_free(&R.D);
+    al_images_free(&R.val);
     return rc;
 }

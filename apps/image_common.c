@@ -54,6 +54,34 @@ al_status app_images_keep(al_images *im, int n, uint64_t seed, int **keep, al_er
     return st;
 }
 
+al_status app_images_hold_out(al_images *im, int nval, uint64_t seed, al_images *val, al_error *err)
+{
+    memset(val, 0, sizeof *val);
+    if (nval < 1 || nval >= im->n) return al_seterr(err, "--val-size %d: needs 1 to %d of the %d training images", nval, im->n - 1, im->n);
+    const size_t per = (size_t)im->c * im->h * im->w;
+    int *idx = malloc((size_t)im->n * sizeof(int));
+    unsigned char *held = calloc((size_t)im->n, 1);
+    val->pix = malloc((size_t)nval * per); val->labels = malloc((size_t)nval * sizeof(int));
+    al_status st = idx && held && val->pix && val->labels ? al_images_subset(im, nval, seed ^ APP_HOLD_OUT_SALT, idx, err)
+                                                          : al_seterr(err, "out of memory holding out %d validation images", nval);
+    if (st == AL_OK) {   /* the held-out images, in the subset's order; the rest stay training images, in theirs */
+        val->n = nval; val->c = im->c; val->h = im->h; val->w = im->w; val->classes = im->classes;
+        for (int i = 0; i < nval; i++) {
+            memcpy(val->pix + (size_t)i * per, im->pix + (size_t)idx[i] * per, per);
+            val->labels[i] = im->labels[idx[i]];
+            held[idx[i]] = 1;
+        }
+        int k = 0;
+        for (int i = 0; i < im->n; i++) if (!held[i]) idx[k++] = i;
+        st = take_subset(im, idx, k, err);
+    }
+    if (st != AL_OK) al_images_free(val);
+    free(idx); free(held);
+    return st;
+}
+
+int app_val_size(int n) { int v = n / 10 > 100 ? n / 10 : 100; return v <= n / 2 ? v : n / 2; }
+
 int app_class_names_join(char *const *names, int k, char *buf, size_t n)
 {
     size_t o = 0;

@@ -11,6 +11,14 @@
  * im->n entries after the call; NULL when nothing was dropped). */
 al_status app_images_keep(al_images *im, int n, uint64_t seed, int **idx, al_error *err);
 
+/* --val-size: move a stratified, seeded subset of nval of im's images (al_images_subset, from a stream
+ * of seed of its own) into val (allocated; free with al_images_free); im keeps the others in their order.
+ * The error names --val-size when nval is not in [1, im->n). */
+#define APP_HOLD_OUT_SALT 0x76616c2d686f6c64ULL   /* "val-hold" */
+al_status app_images_hold_out(al_images *im, int nval, uint64_t seed, al_images *val, al_error *err);
+/* --val-size auto for n training images: 10 %, at least 100, at most half. */
+int app_val_size(int n);
+
 /* --data NAME that is a dataset's name rather than an image folder: fashion-mnist, or fashion-pairs (generated
  * from it); 1 or 0. */
 int app_image_data_named(const char *data);

@@ -66,7 +66,8 @@ enum {
     X(HIDDEN,           "hidden",            1, 0,               AP_ANY,          0,               0,               AP_ANY) \
     X(DROPOUT,          "dropout",           1, 0,               AP_ANY,          0,               0,               AP_ANY) \
     X(ATTN_DROPOUT,     "attn-dropout",      1, 0,               AP_ATTENTION,    0,               0,               0) \
-    X(PATIENCE,         "patience",          1, 0,               AP_ANY,          0,               0,               0) \
+    X(PATIENCE,         "patience",          1, AP_TRAINABLE,    AP_ANY,          0,               0,               0) \
+    X(VAL_SIZE,         "val-size",          1, AP_TRAINABLE,    0,               0,               0,               0) \
     X(ATTENTION,        "attention",         1, 0,               AP_ATTNMAP,      0,               0,               0) \
     X(CHECKPOINT_EVERY, "checkpoint-every",  1, AP_TRAINABLE,    AP_ANY,          AP_ANY,          AP_ANY,          AP_ANY) \
     X(CHECKPOINT,       "checkpoint",        1, AP_TRAINABLE,    AP_ANY,          AP_ANY,          AP_ANY,          AP_ANY) \

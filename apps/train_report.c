@@ -9,7 +9,7 @@
 #include "train_report.h"
 
 enum {
-    RC_VAL = 1,             /* val_acc column (graph, molecule) */
+    RC_VAL = 1,             /* val_acc column (graph, molecule; image with --val-size) */
     RC_WORDS = 2,           /* unseen_acc, ambig_acc (sequence) */
     RC_REGRESSION = 4,      /* test_rmse, test_mae when the target is not a class (molecule) */
     RC_EPOCH_LINE = 8,      /* one line per epoch, "epoch E/N  loss ..." (else a redrawn "seed S epoch E" line) */
@@ -18,7 +18,7 @@ enum {
 };
 typedef struct task_report { unsigned cols; const char *unit; } task_report;
 static const task_report reports[AL_TASK_COUNT] = {
-    [AL_TASK_IMAGE] = {RC_EPOCH_LINE | RC_ELAPSED, "img"},
+    [AL_TASK_IMAGE] = {RC_VAL | RC_EPOCH_LINE | RC_ELAPSED, "img"},
     [AL_TASK_GRAPH] = {RC_VAL, NULL},
     [AL_TASK_SEQUENCE] = {RC_WORDS | RC_EPOCH_LINE, "tok"},
     [AL_TASK_SPEECH] = {RC_EPOCH_LINE | RC_SER, "frames"},
@@ -66,8 +66,14 @@ static void epoch_line(const train_run *r, const train_epoch *e, unsigned cols, 
 {
     char ta[16];
     if ((cols & RC_ELAPSED) && isnan(e->test_acc)) snprintf(ta, sizeof ta, "-"); else snprintf(ta, sizeof ta, "%.4f", e->test_acc);
-    fprintf(stderr, "%sepoch %d/%d  loss %.4f  train_acc %.4f  test_acc %s", r->tty ? "\r\033[K" : "", e->epoch, e->epochs,
-            e->loss, e->train_acc, ta);
+    if (e->kept) {   /* the kept model, after the epochs */
+        fprintf(stderr, "%skept epoch %d  val_acc %.4f  test_acc %s\n", r->tty ? "\r\033[K" : "", e->epoch, e->val_acc, ta);
+        return;
+    }
+    fprintf(stderr, "%sepoch %d/%d  loss %.4f  train_acc %.4f", r->tty ? "\r\033[K" : "", e->epoch, e->epochs, e->loss,
+            e->train_acc);
+    if ((cols & RC_VAL) && !isnan(e->val_acc)) fprintf(stderr, "  val_acc %.4f", e->val_acc);
+    fprintf(stderr, "  test_acc %s", ta);
     if (cols & RC_WORDS) fprintf(stderr, "  unseen_acc %.4f  ambig_acc %.4f", e->unseen_acc, e->ambig_acc);
     if ((cols & RC_SER) && !isnan(e->ser)) fprintf(stderr, "  string_err %.4f", e->ser);
     fprintf(stderr, "  %.1f s  %.0f %s/s", e->seconds, e->per_second, unit);

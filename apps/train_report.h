@@ -23,6 +23,7 @@ typedef struct train_run {
 typedef struct train_epoch {
     int epoch, epochs;          /* epochs: the run's count (graph, molecule: 0, they stop early) */
     int final;                  /* the run's last row (status "done") */
+    int kept;                   /* that row is the kept model's, after the epochs (image with --val-size) */
     double loss, train_acc, val_acc, val_loss, test_acc;
     double seconds, per_second; /* the epoch's seconds; samples (images, tokens, frames, nodes, molecules) per second */
     double unseen_acc, ambig_acc;   /* sequence */

@@ -54,12 +54,12 @@ static const struct { const char *flag, *value; unsigned need; } image_model_fla
 static const struct { const char *flag, *value; } graph_only[] = {
     {"--seeds", "1-2"}, {"--sequential", ""}, {"--split", "planetoid"}, {"--labels-per-class", "5"},
     {"--train-frac", "0.5"}, {"--no-normalize", ""}, {"--hidden", "8"}, {"--dropout", "0.1"},
-    {"--attn-dropout", "0.1"}, {"--patience", "5"}, {"--attention", "a.csv"}};
+    {"--attn-dropout", "0.1"}, {"--attention", "a.csv"}};
 static const struct { const char *flag, *value; } image_only[] = {
     {"--data-dir", "/nonexistent"}, {"--train-size", "10"}, {"--test-size", "10"}, {"--image-size", "8"},
     {"--channels", "1"}, {"--batch", "8"}, {"--eval-every", "1"}, {"--dim", "8"}, {"--depth", "1"},
     {"--patch", "2"}, {"--window", "3"}, {"--pos", "none"}, {"--score", "dot"}, {"--norm", "relu"},
-    {"--init-from", "/nonexistent"}};
+    {"--init-from", "/nonexistent"}, {"--val-size", "100"}};
 #define N(a) (int)(sizeof a / sizeof a[0])
 
 static void test_image_task(void **st)
@@ -287,6 +287,17 @@ static int teardown(void **st)
     return system(cmd) == 0 ? 0 : -1;
 }
 
+/* --patience stops on the validation accuracy, so an image run needs --val-size for it; --val-size
+ * needs a training set to split and a trained model. */
+static void test_validation_flags(void **st)
+{
+    (void)st;
+    expect_refused(NULL, "train --model cnn --patience 3", "--patience", "--val-size");
+    expect_refused(NULL, "train --model cnn --val-size many", "--val-size", NULL);
+    expect_refused(NULL, "train --model conv-attn --init-from x.st --val-size 100", "--val-size", NULL);
+    expect_refused(NULL, "train --model cnn --train-size 100 --val-size 100 --epochs 1 --quiet", "--val-size 100", "1 to 99");
+}
+
 /* A bare `attnlab train` is a usage (exit 2), not a ten-minute default run; any flag still picks the
  * image task and its default model. */
 static void test_bare_train_is_a_usage(void **st)
@@ -331,6 +342,7 @@ int main(void)
         cmocka_unit_test(test_absurd_threads),
         cmocka_unit_test(test_window_beyond_grid),
         cmocka_unit_test(test_bare_train_is_a_usage),
+        cmocka_unit_test(test_validation_flags),
         cmocka_unit_test(test_graph_progress_off_a_terminal),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -261,23 +261,21 @@ static void tiny_cnn(al_model *m, uint64_t seed)
     if (al_model_init(m, &cfg, seed, &e) != AL_OK) fail_msg("%s", e.msg);
 }
 
-static void test_image_stop_and_continue(void **st)
+/* Stopped after epoch 2 and continued: the same records and weights; with a validation set (val) too,
+ * where the state carries the kept model and the early-stopping record. */
+static void image_stop_and_continue(al_image_split *fm, const al_images *val)
 {
-    (void)st;
-    al_image_split fm; al_error e = {{0}};
-    if (al_fashion_mnist_load(NULL, &fm, &e) != AL_OK) { print_message("  no Fashion-MNIST: %s\n", e.msg); skip(); }
-    int keep[160], threads = al_threads();
-    assert_int_equal(al_images_subset(&fm.train, 160, 1, keep, &e), AL_OK);
-    for (int i = 0; i < 160; i++) { memmove(fm.train.pix + (size_t)i * 784, fm.train.pix + (size_t)keep[i] * 784, 784); fm.train.labels[i] = fm.train.labels[keep[i]]; }
-    fm.train.n = 160; fm.test.n = 100;
+    al_error e = {{0}};
+    int threads = al_threads();
     al_train_config tc;
     memset(&tc, 0, sizeof tc);
     tc.epochs = 4; tc.batch = 32; tc.lr = 2e-3f; tc.seed = 5;
-    assert_int_equal(al_images_stats(&fm.train, NULL, 0, tc.mean, tc.std, &e), AL_OK);
+    assert_int_equal(al_images_stats(&fm->train, NULL, 0, tc.mean, tc.std, &e), AL_OK);
     al_set_threads(1);
     al_model a; tiny_cnn(&a, 5);
     rec full = {0};
-    if (al_model_train(&a, &fm.train, &fm.test, &tc, rec_image, &full, &e) != AL_OK) fail_msg("%s", e.msg);
+    if (al_model_train_val(&a, &fm->train, val, &fm->test, &tc, 0, rec_image, &full, &e) != AL_OK) fail_msg("%s", e.msg);
+    assert_int_equal(full.n, val ? 5 : 4);              /* with val: the kept model's record last */
     /* again, stopped after epoch 2 (states every epoch), then continued on 2 threads from the file */
     char f[128];
     al_model b; tiny_cnn(&b, 5);
@@ -285,7 +283,7 @@ static void test_image_stop_and_continue(void **st)
     al_resume rs = {1, save_to_file, &sv, NULL};
     tc.resume = &rs;
     rec first = {0};
-    assert_int_equal(al_model_train(&b, &fm.train, &fm.test, &tc, rec_image, &first, &e), AL_ERR);
+    assert_int_equal(al_model_train_val(&b, &fm->train, val, &fm->test, &tc, 0, rec_image, &first, &e), AL_ERR);
     assert_non_null(strstr(e.msg, "after epoch 2"));
     assert_int_equal(sv.saves, 3);                      /* epochs 0, 1, 2 */
     al_model c; tiny_cnn(&c, 99);                       /* other initial weights: the state's replace them */
@@ -293,17 +291,33 @@ static void test_image_stop_and_continue(void **st)
     if (al_train_state_load(f, &c.params, &s, NULL, &e) != AL_OK) fail_msg("%s", e.msg);
     al_model_refresh(&c);
     assert_int_equal(s.epoch, 2);
+    assert_true(val ? s.best != NULL : s.best == NULL);
     al_set_threads(2);
     rs.from = &s; rs.every = 0;
     rec second = {0};
     e.msg[0] = 0;
-    if (al_model_train(&c, &fm.train, &fm.test, &tc, rec_image, &second, &e) != AL_OK) fail_msg("%s", e.msg);
+    if (al_model_train_val(&c, &fm->train, val, &fm->test, &tc, 0, rec_image, &second, &e) != AL_OK) fail_msg("%s", e.msg);
     assert_tail_equal(&full, &second, 2);
     assert_memory_equal(c.params.data, a.params.data, (size_t)a.params.total * sizeof(float));
     al_train_state_free(&s);
     al_model_free(&a); al_model_free(&b); al_model_free(&c);
-    al_image_split_free(&fm);
     al_set_threads(threads);
+}
+
+static void test_image_stop_and_continue(void **st)
+{
+    (void)st;
+    al_image_split fm; al_error e = {{0}};
+    if (al_fashion_mnist_load(NULL, &fm, &e) != AL_OK) { print_message("  no Fashion-MNIST: %s\n", e.msg); skip(); }
+    int keep[160];
+    assert_int_equal(al_images_subset(&fm.train, 160, 1, keep, &e), AL_OK);
+    for (int i = 0; i < 160; i++) { memmove(fm.train.pix + (size_t)i * 784, fm.train.pix + (size_t)keep[i] * 784, 784); fm.train.labels[i] = fm.train.labels[keep[i]]; }
+    fm.train.n = 160; fm.test.n = 100;
+    image_stop_and_continue(&fm, NULL);
+    al_images val = fm.test;                            /* 60 test images after the 100 of the test set */
+    val.pix += 100 * 784; val.labels += 100; val.n = 60; val.class_names = NULL;
+    image_stop_and_continue(&fm, &val);
+    al_image_split_free(&fm);
 }
 
 /* Sentences of 2..9 tokens; a token's tag is its word's class, shifted after an "article" (word 2). */

@@ -414,6 +414,52 @@ static void test_permute_pixels(void **st)
     assert_int_equal(system(cmd), 0);
 }
 
+/* With a validation set: the model of the best validation accuracy (the earliest on ties) is kept and
+ * is in m at the end, reported once more (kind 2) with that epoch's figures; patience 1 stops training
+ * at the first epoch that does not improve on it; patience 0 runs every epoch. */
+typedef struct vrec { int n, kept, kept_epoch; double va[32], te[32], kept_val, kept_test; } vrec;
+static int vrecord(void *ud, const al_train_progress *p)
+{
+    vrec *r = ud;
+    if (p->kind == 1 && r->n < 32) { r->va[r->n] = p->val_acc; r->te[r->n] = p->test_acc; r->n++; }
+    if (p->kind == 2) { r->kept++; r->kept_epoch = p->epoch; r->kept_val = p->val_acc; r->kept_test = p->test_acc; }
+    return 0;
+}
+static void test_validation_keeps_the_best_and_stops_early(void **st)
+{
+    (void)st;
+    al_images tr = subset(&fm.train, 600, 1), va = subset(&fm.test, 200, 3), te = subset(&fm.test, 500, 0);
+    al_error e = {{0}};
+    for (int patience = 1; patience >= 0; patience--) {
+        al_model m; tiny_sa(&m, 1);
+        al_train_config tc; default_tc(&tc, &tr, 12, 1e-2f);
+        vrec r = {0};
+        if (al_model_train_val(&m, &tr, &va, &te, &tc, patience, vrecord, &r, &e) != AL_OK) fail_msg("train: %s", e.msg);
+        int best = 0;
+        for (int k = 1; k < r.n; k++) if (r.va[k] > r.va[best]) best = k;
+        print_message("patience %d: %d epochs, kept epoch %d (val %.3f, test %.4f)\n", patience, r.n, r.kept_epoch, r.kept_val,
+                      r.kept_test);
+        assert_int_equal(r.kept, 1);
+        assert_int_equal(r.kept_epoch, best + 1);
+        assert_true(r.kept_val == r.va[best] && r.kept_test == r.te[best]);   /* the same weights, the same bits */
+        if (patience == 1) {
+            assert_true(r.n < 12);                                             /* it stopped early */
+            assert_int_equal(r.n, best + 2);
+        } else assert_int_equal(r.n, 12);
+        double acc;
+        assert_int_equal(al_model_evaluate(&m, &te, tc.mean, tc.std, 100, &acc, NULL, &e), AL_OK);
+        assert_true(acc == r.kept_test);                                       /* the kept model is in m */
+        al_model_free(&m);
+    }
+    al_model m; tiny_sa(&m, 1);
+    al_train_config tc; default_tc(&tc, &tr, 1, 1e-2f);
+    al_images empty = va; empty.n = 0;
+    assert_int_equal(al_model_train_val(&m, &tr, &empty, &te, &tc, 0, NULL, NULL, &e), AL_ERR);
+    assert_non_null(strstr(e.msg, "the validation set is empty"));
+    al_model_free(&m);
+    free_subset(&tr); free_subset(&va); free_subset(&te);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -424,6 +470,7 @@ int main(void)
         cmocka_unit_test(test_shape_and_label_checks),
         cmocka_unit_test(test_cli_csv_deterministic_and_eval),
         cmocka_unit_test(test_permute_pixels),
+        cmocka_unit_test(test_validation_keeps_the_best_and_stops_early),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

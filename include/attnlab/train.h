@@ -52,9 +52,11 @@ typedef struct al_train_config {
     const al_dist *dist;            /* NULL: one process; else this rank's share of a data-parallel run (dist.h) */
 } al_train_config;
 
-/* What the progress callback receives: after every step (kind 0) and at the end of an epoch (kind 1). */
+/* What the progress callback receives: after every step (kind 0), at the end of an epoch (kind 1) and,
+ * with a validation set (al_model_train_val), once for the kept model after training (kind 2: its
+ * epoch, its validation and test accuracy; loss, train_acc and the timings NaN). */
 typedef struct al_train_progress {
-    int kind;                       /* 0 step, 1 epoch end */
+    int kind;                       /* 0 step, 1 epoch end, 2 the kept model */
     int epoch, epochs;              /* 1-based */
     int step, steps_per_epoch;      /* 1-based within the epoch */
     double loss;                    /* step: this batch; epoch: mean over the epoch */
@@ -62,6 +64,8 @@ typedef struct al_train_progress {
     double epoch_seconds;           /* wall time of the epoch's training steps (not evaluation) */
     double img_per_s;               /* training images per second so far this epoch */
     double elapsed;                 /* seconds since training started */
+    double val_acc;                 /* epoch end and kept model, with a validation set; else NaN */
+    int best_epoch;                 /* with a validation set: the kept model's epoch so far (0: none yet) */
 } al_train_progress;
 /* Return nonzero to stop training (the call then returns AL_ERR with "stopped"). */
 typedef int (*al_train_cb)(void *ud, const al_train_progress *p);
@@ -72,6 +76,13 @@ typedef int (*al_train_cb)(void *ud, const al_train_progress *p);
  * progress callback; with resume->from, training continues after from->epoch. */
 al_status al_model_train(al_model *m, const al_images *train, const al_images *test,
                          const al_train_config *tc, al_train_cb cb, void *ud, al_error *err);
+/* The same with a validation set held out of the training images: val is evaluated after every epoch;
+ * the model of the best validation accuracy (the earliest on ties) is kept, and training stops after
+ * `patience` epochs without a better one (0: never early; tc->epochs is the cap). The kept model is
+ * back in m at the end, its test accuracy reported once more (progress kind 2). Training states carry
+ * the kept weights, so --resume continues such a run too. */
+al_status al_model_train_val(al_model *m, const al_images *train, const al_images *val, const al_images *test,
+                             const al_train_config *tc, int patience, al_train_cb cb, void *ud, al_error *err);
 /* Accuracy of m on d (grad and training off, batches of `batch`). pred (d->n) may be NULL. */
 al_status al_model_evaluate(al_model *m, const al_images *d, const float mean[4], const float std[4],
                             int batch, double *acc, int *pred /* (d->n) or NULL */, al_error *err);

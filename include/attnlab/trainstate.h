@@ -54,7 +54,8 @@ typedef struct al_train_state {
     int *order; int norder;     /* (norder) the data order after `epoch` shuffles; NULL, 0 for graphs */
     al_optim opt;               /* kind, hyperparameters, step; m, v (opt.n each; v NULL for SGD) */
     al_diverge div;
-    /* graphs: early stopping; molecules: the best-validation model (best NULL otherwise) */
+    /* graphs, image runs with a validation set: early stopping; molecules: the best-validation model (best
+     * NULL otherwise) */
     float *best;                /* (opt.n) the kept weights */
     int best_epoch, bad;
     double acc_max, loss_min, step_seconds;

@@ -109,6 +109,10 @@ typedef struct image_task {
     int *idx, *lab;                /* (max(batch, eval_batch)) scratch */
     int eval_batch;
     double test_acc;               /* the last evaluation (NaN when it was not due) */
+    const al_images *val;          /* NULL, or the validation set of al_model_train_val */
+    int patience;
+    double val_acc;                /* its last evaluation (NaN without one) */
+    int best_epoch;                /* the kept model's epoch so far */
 } image_task;
 
 static al_status image_step(void *self, al_ctx *c, const int *items, int B, int ep, int step, int64_t step_no,
@@ -140,12 +144,15 @@ static al_status image_step(void *self, al_ctx *c, const int *items, int B, int 
     return AL_OK;
 }
 
-/* The test set every eval_every epochs and after the last. */
+/* The validation set every epoch; the test set every eval_every epochs and after the last. */
 static al_status image_evaluate(void *self, al_ctx *c, int ep, int last, al_error *err)
 {
     image_task *T = self;
     const al_train_config *tc = T->tc;
-    T->test_acc = NAN;
+    T->test_acc = NAN; T->val_acc = NAN;
+    if (T->val && eval_with(c, T->m, T->val, tc->mean, tc->std, T->eval_batch, &T->val_acc, NULL, T->idx, T->lab, tc->dist,
+                            err) != AL_OK)
+        return AL_ERR;
     int due = tc->eval_every <= 1 || ep % tc->eval_every == 0 || last;
     if (!due || !T->test || T->test->n <= 0) return AL_OK;
     return eval_with(c, T->m, T->test, tc->mean, tc->std, T->eval_batch, &T->test_acc, NULL, T->idx, T->lab, tc->dist, err);
@@ -159,31 +166,76 @@ static int image_report(void *self, const al__fit_progress *f)
     p.kind = f->kind; p.epoch = f->epoch; p.epochs = f->epochs; p.step = f->step; p.steps_per_epoch = f->steps_per_epoch;
     p.loss = f->loss; p.train_acc = f->train_acc; p.test_acc = f->kind == 1 ? T->test_acc : NAN;
     p.epoch_seconds = f->seconds; p.img_per_s = f->units / (f->seconds > 1e-9 ? f->seconds : 1e-9); p.elapsed = f->elapsed;
+    p.val_acc = f->kind == 1 ? T->val_acc : NAN; p.best_epoch = T->best_epoch;
     return T->cb(T->ud, &p) ? AL__FIT_ABORT : AL__FIT_CONTINUE;
 }
 
+/* Keep the model of the best validation accuracy (strictly better: the earliest on ties); stop after
+ * `patience` epochs without one. */
+static int image_track(void *self, al__fit_track *t, int ep, int *keep)
+{
+    image_task *T = self;
+    *keep = T->val_acc > t->acc_max;
+    T->best_epoch = *keep ? ep : t->best_epoch;
+    if (*keep) { t->acc_max = T->val_acc; t->bad = 0; return 0; }
+    return T->patience > 0 && ++t->bad >= T->patience;
+}
+
+/* The kept model (back in the parameters): its validation and test accuracy, reported as kind 2. */
+static al_status image_finish(void *self, al_ctx *c, const al__fit_track *t, int epochs_run, al_error *err)
+{
+    (void)epochs_run;
+    image_task *T = self;
+    const al_train_config *tc = T->tc;
+    double val = NAN, test = NAN;
+    if (eval_with(c, T->m, T->val, tc->mean, tc->std, T->eval_batch, &val, NULL, T->idx, T->lab, tc->dist, err) != AL_OK ||
+        (T->test && T->test->n > 0 &&
+         eval_with(c, T->m, T->test, tc->mean, tc->std, T->eval_batch, &test, NULL, T->idx, T->lab, tc->dist, err) != AL_OK))
+        return AL_ERR;
+    if (!T->cb) return AL_OK;
+    al_train_progress p = {0};
+    p.kind = 2; p.epoch = t->best_epoch; p.epochs = tc->epochs; p.best_epoch = t->best_epoch;
+    p.loss = p.train_acc = p.epoch_seconds = p.img_per_s = p.elapsed = NAN;
+    p.val_acc = val; p.test_acc = test;
+    T->cb(T->ud, &p);
+    return AL_OK;
+}
+
 static const al__fit_task image_fit = {image_step, image_evaluate, NULL, image_report, NULL};
+static const al__fit_task image_fit_val = {image_step, image_evaluate, image_track, image_report, image_finish};
 
 al_status al_model_train(al_model *m, const al_images *train, const al_images *test,
                          const al_train_config *tc, al_train_cb cb, void *ud, al_error *err)
+{
+    return al_model_train_val(m, train, NULL, test, tc, 0, cb, ud, err);
+}
+
+al_status al_model_train_val(al_model *m, const al_images *train, const al_images *val, const al_images *test,
+                             const al_train_config *tc, int patience, al_train_cb cb, void *ud, al_error *err)
 {
     const al_model_config *cfg = &m->cfg;
     if (tc->epochs < 1 || tc->batch < 1) return al_seterr(err, "training: epochs and batch must be positive");
     if (train->n < 1) return al_seterr(err, "training: the training set is empty");
     if (!(tc->lr > 0) || !(tc->weight_decay >= 0)) return al_seterr(err, "training: need lr > 0 and weight decay >= 0");
-    const al_images *sets[2] = {train, test};
-    for (int i = 0; i < 2; i++)
+    if (val && val->n < 1) return al_seterr(err, "training: the validation set is empty");
+    if (patience < 0) return al_seterr(err, "training: patience must be >= 0");
+    const al_images *sets[3] = {train, test, val};
+    static const char *const names[3] = {"training", "test", "validation"};
+    for (int i = 0; i < 3; i++)
         if (sets[i] && (sets[i]->c != cfg->channels || sets[i]->h != cfg->height || sets[i]->w != cfg->width))
             return al_seterr(err, "training: %s images are %dx%dx%d but the %s model expects %dx%dx%d",
-                             i ? "test" : "training", sets[i]->c, sets[i]->h, sets[i]->w,
+                             names[i], sets[i]->c, sets[i]->h, sets[i]->w,
                              cfg->name, cfg->channels, cfg->height, cfg->width);
-    for (int i = 0; i < train->n; i++)
-        if (train->labels[i] < 0 || train->labels[i] >= cfg->classes)
-            return al_seterr(err, "training: label %d of image %d is outside [0, %d)", train->labels[i], i, cfg->classes);
+    for (int k = 0; k < 3; k += 2)
+        for (int i = 0; sets[k] && i < sets[k]->n; i++)
+            if (sets[k]->labels[i] < 0 || sets[k]->labels[i] >= cfg->classes)
+                return al_seterr(err, "training: label %d of %simage %d is outside [0, %d)", sets[k]->labels[i],
+                                 k ? "validation " : "", i, cfg->classes);
 
     image_task T;
     memset(&T, 0, sizeof T);
     T.m = m; T.train = train; T.test = test; T.tc = tc; T.cb = cb; T.ud = ud;
+    T.val = val; T.patience = patience; T.val_acc = NAN;
     T.eval_batch = tc->eval_batch > 0 ? tc->eval_batch : 64;
     const int scratch = tc->batch > T.eval_batch ? tc->batch : T.eval_batch;
     T.idx = malloc((size_t)scratch * sizeof(int)); T.lab = malloc((size_t)scratch * sizeof(int));
@@ -194,7 +246,8 @@ al_status al_model_train(al_model *m, const al_images *train, const al_images *t
         fc.params = &m->params; fc.optim = AL_ADAMW; fc.lr = tc->lr; fc.weight_decay = tc->weight_decay;
         fc.seed = tc->seed; fc.epochs = tc->epochs; fc.n = train->n; fc.batch = tc->batch;   /* drop_last=False */
         fc.max_steps = tc->max_steps; fc.step_reports = 1; fc.resume = tc->resume;
-        st = al__fit(&image_fit, &T, &fc, NULL, err);
+        fc.what = "validated image"; fc.track0 = (al__fit_track){-1, INFINITY, 0, 0, 0};
+        st = al__fit(val ? &image_fit_val : &image_fit, &T, &fc, NULL, err);
     }
     al_gradsum_free(&T.gs);
     free(T.idx); free(T.lab);
