@@ -42,7 +42,10 @@ typedef struct al_csv_row {
     int regression;       /* 1: test_rmse and test_mae are written (else those fields are empty) */
     double test_rmse, test_mae;
 } al_csv_row;
-/* Append one row (writing the header first if the file is new or empty); repairs a torn last line. */
+/* Append one row (writing the header first if the file is new or empty); repairs a torn last line.
+ * If the write or its fsync fails (a full disk, the file-size limit, an I/O error), the file is cut
+ * back to its size before the append, so no reader sees a torn row; the error names the file and the
+ * reason ("r.csv: writing a CSV row failed: File too large"). */
 al_status al_csv_append(const char *path, const al_csv_row *r, al_error *err);
 /* Resuming a run (trainstate.h): *n = the rows of run_id in the CSV at path (a missing file has none),
  * *n_done = how many of them come up to and including its last row marked done (0: none). */
