@@ -124,8 +124,7 @@ al_status al_csv_check(const char *path, al_error *err)
 {
     struct stat sb;
     if (!path || !*path || stat(path, &sb) != 0) return al_output_check(path, err);   /* a new file */
-    if (S_ISDIR(sb.st_mode)) return al_seterr(err, "%s: is a directory, expected a file name", al_path_short(path));
-    if (!S_ISREG(sb.st_mode)) return al_seterr(err, "%s: not a regular file", al_path_short(path));
+    if (al__output_kind(path, &sb, err) != AL_OK) return AL_ERR;   /* a directory, a FIFO, a device, ... */
     int fd = open(path, O_RDWR | O_APPEND | O_CLOEXEC);
     if (fd < 0) return al_seterr(err, "%s: cannot open results CSV for writing: %s", al_path_short(path), strerror(errno));
     al_status st = header_version(fd, sb.st_size, path, err) < 0 ? AL_ERR : AL_OK;
