@@ -130,7 +130,7 @@ static void digits_usage(FILE *f)
         "  DIR/sequences/{train,test}/sNNN_K.wav  3 to 7 digits with pauses, for frame labelling (N-to-N)\n"
         "  DIR/manifest.tsv                       per file: speaker, voice, SNR, digits, spans, frame labels\n"
         "Test speakers are held out whole. DIR must not exist or be empty; the corpus is written into\n"
-        "DIR.tmp.PID and renamed to DIR when complete. The same options give byte-identical files.\n\n"
+        "DIR.tmp.HOST.PID and renamed to DIR when complete. The same options give byte-identical files.\n\n"
         "  --out DIR            the corpus directory\n"
         "  --speakers N         speakers (voices), 2 to %d (default %d)\n"
         "  --repeats R          isolated takes of each digit per speaker (default %d)\n"

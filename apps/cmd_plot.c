@@ -6,11 +6,12 @@
  *   graph-attention  from the CSV of `attnlab train --task graph --attention` (layer,head,src,dst,weight):
  *             the weight node N gives each of its neighbours, one bar per head, one panel per layer
  *
- * The gnuplot script (data inline as datablocks) is written to gnuplot's stdin; gnuplot writes
- * OUT.tmp.PID, which is renamed over OUT only when gnuplot succeeded.
+ * The gnuplot script (data inline as datablocks) is written to gnuplot's stdin, without its
+ * `set output 'OUT'` line: gnuplot writes the image to its stdout, which is the temporary of an atomic
+ * write of OUT (al_atomic_begin), committed over OUT only when gnuplot succeeded. The script saved
+ * with --script keeps the line, so running it writes OUT.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
 #include <signal.h>
@@ -82,12 +83,21 @@ static const char *metric_words(al_metric m)
          : m == AL_METRIC_AMBIG_ACC ? "test accuracy on words ambiguous in train" : "test accuracy";
 }
 
-static void preamble(FILE *f, const char *tmp_out, al_metric metric)
+/* The script's `set output 'OUT'` line; oline[0..1] receive its byte range, which gnuplot is not given. */
+static void output_line(FILE *f, const char *out, long oline[2])
+{
+    oline[0] = ftell(f);
+    fprintf(f, "set output '%s'\n", out);
+    oline[1] = ftell(f);
+}
+
+static void preamble(FILE *f, const char *out, long oline[2], al_metric metric)
 {
     fprintf(f, "set encoding utf8\n");
     fprintf(f, "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) { set terminal pngcairo size 960,640 noenhanced font ',11' }"
                " else { set terminal png size 960,640 noenhanced }\n");
-    fprintf(f, "set output '%s'\nset grid\nset key bottom right box opaque\nset ylabel '%s'\n", tmp_out, metric_words(metric));
+    output_line(f, out, oline);
+    fprintf(f, "set grid\nset key bottom right box opaque\nset ylabel '%s'\n", metric_words(metric));
 }
 
 static const char *size_words(const char *task)
@@ -202,7 +212,7 @@ static int ga_cmp(const void *a, const void *b)
     return (x->head > y->head) - (x->head < y->head);
 }
 
-static int graph_attention(FILE *f, const char *path, long node, int want_layer, const char *tmp_out)
+static int graph_attention(FILE *f, const char *path, long node, int want_layer, const char *out, long oline[2])
 {
     FILE *in = fopen(path, "r");
     if (!in) { fprintf(stderr, "attnlab plot: cannot open %s: %s\n", path, strerror(errno)); return -1; }
@@ -245,7 +255,7 @@ static int graph_attention(FILE *f, const char *path, long node, int want_layer,
     fprintf(f, "set encoding utf8\n");
     fprintf(f, "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) { set terminal pngcairo size 960,%d noenhanced font ',10' }"
                " else { set terminal png size 960,%d noenhanced }\n", 80 + 340 * nl, 80 + 340 * nl);
-    fprintf(f, "set output '%s'\n", tmp_out);
+    output_line(f, out, oline);
     fprintf(f, "set multiplot layout %d,1 title 'node %ld: attention weight it gives each neighbour (and itself), per head'\n", nl, node);
     fprintf(f, "set style data histograms\nset style histogram clustered gap 1\nset style fill solid 0.85 border -1\n");
     fprintf(f, "set grid ytics\nset yrange [0:*]\nset ylabel 'attention weight'\nset xlabel 'neighbour (src node)'\n");
@@ -292,8 +302,9 @@ done:
     return rc;
 }
 
-/* Feed the script to gnuplot on a pipe; returns gnuplot's exit status, or 127 if it cannot be run. */
-static int run_gnuplot(const char *script, size_t n)
+/* Feed the script but its bytes [oline[0], oline[1]) to gnuplot on a pipe, gnuplot's stdout going to
+ * outfd; returns gnuplot's exit status, or 127 if it cannot be run. */
+static int run_gnuplot(const char *script, size_t n, const long oline[2], int outfd)
 {
     int fd[2];
     if (pipe(fd)) return -1;
@@ -301,16 +312,19 @@ static int run_gnuplot(const char *script, size_t n)
     if (pid < 0) { close(fd[0]); close(fd[1]); return -1; }
     if (pid == 0) {
         dup2(fd[0], 0); close(fd[0]); close(fd[1]);
+        if (dup2(outfd, 1) < 0) _exit(126);
         execlp("gnuplot", "gnuplot", (char *)NULL);
         _exit(127);
     }
     close(fd[0]);
     void (*old)(int) = signal(SIGPIPE, SIG_IGN);
-    for (size_t off = 0; off < n;) {
-        ssize_t k = write(fd[1], script + off, n - off);
-        if (k < 0) { if (errno == EINTR) continue; break; }
-        off += (size_t)k;
-    }
+    const size_t part[2][2] = {{0, (size_t)oline[0]}, {(size_t)oline[1], n}};
+    for (int i = 0; i < 2; i++)
+        for (size_t off = part[i][0]; off < part[i][1];) {
+            ssize_t k = write(fd[1], script + off, part[i][1] - off);
+            if (k < 0) { if (errno == EINTR) continue; i = 2; break; }   /* gnuplot gone: its status says why */
+            off += (size_t)k;
+        }
     close(fd[1]);
     signal(SIGPIPE, old);
     int st;
@@ -318,39 +332,39 @@ static int run_gnuplot(const char *script, size_t n)
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
-/* Save the script if asked, run gnuplot, rename its output over out. Returns the exit status. */
-static int emit(const char *script, size_t slen, const char *script_path, const char *tmp_out, const char *out)
+/* Save the script if asked, run gnuplot into the temporary of an atomic write of out, commit it.
+ * Returns the exit status. */
+static int emit(const char *script, size_t slen, const long oline[2], const char *script_path, const char *out)
 {
-    int rc = 1;
     al_error err = {{0}};
     if (script_path && al_write_atomic(script_path, script, slen, &err) != AL_OK) {
         fprintf(stderr, "attnlab plot: --script %s\n", err.msg);
-        unlink(tmp_out);
         return 1;
     }
-    int st = run_gnuplot(script, slen);
+    al_atomic a;
+    if (al_atomic_begin(&a, out, &err) != AL_OK) { fprintf(stderr, "attnlab plot: --out %s\n", err.msg); return 1; }
+    int st = run_gnuplot(script, slen, oline, a.fd);
     struct stat sb;
     if (st == 127) fprintf(stderr, "attnlab plot: cannot run gnuplot (is it installed? Debian: apt-get install gnuplot-nox)\n");
     else if (st != 0) fprintf(stderr, "attnlab plot: gnuplot failed (status %d)\n", st);
-    else if (stat(tmp_out, &sb) || sb.st_size == 0) fprintf(stderr, "attnlab plot: gnuplot wrote no image\n");
-    else if (rename(tmp_out, out)) fprintf(stderr, "attnlab plot: cannot rename %s to %s: %s\n", tmp_out, out, strerror(errno));
-    else rc = 0;
-    if (rc) unlink(tmp_out);
-    return rc;
+    else if (fstat(a.fd, &sb) || sb.st_size == 0) fprintf(stderr, "attnlab plot: gnuplot wrote no image\n");
+    else if (al_atomic_commit(&a, &err) != AL_OK) { fprintf(stderr, "attnlab plot: --out %s\n", err.msg); return 1; }
+    else return 0;
+    al_atomic_abort(&a);
+    return 1;
 }
 
 /* attnlab plot ATTENTION.csv --kind graph-attention --node N [--layer L] */
-static int plot_graph_attention(const char *path, long node, int layer, const char *tmp_out, const char *out,
-                                const char *script_path)
+static int plot_graph_attention(const char *path, long node, int layer, const char *out, const char *script_path)
 {
     char *script = NULL; size_t slen = 0;
+    long oline[2] = {0, 0};
     FILE *f = open_memstream(&script, &slen);
     if (!f) { fprintf(stderr, "attnlab plot: out of memory\n"); return 1; }
-    int bad = graph_attention(f, path, node, layer, tmp_out);
+    int bad = graph_attention(f, path, node, layer, out, oline);
     fprintf(f, "set output\n");
     if (fclose(f)) { free(script); fprintf(stderr, "attnlab plot: out of memory\n"); return 1; }
-    int rc = bad ? 1 : emit(script, slen, script_path, tmp_out, out);
-    if (rc) unlink(tmp_out);
+    int rc = bad ? 1 : emit(script, slen, oline, script_path, out);
     free(script);
     return rc;
 }
@@ -399,13 +413,11 @@ int cmd_plot(int argc, char **argv)
         fprintf(stderr, "attnlab plot: --kind: unknown kind '%s' (expected tradeoff, curves or graph-attention)\n", kind);
         return 2;
     }
-    char tmp_out[4096];
-    if (snprintf(tmp_out, sizeof tmp_out, "%s.tmp.%ld", out, (long)getpid()) >= (int)sizeof tmp_out || !quotable(out)) {
+    if (strlen(out) >= 4096 || !quotable(out)) {   /* the saved script names it in a gnuplot string */
         fprintf(stderr, "attnlab plot: cannot use output path '%s' (too long, or contains a quote)\n", out);
         return 2;
     }
-    /* the output must be writable before any work: otherwise gnuplot, unable to open it, would
-     * write the PNG to the terminal */
+    /* the outputs must be writable before any work */
     const char *path = argv[optind];
     if (ga && node < 0) { fprintf(stderr, "attnlab plot: --kind graph-attention needs --node N\n"); return 2; }
     if (!ga && (node >= 0 || layer)) { fprintf(stderr, "attnlab plot: --node and --layer go with --kind graph-attention\n"); return 2; }
@@ -416,15 +428,13 @@ int cmd_plot(int argc, char **argv)
         return 2;
     }
     if (ga && metric_name) { fprintf(stderr, "attnlab plot: --metric goes with --kind tradeoff or curves\n"); return 2; }
-    int fd = open(tmp_out, O_WRONLY | O_CREAT | O_EXCL, 0644);
-    if (fd < 0) { fprintf(stderr, "attnlab plot: --out %s: cannot create %s: %s\n", out, tmp_out, strerror(errno)); return 1; }
-    close(fd);
-    if (ga) return plot_graph_attention(path, node, layer, tmp_out, out, script_path);
+    if (ga) return plot_graph_attention(path, node, layer, out, script_path);
     al_results r; al_summary s; al_error e = {{0}};
     if (al_results_read(path, &r, &e) != AL_OK) { fprintf(stderr, "attnlab plot: %s\n", e.msg); return 1; }
     if (al_results_summarize_by(&r, by, &s, &e) != AL_OK) { fprintf(stderr, "attnlab plot: %s\n", e.msg); al_results_free(&r); return 1; }
     int rc = 1;
     char *script = NULL; size_t slen = 0;
+    long oline[2] = {0, 0};
     FILE *f = NULL;
     if (s.n == 0) { fprintf(stderr, "attnlab plot: %s holds no runs\n", path); goto out; }
     for (int i = 1; i < s.n; i++)
@@ -446,17 +456,16 @@ int cmd_plot(int argc, char **argv)
     if (size < 0) for (int i = 0; i < s.n; i++) if (s.grp[i].train_size > size) size = s.grp[i].train_size;
     f = open_memstream(&script, &slen);
     if (!f) { fprintf(stderr, "attnlab plot: out of memory\n"); goto out; }
-    preamble(f, tmp_out, (al_metric)mt);
+    preamble(f, out, oline, (al_metric)mt);
     int bad = !strcmp(kind, "tradeoff") ? tradeoff(f, &r, &s, s.grp[0].task, s.grp[0].dataset, (al_metric)mt)
                                         : curves(f, &r, &s, size, s.grp[0].dataset, by, (al_metric)mt);
     fprintf(f, "set output\n");
     if (fclose(f)) { f = NULL; fprintf(stderr, "attnlab plot: out of memory\n"); goto out; }
     f = NULL;
     if (bad) goto out;
-    rc = emit(script, slen, script_path, tmp_out, out);
+    rc = emit(script, slen, oline, script_path, out);
 out:
     if (f) fclose(f);
-    if (rc) unlink(tmp_out);
     free(script);
     al_summary_free(&s);
     al_results_free(&r);

@@ -6,10 +6,11 @@
  * description (the child's own run_id is replaced when its rows are merged), so a run whose run_id
  * is in the CSV is complete. A child writes CSV.run-RUNID.part (its stderr goes to .part.log,
  * shown only if the run fails) and its training state to CSV.run-RUNID.train after every epoch
- * (--checkpoint-every 1 --resume). When it exits 0 the sweep writes CSV.tmp.PID = old CSV + the
- * child's rows, fsyncs and renames it over CSV (al_write_atomic). On start, a part file with its
- * state is kept and its run continues from the state (the child cuts the rows written after it);
- * other *.part, *.part.log and *.tmp.* files left by a killed sweep are deleted and their runs redone. Children get
+ * (--checkpoint-every 1 --resume). When it exits 0 the sweep writes old CSV + the child's rows to a
+ * temporary CSV.tmp.HOST.PID, fsyncs and renames it over CSV (al_write_atomic). On start, a part file
+ * with its state is kept and its run continues from the state (the child cuts the rows written after
+ * it); other *.part and *.part.log files left by a killed sweep, and the temporaries its processes
+ * left on this host (al_tmp_stale), are deleted and their runs redone. Children get
  * PR_SET_PDEATHSIG(SIGKILL), so a sweep killed with SIGKILL leaves no orphan writing. A lock file
  * CSV.lock (flock) keeps two sweeps off one CSV. docs/experiments.md has the whole story.
  */

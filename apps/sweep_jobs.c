@@ -109,8 +109,6 @@ int mkdir_p(const char *dir)
     return 0;
 }
 
-static int all_digits(const char *s) { if (!*s) return 0; for (; *s; s++) if (*s < '0' || *s > '9') return 0; return 1; }
-
 /* Does dir/NAME exist, NAME being name with its suffix `from` replaced by `to`? */
 static int sibling_exists(const char *dir, const char *name, const char *from, const char *to)
 {
@@ -138,7 +136,7 @@ int remove_leftovers(const char *dir, const char *base)
         if (strncmp(nm, base, bl)) continue;
         const char *rest = nm + bl, *tmp = strstr(rest, ".tmp.");
         int run = !strncmp(rest, ".run-", 5) && strlen(rest) > 10;
-        int drop = (tmp && all_digits(tmp + 5) && (tmp == rest || run))          /* BASE.tmp.PID, a state's temporary */
+        int drop = (tmp && al_tmp_stale(tmp) && (tmp == rest || run))   /* BASE's or a state's temporary, of a dead process of this host */
                    || (run && ends_with(rest, ".part.log"))
                    || (run && ends_with(rest, ".part") && !sibling_exists(dir, nm, ".part", ".train"))
                    || (run && ends_with(rest, ".train") && !sibling_exists(dir, nm, ".train", ".part"));
@@ -310,7 +308,7 @@ pid_t start_child(const sweep_cfg *c, plan_run *r, const char *exe, const char *
         if (devnull >= 0) { dup2(devnull, 1); close(devnull); }   /* the trainer's summary; rows go to the CSV */
         char log[PATH_MAX + 8];
         snprintf(log, sizeof log, "%s.log", r->part);
-        int lfd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);   /* shown if the run fails */
+        int lfd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0644);   /* shown if the run fails; never through a link */
         if (lfd >= 0) { dup2(lfd, 2); close(lfd); }
         if (threads) setenv("OMP_NUM_THREADS", threads, 1);
         setenv(APP_NO_MPI_ENV, "1", 1);               /* under mpirun: the trainer is one process, not a rank */

@@ -2,8 +2,9 @@
  * --max-memory is accepted by every command that loads data or builds models (a bad value is one line
  * naming the flag), a tiny one makes loading Cora or Fashion-MNIST fail with the size asked and the
  * limit, a big one works, sweep passes it to its runs; output files (--save, --csv, --out, --logits,
- * --attention, --script, --plot, data import --out) are checked before anything is loaded; eval
- * refuses a checkpoint with a NaN weight or a std of 0. */
+ * --attention, --script, --plot, data import --out) are checked before anything is loaded, and a FIFO,
+ * a directory or /dev/null as one is refused; a link to a regular file stays a link; eval refuses a
+ * checkpoint with a NaN weight or a std of 0. */
 #include "testutil.h"
 #include "attnlab/checkpoint.h"
 #include "attnlab/images.h"
@@ -13,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static char dir[64];
 static int setup(void **st) { (void)st; snprintf(dir, sizeof dir, "/tmp/attnlab-relcli-XXXXXX"); return mkdtemp(dir) ? 0 : -1; }
@@ -99,6 +102,13 @@ static void test_max_memory_limits_loading(void **st)
     assert_int_equal(tu_run_cli(dir, "train --model cnn --max-memory 2G --train-size 100 --test-size 100 --epochs 1 --quiet"), 0);
 }
 
+/* Commands whose output (flag) is refused before any work: exit 2, one line naming flag and why. */
+typedef struct out_case { const char *args, *flag, *why; } out_case;
+static void expect_refused(const out_case *c, size_t n)
+{
+    for (size_t i = 0; i < n; i++) EXPECT_LINE(2, c[i].args, c[i].flag, c[i].why);
+}
+
 /* The directory holds nothing but the CLI's out.txt and err.txt and the test's file "plain". */
 static void assert_dir_clean(void)
 {
@@ -119,7 +129,7 @@ static void test_outputs_checked_first(void **st)
     char plain[128]; snprintf(plain, sizeof plain, "%s/plain", dir);
     FILE *f = fopen(plain, "w");
     assert_non_null(f); fputs("x\n", f); fclose(f);
-    static const struct { const char *args, *flag, *why; } cases[] = {
+    static const out_case cases[] = {
         {"train --model cnn --data /nonexistent --save %s/no/m.st", "--save", "/no' does not exist"},
         {"train --model sa --data /nonexistent --csv %s", "--csv", ": is a directory, expected a file name"},
         {"train --model cnn --csv %s/plain", "--csv", "plain: the header line is not attnlab's results header"},
@@ -134,12 +144,55 @@ static void test_outputs_checked_first(void **st)
         {"sweep --task graph --models gcn --planetoid --seeds 1 --csv %s", "--csv", "is a directory"},
         {"sweep --preset demo --csv %s/d.csv --plot %s/no/d.png", "--plot", "does not exist"},
         {"data import --format linqs --in /nonexistent --out %s/plain", "--out", "not a directory"}};
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) EXPECT_LINE(2, cases[i].args, cases[i].flag, cases[i].why);
+    expect_refused(cases, sizeof cases / sizeof cases[0]);
     assert_dir_clean();
     /* a writable target passes, the data comes next, and no probe file is left behind */
     EXPECT_LINE(1, "train --model cnn --data /nonexistent --save %s/m.st --csv %s/r.csv --quiet", "/nonexistent");
     EXPECT_LINE(1, "attnmap --load /nonexistent.st --out %s/a.png", "/nonexistent.st");
     assert_dir_clean();
+}
+
+/* Outputs onto a FIFO, a directory or /dev/null are one line naming what the file is, before any work
+ * (the data named does not exist), and the FIFO stays a FIFO; a --save onto a symbolic link to a
+ * regular file keeps the link and replaces the file it leads to. */
+static void test_special_outputs_refused(void **st)
+{
+    (void)st;
+    char p[128]; snprintf(p, sizeof p, "%s/fifo", dir);
+    assert_int_equal(mkfifo(p, 0644), 0);
+    snprintf(p, sizeof p, "%s/adir", dir);
+    assert_int_equal(mkdir(p, 0755), 0);
+    static const out_case cases[] = {
+        {"train --model cnn --data /nonexistent --save %s/fifo", "--save", "fifo: is a FIFO, not a regular file"},
+        {"train --task graph --model gcn --data /nonexistent --save %s/fifo", "--save", "fifo: is a FIFO, not a regular file"},
+        {"train --model cnn --data /nonexistent --csv %s/fifo", "--csv", "fifo: is a FIFO, not a regular file"},
+        {"attnmap --load /nonexistent.st --out %s/fifo", "--out", "fifo: is a FIFO, not a regular file"},
+        {"plot /nonexistent.csv --out %s/fifo", "--out", "fifo: is a FIFO, not a regular file"},
+        {"eval --load /nonexistent.st --logits %s/fifo", "--logits", "fifo: is a FIFO, not a regular file"},
+        {"train --model cnn --data /nonexistent --save %s/adir", "--save", "adir: is a directory"},
+        {"plot /nonexistent.csv --out %s/adir", "--out", "adir: is a directory"},
+        {"train --task graph --model gcn --data /nonexistent --save /dev/null", "--save", "/dev/null: is a character device, not a regular file"}};
+    expect_refused(cases, sizeof cases / sizeof cases[0]);
+    struct stat sb;
+    snprintf(p, sizeof p, "%s/fifo", dir);
+    assert_int_equal(lstat(p, &sb), 0);
+    assert_true(S_ISFIFO(sb.st_mode));
+    assert_int_equal(tu_tmp_files(dir), 0);
+    /* a link to a regular file: the link stays, the file behind it becomes the checkpoint */
+    char target[128], link[128], args[512];
+    snprintf(target, sizeof target, "%s/adir/model.st", dir); snprintf(link, sizeof link, "%s/model.st", dir);
+    FILE *f = fopen(target, "w"); assert_non_null(f); fputs("old\n", f); fclose(f);
+    assert_int_equal(symlink("adir/model.st", link), 0);
+    snprintf(args, sizeof args, "train --task graph --model gcn --data tests/bad-inputs/graph/ok --epochs 1 --quiet --save %s", link);
+    assert_int_equal(tu_run_cli(dir, args), 0);
+    assert_int_equal(lstat(link, &sb), 0);
+    assert_true(S_ISLNK(sb.st_mode));
+    char *meta = NULL; al_error e = {{0}};
+    if (al_safetensors_read_meta(target, &meta, &e) != AL_OK) fail_msg("%s is not the checkpoint: %s", target, e.msg);
+    free(meta);
+    assert_int_equal(tu_tmp_files(dir), 0);
+    snprintf(p, sizeof p, "%s/adir", dir);
+    assert_int_equal(tu_tmp_files(p), 0);
 }
 
 /* A small image checkpoint made by the library, then a NaN poked into its weights, or saved with a std of 0. */
@@ -177,6 +230,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_max_memory_flag_everywhere, setup, teardown),
         cmocka_unit_test_setup_teardown(test_max_memory_limits_loading, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outputs_checked_first, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_special_outputs_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_eval_refuses_bad_checkpoints, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

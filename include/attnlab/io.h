@@ -2,9 +2,10 @@
  * reads (fileio.c), the results CSV and run ids (csv.c), JSON metadata look-ups (json.c), safetensors
  * (safetensors.c), PNG (png.c), the memory budget and checked sizes (membudget.c).
  *
- * Every file attnlab writes goes to PATH.tmp.PID and is renamed over PATH, so an interrupted run
- * never leaves a half-written file. The results CSV is append-only: one write(2) per row, and
- * al_csv_append() first cuts a torn last line left by a killed process.
+ * Every file attnlab writes whole goes through al_atomic_begin/al_atomic_commit (al_write_atomic):
+ * a temporary beside it, renamed over it, so an interrupted run never leaves a half-written file. The
+ * results CSV is append-only: one write(2) per row; al_csv_append() first cuts a torn last line left
+ * by a killed process, and an append that fails cuts the file back to its size before it.
  */
 #ifndef ATTNLAB_IO_H
 #define ATTNLAB_IO_H
@@ -42,7 +43,10 @@ typedef struct al_csv_row {
     int regression;       /* 1: test_rmse and test_mae are written (else those fields are empty) */
     double test_rmse, test_mae;
 } al_csv_row;
-/* Append one row (writing the header first if the file is new or empty); repairs a torn last line. */
+/* Append one row (writing the header first if the file is new or empty); repairs a torn last line.
+ * If the write or its fsync fails (a full disk, the file-size limit, an I/O error), the file is cut
+ * back to its size before the append, so no reader sees a torn row; the error names the file and the
+ * reason ("r.csv: writing a CSV row failed: File too large"). */
 al_status al_csv_append(const char *path, const al_csv_row *r, al_error *err);
 /* Resuming a run (trainstate.h): *n = the rows of run_id in the CSV at path (a missing file has none),
  * *n_done = how many of them come up to and including its last row marked done (0: none). */
@@ -50,9 +54,9 @@ al_status al_csv_run_rows(const char *path, const char *run_id, int *n, int *n_d
 /* Keep the first `keep` rows of run_id and remove its later ones (*removed says how many): by
  * truncation when they are the file's tail, else by an atomic rewrite; under the lock appends take. */
 al_status al_csv_keep_run_rows(const char *path, const char *run_id, int keep, int *removed, al_error *err);
-/* Before any work: can al_csv_append append to path? An existing file must be a regular file that
- * opens for writing and starts with attnlab's results header (either version) or is empty; a new one
- * must be creatable (al_output_check). */
+/* Before any work: can al_csv_append append to path? An existing file (or the file a symbolic link
+ * leads to) must be a regular file that opens for writing and starts with attnlab's results header
+ * (either version) or is empty; a new one must be creatable (al_output_check). */
 al_status al_csv_check(const char *path, al_error *err);
 /* Format the row (no newline) into buf; returns length. */
 int al_csv_format(char *buf, size_t n, const al_csv_row *r);
@@ -66,13 +70,53 @@ int al_run_config(char *buf, size_t n, const char *canonical);
 /* 16 hex digits of a 64-bit FNV-1a hash of a canonical description of a run. */
 void al_run_id(char out[17], const char *canonical);
 
-/* Write bytes to path atomically (tmp file + fsync + rename). */
+/* ---------- files written whole: one safe path ----------
+ * The destination PATH must not exist, or be a regular file, or be a symbolic link that leads to a
+ * regular file. Anything else is refused with one message naming it: "PATH: is a directory, expected
+ * a file name", "PATH: is a FIFO, not a regular file" (likewise a socket, a block device, and a
+ * character device such as /dev/null: never written in place), "PATH: is a symbolic link that leads
+ * to no file: ...". A symbolic link stays a link: the regular file it leads to (DEST, the link
+ * resolved) is the one replaced, and its temporary is made in DEST's directory.
+ *   The temporary is DEST.tmp.HOST.PID (HOST: gethostname with every byte outside [A-Za-z0-9-] made
+ * '-'), or DEST.tmp.HOST.PID.N (N = 1, 2, ...) while that name is taken, created in DEST's directory
+ * with O_CREAT|O_EXCL|O_NOFOLLOW (mode 0644 less the umask): a link planted under its name is never
+ * followed. It is fsynced, renamed over DEST, and the directory fsynced; on any failure it is removed.
+ * Before it is made, DEST's temporaries that processes of this host left and that no longer run
+ * (their PID gone: kill(PID, 0) fails with ESRCH) are removed; another host's are never touched.
+ *
+ *   al_atomic a;
+ *   if (al_atomic_begin(&a, path, err)) return AL_ERR;
+ *   if (write_it(a.fd) != 0) { al_seterr(err, ...); al_atomic_abort(&a); return AL_ERR; }
+ *   return al_atomic_commit(&a, err);
+ */
+typedef struct al_atomic {
+    int fd;       /* the temporary, open for writing */
+    char *path;   /* the caller's path (messages name it) */
+    char *dest;   /* what the rename replaces: path, or the file the link at path leads to */
+    char *tmp;    /* the temporary's name */
+} al_atomic;
+/* Check the destination, remove stale temporaries, create the temporary. On error nothing is left. */
+al_status al_atomic_begin(al_atomic *a, const char *path, al_error *err);
+/* fsync, close, rename over the destination, fsync its directory; frees a. On error the temporary is
+ * removed and the destination is as it was. */
+al_status al_atomic_commit(al_atomic *a, al_error *err);
+/* Close and remove the temporary; frees a. */
+void      al_atomic_abort(al_atomic *a);
+/* Write bytes to path through the path above. */
 al_status al_write_atomic(const char *path, const void *data, size_t n, al_error *err);
+/* A new directory named as a temporary of path (PATH.tmp.HOST.PID[.N], made exclusively with mkdir),
+ * for a tree that is renamed over path when complete; *tmp receives its malloc'd name. */
+al_status al_tmp_dir(const char *path, char **tmp, al_error *err);
+/* suffix: what follows a destination's name in a directory entry. 1 if it is ".tmp.HOST.PID" or
+ * ".tmp.HOST.PID.N" with HOST this host and PID a process that no longer runs: a temporary that a
+ * killed process left and nobody will finish. 0 for anything else (another host's, a live one's). */
+int       al_tmp_stale(const char *suffix);
 /* fsync the directory that holds path (best effort): what makes a rename into it durable. */
 void      al_fsync_parent(const char *path);
-/* Before any work: can path be written as al_write_atomic writes it? path must not be empty, end in
- * '/' or name a directory, and its directory must exist and take a new file (PATH.tmp.PID is created
- * and removed to make sure). Messages start with the path: "out/m.st: directory 'out' does not exist". */
+/* Before any work: can path be written as al_write_atomic writes it? path must not be empty or end in
+ * '/', the destination must be one the path above accepts, and its directory must exist and take a
+ * new file (a temporary is created and removed to make sure). Messages start with the path:
+ * "out/m.st: directory 'out' does not exist", "/dev/null: is a character device, not a regular file". */
 al_status al_output_check(const char *path, al_error *err);
 /* Read a whole file into a malloc'd NUL-terminated buffer (*len bytes). Caller frees. */
 al_status al_read_file(const char *path, char **data, size_t *len, al_error *err);

@@ -24,8 +24,8 @@
  *                                         parameters, SNR, the digits, their sample spans, frame labels
  * The test split is round(test_frac · speakers) whole speakers (at least one), seeded: no speaker is in
  * both. The same options and seed give byte-identical files. The corpus is written into
- * OUT.tmp.PID/ and renamed to OUT when complete (OUT must not exist, or be an empty directory), so a
- * killed run never leaves a partial corpus under OUT.
+ * OUT.tmp.HOST.PID/ (made exclusively: al_tmp_dir) and renamed to OUT when complete (OUT must not
+ * exist, or be an empty directory), so a killed run never leaves a partial corpus under OUT.
  *
  * Each speaker is synthesised in a child process of its own (fork), up to `jobs` at once, with
  * libespeak-ng initialised afresh: espeak-ng's output depends on what it synthesised before (the same

@@ -1,7 +1,7 @@
 /* speechgen.c — the spoken-digit corpus: espeak-ng voices (in-process, synchronous mode), one word at
  * a time, trimmed and resampled to 16 kHz, assembled into isolated digits and digit sequences with
- * known spans, seeded noise, 16-bit WAV files and a manifest, written into OUT.tmp.PID and renamed to
- * OUT. See speechgen.h. */
+ * known spans, seeded noise, 16-bit WAV files and a manifest, written into OUT.tmp.HOST.PID and renamed
+ * to OUT. See speechgen.h. */
 #include "attnlab/speechgen.h"
 #include "attnlab/audio.h"
 #include "attnlab/io.h"
@@ -163,7 +163,7 @@ static void add_noise(utt *u, al_rng *r)
 typedef struct gen {
     const al_digits_opts *o;
     char *out;                 /* o->out without trailing slashes */
-    char *tmp;                 /* OUT.tmp.PID */
+    char *tmp;                 /* OUT.tmp.HOST.PID (al_tmp_dir) */
     FILE *man;                 /* manifest.tsv (parent), the speaker's part of it (child) */
     int sr;
     float *scratch; int64_t scratch_cap;
@@ -295,7 +295,7 @@ static void make_voices(const al_digits_opts *o, voice *v)
     }
 }
 
-/* OUT must not exist or be an empty directory; OUT.tmp.PID gets the tree of directories. */
+/* OUT must not exist or be an empty directory; its temporary directory OUT.tmp.HOST.PID gets the tree. */
 static al_status make_tree(gen *g, al_error *err)
 {
     const char *out = g->out;
@@ -310,12 +310,10 @@ static al_status make_tree(gen *g, al_error *err)
         closedir(d);
         if (!empty) return al_seterr(err, "%s: exists and is not empty (the corpus goes into a new directory)", al_path_short(out));
     }
-    size_t n = strlen(out) + 32;
-    if (!(g->tmp = malloc(n))) return al_seterr(err, "out of memory");
-    snprintf(g->tmp, n, "%s.tmp.%ld", out, (long)getpid());
+    if (al_tmp_dir(out, &g->tmp, err) != AL_OK) return AL_ERR;   /* made exclusively: nothing planted is followed */
     char p[4300];
     const char *sub[] = {"", "/digits", "/digits/train", "/digits/test", "/sequences", "/sequences/train", "/sequences/test"};
-    for (int i = 0; i < 7; i++) {
+    for (int i = 1; i < 7; i++) {
         snprintf(p, sizeof p, "%s%s", g->tmp, sub[i]);
         if (mkdir(p, 0755) != 0) return al_seterr(err, "%s: cannot create %s: %s", al_path_short(out), p, strerror(errno));
     }
@@ -330,7 +328,7 @@ static al_status make_tree(gen *g, al_error *err)
     return AL_OK;
 }
 
-/* Flush the tree to disk, then rename OUT.tmp.PID over OUT (and make the rename durable). */
+/* Flush the tree to disk, then rename the temporary directory over OUT (and make the rename durable). */
 static al_status commit_tree(gen *g, al_error *err)
 {
     int ok = fflush(g->man) == 0 && fclose(g->man) == 0;

@@ -124,13 +124,25 @@ al_status al_csv_check(const char *path, al_error *err)
 {
     struct stat sb;
     if (!path || !*path || stat(path, &sb) != 0) return al_output_check(path, err);   /* a new file */
-    if (S_ISDIR(sb.st_mode)) return al_seterr(err, "%s: is a directory, expected a file name", al_path_short(path));
-    if (!S_ISREG(sb.st_mode)) return al_seterr(err, "%s: not a regular file", al_path_short(path));
+    if (al__output_kind(path, &sb, err) != AL_OK) return AL_ERR;   /* a directory, a FIFO, a device, ... */
     int fd = open(path, O_RDWR | O_APPEND | O_CLOEXEC);
     if (fd < 0) return al_seterr(err, "%s: cannot open results CSV for writing: %s", al_path_short(path), strerror(errno));
     al_status st = header_version(fd, sb.st_size, path, err) < 0 ? AL_ERR : AL_OK;
     close(fd);
     return st;
+}
+
+/* An append that failed (what, with errno e): the file is cut back to size, its length before the
+ * append, so no reader sees a torn row; err names the file and the reason (and a cut that failed). */
+static void cut_back(int fd, const struct stat *sb, off_t size, const char *what, int e, const char *path, al_error *err)
+{
+    if (!S_ISREG(sb->st_mode) || ftruncate(fd, size) == 0) {
+        if (S_ISREG(sb->st_mode)) (void)fsync(fd);   /* best effort: the cut is what readers see either way */
+        al_seterr(err, "%s: %s failed: %s", al_path_short(path), what, strerror(e));
+        return;
+    }
+    al_seterr(err, "%s: %s failed: %s (cutting the file back to %lld bytes failed too: %s)", al_path_short(path), what,
+              strerror(e), (long long)size, strerror(errno));
 }
 
 al_status al_csv_append(const char *path, const al_csv_row *r, al_error *err)
@@ -172,24 +184,21 @@ al_status al_csv_append(const char *path, const al_csv_row *r, al_error *err)
     if (size == 0) { al_sb_put(&all, AL_CSV_HEADER, hl); al_sb_put(&all, "\n", 1); }
     al_sb_put(&all, row.p, row.n);
     if (all.oom) { free(all.p); al_seterr(err, "%s: out of memory", al_path_short(path)); goto out; }
-    /* One write(2) on an O_APPEND descriptor: the row lands whole or (if killed mid-write) torn and repaired later. */
+    /* One write(2) on an O_APPEND descriptor: the row lands whole or (if killed mid-write) torn and
+     * repaired by the next append; a write that fails is cut back at once. */
     ssize_t k;
     do k = write(fd, all.p, all.n); while (k < 0 && errno == EINTR);
     if (k >= 0 && (size_t)k < all.n) {
         /* A short write (a full disk, a file-size limit): the row is torn already; writing the rest
          * either completes it or returns the reason (ENOSPC: "No space left on device"), which a plain
-         * EIO would hide. A torn row left behind is cut by the next append. */
+         * EIO would hide. */
         if (al_write_all(fd, all.p + k, all.n - (size_t)k) == 0) k = (ssize_t)all.n;
         else k = -1;
     }
-    if (k < 0 || (size_t)k != all.n) {
-        int e = k < 0 ? errno : EIO;
-        free(all.p);
-        al_seterr(err, "%s: writing a CSV row failed: %s", al_path_short(path), strerror(e));
-        goto out;
-    }
+    int e = k < 0 ? errno : EIO;
     free(all.p);
-    if (fsync(fd) != 0) { al_seterr(err, "%s: fsync failed: %s", al_path_short(path), strerror(errno)); goto out; }
+    if (k < 0 || (size_t)k != all.n) { cut_back(fd, &sb, size, "writing a CSV row", e, path, err); goto out; }
+    if (fsync(fd) != 0) { cut_back(fd, &sb, size, "fsync", errno, path, err); goto out; }
     st = AL_OK;
 out:
     close(fd);   /* also releases the lock */

@@ -22,6 +22,10 @@ void al_sb_printf(al_sbuf *b, const char *fmt, ...) __attribute__((format(printf
 int al_write_all(int fd, const void *data /* (n) bytes */, size_t n);
 /* 0, -1 with errno set, or -2 at end of file. */
 int al_pread_all(int fd, void *data /* (n) bytes */, size_t n, off_t off);
+/* AL_OK if sb (the stat of path) is a regular file; else the error of a destination that is not one:
+ * "PATH: is a directory, expected a file name", "PATH: is a FIFO, not a regular file", ... */
+struct stat;
+al_status al__output_kind(const char *path, const struct stat *sb, al_error *err);
 
 /* ---------- canonical run descriptions ---------- */
 /* Appends ";key=value" for each of the k pairs kv[2i], kv[2i+1] to buf, whose first o bytes are
