@@ -2,7 +2,7 @@
  * (A sequence checkpoint goes to attnmap_words.c, a molecule checkpoint to attnmap_mol.c, after the
  * flags are checked here.)
  *
- * Loads one or more sa/local checkpoints, runs one test image through each with the attention
+ * Loads one or more attention-model checkpoints (sa, local, hybrid, gpsa), runs one test image through each with the attention
  * weights captured, and draws, for each query position, the input (query outlined) and one heat
  * map per head of the chosen block, models side by side (attnlab/attnmap.h does the drawing).
  * parse → load the models → load and check the test image → compute the maps → render / distances.
@@ -60,7 +60,8 @@ static void usage(FILE *f)
         "Draws the attention of one test image: one row per query position, with the input (the query's\n"
         "token outlined in red) and one heat map per head of the chosen block (weight over the image grid,\n"
         "scaled to each panel's own maximum, printed under it), the models of --load side by side.\n\n"
-        "  --load LIST          up to %d checkpoints of sa or local models (attnlab train --save), comma-separated\n"
+        "  --load LIST          up to %d checkpoints of attention models (sa, local, hybrid, gpsa; attnlab train\n"
+        "                       --save), comma-separated\n"
         "  --data NAME|DIR      fashion-mnist (default) or an image folder (resized to the model's input)\n"
         "  --data-dir DIR       where the Fashion-MNIST files are (default: $ATTNLAB_FASHION_MNIST, $ATTNLAB_DATA/fashion-mnist,\n"
         "                       datasets/fashion-mnist, " AL_DATADIR "/fashion-mnist, then " AL_FASHION_MNIST_DIR ")\n"
@@ -72,8 +73,9 @@ static void usage(FILE *f)
         "  --out FILE           PNG to write (atomically)\n"
         "  --distance N         also print each head's mean attention distance (input pixels between the\n"
         "                       query's and the keys' token centres, weighted by attention, averaged over\n"
-        "                       every query token of test images 0..N-1), for every block; with --distance,\n"
-        "                       --out may be left out\n"
+        "                       every query token of test images 0..N-1), for every block, and for gpsa each\n"
+        "                       head's gate sigma(lambda) (the positional map's share of its attention);\n"
+        "                       with --distance, --out may be left out\n"
         "  --threads N          OpenMP threads\n"
         CLI_MAX_MEMORY_HELP
         "  --quiet              no per-model lines on stderr\n"
@@ -180,6 +182,11 @@ static int print_distances(attnmap_run *R, const al_images *T, int n)
         for (int L = 0; L < cfg->depth; L++) {
             printf("  %-6s block %d:", cfg->name, L + 1);
             for (int h = 0; h < H; h++) printf("  head %d %5.2f", h + 1, acc[L * H + h] / n);
+            printf("\n");
+            const al_tensor *gate = R->m[k].blocks[L].gpsa_gate;   /* gpsa: each head's share of the positional map */
+            if (!gate) continue;
+            printf("  %-6s block %d gate:", cfg->name, L + 1);
+            for (int h = 0; h < H; h++) printf("  head %d %5.3f", h + 1, 1.0 / (1.0 + exp(-(double)gate->data[h])));
             printf("\n");
         }
         free(acc);
@@ -295,7 +302,7 @@ static int load_model(const attnmap_opts *o, attnmap_run *R, int k)
     }
     const al_model_config *cfg = &R->m[k].cfg, *c0 = &R->m[0].cfg;
     if (!R->m[k].kind->attention) {
-        fprintf(stderr, "attnlab attnmap: %s holds a '%s' model, which has no attention to draw (use an sa or local checkpoint)\n",
+        fprintf(stderr, "attnlab attnmap: %s holds a '%s' model, which has no attention to draw (use an sa, local, hybrid or gpsa checkpoint)\n",
                 R->path[k], cfg->name);
         return 1;
     }

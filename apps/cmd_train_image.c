@@ -106,6 +106,10 @@ static void usage(FILE *f)
         "  --window 3|5|7|...|full (5)   the attention window of both layers; --init-from a trained cnn\n"
         "                       checkpoint builds the cnn exactly (relative bias one-hot at the conv offsets,\n"
         "                       queries 0), then training may widen what each head looks at\n"
+        "model (gpsa: sa's blocks with gated positional self-attention, ConViT):\n"
+        "  --dim N (63)  --heads N (9: a square, one head per offset of the 3x3 neighbourhood)  --depth, --patch\n"
+        "  --pos none|learned|sinusoidal (learned)   each head mixes a content and a positional map through its\n"
+        "                       gate, 0.95 positional at the start (attnlab attnmap --distance prints the gates)\n"
         APP_MPI_TRAIN_HELP
         "output:\n"
         "  --csv FILE           append one row per epoch (columns: " AL_CSV_HEADER ");\n"

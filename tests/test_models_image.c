@@ -13,14 +13,6 @@
 #include "attnlab/ops.h"
 #include "attnlab/io.h"
 
-static void init_model(al_model *m, const char *name, int C, int H, int W, int classes, uint64_t seed)
-{
-    al_model_config cfg;
-    al_error e = {{0}};
-    assert_int_equal(al_model_config_default(&cfg, name, C, H, W, classes, &e), AL_OK);
-    if (al_model_init(m, &cfg, seed, &e) != AL_OK) fail_msg("init %s: %s", name, e.msg);
-}
-
 static void test_param_counts_match_peer(void **st)
 {
     (void)st;
@@ -28,7 +20,7 @@ static void test_param_counts_match_peer(void **st)
                                                                 {"mlp", 784 * 256 + 256 + 256 * 256 + 256 + 256 * 10 + 10}};
     for (int i = 0; i < 4; i++) {
         al_model m;
-        init_model(&m, want[i].name, 1, 28, 28, 10, 1);
+        tu_model_init(&m, want[i].name, 1, 28, 28, 10, 1);
         if (m.params.total != want[i].n) fail_msg("%s: %lld params, want %ld", want[i].name, (long long)m.params.total, want[i].n);
         for (int j = 0; j < m.params.n; j++) assert_int_equal(m.params.decay[j], 1);   /* AdamW on all, as the peer */
         al_model_free(&m);
@@ -46,7 +38,7 @@ static void test_param_order_names_and_init(void **st)
 {
     (void)st;
     al_model m;
-    init_model(&m, "cnn", 1, 28, 28, 10, 3);
+    tu_model_init(&m, "cnn", 1, 28, 28, 10, 3);
     const char *cnn_names[] = {"c1.weight", "c1.bias", "c2.weight", "c2.bias", "fc.weight", "fc.bias"};
     assert_int_equal(m.params.n, 6);
     for (int i = 0; i < 6; i++) assert_string_equal(m.params.t[i]->name, cnn_names[i]);
@@ -58,7 +50,7 @@ static void test_param_order_names_and_init(void **st)
     assert_true(mx1 > 0.9f * b1 && mx2 > 0.8f * b2);
     al_model_free(&m);
 
-    init_model(&m, "sa", 1, 28, 28, 10, 3);
+    tu_model_init(&m, "sa", 1, 28, 28, 10, 3);
     const char *sa_first[] = {"embed.weight", "embed.bias", "pos", "blocks.0.ln1.weight", "blocks.0.ln1.bias",
                               "blocks.0.attn.qkv.weight", "blocks.0.attn.qkv.bias", "blocks.0.attn.proj.weight",
                               "blocks.0.attn.proj.bias", "blocks.0.ln2.weight", "blocks.0.ln2.bias",
@@ -74,7 +66,7 @@ static void test_param_order_names_and_init(void **st)
     assert_null(m.blocks[0].rel);
     al_model_free(&m);
 
-    init_model(&m, "local", 1, 28, 28, 10, 3);
+    tu_model_init(&m, "local", 1, 28, 28, 10, 3);
     assert_null(m.pos);
     assert_non_null(m.blocks[0].rel);
     assert_int_equal(m.blocks[0].rel->shape[0], 4); assert_int_equal(m.blocks[0].rel->shape[1], 25);
@@ -110,8 +102,8 @@ static void test_forward_shapes(void **st)
 {
     (void)st;
     al_model_config cfg; al_error e = {{0}};
-    const char *names[] = {"cnn", "sa", "local"};
-    for (int i = 0; i < 3; i++) { al_model_config_default(&cfg, names[i], 1, 28, 28, 10, &e); check_forward(&cfg, 3); }
+    const char *names[] = {"cnn", "sa", "local", "gpsa"};
+    for (int i = 0; i < 4; i++) { al_model_config_default(&cfg, names[i], 1, 28, 28, 10, &e); check_forward(&cfg, 3); }
     /* odd sizes: the cnn floors its pools (13 → 6 → 3); 3 channels */
     al_model_config_default(&cfg, "cnn", 3, 13, 10, 4, &e); check_forward(&cfg, 2);
     /* options on a small grid */
@@ -133,7 +125,7 @@ static void test_forward_rejects_wrong_input(void **st)
 {
     (void)st;
     al_model m;
-    init_model(&m, "sa", 1, 28, 28, 10, 1);
+    tu_model_init(&m, "sa", 1, 28, 28, 10, 1);
     al_ctx *c = al_ctx_new(1);
     al_tensor *x = al_zeros(c, 4, (int[]){2, 1, 28, 27});
     assert_null(al_model_forward(c, &m, x));
@@ -188,6 +180,8 @@ static void gradcheck_model(al_model_config *cfg, int check_params, double eps, 
     if (al_model_init(&m, cfg, 11, &e) != AL_OK) fail_msg("%s", e.msg);
     /* perturb the zero-initialised relative biases so their gradient path is exercised in general position */
     for (int b = 0; b < cfg->depth; b++) if (m.blocks[b].rel) tu_fill(m.blocks[b].rel->data, m.blocks[b].rel->numel, 3 + b, -0.5f, 0.5f);
+    /* gpsa's gates start at σ(3): moved near 0 so that the gate's share of the gradient is not lost in the rest */
+    for (int b = 0; b < cfg->depth; b++) if (m.blocks[b].gpsa_gate) tu_fill(m.blocks[b].gpsa_gate->data, cfg->heads, 13 + b, -1, 1);
     if (!strcmp(cfg->name, "conv-attn-ft"))   /* its queries start at 0 and its bias one-hot: every ReLU at a kink */
         for (int l = 0; l < 2; l++) {
             tu_fill(m.t[5 * l]->data, m.t[5 * l]->numel, 5 + l, -0.3f, 1.2f);
@@ -234,6 +228,11 @@ static void test_gradcheck_tiny_models(void **st)
     al_model_config_default(&cfg, "hybrid", 1, 6, 4, 3, &e);
     cfg.dim = 8; cfg.heads = 2; cfg.hidden = 12; cfg.depth = 1;
     gradcheck_model(&cfg, 1, 1e-3, 1e-2);
+    /* gpsa: 4 heads (a 2x2 neighbourhood) of gated positional attention over a 2x3 grid, two blocks — every
+     * parameter (gates and positional vectors included) and the input */
+    al_model_config_default(&cfg, "gpsa", 1, 4, 6, 3, &e);
+    cfg.dim = 8; cfg.heads = 4; cfg.hidden = 12; cfg.depth = 2;
+    gradcheck_model(&cfg, 1, 1e-2, 1e-2);
     /* conv-attn-ft: both attention layers (relative bias, queries, keys, output), ReLU, mass bound, pools,
      * linear — every parameter and the input, at window 5 and full */
     al_model_config_default(&cfg, "conv-attn-ft", 2, 6, 6, 3, &e);
@@ -253,8 +252,8 @@ static void test_gradcheck_tiny_models(void **st)
 static void test_grads_independent_of_arena_garbage(void **st)
 {
     (void)st;
-    const char *names[] = {"cnn", "sa", "local"};
-    for (int mi = 0; mi < 3; mi++) {
+    const char *names[] = {"cnn", "sa", "local", "gpsa"};
+    for (int mi = 0; mi < 4; mi++) {
         al_model_config cfg; al_model m; al_error e = {{0}};
         assert_int_equal(al_model_config_default(&cfg, names[mi], 1, 12, 12, 10, &e), AL_OK);
         if (al_model_init(&m, &cfg, 3, &e) != AL_OK) fail_msg("%s", e.msg);
@@ -293,10 +292,10 @@ static void test_grads_independent_of_arena_garbage(void **st)
 static void test_inference_forward_same_bits_less_memory(void **st)
 {
     (void)st;
-    const char *names[] = {"sa", "local", "hybrid", "cnn"};
-    for (int mi = 0; mi < 4; mi++) {
+    const char *names[] = {"sa", "local", "hybrid", "gpsa", "cnn"};
+    for (int mi = 0; mi < 5; mi++) {
         al_model m;
-        init_model(&m, names[mi], 1, 16, 16, 10, 5);
+        tu_model_init(&m, names[mi], 1, 16, 16, 10, 5);
         enum { B = 5 };
         float *xin = tu_alloc_rand(B * 256, 33, -1, 1);
         float out[2][B * 10];
@@ -312,7 +311,7 @@ static void test_inference_forward_same_bits_less_memory(void **st)
             al_ctx_free(c);
         }
         if (memcmp(out[0], out[1], sizeof out[0])) fail_msg("%s: inference logits differ from the training forward", names[mi]);
-        if (mi < 3 && !(peak[1] * 2 < peak[0]))
+        if (mi < 4 && !(peak[1] * 2 < peak[0]))
             fail_msg("%s: inference arena peak %zu not under half the training forward's %zu", names[mi], peak[1], peak[0]);
         free(xin); al_model_free(&m);
     }
@@ -322,8 +321,8 @@ static void test_conv_attn_equals_cnn(void **st)
 {
     (void)st;
     al_model cnn, ca;
-    init_model(&cnn, "cnn", 2, 12, 10, 5, 8);
-    init_model(&ca, "conv-attn", 2, 12, 10, 5, 9);
+    tu_model_init(&cnn, "cnn", 2, 12, 10, 5, 8);
+    tu_model_init(&ca, "conv-attn", 2, 12, 10, 5, 9);
     assert_int_equal(ca.params.total, cnn.params.total);
     memcpy(ca.params.data, cnn.params.data, (size_t)cnn.params.total * sizeof(float));
     al_model_refresh(&ca);
@@ -353,7 +352,7 @@ static void test_conv_attn_ft_starts_as_the_cnn(void **st)
 {
     (void)st;
     al_model cnn, ft, sa;
-    init_model(&cnn, "cnn", 2, 12, 10, 5, 8);
+    tu_model_init(&cnn, "cnn", 2, 12, 10, 5, 8);
     al_ctx *c = al_ctx_new(1);
     c->grad_enabled = 0;
     al_tensor *x = al_new(c, 4, (int[]){6, 2, 12, 10});
@@ -390,11 +389,11 @@ static void test_conv_attn_ft_starts_as_the_cnn(void **st)
     al_model_config cfg; al_error e = {{0}};
     assert_int_equal(al_model_config_default(&cfg, "conv-attn-ft", 2, 12, 10, 5, &e), AL_OK);
     if (al_model_init(&ft, &cfg, 9, &e) != AL_OK) fail_msg("%s", e.msg);
-    init_model(&sa, "sa", 2, 12, 10, 5, 3);
+    tu_model_init(&sa, "sa", 2, 12, 10, 5, 3);
     assert_int_equal(al_model_arch_find("conv-attn-ft")->from(&ft, &sa, &e), AL_ERR);
     assert_non_null(strstr(e.msg, "built from a cnn"));
     al_model_free(&sa);
-    init_model(&sa, "cnn", 1, 12, 10, 5, 3);
+    tu_model_init(&sa, "cnn", 1, 12, 10, 5, 3);
     assert_int_equal(al_model_arch_find("conv-attn-ft")->from(&ft, &sa, &e), AL_ERR);
     al_model_free(&sa);
     /* windows that are not odd or below the conv's 3 */

@@ -1,6 +1,7 @@
 /* testutil.c — see testutil.h. */
 #include "testutil.h"
 #include "attnlab/text.h"
+#include "attnlab/models.h"
 #include <dirent.h>
 #include <pthread.h>
 #include <math.h>
@@ -114,6 +115,14 @@ double tu_gradcheck(tu_fn fn, void *ud, tu_input *in, int n, double eps)
     free(r);
     al_ctx_free(c);
     return worst;
+}
+
+void tu_model_init(al_model *m, const char *name, int C, int H, int W, int classes, uint64_t seed)
+{
+    al_model_config cfg;
+    al_error e = {{0}};
+    assert_int_equal(al_model_config_default(&cfg, name, C, H, W, classes, &e), AL_OK);
+    if (al_model_init(m, &cfg, seed, &e) != AL_OK) fail_msg("init %s: %s", name, e.msg);
 }
 
 const char *tu_attnlab_bin(void)

@@ -29,6 +29,10 @@ double tu_gradcheck(tu_fn fn, void *ud, tu_input *in, int n, double eps);
         double e_ = tu_gradcheck(fn, ud, in, n, eps); \
         if (!(e_ <= (tol))) fail_msg("%s: gradient check error %.3g > %.3g", what, e_, (double)(tol)); \
     } while (0)
+/* The image model `name` for (C, H, W) inputs and `classes` classes with its default configuration,
+ * initialised from seed; fails the test if it cannot be built. */
+struct al_model;
+void tu_model_init(struct al_model *m, const char *name, int C, int H, int W, int classes, uint64_t seed);
 /* Path of the CLI under test: $ATTNLAB_BIN (the Makefile exports it), else bin/attnlab; fails the test if absent. */
 const char *tu_attnlab_bin(void);
 /* A whole file, NUL-terminated (malloc'd; the caller frees); NULL if it cannot be read. *n = its size

@@ -24,7 +24,7 @@ typedef enum { AL_NORM_SOFTMAX, AL_NORM_RELU } al_norm_kind;
 
 typedef struct al_pattern {
     al_pattern_kind kind;
-    int grid_h, grid_w;    /* window2d: tokens are the grid, row-major; N = grid_h·grid_w */
+    int grid_h, grid_w;    /* window2d: tokens are the grid, row-major; N = grid_h·grid_w (full: 0, or gpsa's grid) */
     int win_h, win_w;      /* window2d: odd sizes, centred on the query */
     int radius;            /* window1d */
     const al_csr *adj;     /* graph: (N, N); row i = the keys query i attends to (add self-loops yourself) */
@@ -89,6 +89,17 @@ al_tensor *al_gatv2(al_ctx *c, const al_csr *adj, al_tensor *q, al_tensor *k, al
  * rule: α·m/(1-p), m drawn per head and slot from c->dropout_rng's seed; al_gatv2 is p = 0). */
 al_tensor *al_gatv2_dropout(al_ctx *c, const al_csr *adj, al_tensor *q, al_tensor *k, al_tensor *a, al_tensor *bias,
                             float slope, float p);
+
+/* Gated positional self-attention (d'Ascoli et al., "ConViT", ICML 2021) over tokens on a grid: per head h,
+ *   A_ij = (1 − σ(gate[h]))·softmax_j(c·q_i·k_j) + σ(gate[h])·softmax_j(pos[h]·r_ij),   out_i = Σ_j A_ij v_j,
+ * r_ij = (δx, δy, δx² + δy²) the offset of key j from query i on the grid (row-major tokens), the two maps
+ * normalised apart and mixed after the softmax. d: pattern full with grid_h·grid_w = N (the grid the offsets
+ * are taken on), dot score, softmax, no dropout; scale as al_attention's (0 → 1/√D); *d->weights, if
+ * requested, receives A (B,H,N,N) (not differentiable). q, k (B,H,N,D), v (B,H,N,Dv), gate (H), pos (H,3)
+ * → (B,H,N,Dv). Gradients flow into q, k, v, gate and pos (src/attention/gpsa.c). The N×N maps are held
+ * (B·H·N² floats while a tape records), within the memory budget (io.h). */
+al_tensor *al_gpsa(al_ctx *c, const al_attn_desc *d, al_tensor *q, al_tensor *k, al_tensor *v, al_tensor *gate,
+                   al_tensor *pos);
 
 /* The dense masked reference: materialises the (N, N) scores with the pattern as a mask.
  * Same arguments and results as al_attention; for tests only. */

@@ -30,7 +30,8 @@ void al_gemm_attnlab(int ta, int tb, int M, int N, int K, float alpha,
                      const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc);
 const char *al_gemm_isa(void);       /* micro-kernel in use: "avx512", "avx2" or "scalar" */
 
-/* Softmax over rows: y (rows, n) = softmax(x (rows, n)). */
+/* Softmax over rows: y (rows, n) = softmax(x (rows, n)); y may be x. Parallel over rows outside a parallel
+ * region, on the calling thread inside one (the rows are independent: the same bits either way). */
 void al_softmax_rows(const float *x, float *y, int64_t rows, int n);
 void al_softmax_rows_ref(const float *x, float *y, int64_t rows, int n);
 /* Log-softmax over rows: y (rows, n) = x − logΣexp(x) per row (stable). */

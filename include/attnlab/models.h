@@ -11,6 +11,9 @@
  *   local      sa with attention restricted to a window×window window on the token grid, a learned
  *              relative bias per block and head, no absolute positions                      68 242 params
  *   conv-attn  the cnn with each conv computed by attention (see attention.h), if available
+ *   gpsa       sa with gated positional self-attention (al_gpsa, ConViT) in every block: 9 heads of 7
+ *              (dim 63), each starting as a soft look at its own offset of the 3×3 neighbourhood, its
+ *              gate free to turn it into content attention                                 78 899 params
  *   (counts for 1×28×28 inputs and 10 classes)
  *
  *   al_model_config cfg; al_model_config_default(&cfg, "local", 1, 28, 28, 10);
@@ -32,7 +35,7 @@ typedef struct al_model_config {
     char name[16];                  /* "cnn", "sa", "local", "conv-attn" */
     int channels, height, width;    /* input (C, H, W) */
     int classes;
-    /* attention models (sa, local) */
+    /* attention models (sa, local, hybrid, gpsa) */
     int dim, depth, heads, hidden;  /* width, blocks, heads, MLP hidden (default 64, 2, 4, 128) */
     int patch;                      /* patch side (default 2; 1 = one token per pixel) */
     int window;                     /* local: odd window side on the token grid (default 5) */
@@ -41,10 +44,12 @@ typedef struct al_model_config {
     al_norm_kind norm;              /* softmax (default) or relu */
 } al_model_config;
 
-/* Parameters of one transformer block (NULL where the configuration has none). */
+/* Parameters of one transformer block (NULL where the configuration has none). gpsa_gate (H) and gpsa_pos
+ * (H, 3): the block attends by al_gpsa (gated positional self-attention) instead of al_attention. */
 typedef struct al_block_params {
     al_tensor *ln1_w, *ln1_b, *qkv_w, *qkv_b, *proj_w, *proj_b, *rel, *a_q, *a_k;
     al_tensor *ln2_w, *ln2_b, *fc1_w, *fc1_b, *fc2_w, *fc2_b;
+    al_tensor *gpsa_gate, *gpsa_pos;
 } al_block_params;
 
 struct al_model_arch;

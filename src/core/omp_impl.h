@@ -26,6 +26,15 @@ static inline int al__thread_id(void)
     return 0;
 #endif
 }
+/* 1 inside an active parallel region (a kernel called there runs on the calling thread), else 0. */
+static inline int al__in_parallel(void)
+{
+#ifdef _OPENMP
+    return omp_in_parallel();
+#else
+    return 0;
+#endif
+}
 /* Threads of the current team (1 outside a parallel region, or without OpenMP). */
 static inline int al__num_threads(void)
 {

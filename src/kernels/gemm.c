@@ -491,20 +491,12 @@ static void gemm_own(int ta, int tb, int M, int N, int K, float alpha,
     }
 }
 
-static int in_parallel(void)
-{
-#ifdef _OPENMP
-    return omp_in_parallel();
-#else
-    return 0;
-#endif
-}
 
 /* ---------------- public entry points ---------------- */
 void al_gemm_attnlab(int ta, int tb, int M, int N, int K, float alpha,
                      const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc)
 {
-    gemm_own(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, NULL, in_parallel() ? 1 : al_threads(), NULL);
+    gemm_own(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, NULL, al__in_parallel() ? 1 : al_threads(), NULL);
 }
 
 void al_gemm_serial(int ta, int tb, int M, int N, int K, float alpha,
@@ -516,19 +508,19 @@ void al_gemm_serial(int ta, int tb, int M, int N, int K, float alpha,
 void al_gemm(int ta, int tb, int M, int N, int K, float alpha,
              const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc)
 {
-    gemm_own(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, NULL, in_parallel() ? 1 : al_threads(), NULL);
+    gemm_own(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, NULL, al__in_parallel() ? 1 : al_threads(), NULL);
 }
 
 void al_gemm_bias(int ta, int tb, int M, int N, int K, float alpha,
                   const float *A, int lda, const float *B, int ldb, const float *bias, float *C, int ldc)
 {
-    gemm_own(ta, tb, M, N, K, alpha, A, lda, B, ldb, 1.0f, C, ldc, bias, in_parallel() ? 1 : al_threads(), NULL);
+    gemm_own(ta, tb, M, N, K, alpha, A, lda, B, ldb, 1.0f, C, ldc, bias, al__in_parallel() ? 1 : al_threads(), NULL);
 }
 
 void al__gemm_epi(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
                   float beta, const float *bias, float *C, int ldc, const al_gemm_epi *epi)
 {
-    gemm_own(ta, tb, M, N, K, alpha, A, lda, B, ldb, bias ? 1.0f : beta, C, ldc, bias, in_parallel() ? 1 : al_threads(), epi);
+    gemm_own(ta, tb, M, N, K, alpha, A, lda, B, ldb, bias ? 1.0f : beta, C, ldc, bias, al__in_parallel() ? 1 : al_threads(), epi);
 }
 
 const char *al_gemm_backend(void)

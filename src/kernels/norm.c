@@ -71,7 +71,7 @@ static inline float row_exp_sum(const float *x, float *y, float m, int n)
 /* ---------------- softmax ---------------- */
 void al_softmax_rows(const float *x /* (rows, n) */, float *y /* (rows, n) */, int64_t rows, int n)
 {
-    AL_OMP("omp parallel for schedule(static) if (rows * n >= AL_PAR_MIN / 2 && rows > 1)")
+    AL_OMP("omp parallel for schedule(static) if (rows * n >= AL_PAR_MIN / 2 && rows > 1 && !al__in_parallel())")
     for (int64_t r = 0; r < rows; r++) {
         const float *xr = x + r * n;
         float *yr = y + r * n;

@@ -70,7 +70,7 @@ al_tensor *al__block_forward_drop(al_ctx *c, const al_block_params *p, const al_
     al_tensor *h = al_layernorm(c, x, p->ln1_w, p->ln1_b, 1e-5f), *o;
     if (!h) return NULL;
     const int nd = h->ndim, B = nd == 3 ? h->shape[0] : 1, N = h->shape[nd - 2], D = h->shape[nd - 1];
-    if (nd == 3 && !p->a_q && !bias && al_attention_qkv_inplace(c, d, B, N, heads, D / heads, p->rel)) {
+    if (nd == 3 && !p->a_q && !p->gpsa_gate && !bias && al_attention_qkv_inplace(c, d, B, N, heads, D / heads, p->rel)) {
         /* the lane kernels read q, k, v in place from the (B,N,3D) projection and write the heads merged:
          * the same bits as the path below, without its split and merge copies */
         al_tensor *qkv = al_linear(c, h, p->qkv_w, p->qkv_b);                  /* (B,N,3D) */
@@ -82,7 +82,8 @@ al_tensor *al__block_forward_drop(al_ctx *c, const al_block_params *p, const al_
         /* A move costs a copy of what is kept: it is made where it frees at least as much as it moves.
          * q, k, v stay above the layer norm's output (moving 3 to free 1), the merged heads above the
          * attention's output (1 for 1): both go at the next move, one step later. */
-        o = al_attention(c, d, q, k, v, p->a_q, p->a_k, p->rel, bias);          /* (…,H,N,Dh) */
+        o = p->gpsa_gate ? al_gpsa(c, d, q, k, v, p->gpsa_gate, p->gpsa_pos)      /* (…,H,N,Dh) */
+                         : al_attention(c, d, q, k, v, p->a_q, p->a_k, p->rel, bias);
         if (lean_keep(c, lean, m0, &o, 1)) return NULL;
         o = al_merge_heads(c, o);
     }

@@ -37,6 +37,9 @@ static const al_model_arch kinds[] = {
      "start; --init-from a trained cnn", 0.0f, 1, 0, 1,
      al__conv_attn_ft_defaults, al__conv_attn_ft_check, al__conv_attn_ft_init, al__conv_attn_ft_forward,
      al__conv_attn_ft_post_init, "cnn", al__conv_attn_ft_from},
+    {"gpsa", "sa with gated positional self-attention (ConViT): 9 heads start as a soft 3x3 neighbourhood, a gate per head "
+     "lets each learn content attention", 0.01f, 1, 1, 0,
+     al__gpsa_defaults, al__gpsa_check, al__gpsa_init, al__transformer_forward, al__gpsa_post_init, NULL, NULL},
 };
 
 AL__MODEL_TABLE(al_model_arch, kinds, al_model_arch_find, al_model_arch_count, al_model_arch_at, al_model_arch_names)

@@ -19,6 +19,12 @@ al_status  al__hybrid_check(const al_model_config *cfg, al_error *err);
 al_status  al__hybrid_init(al_model *m);
 al_tensor *al__hybrid_forward(al_ctx *c, al_model *m, al_tensor *x /* (B,C,H,W) */);
 
+/* transformer.c: gpsa (sa with gated positional self-attention) */
+void       al__gpsa_defaults(al_model_config *cfg);
+al_status  al__gpsa_check(const al_model_config *cfg, al_error *err);
+al_status  al__gpsa_init(al_model *m);
+void       al__gpsa_post_init(al_model *m);
+
 /* mlp.c: no prior at all, pixels → hidden → hidden → classes */
 void       al__mlp_defaults(al_model_config *cfg);
 al_status  al__mlp_check(const al_model_config *cfg, al_error *err);

@@ -17,7 +17,7 @@ al_status al_attnmap_compute(al_model *m, const float *x /* (C, H, W) */, int la
 {
     const al_model_config *cfg = &m->cfg;
     if (!m->kind || !m->kind->attention)
-        return al_seterr(err, "attnmap: a '%s' model has no attention weights (only sa, local and hybrid have)", cfg->name);
+        return al_seterr(err, "attnmap: a '%s' model has no attention weights (only sa, local, hybrid and gpsa have)", cfg->name);
     const int depth = cfg->depth, H = cfg->heads, gh = m->grid_h, gw = m->grid_w, N = gh * gw;
     if (layer == -1) layer = depth - 1;
     if (layer < 0 || layer >= depth)
