@@ -4,6 +4,7 @@
  * sees another molecule; score biases (bond type, shortest-path distance) are an embedding table
  * (kinds, heads) gathered per slot and transposed to al_attention's (heads, slots) bias. */
 #include "attnlab/molnet.h"
+#include "attnlab/io.h"
 #include "attnlab/attention.h"
 #include "attnlab/ops.h"
 #include "models/block_impl.h"
@@ -282,6 +283,11 @@ al_status al_molnet_build(al_molnet *m, const al_molnet_config *cfg, int nfeat, 
         return al_seterr(err, "molecule model: out of memory registering parameters");
     }
     for (int i = 0; i < m->params.n; i++) m->params.decay[i] = 1;   /* AdamW over model.parameters() */
+    if (al_mem_check(al_size_mul((uint64_t)m->params.total, 4 * sizeof(float)), err,   /* --hidden up to 65536: hidden² */
+                     "molecule model %s: %lld parameters (values, gradients, AdamW moments)", cfg->model, (long long)m->params.total)) {
+        al_molnet_free(m);
+        return AL_ERR;
+    }
     al_rng r; al_rng_seed(&r, seed, AL_RNG_INIT);
     if (al_params_finalize(&m->params, &r, err)) { al_molnet_free(m); return AL_ERR; }
     return AL_OK;
