@@ -21,6 +21,13 @@ typedef struct fit {
     double t_start;
 } fit;
 
+/* Optimiser steps in an epoch: one full batch, or ceil(n / batch) (the last batch may be short), without
+ * the n + batch - 1 that overflows an int for a batch near INT_MAX. */
+static int steps_per_epoch(const al__fit_config *fc)
+{
+    return fc->full_batch ? 1 : fc->n / fc->batch + (fc->n % fc->batch != 0);
+}
+
 /* The state after epoch ep when the run's al_resume wants it (with the kept model and its record). */
 static al_status offer(fit *F, int ep, int last, al_error *err)
 {
@@ -94,7 +101,7 @@ static al_status epoch_steps(fit *F, int ep, int spe, double *loss_sum, double *
 static al_status epochs(fit *F, int *ep_io, al_error *err)
 {
     const al__fit_config *fc = F->fc;
-    const int spe = fc->full_batch ? 1 : (fc->n + fc->batch - 1) / fc->batch;   /* the last batch may be short */
+    const int spe = steps_per_epoch(fc);
     int ep = *ep_io;
     al_status st = AL_OK;
     for (; ep <= fc->epochs; ep++) {
