@@ -43,7 +43,7 @@ static void test_batch_int_max(void **st)
         al_seq_model m;
         if (al_seq_init(&m, &cfg, 3, &e) != AL_OK) fail_msg("%s", e.msg);
         int64_t got = -1;
-        al_resume rs = {1, first_epoch_steps, &got, NULL};
+        al_resume rs = {1, first_epoch_steps, &got, NULL, NULL, NULL};
         al_seq_train_config tc = {0};
         tc.epochs = 1; tc.batch = batches[i]; tc.lr = 3e-3f; tc.seed = 3; tc.resume = &rs;
         if (al_seq_train(&m, &tr, NULL, &tc, NULL, NULL, &e) != AL_OK) fail_msg("batch %d: %s", batches[i], e.msg);

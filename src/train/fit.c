@@ -1,6 +1,7 @@
 /* fit.c — the one training skeleton of every task (train/fit_impl.h): epochs, batches, the divergence
  * checks, keep-best and early stopping, training states, progress. Library code: nothing prints. */
 #include "train/fit_impl.h"
+#include "attnlab/io.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,7 +50,9 @@ static al_status begin(fit *F, int *first, int *over, al_error *err)
     const al_train_state *f = rs ? rs->from : NULL;
     *over = 0;
     if (!F->best) return al__loop_begin(rs, &F->L, F->fc->seed, first, err);
-    if (f && !f->best) return al_seterr(err, "resume: the training state is not a %s model's (no kept weights)", F->fc->what);
+    if (f && !f->best)
+        return al_seterr(err, "%s: the training state is not a %s model's (no graph.best: the kept weights)",
+                         rs->from_path ? al_path_short(rs->from_path) : "resume", F->fc->what);
     if (al__loop_begin(f ? rs : NULL, &F->L, F->fc->seed, first, err) != AL_OK) return AL_ERR;
     if (!f) return offer(F, 0, 0, err);
     memcpy(F->best, f->best, (size_t)F->opt.n * sizeof *F->best);
@@ -149,7 +152,8 @@ al_status al__fit(const al__fit_task *t, void *self, const al__fit_config *fc, i
     if ((st = al_optim_init(&F.opt, fc->optim, fc->params->total, fc->lr, err)) != AL_OK) goto done;
     F.opt.weight_decay = fc->weight_decay;
     if (F.best) memcpy(F.best, fc->params->data, (size_t)fc->params->total * sizeof *F.best);
-    F.L = (al__loop){&F.opt, fc->full_batch ? NULL : &F.shuf, F.c, F.order, fc->full_batch ? 0 : fc->n, &F.steps, &F.div};
+    F.L = (al__loop){&F.opt, fc->full_batch ? NULL : &F.shuf, F.c, F.order, fc->full_batch ? 0 : fc->n, &F.steps, &F.div,
+                     fc->epochs, steps_per_epoch(fc)};
     int ep, over;
     if ((st = begin(&F, &ep, &over, err)) != AL_OK) goto done;
     F.t_start = al_time();
