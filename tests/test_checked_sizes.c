@@ -4,7 +4,7 @@
  * model and a molecule model are refused when all their parameters (values, gradients, AdamW moments) are
  * more than the memory budget, by one byte, and built when they are exactly the budget — every layer
  * counted (a graph transformer's blocks hold width² weights each; a molecule mlp hidden², with --hidden up
- * to 65536). */
+ * to 65536), and so is a sequence model (--max-len, up to 10^6, learned positions of dim each). */
 #include "testutil.h"
 #include "attnlab/gnn.h"
 #include "attnlab/graph.h"
@@ -109,6 +109,17 @@ static al_status mlp_init(void *m, void *ms, al_error *err)
 static void mlp_free(void *m) { al_molnet_free(m); }
 static int64_t mlp_total(const void *m) { return ((const al_molnet *)m)->params.total; }
 
+static al_status sa_init(void *m, void *unused, al_error *err)
+{
+    (void)unused;
+    al_seq_config cfg;
+    if (al_seq_config_default(&cfg, "sa", 50, 20, 17, err) != AL_OK) return AL_ERR;
+    cfg.pos = AL_POS_LEARNED; cfg.max_len = 100000;              /* 100000 x dim learned positions */
+    return al_seq_init(m, &cfg, 1, err);
+}
+static void sa_free(void *m) { al_seq_free(m); }
+static int64_t sa_total(const void *m) { return ((const al_seq_model *)m)->params.total; }
+
 static void test_model_budgets(void **st)
 {
     (void)st;
@@ -121,6 +132,8 @@ static void test_model_budgets(void **st)
     al_molnet mm;
     budget_boundary(mlp_init, mlp_free, mlp_total, &mm, &ms, "molecule model mlp: ");
     al_molset_free(&ms);
+    al_seq_model sm;
+    budget_boundary(sa_init, sa_free, sa_total, &sm, NULL, "sequence model sa: ");
 }
 
 int main(void)

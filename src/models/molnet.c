@@ -4,10 +4,10 @@
  * sees another molecule; score biases (bond type, shortest-path distance) are an embedding table
  * (kinds, heads) gathered per slot and transposed to al_attention's (heads, slots) bias. */
 #include "attnlab/molnet.h"
-#include "attnlab/io.h"
 #include "attnlab/attention.h"
 #include "attnlab/ops.h"
 #include "models/block_impl.h"
+#include "models/budget_impl.h"
 #include "models/table_impl.h"
 #include <math.h>
 #include <stdio.h>
@@ -283,8 +283,7 @@ al_status al_molnet_build(al_molnet *m, const al_molnet_config *cfg, int nfeat, 
         return al_seterr(err, "molecule model: out of memory registering parameters");
     }
     for (int i = 0; i < m->params.n; i++) m->params.decay[i] = 1;   /* AdamW over model.parameters() */
-    if (al_mem_check(al_size_mul((uint64_t)m->params.total, 4 * sizeof(float)), err,   /* --hidden up to 65536: hidden² */
-                     "molecule model %s: %lld parameters (values, gradients, AdamW moments)", cfg->model, (long long)m->params.total)) {
+    if (al__params_budget(&m->params, "molecule model", cfg->model, err)) {   /* --hidden up to 65536: hidden² weights */
         al_molnet_free(m);
         return AL_ERR;
     }
