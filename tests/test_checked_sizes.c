@@ -1,6 +1,7 @@
 /* test_checked_sizes.c — sizes computed from user numbers, at their boundaries: a training batch up to
  * INT_MAX takes ceil(n / batch) steps an epoch (n + batch - 1 overflowed an int: no step at all), and a
- * batch beyond the data allocates for the data, not the batch (through bin/attnlab); a graph
+ * batch beyond the data allocates for the data, not the batch, and --epochs 10^9 times the steps of an
+ * epoch is counted in 64 bits (through bin/attnlab); a graph
  * model and a molecule model are refused when all their parameters (values, gradients, AdamW moments) are
  * more than the memory budget, by one byte, and built when they are exactly the budget — every layer
  * counted (a graph transformer's blocks hold width² weights each; a molecule mlp hidden², with --hidden up
@@ -67,6 +68,21 @@ static void test_batch_beyond_data(void **st)
              "--threads 1 --quiet > /dev/null 2> %s", asan ? "" : "prlimit --as=1073741824 -- ", bin, tu_tpath("err.txt"));
     const int rc = tu_system(cmd);
     if (rc) { char *e = tu_slurp(tu_tpath("err.txt")); fail_msg("exit %d: %s", rc, e ? e : ""); }
+}
+
+/* --epochs 1000000000 --batch 1: the image trainer's progress counts epochs x steps per epoch (6 * 10^9
+ * here) in 64 bits; in an int the product overflowed (undefined behaviour, which a sanitizer build stops
+ * on at once). The run is stopped after 3 s, still training. */
+static void test_epochs_times_steps(void **st)
+{
+    (void)st;
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "timeout 3 '%s' train --model cnn --data tests/bad-inputs/images/ok --epochs 1000000000 --batch 1 "
+             "--threads 1 --quiet > /dev/null 2> %s", tu_attnlab_bin(), tu_tpath("err.txt"));
+    const int rc = tu_system(cmd);
+    char *e = tu_slurp(tu_tpath("err.txt"));
+    if (rc != 124 || (e && strstr(e, "runtime error"))) fail_msg("exit %d (124: still training at the timeout): %s", rc, e ? e : "");
+    free(e);
 }
 
 /* init() with the budget at the model's own figure (16 bytes a parameter) passes, one byte under is refused
@@ -141,6 +157,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_batch_int_max),
         cmocka_unit_test(test_batch_beyond_data),
+        cmocka_unit_test(test_epochs_times_steps),
         cmocka_unit_test(test_model_budgets),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
