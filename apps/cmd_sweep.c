@@ -241,22 +241,13 @@ static int name_run(const sweep_cfg *c, plan_run *r, long p, const char *dir, co
     return 0;
 }
 
-static long count_runs(const sweep_cfg *c)
-{
-    long n = 0;
-    for (int k = 0; k < c->nstages; k++)
-        for (int j = 0; j < c->nsplits; j++)
-            for (int m = 0; c->stages[k].use[j] && m < c->stages[k].nmodels; m++)
-                n += model_points(&c->stages[k], c->stages[k].models[m]);
-    return n * c->nseeds * c->ndata;
-}
-
 /* The runs, ordered seed, then dataset, split, stage, model: a half-done sweep has every model at the
  * first seeds, and a stage's runs come after those they start from. NULL out of memory. */
 static plan_run *make_plan(const sweep_cfg *c, const char *dir, const char *base, int *np)
 {
-    long n = count_runs(c), k = 0;
-    plan_run *plan = calloc((size_t)(n > 0 ? n : 1), sizeof *plan);
+    const uint64_t n = sweep_runs(c);   /* at most MAXRUNS: parse_args refused more */
+    long k = 0;
+    plan_run *plan = n <= MAXRUNS ? calloc((size_t)(n > 0 ? n : 1), sizeof *plan) : NULL;
     int stage_first[MAXSTAGES];
     *np = 0;
     if (!plan) return NULL;
@@ -267,12 +258,12 @@ static plan_run *make_plan(const sweep_cfg *c, const char *dir, const char *base
             const stage *st = &c->stages[g];
             stage_first[g] = (int)k;
             for (int m = 0; st->use[j] && m < st->nmodels; m++)
-                for (long p = 0; p < model_points(st, st->models[m]); p++) {
+                for (long p = 0; (uint64_t)p < model_points(st, st->models[m]); p++) {
                     plan_run *r = &plan[k++];
                     r->model = st->models[m]; r->data = c->datas[d]; r->d = d; r->st = st; r->sp = c->splits[j];
                     r->seed = c->seeds[s];
                     r->sized = r->sp.kind != SPLIT_ALL && trained_model(c->taskid, r->model);
-                    r->epochs = epochs_for(c, st, r->model, &c->splits[j]);
+                    r->epochs = (int)epochs_for(c, st, r->model, &c->splits[j]);   /* <= MAXEPOCHS (parse_args) */
                     r->dep = st->from >= 0 ? stage_first[st->from] : -1;   /* one run per split and seed */
                     r->init_from = r->dep >= 0 ? plan[r->dep].save : NULL;
                     *np = (int)k;

@@ -136,7 +136,8 @@ static void usage(FILE *f)
 /* ---- progress on stderr ---- */
 typedef struct prog {
     train_run run;          /* the CSV's identity columns, where rows and progress go */
-    int total_steps, done_steps, evals_total, evals_done, batch, test_n;
+    int64_t total_steps, done_steps;   /* --epochs (up to 10^9) x steps per epoch: more than an int holds */
+    int evals_total, evals_done, batch, test_n;
     double last_draw, last_step_elapsed, first_eval, eval_total;   /* first_eval < 0: not measured yet */
     double last_test_acc, last_loss;
     int validated, best_epoch;  /* --val-size: the kept model's row ends the run; its epoch */
@@ -156,9 +157,9 @@ static int count_evals(int epochs, int k)
 static double eta(const prog *pg, double elapsed)
 {
     if (!pg->done_steps) return NAN;
-    double per_step = (elapsed - pg->eval_total) / pg->done_steps;
+    double per_step = (elapsed - pg->eval_total) / (double)pg->done_steps;
     double per_eval = pg->first_eval >= 0 ? pg->first_eval : per_step * pg->test_n / (3.0 * pg->batch);
-    return per_step * (pg->total_steps - pg->done_steps) + per_eval * (pg->evals_total - pg->evals_done);
+    return per_step * (double)(pg->total_steps - pg->done_steps) + per_eval * (pg->evals_total - pg->evals_done);
 }
 
 static void draw_step(prog *pg, const al_train_progress *p)
@@ -552,7 +553,8 @@ static void start_progress(prog *pg, const train_image_opts *o, image_run *R, co
                           .train_size = R->D.train.n + R->val.n, .seed = o->seed, .params = (long)R->m.params.total, .csv = o->csv,
                           .tty = isatty(2), .quiet = o->quiet, .ar = &R->ar, .err = err};
     pg->last_test_acc = NAN; pg->last_loss = NAN;
-    pg->total_steps = o->epochs * ((R->D.train.n + o->batch - 1) / o->batch);
+    const int n = R->D.train.n, spe = n / o->batch + (n % o->batch != 0);
+    pg->total_steps = (int64_t)o->epochs * spe;
     pg->evals_total = R->D.test.n > 0 ? count_evals(o->epochs, o->eval_every) : 0;
     pg->batch = o->batch; pg->test_n = R->D.test.n; pg->first_eval = -1;
 }
@@ -578,7 +580,7 @@ static int run_training(const train_image_opts *o, image_run *R, al_error *err)
     if (R->ar.have_state) {             /* the weights are the state's; what the summary shows of its epoch */
         al_model_refresh(&R->m);
         pg.last_loss = app_resume_noted(&R->ar, "loss"); pg.last_test_acc = app_resume_noted(&R->ar, "test_acc");
-        pg.done_steps = (int)R->ar.state.steps;
+        pg.done_steps = R->ar.state.steps;
     }
     if (!o->quiet)
         fprintf(stderr, "attnlab train: %s (%lld params) on %s: %d train / %d test images %dx%dx%d, %d classes, run %s\n",

@@ -4,6 +4,7 @@
 #ifndef ATTNLAB_SWEEP_H
 #define ATTNLAB_SWEEP_H
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
 struct al_results;   /* attnlab/results.h */
@@ -12,6 +13,8 @@ struct al_results;   /* attnlab/results.h */
 #define MAXJOBS 64
 #define MAXAXES 16          /* model flags swept as grid axes */
 #define MAXRUNS 100000      /* runs in one sweep */
+#define MAXEPOCHS 100000    /* epochs of one run (--epochs, a preset's epochs = N, what a step budget gives) */
+#define MAXSTEPS 1000000000L  /* a preset's step budget (epochs = steps N) */
 #define MAXSTAGES 8         /* stages of a preset */
 #define MAXOVER 8           /* epoch rules of one stage for some models or sizes */
 #define EVALS 5             /* image runs longer than this many epochs are evaluated ~EVALS times */
@@ -174,9 +177,10 @@ int  add_splits(const char *opt, const char *s, int kind, sweep_cfg *c, unsigned
  * NULL for --FLAG) appended to stage s; 0 or 2. */
 int  add_axis(stage *s, const char *flag, const char *vals, const char *only, const char *what);
 int  parse_epochs(const char *s, epoch_rule *r);                        /* default, N, steps N [min M]; 0 or -1 */
-int  model_points(const stage *s, const char *model);
+uint64_t model_points(const stage *s, const char *model);          /* saturating product of its axes' sizes */
+uint64_t sweep_runs(const sweep_cfg *c);                              /* the plan's runs (at most MAXRUNS after parse_args) */
 void model_point(const stage *s, const char *model, long p, int *val, char *desc, size_t dn);
-int  epochs_for(const sweep_cfg *c, const stage *s, const char *model, const split *sp);
+long epochs_for(const sweep_cfg *c, const stage *s, const char *model, const split *sp);   /* 0: the trainer's default */
 int  known_model(int task, const char *name);
 /* A model of the task that sweep trains (known, and not only built from another's checkpoint: image conv-attn). */
 int  trained_model(int task, const char *name);

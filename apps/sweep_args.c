@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "attnlab/gnn.h"
+#include "attnlab/io.h"
 #include "attnlab/models.h"
 #include "attnlab/molnet.h"
 #include "attnlab/results.h"
@@ -185,12 +186,13 @@ static int check_axes(int task, stage *s)
     return 0;
 }
 
-/* Number of grid points of a model in a stage: the product of the sizes of the axes that apply to it. */
-int model_points(const stage *s, const char *model)
+/* Number of grid points of a model in a stage: the product of the sizes of the axes that apply to it,
+ * saturating (al_size_mul) instead of overflowing. */
+uint64_t model_points(const stage *s, const char *model)
 {
-    long n = 1;
-    for (int i = 0; i < s->naxes && n <= MAXRUNS; i++) if (axis_applies(s->task, &s->axes[i], model)) n *= s->axes[i].nvals;
-    return (int)(n <= MAXRUNS ? n : MAXRUNS + 1);
+    uint64_t n = 1;
+    for (int i = 0; i < s->naxes; i++) if (axis_applies(s->task, &s->axes[i], model)) n = al_size_mul(n, (uint64_t)s->axes[i].nvals);
+    return n;
 }
 
 /* Point p (0 <= p < model_points) of model as value indices per axis (-1: the axis does not apply);
@@ -222,7 +224,7 @@ int add_axis(stage *s, const char *flag, const char *vals, const char *only, con
 }
 
 /* ---------------- epochs ---------------- */
-int epochs_for(const sweep_cfg *c, const stage *s, const char *model, const split *sp)
+long epochs_for(const sweep_cfg *c, const stage *s, const char *model, const split *sp)
 {
     (void)c;
     if (!trained_model(s->task, model)) return 0;   /* built, not trained */
@@ -232,22 +234,22 @@ int epochs_for(const sweep_cfg *c, const stage *s, const char *model, const spli
             r = &s->over[i].rule;
             break;
         }
-    if (r->kind != ER_STEPS) return r->kind == ER_FIXED ? (int)r->n : 0;
-    long steps = (sp->n + BATCH - 1) / BATCH;
+    if (r->kind != ER_STEPS) return r->kind == ER_FIXED ? r->n : 0;
+    long steps = sp->n / BATCH + (sp->n % BATCH != 0);   /* ceil(n / BATCH) without n + BATCH - 1 */
     if (steps < 1) steps = 1;
-    long e = (r->n + steps - 1) / steps;
-    return (int)(e < r->min ? r->min : e);
+    long e = r->n / steps + (r->n % steps != 0);        /* r->n <= MAXSTEPS: no overflow */
+    return e < r->min ? r->min : e;
 }
 
-/* "default", "N" or "steps N [min M]"; 0 or -1. */
+/* "default", "N" or "steps N [min M]" (N, M in 1..MAXEPOCHS; a step budget N in 1..MAXSTEPS); 0 or -1. */
 int parse_epochs(const char *s, epoch_rule *r)
 {
     long n, m = 1;
-    char word[16], extra;
+    char num[24], word[16], min[24], extra;
     if (!strcmp(s, "default")) { *r = (epoch_rule){ER_DEFAULT, 0, 0}; return 0; }
-    if (!parse_int(s, 1, 100000, &n)) { *r = (epoch_rule){ER_FIXED, n, 0}; return 0; }
-    int k = sscanf(s, "steps %ld %15s %ld %c", &n, word, &m, &extra);
-    if ((k == 1 || (k == 3 && !strcmp(word, "min"))) && n >= 1 && m >= 1 && m <= 100000) {
+    if (!parse_int(s, 1, MAXEPOCHS, &n)) { *r = (epoch_rule){ER_FIXED, n, 0}; return 0; }
+    int k = sscanf(s, "steps %23s %15s %23s %c", num, word, min, &extra);   /* numbers as text: no %ld past a long */
+    if ((k == 1 || (k == 3 && !strcmp(word, "min") && !parse_int(min, 1, MAXEPOCHS, &m))) && !parse_int(num, 1, MAXSTEPS, &n)) {
         *r = (epoch_rule){ER_STEPS, n, m};
         return 0;
     }
@@ -310,7 +312,7 @@ static int cli_option(int ch, const char *name, const char *arg, sweep_cfg *c, c
     case O_PLANETOID: a->planetoid = 1; a->freeform = 1; return 0;
     case O_SEEDS: a->seeds = arg; return 0;
     case O_EPOCHS:
-        if (parse_int(arg, 1, 100000, &v)) return bad("--epochs: '%s' is not an integer in 1..100000", arg);
+        if (parse_int(arg, 1, MAXEPOCHS, &v)) return bad("--epochs: '%s' is not an integer in 1..%d", arg, MAXEPOCHS);
         a->epochs = (int)v; return 0;
     case O_CSV: c->csv = arg; return 0;
     case O_JOBS:
@@ -405,6 +407,101 @@ static int preset_with_cli(sweep_cfg *c, const cli_args *a)
     return 0;
 }
 
+/* ---------------- the size of the plan ---------------- */
+/* The factors of the grid's size, in the order a refusal looks at them: models, splits, seeds, datasets,
+ * then each swept flag (once, in however many stages). */
+enum { F_MODELS, F_SPLITS, F_SEEDS, F_DATA, F_AXES };
+#define MAXFLAGS (MAXSTAGES * MAXAXES)
+
+static int grid_flags(const sweep_cfg *c, const char **flags)
+{
+    int n = 0;
+    for (int k = 0; k < c->nstages; k++)
+        for (int i = 0; i < c->stages[k].naxes; i++) {
+            int j = 0;
+            while (j < n && strcmp(flags[j], c->stages[k].axes[i].flag)) j++;
+            if (j == n && n < MAXFLAGS) flags[n++] = c->stages[k].axes[i].flag;
+        }
+    return n;
+}
+
+/* The runs of the grid with its first `on` factors counted in full and each later one as a single
+ * value (a list of models as its largest model); every product and sum saturating (al_size_mul,
+ * al_size_add), never overflowing. on = F_AXES + nflags: the plan's runs. */
+static uint64_t grid_runs(const sweep_cfg *c, const char *const *flags, int nflags, int on)
+{
+    uint64_t total = 0;
+    for (int k = 0; k < c->nstages; k++) {
+        const stage *s = &c->stages[k];
+        uint64_t nsp = 0, points = 0;
+        for (int j = 0; j < c->nsplits; j++) nsp += s->use[j];
+        if (on <= F_SPLITS && nsp > 1) nsp = 1;
+        for (int m = 0; m < s->nmodels; m++) {
+            uint64_t p = 1;
+            for (int i = 0; i < s->naxes; i++) {
+                int f = 0;
+                while (f < nflags && strcmp(flags[f], s->axes[i].flag)) f++;
+                if (F_AXES + f < on && axis_applies(s->task, &s->axes[i], s->models[m])) p = al_size_mul(p, (uint64_t)s->axes[i].nvals);
+            }
+            points = on > F_MODELS ? al_size_add(points, p) : p > points ? p : points;
+        }
+        uint64_t per = al_size_mul(nsp, points);
+        if (on > F_SEEDS) per = al_size_mul(per, (uint64_t)c->nseeds);
+        if (on > F_DATA) per = al_size_mul(per, (uint64_t)c->ndata);
+        total = al_size_add(total, per);
+    }
+    return total;
+}
+
+uint64_t sweep_runs(const sweep_cfg *c)
+{
+    const char *flags[MAXFLAGS];
+    const int nf = grid_flags(c, flags);
+    return grid_runs(c, flags, nf, F_AXES + nf);
+}
+
+/* Factor f as "--heads (400 values)" into buf. */
+static void factor_name(const sweep_cfg *c, const char *const *flags, int f, char *buf, size_t n)
+{
+    static const char *const split_opt[] = {"--train-sizes", "--labels-per-class", "--train-frac", "--planetoid", "--train-sizes"};
+    const char *opt = f == F_MODELS ? "--models" : f == F_SPLITS ? split_opt[c->splits[0].kind] : f == F_SEEDS ? "--seeds" : "--data";
+    long vals = f == F_SPLITS ? c->nsplits : f == F_SEEDS ? c->nseeds : f == F_DATA ? c->ndata : 0;
+    for (int k = 0; f == F_MODELS && k < c->nstages; k++) if (c->stages[k].nmodels > vals) vals = c->stages[k].nmodels;
+    for (int k = 0; f >= F_AXES && k < c->nstages; k++)
+        for (int i = 0; i < c->stages[k].naxes; i++)
+            if (!strcmp(c->stages[k].axes[i].flag, flags[f - F_AXES]) && c->stages[k].axes[i].nvals > vals) vals = c->stages[k].axes[i].nvals;
+    if (f >= F_AXES) snprintf(buf, n, "--%s (%ld values)", flags[f - F_AXES], vals);
+    else snprintf(buf, n, "%s (%ld value%s)", opt, vals, vals == 1 ? "" : "s");
+}
+
+/* At most MAXRUNS runs, each of at most MAXEPOCHS epochs; else one line naming the flag (the first factor
+ * that takes the grid past MAXRUNS) or the epoch rule. 0 or 2. */
+static int check_plan(const sweep_cfg *c)
+{
+    const char *flags[MAXFLAGS];
+    const int nf = grid_flags(c, flags);
+    const uint64_t total = grid_runs(c, flags, nf, F_AXES + nf);
+    if (total > MAXRUNS) {
+        int f = 0;
+        while (f + 1 < F_AXES + nf && grid_runs(c, flags, nf, f + 1) <= MAXRUNS) f++;
+        char name[96], all[32];
+        factor_name(c, flags, f, name, sizeof name);
+        if (total == UINT64_MAX) snprintf(all, sizeof all, "more than 2^64");
+        else snprintf(all, sizeof all, "%llu", (unsigned long long)total);
+        return bad("%s: the grid has more than %d runs (%s in all)", name, MAXRUNS, all);
+    }
+    for (int k = 0; k < c->nstages; k++)
+        for (int j = 0; j < c->nsplits; j++)
+            for (int m = 0; c->stages[k].use[j] && m < c->stages[k].nmodels; m++) {
+                const long e = epochs_for(c, &c->stages[k], c->stages[k].models[m], &c->splits[j]);
+                if (e <= MAXEPOCHS) continue;
+                char sp[48];
+                split_str(&c->splits[j], sp, sizeof sp);
+                return bad("epochs = steps N: %s at %s gets %ld epochs, more than %d", c->stages[k].models[m], sp, e, MAXEPOCHS);
+            }
+    return 0;
+}
+
 /* Every dataset of the --data list once, the defaults, the size of the plan; 0 or 2. */
 static int finish(sweep_cfg *c)
 {
@@ -416,18 +513,8 @@ static int finish(sweep_cfg *c)
         for (int j = 0; j < i; j++)
             if (!strcmp(c->datas[i], c->datas[j])) return bad("--data: '%s' appears twice", c->datas[i]);
     if (!*c->csv) return bad("--csv: empty file name");
-    long total = 0;
-    for (int k = 0; k < c->nstages; k++) {
-        const stage *s = &c->stages[k];
-        if (!s->evals) c->stages[k].evals = EVALS;
-        long points = 0, nsp = 0;
-        for (int m = 0; m < s->nmodels && points <= MAXRUNS; m++) points += model_points(s, s->models[m]);
-        for (int j = 0; j < c->nsplits; j++) nsp += s->use[j];
-        total += (long)c->nseeds * c->ndata * nsp * points;
-        if (total > MAXRUNS) break;
-    }
-    if (total > MAXRUNS) return bad("%ld runs are too many for one sweep (at most %d)", total, MAXRUNS);
-    return 0;
+    for (int k = 0; k < c->nstages; k++) if (!c->stages[k].evals) c->stages[k].evals = EVALS;
+    return check_plan(c);
 }
 
 int parse_args(int argc, char **argv, sweep_cfg *c)

@@ -158,7 +158,8 @@ static const char *where(const preset_line *l)
 static int preset_epochs(stage *s, const preset_line *l)
 {
     epoch_rule r;
-    if (parse_epochs(l->val, &r)) return PBAD(l, "epochs: '%s' is not default, N or steps N [min M]", l->val);
+    if (parse_epochs(l->val, &r)) return PBAD(l, "epochs: '%s' is not default, N or steps N [min M] (N, M in 1..%d; a step budget N in 1..%ld)",
+                                              l->val, MAXEPOCHS, MAXSTEPS);
     if (!l->sel) { s->epochs = r; return 0; }
     if (s->nover == MAXOVER) return PBAD(l, "more than %d epoch rules in one stage", MAXOVER);
     epoch_override *o = &s->over[s->nover++];

@@ -107,6 +107,15 @@ static int trim_csv(app_resume *r, al_error *err)
     return 0;
 }
 
+/* The state read is the run's (the training loop checked it against its epochs, data and steps): only
+ * now are the CSV rows written after it dropped. 0 or 1. */
+static int resumed(void *ud, const al_train_state *s)
+{
+    (void)s;
+    app_resume *r = ud;
+    return trim_csv(r, r->err);
+}
+
 int app_resume_start(app_resume *r, const char *csv, const char *run_id, const char *canon, al_params *p, al_error *err)
 {
     r->csv = csv; r->run_id = run_id; r->canon = canon; r->params = p; r->err = err;
@@ -125,8 +134,9 @@ int app_resume_start(app_resume *r, const char *csv, const char *run_id, const c
         al_seterr(err, "--resume: %s: %s", r->path, strerror(errno));
         return 1;
     }
-    if (trim_csv(r, err)) return 1;
-    r->rs.every = r->every; r->rs.ud = r; r->rs.from = r->have_state ? &r->state : NULL;
+    if (!r->have_state && trim_csv(r, err)) return 1;
+    r->rs.every = r->every; r->rs.ud = r; r->rs.from = r->have_state ? &r->state : NULL; r->rs.from_path = r->path;
+    r->rs.resumed = r->have_state ? resumed : NULL;
     return 0;
 }
 
@@ -176,7 +186,8 @@ double app_resume_noted(const app_resume *r, const char *key)
 
 void app_resume_fail_note(const app_resume *r, al_error *err)
 {
-    if (r->saved_epoch < 0) return;
+    const char *f = al_path_short(r->path);
+    if (r->saved_epoch < 0 || !strncmp(err->msg, f, strlen(f))) return;   /* the message is about the state itself */
     size_t l = strlen(err->msg);
     snprintf(err->msg + l, sizeof err->msg - l, "; the training state of epoch %d in %s is kept", r->saved_epoch, r->path);
 }

@@ -37,7 +37,8 @@ typedef struct app_resume {
 void app_resume_init(app_resume *r, int every, int resume, const char *path_opt, const char *save);
 /* Chooses the path (--checkpoint, else SAVE.train, else attnlab-RUNID.train), then with --resume
  * reads the state there (weights into p) or says that there is none, and trims the CSV's rows of the
- * run. Returns an exit status: 0, 1 (I/O, a CSV that lacks rows the state saw), 2 (the state is of
+ * run: at once without a state, else only when the training loop has checked the state against the run
+ * (al_resume.resumed), so a state that is not the run's leaves the CSV as it was. Returns an exit status: 0, 1 (I/O, a CSV that lacks rows the state saw), 2 (the state is of
  * another configuration, --checkpoint without --checkpoint-every or --resume); err says why. */
 int  app_resume_start(app_resume *r, const char *csv, const char *run_id, const char *canon, al_params *p, al_error *err);
 const al_resume *app_resume_loop(app_resume *r);   /* for the training loop; NULL without the flags */

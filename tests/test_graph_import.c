@@ -168,6 +168,10 @@ static void test_errors(void **state)
     expect_ogb_error("edge.csv", "0,1\n0,9\n", "edge.csv:2: node id 9 out of range [0, 4)");
     expect_ogb_error("edge.csv", "0;1\n", "edge.csv:1: '0;1' is not SRC,DST");
     expect_ogb_error("node-label.csv", "1\n0\nz\n2\n", "node-label.csv:3: label 'z'");
+    /* a label is a class number: the class count (label + 1) and its tables are sized from it */
+    expect_ogb_error("node-label.csv", "1\n0\n2147483647\n2\n", "node-label.csv:3: label 2147483647 is absurd (limit 65536 classes)");
+    expect_ogb_error("node-label.csv", "1\n0\n2147483646\n2\n", "node-label.csv:3: label 2147483646 is absurd");
+    expect_ogb_error("node-label.csv", "1\n0\n65536\n2\n", "node-label.csv:3: label 65536 is absurd");
     expect_ogb_error("split/x/test.csv", "1\n7\n", "test.csv:2: node id 7 out of range");
     expect_ogb_error("split/x/test.csv", "3\n", "test.csv:1: node 3 already in train.csv (line 1)");
     expect_ogb_error("split/x/valid.csv", "2\n", "valid.csv:1: node 2 has no label");
@@ -187,6 +191,27 @@ static void test_errors(void **state)
     memset(&err, 0, sizeof err);
     assert_int_equal(al_graph_import(&o, &st, &err), AL_ERR);
     assert_non_null(strstr(err.msg, "t.cites:2: one field"));
+}
+
+/* The largest label the class limit admits imports (65536 classes), with the given split and with a
+ * random one (its per-class tables sized by the class count). */
+static void test_ogb_label_limit(void **state)
+{
+    (void)state;
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s/top' && cp -r '%s/og' '%s/top'", dir, dir, dir);
+    assert_int_equal(system(cmd), 0);
+    put("top", "node-label.csv", "1\n0\n65535\n2\n");
+    put("topr", "node-feat.csv", "1,0\n0,1\n1,1\n1,0\n0,1\n1,1\n1,0\n0,1\n");
+    put("topr", "node-label.csv", "0\n0\n0\n0\n1\n1\n1\n65535\n");
+    put("topr", "edge.csv", "0,1\n1,2\n");
+    const char *in[] = {"top", "topr"};
+    for (int split = 0; split < 2; split++) {
+        al_import_opts o = opts(AL_IMPORT_OGB, in[split], split ? "topr_out" : "top_out", split ? AL_SPLIT_RANDOM : AL_SPLIT_GIVEN);
+        al_import_stats st; al_error err = {{0}};
+        if (al_graph_import(&o, &st, &err)) fail_msg("%s", err.msg);
+        assert_int_equal(st.nclass, 65536);
+    }
 }
 
 static int run(const char *args) { return tu_run_cli(dir, args); }
@@ -220,6 +245,7 @@ int main(void)
         cmocka_unit_test(test_cora_roundtrip),
         cmocka_unit_test(test_ogb_roundtrip),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_ogb_label_limit),
         cmocka_unit_test(test_cli),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

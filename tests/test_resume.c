@@ -54,7 +54,7 @@ static void test_state_round_trip(void **st)
     for (int k = 0; k < 3; k++) { tu_fill(p.grad, p.total, 11 + k, -1, 1); al_optim_step(&o, &p); }
     al_train_state s;
     memset(&s, 0, sizeof s);
-    s.epoch = 4; s.steps = 123456789012LL; s.opt = o; s.div.min = 0.1234567890123;
+    s.epoch = 60; s.steps = 123456789012LL;          /* at most 60 epochs of INT_MAX steps: a state can hold it */ s.opt = o; s.div.min = 0.1234567890123;
     al_rng_seed(&s.shuffle, 5, AL_RNG_SHUFFLE); al_rng_seed(&s.dropout, 5, AL_RNG_DROPOUT);
     for (int k = 0; k < 17; k++) { al_rng_u64(&s.shuffle); al_rng_u64(&s.dropout); }
     int order[9];
@@ -76,7 +76,7 @@ static void test_state_round_trip(void **st)
     char *meta = NULL;
     if (al_train_state_load(f, &q, &t, &meta, &e) != AL_OK) fail_msg("%s", e.msg);
     assert_memory_equal(q.data, p.data, (size_t)p.total * sizeof(float));
-    assert_int_equal(t.epoch, 4); assert_int_equal(t.finished, 0);
+    assert_int_equal(t.epoch, 60); assert_int_equal(t.finished, 0);
     assert_true(t.steps == 123456789012LL);
     assert_int_equal(t.opt.kind, AL_ADAMW); assert_true(t.opt.step == 3); assert_true(t.opt.n == p.total);
     assert_true(t.opt.lr == o.lr && t.opt.beta1 == o.beta1 && t.opt.beta2 == o.beta2 && t.opt.eps == o.eps &&
@@ -280,7 +280,7 @@ static void image_stop_and_continue(al_image_split *fm, const al_images *val)
     char f[128];
     al_model b; tiny_cnn(&b, 5);
     saver sv = {path_in(f, sizeof f, "image.train"), &b.params, 2, 0};
-    al_resume rs = {1, save_to_file, &sv, NULL};
+    al_resume rs = {1, save_to_file, &sv, NULL, NULL, NULL};
     tc.resume = &rs;
     rec first = {0};
     assert_int_equal(al_model_train_val(&b, &fm->train, val, &fm->test, &tc, 0, rec_image, &first, &e), AL_ERR);
@@ -369,7 +369,7 @@ static void test_sequence_stop_and_continue(void **st)
     char f[128];
     al_seq_model b; tiny_seq(&b, 3);
     saver sv = {path_in(f, sizeof f, "seq.train"), &b.params, 1, 0};
-    al_resume rs = {1, save_to_file, &sv, NULL};
+    al_resume rs = {1, save_to_file, &sv, NULL, NULL, NULL};
     tc.resume = &rs;
     rec first = {0};
     assert_int_equal(al_seq_train(&b, &tr, &te, &tc, rec_seq, &first, &e), AL_ERR);
@@ -430,7 +430,7 @@ static void test_graph_stop_and_continue(void **st)
     char f[128];
     al_gnn b; assert_int_equal(al_gnn_init(&b, &cfg, &g, 2, &e), AL_OK);
     saver sv = {path_in(f, sizeof f, "graph.train"), &b.params, 6, 0};
-    al_resume rs = {2, save_to_file, &sv, NULL};
+    al_resume rs = {2, save_to_file, &sv, NULL, NULL, NULL};
     rec first = {0};
     assert_int_equal(al_gnn_train_resumable(&b, &g, 2, &rs, rec_graph, &first, &rc, &e), AL_ERR);
     al_gnn c; assert_int_equal(al_gnn_init(&c, &cfg, &g, 77, &e), AL_OK);
@@ -484,7 +484,7 @@ static void test_molecule_stop_and_continue(void **st)
     char f[128];
     al_molnet b; mol_model(&b, &ms, 4);
     saver sv = {path_in(f, sizeof f, "mol.train"), &b.params, 3, 0};
-    al_resume rs = {1, save_to_file, &sv, NULL};
+    al_resume rs = {1, save_to_file, &sv, NULL, NULL, NULL};
     rec first = {0};
     assert_int_equal(al_molnet_train_resumable(&b, &ms, 4, &rs, rec_mol, &first, &rc, &e), AL_ERR);
     assert_non_null(strstr(e.msg, "after epoch 3"));

@@ -346,6 +346,75 @@ static void test_bad_arguments(void **st)
     unsetenv("FAKE_MARKER");
 }
 
+/* `attnlab sweep ARGS --dry-run` (ARGS a shell word list): its exit status; *lines = its plan's lines,
+ * err (n bytes) = its stderr. */
+static int dry_run(const char *args, int *lines, char *err, size_t n)
+{
+    char cmd[16384], out[700], ep[700];
+    snprintf(out, sizeof out, "%s/dry.txt", g_dir); snprintf(ep, sizeof ep, "%s/dry.err", g_dir);
+    snprintf(cmd, sizeof cmd, "%s sweep %s --csv %s/grid.csv --dry-run > %s 2> %s", g_bin, args, g_dir, out, ep);
+    int rc = tu_system(cmd);
+    char *t = slurp(out), *e = slurp(ep);
+    assert_non_null(t); assert_non_null(e);
+    *lines = 0;
+    for (char *q = t; *q; q++) *lines += *q == '\n';
+    snprintf(err, n, "%s", e);
+    free(t); free(e);
+    unlink(out); unlink(ep);
+    return rc;
+}
+
+/* "1,2,...,n" */
+static void count_list(char *buf, size_t n, int count)
+{
+    size_t o = 0;
+    for (int i = 1; i <= count && o < n; i++) o += (size_t)snprintf(buf + o, n - o, i > 1 ? ",%d" : "%d", i);
+}
+
+/* The grid's size is a sum over models of products of axis sizes, seeds, splits and datasets, counted
+ * without overflow: exactly MAXRUNS (100000) runs plan, one more is refused naming the flag that took the
+ * grid past it, and a grid of more than 2^64 runs (eight lists of 256 values) is refused the same way.
+ * A preset's step budget gives each run its epochs without overflow: exactly 100000 epochs plan, one more
+ * and a budget past 10^9 are refused. */
+static void test_grid_size(void **st)
+{
+    (void)st;
+    char h[2048], d[2048], l256[2048], args[16384], err[1024];
+    int lines;
+    count_list(h, sizeof h, 250); count_list(d, sizeof d, 200); count_list(l256, sizeof l256, 256);
+    /* sa and local take --heads and --dim (250 x 200 points each), cnn neither (1 point) */
+    snprintf(args, sizeof args, "--task image --models sa,local --train-sizes 100 --seeds 1 --heads %s --dim %s", h, d);
+    assert_int_equal(dry_run(args, &lines, err, sizeof err), 0);
+    assert_int_equal(lines, 100000);
+    snprintf(args, sizeof args, "--task image --models sa,local,cnn --train-sizes 100 --seeds 1 --heads %s --dim %s", h, d);
+    assert_int_equal(dry_run(args, &lines, err, sizeof err), 2);
+    if (!strstr(err, "--heads (250 values): the grid has more than 100000 runs (100001 in all)") || strchr(err, '\n') != err + strlen(err) - 1)
+        fail_msg("stderr: %s", err);
+    assert_int_equal(lines, 0);
+    snprintf(args, sizeof args, "--task image --models sa --train-sizes 100 --seeds 0-255 --batch %s --depth %s --dim %s --heads %s "
+             "--patch %s --lr %s --wd %s", l256, l256, l256, l256, l256, l256, l256);
+    assert_int_equal(dry_run(args, &lines, err, sizeof err), 2);
+    if (!strstr(err, "--depth (256 values): the grid has more than 100000 runs (more than 2^64 in all)")) fail_msg("stderr: %s", err);
+    /* epochs = steps N: a size of 1 is one step an epoch, so N epochs */
+    const char *budget[] = {"steps 100000", "steps 100001", "steps 99999999999 min 2", "steps 1000000000"};
+    const char *want[] = {NULL, "epochs = steps N: cnn at size=1 gets 100001 epochs, more than 100000",
+                          "b2.preset:5: epochs: 'steps 99999999999 min 2' is not default, N or steps N [min M]",
+                          "epochs = steps N: cnn at size=1 gets 1000000000 epochs"};
+    for (int i = 0; i < 4; i++) {
+        char name[32], text[256], p[700];
+        snprintf(name, sizeof name, "b%d.preset", i);
+        snprintf(text, sizeof text, "task = image\nmodels = cnn\ntrain-sizes = 1,500\nseeds = 1\nepochs = %s\n", budget[i]);
+        snprintf(p, sizeof p, "%s/%s", g_dir, name);
+        FILE *f = fopen(p, "w"); assert_non_null(f); fputs(text, f); fclose(f);
+        snprintf(args, sizeof args, "--preset %s", p);
+        int rc = dry_run(args, &lines, err, sizeof err);
+        if (!want[i]) {
+            if (rc != 0) fail_msg("%s: exit %d: %s", budget[i], rc, err);
+            assert_int_equal(lines, 2);
+        } else if (rc != 2 || !strstr(err, want[i])) fail_msg("%s: exit %d, stderr: %s", budget[i], rc, err);
+    }
+}
+
 /* The --dry-run plans of n presets (each "NAME [flags]") into plans[] (malloc'd); each must list runs[i] runs. */
 static void dry_run_plans(const char *const *presets, const int *runs, int n, char **plans)
 {
@@ -739,6 +808,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_arguments),
         cmocka_unit_test(test_graph_presets),
+        cmocka_unit_test(test_grid_size),
         cmocka_unit_test(test_kill_resume_stand_in),
         cmocka_unit_test(test_axes_and_config),
         cmocka_unit_test(test_resume_old_format),

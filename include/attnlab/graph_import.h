@@ -6,8 +6,8 @@
  *          0..N-1 in file order, class strings to 0..C-1 in byte order (written to classes.txt),
  *          citations naming a paper missing from .content are dropped and counted.
  *   OGB    (node property prediction, CSV as in an OGB raw/ directory): node-feat.csv (one row of
- *          comma-separated floats per node), node-label.csv (one integer per row; -1, "nan" or an
- *          empty row = unlabelled), edge.csv ("src,dst", 0-based), train.csv / valid.csv / test.csv
+ *          comma-separated floats per node), node-label.csv (one integer per row, a class below
+ *          AL_GRAPH_MAX_CLASSES; -1, "nan" or an empty row = unlabelled), edge.csv ("src,dst", 0-based), train.csv / valid.csv / test.csv
  *          (one node id per row). Each file may be gzip-compressed (FILE.gz is tried after FILE) and
  *          may sit in DIR or DIR/raw; the split files in DIR, DIR/split/NAME or the single DIR/split/X/.
  *

@@ -10,7 +10,7 @@
  * given resume->from it continues from such a state, and the rest of the run is bit for bit the run
  * that was never interrupted (the loops are deterministic for any thread count).
  *
- *   al_resume rs = {1, my_save, &ud, NULL};                 // state after every epoch
+ *   al_resume rs = {1, my_save, &ud, NULL, NULL, NULL};     // state after every epoch
  *   tc.resume = &rs; al_model_train(&m, &tr, &te, &tc, cb, ud, &err);
  *   ...
  *   al_train_state s; al_train_state_load("run.train", &m.params, &s, NULL, &err);
@@ -68,7 +68,15 @@ typedef struct al_resume {
     al_train_state_fn save;
     void *ud;
     const al_train_state *from; /* non-NULL: continue from this state; the model already holds its weights */
+    const char *from_path;      /* the file `from` was read from, named by the messages below (NULL: "resume") */
+    /* NULL, or called with `from` once it is checked against the run (below) and restored, before the
+     * first step: where a caller drops what it wrote after that state; nonzero stops training. */
+    al_train_state_fn resumed;
 } al_resume;
+/* A loop given `from` first checks it against the run, before its first step: the same optimiser over
+ * the same parameters, the same number of examples in data.order, epoch <= the run's epochs, and steps
+ * and optim.step at most epoch × the run's steps per epoch; each failure is one message naming the file
+ * and the field ("run.train: epoch 1000000000 is beyond the 2 epochs of this run"). */
 
 /* s and the weights p (the model's parameters) as a safetensors file, with the extra metadata pairs
  * kv[0..2·nkv) (keys other than the state's own); atomic. */
@@ -76,7 +84,12 @@ al_status al_train_state_save(const char *path, const al_params *p, const al_tra
                               const char *const *kv, int nkv, al_error *err);
 /* Read such a file: the weights into p (registered, same names and sizes), the rest into s, whose
  * arrays are allocated here (free with al_train_state_free). *meta (if non-NULL) receives the
- * metadata text (caller frees). On error p may be partly overwritten and s is left empty. */
+ * metadata text (caller frees). On error p may be partly overwritten and s is left empty.
+ * Every value is checked for what a state can hold, each failure one message naming the file and the
+ * field: data.order a permutation of 0..order-1; steps and optim.step at most epoch × INT_MAX (the run's
+ * own bound is checked when training resumes, above); finished only after epoch 0; RNG states not all
+ * zero; the optimiser's hyperparameters in range, its moments finite (optim.v >= 0); diverge.min not
+ * NaN; graph.best finite, graph.best_epoch and graph.bad at most epoch, graph.step_seconds >= 0. */
 al_status al_train_state_load(const char *path, al_params *p, al_train_state *s, char **meta, al_error *err);
 void      al_train_state_free(al_train_state *s);
 #endif

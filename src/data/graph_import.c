@@ -81,9 +81,9 @@ static int put_value(al_graph *g, const char *p, const char *end, int col, int64
 static al_status finish_graph(al_graph *g, int nfeat, edges *e, al_import_stats *st, al_error *err)
 {
     g->nfeat = g->feat.cols = nfeat;
-    int maxlab = -1;
+    int64_t maxlab = -1;                 /* labels are below AL_GRAPH_MAX_CLASSES (ogb_labels; LINQS: < n) */
     for (int i = 0; i < g->n; i++) if (g->label[i] > maxlab) maxlab = g->label[i];
-    g->nclass = maxlab + 1;
+    g->nclass = (int)(maxlab + 1);
     if (al_graph_build_adj(g->n, e->src, e->dst, e->n, &g->adj, err)) return AL_ERR;
     g->nedges_file = st->edges_in;
     st->n = g->n; st->nfeat = nfeat; st->nclass = g->nclass; st->edges_out = g->adj.nnz;
@@ -327,6 +327,8 @@ static al_status ogb_labels(const char *dir, al_graph *g, al_error *err)
         else if (*p && strcmp(p, "nan") && strcmp(p, "NaN") && (!al_text_int(&p, &v, 0) || *al_text_skip_ws(p) || v < -1))
             s = al_seterr(err, "%s:%ld: label '%s' is not a class >= 0 (or -1, nan, empty: unlabelled)", t.path, t.line,
                           al_text_tok(al_text_skip_ws(line), b, sizeof b));
+        else if (v >= AL_GRAPH_MAX_CLASSES)   /* the class count, label + 1, sizes the split's per-class tables */
+            s = al_seterr(err, "%s:%ld: label %ld is absurd (limit %d classes)", t.path, t.line, v, AL_GRAPH_MAX_CLASSES);
         else g->label[t.line - 1] = (int)v;
     }
     if (s == AL_OK && t.line < g->n)

@@ -8,6 +8,7 @@
 #include "attnlab/attention.h"
 #include "attnlab/ops.h"
 #include "models/block_impl.h"
+#include "models/budget_impl.h"
 #include "models/table_impl.h"
 #include <math.h>
 #include <stdlib.h>
@@ -188,6 +189,8 @@ al_status al_gnn_init(al_gnn *m, const al_gnn_config *cfg, const al_graph *g, ui
     /* gat and gt: the attention's per-key lists of the fixed adjacency once, not in every step */
     if (gm->graph && cfg->kind != AL_GNN_GCN && cfg->kind != AL_GNN_GATV2 && !(m->plan = al_graph_plan_new(&m->adj, err))) goto fail;
     for (int i = 0; i < p->n; i++) p->decay[i] = cfg->decay_all ? 1 : p->t[i] == m->w1;
+    /* every layer's weights, not only the first and last counted above (gt's blocks hold width² each) */
+    if (al__params_budget(p, "graph model", gm->name, err)) goto fail;
     al_rng r; al_rng_seed(&r, seed, AL_RNG_INIT);
     if (al_params_finalize(p, &r, err)) goto fail;
     return AL_OK;

@@ -7,6 +7,7 @@
 #include "attnlab/attention.h"
 #include "attnlab/ops.h"
 #include "models/block_impl.h"
+#include "models/budget_impl.h"
 #include "models/table_impl.h"
 #include <math.h>
 #include <stdio.h>
@@ -282,6 +283,10 @@ al_status al_molnet_build(al_molnet *m, const al_molnet_config *cfg, int nfeat, 
         return al_seterr(err, "molecule model: out of memory registering parameters");
     }
     for (int i = 0; i < m->params.n; i++) m->params.decay[i] = 1;   /* AdamW over model.parameters() */
+    if (al__params_budget(&m->params, "molecule model", cfg->model, err)) {   /* --hidden up to 65536: hidden² weights */
+        al_molnet_free(m);
+        return AL_ERR;
+    }
     al_rng r; al_rng_seed(&r, seed, AL_RNG_INIT);
     if (al_params_finalize(&m->params, &r, err)) { al_molnet_free(m); return AL_ERR; }
     return AL_OK;

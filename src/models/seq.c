@@ -5,6 +5,7 @@
  * position-wise layers on (N, ·) rows, sentence structure only where a layer needs it. */
 #include "attnlab/seq.h"
 #include "block_impl.h"
+#include "budget_impl.h"
 #include "attnlab/ops.h"
 #include "attnlab/rnn.h"
 #include "models/table_impl.h"
@@ -301,6 +302,8 @@ al_status al_seq_init(al_seq_model *m, const al_seq_config *cfg, uint64_t seed, 
         al_seq_free(m);
         return al_seterr(err, "%s: out of memory registering parameters", cfg->name);
     }
+    /* --max-len (up to 10^6) x dim learned positions, --heads, --depth: all the weights, before allocating */
+    if (al__params_budget(&m->params, "sequence model", cfg->name, err)) { al_seq_free(m); return AL_ERR; }
     al_rng rng; al_rng_seed(&rng, seed, AL_RNG_INIT);
     if (al_params_finalize(&m->params, &rng, err) != AL_OK) { al_seq_free(m); return AL_ERR; }
     for (int i = 0; i < m->params.n; i++) m->params.decay[i] = 1;   /* torch.optim.AdamW(model.parameters()) */

@@ -1,6 +1,7 @@
 /* fit.c — the one training skeleton of every task (train/fit_impl.h): epochs, batches, the divergence
  * checks, keep-best and early stopping, training states, progress. Library code: nothing prints. */
 #include "train/fit_impl.h"
+#include "attnlab/io.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,13 @@ typedef struct fit {
     float *best;                   /* keep-best tasks: the kept model's parameters */
     double t_start;
 } fit;
+
+/* Optimiser steps in an epoch: one full batch, or ceil(n / batch) (the last batch may be short), without
+ * the n + batch - 1 that overflows an int for a batch near INT_MAX. */
+static int steps_per_epoch(const al__fit_config *fc)
+{
+    return fc->full_batch ? 1 : fc->n / fc->batch + (fc->n % fc->batch != 0);
+}
 
 /* The state after epoch ep when the run's al_resume wants it (with the kept model and its record). */
 static al_status offer(fit *F, int ep, int last, al_error *err)
@@ -42,7 +50,9 @@ static al_status begin(fit *F, int *first, int *over, al_error *err)
     const al_train_state *f = rs ? rs->from : NULL;
     *over = 0;
     if (!F->best) return al__loop_begin(rs, &F->L, F->fc->seed, first, err);
-    if (f && !f->best) return al_seterr(err, "resume: the training state is not a %s model's (no kept weights)", F->fc->what);
+    if (f && !f->best)
+        return al_seterr(err, "%s: the training state is not a %s model's (no graph.best: the kept weights)",
+                         rs->from_path ? al_path_short(rs->from_path) : "resume", F->fc->what);
     if (al__loop_begin(f ? rs : NULL, &F->L, F->fc->seed, first, err) != AL_OK) return AL_ERR;
     if (!f) return offer(F, 0, 0, err);
     memcpy(F->best, f->best, (size_t)F->opt.n * sizeof *F->best);
@@ -94,7 +104,7 @@ static al_status epoch_steps(fit *F, int ep, int spe, double *loss_sum, double *
 static al_status epochs(fit *F, int *ep_io, al_error *err)
 {
     const al__fit_config *fc = F->fc;
-    const int spe = fc->full_batch ? 1 : (fc->n + fc->batch - 1) / fc->batch;   /* the last batch may be short */
+    const int spe = steps_per_epoch(fc);
     int ep = *ep_io;
     al_status st = AL_OK;
     for (; ep <= fc->epochs; ep++) {
@@ -142,7 +152,8 @@ al_status al__fit(const al__fit_task *t, void *self, const al__fit_config *fc, i
     if ((st = al_optim_init(&F.opt, fc->optim, fc->params->total, fc->lr, err)) != AL_OK) goto done;
     F.opt.weight_decay = fc->weight_decay;
     if (F.best) memcpy(F.best, fc->params->data, (size_t)fc->params->total * sizeof *F.best);
-    F.L = (al__loop){&F.opt, fc->full_batch ? NULL : &F.shuf, F.c, F.order, fc->full_batch ? 0 : fc->n, &F.steps, &F.div};
+    F.L = (al__loop){&F.opt, fc->full_batch ? NULL : &F.shuf, F.c, F.order, fc->full_batch ? 0 : fc->n, &F.steps, &F.div,
+                     fc->epochs, steps_per_epoch(fc)};
     int ep, over;
     if ((st = begin(&F, &ep, &over, err)) != AL_OK) goto done;
     F.t_start = al_time();

@@ -67,6 +67,11 @@ typedef struct al__fit_config {
     al__fit_track track0;          /* the record before the first epoch */
 } al__fit_config;
 
+/* Rows a batch of `batch` items out of n can hold: at most n (at least 1), so that the scratch of a
+ * batch size near INT_MAX is the data's size, not gigabytes it can never fill. */
+static inline int al__batch_rows(int batch, int n) { return batch < n ? batch : n > 0 ? n : 1; }
+static inline int al__max_int(int a, int b) { return a > b ? a : b; }
+
 /* The run: the context (its arena reused by every step and evaluation), then epochs as above. On return
  * *epochs_run (may be NULL) holds the epochs trained, counting a stopping epoch. */
 al_status al__fit(const al__fit_task *t, void *self, const al__fit_config *fc, int *epochs_run, al_error *err);

@@ -237,7 +237,7 @@ al_status al_model_train_val(al_model *m, const al_images *train, const al_image
     T.m = m; T.train = train; T.test = test; T.tc = tc; T.cb = cb; T.ud = ud;
     T.val = val; T.patience = patience; T.val_acc = NAN;
     T.eval_batch = tc->eval_batch > 0 ? tc->eval_batch : 64;
-    const int scratch = tc->batch > T.eval_batch ? tc->batch : T.eval_batch;
+    const int scratch = al__max_int(al__batch_rows(tc->batch, train->n), al__batch_rows(T.eval_batch, test ? test->n : 0));
     T.idx = malloc((size_t)scratch * sizeof(int)); T.lab = malloc((size_t)scratch * sizeof(int));
     for (int ch = 0; ch < 4; ch++) T.fill[ch] = ch < cfg->channels ? -tc->mean[ch] / (tc->std[ch] >= 1e-8f ? tc->std[ch] : 1.f) : 0.f;
     al_status st = !T.idx || !T.lab ? al_seterr(err, "training: out of memory") : AL_OK;

@@ -2,6 +2,7 @@
  * al_model_evaluate_ex). The same batches, forward and argmax as al_model_evaluate, so its accuracy and
  * predictions are identical. */
 #include "attnlab/train.h"
+#include "train/fit_impl.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,7 +36,7 @@ static al_status eval_batch(al_ctx *c, al_model *m, const al_images *d, const fl
 al_status al_model_evaluate_ex(al_model *m, const al_images *d, const float mean[4], const float std[4], int batch,
                                double *acc, int *pred, float *logits, al_eval_progress_fn fn, void *ud, al_error *err)
 {
-    if (batch < 1) batch = 64;
+    batch = al__batch_rows(batch < 1 ? 64 : batch, d->n);
     if (d->c != m->cfg.channels || d->h != m->cfg.height || d->w != m->cfg.width)
         return al_seterr(err, "evaluation: images are %dx%dx%d but the %s model expects %dx%dx%d", d->c,
                          d->h, d->w, m->cfg.name, m->cfg.channels, m->cfg.height, m->cfg.width);

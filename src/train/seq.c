@@ -123,7 +123,7 @@ static al_status eval_with(al_ctx *c, al_seq_model *m, const al_seq_data *d, int
 
 al_status al_seq_evaluate_scores(al_seq_model *m, const al_seq_data *d, int batch, al_seq_scores *sc, int *pred, al_error *err)
 {
-    if (batch < 1) batch = 256;
+    batch = al__batch_rows(batch < 1 ? 256 : batch, d->nsent);
     al_ctx *c = al_ctx_new(0);
     batchbuf bb;
     int *ids = malloc((size_t)batch * sizeof(int));
@@ -215,7 +215,7 @@ al_status al_seq_train(al_seq_model *m, const al_seq_data *train, const al_seq_d
     memset(&T, 0, sizeof T);
     T.m = m; T.train = train; T.test = test; T.tc = tc; T.cb = cb; T.ud = ud;
     T.eval_batch = tc->eval_batch > 0 ? tc->eval_batch : 256;
-    const int scratch = tc->batch > T.eval_batch ? tc->batch : T.eval_batch;
+    const int scratch = al__max_int(al__batch_rows(tc->batch, train->nsent), al__batch_rows(T.eval_batch, test ? test->nsent : 0));
     int64_t cap = batch_cap(train, scratch);
     if (test && batch_cap(test, scratch) > cap) cap = batch_cap(test, scratch);
     T.ids = malloc((size_t)scratch * sizeof(int));

@@ -146,7 +146,7 @@ static al_status eval_with(al_ctx *c, al_seq_model *m, const al_speech_data *d, 
 
 al_status al_speech_evaluate(al_seq_model *m, const al_speech_data *d, int batch, al_speech_scores *sc, int *pred, al_error *err)
 {
-    if (batch < 1) batch = 64;
+    batch = al__batch_rows(batch < 1 ? 64 : batch, d->n);
     if (m->cfg.feat_dim != d->dim || m->cfg.tags != d->classes)
         return al_seterr(err, "evaluation: the model reads %d features into %d classes, the data has %d and %d",
                          m->cfg.feat_dim, m->cfg.tags, d->dim, d->classes);
@@ -242,7 +242,7 @@ al_status al_speech_train(al_seq_model *m, const al_speech_data *train, const al
     memset(&T, 0, sizeof T);
     T.m = m; T.train = train; T.test = test; T.tc = tc; T.cb = cb; T.ud = ud;
     T.eval_batch = tc->eval_batch > 0 ? tc->eval_batch : 64;
-    const int scratch = tc->batch > T.eval_batch ? tc->batch : T.eval_batch;
+    const int scratch = al__max_int(al__batch_rows(tc->batch, train->n), al__batch_rows(T.eval_batch, test ? test->n : 0));
     int64_t cap = frames_cap(train, scratch);
     if (test && frames_cap(test, scratch) > cap) cap = frames_cap(test, scratch);
     T.ids = malloc((size_t)scratch * sizeof(int));

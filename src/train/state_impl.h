@@ -13,13 +13,15 @@ typedef struct al__loop {
     int *order; int norder;    /* (norder) the data order */
     int64_t *steps;
     al_diverge *div;
+    int epochs;                /* the run's epochs */
+    int64_t steps_per_epoch;   /* the most optimiser steps one epoch takes */
 } al__loop;
 
-/* Copy `from` into the loop's variables (sizes and optimiser kind checked); *first_epoch receives
- * from->epoch + 1. */
-al_status al__loop_restore(const al__loop *L, const al_train_state *from, int *first_epoch, al_error *err);
+/* Copy rs->from into the loop's variables once it is checked against the run (trainstate.h: optimiser,
+ * order, epoch, step counts; messages name rs->from_path); *first_epoch receives from->epoch + 1. */
+al_status al__loop_restore(const al__loop *L, const al_resume *rs, int *first_epoch, al_error *err);
 /* The start of a loop: no steps, a fresh divergence detector, the identity order and the AL_RNG_SHUFFLE
- * stream of seed; then either rs->from restored or the state of epoch 0 offered. */
+ * stream of seed; then either rs->from restored (and rs->resumed told) or the state of epoch 0 offered. */
 al_status al__loop_begin(const al_resume *rs, const al__loop *L, uint64_t seed, int *first_epoch, al_error *err);
 /* Does rs want the state after `epoch` (0: before the first step) of a run that is over when last? */
 int       al__resume_due(const al_resume *rs, int epoch, int last);

@@ -8,6 +8,7 @@
 #include "io/io_impl.h"
 #include "train/state_impl.h"
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -200,6 +201,63 @@ static int state_from_meta(const char *meta, al_train_state *s)
     return bad ? -1 : graph;
 }
 
+/* ---- what a state can hold on its own (the run's bounds are restore_check's, below) ---- */
+static int rng_zero(const al_rng *r) { return !(r->s[0] | r->s[1] | r->s[2] | r->s[3]); }
+
+/* The scalars: AL_OK, or one message naming the file (f) and the field. */
+static al_status state_scalars_check(const char *f, const al_train_state *s, int graph, al_error *err)
+{
+    const al_optim *o = &s->opt;
+    const int64_t most = (int64_t)s->epoch * INT_MAX;   /* an epoch takes at most INT_MAX steps (n is an int) */
+    if (s->finished && s->epoch == 0) return al_seterr(err, "%s: finished = 1 at epoch 0 (the state before the first step)", f);
+    if (s->steps > most || o->step > most)
+        return al_seterr(err, "%s: %s = %lld is more than %d epoch%s can take", f, s->steps > most ? "steps" : "optim.step",
+                         (long long)(s->steps > most ? s->steps : o->step), s->epoch, s->epoch == 1 ? "" : "s");
+    const int shuffle_zero = s->norder > 0 && rng_zero(&s->shuffle);   /* full-batch loops (graphs) never shuffle */
+    if (shuffle_zero || rng_zero(&s->dropout))
+        return al_seterr(err, "%s: %s is all zeros (no state of the generator)", f, shuffle_zero ? "rng.shuffle" : "rng.dropout");
+    const struct { const char *key; double v, lo, hi; } hp[] = {   /* each in [lo, hi) */
+        {"optim.lr", o->lr, 0, INFINITY}, {"optim.momentum", o->momentum, 0, 1}, {"optim.beta1", o->beta1, 0, 1},
+        {"optim.beta2", o->beta2, 0, 1}, {"optim.eps", o->eps, 0, INFINITY}, {"optim.weight_decay", o->weight_decay, 0, INFINITY}};
+    for (size_t i = 0; i < sizeof hp / sizeof *hp; i++)
+        if (!(hp[i].v >= hp[i].lo && hp[i].v < hp[i].hi))
+            return al_seterr(err, "%s: %s = %g is outside [%g, %g)", f, hp[i].key, hp[i].v, hp[i].lo, hp[i].hi);
+    if (isnan(s->div.min) || s->div.min == -INFINITY) return al_seterr(err, "%s: diverge.min = %g is not a loss", f, s->div.min);
+    if (graph && (s->best_epoch > s->epoch || s->bad > s->epoch))
+        return al_seterr(err, "%s: %s = %d is beyond epoch %d", f, s->best_epoch > s->epoch ? "graph.best_epoch" : "graph.bad",
+                         s->best_epoch > s->epoch ? s->best_epoch : s->bad, s->epoch);
+    if (graph && !(s->step_seconds >= 0 && isfinite(s->step_seconds)))
+        return al_seterr(err, "%s: graph.step_seconds = %g is not a time", f, s->step_seconds);
+    return AL_OK;
+}
+
+/* The arrays: data.order a permutation of 0..norder-1, the moments and kept weights finite, optim.v >= 0. */
+static al_status state_arrays_check(const char *f, const al_train_state *s, al_error *err)
+{
+    uint8_t *seen = calloc((size_t)(s->norder > 0 ? s->norder : 1), 1);
+    if (!seen) return al_seterr(err, "%s: out of memory", f);
+    int dup = -1;
+    for (int i = 0; i < s->norder && dup < 0; i++) {
+        const int v = s->order[i];
+        if (v < 0 || v >= s->norder) { free(seen); return al_seterr(err, "%s: data.order[%d] = %d is outside [0, %d)", f, i, v, s->norder); }
+        if (seen[v]) dup = i; else seen[v] = 1;
+    }
+    free(seen);
+    if (dup >= 0) {
+        int first = 0;
+        while (s->order[first] != s->order[dup]) first++;
+        return al_seterr(err, "%s: data.order is not a permutation: data.order[%d] = %d repeats data.order[%d]", f, dup,
+                         s->order[dup], first);
+    }
+    const struct { const char *key; const float *x; } arr[] = {{"optim.m", s->opt.m}, {"optim.v", s->opt.v}, {"graph.best", s->best}};
+    for (int k = 0; k < 3; k++)
+        for (int64_t i = 0; arr[k].x && i < s->opt.n; i++)
+            if (!isfinite(arr[k].x[i]) || (k == 1 && arr[k].x[i] < 0))
+                return al_seterr(err, "%s: %s[%lld] = %g is %s", f, arr[k].key, (long long)i, (double)arr[k].x[i],
+                                 isfinite(arr[k].x[i]) ? "negative (a second moment)" : "not finite");
+    return AL_OK;
+}
+
 al_status al_train_state_load(const char *path, al_params *p, al_train_state *s, char **meta_out, al_error *err)
 {
     memset(s, 0, sizeof *s);
@@ -212,6 +270,7 @@ al_status al_train_state_load(const char *path, al_params *p, al_train_state *s,
     if (!fmt || strcmp(fmt, STATE_FORMAT)) { al_seterr(err, "%s: not a training state (metadata format is not " STATE_FORMAT ")", al_path_short(path)); goto out; }
     int graph = state_from_meta(meta, s);
     if (graph < 0) { al_seterr(err, "%s: missing or malformed training-state metadata", al_path_short(path)); goto out; }
+    if (state_scalars_check(al_path_short(path), s, graph, err) != AL_OK) goto out;
     int64_t N = p->total > 0 ? p->total : 1;
     if (al_mem_check(al_size_mul((uint64_t)(2 + graph) * 4, (uint64_t)N) + (uint64_t)s->norder * 4, err, "%s: training state", path))
         goto out;
@@ -228,8 +287,7 @@ al_status al_train_state_load(const char *path, al_params *p, al_train_state *s,
     int n = al_params_arrays(p, a);
     state_arrays(s, a, &n);
     if (al_safetensors_read(path, a, n, NULL, err) != AL_OK) goto out;
-    for (int i = 0; i < s->norder; i++)
-        if (s->order[i] < 0 || s->order[i] >= s->norder) { al_seterr(err, "%s: data.order[%d] = %d is outside [0, %d)", al_path_short(path), i, s->order[i], s->norder); goto out; }
+    if (state_arrays_check(al_path_short(path), s, err) != AL_OK) goto out;
     st = AL_OK;
 out:
     free(fmt); free(a);
@@ -239,14 +297,34 @@ out:
 }
 
 /* ---------------- the loops' side ---------------- */
-al_status al__loop_restore(const al__loop *L, const al_train_state *from, int *first_epoch, al_error *err)
+/* rs->from against the run of L (trainstate.h); AL_OK or one message naming the file and the field. */
+static al_status restore_check(const al__loop *L, const al_resume *rs, al_error *err)
 {
-    al_optim *o = L->opt;
+    const al_train_state *from = rs->from;
+    const al_optim *o = L->opt;
+    const char *f = rs->from_path ? al_path_short(rs->from_path) : "resume";
     if (from->opt.n != o->n || from->opt.kind != o->kind || !from->opt.m || (o->v && !from->opt.v))
-        return al_seterr(err, "resume: the state's optimiser (%s, %lld values) is not this run's (%s, %lld)",
+        return al_seterr(err, "%s: the state's optimiser (%s, %lld values) is not this run's (%s, %lld)", f,
                          optim_name(from->opt.kind), (long long)from->opt.n, optim_name(o->kind), (long long)o->n);
     if (from->norder != L->norder)
-        return al_seterr(err, "resume: the state orders %d examples, this run has %d", from->norder, L->norder);
+        return al_seterr(err, "%s: data.order holds %d examples, this run has %d", f, from->norder, L->norder);
+    if (from->epoch > L->epochs)
+        return al_seterr(err, "%s: epoch %d is beyond the %d epoch%s of this run", f, from->epoch, L->epochs, L->epochs == 1 ? "" : "s");
+    /* epoch <= epochs < 2^31 and steps_per_epoch < 2^31: the product fits */
+    const int64_t most = (int64_t)from->epoch * (L->steps_per_epoch > 0 ? L->steps_per_epoch : 0);
+    const char *key = from->steps < 0 || from->steps > most ? "steps" : from->opt.step < 0 || from->opt.step > most ? "optim.step" : NULL;
+    if (key)
+        return al_seterr(err, "%s: %s = %lld, but %d epoch%s of this run take%s at most %lld optimiser steps (%lld an epoch)", f,
+                         key, (long long)(key[0] == 's' ? from->steps : from->opt.step), from->epoch, from->epoch == 1 ? "" : "s",
+                         from->epoch == 1 ? "s" : "", (long long)most, (long long)L->steps_per_epoch);
+    return AL_OK;
+}
+
+al_status al__loop_restore(const al__loop *L, const al_resume *rs, int *first_epoch, al_error *err)
+{
+    if (restore_check(L, rs, err) != AL_OK) return AL_ERR;
+    const al_train_state *from = rs->from;
+    al_optim *o = L->opt;
     size_t bytes = (size_t)(o->n > 0 ? o->n : 0) * sizeof(float);
     memcpy(o->m, from->opt.m, bytes);
     if (o->v) memcpy(o->v, from->opt.v, bytes);
@@ -291,6 +369,9 @@ al_status al__loop_begin(const al_resume *rs, const al__loop *L, uint64_t seed, 
     al_diverge_init(L->div);
     if (L->shuffle) al_rng_seed(L->shuffle, seed, AL_RNG_SHUFFLE);
     for (int i = 0; i < L->norder; i++) L->order[i] = i;
-    if (rs && rs->from) return al__loop_restore(L, rs->from, first_epoch, err);
+    if (rs && rs->from) {
+        if (al__loop_restore(L, rs, first_epoch, err) != AL_OK) return AL_ERR;
+        return rs->resumed && rs->resumed(rs->ud, rs->from) ? al_seterr(err, "stopped before resuming after epoch %d", rs->from->epoch) : AL_OK;
+    }
     return al__loop_offer(rs, L, 0, 0, err);
 }

@@ -116,6 +116,10 @@ def graph_corpus():
     content = "".join(f"p{i}\t{'1' if i % 2 else '0'}\t{'0' if i % 3 else '1'}\tc{i % 2}\n" for i in range(6))
     write("graph/linqs-short-line/toy.content", content + "p6\t1\tc0\n", "w")
     write("graph/linqs-short-line/toy.cites", "p0\tp1\np1\tp2\n", "w")
+    # OGB import: a label near INT_MAX (the class count, label + 1, sized the random split's tables: 16 GiB)
+    write("graph/ogb-huge-label/node-feat.csv", "".join(f"{i % 2},{i % 3}\n" for i in range(8)), "w")
+    write("graph/ogb-huge-label/node-label.csv", "0\n1\n2147483646\n0\n1\n0\n1\n0\n", "w")
+    write("graph/ogb-huge-label/edge.csv", "0,1\n1,2\n2,3\n", "w")
 
 
 # ---------------------------------------------------------------- image folders
@@ -280,6 +284,27 @@ def results_corpus():
     write("results/foreign.csv", "name,value\nx,1\n", "w")
 
 
+# ---------------------------------------------------------------- sweep presets
+PRESETS = {
+    "no-equals": "# a preset whose third line has no =\ntask = image\nmodels cnn,sa\n",
+    "unknown-key": "# a preset with a key the sweep does not know\ntask = image\nmodels = cnn\ntrain-sizes = 100\nseeds = 1\n"
+                   "learning-rate = 0.1\n",
+    "other-task-flag": "# a flag of the image task in a graph preset\ntask = graph\nmodels = gcn\nplanetoid = yes\nseeds = 1\n"
+                       "patch = 2\n",
+    "bad-epochs": "# an epoch rule that is none\ntask = image\nmodels = cnn\ntrain-sizes = 100\nseeds = 1\nepochs = steps many\n",
+    "steps-overflow": "# a step budget past a long (its epochs overflowed)\ntask = image\nmodels = cnn\ntrain-sizes = 100\n"
+                      "seeds = 1\nepochs = steps 9223372036854775807\n",
+    "init-from-later": "# a stage started from one that does not come before it\ntask = image\ntrain-sizes = 100\nseeds = 1\n"
+                       "[stage ft]\nmodels = conv-attn-ft\ninit-from = cnn\n[stage cnn]\nmodels = cnn\n",
+}
+
+
+def presets_corpus():
+    for name, text in PRESETS.items():
+        write(f"presets/{name}.preset", text, "w")
+    write("presets/nul-byte.preset", b"\0binary")
+
+
 # ---------------------------------------------------------------- checkpoints
 def st_read(p):
     b = open(p, "rb").read()
@@ -367,6 +392,18 @@ def checkpoint_corpus(bin_):
         h["layer1.bias"]["shape"] = [1 << 40, 1 << 40]
         return h, d
     poke("ckpt/graph-huge-shape.safetensors", gr, huge_shape)
+    # the training state of a molecule run (one epoch), forged in one field each
+    state = os.path.join(tmp, "mol.train")
+    train(["--task", "molecule", "--model", "mlp", "--hidden", "4", "--data", path("molecules/ok"), "--checkpoint", state,
+           "--checkpoint-every", "1"], os.path.join(tmp, "mol-state.st"))
+    poke("ckpt/state-epoch.train", state, set_meta("epoch", "1000000000"))
+    poke("ckpt/state-steps.train", state, set_meta("steps", str((1 << 63) - 1)))
+
+    def repeat_order(h, d):   # data.order[1] = data.order[0]: not a permutation
+        beg = h["data.order"]["data_offsets"][0]
+        d[beg + 4:beg + 8] = d[beg:beg + 4]
+        return h, d
+    poke("ckpt/state-order.train", state, repeat_order)
     b = open(img, "rb").read()
     write("ckpt/truncated.safetensors", b[: len(b) - 300])
     write("ckpt/header-overreads.safetensors", struct.pack("<Q", 1 << 20) + b[8:200])
@@ -390,6 +427,7 @@ def main():
     conllu_corpus()
     results_corpus()
     molecules_corpus()
+    presets_corpus()
     checkpoint_corpus(os.path.abspath(sys.argv[1]))
 
 
