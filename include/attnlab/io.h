@@ -121,6 +121,51 @@ al_status al_output_check(const char *path, al_error *err);
 /* Read a whole file into a malloc'd NUL-terminated buffer (*len bytes). Caller frees. */
 al_status al_read_file(const char *path, char **data, size_t *len, al_error *err);
 
+/* ---------- inputs (input.c) ----------
+ * Every file attnlab reads is opened by al_input_open: O_RDONLY|O_NONBLOCK (a named FIFO without a
+ * writer cannot block the open), then fstat. A regular file is read as it is (O_NONBLOCK cleared).
+ * With AL_IN_STREAM, stdin ("-") and the pipes, sockets and terminals a process inherits, named
+ * /dev/stdin, /dev/fd/N or /proc/self/fd/N (a shell's `<(zcat f.gz)`; /dev/null there too), are read
+ * as well: their size is unknown, so al_input_read_all counts the bytes against the memory budget while
+ * it reads and stops an endless stream with "NAME: more than the memory budget of N". Anything else is
+ * one line before any read: a directory ("is a directory, expected a KIND"), a named FIFO (refused
+ * outright: it may have no writer), a device (/dev/zero) or a socket ("not a regular file (a named
+ * pipe)"). Readers that need random access (safetensors) leave out AL_IN_STREAM: a pipe is then "not a
+ * regular file (a pipe)" too.
+ *
+ *   al_input in;
+ *   if (al_input_open(&in, path, AL_IN_STREAM, NULL, err)) return AL_ERR;
+ *   gzFile f = gzdopen(in.fd, "rb");           // gzclose closes in.fd
+ */
+#define AL_IN_STREAM 1
+typedef struct al_input {
+    int fd;              /* -1 when closed */
+    int stream;          /* 1: stdin or an inherited pipe, socket or terminal (size unknown) */
+    uint64_t size;       /* a regular file's size at the open */
+    char name[240];      /* for messages: "stdin" for "-", else the path (al_path_short, AL_PATH_SHORT bytes) */
+} al_input;
+/* Open path as above. kind names what the file should be ("checkpoint", "IDX file"; NULL: "file") in
+ * "PATH: cannot open KIND: REASON" and "PATH: is a directory, expected a KIND". */
+al_status al_input_open(al_input *in, const char *path, int flags, const char *kind, al_error *err);
+void      al_input_close(al_input *in);
+/* al_input_open and close: for a library that opens path itself (stb_image, libsndfile). */
+al_status al_input_check(const char *path, int flags, const char *kind, al_error *err);
+/* The rest of in (not closed) into a malloc'd NUL-terminated buffer of *len bytes: a regular file's size
+ * is checked against the budget before it is read, a stream's bytes while they are read. */
+al_status al_input_read_all(al_input *in, char **data, size_t *len, al_error *err);
+/* al_input_open, al_input_read_all, al_input_close. al_read_file is al_input_read(path, AL_IN_STREAM, NULL, ...). */
+al_status al_input_read(const char *path, int flags, const char *kind, char **data, size_t *len, al_error *err);
+/* "stdin" for "-", else al_path_short(path). */
+const char *al_input_name(const char *path);
+/* A buffer that grows within the memory budget, for readers that decompress (gzread) into memory:
+ * al_inbuf_room makes room for at least one more byte and the NUL (want: a first size, 0 for 64 KiB)
+ * and fails with "NAME: more than the memory budget of N" once b->n exceeds the budget; call it
+ * before every read, read at most b->cap - b->n - 1 bytes, free b->p when done. */
+typedef struct al_inbuf { char *p; size_t n, cap; } al_inbuf;
+al_status al_inbuf_room(al_inbuf *b, size_t want, const char *name, al_error *err);
+/* zlib's gzerror() text without the "<fd:N>: " it puts in front for a gzdopen'ed descriptor. */
+const char *al_input_zmsg(const char *zmsg);
+
 /* safetensors: all parameters as F32 under their names; metadata as string pairs kv[0..2·nkv). */
 al_status al_safetensors_save(const char *path, const al_params *p, const char *const *kv, int nkv, al_error *err);
 /* Load into already-registered parameters (names and shapes must match exactly; every value finite:

@@ -317,26 +317,5 @@ al_status al_output_check(const char *path, al_error *err)
 /* ====================================================================================== */
 al_status al_read_file(const char *path, char **data, size_t *len, al_error *err)
 {
-    *data = NULL; *len = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return al_seterr(err, "%s: %s", al_path_short(path), strerror(errno));
-    struct stat sb;
-    if (fstat(fileno(f), &sb) == 0 && S_ISDIR(sb.st_mode)) { fclose(f); return al_seterr(err, "%s: is a directory, expected a file", al_path_short(path)); }
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap + 1);
-    while (buf) {
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (n < cap) break;
-        char *nb = realloc(buf, 2 * cap + 1);
-        if (!nb) { free(buf); buf = NULL; break; }
-        buf = nb; cap *= 2;
-    }
-    int bad = ferror(f), e = errno;
-    fclose(f);
-    if (!buf) return al_seterr(err, "%s: out of memory", al_path_short(path));
-    if (bad) { free(buf); return al_seterr(err, "%s: read error: %s", al_path_short(path), strerror(e)); }
-    buf[n] = 0;
-    *data = buf; *len = n;
-    return AL_OK;
+    return al_input_read(path, AL_IN_STREAM, NULL, data, len, err);   /* input.c: one way in, under the budget */
 }
