@@ -214,8 +214,14 @@ static int ga_cmp(const void *a, const void *b)
 
 static int graph_attention(FILE *f, const char *path, long node, int want_layer, const char *out, long oline[2])
 {
-    FILE *in = fopen(path, "r");
-    if (!in) { fprintf(stderr, "attnlab plot: cannot open %s: %s\n", path, strerror(errno)); return -1; }
+    al_input ai;   /* a regular file or an inherited pipe; never a FIFO or device */
+    al_error e = {{0}};
+    FILE *in = NULL;
+    if (al_input_open(&ai, path, AL_IN_STREAM, NULL, &e) != AL_OK || !(in = fdopen(ai.fd, "r"))) {
+        if (!e.msg[0]) { al_input_close(&ai); al_seterr(&e, "%s: out of memory", path); }
+        fprintf(stderr, "attnlab plot: %s\n", e.msg);
+        return -1;
+    }
     char line[512];
     long ln = 1, maxdst = -1;
     int rc = -1;
@@ -236,6 +242,10 @@ static int graph_attention(FILE *f, const char *path, long node, int want_layer,
         if (dst > maxdst) maxdst = dst;
         if (dst != node || (want_layer > 0 && layer != want_layer)) continue;
         if (n == cap) {
+            if (al_mem_check(al_size_mul(cap ? 2 * cap : 256, sizeof *rows), &e, "%s: the rows of node %ld", path, node)) {
+                fprintf(stderr, "attnlab plot: %s\n", e.msg);
+                goto done;
+            }
             ga_row *nr = realloc(rows, (cap = cap ? 2 * cap : 256) * sizeof *rows);
             if (!nr) { fprintf(stderr, "attnlab plot: out of memory\n"); goto done; }
             rows = nr;

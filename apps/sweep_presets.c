@@ -406,7 +406,10 @@ void preset_release(void)
 /* The first comment line of a preset file (its description), or "". */
 static void describe(const char *path, char *out, size_t n)
 {
-    FILE *f = fopen(path, "r");
+    al_input in;   /* never a FIFO or device: listing the presets must not block */
+    al_error e = {{0}};
+    FILE *f = al_input_open(&in, path, 0, NULL, &e) == AL_OK ? fdopen(in.fd, "r") : NULL;
+    if (!f && in.fd >= 0) al_input_close(&in);
     char line[512];
     out[0] = 0;
     while (f && fgets(line, sizeof line, f)) {

@@ -256,7 +256,7 @@ static void test_long_paths_keep_the_reason(void **st)
     ASSERT_HAS(e2.msg, "features.libsvm:2: label 'x' is not an integer");
     al_images im; al_error e3 = {{0}};
     assert_int_equal(al_idx_load(tpath("%s/none-i", rel), tpath("%s/none-l", rel), &im, &e3), AL_ERR);
-    ASSERT_HAS(e3.msg, "none-i: cannot open: No such file or directory");
+    ASSERT_HAS(e3.msg, "none-i: cannot open IDX file: No such file or directory");
 }
 
 /* fuzz_image found it: an 85-byte PNG whose IDAT chunk claims 1.3 GB made stb_image realloc that much

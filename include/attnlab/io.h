@@ -155,9 +155,13 @@ al_status al_input_check(const char *path, int flags, const char *kind, al_error
 al_status al_input_read_all(al_input *in, char **data, size_t *len, al_error *err);
 /* al_input_open, al_input_read_all, al_input_close. al_read_file is al_input_read(path, AL_IN_STREAM, NULL, ...). */
 al_status al_input_read(const char *path, int flags, const char *kind, char **data, size_t *len, al_error *err);
+/* al_input_read through zlib: a gzip file decompressed (a plain one read as it is: a regular file's
+ * size checked first, as al_input_read_all does), the decompressed bytes counted against the budget; a
+ * damaged or cut stream is an error that says after how many bytes. */
+al_status al_input_read_gz(const char *path, int flags, const char *kind, char **data, size_t *len, al_error *err);
 /* "stdin" for "-", else al_path_short(path). */
 const char *al_input_name(const char *path);
-/* A buffer that grows within the memory budget, for readers that decompress (gzread) into memory:
+/* A buffer that grows within the memory budget, for readers that decompress into memory:
  * al_inbuf_room makes room for at least one more byte and the NUL (want: a first size, 0 for 64 KiB)
  * and fails with "NAME: more than the memory budget of N" once b->n exceeds the budget; call it
  * before every read, read at most b->cap - b->n - 1 bytes, free b->p when done. */

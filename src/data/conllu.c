@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 static const char *const UPOS[AL_UPOS_N] = {
@@ -110,9 +111,7 @@ static int next_line(reader *r, char **s, size_t *len, al_error *err)
         int zerr = Z_OK;
         const char *zmsg = gzerror(r->gz, &zerr);
         if (zerr != Z_OK && zerr != Z_STREAM_END) {
-            /* zlib's message starts with the path: keep only what follows it */
-            const size_t pl = strlen(r->path);
-            if (zmsg && strncmp(zmsg, r->path, pl) == 0 && zmsg[pl] == ':') zmsg += pl + 1 + (zmsg[pl + 1] == ' ');
+            zmsg = al_input_zmsg(zmsg);   /* without the "<fd:N>: " zlib puts in front */
             snprintf(r->zmsg, sizeof r->zmsg, "%s (%s)",
                      zerr == Z_BUF_ERROR ? "gzip stream truncated" : "cannot decompress",
                      zerr == Z_ERRNO ? strerror(errno) : zmsg ? zmsg : "?");
@@ -279,11 +278,10 @@ al_status al_conllu_read(const char *path, const al_conllu_opts *opts, al_conllu
     if (!path) return al_seterr(err, "conllu: no file name");
     reader r = {0};
     r.path = path;
-    struct stat sb;
-    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) return al_seterr(err, "%s: is a directory, expected a CoNLL-U file", al_path_short(path));
-    errno = 0;
-    r.gz = gzopen(path, "rb");
-    if (!r.gz) return al_seterr(err, "%s: cannot open: %s", al_path_short(path), errno ? strerror(errno) : "out of memory");
+    al_input in;   /* a regular file or an inherited pipe; never a FIFO or device (io.h) */
+    if (al_input_open(&in, path, AL_IN_STREAM, "CoNLL-U file", err) != AL_OK) return AL_ERR;
+    r.gz = gzdopen(in.fd, "rb");
+    if (!r.gz) { al_input_close(&in); return al_seterr(err, "%s: cannot open: out of memory", al_path_short(path)); }
     r.buf = malloc(WIN);
     if (!r.buf) { gzclose(r.gz); return al_seterr(err, "%s: out of memory", al_path_short(path)); }
     corpus cp;
@@ -320,7 +318,7 @@ void al_conllu_free(al_conllu *d)
 }
 
 /* ---------------- treebank directories ---------------- */
-static int readable(const char *p) { FILE *f = fopen(p, "rb"); if (f) fclose(f); return f != NULL; }
+static int readable(const char *p) { return access(p, R_OK) == 0; }   /* no open: a FIFO must not block */
 
 /* 0 found, 1 not found, -1 error (ambiguous, path too long). */
 static int find_split(const char *dir, const char *split, char *out, size_t n, al_error *err)

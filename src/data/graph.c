@@ -11,7 +11,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 static int is_dir(const char *p) { struct stat st; return stat(p, &st) == 0 && S_ISDIR(st.st_mode); }
 
@@ -20,27 +19,8 @@ al_status al_text_open_path(al_text *t, const char *path, al_error *err)
 {
     memset(t, 0, sizeof *t);
     snprintf(t->path, sizeof t->path, "%s", path);
-    struct stat sb;
-    if (stat(t->path, &sb) == 0 && S_ISDIR(sb.st_mode)) return al_seterr(err, "%s: is a directory, expected a file", al_path_short(t->path));
-    gzFile f = gzopen(t->path, "rb");   /* reads plain files as they are */
-    if (!f) return al_seterr(err, "%s: cannot open: %s", al_path_short(t->path), errno ? strerror(errno) : "out of memory");
-    size_t cap = 1 << 16, len = 0;
-    char *b = malloc(cap);
-    int bad = 0;
-    while (b) {
-        if (len + 1 >= cap) { char *nb = realloc(b, cap *= 2); if (!nb) { free(b); b = NULL; break; } b = nb; }
-        size_t want = cap - len - 1 > (1u << 30) ? (1u << 30) : cap - len - 1;
-        int r = gzread(f, b + len, (unsigned)want);
-        if (r < 0) { bad = 1; break; }
-        len += (size_t)r;
-        if (r == 0) break;
-    }
-    gzclose(f);
-    if (!b) return al_seterr(err, "%s: out of memory", al_path_short(t->path));
-    if (bad) { free(b); return al_seterr(err, "%s: read error (truncated or corrupt gzip?)", al_path_short(t->path)); }
-    b[len] = 0;
-    t->buf = b; t->len = len;
-    return AL_OK;
+    /* gzip or plain, decompressed within the budget; never a FIFO or a device (io.h) */
+    return al_input_read_gz(t->path, AL_IN_STREAM, NULL, &t->buf, &t->len, err);
 }
 al_status al_text_open(al_text *t, const char *dir, const char *file, al_error *err)
 {

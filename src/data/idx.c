@@ -15,13 +15,10 @@
 /* ====================================================================================== */
 typedef struct gzr { gzFile f; const char *path; uint64_t off; } gzr;
 
-/* zlib's error message without the "PATH: " it puts in front (ours names the file already). */
+/* zlib's error message without the "<fd:N>: " it puts in front (ours names the file already). */
 static const char *gz_msg(const gzr *gz, int *zerr)
 {
-    const char *m = gzerror(gz->f, zerr);
-    size_t l = strlen(gz->path);
-    if (m && !strncmp(m, gz->path, l) && m[l] == ':' && m[l + 1] == ' ') m += l + 2;
-    return m;
+    return al_input_zmsg(gzerror(gz->f, zerr));
 }
 
 /* Reads exactly n bytes or reports where the data ran out (offset in the uncompressed stream). */
@@ -49,11 +46,11 @@ static al_status gz_exact(gzr *gz, void *buf, uint64_t n, const char *what, al_e
 static al_status gz_open(gzr *gz, const char *path, al_error *err)
 {
     gz->path = path; gz->off = 0;
-    struct stat sb;
-    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) { gz->f = NULL; return al_seterr(err, "%s: is a directory, expected an IDX file", al_path_short(path)); }
-    errno = 0;
-    gz->f = gzopen(path, "rb");
-    if (!gz->f) return al_seterr(err, "%s: cannot open: %s", al_path_short(path), errno ? strerror(errno) : "out of memory");
+    gz->f = NULL;
+    al_input in;   /* a regular file or an inherited pipe; never a FIFO or device (io.h) */
+    if (al_input_open(&in, path, AL_IN_STREAM, "IDX file", err) != AL_OK) return AL_ERR;
+    gz->f = gzdopen(in.fd, "rb");
+    if (!gz->f) { al_input_close(&in); return al_seterr(err, "%s: cannot open: out of memory", al_path_short(path)); }
     gzbuffer(gz->f, 1 << 17);
     return AL_OK;
 }

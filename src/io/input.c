@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
+#include <zlib.h>
 
 _Static_assert(sizeof(((al_input *)0)->name) == AL_PATH_SHORT, "al_input.name holds an al_path_short name");
 
@@ -150,6 +151,39 @@ al_status al_input_read(const char *path, int flags, const char *kind, char **da
     al_status st = al_input_read_all(&in, data, len, err);
     al_input_close(&in);
     return st;
+}
+
+al_status al_input_read_gz(const char *path, int flags, const char *kind, char **data, size_t *len, al_error *err)
+{
+    *data = NULL; *len = 0;
+    al_input in;
+    if (al_input_open(&in, path, flags, kind, err) != AL_OK) return AL_ERR;
+    /* a plain regular file is read as it is: its size is what it needs, asked before reading */
+    unsigned char magic[2];
+    if (!in.stream && (pread(in.fd, magic, 2, 0) != 2 || magic[0] != 0x1f || magic[1] != 0x8b) &&
+        al_mem_check(in.size, err, "%s", in.name)) {
+        al_input_close(&in);
+        return AL_ERR;
+    }
+    gzFile f = gzdopen(in.fd, "rb");   /* gzclose closes in.fd */
+    if (!f) { al_input_close(&in); return al_seterr(err, "%s: cannot open: out of memory", in.name); }
+    al_inbuf b = {0};   /* the decompressed bytes, within the budget */
+    al_status st;
+    for (int got; (st = al_inbuf_room(&b, in.stream ? 0 : (size_t)in.size, in.name, err)) == AL_OK; b.n += (size_t)got) {
+        size_t want = b.cap - b.n - 1 > (1u << 30) ? (1u << 30) : b.cap - b.n - 1;
+        got = gzread(f, b.p + b.n, (unsigned)want);
+        if (got == 0) break;
+        if (got < 0) { int zerr; st = al_seterr(err, "%s: not a readable gzip stream (%s)", in.name, al_input_zmsg(gzerror(f, &zerr))); break; }
+    }
+    int zerr = Z_OK;
+    if (st == AL_OK) gzerror(f, &zerr);
+    if (st == AL_OK && zerr != Z_OK && zerr != Z_STREAM_END)
+        st = al_seterr(err, "%s: the gzip stream is cut short or damaged after %zu bytes", in.name, b.n);
+    gzclose(f);
+    if (st != AL_OK) { free(b.p); return AL_ERR; }
+    b.p[b.n] = 0;
+    *data = b.p; *len = b.n;
+    return AL_OK;
 }
 
 const char *al_input_zmsg(const char *zmsg)

@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
 #define NFIELDS1 14   /* the header of attnlab < 0.4 */
 #define NFIELDS2 16   /* + config, status (0.4) */
@@ -240,43 +239,14 @@ al_status al_results_read(const char *path, al_results *r, al_error *err)
     return al_results_read_ex(path, 0, r, NULL, err);
 }
 
-/* A gzip-compressed CSV (name ending ".gz", as committed results too large for plain text are):
- * decompressed whole, the growing buffer checked against the memory budget. */
-static al_status read_gz(const char *path, char **text, size_t *len, al_error *err)
-{
-    gzFile f = gzopen(path, "rb");
-    if (!f) return al_seterr(err, "%s: %s", al_path_short(path), errno ? strerror(errno) : "cannot open");
-    size_t cap = 1 << 20, n = 0;
-    char *b = malloc(cap + 1);
-    al_status st = b ? AL_OK : al_seterr(err, "%s: out of memory", al_path_short(path));
-    for (int got; st == AL_OK && (got = gzread(f, b + n, (unsigned)(cap - n))) != 0;) {
-        if (got < 0) { int zerr; st = al_seterr(err, "%s: not a readable gzip stream (%s)", al_path_short(path), gzerror(f, &zerr)); break; }
-        n += (size_t)got;
-        if (n == cap) {
-            if (al_mem_check((uint64_t)cap * 2, err, "%s: decompressed results", al_path_short(path))) { st = AL_ERR; break; }
-            char *nb = realloc(b, 2 * cap + 1);
-            if (!nb) { st = al_seterr(err, "%s: out of memory", al_path_short(path)); break; }
-            b = nb; cap *= 2;
-        }
-    }
-    int zerr = Z_OK;
-    if (st == AL_OK) gzerror(f, &zerr);
-    if (st == AL_OK && zerr != Z_OK && zerr != Z_STREAM_END)
-        st = al_seterr(err, "%s: the gzip stream is cut short or damaged after %zu bytes", al_path_short(path), n);
-    gzclose(f);
-    if (st != AL_OK) { free(b); return AL_ERR; }
-    b[n] = 0;
-    *text = b; *len = n;
-    return AL_OK;
-}
-
 al_status al_results_read_ex(const char *path, int flags, al_results *r, char note[AL_ERRLEN], al_error *err)
 {
     char *text; size_t len;
     memset(r, 0, sizeof *r);
     if (note) note[0] = 0;
     const size_t pl = strlen(path);
-    if (pl > 3 && !strcmp(path + pl - 3, ".gz")) { if (read_gz(path, &text, &len, err) != AL_OK) return AL_ERR; }
+    /* a ".gz" name (as committed results too large for plain text are) is decompressed whole */
+    if (pl > 3 && !strcmp(path + pl - 3, ".gz")) { if (al_input_read_gz(path, AL_IN_STREAM, NULL, &text, &len, err) != AL_OK) return AL_ERR; }
     else if (al_read_file(path, &text, &len, err) != AL_OK) return AL_ERR;
     al_status st = al_results_parse_ex(text, len, path, flags, r, note, err);
     free(text);

@@ -174,7 +174,6 @@ static al_status st_read_header(int fd, const char *path, st_header *h, al_error
     memset(h, 0, sizeof *h);
     struct stat sb;
     if (fstat(fd, &sb) != 0) return al_seterr(err, "%s: stat failed: %s", al_path_short(path), strerror(errno));
-    if (S_ISDIR(sb.st_mode)) return al_seterr(err, "%s: is a directory, expected a safetensors file", al_path_short(path));
     uint64_t fsize = (uint64_t)sb.st_size;
     if (fsize < 8) return al_seterr(err, "%s: truncated safetensors file: %llu bytes, the 8-byte header length is missing", al_path_short(path), (unsigned long long)fsize);
     unsigned char lb[8];
@@ -206,12 +205,19 @@ static al_status st_read_header(int fd, const char *path, st_header *h, al_error
     return AL_OK;
 }
 
+/* path opened for reading (al_input_open: a regular file, never a FIFO or device); -1 with err set. */
+static int st_open(const char *path, al_error *err)
+{
+    al_input in;
+    return al_input_open(&in, path, 0, "checkpoint", err) == AL_OK ? in.fd : -1;
+}
+
 /* st_read_header on path, opened and closed here. */
 static al_status st_open_header(const char *path, st_header *h, al_error *err)
 {
     memset(h, 0, sizeof *h);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return al_seterr(err, "%s: cannot open checkpoint: %s", al_path_short(path), strerror(errno));
+    int fd = st_open(path, err);
+    if (fd < 0) return AL_ERR;
     al_status st = st_read_header(fd, path, h, err);
     close(fd);
     return st;
@@ -387,8 +393,8 @@ al_status al_safetensors_load(const char *path, al_params *p, char **meta, al_er
 {
     if (meta) *meta = NULL;
     if (!p || (p->n > 0 && !p->data)) return al_seterr(err, "%s: parameters are not finalized; nothing to load into", al_path_short(path));
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return al_seterr(err, "%s: cannot open checkpoint: %s", al_path_short(path), strerror(errno));
+    int fd = st_open(path, err);
+    if (fd < 0) return AL_ERR;
     al_status st = AL_ERR;
     st_entry *ent = NULL; float *stage = NULL;
     st_header h;
@@ -422,8 +428,8 @@ out:
 al_status al_safetensors_read(const char *path, al_st_array *a, int na, char **meta, al_error *err)
 {
     if (meta) *meta = NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return al_seterr(err, "%s: cannot open: %s", al_path_short(path), strerror(errno));
+    int fd = st_open(path, err);
+    if (fd < 0) return AL_ERR;
     st_header h;
     if (st_read_header(fd, path, &h, err) != AL_OK) { close(fd); return AL_ERR; }
     al_status st = AL_ERR;

@@ -15,8 +15,9 @@
 /* Number of values of tensor `name` in the safetensors header of path, or -1 (with a message). */
 static int64_t tensor_numel(const char *path, const char *name, al_error *err)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) { al_seterr(err, "%s: cannot open checkpoint: %s", path, strerror(errno)); return -1; }
+    al_input in;
+    if (al_input_open(&in, path, 0, "checkpoint", err) != AL_OK) return -1;
+    int fd = in.fd;
     unsigned char lb[8];
     uint64_t hl = 0;
     char *text = NULL;
