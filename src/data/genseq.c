@@ -1,6 +1,7 @@
 /* genseq.c — generated sequence tasks with unlimited data (text.h): associative recall and selective
  * copy, as treebanks whose tags are the labels (-1 on unlabelled tokens). */
 #include "attnlab/text.h"
+#include "attnlab/io.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,11 @@ al_status al_gen_seq(const al_gen_seq_cfg *g, int n, uint64_t seed, al_conllu *o
     if (n < 1 || L < 1 || (int64_t)n * L > 200000000 || P < 1 || P > 64 || Q < 1 || Q > P || g->keys < P || g->values < 2 || g->keys > 1000 ||
         g->values > 1000 || (g->kind == 0 ? 2 * P : P) + Q > L)
         return al_seterr(err, "generated sequences: bad sizes (n %d, len %d, pairs %d, queries %d)", n, L, P, Q);
+    /* before generating: the tokens' forms and tags, each sentence's start and line */
+    if (al_mem_check(al_size_add(al_size_mul((uint64_t)n * (uint64_t)L, sizeof(char *) + sizeof(int)),
+                                 al_size_mul((uint64_t)n + 1, sizeof(int) + sizeof(long))),
+                     err, "generated sequences: %d sentences of %d tokens", n, L))
+        return AL_ERR;
     /* the vocabulary text: keys, values, filler, marker */
     const int nk = g->keys, nv = g->values, nwords = nk + nv + 2;
     char *text = malloc((size_t)nwords * 8);
