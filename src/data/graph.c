@@ -111,6 +111,12 @@ static void normalize_rows(al_csr *f)
 }
 
 /* ---------------- the reader ---------------- */
+uint64_t al__graph_feat_bytes(int64_t nodes, int64_t entries)
+{
+    return al_size_add(al_size_mul((uint64_t)nodes, sizeof(int) + sizeof(int64_t)), al_size_mul((uint64_t)entries, sizeof(int) + sizeof(float)));
+}
+uint64_t al__graph_layer_bytes(int64_t nfeat) { return al_size_mul((uint64_t)nfeat, 16 * 4 * sizeof(float)); }
+
 static al_status read_features(al_graph *g, const char *dir, al_error *err)
 {
     al_text t;
@@ -127,9 +133,7 @@ static al_status read_features(al_graph *g, const char *dir, al_error *err)
     /* Feature indices far beyond what the file stores would silently make every model's first layer
      * huge (and 2147483647 overflowed int sizes downstream): refuse them. */
     const int64_t feat_limit = entries * 64 > AL_GRAPH_FEAT_FLOOR ? entries * 64 : AL_GRAPH_FEAT_FLOOR;
-    if (al_mem_check(al_size_add(al_size_mul((uint64_t)lines, sizeof(int) + sizeof(int64_t)),
-                                 al_size_mul((uint64_t)entries, sizeof(int) + sizeof(float))),
-                     err, "%s: %lld nodes with %lld feature entries", t.path, (long long)lines, (long long)entries)) {
+    if (al_mem_check(al__graph_feat_bytes(lines, entries), err, "%s: %lld nodes with %lld feature entries", t.path, (long long)lines, (long long)entries)) {
         al_text_close(&t); return AL_ERR;
     }
     g->n = (int)lines;
@@ -165,7 +169,7 @@ static al_status read_features(al_graph *g, const char *dir, al_error *err)
                           al_bytes_str(al_size_mul((uint64_t)idx, 16 * sizeof(float)), a));
                 goto fail;
             }
-            if (al_mem_check(al_size_mul((uint64_t)idx, 16 * 4 * sizeof(float)), err,
+            if (al_mem_check(al__graph_layer_bytes(idx), err,
                              "%s:%ld: feature index %ld (a first layer of %ld x 16 weights with gradients and AdamW moments)",
                              t.path, t.line, idx, idx))
                 goto fail;

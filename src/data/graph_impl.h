@@ -10,6 +10,12 @@
 al_status al_graph_build_adj(int n, const int *src /* (m) */, const int *dst /* (m) */, int64_t m, al_csr *adj,
                              al_error *err);
 
+/* What the reader (graph.c) asks the memory budget for before it allocates, and what an import checks
+ * before it writes (graph_write.c): a node's label and row pointer, a feature entry's column and value;
+ * a first layer over nfeat features (16 hidden units, with gradients and AdamW moments). */
+uint64_t al__graph_feat_bytes(int64_t nodes, int64_t entries);
+uint64_t al__graph_layer_bytes(int64_t nfeat);
+
 /* ---- text files: read whole (gzip or plain), then line by line; every message names path:line ---- */
 typedef struct al_text { char *buf; size_t len, pos; long line; char path[4200]; } al_text;
 al_status   al_text_open(al_text *t, const char *dir, const char *file, al_error *err);   /* dir/file */

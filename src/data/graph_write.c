@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include "attnlab/io.h"
 #include "attnlab/graph_import.h"
+#include "data/graph_impl.h"
 #include "io/io_impl.h"
 
 /* dir/name ← the buffer, atomically; frees the buffer. */
@@ -68,11 +69,30 @@ static al_status make_dirs(const char *dir, al_error *err)
     return AL_OK;
 }
 
+/* Before anything is written: the files of g, and reading them back, fit the memory budget. The
+ * texts are bounded from above (a label or id of 11 characters, a feature " IDX:VALUE" of 28). */
+static al_status import_fits(const al_graph *g, const char *out, al_error *err)
+{
+    const uint64_t feat_text = al_size_add(al_size_mul((uint64_t)g->n, 12), al_size_mul((uint64_t)g->feat.nnz, 28));
+    const uint64_t edge_text = al_size_mul((uint64_t)g->adj.nnz, 22);
+    if (al_mem_check(al_size_add(feat_text, al__graph_feat_bytes(g->n, g->feat.nnz)), err,
+                     "%s: features.libsvm of %d nodes with %lld feature entries", out, g->n, (long long)g->feat.nnz))
+        return AL_ERR;
+    int64_t nfeat = 0;   /* as the reader counts them: the largest index of a stored (non-zero) value */
+    for (int64_t k = 0; k < g->feat.nnz; k++) if (g->feat.val[k] != 0 && g->feat.col[k] + 1 > nfeat) nfeat = g->feat.col[k] + 1;
+    if (al_mem_check(al__graph_layer_bytes(nfeat), err, "%s: %lld features (a first layer of %lld x 16 weights with gradients and AdamW moments)",
+                     out, (long long)nfeat, (long long)nfeat))
+        return AL_ERR;
+    return al_mem_check(al_size_add(edge_text, al_size_mul((uint64_t)g->adj.nnz, 2 * sizeof(int))), err,
+                        "%s: edges.txt of %lld edges", out, (long long)g->adj.nnz);
+}
+
 al_status al_graph_import(const al_import_opts *o, al_import_stats *st, al_error *err)
 {
     al_graph g;
     char **classes = NULL;
     al_status s = al_graph_import_read(o, &g, &classes, st, err);
+    if (s == AL_OK) s = import_fits(&g, o->out, err);
     if (s == AL_OK) s = make_dirs(o->out, err);
     if (s == AL_OK) s = al_graph_write(&g, o->out, (const char *const *)classes, err);
     al_import_classes_free(classes, g.nclass);
