@@ -24,8 +24,8 @@ static void usage(FILE *f)
         "stdin when none is given, or for '-') holds one sentence per line with whitespace-separated tokens,\n"
         "or CoNLL-U (.conllu / .conllu.gz: comments and multi-word token lines are dropped). Prints CoNLL-U on\n"
         "stdout: ID, FORM and the predicted UPOS, '_' elsewhere; a blank line after each sentence.\n"
-        "Each input is read whole within the memory budget (a pipe stops once it passes it) and refused before\n"
-        "tagging when its tokens need more than the budget; a named FIFO or a device is refused.\n\n"
+        "Each input is read whole within the memory budget (a pipe stops once it passes it) and is refused\n"
+        "before tagging when its tokens need more; a named FIFO or a device is refused.\n\n"
         "  --load FILE          sequence checkpoint (attnlab train --task sequence --save)\n"
         "  --threads N          OpenMP threads\n"
         CLI_MAX_MEMORY_HELP);
