@@ -185,7 +185,7 @@ static void test_named_fifo_refused(void **st)
     char fifo[512];
     snprintf(fifo, sizeof fifo, "%s", tu_tpath("fifo"));
     assert_int_equal(mkfifo(fifo, 0644), 0);
-    g_want = "fifo: not a regular file (a named pipe)";
+    g_want = "fifo: is a FIFO, not a regular file";
     in_child(readers_on, fifo, "the readers");
     /* a graph directory whose edges.txt is a FIFO */
     tu_mkdirs(tu_tpath("g"));
@@ -197,7 +197,7 @@ static void test_named_fifo_refused(void **st)
     }
     assert_int_equal(mkfifo(tu_tpath("g/edges.txt"), 0644), 0);
     expect_refused(args("train --task graph --model gcn --data %s --epochs 1 --quiet", tu_tpath("g")), NULL, 0, 10, 1,
-                   "edges.txt: not a regular file (a named pipe)");
+                   "edges.txt: is a FIFO, not a regular file");
 }
 
 /* 2. The commands of the CLI on a FIFO: one line within seconds, not a hang. */
@@ -207,7 +207,7 @@ static void test_cli_fifo_refused(void **st)
     char fifo[512];   /* tu_tpath's buffers rotate; run_cli takes two of them each time */
     snprintf(fifo, sizeof fifo, "%s", tu_tpath("cli-fifo"));
     assert_int_equal(mkfifo(fifo, 0644), 0);
-    const char *want = "cli-fifo: not a regular file (a named pipe)";
+    const char *want = "cli-fifo: is a FIFO, not a regular file";
     expect_refused(args("eval --load %s --quiet", fifo), NULL, 0, 10, 1, want);
     expect_refused(args("summarize %s", fifo), NULL, 0, 10, 1, want);
     expect_refused(args("tag --load " SEQ_CKPT " %s", fifo), NULL, 0, 10, 1, want);
@@ -221,13 +221,13 @@ static void test_cli_fifo_refused(void **st)
 static void test_devices_refused(void **st)
 {
     (void)st;
-    const char *want = "/dev/zero: not a regular file (a character device)";
+    const char *want = "/dev/zero: is a character device, not a regular file";
     expect_refused("summarize /dev/zero", NULL, 0, 10, 1, want);
     expect_refused(args("plot /dev/zero --out %s", tu_tpath("p.png")), NULL, 0, 10, 1, want);
     expect_refused("tag --load " SEQ_CKPT " /dev/zero", NULL, 0, 10, 1, want);
     expect_refused("eval --load /dev/zero --quiet", NULL, 0, 10, 1, want);
-    expect_refused("tag --load " SEQ_CKPT " /dev/urandom", NULL, 0, 10, 1, "/dev/urandom: not a regular file (a character device)");
-    g_want = "/dev/zero: not a regular file (a character device)";
+    expect_refused("tag --load " SEQ_CKPT " /dev/urandom", NULL, 0, 10, 1, "/dev/urandom: is a character device, not a regular file");
+    g_want = "/dev/zero: is a character device, not a regular file";
     in_child(readers_on, "/dev/zero", "the readers");
     char *text; size_t len; al_error e = {{0}};
     assert_int_equal(al_read_file(tu_tmpdir(), &text, &len, &e), AL_ERR);

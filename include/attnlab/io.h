@@ -1,5 +1,5 @@
-/* attnlab/io.h — the I/O floor (src/io/), below every reader and model: atomic writes and whole-file
- * reads (fileio.c), the results CSV and run ids (csv.c), JSON metadata look-ups (json.c), safetensors
+/* attnlab/io.h — the I/O floor (src/io/), below every reader and model: atomic writes (fileio.c),
+ * every input opened and read within the memory budget (input.c), the results CSV and run ids (csv.c), JSON metadata look-ups (json.c), safetensors
  * (safetensors.c), PNG (png.c), the memory budget and checked sizes (membudget.c).
  *
  * Every file attnlab writes whole goes through al_atomic_begin/al_atomic_commit (al_write_atomic):
@@ -118,7 +118,8 @@ void      al_fsync_parent(const char *path);
  * new file (a temporary is created and removed to make sure). Messages start with the path:
  * "out/m.st: directory 'out' does not exist", "/dev/null: is a character device, not a regular file". */
 al_status al_output_check(const char *path, al_error *err);
-/* Read a whole file into a malloc'd NUL-terminated buffer (*len bytes). Caller frees. */
+/* Read a whole file into a malloc'd NUL-terminated buffer (*len bytes; input.c: a regular file, stdin
+ * "-" or an inherited pipe, within the memory budget). Caller frees. */
 al_status al_read_file(const char *path, char **data, size_t *len, al_error *err);
 
 /* ---------- inputs (input.c) ----------
@@ -129,9 +130,9 @@ al_status al_read_file(const char *path, char **data, size_t *len, al_error *err
  * as well: their size is unknown, so al_input_read_all counts the bytes against the memory budget while
  * it reads and stops an endless stream with "NAME: more than the memory budget of N". Anything else is
  * one line before any read: a directory ("is a directory, expected a KIND"), a named FIFO (refused
- * outright: it may have no writer), a device (/dev/zero) or a socket ("not a regular file (a named
- * pipe)"). Readers that need random access (safetensors) leave out AL_IN_STREAM: a pipe is then "not a
- * regular file (a pipe)" too.
+ * outright: it may have no writer), a device (/dev/zero) or a socket ("PATH: is a FIFO, not a regular
+ * file", worded as for outputs). Readers that need random access (safetensors) leave out AL_IN_STREAM:
+ * a pipe is then refused too.
  *
  *   al_input in;
  *   if (al_input_open(&in, path, AL_IN_STREAM, NULL, err)) return AL_ERR;

@@ -1,7 +1,7 @@
 /* fileio.c — file I/O underneath every file attnlab writes: a growable byte buffer, whole reads and
  * writes on a descriptor, atomic writes (the one path of every file written whole: the destination
  * checked, a temporary DEST.tmp.HOST.PID created exclusively beside it, fsync, rename, fsync of the
- * directory; the temporaries of dead processes removed) and whole-file reads. */
+ * directory; the temporaries of dead processes removed). Whole-file reads are input.c's. */
 #include "attnlab/io.h"
 #include "io/io_impl.h"
 #include <dirent.h>
@@ -82,8 +82,8 @@ int al_pread_all(int fd, void *data, size_t n, off_t off)
 /* ====================================================================================== */
 /* the destination and its temporary: one path for every file written whole                */
 /* ====================================================================================== */
-/* What a file that is not a regular file is, for "PATH: is a FIFO, not a regular file". */
-static const char *kind_of(mode_t m)
+/* What a file that is not a regular file is, for "PATH: is a FIFO, not a regular file" (io_impl.h). */
+const char *al__file_kind(mode_t m)
 {
     return S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO" : S_ISSOCK(m) ? "a socket" : S_ISCHR(m) ? "a character device"
          : S_ISBLK(m) ? "a block device" : S_ISLNK(m) ? "a symbolic link" : "a special file";
@@ -93,7 +93,7 @@ al_status al__output_kind(const char *path, const struct stat *sb, al_error *err
 {
     if (S_ISREG(sb->st_mode)) return AL_OK;
     if (S_ISDIR(sb->st_mode)) return al_seterr(err, "%s: is a directory, expected a file name", al_path_short(path));
-    return al_seterr(err, "%s: is %s, not a regular file", al_path_short(path), kind_of(sb->st_mode));
+    return al_seterr(err, "%s: is %s, not a regular file", al_path_short(path), al__file_kind(sb->st_mode));
 }
 
 /* Where a write of path renames to (*dest, malloc'd): path itself when it does not exist or is a
@@ -310,12 +310,4 @@ al_status al_output_check(const char *path, al_error *err)
     al_status st = probe_create(path, dest, err);
     free(dest);
     return st;
-}
-
-/* ====================================================================================== */
-/* whole-file read                                                                        */
-/* ====================================================================================== */
-al_status al_read_file(const char *path, char **data, size_t *len, al_error *err)
-{
-    return al_input_read(path, AL_IN_STREAM, NULL, data, len, err);   /* input.c: one way in, under the budget */
 }

@@ -3,6 +3,7 @@
  * bytes are counted against the memory budget, and anything else (a directory, a named FIFO, a device,
  * a socket) is refused with one line before a byte is read. */
 #include "attnlab/io.h"
+#include "io/io_impl.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -31,13 +32,6 @@ static int names_fd(const char *path)
         return *p == 0;
     }
     return 0;
-}
-
-/* What a file that is neither regular nor a directory is, for "not a regular file (...)". */
-static const char *kind_of(mode_t m, int inherited)
-{
-    return S_ISFIFO(m) ? (inherited ? "a pipe" : "a named pipe") : S_ISCHR(m) ? "a character device"
-         : S_ISBLK(m) ? "a block device" : S_ISSOCK(m) ? "a socket" : "a special file";
 }
 
 /* An inherited descriptor this process may read to its end: a pipe, a socket, a terminal (a person
@@ -73,7 +67,7 @@ al_status al_input_open(al_input *in, const char *path, int flags, const char *k
     else if ((flags & AL_IN_STREAM) && (dash || names_fd(path)) && stream_ok(fd, &sb))
         in->stream = 1;
     else   /* a named FIFO may have no writer, a device may never end: refused before any read */
-        st = al_seterr(err, "%s: not a regular file (%s)", in->name, kind_of(sb.st_mode, dash || names_fd(path)));
+        st = al_seterr(err, "%s: is %s, not a regular file", in->name, al__file_kind(sb.st_mode));
     /* reads block again (a pipe's writer may be slow); fd 0's own flags are shared, so never touched */
     if (st == AL_OK && !dash) {
         int fl = fcntl(fd, F_GETFL);
@@ -151,6 +145,11 @@ al_status al_input_read(const char *path, int flags, const char *kind, char **da
     al_status st = al_input_read_all(&in, data, len, err);
     al_input_close(&in);
     return st;
+}
+
+al_status al_read_file(const char *path, char **data, size_t *len, al_error *err)
+{
+    return al_input_read(path, AL_IN_STREAM, NULL, data, len, err);
 }
 
 al_status al_input_read_gz(const char *path, int flags, const char *kind, char **data, size_t *len, al_error *err)

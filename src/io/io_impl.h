@@ -26,6 +26,9 @@ int al_pread_all(int fd, void *data /* (n) bytes */, size_t n, off_t off);
  * "PATH: is a directory, expected a file name", "PATH: is a FIFO, not a regular file", ... */
 struct stat;
 al_status al__output_kind(const char *path, const struct stat *sb, al_error *err);
+/* "a FIFO", "a character device", "a directory", ...: what a file of mode m (st_mode) is, in the
+ * messages of outputs and inputs alike ("PATH: is a FIFO, not a regular file"). */
+const char *al__file_kind(mode_t m);
 
 /* ---------- canonical run descriptions ---------- */
 /* Appends ";key=value" for each of the k pairs kv[2i], kv[2i+1] to buf, whose first o bytes are
