@@ -167,11 +167,9 @@ shared: $(LIBSO)
 $(LIBSO): $(PIC_OBJ)
 	$(CC) -shared -Wl,-soname,libattnlab.so.$(SOMAJOR) $(LDFLAGS) -o $@ $^ $(LIBS)
 
-$(BUILD)/attnlab.pc: scripts/attnlab.pc.in include/attnlab/version.h
-	@mkdir -p $(dir $@)
-	sed -e 's|@PREFIX@|$(PREFIX)|; s|@VERSION@|$(VERSION)|; s|@OMPFLAGS@|$(OMPFLAGS)|' $< > $@
-
-install: all $(LIBSO) $(BUILD)/attnlab.pc
+# attnlab.pc is written by every install, for that install's PREFIX (a file kept in BUILD would keep
+# the PREFIX of the first install).
+install: all $(LIBSO)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCDIR)/attnlab \
 	        $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(DATADIR)/datasets $(DESTDIR)$(DATADIR)/presets
 	install -m 755 $(BIN) $(DESTDIR)$(BINDIR)/attnlab
@@ -180,7 +178,9 @@ install: all $(LIBSO) $(BUILD)/attnlab.pc
 	ln -sf libattnlab.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libattnlab.so.$(SOMAJOR)
 	ln -sf libattnlab.so.$(SOMAJOR) $(DESTDIR)$(LIBDIR)/libattnlab.so
 	install -m 644 include/attnlab/*.h $(DESTDIR)$(INCDIR)/attnlab/
-	install -m 644 $(BUILD)/attnlab.pc $(DESTDIR)$(LIBDIR)/pkgconfig/attnlab.pc
+	sed -e 's|@PREFIX@|$(PREFIX)|; s|@VERSION@|$(VERSION)|; s|@OMPFLAGS@|$(OMPFLAGS)|' scripts/attnlab.pc.in \
+	    > $(DESTDIR)$(LIBDIR)/pkgconfig/attnlab.pc
+	chmod 644 $(DESTDIR)$(LIBDIR)/pkgconfig/attnlab.pc
 	install -m 644 docs/attnlab.1 $(DESTDIR)$(MANDIR)/man1/attnlab.1
 	cp -R datasets/. $(DESTDIR)$(DATADIR)/datasets/
 	install -m 644 results/presets/*.preset $(DESTDIR)$(DATADIR)/presets/
